@@ -1,0 +1,62 @@
+// Element type names, sizes and shape helpers.
+#include "graph/dtype.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace kiln {
+
+absl::string_view DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return "f32";
+    case DType::kFloat16: return "f16";
+    case DType::kBFloat16: return "bf16";
+    case DType::kInt64: return "i64";
+    case DType::kInt32: return "i32";
+    case DType::kInt8: return "i8";
+    case DType::kUInt8: return "u8";
+    case DType::kBool: return "bool";
+  }
+  return "?";
+}
+
+absl::StatusOr<DType> ParseDType(absl::string_view name) {
+  for (DType d : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt64,
+                  DType::kInt32, DType::kInt8, DType::kUInt8, DType::kBool}) {
+    if (DTypeName(d) == name) return d;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown dtype '", name, "' (expected f32, f16, bf16, i64, i32, i8, u8 or bool)"));
+}
+
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return 4;
+    case DType::kFloat16: return 2;
+    case DType::kBFloat16: return 2;
+    case DType::kInt64: return 8;
+    case DType::kInt32: return 4;
+    case DType::kInt8: return 1;
+    case DType::kUInt8: return 1;
+    case DType::kBool: return 1;
+  }
+  return 0;
+}
+
+bool IsFloating(DType d) {
+  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
+}
+
+bool IsInteger(DType d) {
+  return d == DType::kInt64 || d == DType::kInt32 || d == DType::kInt8 || d == DType::kUInt8;
+}
+
+int64_t NumElements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeToString(const Shape& shape) { return absl::StrCat("[", absl::StrJoin(shape, ","), "]"); }
+
+}  // namespace kiln

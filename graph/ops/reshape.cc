@@ -1,0 +1,58 @@
+// Reshape: same data, new shape from a constant `shape` input (0 copies a dim
+// unless allowzero=1; -1 is inferred).
+#include "absl/strings/str_cat.h"
+#include "graph/op_registry.h"
+#include "graph/ops/op_util.h"
+
+namespace kiln::ops {
+namespace {
+
+absl::Status Infer(Node& node) {
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> target, ConstantInts(node, 1, "shape"));
+  KILN_ASSIGN_OR_RETURN(int64_t allowzero, node.GetInt("allowzero", 0));
+  const Shape& in = node.input(0)->shape();
+  Shape out(target.size());
+  int infer_at = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    int64_t d = target[i];
+    if (d == 0 && !allowzero) {
+      if (i >= in.size()) return node.Error(absl::StrCat("shape[", i, "] = 0 copies a dim the input lacks"));
+      d = in[i];
+    }
+    if (d == -1) {
+      if (infer_at >= 0) return node.Error("shape has more than one -1");
+      infer_at = static_cast<int>(i);
+      continue;
+    }
+    if (d < 0) return node.Error(absl::StrCat("invalid dim ", d, " in shape"));
+    out[i] = d;
+    known *= d;
+  }
+  const int64_t total = NumElements(in);
+  if (infer_at >= 0) {
+    if (known == 0 || total % known != 0) {
+      return node.Error(absl::StrCat("cannot reshape ", ShapeToString(in), " to ", ShapeToString(target)));
+    }
+    out[infer_at] = total / known;
+  }
+  if (NumElements(out) != total) {
+    return node.Error(absl::StrCat("cannot reshape ", ShapeToString(in), " (", total, " elements) to ",
+                                   ShapeToString(out)));
+  }
+  node.output(0)->SetType(node.input(0)->dtype(), out);
+  return absl::OkStatus();
+}
+
+absl::Status Eval(const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  out[0] = in[0]->Reshaped(out[0].shape());
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace kiln::ops
+
+KILN_OP_FILE(reshape) {
+  registry.Register({.name = "Reshape", .min_inputs = 2, .max_inputs = 2, .infer = ops::Infer,
+                     .eval = ops::Eval, .is_view = true});
+}
