@@ -51,6 +51,10 @@ absl::Status Node::Error(absl::string_view message) const {
   return absl::InvalidArgumentError(absl::StrCat(Describe(), ": ", message));
 }
 
+absl::Status Node::Unsupported(absl::string_view message) const {
+  return absl::UnimplementedError(absl::StrCat(Describe(), ": ", message));
+}
+
 absl::StatusOr<const Attribute*> Node::FindAttr(const std::string& name, AttrKind kind) const {
   auto it = attributes_.find(name);
   if (it == attributes_.end()) return nullptr;

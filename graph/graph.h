@@ -115,6 +115,9 @@ class Node {
   std::string Describe() const;
   // InvalidArgument("node 'conv1' (Conv): <message>").
   absl::Status Error(absl::string_view message) const;
+  // UnimplementedError with the same prefix: valid ONNX that kiln does not support
+  // (reported as "unsupported", not as a bad model).
+  absl::Status Unsupported(absl::string_view message) const;
 
  private:
   friend class Graph;

@@ -29,7 +29,8 @@ std::vector<int64_t> Strides(const Shape& shape);
 std::vector<int64_t> BroadcastOffsets(const Shape& in_shape, const Shape& out_shape);
 
 // The integer values of a constant input (shape/axes arguments). Fails with a
-// message naming the node when the input is absent or not a compile-time constant.
+// message naming the node when the input is absent, and with FailedPrecondition
+// when it is not a compile-time constant (the importer can then bind it).
 absl::StatusOr<std::vector<int64_t>> ConstantInts(const Node& node, int input, const char* what);
 
 // Inference: output 0 has input 0's dtype and shape.
@@ -49,5 +50,135 @@ absl::Status EvalUnary(const Node& node, const Tensor& in, Tensor& out,
 absl::Status EvalBinary(const Node& node, const Tensor& a, const Tensor& b, Tensor& out,
                         const std::function<float(float, float)>& ff,
                         const std::function<int64_t(int64_t, int64_t)>& fi = nullptr);
+
+}  // namespace kiln::ops
+
+namespace kiln::ops {
+
+// ---- Data movement (any dtype: bytes are copied, never converted) -------------
+
+// Where the elements of an iteration space of shape S live in a buffer: element
+// (j_0, ..., j_{r-1}) is at sum_d tables[d][j_d] (in elements). tables[d] has S[d]
+// entries. This covers strided views (transpose, slice with steps, broadcast with
+// stride 0) and per-axis index maps (pad modes, tile).
+using OffsetTables = std::vector<std::vector<int64_t>>;
+
+// Tables of a strided view: tables[d][j] = j * strides[d]. A view that starts at
+// an offset is expressed by offsetting the buffer pointer.
+OffsetTables StridedTables(const Shape& shape, absl::Span<const int64_t> strides);
+
+// For each element of the iteration space `shape`, copies the `elem_size` bytes at
+// src[src_at] to dst[dst_at]. Trailing axes that are contiguous in both buffers are
+// copied as one memcpy run; rows are spread over threads. O(number of elements).
+void CopyElements(const void* src, const OffsetTables& src_at, void* dst,
+                  const OffsetTables& dst_at, const Shape& shape, size_t elem_size);
+
+// CopyElements into a dense row-major destination of `shape`.
+void CopyToDense(const void* src, const OffsetTables& src_at, void* dst, const Shape& shape,
+                 size_t elem_size);
+
+// Writes `n` copies of the `elem_size`-byte element `value` to dst.
+void FillElements(void* dst, int64_t n, const void* value, size_t elem_size);
+
+// Fails unless input `i` is numeric (any supported dtype except bool).
+absl::Status RequireNumeric(const Node& node, int i);
+// Fails unless input `i` has dtype bool.
+absl::Status RequireBool(const Node& node, int i);
+// Inference for float-only unary ops: input 0 must be f32/f16/bf16; output 0
+// copies its dtype and shape.
+absl::Status InferFloatUnary(Node& node);
+
+// Element-wise fold over all present inputs broadcast together to out's shape:
+// acc = in[0], then acc = f(acc, in[k]). Floating inputs fold in fp32 with `ff`
+// (then `finish` maps each result, when given); integer and bool inputs fold in
+// int64 with `fi` (nullptr when only defined on floating types). Inputs share a dtype.
+absl::Status EvalVariadic(const Node& node, absl::Span<const Tensor* const> in, Tensor& out,
+                          const std::function<float(float, float)>& ff,
+                          const std::function<int64_t(int64_t, int64_t)>& fi = nullptr,
+                          const std::function<float(float)>& finish = nullptr);
+
+}  // namespace kiln::ops
+
+namespace kiln::ops {
+
+// Converts `in` to dtype `to` with ONNX Cast semantics: floats to integers
+// truncate toward zero (NaN gives 0, out-of-range values saturate to int64 then
+// wrap), anything to bool is x != 0, integers convert exactly through int64.
+Tensor CastTensor(const Tensor& in, DType to);
+
+}  // namespace kiln::ops
+
+namespace kiln::ops {
+
+// ---- NN ops: fp32 access, sliding windows, reductions -------------------------
+
+// Read access to a tensor's elements as fp32: f32 data is used in place, other
+// dtypes are converted once.
+class FloatView {
+ public:
+  explicit FloatView(const Tensor& t);
+  const float* data() const { return ptr_; }
+
+ private:
+  std::vector<float> copy_;
+  const float* ptr_ = nullptr;
+};
+
+// Write access to an output as fp32: f32 outputs are written in place, other
+// dtypes through a buffer that Commit() converts into the tensor.
+class FloatSink {
+ public:
+  explicit FloatSink(Tensor& t);
+  float* data() { return ptr_; }
+  void Commit();
+
+ private:
+  Tensor& tensor_;
+  std::vector<float> buffer_;
+  float* ptr_ = nullptr;
+};
+
+// Sliding-window geometry of Conv and the pooling ops, one entry per spatial dim.
+struct WindowGeometry {
+  std::vector<int64_t> kernel, strides, dilations, pads_begin, pads_end, output;
+};
+
+// Reads strides, dilations (when `use_dilations`), pads and auto_pad (NOTSET,
+// SAME_UPPER, SAME_LOWER, VALID) from `node` and computes pads and the output
+// size for spatial input dims `in` and window `kernel`. With `ceil_mode` the
+// window count rounds up, but a window starting in the end padding is dropped.
+absl::StatusOr<WindowGeometry> ComputeWindow(const Node& node, const Shape& in,
+                                             std::vector<int64_t> kernel, bool use_dilations,
+                                             bool ceil_mode);
+
+// WindowGeometry lifted to exactly 3 spatial dims (leading unit dims for 1-D and
+// 2-D windows), so one loop nest serves every rank.
+struct Window3 {
+  int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3];
+};
+Window3 LiftWindow(const Shape& in_spatial, const WindowGeometry& w);
+
+// For each output index along dim `d` of `g`: the input position of tap 0, the
+// taps [lo, hi) that land inside the input, and the taps [lo_pad, hi_pad) that
+// land inside the input extended by its pads.
+struct TapRange {
+  int64_t start, lo, hi, lo_pad, hi_pad;
+};
+std::vector<TapRange> TapRanges(const Window3& g, int d);
+
+// Softmax, or LogSoftmax when `log`, of `in` along `axis` (in [0, rank)) into out.
+void SoftmaxAlongAxis(const Tensor& in, int64_t axis, bool log, Tensor& out);
+
+// The Reduce* family: element map, combine and finish.
+enum class ReduceKind { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum };
+
+// Which axes of a rank-`rank` input a Reduce* node reduces: the optional constant
+// axes input 1, with noop_with_empty_axes deciding what empty axes mean.
+absl::StatusOr<std::vector<bool>> ReducedAxes(const Node& node, int64_t rank);
+// Inference for Reduce*: keepdims, axes; dtype checks (integers reduce in int64,
+// bool only where `allow_bool`).
+absl::Status InferReduce(Node& node, bool allow_integer, bool allow_bool);
+// Reference evaluation of a Reduce* node, linear time, parallel over outputs.
+absl::Status EvalReduce(const Node& node, ReduceKind kind, const Tensor& in, Tensor& out);
 
 }  // namespace kiln::ops

@@ -1,0 +1,100 @@
+// Older-opset node forms rewritten to the newest op form.
+#include "frontend/legacy_ops.h"
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace kiln {
+namespace {
+
+// Moves an ints attribute into a constant i64 input at `index` (absent inputs
+// before it are padded with nullptr).
+void IntsAttrToInput(Graph& graph, Node* node, const std::string& attr, int index) {
+  if (!node->has_attr(attr)) return;
+  std::vector<int64_t> values = node->attributes().at(attr).ints();
+  node->RemoveAttr(attr);
+  Value* c = graph.AddConstant(absl::StrCat(node->name(), "/", attr),
+                               Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(values.size())}, values));
+  node->SetInput(index, c);
+}
+
+void FloatAttrToInput(Graph& graph, Node* node, const std::string& attr, int index) {
+  if (!node->has_attr(attr)) return;
+  const float v = node->attributes().at(attr).f();
+  node->RemoveAttr(attr);
+  node->SetInput(index, graph.AddConstant(absl::StrCat(node->name(), "/", attr),
+                                          Tensor::FromFloat(DType::kFloat32, {}, {v})));
+}
+
+bool IsReduce(const std::string& op) { return op.rfind("Reduce", 0) == 0; }
+
+absl::Status RewriteCoercedSoftmax(Graph& graph, Node* node) {
+  KILN_ASSIGN_OR_RETURN(int64_t axis, node->GetInt("axis", 1));
+  Value* x = node->input(0);
+  Value* y = node->output(0);
+  const std::string base = node->name();
+  const std::string op_type = node->op_type();
+  auto attributes = node->attributes();
+  graph.RemoveNode(node);  // y keeps its name and uses; the Reshape below produces it
+
+  Value* flat = graph.AddValue(absl::StrCat(base, "/flat"));
+  graph.AddNode("Flatten", {x}, {flat}, absl::StrCat(base, "/flatten"))->SetAttr("axis", axis);
+  Value* out2d = graph.AddValue(absl::StrCat(base, "/2d"));
+  Node* op = graph.AddNode(op_type, {flat}, {out2d}, base);
+  for (const auto& [k, v] : attributes) op->SetAttr(k, v);
+  op->SetAttr("axis", int64_t{-1});
+  Value* shape = graph.AddValue(absl::StrCat(base, "/shape"));
+  graph.AddNode("Shape", {x}, {shape}, absl::StrCat(base, "/shape"));
+  graph.AddNode("Reshape", {out2d, shape}, {y}, absl::StrCat(base, "/reshape"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status UpgradeLegacyNodes(Graph& graph, int64_t opset) {
+  for (Node* node : graph.nodes()) {
+    const std::string& op = node->op_type();
+    node->RemoveAttr("consumed_inputs");
+    if ((op == "Squeeze" || op == "Unsqueeze") && opset < 13) IntsAttrToInput(graph, node, "axes", 1);
+    if (IsReduce(op) && opset < (op == "ReduceSum" ? 13 : 18)) IntsAttrToInput(graph, node, "axes", 1);
+    if (op == "Split" && opset < 13) IntsAttrToInput(graph, node, "split", 1);
+    if (op == "Clip" && opset < 11) {
+      // Absent bounds stay absent: the op treats them as -inf/+inf.
+      const bool has_min = node->has_attr("min");
+      FloatAttrToInput(graph, node, "min", 1);
+      if (node->has_attr("max")) {
+        if (!has_min) node->SetInput(1, nullptr);
+        FloatAttrToInput(graph, node, "max", 2);
+      }
+    }
+    if (op == "Pad" && opset < 11) {
+      IntsAttrToInput(graph, node, "pads", 1);
+      FloatAttrToInput(graph, node, "value", 2);
+    }
+    if (op == "Slice" && opset < 10) {
+      IntsAttrToInput(graph, node, "starts", 1);
+      IntsAttrToInput(graph, node, "ends", 2);
+      IntsAttrToInput(graph, node, "axes", 3);
+    }
+    if (op == "Reshape" && opset < 5) IntsAttrToInput(graph, node, "shape", 1);
+    if (op == "BatchNormalization") {
+      KILN_ASSIGN_OR_RETURN(int64_t spatial, node->GetInt("spatial", 1));
+      if (spatial != 1) {
+        return node->Error("spatial=0 (per-activation batch normalization, opset < 9) is not supported");
+      }
+      node->RemoveAttr("spatial");
+      node->RemoveAttr("is_test");
+    }
+    if (op == "Dropout") node->RemoveAttr("is_test");
+    if ((op == "Softmax" || op == "LogSoftmax") && opset < 13) {
+      KILN_RETURN_IF_ERROR(RewriteCoercedSoftmax(graph, node));
+    }
+  }
+  return graph.TopologicalSort();
+}
+
+}  // namespace kiln

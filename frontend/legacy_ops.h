@@ -1,0 +1,24 @@
+// Rewrites nodes written against older ONNX opsets into the newest form of their
+// op, which is the only form kiln's op definitions implement.
+//
+// Rules (opset = the model's default-domain opset):
+//   - attributes that later became inputs move to constant inputs:
+//     Squeeze/Unsqueeze axes (< 13), ReduceSum axes (< 13), other Reduce* axes (< 18),
+//     Split split (< 13), Clip min/max (< 11), Pad pads/value (< 11),
+//     Slice starts/ends/axes (< 10);
+//   - Softmax/LogSoftmax (< 13) coerced their input to 2-D at `axis` (default 1):
+//     rewritten as Flatten(axis) -> op(axis=-1) -> Reshape(Shape(x));
+//   - BatchNormalization drops spatial=1/is_test/consumed_inputs (spatial=0 is an error);
+//     Dropout drops is_test; all ops drop consumed_inputs.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "graph/graph.h"
+
+namespace kiln {
+
+absl::Status UpgradeLegacyNodes(Graph& graph, int64_t opset);
+
+}  // namespace kiln

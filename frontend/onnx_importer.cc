@@ -1,0 +1,331 @@
+// ONNX ModelProto -> kiln Graph.
+#include "frontend/onnx_importer.h"
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+#include "frontend/legacy_ops.h"
+#include "frontend/onnx_tensor.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "graph/eliminate_dead_code.h"
+#include "graph/infer_shapes.h"
+#include "graph/op_registry.h"
+#include "onnx/checker.h"
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+
+namespace kiln {
+namespace {
+
+absl::Status Prefixed(const absl::Status& s, const std::string& prefix) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(prefix, ": ", s.message()));
+}
+
+bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+int64_t OnnxLibraryMaxOpset() {
+  const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = map.find("");
+  return it == map.end() ? 0 : it->second.second;
+}
+
+absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& a, const std::string& base_dir,
+                                           const std::string& where) {
+  using A = onnx::AttributeProto;
+  switch (a.type()) {
+    case A::INT: return Attribute(static_cast<int64_t>(a.i()));
+    case A::FLOAT: return Attribute(a.f());
+    case A::STRING: return Attribute(a.s());
+    case A::INTS: return Attribute(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+    case A::FLOATS: return Attribute(std::vector<float>(a.floats().begin(), a.floats().end()));
+    case A::STRINGS: return Attribute(std::vector<std::string>(a.strings().begin(), a.strings().end()));
+    case A::TENSOR: {
+      auto t = TensorFromProto(a.t(), base_dir);
+      if (!t.ok()) return Prefixed(t.status(), absl::StrCat(where, ": attribute '", a.name(), "'"));
+      return Attribute(*std::move(t));
+    }
+    default:
+      return absl::UnimplementedError(absl::StrCat(where, ": attribute '", a.name(), "' has type ",
+                                                   A::AttributeType_Name(a.type()),
+                                                   ", which kiln does not support"));
+  }
+}
+
+// Applies --input-shape overrides to the model's declared inputs and checks that
+// every dim ends up known.
+absl::Status FixInputShapes(onnx::ModelProto& model, const std::map<std::string, Shape>& overrides,
+                            const std::set<std::string>& initializer_names) {
+  std::set<std::string> used;
+  std::vector<std::string> input_names;
+  for (auto& input : *model.mutable_graph()->mutable_input()) {
+    if (initializer_names.count(input.name())) continue;
+    input_names.push_back(input.name());
+    if (!input.type().has_tensor_type()) {
+      return absl::UnimplementedError(
+          absl::StrCat("input '", input.name(), "' is not a tensor (sequences, maps and optionals are not supported)"));
+    }
+    auto* tensor_type = input.mutable_type()->mutable_tensor_type();
+    auto it = overrides.find(input.name());
+    if (it != overrides.end()) {
+      used.insert(input.name());
+      const Shape& shape = it->second;
+      if (tensor_type->has_shape() && tensor_type->shape().dim_size() != static_cast<int>(shape.size())) {
+        return absl::InvalidArgumentError(absl::StrCat("--input-shape ", input.name(), "=", absl::StrJoin(shape, "x"),
+                                                       " has rank ", shape.size(), " but the model's input has rank ",
+                                                       tensor_type->shape().dim_size()));
+      }
+      auto* s = tensor_type->mutable_shape();
+      for (size_t d = 0; d < shape.size(); ++d) {
+        if (d < static_cast<size_t>(s->dim_size()) && s->dim(d).has_dim_value() && s->dim(d).dim_value() != shape[d]) {
+          return absl::InvalidArgumentError(absl::StrCat("--input-shape ", input.name(), ": dim ", d, " is fixed to ",
+                                                         s->dim(d).dim_value(), " by the model, not ", shape[d]));
+        }
+      }
+      s->clear_dim();
+      for (int64_t d : shape) s->add_dim()->set_dim_value(d);
+    }
+    if (!tensor_type->has_shape()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", input.name(),
+                                                     "' has no shape in the model; give it one with --input-shape ",
+                                                     input.name(), "=DxDx..."));
+    }
+    for (int d = 0; d < tensor_type->shape().dim_size(); ++d) {
+      const auto& dim = tensor_type->shape().dim(d);
+      if (!dim.has_dim_value() || dim.dim_value() < 0) {
+        const std::string label = dim.has_dim_param() ? absl::StrCat(" ('", dim.dim_param(), "')") : "";
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input '", input.name(), "' dim ", d, label,
+            " is dynamic; kiln compiles static shapes: fix it with --input-shape ", input.name(), "=",
+            absl::StrJoin(std::vector<std::string>(tensor_type->shape().dim_size(), "D"), "x")));
+      }
+    }
+  }
+  for (const auto& [name, shape] : overrides) {
+    if (!used.count(name)) {
+      return absl::InvalidArgumentError(absl::StrCat("--input-shape names '", name, "', which is not a model input (inputs: ",
+                                                     absl::StrJoin(input_names, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunOnnxChecks(onnx::ModelProto& model) {
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("ONNX checker: ", e.what()));
+  }
+  try {
+    onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/1);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("ONNX shape inference: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ModelDir(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
+int64_t DefaultOpset(const onnx::ModelProto& model) {
+  for (const auto& op : model.opset_import()) {
+    if (IsDefaultDomain(op.domain())) return op.version();
+  }
+  return 1;
+}
+
+std::vector<UnsupportedOp> FindUnsupportedOps(const onnx::ModelProto& model) {
+  std::map<std::pair<std::string, std::string>, UnsupportedOp> found;
+  const int64_t opset = DefaultOpset(model);
+  int index = 0;
+  for (const auto& node : model.graph().node()) {
+    const std::string name = node.name().empty() ? absl::StrCat("#", index) : node.name();
+    ++index;
+    const bool supported = IsDefaultDomain(node.domain()) && OpRegistry::Global().Find(node.op_type()) != nullptr;
+    if (supported) continue;
+    auto& entry = found[{node.domain(), node.op_type()}];
+    entry.domain = node.domain();
+    entry.op_type = node.op_type();
+    entry.opset = opset;
+    for (const auto& op : model.opset_import()) {
+      if (op.domain() == node.domain()) entry.opset = op.version();
+    }
+    entry.node_names.push_back(name);
+  }
+  std::vector<UnsupportedOp> out;
+  for (auto& [key, value] : found) out.push_back(std::move(value));
+  return out;
+}
+
+std::string FormatUnsupportedOps(const std::vector<UnsupportedOp>& ops) {
+  if (ops.empty()) return "";
+  int64_t total = 0;
+  for (const auto& op : ops) total += op.node_names.size();
+  std::string out = absl::StrCat(ops.size(), " unsupported op type", ops.size() == 1 ? "" : "s", " (", total,
+                                 " node", total == 1 ? "" : "s", "):");
+  for (const auto& op : ops) {
+    std::vector<std::string> names(op.node_names.begin(),
+                                   op.node_names.begin() + std::min<size_t>(op.node_names.size(), 5));
+    absl::StrAppend(&out, "\n  ", op.domain.empty() ? "" : absl::StrCat(op.domain, "::"), op.op_type, " (opset ",
+                    op.opset, ") x", op.node_names.size(), ": ", absl::StrJoin(names, ", "),
+                    op.node_names.size() > 5 ? ", ..." : "");
+  }
+  return out;
+}
+
+absl::StatusOr<Shape> ParseShapeSpec(const std::string& text) {
+  Shape shape;
+  if (text.empty() || text == "scalar") return shape;
+  for (absl::string_view part : absl::StrSplit(text, absl::ByAnyChar("x,"))) {
+    int64_t d;
+    if (!absl::SimpleAtoi(part, &d) || d < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("bad shape '", text, "': expected dims like 1x3x224x224"));
+    }
+    shape.push_back(d);
+  }
+  return shape;
+}
+
+absl::StatusOr<onnx::ModelProto> ReadOnnxModel(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": file is empty"));
+  onnx::ModelProto model;
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a valid ONNX model (protobuf parsing failed: truncated or corrupt file?)"));
+  }
+  if (!model.has_graph()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a valid ONNX model (no graph)"));
+  }
+  return model;
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, const std::string& base_dir,
+                                                       const ImportOptions& options) {
+  const int64_t opset = DefaultOpset(model);
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    return absl::UnimplementedError(absl::StrCat("model uses opset ", opset, "; kiln imports opsets ", kMinOpset,
+                                                 " to ", kMaxOpset));
+  }
+  std::set<std::string> initializer_names;
+  for (const auto& init : model.graph().initializer()) initializer_names.insert(init.name());
+  KILN_RETURN_IF_ERROR(FixInputShapes(model, options.input_shapes, initializer_names));
+
+  if (auto unsupported = FindUnsupportedOps(model); !unsupported.empty()) {
+    return absl::UnimplementedError(FormatUnsupportedOps(unsupported));
+  }
+  // The installed ONNX library may predate the model's opset; then kiln's own
+  // inference and verification stand alone.
+  if (options.run_onnx_checker && opset <= OnnxLibraryMaxOpset()) {
+    KILN_RETURN_IF_ERROR(RunOnnxChecks(model));
+  }
+
+  const onnx::GraphProto& gp = model.graph();
+  auto graph = std::make_unique<Graph>();
+  graph->set_name(gp.name().empty() ? "main" : gp.name());
+
+  for (const auto& init : gp.initializer()) {
+    auto t = TensorFromProto(init, base_dir);
+    if (!t.ok()) return Prefixed(t.status(), "initializer");
+    if (graph->FindValue(init.name())) {
+      return absl::InvalidArgumentError(absl::StrCat("initializer '", init.name(), "' is defined twice"));
+    }
+    graph->AddConstant(init.name(), *std::move(t));
+  }
+  for (const auto& input : gp.input()) {
+    if (initializer_names.count(input.name())) continue;  // a weight listed as input (IR < 4)
+    const auto& tt = input.type().tensor_type();
+    auto dtype = DTypeFromOnnx(tt.elem_type());
+    if (!dtype.ok()) return Prefixed(dtype.status(), absl::StrCat("input '", input.name(), "'"));
+    Shape shape;
+    for (const auto& d : tt.shape().dim()) shape.push_back(d.dim_value());
+    Value* v = graph->AddValue(input.name());
+    if (v->name() != input.name()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", input.name(), "' is declared twice"));
+    }
+    v->SetType(*dtype, shape);
+    if (auto it = options.constant_inputs.find(input.name()); it != options.constant_inputs.end()) {
+      if (it->second.dtype() != *dtype || it->second.shape() != shape) {
+        return absl::InvalidArgumentError(absl::StrCat("value bound to input '", input.name(), "' is ",
+                                                       it->second.TypeString(), ", expected ", v->TypeString()));
+      }
+      graph->SetConstant(v, it->second);
+      continue;
+    }
+    graph->AddInput(v);
+  }
+  auto value_for = [&](const std::string& name) -> Value* {
+    if (Value* v = graph->FindValue(name)) return v;
+    return nullptr;
+  };
+  int index = 0;
+  for (const auto& np : gp.node()) {
+    const std::string node_name = np.name().empty() ? absl::StrCat(np.op_type(), "_", index) : np.name();
+    ++index;
+    const std::string where = absl::StrCat("node '", node_name, "' (", np.op_type(), ")");
+    std::vector<Value*> inputs;
+    for (const std::string& in : np.input()) {
+      if (in.empty()) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      Value* v = value_for(in);
+      if (v == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": input '", in,
+                                                       "' is not a graph input, initializer or earlier node output"));
+      }
+      inputs.push_back(v);
+    }
+    std::vector<Value*> outputs;
+    for (const std::string& out : np.output()) {
+      // Absent optional outputs still get a (dead) value so arity is preserved.
+      if (!out.empty() && graph->FindValue(out)) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": output '", out, "' is already defined"));
+      }
+      outputs.push_back(graph->AddValue(out.empty() ? absl::StrCat(node_name, "/unused") : out));
+    }
+    Node* node = graph->AddNode(np.op_type(), inputs, outputs, node_name);
+    for (const auto& a : np.attribute()) {
+      KILN_ASSIGN_OR_RETURN(Attribute attr, ConvertAttribute(a, base_dir, where));
+      node->SetAttr(a.name(), std::move(attr));
+    }
+  }
+  for (const auto& out : gp.output()) {
+    Value* v = value_for(out.name());
+    if (v == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("graph output '", out.name(), "' is not produced by any node"));
+    }
+    graph->AddOutput(v);
+  }
+  KILN_RETURN_IF_ERROR(UpgradeLegacyNodes(*graph, opset));
+  KILN_RETURN_IF_ERROR(InferShapes(*graph));
+  KILN_RETURN_IF_ERROR(EliminateDeadCode().Run(*graph).status());
+  return graph;
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxFile(const std::string& path, const ImportOptions& options) {
+  KILN_ASSIGN_OR_RETURN(onnx::ModelProto model, ReadOnnxModel(path));
+  auto graph = ImportOnnxModel(std::move(model), ModelDir(path), options);
+  if (!graph.ok()) return Prefixed(graph.status(), path);
+  return graph;
+}
+
+}  // namespace kiln

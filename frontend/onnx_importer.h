@@ -1,0 +1,68 @@
+// ONNX importer: .onnx file (with external data beside it) -> kiln Graph with
+// every value statically typed and constant subgraphs folded.
+//
+// Steps: parse; check the opset range (7..21); fix dynamic input dims from
+// `input_shapes`; run the ONNX checker and ONNX shape inference (when the model's
+// opset is within what the installed ONNX library knows); report every unsupported
+// op at once; build the graph (initializers -> constants, weights listed as graph
+// inputs -> constants); rewrite older-opset node forms (frontend/legacy_ops.h);
+// kiln shape inference with constant folding; dead-code elimination.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "onnx/onnx_pb.h"
+
+namespace kiln {
+
+struct ImportOptions {
+  // Static shapes for inputs with dynamic dims, e.g. {"input_ids": {1, 128}}.
+  std::map<std::string, Shape> input_shapes;
+  // Inputs bound to fixed values at compile time: they become constants and are
+  // no longer graph inputs (needed where a model computes shapes from an input).
+  std::map<std::string, Tensor> constant_inputs;
+  // Run ONNX's own checker and shape inference first.
+  bool run_onnx_checker = true;
+};
+
+inline constexpr int64_t kMinOpset = 7;
+inline constexpr int64_t kMaxOpset = 21;
+
+// Reads and parses an .onnx file; errors name the file.
+absl::StatusOr<onnx::ModelProto> ReadOnnxModel(const std::string& path);
+
+// Imports a model; `base_dir` is where external-data files are looked up.
+absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, const std::string& base_dir,
+                                                       const ImportOptions& options = {});
+
+// ReadOnnxModel + ImportOnnxModel; every error message starts with the file path.
+absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxFile(const std::string& path,
+                                                      const ImportOptions& options = {});
+
+// The folder of a model file, where its external data lives ("." for a bare name).
+std::string ModelDir(const std::string& path);
+
+// The default-domain opset a model imports (ONNX semantics: 1 when absent).
+int64_t DefaultOpset(const onnx::ModelProto& model);
+
+// Ops of the model that kiln cannot import, grouped by (domain, op type).
+struct UnsupportedOp {
+  std::string domain;
+  std::string op_type;
+  int64_t opset = 0;
+  std::vector<std::string> node_names;
+};
+std::vector<UnsupportedOp> FindUnsupportedOps(const onnx::ModelProto& model);
+// A multi-line report of FindUnsupportedOps (empty when there are none).
+std::string FormatUnsupportedOps(const std::vector<UnsupportedOp>& ops);
+
+// Parses "1x128" into {1, 128}.
+absl::StatusOr<Shape> ParseShapeSpec(const std::string& text);
+
+}  // namespace kiln

@@ -1,0 +1,194 @@
+// TensorProto <-> Tensor conversion, including external data files.
+#include "frontend/onnx_tensor.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/float16.h"
+#include "common/status_macros.h"
+
+namespace kiln {
+
+using onnx::TensorProto;
+
+absl::StatusOr<DType> DTypeFromOnnx(int32_t t) {
+  switch (t) {
+    case TensorProto::FLOAT: return DType::kFloat32;
+    case TensorProto::FLOAT16: return DType::kFloat16;
+    case TensorProto::BFLOAT16: return DType::kBFloat16;
+    case TensorProto::INT64: return DType::kInt64;
+    case TensorProto::INT32: return DType::kInt32;
+    case TensorProto::INT8: return DType::kInt8;
+    case TensorProto::UINT8: return DType::kUInt8;
+    case TensorProto::BOOL: return DType::kBool;
+    default:
+      return absl::UnimplementedError(absl::StrCat(
+          "element type ", OnnxTypeName(t),
+          " is not supported (kiln supports FLOAT, FLOAT16, BFLOAT16, INT64, INT32, INT8, UINT8, BOOL)"));
+  }
+}
+
+int32_t OnnxFromDType(DType d) {
+  switch (d) {
+    case DType::kFloat32: return TensorProto::FLOAT;
+    case DType::kFloat16: return TensorProto::FLOAT16;
+    case DType::kBFloat16: return TensorProto::BFLOAT16;
+    case DType::kInt64: return TensorProto::INT64;
+    case DType::kInt32: return TensorProto::INT32;
+    case DType::kInt8: return TensorProto::INT8;
+    case DType::kUInt8: return TensorProto::UINT8;
+    case DType::kBool: return TensorProto::BOOL;
+  }
+  return TensorProto::UNDEFINED;
+}
+
+std::string OnnxTypeName(int32_t t) {
+  if (TensorProto::DataType_IsValid(t)) return TensorProto::DataType_Name(static_cast<TensorProto::DataType>(t));
+  return absl::StrCat("#", t);
+}
+
+namespace {
+
+absl::StatusOr<std::string> ReadExternalData(const TensorProto& proto, const std::string& base_dir) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : proto.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    if (kv.key() == "offset") offset = std::stoll(kv.value());
+    if (kv.key() == "length") length = std::stoll(kv.value());
+  }
+  const std::string what = absl::StrCat("tensor '", proto.name(), "'");
+  if (location.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": external data has no location"));
+  std::filesystem::path rel(location);
+  if (rel.is_absolute() || location.find("..") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": external data location '", location, "' must be a relative path inside the model's folder"));
+  }
+  const std::filesystem::path path = std::filesystem::path(base_dir) / rel;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat(what, ": external data file '", location,
+                                            "' not found (looked for ", path.string(), ")"));
+  }
+  in.seekg(0, std::ios::end);
+  const int64_t size = in.tellg();
+  if (length < 0) length = size - offset;
+  if (offset < 0 || offset + length > size) {
+    return absl::OutOfRangeError(absl::StrCat(what, ": external data range [", offset, ", ", offset + length,
+                                              ") lies outside '", path.string(), "' (", size, " bytes)"));
+  }
+  std::string bytes(length, '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  return bytes;
+}
+
+// Copies typed repeated-field values into `out`.
+template <typename Field, typename Store>
+absl::Status CopyField(const Field& field, int64_t n, const std::string& what, Store store) {
+  if (field.size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": holds ", field.size(), " values but its shape needs ", n));
+  }
+  for (int64_t i = 0; i < n; ++i) store(i, field.Get(i));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> TensorFromProto(const TensorProto& proto, const std::string& base_dir,
+                                       bool double_to_float) {
+  const std::string what = absl::StrCat("tensor '", proto.name(), "'");
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  for (int64_t d : shape) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(what, ": negative dim in ", ShapeToString(shape)));
+  }
+  const int64_t n = NumElements(shape);
+  if (proto.data_type() == TensorProto::DOUBLE && double_to_float) {
+    std::vector<float> values(n);
+    if (proto.has_raw_data() || proto.data_location() == TensorProto::EXTERNAL) {
+      std::string raw = proto.raw_data();
+      if (proto.data_location() == TensorProto::EXTERNAL) {
+        KILN_ASSIGN_OR_RETURN(raw, ReadExternalData(proto, base_dir));
+      }
+      if (static_cast<int64_t>(raw.size()) != n * 8) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": raw data has ", raw.size(), " bytes, expected ", n * 8));
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        double d;
+        std::memcpy(&d, raw.data() + i * 8, 8);
+        values[i] = static_cast<float>(d);
+      }
+    } else {
+      KILN_RETURN_IF_ERROR(CopyField(proto.double_data(), n, what,
+                                     [&](int64_t i, double v) { values[i] = static_cast<float>(v); }));
+    }
+    return Tensor::FromFloat(DType::kFloat32, shape, values);
+  }
+  auto dtype_or = DTypeFromOnnx(proto.data_type());
+  if (!dtype_or.ok()) return absl::UnimplementedError(absl::StrCat(what, ": ", dtype_or.status().message()));
+  const DType dtype = *dtype_or;
+  Tensor t(dtype, shape);
+  const size_t nbytes = t.nbytes();
+
+  if (proto.data_location() == TensorProto::EXTERNAL || proto.has_raw_data()) {
+    std::string external;
+    const std::string* raw = &proto.raw_data();
+    if (proto.data_location() == TensorProto::EXTERNAL) {
+      KILN_ASSIGN_OR_RETURN(external, ReadExternalData(proto, base_dir));
+      raw = &external;
+    }
+    if (raw->size() != nbytes) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": raw data has ", raw->size(), " bytes, but ",
+                                                     t.TypeString(), " needs ", nbytes));
+    }
+    if (nbytes > 0) std::memcpy(t.mutable_raw_data(), raw->data(), nbytes);
+    return t;
+  }
+  void* dst = t.mutable_raw_data();
+  switch (dtype) {
+    case DType::kFloat32:
+      KILN_RETURN_IF_ERROR(CopyField(proto.float_data(), n, what,
+                                     [&](int64_t i, float v) { static_cast<float*>(dst)[i] = v; }));
+      break;
+    case DType::kInt64:
+      KILN_RETURN_IF_ERROR(CopyField(proto.int64_data(), n, what,
+                                     [&](int64_t i, int64_t v) { static_cast<int64_t*>(dst)[i] = v; }));
+      break;
+    case DType::kInt32:
+      KILN_RETURN_IF_ERROR(CopyField(proto.int32_data(), n, what,
+                                     [&](int64_t i, int32_t v) { static_cast<int32_t*>(dst)[i] = v; }));
+      break;
+    case DType::kInt8:
+      KILN_RETURN_IF_ERROR(CopyField(proto.int32_data(), n, what, [&](int64_t i, int32_t v) {
+        static_cast<int8_t*>(dst)[i] = static_cast<int8_t>(v);
+      }));
+      break;
+    case DType::kUInt8:
+    case DType::kBool:
+      KILN_RETURN_IF_ERROR(CopyField(proto.int32_data(), n, what, [&](int64_t i, int32_t v) {
+        static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(v);
+      }));
+      break;
+    case DType::kFloat16:
+    case DType::kBFloat16:  // stored as uint16 bit patterns in int32_data
+      KILN_RETURN_IF_ERROR(CopyField(proto.int32_data(), n, what, [&](int64_t i, int32_t v) {
+        static_cast<uint16_t*>(dst)[i] = static_cast<uint16_t>(v);
+      }));
+      break;
+  }
+  return t;
+}
+
+TensorProto TensorToProto(const Tensor& tensor, const std::string& name) {
+  TensorProto proto;
+  proto.set_name(name);
+  proto.set_data_type(OnnxFromDType(tensor.dtype()));
+  for (int64_t d : tensor.shape()) proto.add_dims(d);
+  proto.set_raw_data(tensor.raw_data(), tensor.nbytes());
+  return proto;
+}
+
+}  // namespace kiln

@@ -1,0 +1,25 @@
+// LessOrEqual: element-wise a <= b with numpy broadcasting; the output is bool.
+#include "graph/op_registry.h"
+#include "graph/ops/op_util.h"
+
+namespace kiln::ops {
+namespace {
+
+absl::Status Infer(Node& node) {
+  KILN_RETURN_IF_ERROR(RequireNumeric(node, 0));
+  return InferBroadcast(node, DType::kBool);
+}
+
+absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  return EvalBinary(
+      node, *in[0], *in[1], out[0], [](float a, float b) { return a <= b ? 1.f : 0.f; },
+      [](int64_t a, int64_t b) { return int64_t{a <= b}; });
+}
+
+}  // namespace
+}  // namespace kiln::ops
+
+KILN_OP_FILE(less_or_equal) {
+  registry.Register({.name = "LessOrEqual", .min_inputs = 2, .max_inputs = 2, .infer = ops::Infer,
+                     .eval = ops::Eval, .is_elementwise = true});
+}

@@ -1,0 +1,27 @@
+// Min: element-wise minimum of all inputs, broadcast together (NaN propagates).
+#include <cmath>
+
+#include "graph/op_registry.h"
+#include "graph/ops/op_util.h"
+
+namespace kiln::ops {
+namespace {
+
+absl::Status Infer(Node& node) {
+  KILN_RETURN_IF_ERROR(RequireNumeric(node, 0));
+  return InferBroadcast(node);
+}
+
+absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  return EvalVariadic(
+      node, in, out[0], [](float a, float b) { return std::isnan(a) || a < b ? a : b; },
+      [](int64_t a, int64_t b) { return a < b ? a : b; });
+}
+
+}  // namespace
+}  // namespace kiln::ops
+
+KILN_OP_FILE(min) {
+  registry.Register({.name = "Min", .min_inputs = 1, .max_inputs = OpDef::kVariadic,
+                     .infer = ops::Infer, .eval = ops::Eval, .is_elementwise = true});
+}

@@ -1,0 +1,20 @@
+// Sigmoid: element-wise logistic function 1 / (1 + e^-x).
+#include <cmath>
+
+#include "graph/op_registry.h"
+#include "graph/ops/op_util.h"
+
+namespace kiln::ops {
+namespace {
+
+absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  return EvalUnary(node, *in[0], out[0], [](float x) { return 1.f / (1.f + std::exp(-x)); });
+}
+
+}  // namespace
+}  // namespace kiln::ops
+
+KILN_OP_FILE(sigmoid) {
+  registry.Register({.name = "Sigmoid", .infer = ops::InferFloatUnary, .eval = ops::Eval,
+                     .is_elementwise = true});
+}

@@ -1,0 +1,20 @@
+// Softplus: element-wise log(1 + e^x), computed without overflow.
+#include <cmath>
+
+#include "graph/op_registry.h"
+#include "graph/ops/op_util.h"
+
+namespace kiln::ops {
+namespace {
+
+absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  return EvalUnary(node, *in[0], out[0], [](float x) { return x > 0.f ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); });
+}
+
+}  // namespace
+}  // namespace kiln::ops
+
+KILN_OP_FILE(softplus) {
+  registry.Register({.name = "Softplus", .infer = ops::InferFloatUnary, .eval = ops::Eval,
+                     .is_elementwise = true});
+}

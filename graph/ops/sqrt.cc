@@ -1,0 +1,20 @@
+// Sqrt: element-wise square root.
+#include <cmath>
+
+#include "graph/op_registry.h"
+#include "graph/ops/op_util.h"
+
+namespace kiln::ops {
+namespace {
+
+absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  return EvalUnary(node, *in[0], out[0], [](float x) { return std::sqrt(x); });
+}
+
+}  // namespace
+}  // namespace kiln::ops
+
+KILN_OP_FILE(sqrt) {
+  registry.Register({.name = "Sqrt", .infer = ops::InferFloatUnary, .eval = ops::Eval,
+                     .is_elementwise = true});
+}

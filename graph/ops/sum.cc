@@ -1,0 +1,29 @@
+// Sum: element-wise sum of all inputs, broadcast together.
+#include <cmath>
+
+#include "graph/op_registry.h"
+#include "graph/ops/op_util.h"
+
+namespace kiln::ops {
+namespace {
+
+absl::Status Infer(Node& node) {
+  KILN_RETURN_IF_ERROR(RequireNumeric(node, 0));
+  return InferBroadcast(node);
+}
+
+absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  return EvalVariadic(
+      node, in, out[0], [](float a, float b) { return a + b; },
+      [](int64_t a, int64_t b) {
+        return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+      });
+}
+
+}  // namespace
+}  // namespace kiln::ops
+
+KILN_OP_FILE(sum) {
+  registry.Register({.name = "Sum", .min_inputs = 1, .max_inputs = OpDef::kVariadic,
+                     .infer = ops::Infer, .eval = ops::Eval, .is_elementwise = true});
+}

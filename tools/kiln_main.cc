@@ -1,0 +1,43 @@
+// The kiln command: dispatches to subcommands and turns their errors into a
+// message on stderr and a non-zero exit.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "tools/commands.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "kiln: a graph-level inference compiler for NVIDIA tensor cores\n"
+    "\n"
+    "usage: kiln COMMAND [ARGS]\n"
+    "  inspect MODEL.onnx           inputs, outputs, op histogram, parameters, unsupported ops\n"
+    "  run MODEL.onnx --reference   run on the CPU reference (--input NAME=FILE.npy|arange|random)\n"
+    "\n"
+    "kiln COMMAND --help shows a command's options.";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" || std::string(argv[1]) == "help") {
+    std::cout << kUsage << "\n";
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  absl::Status status;
+  if (command == "inspect") {
+    status = kiln::cli::InspectCommand(args);
+  } else if (command == "run") {
+    status = kiln::cli::RunCommand(args);
+  } else {
+    std::cerr << "kiln: unknown command '" << command << "'\n\n" << kUsage << "\n";
+    return 2;
+  }
+  if (!status.ok()) {
+    std::cerr << "kiln " << command << ": error: " << status.message() << "\n";
+    return status.code() == absl::StatusCode::kInvalidArgument && status.message().find("usage:") != absl::string_view::npos ? 2 : 1;
+  }
+  return 0;
+}

@@ -1,0 +1,64 @@
+// Input specifications for the kiln command.
+#include "tools/model_inputs.h"
+
+#include <random>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "frontend/onnx_importer.h"
+#include "frontend/tensor_file.h"
+
+namespace kiln::cli {
+
+absl::StatusOr<std::pair<std::string, std::string>> SplitAssignment(const std::string& spec, const char* flag) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", spec, ": expected NAME=VALUE"));
+  }
+  return std::make_pair(spec.substr(0, eq), spec.substr(eq + 1));
+}
+
+absl::StatusOr<std::map<std::string, Shape>> ParseInputShapes(const std::vector<std::string>& specs) {
+  std::map<std::string, Shape> shapes;
+  for (const std::string& spec : specs) {
+    KILN_ASSIGN_OR_RETURN(auto kv, SplitAssignment(spec, "input-shape"));
+    auto shape = ParseShapeSpec(kv.second);
+    if (!shape.ok()) return absl::InvalidArgumentError(absl::StrCat("--input-shape ", spec, ": ", shape.status().message()));
+    shapes[kv.first] = *shape;
+  }
+  return shapes;
+}
+
+absl::StatusOr<Tensor> MakeInput(const std::string& name, const std::string& source, DType dtype, const Shape& shape) {
+  const int64_t n = NumElements(shape);
+  std::vector<float> values(n, 0.f);
+  if (source == "arange") {
+    for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i) / static_cast<float>(n);
+  } else if (source == "zeros") {
+  } else if (source == "ones") {
+    std::fill(values.begin(), values.end(), 1.f);
+  } else if (source == "random" || source.rfind("random:", 0) == 0) {
+    uint32_t seed = 0;
+    if (source.size() > 7 && !absl::SimpleAtoi(source.substr(7), &seed)) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", name, "': bad seed in '", source, "'"));
+    }
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(0.f, 1.f);
+    for (float& v : values) v = dist(rng);
+  } else {
+    KILN_ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(source));
+    // A float64 file arrives as f32; convert float data to the input's float dtype.
+    if (t.dtype() != dtype && IsFloating(t.dtype()) && IsFloating(dtype) && t.shape() == shape) {
+      t = Tensor::FromFloat(dtype, shape, t.ToFloat());
+    }
+    if (t.dtype() != dtype || t.shape() != shape) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", name, "' from ", source, " is ", t.TypeString(),
+                                                     ", but the model expects ", DTypeName(dtype), ShapeToString(shape)));
+    }
+    return t;
+  }
+  return Tensor::FromFloat(dtype, shape, values);
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,25 @@
+// Parsing of --input-shape, --input and --bind values shared by the subcommands.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/dtype.h"
+#include "graph/tensor.h"
+
+namespace kiln::cli {
+
+// "name=1x128" values -> map; errors name the bad value.
+absl::StatusOr<std::map<std::string, Shape>> ParseInputShapes(const std::vector<std::string>& specs);
+
+// "name=SOURCE" -> (name, SOURCE).
+absl::StatusOr<std::pair<std::string, std::string>> SplitAssignment(const std::string& spec, const char* flag);
+
+// A tensor for an input of type (dtype, shape) from SOURCE: a .npy or .pb file, or
+// a generator: `arange` (arange(n)/n, as ONNX's backend runner feeds the light
+// models), `zeros`, `ones`, `random[:SEED]` (uniform [0, 1)).
+absl::StatusOr<Tensor> MakeInput(const std::string& name, const std::string& source, DType dtype, const Shape& shape);
+
+}  // namespace kiln::cli
