@@ -9,7 +9,11 @@
 //   - Softmax/LogSoftmax (< 13) coerced their input to 2-D at `axis` (default 1):
 //     rewritten as Flatten(axis) -> op(axis=-1) -> Reshape(Shape(x));
 //   - BatchNormalization drops spatial=1/is_test/consumed_inputs (spatial=0 is an error);
-//     Dropout drops is_test; all ops drop consumed_inputs.
+//     Dropout drops is_test; all ops drop consumed_inputs;
+//   - opset < 7 binary ops: `broadcast`/`axis` legacy broadcasting becomes numpy
+//     broadcasting (B reshaped with trailing 1s when an axis is given);
+//   - PRelu (< 7) applied a 1-D slope per channel: reshaped to [C, 1, ..., 1];
+//   - Cast (< 6) named its type as a string; Concat (< 4) defaulted axis to 1.
 #pragma once
 
 #include <cstdint>

@@ -18,6 +18,7 @@
 #include "graph/eliminate_dead_code.h"
 #include "graph/infer_shapes.h"
 #include "graph/op_registry.h"
+#include "graph/verifier.h"
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
@@ -318,6 +319,10 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   KILN_RETURN_IF_ERROR(UpgradeLegacyNodes(*graph, opset));
   KILN_RETURN_IF_ERROR(InferShapes(*graph));
   KILN_RETURN_IF_ERROR(EliminateDeadCode().Run(*graph).status());
+  // The importer's own consistency check: a failure here is a kiln bug.
+  if (absl::Status s = VerifyGraph(*graph, {.require_types = true, .require_known_ops = true}); !s.ok()) {
+    return absl::InternalError(absl::StrCat("imported graph fails verification (a kiln bug): ", s.message()));
+  }
   return graph;
 }
 

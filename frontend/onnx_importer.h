@@ -1,7 +1,7 @@
 // ONNX importer: .onnx file (with external data beside it) -> kiln Graph with
 // every value statically typed and constant subgraphs folded.
 //
-// Steps: parse; check the opset range (7..21); fix dynamic input dims from
+// Steps: parse; check the opset range (1..21); fix dynamic input dims from
 // `input_shapes`; run the ONNX checker and ONNX shape inference (when the model's
 // opset is within what the installed ONNX library knows); report every unsupported
 // op at once; build the graph (initializers -> constants, weights listed as graph
@@ -31,7 +31,7 @@ struct ImportOptions {
   bool run_onnx_checker = true;
 };
 
-inline constexpr int64_t kMinOpset = 7;
+inline constexpr int64_t kMinOpset = 1;
 inline constexpr int64_t kMaxOpset = 21;
 
 // Reads and parses an .onnx file; errors name the file.

@@ -51,6 +51,8 @@ std::string OnnxTypeName(int32_t t) {
 
 namespace {
 
+constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
+
 absl::StatusOr<std::string> ReadExternalData(const TensorProto& proto, const std::string& base_dir) {
   std::string location;
   int64_t offset = 0, length = -1;
@@ -105,7 +107,23 @@ absl::StatusOr<Tensor> TensorFromProto(const TensorProto& proto, const std::stri
   for (int64_t d : shape) {
     if (d < 0) return absl::InvalidArgumentError(absl::StrCat(what, ": negative dim in ", ShapeToString(shape)));
   }
-  const int64_t n = NumElements(shape);
+  // Validate the element count before allocating anything: a corrupt or
+  // non-tensor file can claim absurd dims.
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d != 0 && n > kMaxTensorElements / d) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": shape ", ShapeToString(shape),
+                                                     " is too large (corrupt file, or not a tensor?)"));
+    }
+    n *= d;
+  }
+  // (Unsupported element types are rejected below, with their own message.)
+  auto known = DTypeFromOnnx(proto.data_type());
+  const int64_t elem_size = proto.data_type() == TensorProto::DOUBLE ? 8 : known.ok() ? DTypeSize(*known) : 0;
+  if (elem_size > 0 && proto.has_raw_data() && static_cast<int64_t>(proto.raw_data().size()) != n * elem_size) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": raw data has ", proto.raw_data().size(), " bytes, but shape ",
+                                                   ShapeToString(shape), " needs ", n * elem_size));
+  }
   if (proto.data_type() == TensorProto::DOUBLE && double_to_float) {
     std::vector<float> values(n);
     if (proto.has_raw_data() || proto.data_location() == TensorProto::EXTERNAL) {

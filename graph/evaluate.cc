@@ -1,6 +1,8 @@
 // CPU reference evaluation of nodes and graphs.
 #include "graph/evaluate.h"
 
+#include <new>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "graph/op_registry.h"
@@ -13,11 +15,15 @@ absl::StatusOr<std::vector<Tensor>> EvaluateNode(const Node& node,
   if (def == nullptr || def->eval == nullptr) return node.Error("no CPU reference evaluator for this op");
   std::vector<Tensor> outputs;
   outputs.reserve(node.num_outputs());
-  for (const Value* out : node.outputs()) {
-    if (!out->has_type()) return node.Error(absl::StrCat("output '", out->name(), "' has no inferred type"));
-    outputs.emplace_back(out->dtype(), out->shape());
+  try {
+    for (const Value* out : node.outputs()) {
+      if (!out->has_type()) return node.Error(absl::StrCat("output '", out->name(), "' has no inferred type"));
+      outputs.emplace_back(out->dtype(), out->shape());
+    }
+    KILN_RETURN_IF_ERROR(def->eval(node, inputs, absl::MakeSpan(outputs)));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(node.Describe(), ": out of host memory evaluating it"));
   }
-  KILN_RETURN_IF_ERROR(def->eval(node, inputs, absl::MakeSpan(outputs)));
   for (int i = 0; i < node.num_outputs(); ++i) {
     const Value* v = node.output(i);
     if (outputs[i].dtype() != v->dtype() || outputs[i].shape() != v->shape()) {

@@ -1,5 +1,6 @@
 // `kiln inspect model.onnx`: inputs, outputs, op histogram, parameters, unsupported ops.
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -9,6 +10,8 @@
 #include "common/status_macros.h"
 #include "frontend/onnx_importer.h"
 #include "frontend/onnx_tensor.h"
+#include "graph/dot.h"
+#include "graph/text_format.h"
 #include "tools/args.h"
 #include "tools/commands.h"
 #include "tools/model_inputs.h"
@@ -17,9 +20,11 @@ namespace kiln::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: kiln inspect MODEL.onnx [--input-shape NAME=1x128]...\n"
+    "usage: kiln inspect MODEL.onnx [--input-shape NAME=1x128]... [--graph] [--dot FILE]\n"
     "Prints the model's inputs and outputs, op histogram, parameter count and any\n"
-    "unsupported ops, then imports it and reports the graph kiln would compile.";
+    "unsupported ops, then imports it and reports the graph kiln would compile.\n"
+    "  --graph      print the imported graph in kiln's text form (large constants elided)\n"
+    "  --dot FILE   write the imported graph as Graphviz DOT";
 
 std::string OnnxTypeString(const onnx::TypeProto& type) {
   if (!type.has_tensor_type()) return "(not a tensor)";
@@ -51,7 +56,7 @@ std::string HumanBytes(double bytes) {
 }  // namespace
 
 absl::Status InspectCommand(const std::vector<std::string>& argv) {
-  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv, {"input-shape"}, {"help"}));
+  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv, {"input-shape", "dot"}, {"help", "graph"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
     return absl::OkStatus();
@@ -116,6 +121,17 @@ absl::Status InspectCommand(const std::vector<std::string>& argv) {
   for (const Value* in : imported.inputs()) std::cout << absl::StrFormat("  input  %-25s %s\n", in->name(), in->TypeString());
   for (const Value* out : imported.outputs()) {
     std::cout << absl::StrFormat("  output %-25s %s\n", out->name(), out->TypeString());
+  }
+  if (args.Has("graph")) {
+    PrintOptions print;
+    print.max_constant_elements = 16;
+    std::cout << "\n" << PrintGraph(imported, print);
+  }
+  if (args.Has("dot")) {
+    std::ofstream dot(args.Get("dot"));
+    dot << ExportDot(imported);
+    if (!dot) return absl::PermissionDeniedError(absl::StrCat("cannot write ", args.Get("dot")));
+    std::cout << "wrote " << args.Get("dot") << "\n";
   }
   return absl::OkStatus();
 }

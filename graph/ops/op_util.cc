@@ -447,15 +447,13 @@ void FloatSink::Commit() {
   }
 }
 
-absl::StatusOr<WindowGeometry> ComputeWindow(const Node& node, const Shape& in,
-                                             std::vector<int64_t> kernel, bool use_dilations,
-                                             bool ceil_mode) {
+absl::StatusOr<WindowGeometry> ComputeWindow(const Node& node, const Shape& in, std::vector<int64_t> kernel,
+                                             bool use_dilations, bool ceil_mode) {
   const size_t n = in.size();
   WindowGeometry g;
   if (kernel.size() != n) {
     return node.Error(absl::StrCat("kernel_shape ", ShapeToString(kernel), " has ", kernel.size(),
-                                   " entries but the input has ", n, " spatial dims ",
-                                   ShapeToString(in)));
+                                   " entries but the input has ", n, " spatial dims ", ShapeToString(in)));
   }
   g.kernel = std::move(kernel);
   KILN_ASSIGN_OR_RETURN(g.strides, node.GetInts("strides", std::vector<int64_t>(n, 1)));
@@ -479,8 +477,8 @@ absl::StatusOr<WindowGeometry> ComputeWindow(const Node& node, const Shape& in,
                                    " entries (begin and end per spatial dim)"));
   }
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
-    return node.Error(absl::StrCat("auto_pad '", auto_pad,
-                                   "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID"));
+    return node.Error(
+        absl::StrCat("auto_pad '", auto_pad, "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID"));
   }
   g.pads_begin.resize(n);
   g.pads_end.resize(n);
@@ -509,8 +507,8 @@ absl::StatusOr<WindowGeometry> ComputeWindow(const Node& node, const Shape& in,
     const int64_t padded = in[i] + g.pads_begin[i] + g.pads_end[i];
     if (padded < window) {
       return node.Error(absl::StrCat("the window along spatial dim ", i, " (kernel ", k, ", dilation ", d,
-                                     ", so ", window, " wide) is larger than the padded input (",
-                                     in[i], " + pads ", g.pads_begin[i], "+", g.pads_end[i], ")"));
+                                     ", so ", window, " wide) is larger than the padded input (", in[i],
+                                     " + pads ", g.pads_begin[i], "+", g.pads_end[i], ")"));
     }
     int64_t out = ceil_mode ? (padded - window + s - 1) / s + 1 : (padded - window) / s + 1;
     if (ceil_mode && (out - 1) * s >= in[i] + g.pads_begin[i]) --out;
@@ -760,8 +758,8 @@ void RunReduce(const ReducePlan& plan, const T* x, T* out) {
   constexpr int64_t kInnerChunk = 4096;
   const int64_t chunks_per_row = (plan.inner + kInnerChunk - 1) / kInnerChunk;
   const int64_t tasks = static_cast<int64_t>(plan.outer_offsets.size()) * chunks_per_row;
-  const int64_t work = static_cast<int64_t>(plan.red_offsets.size()) * plan.red_len *
-                       std::min(plan.inner, kInnerChunk);
+  const int64_t work =
+      static_cast<int64_t>(plan.red_offsets.size()) * plan.red_len * std::min(plan.inner, kInnerChunk);
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(work, 1));
   ParallelFor(tasks, grain, [&](int64_t b, int64_t e) {
     std::vector<T> acc;
@@ -772,7 +770,8 @@ void RunReduce(const ReducePlan& plan, const T* x, T* out) {
       T* dst = out + o * plan.inner;
       if (plan.inner == 1) {
         T a = Identity<T, C>();
-        for (int64_t r : plan.red_offsets) a = Combine<T, C>(a, ReduceContiguous<T, M, C>(base + r, plan.red_len));
+        for (int64_t r : plan.red_offsets)
+          a = Combine<T, C>(a, ReduceContiguous<T, M, C>(base + r, plan.red_len));
         dst[0] = a;
         continue;
       }
@@ -843,6 +842,84 @@ absl::Status EvalReduce(const Node& node, ReduceKind kind, const Tensor& in, Ten
     if (kind == ReduceKind::kLogSum) v = static_cast<int64_t>(std::log(static_cast<double>(v)));
   }
   out = Tensor::FromInt64(out.dtype(), out.shape(), y);
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::ops
+
+namespace kiln::ops {
+
+AxisSplit SplitAtAxis(const Shape& shape, int64_t axis) {
+  AxisSplit s;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    if (d < axis) s.outer *= shape[d];
+    else if (d == axis) s.len = shape[d];
+    else s.inner *= shape[d];
+  }
+  return s;
+}
+
+absl::Status InferArgReduce(Node& node) {
+  KILN_RETURN_IF_ERROR(RequireNumeric(node, 0));
+  KILN_ASSIGN_OR_RETURN(int64_t axis_attr, node.GetInt("axis", 0));
+  KILN_ASSIGN_OR_RETURN(int64_t keepdims, node.GetInt("keepdims", 1));
+  KILN_ASSIGN_OR_RETURN(int64_t last, node.GetInt("select_last_index", 0));
+  (void)last;
+  const Shape& in = node.input(0)->shape();
+  if (in.empty()) return node.Error("input must have rank >= 1, got a scalar");
+  KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, axis_attr, static_cast<int64_t>(in.size())));
+  if (in[axis] == 0) {
+    return node.Error(absl::StrCat("cannot reduce over axis ", axis_attr, " of size 0 (input ",
+                                   ShapeToString(in), ")"));
+  }
+  Shape out;
+  for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d) {
+    if (d != axis) out.push_back(in[d]);
+    else if (keepdims) out.push_back(1);
+  }
+  node.output(0)->SetType(DType::kInt64, out);
+  return absl::OkStatus();
+}
+
+namespace {
+
+template <typename T>
+void ArgReduceLoop(const T* x, const AxisSplit& s, bool is_max, bool last, int64_t* y) {
+  ParallelFor(s.outer * s.inner, std::max<int64_t>(1, 16384 / std::max<int64_t>(s.len, 1)),
+              [&](int64_t b, int64_t e) {
+                for (int64_t t = b; t < e; ++t) {
+                  const int64_t o = t / s.inner, i = t % s.inner;
+                  const T* p = x + o * s.len * s.inner + i;
+                  int64_t best = 0;
+                  T bv = p[0];
+                  for (int64_t l = 1; l < s.len; ++l) {
+                    const T v = p[l * s.inner];
+                    const bool better = is_max ? (last ? v >= bv : v > bv) : (last ? v <= bv : v < bv);
+                    if (better) {
+                      bv = v;
+                      best = l;
+                    }
+                  }
+                  y[t] = best;
+                }
+              });
+}
+
+}  // namespace
+
+absl::Status EvalArgReduce(const Node& node, const Tensor& in, Tensor& out, bool is_max) {
+  KILN_ASSIGN_OR_RETURN(int64_t axis_attr, node.GetInt("axis", 0));
+  KILN_ASSIGN_OR_RETURN(int64_t last, node.GetInt("select_last_index", 0));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node, axis_attr, in.rank()));
+  const AxisSplit s = SplitAtAxis(in.shape(), axis);
+  int64_t* y = out.mutable_data<int64_t>();
+  if (IsFloating(in.dtype())) {
+    const FloatView x(in);
+    ArgReduceLoop<float>(x.data(), s, is_max, last != 0, y);
+  } else {
+    const std::vector<int64_t> x = in.ToInt64();
+    ArgReduceLoop<int64_t>(x.data(), s, is_max, last != 0, y);
+  }
   return absl::OkStatus();
 }
 

@@ -117,6 +117,8 @@ namespace kiln::ops {
 class FloatView {
  public:
   explicit FloatView(const Tensor& t);
+  FloatView(const FloatView&) = delete;
+  FloatView& operator=(const FloatView&) = delete;
   const float* data() const { return ptr_; }
 
  private:
@@ -129,6 +131,8 @@ class FloatView {
 class FloatSink {
  public:
   explicit FloatSink(Tensor& t);
+  FloatSink(const FloatSink&) = delete;
+  FloatSink& operator=(const FloatSink&) = delete;
   float* data() { return ptr_; }
   void Commit();
 
@@ -147,9 +151,8 @@ struct WindowGeometry {
 // SAME_UPPER, SAME_LOWER, VALID) from `node` and computes pads and the output
 // size for spatial input dims `in` and window `kernel`. With `ceil_mode` the
 // window count rounds up, but a window starting in the end padding is dropped.
-absl::StatusOr<WindowGeometry> ComputeWindow(const Node& node, const Shape& in,
-                                             std::vector<int64_t> kernel, bool use_dilations,
-                                             bool ceil_mode);
+absl::StatusOr<WindowGeometry> ComputeWindow(const Node& node, const Shape& in, std::vector<int64_t> kernel,
+                                             bool use_dilations, bool ceil_mode);
 
 // WindowGeometry lifted to exactly 3 spatial dims (leading unit dims for 1-D and
 // 2-D windows), so one loop nest serves every rank.
@@ -180,5 +183,23 @@ absl::StatusOr<std::vector<bool>> ReducedAxes(const Node& node, int64_t rank);
 absl::Status InferReduce(Node& node, bool allow_integer, bool allow_bool);
 // Reference evaluation of a Reduce* node, linear time, parallel over outputs.
 absl::Status EvalReduce(const Node& node, ReduceKind kind, const Tensor& in, Tensor& out);
+
+}  // namespace kiln::ops
+
+namespace kiln::ops {
+
+// ---- Axis-wise ops: ArgMax/ArgMin, CumSum, Hardmax, TopK ----------------------
+
+// A shape viewed as [outer, len, inner] around `axis` (in [0, rank)); element
+// (o, l, i) is at (o * len + l) * inner + i.
+struct AxisSplit {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+AxisSplit SplitAtAxis(const Shape& shape, int64_t axis);
+
+// ArgMax / ArgMin: attributes axis, keepdims, select_last_index; numeric input;
+// int64 output.
+absl::Status InferArgReduce(Node& node);
+absl::Status EvalArgReduce(const Node& node, const Tensor& in, Tensor& out, bool is_max);
 
 }  // namespace kiln::ops

@@ -1,0 +1,790 @@
+// Tests for the NN ops: MatMul, Gemm, Conv, BatchNormalization, MaxPool, AveragePool,
+// GlobalAveragePool, GlobalMaxPool, Softmax, LogSoftmax, LayerNormalization,
+// InstanceNormalization, LRN, the Reduce* family, and the internal fp32 GEMM.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "graph/evaluate.h"
+#include "graph/graph.h"
+#include "graph/infer_shapes.h"
+#include "graph/ops/cpu_gemm.h"
+
+namespace kiln {
+namespace {
+
+Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromFloat(DType::kFloat32, shape, v); }
+Tensor F16(Shape shape, std::vector<float> v) { return Tensor::FromFloat(DType::kFloat16, shape, v); }
+Tensor I64(Shape shape, std::vector<int64_t> v) { return Tensor::FromInt64(DType::kInt64, shape, v); }
+Tensor Ints(std::vector<int64_t> v) { return I64({static_cast<int64_t>(v.size())}, v); }
+std::vector<float> Iota(int64_t n, float start = 0.f) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<float>(i);
+  return v;
+}
+std::vector<float> Random(int64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+// One input of a test node: fed at run time, a constant, or absent.
+struct In {
+  Tensor t;
+  bool constant = false;
+  bool absent = false;
+};
+In X(Tensor t) { return {std::move(t), false, false}; }
+In C(Tensor t) { return {std::move(t), true, false}; }
+In None() { return {Tensor(), false, true}; }
+
+using Attrs = std::map<std::string, Attribute>;
+
+// Builds a graph with one `op` node, infers shapes (no folding), and evaluates it.
+absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op, std::vector<In> ins, Attrs attrs = {},
+                                          int num_outputs = 1) {
+  Graph g;
+  std::vector<Value*> inputs;
+  TensorMap feeds;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const std::string name = "in" + std::to_string(i);
+    if (ins[i].absent) {
+      inputs.push_back(nullptr);
+    } else if (ins[i].constant) {
+      inputs.push_back(g.AddConstant(name, ins[i].t));
+    } else {
+      Value* v = g.AddValue(name);
+      v->SetType(ins[i].t.dtype(), ins[i].t.shape());
+      g.AddInput(v);
+      feeds[name] = ins[i].t;
+      inputs.push_back(v);
+    }
+  }
+  std::vector<Value*> outputs;
+  for (int i = 0; i < num_outputs; ++i) outputs.push_back(g.AddValue("out" + std::to_string(i)));
+  Node* node = g.AddNode(op, inputs, outputs, "n");
+  for (auto& [k, v] : attrs) node->SetAttr(k, v);
+  for (Value* v : outputs) g.AddOutput(v);
+  InferShapesOptions options;
+  options.fold_constants = false;
+  absl::Status s = InferShapes(g, options);
+  if (!s.ok()) return s;
+  return EvaluateGraph(g, feeds);
+}
+
+// Runs a one-output op, failing the test on error.
+Tensor Run1(const std::string& op, std::vector<In> ins, Attrs attrs = {}) {
+  auto r = RunOp(op, std::move(ins), std::move(attrs));
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return Tensor();
+  return (*r)[0];
+}
+
+// The error message of a run that must fail.
+std::string ErrorOf(const std::string& op, std::vector<In> ins, Attrs attrs = {}, int num_outputs = 1) {
+  auto r = RunOp(op, std::move(ins), std::move(attrs), num_outputs);
+  EXPECT_FALSE(r.ok()) << op << " unexpectedly succeeded";
+  return r.ok() ? "" : std::string(r.status().message());
+}
+
+void ExpectNear(const Tensor& t, Shape shape, const std::vector<float>& want, float tol = 1e-4f) {
+  ASSERT_EQ(t.shape(), shape) << t.TypeString();
+  const std::vector<float> got = t.ToFloat();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], tol * std::max(1.f, std::fabs(want[i]))) << "element " << i;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Reference implementations for randomized comparisons.
+
+std::vector<float> NaiveMatMul(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t n,
+                               int64_t k) {
+  std::vector<float> c(m * n);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) s += static_cast<double>(a[i * k + p]) * b[p * n + j];
+      c[i * n + j] = static_cast<float>(s);
+    }
+  }
+  return c;
+}
+
+struct ConvSpec {
+  int64_t n, c, h, w, m, kh, kw, group;
+  int64_t sh, sw, dh, dw, pt, pl, pb, pr;
+};
+
+// Direct 2-D convolution from the definition.
+std::vector<float> NaiveConv(const ConvSpec& s, const std::vector<float>& x, const std::vector<float>& w,
+                             const std::vector<float>& bias, int64_t* oh_out, int64_t* ow_out) {
+  const int64_t oh = (s.h + s.pt + s.pb - ((s.kh - 1) * s.dh + 1)) / s.sh + 1;
+  const int64_t ow = (s.w + s.pl + s.pr - ((s.kw - 1) * s.dw + 1)) / s.sw + 1;
+  const int64_t cg = s.c / s.group, mg = s.m / s.group;
+  std::vector<float> y(s.n * s.m * oh * ow);
+  for (int64_t n = 0; n < s.n; ++n) {
+    for (int64_t m = 0; m < s.m; ++m) {
+      const int64_t g = m / mg;
+      for (int64_t i = 0; i < oh; ++i) {
+        for (int64_t j = 0; j < ow; ++j) {
+          double acc = bias.empty() ? 0.0 : bias[m];
+          for (int64_t c = 0; c < cg; ++c) {
+            for (int64_t u = 0; u < s.kh; ++u) {
+              for (int64_t v = 0; v < s.kw; ++v) {
+                const int64_t ih = i * s.sh - s.pt + u * s.dh, iw = j * s.sw - s.pl + v * s.dw;
+                if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w) continue;
+                acc += static_cast<double>(x[((n * s.c + g * cg + c) * s.h + ih) * s.w + iw]) *
+                       w[((m * cg + c) * s.kh + u) * s.kw + v];
+              }
+            }
+          }
+          y[((n * s.m + m) * oh + i) * ow + j] = static_cast<float>(acc);
+        }
+      }
+    }
+  }
+  *oh_out = oh;
+  *ow_out = ow;
+  return y;
+}
+
+// ---------------------------------------------------------------------------
+// Internal GEMM.
+
+// Runs `body` once per micro-kernel this CPU supports, then restores the default.
+template <typename Fn>
+void ForEachKernel(Fn body) {
+  for (const char* name : {"generic", "avx2", "avx512"}) {
+    if (!ops::cpu::UseGemmKernel(name)) continue;
+    SCOPED_TRACE(name);
+    body();
+  }
+  ASSERT_TRUE(ops::cpu::UseGemmKernel(""));
+}
+
+TEST(NnGemmKernelTest, MatchesNaiveOnOddShapesAndLayouts) {
+  ForEachKernel([] {
+    struct Case {
+      int64_t m, n, k;
+      bool ta, tb;
+      float alpha, beta;
+    };
+    const std::vector<Case> cases = {
+        {1, 1, 1, false, false, 1.f, 0.f},      {7, 13, 5, false, false, 1.f, 0.f},
+        {67, 131, 300, false, false, 1.f, 0.f}, {67, 131, 300, true, true, 0.5f, 0.f},
+        {150, 33, 530, true, false, 1.f, 1.f},  {40, 600, 17, false, true, -2.f, 0.5f},
+        {1, 300, 257, false, false, 1.f, 0.f},  {1, 300, 257, false, true, 1.f, 2.f},
+        {2, 70, 9, true, true, 1.f, 0.f},       {300, 1, 64, false, false, 1.f, 0.f},
+        {300, 2, 64, true, true, 3.f, -1.f},    {5, 9, 0, false, false, 1.f, 0.5f},
+    };
+    uint32_t seed = 1;
+    for (const Case& t : cases) {
+      SCOPED_TRACE(testing::Message() << t.m << "x" << t.n << "x" << t.k << " ta=" << t.ta << " tb=" << t.tb);
+      const std::vector<float> a = Random(t.m * t.k, seed++), b = Random(t.k * t.n, seed++);
+      const std::vector<float> c0 = Random(t.m * t.n, seed++);
+      // Logical row-major copies for the reference.
+      std::vector<float> al(t.m * t.k), bl(t.k * t.n);
+      for (int64_t i = 0; i < t.m; ++i) {
+        for (int64_t p = 0; p < t.k; ++p) al[i * t.k + p] = t.ta ? a[p * t.m + i] : a[i * t.k + p];
+      }
+      for (int64_t p = 0; p < t.k; ++p) {
+        for (int64_t j = 0; j < t.n; ++j) bl[p * t.n + j] = t.tb ? b[j * t.k + p] : b[p * t.n + j];
+      }
+      const std::vector<float> ab = NaiveMatMul(al, bl, t.m, t.n, t.k);
+      ops::cpu::GemmProblem p;
+      p.m = t.m;
+      p.n = t.n;
+      p.k = t.k;
+      p.a = t.ta ? ops::cpu::MatrixRef{a.data(), 1, t.m} : ops::cpu::MatrixRef{a.data(), t.k, 1};
+      p.b = t.tb ? ops::cpu::MatrixRef{b.data(), 1, t.k} : ops::cpu::MatrixRef{b.data(), t.n, 1};
+      std::vector<float> c = c0;
+      p.c = c.data();
+      p.ldc = t.n;
+      p.alpha = t.alpha;
+      p.beta = t.beta;
+      ops::cpu::Gemm(p);
+      for (int64_t i = 0; i < t.m * t.n; ++i) {
+        const float want = t.alpha * ab[i] + t.beta * c0[i];
+        ASSERT_NEAR(c[i], want, 1e-4f * (1.f + std::sqrt(static_cast<float>(t.k)))) << "element " << i;
+      }
+    }
+  });
+}
+
+TEST(NnGemmKernelTest, RowSourceAndBatchOfProblems) {
+  // B given row by row (as Conv's im2col does), in a batch with a plain problem.
+  const int64_t m = 11, n = 53, k = 270;
+  const std::vector<float> a = Random(m * k, 7), b = Random(k * n, 8);
+  const std::vector<float> want = NaiveMatMul(a, b, m, n, k);
+  std::vector<float> c1(m * n, 5.f), c2(m * n, 5.f);
+  ops::cpu::GemmProblem p1;
+  p1.m = m;
+  p1.n = n;
+  p1.k = k;
+  p1.a = {a.data(), k, 1};
+  p1.b_rows = [&](int64_t row, int64_t j0, int64_t len, float* dst) {
+    for (int64_t j = 0; j < len; ++j) dst[j] = b[row * n + j0 + j];
+  };
+  p1.c = c1.data();
+  p1.ldc = n;
+  ops::cpu::GemmProblem p2 = p1;
+  p2.b_rows = nullptr;
+  p2.b = {b.data(), n, 1};
+  p2.c = c2.data();
+  ops::cpu::Gemm({p1, p2});
+  for (int64_t i = 0; i < m * n; ++i) {
+    ASSERT_NEAR(c1[i], want[i], 1e-3f) << i;
+    ASSERT_NEAR(c2[i], want[i], 1e-3f) << i;
+  }
+  EXPECT_NE(std::string(ops::cpu::GemmKernelName()), "");
+}
+
+// ---------------------------------------------------------------------------
+// MatMul and Gemm.
+
+TEST(NnMatMulTest, BatchedWithBroadcasting) {
+  // A [2,1,2,2] against B [3,2,2]: every A matrix times every B matrix.
+  Tensor a = F32({2, 1, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Tensor b = F32({3, 2, 2}, {1, 0, 0, 1, 2, 0, 0, 2, 0, 1, 1, 0});
+  ExpectNear(Run1("MatMul", {X(a), X(b)}), {2, 3, 2, 2},
+             {1, 2, 3, 4, 2, 4, 6, 8, 2, 1, 4, 3, 5, 6, 7, 8, 10, 12, 14, 16, 6, 5, 8, 7});
+}
+
+TEST(NnMatMulTest, OneDimensionalOperands) {
+  ExpectNear(Run1("MatMul", {X(F32({3}, {1, 2, 3})), X(F32({3, 2}, {1, 0, 0, 1, 1, 1}))}), {2}, {4, 5});
+  ExpectNear(Run1("MatMul", {X(F32({2, 3}, {1, 2, 3, 4, 5, 6})), X(F32({3}, {1, 0, -1}))}), {2}, {-2, -2});
+  ExpectNear(Run1("MatMul", {X(F32({3}, {1, 2, 3})), X(F32({3}, {4, 5, 6}))}), {}, {32});
+  // A 1-D vector against a batch of matrices: [3] x [2,3,2] -> [2,2].
+  ExpectNear(Run1("MatMul", {X(F32({3}, {1, 1, 1})), X(F32({2, 3, 2}, Iota(12)))}), {2, 2}, {6, 9, 24, 27});
+}
+
+TEST(NnMatMulTest, LargerShapesMatchNaive) {
+  // Shared B (batch folded into rows) and broadcast batches.
+  const std::vector<float> a = Random(5 * 37 * 29, 1), b = Random(29 * 41, 2);
+  Tensor y = Run1("MatMul", {X(F32({5, 37, 29}, a)), C(F32({29, 41}, b))});
+  ExpectNear(y, {5, 37, 41}, NaiveMatMul(a, b, 5 * 37, 41, 29), 1e-4f);
+
+  const std::vector<float> a2 = Random(3 * 17 * 19, 3), b2 = Random(4 * 19 * 23, 4);
+  Tensor y2 = Run1("MatMul", {X(F32({3, 1, 17, 19}, a2)), X(F32({4, 19, 23}, b2))});
+  ASSERT_EQ(y2.shape(), (Shape{3, 4, 17, 23}));
+  const std::vector<float> got = y2.ToFloat();
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      const std::vector<float> ai(a2.begin() + i * 17 * 19, a2.begin() + (i + 1) * 17 * 19);
+      const std::vector<float> bj(b2.begin() + j * 19 * 23, b2.begin() + (j + 1) * 19 * 23);
+      const std::vector<float> want = NaiveMatMul(ai, bj, 17, 23, 19);
+      for (int e = 0; e < 17 * 23; ++e) ASSERT_NEAR(got[(i * 4 + j) * 17 * 23 + e], want[e], 1e-4f);
+    }
+  }
+}
+
+TEST(NnMatMulTest, Float16AndIntegers) {
+  Tensor y = Run1("MatMul", {X(F16({2, 2}, {1, 2, 3, 4})), X(F16({2, 2}, {0.5f, 0, 0, 2}))});
+  EXPECT_EQ(y.dtype(), DType::kFloat16);
+  ExpectNear(y, {2, 2}, {0.5f, 4, 1.5f, 8});
+  Tensor yi = Run1("MatMul", {X(I64({2, 2}, {1, 2, 3, 4})), X(I64({2, 2}, {5, 6, 7, 8}))});
+  EXPECT_EQ(yi.dtype(), DType::kInt64);
+  EXPECT_EQ(yi.ToInt64(), (std::vector<int64_t>{19, 22, 43, 50}));
+}
+
+TEST(NnMatMulTest, Errors) {
+  std::string e = ErrorOf("MatMul", {X(F32({2, 3}, Iota(6))), X(F32({4, 2}, Iota(8)))});
+  EXPECT_NE(e.find("inner dimensions differ"), std::string::npos) << e;
+  EXPECT_NE(e.find("K=3"), std::string::npos) << e;
+  e = ErrorOf("MatMul", {X(F32({2, 2, 3}, Iota(12))), X(F32({3, 3, 2}, Iota(18)))});
+  EXPECT_NE(e.find("cannot be broadcast"), std::string::npos) << e;
+  e = ErrorOf("MatMul", {X(F32({2, 2}, Iota(4))), X(F16({2, 2}, Iota(4)))});
+  EXPECT_NE(e.find("share a dtype"), std::string::npos) << e;
+}
+
+TEST(NnGemmTest, TransposesAlphaBetaAndBroadcastC) {
+  // op(A) = A^T = [[1,3],[2,4]], op(B) = B^T = [[1,0,1],[0,1,1]]; product [[1,3,4],[2,4,6]].
+  Tensor a = F32({2, 2}, {1, 2, 3, 4});
+  Tensor b = F32({3, 2}, {1, 0, 0, 1, 1, 1});
+  Attrs attrs = {{"transA", 1}, {"transB", 1}, {"alpha", 0.5f}, {"beta", 2.f}};
+  ExpectNear(Run1("Gemm", {X(a), X(b), C(F32({3}, {1, 2, 3}))}, attrs), {2, 3}, {2.5f, 5.5f, 8, 3, 6, 9});
+  // Column-broadcast C and a scalar C.
+  ExpectNear(Run1("Gemm", {X(a), X(b), C(F32({2, 1}, {10, 20}))}, attrs), {2, 3},
+             {20.5f, 21.5f, 22, 41, 42, 43});
+  ExpectNear(Run1("Gemm", {X(a), X(b), C(F32({}, {1}))}, attrs), {2, 3}, {2.5f, 3.5f, 4, 3, 4, 5});
+  // No C; plain layouts.
+  ExpectNear(Run1("Gemm", {X(F32({2, 2}, {1, 3, 2, 4})), X(F32({2, 3}, {1, 0, 1, 0, 1, 1}))}), {2, 3},
+             {1, 3, 4, 2, 4, 6});
+}
+
+TEST(NnGemmTest, LargerWithFullC) {
+  const int64_t m = 33, n = 70, k = 300;
+  const std::vector<float> a = Random(k * m, 11), b = Random(n * k, 12), c = Random(m * n, 13);
+  Tensor y = Run1("Gemm", {X(F32({k, m}, a)), C(F32({n, k}, b)), C(F32({m, n}, c))},
+                  {{"transA", 1}, {"transB", 1}, {"beta", 0.5f}});
+  std::vector<float> al(m * k), bl(k * n);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t p = 0; p < k; ++p) al[i * k + p] = a[p * m + i];
+  }
+  for (int64_t p = 0; p < k; ++p) {
+    for (int64_t j = 0; j < n; ++j) bl[p * n + j] = b[j * k + p];
+  }
+  std::vector<float> want = NaiveMatMul(al, bl, m, n, k);
+  for (int64_t i = 0; i < m * n; ++i) want[i] += 0.5f * c[i];
+  ExpectNear(y, {m, n}, want, 1e-3f);
+}
+
+TEST(NnGemmTest, Integers) {
+  // [[1,2],[3,4]] x [[5,6],[7,8]] = [[19,22],[43,50]]; alpha 2, beta 1, C row [1, -1].
+  Tensor y = Run1("Gemm", {X(I64({2, 2}, {1, 2, 3, 4})), X(I64({2, 2}, {5, 6, 7, 8})), C(I64({2}, {1, -1}))},
+                  {{"alpha", 2.f}});
+  EXPECT_EQ(y.dtype(), DType::kInt64);
+  EXPECT_EQ(y.ToInt64(), (std::vector<int64_t>{39, 43, 87, 99}));
+}
+
+TEST(NnGemmTest, Errors) {
+  std::string e = ErrorOf("Gemm", {X(F32({2, 3}, Iota(6))), X(F32({2, 3}, Iota(6)))});
+  EXPECT_NE(e.find("inner dimensions differ"), std::string::npos) << e;
+  e = ErrorOf("Gemm", {X(F32({2, 2}, Iota(4))), X(F32({2, 3}, Iota(6))), X(F32({3, 2}, Iota(6)))});
+  EXPECT_NE(e.find("cannot be broadcast to the output [2,3]"), std::string::npos) << e;
+  e = ErrorOf("Gemm", {X(F32({2, 2, 1}, Iota(4))), X(F32({2, 3}, Iota(6)))});
+  EXPECT_NE(e.find("must be matrices"), std::string::npos) << e;
+}
+
+// ---------------------------------------------------------------------------
+// Conv.
+
+TEST(NnConvTest, BasicPaddedAndStrided) {
+  Tensor x = F32({1, 1, 5, 5}, Iota(25));
+  Tensor w = F32({1, 1, 3, 3}, std::vector<float>(9, 1.f));
+  ExpectNear(Run1("Conv", {X(x), C(w)}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}), {1, 1, 5, 5},
+             {12,  21, 27, 33,  24,  33,  54,  63, 72,  51,  63,  99, 108,
+              117, 81, 93, 144, 153, 162, 111, 72, 111, 117, 123, 84});
+  ExpectNear(Run1("Conv", {X(x), C(w)},
+                  {{"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                   {"strides", std::vector<int64_t>{2, 2}},
+                   {"kernel_shape", std::vector<int64_t>{3, 3}}}),
+             {1, 1, 3, 3}, {12, 27, 24, 63, 108, 81, 72, 117, 84});
+  // Asymmetric padding, strides: pads [1,0,1,0] (top, left, bottom, right).
+  ExpectNear(Run1("Conv", {X(x), C(w)},
+                  {{"pads", std::vector<int64_t>{1, 0, 1, 0}}, {"strides", std::vector<int64_t>{2, 2}}}),
+             {1, 1, 3, 2}, {21, 33, 99, 117, 111, 123});
+}
+
+TEST(NnConvTest, OddShapesStridesDilationsPadsMatchNaive) {
+  const std::vector<ConvSpec> specs = {
+      {2, 3, 7, 6, 4, 3, 2, 1, 2, 1, 1, 2, 1, 0, 2, 1},      // strided, dilated, asymmetric pads
+      {1, 6, 9, 11, 4, 3, 3, 2, 1, 2, 2, 1, 2, 2, 1, 0},     // grouped
+      {1, 5, 4, 4, 7, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      // pointwise (no im2col)
+      {1, 4, 13, 13, 4, 3, 3, 4, 2, 2, 1, 1, 1, 1, 1, 1},    // depthwise, strided
+      {2, 4, 6, 5, 8, 3, 2, 4, 1, 1, 1, 1, 0, 1, 1, 0},      // depthwise with multiplier 2
+      {1, 16, 10, 10, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  // K = 144 spread over tiles
+  };
+  uint32_t seed = 100;
+  for (const ConvSpec& s : specs) {
+    SCOPED_TRACE(testing::Message() << "c=" << s.c << " m=" << s.m << " group=" << s.group);
+    const std::vector<float> x = Random(s.n * s.c * s.h * s.w, seed++);
+    const std::vector<float> w = Random(s.m * (s.c / s.group) * s.kh * s.kw, seed++);
+    const std::vector<float> bias = Random(s.m, seed++);
+    int64_t oh, ow;
+    const std::vector<float> want = NaiveConv(s, x, w, bias, &oh, &ow);
+    Tensor y = Run1(
+        "Conv",
+        {X(F32({s.n, s.c, s.h, s.w}, x)), C(F32({s.m, s.c / s.group, s.kh, s.kw}, w)), C(F32({s.m}, bias))},
+        {{"group", s.group},
+         {"strides", std::vector<int64_t>{s.sh, s.sw}},
+         {"dilations", std::vector<int64_t>{s.dh, s.dw}},
+         {"pads", std::vector<int64_t>{s.pt, s.pl, s.pb, s.pr}}});
+    ExpectNear(y, {s.n, s.m, oh, ow}, want, 1e-4f);
+  }
+}
+
+TEST(NnConvTest, GroupedAndDepthwiseByHand) {
+  // Group 2 pointwise: out0 = x0 + x1 = 1 + 2, out1 = x2 - x3 = 3 - 4.
+  Tensor x = F32({1, 4, 2, 2}, {1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4});
+  ExpectNear(Run1("Conv", {X(x), C(F32({2, 2, 1, 1}, {1, 1, 1, -1}))}, {{"group", 2}}), {1, 2, 2, 2},
+             {3, 3, 3, 3, -1, -1, -1, -1});
+  // Depthwise 2x2 box filter with bias.
+  Tensor xd = F32({1, 2, 3, 3}, Iota(18));
+  ExpectNear(Run1("Conv", {X(xd), C(F32({2, 1, 2, 2}, std::vector<float>(8, 1.f))), C(F32({2}, {1, -1}))},
+                  {{"group", 2}}),
+             {1, 2, 2, 2}, {9, 13, 21, 25, 43, 47, 55, 59});
+}
+
+TEST(NnConvTest, AutoPad) {
+  Tensor x = F32({1, 1, 4, 4}, Iota(16));
+  Tensor w = F32({1, 1, 2, 2}, {1, 1, 1, 1});
+  // Total padding 1 per axis: at the end for SAME_UPPER, at the start for SAME_LOWER.
+  ExpectNear(Run1("Conv", {X(x), C(w)}, {{"auto_pad", "SAME_UPPER"}}), {1, 1, 4, 4},
+             {10, 14, 18, 10, 26, 30, 34, 18, 42, 46, 50, 26, 25, 27, 29, 15});
+  ExpectNear(Run1("Conv", {X(x), C(w)}, {{"auto_pad", "SAME_LOWER"}}), {1, 1, 4, 4},
+             {0, 1, 3, 5, 4, 10, 14, 18, 12, 26, 30, 34, 20, 42, 46, 50});
+  ExpectNear(Run1("Conv", {X(x), C(w)}, {{"auto_pad", "VALID"}, {"strides", std::vector<int64_t>{2, 2}}}),
+             {1, 1, 2, 2}, {10, 18, 42, 50});
+  // SAME with stride 2 on 5x5: output ceil(5/2) = 3, total pad 2 split evenly.
+  Tensor x5 = F32({1, 1, 5, 5}, Iota(25));
+  ExpectNear(Run1("Conv", {X(x5), C(F32({1, 1, 3, 3}, std::vector<float>(9, 1.f)))},
+                  {{"auto_pad", "SAME_UPPER"}, {"strides", std::vector<int64_t>{2, 2}}}),
+             {1, 1, 3, 3}, {12, 27, 24, 63, 108, 81, 72, 117, 84});
+}
+
+TEST(NnConvTest, OneAndThreeDimensional) {
+  // 1-D with dilation 2: y[i] = x[i] - x[i + 2].
+  ExpectNear(Run1("Conv", {X(F32({1, 1, 5}, {1, 2, 4, 8, 16})), C(F32({1, 1, 2}, {1, -1}))},
+                  {{"dilations", std::vector<int64_t>{2}}}),
+             {1, 1, 3}, {-3, -6, -12});
+  // 3-D: a 2x2x2 box over 0..7 sums to 28; with pads 1 the corners see one voxel.
+  Tensor x = F32({1, 1, 2, 2, 2}, Iota(8));
+  Tensor w = F32({1, 1, 2, 2, 2}, std::vector<float>(8, 1.f));
+  ExpectNear(Run1("Conv", {X(x), C(w)}), {1, 1, 1, 1, 1}, {28});
+  Tensor y = Run1("Conv", {X(x), C(w)}, {{"pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1}}});
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 3, 3, 3}));
+  const std::vector<float> v = y.ToFloat();
+  EXPECT_FLOAT_EQ(v[0], 0);    // only x[0,0,0]
+  EXPECT_FLOAT_EQ(v[13], 28);  // centre sees everything
+  EXPECT_FLOAT_EQ(v[26], 7);   // only x[1,1,1]
+}
+
+TEST(NnConvTest, Float16) {
+  const ConvSpec s = {1, 4, 6, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  std::vector<float> x = Random(4 * 36, 5), w = Random(3 * 4 * 9, 6);
+  // Round inputs to f16 so the reference sees the same values.
+  x = F16({4 * 36}, x).ToFloat();
+  w = F16({3 * 4 * 9}, w).ToFloat();
+  int64_t oh, ow;
+  const std::vector<float> want = NaiveConv(s, x, w, {}, &oh, &ow);
+  Tensor y = Run1("Conv", {X(F16({1, 4, 6, 6}, x)), C(F16({3, 4, 3, 3}, w))},
+                  {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  EXPECT_EQ(y.dtype(), DType::kFloat16);
+  ExpectNear(y, {1, 3, oh, ow}, want, 4e-3f);
+}
+
+TEST(NnConvTest, Errors) {
+  Tensor x = F32({1, 3, 4, 4}, Iota(48));
+  std::string e = ErrorOf("Conv", {X(x), C(F32({2, 2, 3, 3}, Iota(36)))});
+  EXPECT_NE(e.find("X has 3 channels"), std::string::npos) << e;
+  e = ErrorOf("Conv", {X(x), C(F32({2, 3, 3, 3}, Iota(54)))}, {{"kernel_shape", std::vector<int64_t>{2, 2}}});
+  EXPECT_NE(e.find("kernel_shape [2,2] does not match"), std::string::npos) << e;
+  e = ErrorOf("Conv", {X(x), C(F32({2, 3, 5, 5}, Iota(150)))});
+  EXPECT_NE(e.find("larger than the padded input"), std::string::npos) << e;
+  e = ErrorOf("Conv", {X(x), C(F32({2, 3, 3, 3}, Iota(54)))}, {{"auto_pad", "SAME"}});
+  EXPECT_NE(e.find("auto_pad 'SAME'"), std::string::npos) << e;
+  e = ErrorOf("Conv", {X(x), C(F32({2, 3, 3, 3}, Iota(54))), C(F32({3}, Iota(3)))});
+  EXPECT_NE(e.find("bias B must be [2]"), std::string::npos) << e;
+  e = ErrorOf("Conv", {X(x), C(F32({2, 3, 3, 3}, Iota(54)))}, {{"strides", std::vector<int64_t>{1}}});
+  EXPECT_NE(e.find("strides [1] must have 2 entries"), std::string::npos) << e;
+}
+
+// ---------------------------------------------------------------------------
+// Pooling.
+
+TEST(NnPoolTest, MaxPoolCeilModeDilationsAndSame) {
+  Tensor x = F32({1, 1, 4, 4}, Iota(16));
+  Attrs k3s2 = {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}}};
+  ExpectNear(Run1("MaxPool", {X(x)}, k3s2), {1, 1, 1, 1}, {10});
+  Attrs ceil = k3s2;
+  ceil["ceil_mode"] = 1;
+  ExpectNear(Run1("MaxPool", {X(x)}, ceil), {1, 1, 2, 2}, {10, 11, 14, 15});
+  ExpectNear(Run1("MaxPool", {X(x)},
+                  {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"dilations", std::vector<int64_t>{2, 2}}}),
+             {1, 1, 2, 2}, {10, 11, 14, 15});
+  ExpectNear(Run1("MaxPool", {X(F32({1, 1, 3, 3}, Iota(9)))},
+                  {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"auto_pad", "SAME_UPPER"}}),
+             {1, 1, 3, 3}, {4, 5, 5, 7, 8, 8, 7, 8, 8});
+  ExpectNear(Run1("MaxPool", {X(F32({1, 1, 3, 3}, Iota(9)))},
+                  {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"auto_pad", "SAME_LOWER"}}),
+             {1, 1, 3, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8});
+  // Padding never wins, even against negative values.
+  ExpectNear(Run1("MaxPool", {X(F32({1, 1, 2, 2}, {-1, -2, -3, -4}))},
+                  {{"kernel_shape", std::vector<int64_t>{2, 2}},
+                   {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                   {"strides", std::vector<int64_t>{2, 2}}}),
+             {1, 1, 2, 2}, {-1, -2, -3, -4});
+}
+
+TEST(NnPoolTest, MaxPoolOneAndThreeDimensionalAndUint8) {
+  Tensor x = F32({1, 1, 5}, {1, 3, 2, 5, 4});
+  Attrs a = {{"kernel_shape", std::vector<int64_t>{2}}, {"strides", std::vector<int64_t>{2}}};
+  ExpectNear(Run1("MaxPool", {X(x)}, a), {1, 1, 2}, {3, 5});
+  a["ceil_mode"] = 1;
+  ExpectNear(Run1("MaxPool", {X(x)}, a), {1, 1, 3}, {3, 5, 4});
+  ExpectNear(
+      Run1("MaxPool", {X(F32({1, 2, 2, 2, 2}, Iota(16)))}, {{"kernel_shape", std::vector<int64_t>{2, 2, 2}}}),
+      {1, 2, 1, 1, 1}, {7, 15});
+  Tensor u8 = Tensor::FromInt64(DType::kUInt8, {1, 1, 2, 2}, {3, 250, 7, 1});
+  Tensor y = Run1("MaxPool", {X(u8)}, {{"kernel_shape", std::vector<int64_t>{2, 2}}});
+  EXPECT_EQ(y.dtype(), DType::kUInt8);
+  EXPECT_EQ(y.ToInt64(), (std::vector<int64_t>{250}));
+}
+
+TEST(NnPoolTest, AveragePoolCountIncludePad) {
+  Tensor x = F32({1, 1, 3, 3}, Iota(9, 1));
+  Attrs a = {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 1, 0, 0}}};
+  ExpectNear(Run1("AveragePool", {X(x)}, a), {1, 1, 3, 3}, {1, 1.5f, 2.5f, 2.5f, 3, 4, 5.5f, 6, 7});
+  a["count_include_pad"] = 1;
+  ExpectNear(Run1("AveragePool", {X(x)}, a), {1, 1, 3, 3}, {0.25f, 0.75f, 1.25f, 1.25f, 3, 4, 2.75f, 6, 7});
+}
+
+TEST(NnPoolTest, AveragePoolCeilModeSameAndRanks) {
+  Tensor x = F32({1, 1, 4, 4}, Iota(16));
+  Attrs a = {{"kernel_shape", std::vector<int64_t>{3, 3}},
+             {"strides", std::vector<int64_t>{2, 2}},
+             {"ceil_mode", 1}};
+  // Windows past the end are clipped and divide by what they cover.
+  ExpectNear(Run1("AveragePool", {X(x)}, a), {1, 1, 2, 2}, {5, 6.5f, 11, 12.5f});
+  a["count_include_pad"] = 1;
+  ExpectNear(Run1("AveragePool", {X(x)}, a), {1, 1, 2, 2}, {5, 6.5f, 11, 12.5f});
+  // SAME_UPPER on 3 with kernel 2: the last window covers one element plus padding.
+  ExpectNear(Run1("AveragePool", {X(F32({1, 1, 3}, {1, 2, 4}))},
+                  {{"kernel_shape", std::vector<int64_t>{2}}, {"auto_pad", "SAME_UPPER"}}),
+             {1, 1, 3}, {1.5f, 3, 4});
+  ExpectNear(
+      Run1("AveragePool", {X(F32({1, 1, 3}, {1, 2, 4}))},
+           {{"kernel_shape", std::vector<int64_t>{2}}, {"auto_pad", "SAME_UPPER"}, {"count_include_pad", 1}}),
+      {1, 1, 3}, {1.5f, 3, 2});
+  ExpectNear(Run1("AveragePool", {X(F32({1, 1, 2, 2, 2}, Iota(8)))},
+                  {{"kernel_shape", std::vector<int64_t>{2, 2, 2}}}),
+             {1, 1, 1, 1, 1}, {3.5f});
+  Tensor h = Run1("AveragePool", {X(F16({1, 1, 2, 2}, {1, 2, 3, 4}))},
+                  {{"kernel_shape", std::vector<int64_t>{2, 2}}});
+  EXPECT_EQ(h.dtype(), DType::kFloat16);
+  ExpectNear(h, {1, 1, 1, 1}, {2.5f});
+}
+
+TEST(NnPoolTest, GlobalPools) {
+  Tensor x = F32({2, 2, 2, 2}, {1, 2, 3, 4, -1, -2, -3, -4, 0, 0, 0, 8, 5, 5, 5, 5});
+  ExpectNear(Run1("GlobalAveragePool", {X(x)}), {2, 2, 1, 1}, {2.5f, -2.5f, 2, 5});
+  ExpectNear(Run1("GlobalMaxPool", {X(x)}), {2, 2, 1, 1}, {4, -1, 8, 5});
+  ExpectNear(Run1("GlobalAveragePool", {X(F32({1, 1, 3}, {1, 2, 6}))}), {1, 1, 1}, {3});
+}
+
+TEST(NnPoolTest, Errors) {
+  Tensor x = F32({1, 1, 4, 4}, Iota(16));
+  auto r = RunOp("MaxPool", {X(x)}, {{"kernel_shape", std::vector<int64_t>{2, 2}}}, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  std::string e = ErrorOf("MaxPool", {X(x)}, {{"kernel_shape", std::vector<int64_t>{2, 2}}}, 2);
+  EXPECT_NE(e.find("Indices"), std::string::npos) << e;
+  e = ErrorOf("MaxPool", {X(x)});
+  EXPECT_NE(e.find("kernel_shape"), std::string::npos) << e;
+  e = ErrorOf("AveragePool", {X(x)}, {{"kernel_shape", std::vector<int64_t>{5, 5}}});
+  EXPECT_NE(e.find("larger than the padded input"), std::string::npos) << e;
+  e = ErrorOf("AveragePool", {X(x)}, {{"kernel_shape", std::vector<int64_t>{2}}});
+  EXPECT_NE(e.find("kernel_shape [2] has 1 entries but the input has 2 spatial dims"), std::string::npos)
+      << e;
+  e = ErrorOf("MaxPool", {X(x)},
+              {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 1}}});
+  EXPECT_NE(e.find("pads [1,1] must have 4 entries"), std::string::npos) << e;
+  e = ErrorOf("GlobalMaxPool", {X(F32({4}, Iota(4)))});
+  EXPECT_NE(e.find("[N, C, spatial...]"), std::string::npos) << e;
+}
+
+// ---------------------------------------------------------------------------
+// Normalisation.
+
+TEST(NnNormTest, BatchNormalization) {
+  Tensor x = F32({1, 2, 1, 2}, {1, 2, 3, 4});
+  Tensor y =
+      Run1("BatchNormalization",
+           {X(x), C(F32({2}, {1, 2})), C(F32({2}, {0, 1})), C(F32({2}, {1, 2})), C(F32({2}, {4, 0.25f}))},
+           {{"epsilon", 0.f}});
+  ExpectNear(y, {1, 2, 1, 2}, {0, 0.5f, 5, 9});
+  // Rank 2 input ([N, C]) and f16.
+  Tensor h = Run1("BatchNormalization",
+                  {X(F16({2, 2}, {1, 2, 3, 4})), C(F16({2}, {1, 1})), C(F16({2}, {0, 0})),
+                   C(F16({2}, {0, 0})), C(F16({2}, {1, 1}))},
+                  {{"epsilon", 0.f}});
+  ExpectNear(h, {2, 2}, {1, 2, 3, 4});
+}
+
+TEST(NnNormTest, BatchNormalizationRejectsTraining) {
+  std::vector<In> ins = {X(F32({1, 2, 1, 1}, {1, 2})), C(F32({2}, {1, 1})), C(F32({2}, {0, 0})),
+                         C(F32({2}, {0, 0})), C(F32({2}, {1, 1}))};
+  auto r = RunOp("BatchNormalization", ins, {{"training_mode", 1}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  std::string e = ErrorOf("BatchNormalization", ins, {{"training_mode", 1}});
+  EXPECT_NE(e.find("training_mode=1 is not supported"), std::string::npos) << e;
+  e = ErrorOf("BatchNormalization", ins, {}, 3);
+  EXPECT_NE(e.find("only produced in training mode"), std::string::npos) << e;
+  ins[3] = C(F32({3}, {0, 0, 0}));
+  e = ErrorOf("BatchNormalization", ins);
+  EXPECT_NE(e.find("input_mean must be [2]"), std::string::npos) << e;
+}
+
+TEST(NnNormTest, InstanceNormalization) {
+  Tensor x = F32({1, 2, 1, 2}, {1, 3, 2, 2});
+  ExpectNear(Run1("InstanceNormalization", {X(x), C(F32({2}, {2, 1})), C(F32({2}, {0, 5}))}), {1, 2, 1, 2},
+             {-2, 2, 5, 5}, 1e-4f);
+  std::string e = ErrorOf("InstanceNormalization", {X(x), C(F32({3}, {1, 1, 1})), C(F32({2}, {0, 0}))});
+  EXPECT_NE(e.find("scale must be [2]"), std::string::npos) << e;
+}
+
+TEST(NnNormTest, LayerNormalizationAllOutputs) {
+  Tensor x = F32({2, 3}, {1, 2, 3, 2, 4, 6});
+  auto r = RunOp("LayerNormalization", {X(x), C(F32({3}, {1, 1, 2})), C(F32({3}, {0, 0, 1}))},
+                 {{"epsilon", 0.f}}, 3);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const float k = 1.2247449f;  // sqrt(3/2)
+  ExpectNear((*r)[0], {2, 3}, {-k, 0, 2 * k + 1, -k, 0, 2 * k + 1});
+  EXPECT_EQ((*r)[1].dtype(), DType::kFloat32);
+  ExpectNear((*r)[1], {2, 1}, {2, 4});
+  ExpectNear((*r)[2], {2, 1}, {k, k / 2});
+  // axis 0 normalises everything; no bias; one output.
+  ExpectNear(Run1("LayerNormalization", {X(x), C(F32({2, 3}, std::vector<float>(6, 1.f)))},
+                  {{"axis", 0}, {"epsilon", 0.f}}),
+             {2, 3}, {-1.2247449f, -0.6123724f, 0, -0.6123724f, 0.6123724f, 1.8371173f});
+}
+
+TEST(NnNormTest, LayerNormalizationBroadcastScaleAndF16) {
+  // Scale [1] broadcasts over the normalised [2, 2]; axis -2 of [1, 2, 2].
+  Tensor x = F16({1, 2, 2}, {1, 3, 1, 3});
+  auto r = RunOp("LayerNormalization", {X(x), C(F16({1}, {2}))}, {{"axis", -2}, {"epsilon", 0.f}}, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].dtype(), DType::kFloat16);
+  ExpectNear((*r)[0], {1, 2, 2}, {-2, 2, -2, 2}, 1e-3f);
+  ExpectNear((*r)[1], {1, 1, 1}, {2});
+  std::string e = ErrorOf("LayerNormalization", {X(F32({2, 3}, Iota(6))), C(F32({2}, {1, 1}))});
+  EXPECT_NE(e.find("does not broadcast to the normalised shape [3]"), std::string::npos) << e;
+}
+
+TEST(NnNormTest, Lrn) {
+  Tensor x = F32({1, 3, 1, 1}, {1, 2, 3});
+  ExpectNear(Run1("LRN", {X(x)}, {{"size", 3}, {"alpha", 3.f}, {"beta", 1.f}, {"bias", 1.f}}), {1, 3, 1, 1},
+             {1.f / 6, 2.f / 15, 3.f / 14});
+  // size 2: window [c, c + 1]; beta 0.5.
+  ExpectNear(Run1("LRN", {X(x)}, {{"size", 2}, {"alpha", 2.f}, {"beta", 0.5f}, {"bias", 0.f}}), {1, 3, 1, 1},
+             {1.f / std::sqrt(5.f), 2.f / std::sqrt(13.f), 1});
+  std::string e = ErrorOf("LRN", {X(x)});
+  EXPECT_NE(e.find("size"), std::string::npos) << e;
+}
+
+// ---------------------------------------------------------------------------
+// Softmax.
+
+TEST(NnSoftmaxTest, MiddleAxisAndStability) {
+  const float l2 = std::log(2.f), l3 = std::log(3.f), l5 = std::log(5.f);
+  // [2, 3, 2], softmax along axis 1.
+  Tensor x = F32({2, 3, 2}, {0, 1, l2, 1, l5, 1, l3, 100, 0, 100, 0, 100 + l2});
+  const std::vector<float> want = {0.125f, 1.f / 3, 0.25f, 1.f / 3, 0.625f, 1.f / 3,
+                                   0.6f,   0.25f,   0.2f,  0.25f,   0.2f,   0.5f};
+  ExpectNear(Run1("Softmax", {X(x)}, {{"axis", 1}}), {2, 3, 2}, want);
+  std::vector<float> logs(want.size());
+  for (size_t i = 0; i < want.size(); ++i) logs[i] = std::log(want[i]);
+  ExpectNear(Run1("LogSoftmax", {X(x)}, {{"axis", -2}}), {2, 3, 2}, logs);
+}
+
+TEST(NnSoftmaxTest, DefaultLastAxisAndF16) {
+  const float e1 = std::exp(1.f), e2 = std::exp(2.f);
+  const float s = 1 + e1 + e2;
+  ExpectNear(Run1("Softmax", {X(F32({2, 3}, {0, 1, 2, 1000, 1001, 1002}))}), {2, 3},
+             {1 / s, e1 / s, e2 / s, 1 / s, e1 / s, e2 / s});
+  ExpectNear(Run1("LogSoftmax", {X(F32({1, 3}, {0, 1, 2}))}), {1, 3},
+             {-std::log(s), 1 - std::log(s), 2 - std::log(s)});
+  Tensor h = Run1("Softmax", {X(F16({2, 2}, {0, 0, 1, 1}))}, {{"axis", 0}});
+  EXPECT_EQ(h.dtype(), DType::kFloat16);
+  ExpectNear(h, {2, 2}, {1 / (1 + e1), 1 / (1 + e1), e1 / (1 + e1), e1 / (1 + e1)}, 1e-3f);
+  std::string e = ErrorOf("Softmax", {X(F32({2, 3}, Iota(6)))}, {{"axis", 2}});
+  EXPECT_NE(e.find("axis 2 is out of range for rank 2"), std::string::npos) << e;
+  e = ErrorOf("LogSoftmax", {X(I64({2}, {1, 2}))});
+  EXPECT_NE(e.find("must be f32, f16 or bf16"), std::string::npos) << e;
+}
+
+// ---------------------------------------------------------------------------
+// Reductions.
+
+TEST(NnReduceTest, AxesKeepdimsAndKinds) {
+  Tensor x = F32({2, 3, 2}, Iota(12));
+  ExpectNear(Run1("ReduceSum", {X(x), C(Ints({1}))}), {2, 1, 2}, {6, 9, 24, 27});
+  ExpectNear(Run1("ReduceMean", {X(x), C(Ints({0, 2}))}, {{"keepdims", 0}}), {3}, {3.5f, 5.5f, 7.5f});
+  ExpectNear(Run1("ReduceMax", {X(x)}), {1, 1, 1}, {11});
+  ExpectNear(Run1("ReduceMin", {X(x), C(Ints({-1}))}, {{"keepdims", 0}}), {2, 3}, {0, 2, 4, 6, 8, 10});
+  ExpectNear(Run1("ReduceProd", {X(F32({2, 3, 2}, Iota(12, 1))), C(Ints({2}))}), {2, 3, 1},
+             {2, 12, 30, 56, 90, 132});
+  ExpectNear(Run1("ReduceL2", {X(x), C(Ints({0}))}, {{"keepdims", 0}}), {3, 2},
+             {6, std::sqrt(50.f), std::sqrt(68.f), std::sqrt(90.f), std::sqrt(116.f), std::sqrt(146.f)});
+  ExpectNear(Run1("ReduceSumSquare", {X(x), C(Ints({1, 2}))}), {2, 1, 1}, {55, 451});
+}
+
+TEST(NnReduceTest, EmptyAxes) {
+  Tensor x = F32({2, 3}, {1, -2, 3, -4, 5, -6});
+  // Empty axes reduce everything, or nothing with noop_with_empty_axes (the map still applies).
+  ExpectNear(Run1("ReduceSum", {X(x), C(I64({0}, {}))}), {1, 1}, {-3});
+  ExpectNear(Run1("ReduceSum", {X(x), None()}, {{"keepdims", 0}}), {}, {-3});
+  ExpectNear(Run1("ReduceSumSquare", {X(x)}, {{"noop_with_empty_axes", 1}}), {2, 3}, {1, 4, 9, 16, 25, 36});
+  ExpectNear(Run1("ReduceL2", {X(x)}, {{"noop_with_empty_axes", 1}}), {2, 3}, {1, 2, 3, 4, 5, 6});
+  ExpectNear(Run1("ReduceMean", {X(x), C(I64({0}, {}))}, {{"noop_with_empty_axes", 1}}), {2, 3},
+             {1, -2, 3, -4, 5, -6});
+}
+
+TEST(NnReduceTest, IntegerBoolAndF16) {
+  Tensor xi = I64({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor s = Run1("ReduceSum", {X(xi), C(Ints({1}))}, {{"keepdims", 0}});
+  EXPECT_EQ(s.dtype(), DType::kInt64);
+  EXPECT_EQ(s.ToInt64(), (std::vector<int64_t>{6, 15}));
+  EXPECT_EQ(Run1("ReduceProd", {X(xi), C(Ints({0}))}).ToInt64(), (std::vector<int64_t>{4, 10, 18}));
+  Tensor b = Tensor::FromInt64(DType::kBool, {2, 2}, {0, 1, 0, 0});
+  Tensor bm = Run1("ReduceMax", {X(b), C(Ints({1}))}, {{"keepdims", 0}});
+  EXPECT_EQ(bm.dtype(), DType::kBool);
+  EXPECT_EQ(bm.ToInt64(), (std::vector<int64_t>{1, 0}));
+  Tensor h = Run1("ReduceMean", {X(F16({2, 2}, {1, 2, 3, 5})), C(Ints({0}))});
+  EXPECT_EQ(h.dtype(), DType::kFloat16);
+  ExpectNear(h, {1, 2}, {2, 3.5f});
+  // NaN propagates through max.
+  Tensor m = Run1("ReduceMax", {X(F32({3}, {1, std::nanf(""), 2}))});
+  EXPECT_TRUE(std::isnan(m.ToFloat()[0]));
+}
+
+TEST(NnReduceTest, LargeShapesMatchNaive) {
+  // Axes patterns: inner kept (long rows), inner reduced, alternating.
+  const Shape shape = {3, 5, 7, 1100};
+  const std::vector<float> x = Random(NumElements(shape), 42);
+  const std::vector<std::vector<int64_t>> axes_cases = {{0}, {3}, {1, 3}, {0, 2}, {0, 1, 2, 3}, {2}};
+  for (const auto& axes : axes_cases) {
+    SCOPED_TRACE(testing::Message() << "axes " << ShapeToString(axes));
+    Tensor y = Run1("ReduceSum", {X(F32(shape, x)), C(Ints(axes))}, {{"keepdims", 0}});
+    std::vector<bool> red(4, false);
+    for (int64_t a : axes) red[a] = true;
+    Shape out;
+    for (int d = 0; d < 4; ++d) {
+      if (!red[d]) out.push_back(shape[d]);
+    }
+    std::vector<double> want(NumElements(out), 0.0);
+    for (int64_t i0 = 0; i0 < shape[0]; ++i0) {
+      for (int64_t i1 = 0; i1 < shape[1]; ++i1) {
+        for (int64_t i2 = 0; i2 < shape[2]; ++i2) {
+          for (int64_t i3 = 0; i3 < shape[3]; ++i3) {
+            const int64_t idx[4] = {i0, i1, i2, i3};
+            int64_t o = 0;
+            for (int d = 0; d < 4; ++d) {
+              if (!red[d]) o = o * shape[d] + idx[d];
+            }
+            want[o] += x[((i0 * shape[1] + i1) * shape[2] + i2) * shape[3] + i3];
+          }
+        }
+      }
+    }
+    ASSERT_EQ(y.shape(), out);
+    const std::vector<float> got = y.ToFloat();
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-3) << i;
+  }
+}
+
+TEST(NnReduceTest, Errors) {
+  Tensor x = F32({2, 3}, Iota(6));
+  std::string e = ErrorOf("ReduceSum", {X(x), C(Ints({1, -1}))});
+  EXPECT_NE(e.find("appears more than once"), std::string::npos) << e;
+  e = ErrorOf("ReduceMean", {X(x), C(Ints({2}))});
+  EXPECT_NE(e.find("axis 2 is out of range for rank 2"), std::string::npos) << e;
+  e = ErrorOf("ReduceMax", {X(x), X(Ints({0}))});
+  EXPECT_NE(e.find("must be a compile-time constant"), std::string::npos) << e;
+  e = ErrorOf("ReduceSum", {X(Tensor::FromInt64(DType::kBool, {2}, {0, 1}))});
+  EXPECT_NE(e.find("input dtype bool is not supported"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, and runs every test that
+# this machine can run (tests labelled `gpu` skip with a message without a GPU).
+# Tests that use ONNX's backend test data read it from $KILN_ONNX_DATA and skip
+# with a message when it is unset.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install_deps.sh
+bash scripts/build.sh
+build=${KILN_BUILD_DIR:-build}
+echo "kiln: test data: ${KILN_ONNX_DATA:-<unset: data-driven tests will skip>}"
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" --timeout 1200
