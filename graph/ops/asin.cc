@@ -1,0 +1,20 @@
+// Asin: element-wise arc sine (floating types).
+#include <cmath>
+
+#include "graph/op_registry.h"
+#include "graph/ops/op_util.h"
+
+namespace kiln::ops {
+namespace {
+
+absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  return EvalUnary(node, *in[0], out[0], [](float x) { return std::asin(x); });
+}
+
+}  // namespace
+}  // namespace kiln::ops
+
+KILN_OP_FILE(asin) {
+  registry.Register({.name = "Asin", .infer = ops::InferFloatUnary, .eval = ops::Eval,
+                     .is_elementwise = true});
+}

@@ -1,0 +1,21 @@
+// ReduceLogSum: log of the sum over `axes` (optional constant input 1; keepdims,
+// noop_with_empty_axes).
+#include "graph/op_registry.h"
+#include "graph/ops/op_util.h"
+
+namespace kiln::ops {
+namespace {
+
+absl::Status Infer(Node& node) { return InferReduce(node, /*allow_integer=*/true, /*allow_bool=*/false); }
+
+absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  return EvalReduce(node, ReduceKind::kLogSum, *in[0], out[0]);
+}
+
+}  // namespace
+}  // namespace kiln::ops
+
+KILN_OP_FILE(reduce_log_sum) {
+  registry.Register(
+      {.name = "ReduceLogSum", .min_inputs = 1, .max_inputs = 2, .infer = ops::Infer, .eval = ops::Eval});
+}

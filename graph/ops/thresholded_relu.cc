@@ -1,0 +1,24 @@
+// ThresholdedRelu: element-wise x > alpha ? x : 0 (alpha defaults to 1).
+#include "graph/op_registry.h"
+#include "graph/ops/op_util.h"
+
+namespace kiln::ops {
+namespace {
+
+absl::Status Infer(Node& node) {
+  KILN_RETURN_IF_ERROR(node.GetFloat("alpha", 1.f).status());
+  return InferFloatUnary(node);
+}
+
+absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  KILN_ASSIGN_OR_RETURN(const float alpha, node.GetFloat("alpha", 1.f));
+  return EvalUnary(node, *in[0], out[0], [alpha](float x) { return x > alpha ? x : 0.f; });
+}
+
+}  // namespace
+}  // namespace kiln::ops
+
+KILN_OP_FILE(thresholded_relu) {
+  registry.Register({.name = "ThresholdedRelu", .infer = ops::Infer, .eval = ops::Eval,
+                     .is_elementwise = true});
+}
