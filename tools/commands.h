@@ -9,7 +9,10 @@
 
 namespace kiln::cli {
 
+absl::Status CompileCommand(const std::vector<std::string>& args);
 absl::Status InspectCommand(const std::vector<std::string>& args);
+// `kiln inspect MODEL.kiln [--json]` (tools/inspect_bundle.cc).
+absl::Status InspectBundle(const std::string& path, bool json);
 absl::Status RunCommand(const std::vector<std::string>& args);
 
 }  // namespace kiln::cli

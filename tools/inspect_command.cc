@@ -4,6 +4,7 @@
 #include <iostream>
 #include <map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -21,6 +22,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: kiln inspect MODEL.onnx [--input-shape NAME=1x128]... [--graph] [--dot FILE]\n"
+    "       kiln inspect MODEL.kiln [--json]   (bundle: signature, sections, memory plan, steps)\n"
     "Prints the model's inputs and outputs, op histogram, parameter count and any\n"
     "unsupported ops, then imports it and reports the graph kiln would compile.\n"
     "  --graph      print the imported graph in kiln's text form (large constants elided)\n"
@@ -56,13 +58,15 @@ std::string HumanBytes(double bytes) {
 }  // namespace
 
 absl::Status InspectCommand(const std::vector<std::string>& argv) {
-  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv, {"input-shape", "dot"}, {"help", "graph"}));
+  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv, {"input-shape", "dot"}, {"help", "graph", "json"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
     return absl::OkStatus();
   }
   if (args.positional().size() != 1) return absl::InvalidArgumentError(absl::StrCat("expected one model file\n", kUsage));
   const std::string path = args.positional()[0];
+  if (absl::EndsWith(path, ".kiln")) return InspectBundle(path, args.Has("json"));
+  if (args.Has("json")) return absl::InvalidArgumentError("--json is for bundles (.kiln); ONNX models print text only");
   KILN_ASSIGN_OR_RETURN(onnx::ModelProto model, ReadOnnxModel(path));
   const auto& g = model.graph();
 

@@ -12,7 +12,10 @@ constexpr char kUsage[] =
     "kiln: a graph-level inference compiler for NVIDIA tensor cores\n"
     "\n"
     "usage: kiln COMMAND [ARGS]\n"
+    "  compile MODEL.onnx -o M.kiln compile into a bundle (--arch sm_90a|sm_89|sm_86|sm_80, --precision)\n"
     "  inspect MODEL.onnx           inputs, outputs, op histogram, parameters, unsupported ops\n"
+    "  inspect MODEL.kiln [--json]  a bundle's signature, sections, memory plan and steps\n"
+    "  run MODEL.kiln               run a bundle (--device cpu; --input NAME=FILE.npy|arange|random)\n"
     "  run MODEL.onnx --reference   run on the CPU reference (--input NAME=FILE.npy|arange|random)\n"
     "\n"
     "kiln COMMAND --help shows a command's options.";
@@ -27,7 +30,9 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
   absl::Status status;
-  if (command == "inspect") {
+  if (command == "compile") {
+    status = kiln::cli::CompileCommand(args);
+  } else if (command == "inspect") {
     status = kiln::cli::InspectCommand(args);
   } else if (command == "run") {
     status = kiln::cli::RunCommand(args);

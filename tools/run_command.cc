@@ -1,16 +1,22 @@
-// `kiln run model.onnx --reference`: runs a model on the CPU reference.
+// `kiln run`: a compiled bundle (model.kiln) on the CPU backend, or an .onnx model on the
+// CPU reference (--reference).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "frontend/onnx_importer.h"
 #include "frontend/tensor_file.h"
 #include "graph/evaluate.h"
+#include "runtime/bundle.h"
+#include "runtime/cpu_executor.h"
 #include "tools/args.h"
 #include "tools/commands.h"
 #include "tools/model_inputs.h"
@@ -19,12 +25,17 @@ namespace kiln::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: kiln run MODEL.onnx --reference [--input NAME=SOURCE]... [--output-dir DIR]\n"
+    "usage: kiln run MODEL.kiln [--device cpu|gpu] [--input NAME=SOURCE]... [--output-dir DIR]\n"
+    "                [--output-format npy|pb] [--iterations N]\n"
+    "       kiln run MODEL.onnx --reference [--input NAME=SOURCE]... [--output-dir DIR]\n"
     "                [--output-format npy|pb] [--input-shape NAME=1x128]... [--bind NAME=SOURCE]...\n"
     "Runs the model on kiln's CPU reference and prints one line per output.\n"
     "SOURCE is a .npy or ONNX TensorProto .pb file, or a generator: arange (arange(n)/n,\n"
     "as ONNX's backend tests feed the light models), zeros, ones, random[:SEED].\n"
-    "--bind fixes an input at compile time (for models that compute shapes from it).";
+    "--bind fixes an input at compile time (for models that compute shapes from it).\n"
+    "A bundle runs its steps on the CPU backend (--device cpu, the default for now) inside\n"
+    "its planned arena, --iterations times (default 1), and reports the latency median and\n"
+    "spread; --device gpu is not implemented yet.";
 
 std::string FileNameFor(const std::string& value_name) {
   std::string out = value_name;
@@ -34,10 +45,111 @@ std::string FileNameFor(const std::string& value_name) {
   return out;
 }
 
+// Prints one line per output (and writes it under `out_dir` when set).
+absl::Status PrintOutputs(const std::vector<std::string>& names, const std::vector<Tensor>& outputs,
+                          const std::string& out_dir, const std::string& format) {
+  if (!out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create --output-dir ", out_dir, ": ", ec.message()));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& t = outputs[i];
+    const std::string& name = names[i];
+    const std::vector<float> v = t.ToFloat();
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    for (float x : v) {
+      lo = std::min<double>(lo, x);
+      hi = std::max<double>(hi, x);
+      sum += x;
+    }
+    std::cout << absl::StrFormat("  %-28s %-18s min %-12.6g max %-12.6g mean %.6g", name, t.TypeString(), lo, hi,
+                                 v.empty() ? 0.0 : sum / v.size());
+    if (!out_dir.empty()) {
+      const std::string file = (std::filesystem::path(out_dir) / (FileNameFor(name) + "." + format)).string();
+      KILN_RETURN_IF_ERROR(format == "npy" ? WriteNpy(file, t) : WriteTensorProtoFile(file, t, name));
+      std::cout << "  -> " << file;
+    }
+    std::cout << "\n";
+  }
+  return absl::OkStatus();
+}
+
+// `kiln run MODEL.kiln`: the bundle on the CPU backend.
+absl::Status RunBundle(const std::string& path, const Args& args, const std::string& format) {
+  const std::string device = args.Get("device", "cpu");
+  if (device == "gpu") {
+    return absl::UnimplementedError(
+        absl::StrCat(path, ": GPU execution is not implemented yet; run it with --device cpu"));
+  }
+  if (device != "cpu") return absl::InvalidArgumentError(absl::StrCat("--device must be cpu or gpu, got '", device, "'"));
+  if (args.Has("reference")) {
+    return absl::InvalidArgumentError("--reference is for .onnx models; a bundle runs with --device cpu");
+  }
+  if (args.Has("input-shape") || args.Has("bind")) {
+    return absl::InvalidArgumentError("--input-shape and --bind are fixed when compiling; pass them to kiln compile");
+  }
+  int iterations = 1;
+  if (args.Has("iterations") && (!absl::SimpleAtoi(args.Get("iterations"), &iterations) || iterations < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("--iterations must be a positive integer, got '",
+                                                   args.Get("iterations"), "'"));
+  }
+  const auto start_load = std::chrono::steady_clock::now();
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Bundle> bundle, Bundle::Load(path));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutor> executor, CpuExecutor::Create(*bundle));
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_load).count();
+  const bundle::Manifest& m = bundle->manifest();
+
+  std::map<std::string, std::string> sources;
+  std::string names;
+  for (const auto& in : m.inputs()) absl::StrAppend(&names, names.empty() ? "" : ", ", in.name());
+  for (const std::string& spec : args.GetAll("input")) {
+    KILN_ASSIGN_OR_RETURN(auto kv, SplitAssignment(spec, "input"));
+    bool known = false;
+    for (const auto& in : m.inputs()) known |= in.name() == kv.first;
+    if (!known) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input ", kv.first, ": the bundle has no such input (inputs: ", names, ")"));
+    }
+    sources[kv.first] = kv.second;
+  }
+  TensorMap feeds;
+  for (const auto& in : m.inputs()) {
+    const Shape shape(in.shape().begin(), in.shape().end());
+    auto dtype = ParseDType(in.dtype());
+    if (!dtype.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": input '", in.name(), "': ", dtype.status().message()));
+    auto it = sources.find(in.name());
+    if (it == sources.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("missing input '", in.name(), "' (", in.dtype(), ShapeToString(shape),
+                                                     "): pass --input ", in.name(), "=FILE.npy (or =arange, =random)"));
+    }
+    KILN_ASSIGN_OR_RETURN(feeds[in.name()], MakeInput(in.name(), it->second, *dtype, shape));
+  }
+
+  std::vector<double> times_ms;
+  std::vector<Tensor> outputs;
+  for (int i = 0; i < iterations; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    KILN_ASSIGN_OR_RETURN(outputs, executor->Run(feeds));
+    times_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::vector<double> sorted = times_ms;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                          : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+  std::cout << absl::StrFormat("%s: CPU backend (%s bundle, %s), %d steps, arena %d bytes, load %.2fs\n", path,
+                               m.target_arch(), m.precision(), m.steps_size(), executor->arena_bytes(), load_s);
+  std::cout << absl::StrFormat("latency over %d iteration%s: median %.3f ms, min %.3f ms, max %.3f ms\n", iterations,
+                               iterations == 1 ? "" : "s", median, sorted.front(), sorted.back());
+  std::vector<std::string> out_names;
+  for (const auto& out : m.outputs()) out_names.push_back(out.name());
+  return PrintOutputs(out_names, outputs, args.Get("output-dir"), format);
+}
+
 }  // namespace
 
 absl::Status RunCommand(const std::vector<std::string>& argv) {
-  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv, {"input", "output-dir", "output-format", "input-shape", "bind"},
+  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv, {"input", "output-dir", "output-format", "input-shape", "bind", "device", "iterations"},
                                                {"reference", "help"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
@@ -45,15 +157,21 @@ absl::Status RunCommand(const std::vector<std::string>& argv) {
   }
   if (args.positional().size() != 1) return absl::InvalidArgumentError(absl::StrCat("expected one model file\n", kUsage));
   const std::string path = args.positional()[0];
+  const std::string format = args.Get("output-format", "npy");
+  if (format != "npy" && format != "pb") return absl::InvalidArgumentError("--output-format must be npy or pb");
+  if (absl::EndsWith(path, ".kiln")) return RunBundle(path, args, format);
   if (!absl::EndsWith(path, ".onnx")) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": kiln run takes an .onnx model (with --reference)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": kiln run takes a compiled bundle (.kiln) or an .onnx model (with --reference)"));
   }
   if (!args.Has("reference")) {
     return absl::InvalidArgumentError(
-        "running an .onnx file needs --reference (the CPU reference evaluator); compiled bundles are not available yet");
+        "running an .onnx file needs --reference (the CPU reference evaluator); or compile it first: kiln compile "
+        "MODEL.onnx -o MODEL.kiln, then kiln run MODEL.kiln");
   }
-  const std::string format = args.Get("output-format", "npy");
-  if (format != "npy" && format != "pb") return absl::InvalidArgumentError("--output-format must be npy or pb");
+  if (args.Has("device") || args.Has("iterations")) {
+    return absl::InvalidArgumentError("--device and --iterations are for bundles (.kiln); compile the model first");
+  }
 
   ImportOptions options;
   KILN_ASSIGN_OR_RETURN(options.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
@@ -95,34 +213,11 @@ absl::Status RunCommand(const std::vector<std::string>& argv) {
   KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, EvaluateGraph(graph, feeds));
   const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  const std::string out_dir = args.Get("output-dir");
-  if (!out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir, ec);
-    if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create --output-dir ", out_dir, ": ", ec.message()));
-  }
   std::cout << absl::StrFormat("%s: CPU reference, %d nodes, import %.2fs, run %.3fs\n", path, graph.num_nodes(),
                                import_s, run_s);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const Tensor& t = outputs[i];
-    const std::string& name = graph.outputs()[i]->name();
-    const std::vector<float> v = t.ToFloat();
-    double lo = INFINITY, hi = -INFINITY, sum = 0;
-    for (float x : v) {
-      lo = std::min<double>(lo, x);
-      hi = std::max<double>(hi, x);
-      sum += x;
-    }
-    std::cout << absl::StrFormat("  %-28s %-18s min %-12.6g max %-12.6g mean %.6g", name, t.TypeString(), lo, hi,
-                                 v.empty() ? 0.0 : sum / v.size());
-    if (!out_dir.empty()) {
-      const std::string file = (std::filesystem::path(out_dir) / (FileNameFor(name) + "." + format)).string();
-      KILN_RETURN_IF_ERROR(format == "npy" ? WriteNpy(file, t) : WriteTensorProtoFile(file, t, name));
-      std::cout << "  -> " << file;
-    }
-    std::cout << "\n";
-  }
-  return absl::OkStatus();
+  std::vector<std::string> out_names;
+  for (const Value* v : graph.outputs()) out_names.push_back(v->name());
+  return PrintOutputs(out_names, outputs, args.Get("output-dir"), format);
 }
 
 }  // namespace kiln::cli

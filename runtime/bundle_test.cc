@@ -1,0 +1,209 @@
+// Tests of the bundle file: round trip and every load error.
+#include "runtime/bundle.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "graph/text_format.h"
+#include "gtest/gtest.h"
+#include "runtime/compiler.h"
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kGraph[] = R"(graph @g {
+  input %x : f32[2,3]
+  const %w : f32[3,4] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0]
+  const %b : f32[4] = splat(0.5)
+  const %shape : i64[2] = [4, 2]
+  %y : f32[2,4] = MatMul(%x, %w) @mm
+  %z : f32[2,4] = Add(%y, %b) @add
+  %r : f32[2,4] = Relu(%z) @relu
+  %v : f32[4,2] = Reshape(%r, %shape) @reshape
+  output %v
+}
+)";
+
+std::string TempPath(const std::string& name) {
+  const std::string dir = ::testing::TempDir();
+  return (std::filesystem::path(dir) / absl::StrCat(name, "_", ::getpid(), ".kiln")).string();
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteAllBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+// Writes the test graph's bundle (with one fake kernel) to a fresh file.
+std::string WriteTestBundle(const std::string& name, const std::string& arch = "sm_90a") {
+  auto graph = ParseGraph(kGraph);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  CompileOptions options;
+  options.arch = arch;
+  auto contents = BuildBundle(**graph, options, "test.onnx", "fake onnx bytes");
+  EXPECT_TRUE(contents.ok()) << contents.status();
+  contents->kernels.push_back({"k0", arch, "not really a cubin"});
+  const std::string path = TempPath(name);
+  EXPECT_TRUE(WriteBundle(*std::move(contents), path).ok());
+  return path;
+}
+
+TEST(Fnv1a64Test, KnownValues) {
+  EXPECT_EQ(Fnv1a64("", 0), 0xcbf29ce484222325ull);
+  EXPECT_EQ(Fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(Fnv1a64("foobar", 6), 0x85944171f73967e8ull);
+  // In pieces equals at once.
+  EXPECT_EQ(Fnv1a64("bar", 3, Fnv1a64("foo", 3)), Fnv1a64("foobar", 6));
+}
+
+TEST(BundleTest, RoundTrip) {
+  const std::string path = WriteTestBundle("roundtrip");
+  auto b = Bundle::Load(path, {"sm_90a"});
+  ASSERT_TRUE(b.ok()) << b.status();
+  const bundle::Manifest& m = (*b)->manifest();
+  EXPECT_EQ(m.format_version(), kBundleFormatVersion);
+  EXPECT_EQ(m.target_arch(), "sm_90a");
+  EXPECT_EQ(m.precision(), "fp16");
+  EXPECT_EQ(m.source().path(), "test.onnx");
+  EXPECT_EQ(m.source().fnv1a64().size(), 16u);
+  ASSERT_EQ(m.inputs_size(), 1);
+  EXPECT_EQ(m.inputs(0).name(), "x");
+  EXPECT_EQ(m.inputs(0).dtype(), "f32");
+  EXPECT_THAT(ShapeFromProto(m.inputs(0).shape()), ::testing::ElementsAre(2, 3));
+  ASSERT_EQ(m.outputs_size(), 1);
+  EXPECT_EQ(m.outputs(0).name(), "v");
+  ASSERT_EQ(m.steps_size(), 4);
+  EXPECT_EQ(m.steps(0).kernel(), "cpu_ref:MatMul");
+  EXPECT_EQ(m.steps(0).onnx_nodes(0), "mm");
+  EXPECT_EQ(m.steps(0).inputs(0).kind(), bundle::Binding::ARENA);
+  EXPECT_EQ(m.steps(0).inputs(1).kind(), bundle::Binding::WEIGHT);
+  EXPECT_EQ(m.steps(3).op_type(), "Reshape");
+  EXPECT_GT(m.memory_plan().arena_bytes(), 0);
+  EXPECT_GE(m.memory_plan().arena_bytes(), m.memory_plan().lower_bound_bytes());
+  // Sections and weights are 256-aligned in the file.
+  EXPECT_EQ((*b)->kernel_section_offset() % 256, 0u);
+  EXPECT_EQ((*b)->weight_section_offset() % 256, 0u);
+  ASSERT_EQ(m.weights_size(), 3);
+  for (int i = 0; i < m.weights_size(); ++i) {
+    EXPECT_EQ(m.weights(i).offset() % 256, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>((*b)->weight_bytes(i).data()) % 256, 0u);
+  }
+  ASSERT_EQ(m.kernels_size(), 1);
+  auto k = (*b)->kernel_bytes(0);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(k.data()), k.size()), "not really a cubin");
+  // The graph comes back with its weights.
+  auto g = (*b)->BuildGraph();
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto original = ParseGraph(kGraph);
+  EXPECT_EQ(PrintGraph(**g), PrintGraph(**original));
+  std::remove(path.c_str());
+}
+
+TEST(BundleTest, NoTemporaryFileLeftBehind) {
+  const std::string path = WriteTestBundle("atomic");
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path())) {
+    EXPECT_THAT(e.path().filename().string(), ::testing::Not(HasSubstr("atomic_" + std::to_string(::getpid()) +
+                                                                      ".kiln.tmp")));
+  }
+  std::remove(path.c_str());
+}
+
+TEST(BundleLoadErrorTest, MissingFile) {
+  auto b = Bundle::Load("/nonexistent/dir/model.kiln");
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(b.status().message(), HasSubstr("/nonexistent/dir/model.kiln"));
+}
+
+TEST(BundleLoadErrorTest, BadMagic) {
+  const std::string path = TempPath("badmagic");
+  WriteAllBytes(path, "ir_version: 8, this is an ONNX model, not a bundle");
+  auto b = Bundle::Load(path);
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(b.status().message(), HasSubstr("not a kiln bundle"));
+  WriteAllBytes(path, "");
+  EXPECT_THAT(Bundle::Load(path).status().message(), HasSubstr("not a kiln bundle"));
+  std::remove(path.c_str());
+}
+
+TEST(BundleLoadErrorTest, Truncated) {
+  const std::string path = WriteTestBundle("truncated");
+  const std::string bytes = ReadAll(path);
+  for (size_t keep : {size_t{4}, size_t{15}, size_t{40}, bytes.size() / 2, bytes.size() - 1}) {
+    WriteAllBytes(path, bytes.substr(0, keep));
+    auto b = Bundle::Load(path);
+    EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << keep;
+    EXPECT_THAT(b.status().message(), HasSubstr("truncated")) << keep;
+    EXPECT_THAT(b.status().message(), HasSubstr(path)) << keep;
+  }
+  std::remove(path.c_str());
+}
+
+TEST(BundleLoadErrorTest, ChecksumMismatch) {
+  const std::string path = WriteTestBundle("corrupt");
+  std::string bytes = ReadAll(path);
+  auto b0 = Bundle::Load(path);
+  ASSERT_TRUE(b0.ok());
+  // Flip one byte of the first weight (inside the weight section).
+  const size_t pos = (*b0)->weight_section_offset() + 1;
+  b0->reset();
+  bytes[pos] ^= 0x40;
+  WriteAllBytes(path, bytes);
+  auto b = Bundle::Load(path);
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(b.status().message(), HasSubstr("checksum mismatch"));
+  std::remove(path.c_str());
+}
+
+TEST(BundleLoadErrorTest, WrongFormatVersion) {
+  const std::string path = WriteTestBundle("version");
+  std::string bytes = ReadAll(path);
+  bytes[8] = 7;  // u32 little-endian version at offset 8
+  WriteAllBytes(path, bytes);
+  auto b = Bundle::Load(path);
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(b.status().message(), HasSubstr("format version 7"));
+  EXPECT_THAT(b.status().message(), HasSubstr("version 1"));
+  std::remove(path.c_str());
+}
+
+TEST(BundleLoadErrorTest, WrongArch) {
+  const std::string path = WriteTestBundle("arch", "sm_90a");
+  auto b = Bundle::Load(path, {"sm_80"});
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(b.status().message(), HasSubstr("sm_90a"));
+  EXPECT_THAT(b.status().message(), HasSubstr("sm_80"));
+  EXPECT_TRUE(Bundle::Load(path).ok());  // no arch asked: the CPU backend takes any
+  std::remove(path.c_str());
+}
+
+TEST(CompileOptionsTest, Validation) {
+  CompileOptions o;
+  EXPECT_TRUE(ValidateCompileOptions(o).ok());
+  o.arch = "sm_70";
+  EXPECT_THAT(ValidateCompileOptions(o).message(), HasSubstr("sm_70"));
+  o.arch = "sm_80";
+  o.precision = "int8";
+  EXPECT_THAT(ValidateCompileOptions(o).message(), HasSubstr("int8"));
+}
+
+TEST(CompileTest, MissingModel) {
+  auto c = Compile("/nonexistent/model.onnx", {});
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace kiln

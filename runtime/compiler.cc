@@ -1,0 +1,182 @@
+// The compiler driver: import, one step per node, memory plan, bundle contents.
+#include "runtime/compiler.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "frontend/onnx_importer.h"
+#include "graph/text_format.h"
+#include "runtime/memory_planner.h"
+
+namespace kiln {
+namespace {
+
+void SetTypeFields(const Value* v, bundle::Binding* b) {
+  b->set_value(v->name());
+  b->set_dtype(std::string(DTypeName(v->dtype())));
+  for (int64_t d : v->shape()) b->add_shape(d);
+  b->set_bytes(v->numel() * static_cast<int64_t>(DTypeSize(v->dtype())));
+}
+
+// The graph text with each constant's data replaced by a zero placeholder (the bytes
+// live in the weight section). Printing zeros: a splat, so the text stays small.
+std::string GraphTextWithoutWeights(const Graph& graph) {
+  std::unique_ptr<Graph> copy = graph.Clone();
+  for (Value* v : copy->constants()) {
+    // An undefined-looking zero tensor: printed as splat(0) (or [0] for one element).
+    copy->SetConstant(v, Tensor(v->dtype(), v->shape()));
+  }
+  return PrintGraph(*copy);
+}
+
+}  // namespace
+
+const std::vector<std::string>& SupportedArchs() {
+  static const auto* archs = new std::vector<std::string>{"sm_90a", "sm_89", "sm_86", "sm_80"};
+  return *archs;
+}
+
+const std::vector<std::string>& SupportedPrecisions() {
+  static const auto* precisions = new std::vector<std::string>{"fp16", "bf16", "fp32"};
+  return *precisions;
+}
+
+std::string DefaultArch() { return "sm_90a"; }
+
+absl::Status ValidateCompileOptions(const CompileOptions& options) {
+  const auto& archs = SupportedArchs();
+  if (std::find(archs.begin(), archs.end(), options.arch) == archs.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported --arch '", options.arch,
+                                                   "': kiln compiles for ", absl::StrJoin(archs, ", ")));
+  }
+  const auto& precisions = SupportedPrecisions();
+  if (std::find(precisions.begin(), precisions.end(), options.precision) == precisions.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported --precision '", options.precision,
+                                                   "': choose one of ", absl::StrJoin(precisions, ", ")));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BundleContents> BuildBundle(const Graph& graph, const CompileOptions& options,
+                                           const std::string& source_path, const std::string& source_bytes) {
+  KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
+  auto plan_or = PlanGraphMemory(graph);
+  if (!plan_or.ok()) {
+    return absl::Status(plan_or.status().code(),
+                        absl::StrCat(source_path, ": memory planning failed: ", plan_or.status().message()));
+  }
+  const GraphMemoryPlan& gp = *plan_or;
+
+  BundleContents out;
+  bundle::Manifest& m = out.manifest;
+  m.set_producer("kiln");
+  m.set_target_arch(options.arch);
+  m.set_precision(options.precision);
+  m.mutable_compile_options()->set_arch(options.arch);
+  m.mutable_compile_options()->set_precision(options.precision);
+  for (const auto& [name, shape] : options.input_shapes) {
+    bundle::InputShape* s = m.mutable_compile_options()->add_input_shapes();
+    s->set_name(name);
+    for (int64_t d : shape) s->add_shape(d);
+  }
+  m.mutable_source()->set_path(source_path);
+  m.mutable_source()->set_fnv1a64(absl::StrFormat("%016x", Fnv1a64(source_bytes.data(), source_bytes.size())));
+  m.mutable_source()->set_bytes(source_bytes.size());
+
+  // Weights: every constant, in creation order.
+  absl::flat_hash_map<const Value*, int> weight_of;
+  for (const Value* v : graph.constants()) {
+    weight_of[v] = static_cast<int>(out.weights.size());
+    out.weight_names.push_back(v->name());
+    out.weights.push_back(v->constant());
+  }
+
+  auto bind = [&](const Value* v, bundle::Binding* b) -> absl::Status {
+    if (v == nullptr) {
+      b->set_kind(bundle::Binding::ABSENT);
+      return absl::OkStatus();
+    }
+    SetTypeFields(v, b);
+    if (v->is_constant()) {
+      b->set_kind(bundle::Binding::WEIGHT);
+      b->set_weight_index(weight_of.at(v));
+      return absl::OkStatus();
+    }
+    const int64_t offset = gp.OffsetOf(v);
+    if (offset < 0) {
+      return absl::InternalError(absl::StrCat(source_path, ": value '", v->name(), "' has no planned buffer"));
+    }
+    b->set_kind(bundle::Binding::ARENA);
+    b->set_offset(offset);
+    return absl::OkStatus();
+  };
+
+  auto signature = [&](const Value* v, bundle::TensorSignature* s) -> absl::Status {
+    s->set_name(v->name());
+    s->set_dtype(std::string(DTypeName(v->dtype())));
+    for (int64_t d : v->shape()) s->add_shape(d);
+    return bind(v, s->mutable_binding());
+  };
+  for (const Value* v : graph.inputs()) KILN_RETURN_IF_ERROR(signature(v, m.add_inputs()));
+  for (const Value* v : graph.outputs()) KILN_RETURN_IF_ERROR(signature(v, m.add_outputs()));
+
+  const std::vector<Node*> nodes = graph.nodes();
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+    const Node* node = nodes[i];
+    bundle::Step* step = m.add_steps();
+    step->set_index(i);
+    step->set_op_type(node->op_type());
+    step->set_kernel(absl::StrCat("cpu_ref:", node->op_type()));
+    step->set_node(node->name());
+    step->add_onnx_nodes(node->name());
+    for (const Value* in : node->inputs()) KILN_RETURN_IF_ERROR(bind(in, step->add_inputs()));
+    for (const Value* o : node->outputs()) KILN_RETURN_IF_ERROR(bind(o, step->add_outputs()));
+  }
+
+  bundle::MemoryPlan* mp = m.mutable_memory_plan();
+  mp->set_arena_bytes(gp.plan.arena_bytes);
+  mp->set_lower_bound_bytes(gp.plan.lower_bound_bytes);
+  mp->set_no_reuse_bytes(gp.plan.no_reuse_bytes);
+  mp->set_ordering(PlanOrderingName(gp.plan.ordering));
+  mp->set_orderings_tried(gp.plan.orderings_tried);
+  for (size_t i = 0; i < gp.buffers.size(); ++i) {
+    const BufferRequest& r = gp.buffers[i];
+    bundle::PlannedBuffer* pb = mp->add_buffers();
+    pb->set_value(gp.values[i]->name());
+    pb->set_offset(gp.plan.offsets[i]);
+    pb->set_bytes(r.size_bytes);
+    pb->set_first_step(r.first_step);
+    pb->set_last_step(r.last_step);
+    if (r.alias_of >= 0) pb->set_alias_of(gp.values[r.alias_of]->name());
+    pb->set_in_place(i < gp.plan.in_place.size() && gp.plan.in_place[i]);
+  }
+
+  m.set_graph_text(GraphTextWithoutWeights(graph));
+  return out;
+}
+
+absl::StatusOr<BundleContents> Compile(const std::string& onnx_path, const CompileOptions& options) {
+  KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
+  std::ifstream in(onnx_path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(onnx_path, ": cannot open the model file"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string bytes = ss.str();
+  ImportOptions import_options;
+  import_options.input_shapes = options.input_shapes;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, ImportOnnxFile(onnx_path, import_options));
+  return BuildBundle(*graph, options, onnx_path, bytes);
+}
+
+absl::Status CompileToFile(const std::string& onnx_path, const std::string& output_path,
+                           const CompileOptions& options) {
+  KILN_ASSIGN_OR_RETURN(BundleContents contents, Compile(onnx_path, options));
+  return WriteBundle(std::move(contents), output_path);
+}
+
+}  // namespace kiln

@@ -1,0 +1,45 @@
+// The kiln compiler driver: .onnx -> bundle. For now the unfused baseline: one step
+// per graph node, run by the CPU reference ("cpu_ref:<OpType>" kernels).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/dtype.h"
+#include "graph/graph.h"
+#include "runtime/bundle.h"
+
+namespace kiln {
+
+// The target archs `--arch` accepts, and the storage precisions `--precision` accepts.
+const std::vector<std::string>& SupportedArchs();
+const std::vector<std::string>& SupportedPrecisions();
+// The arch compiled for when none is named: the local GPU's (not detected yet: no
+// CUDA is linked), else sm_90a.
+std::string DefaultArch();
+
+struct CompileOptions {
+  std::string arch = "sm_90a";
+  std::string precision = "fp16";
+  // Static shapes for inputs with dynamic dims (see ImportOptions::input_shapes).
+  std::map<std::string, Shape> input_shapes;
+};
+
+// InvalidArgument naming the bad value and the accepted ones.
+absl::Status ValidateCompileOptions(const CompileOptions& options);
+
+// Builds the bundle contents of an imported graph (nodes topologically ordered, every
+// value typed). `source_path`/`source_bytes` describe the .onnx it came from.
+absl::StatusOr<BundleContents> BuildBundle(const Graph& graph, const CompileOptions& options,
+                                           const std::string& source_path, const std::string& source_bytes);
+
+// Imports `onnx_path` and builds its bundle.
+absl::StatusOr<BundleContents> Compile(const std::string& onnx_path, const CompileOptions& options);
+
+// Compile + WriteBundle(output_path).
+absl::Status CompileToFile(const std::string& onnx_path, const std::string& output_path,
+                           const CompileOptions& options);
+
+}  // namespace kiln

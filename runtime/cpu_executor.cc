@@ -1,0 +1,138 @@
+// CPU backend: the bundle's steps on the reference evaluators, in one host arena.
+#include "runtime/cpu_executor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace kiln {
+
+void CpuExecutor::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
+
+absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const Bundle& bundle) {
+  std::unique_ptr<CpuExecutor> ex(new CpuExecutor());
+  ex->bundle_ = &bundle;
+  const bundle::Manifest& m = bundle.manifest();
+  KILN_ASSIGN_OR_RETURN(ex->graph_, bundle.BuildGraph());
+  const std::vector<Node*> nodes = ex->graph_->nodes();
+  if (static_cast<int>(nodes.size()) != m.steps_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(bundle.path(), ": ", m.steps_size(), " steps but ",
+                                                   nodes.size(), " graph nodes (one step per node expected)"));
+  }
+  for (int s = 0; s < m.steps_size(); ++s) {
+    const bundle::Step& step = m.steps(s);
+    const Node* n = nodes[s];
+    if (step.index() != s || n->name() != step.node() || n->op_type() != step.op_type() ||
+        n->num_inputs() != step.inputs_size() || n->num_outputs() != step.outputs_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(bundle.path(), ": step ", s, " (", step.kernel(), ", node '",
+                                                     step.node(), "') does not match graph node ", s, ", ",
+                                                     n->Describe()));
+    }
+    ex->step_nodes_.push_back(n);
+  }
+  for (int i = 0; i < m.weights_size(); ++i) {
+    KILN_ASSIGN_OR_RETURN(Tensor t, bundle.WeightTensor(i));
+    ex->weights_.push_back(std::move(t));
+  }
+  ex->arena_size_ = static_cast<size_t>(m.memory_plan().arena_bytes());
+  const size_t alloc = std::max<size_t>(256, (ex->arena_size_ + 255) / 256 * 256);
+  ex->arena_.reset(static_cast<uint8_t*>(std::aligned_alloc(256, alloc)));
+  if (ex->arena_ == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(bundle.path(), ": cannot allocate the ", ex->arena_size_, "-byte arena"));
+  }
+  return ex;
+}
+
+absl::StatusOr<Tensor> CpuExecutor::Read(const bundle::Binding& b) const {
+  switch (b.kind()) {
+    case bundle::Binding::WEIGHT:
+      if (b.weight_index() < 0 || b.weight_index() >= static_cast<int>(weights_.size())) {
+        return absl::InvalidArgumentError(absl::StrCat("weight index ", b.weight_index(), " out of range"));
+      }
+      return weights_[b.weight_index()];
+    case bundle::Binding::ARENA: {
+      KILN_ASSIGN_OR_RETURN(DType dtype, DTypeFromBinding(b));
+      Tensor t(dtype, ShapeFromProto(b.shape()));
+      if (static_cast<int64_t>(t.nbytes()) != b.bytes() || b.offset() < 0 ||
+          static_cast<size_t>(b.offset()) + t.nbytes() > arena_size_) {
+        return absl::InvalidArgumentError(absl::StrCat("arena binding of '", b.value(), "' (offset ", b.offset(),
+                                                       ", ", b.bytes(), " bytes) does not fit the ", arena_size_,
+                                                       "-byte arena or its type"));
+      }
+      if (t.nbytes() > 0) std::memcpy(t.mutable_raw_data(), arena_.get() + b.offset(), t.nbytes());
+      return t;
+    }
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("binding of '", b.value(), "' has no data"));
+  }
+}
+
+absl::Status CpuExecutor::Write(const bundle::Binding& b, const Tensor& t, const std::string& what) {
+  if (b.kind() != bundle::Binding::ARENA) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": '", b.value(), "' is not bound to the arena"));
+  }
+  if (static_cast<int64_t>(t.nbytes()) != b.bytes() || b.offset() < 0 ||
+      static_cast<size_t>(b.offset()) + t.nbytes() > arena_size_) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": '", b.value(), "' is ", t.TypeString(), " (", t.nbytes(),
+                                                   " bytes) but its binding holds ", b.bytes(), " bytes at offset ",
+                                                   b.offset(), " of a ", arena_size_, "-byte arena"));
+  }
+  if (t.nbytes() > 0) std::memcpy(arena_.get() + b.offset(), t.raw_data(), t.nbytes());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Tensor>> CpuExecutor::Run(const TensorMap& feeds) {
+  const bundle::Manifest& m = bundle_->manifest();
+  const std::string& path = bundle_->path();
+  for (const auto& [name, t] : feeds) {
+    bool known = false;
+    for (const auto& in : m.inputs()) known |= in.name() == name;
+    if (!known) return absl::InvalidArgumentError(absl::StrCat(path, ": the model has no input '", name, "'"));
+  }
+  for (const bundle::TensorSignature& in : m.inputs()) {
+    auto it = feeds.find(in.name());
+    if (it == feeds.end()) return absl::InvalidArgumentError(absl::StrCat(path, ": missing input '", in.name(), "'"));
+    const Tensor& t = it->second;
+    if (std::string(DTypeName(t.dtype())) != in.dtype() || t.shape() != ShapeFromProto(in.shape())) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": input '", in.name(), "' must be ", in.dtype(),
+                                                     ShapeToString(ShapeFromProto(in.shape())), ", got ",
+                                                     t.TypeString()));
+    }
+    KILN_RETURN_IF_ERROR(Write(in.binding(), t, absl::StrCat(path, ": input")));
+  }
+  for (int s = 0; s < m.steps_size(); ++s) {
+    const bundle::Step& step = m.steps(s);
+    const std::string where = absl::StrCat(path, ": step ", step.index(), " (", step.kernel(), ", node '",
+                                           step.node(), "')");
+    std::vector<Tensor> inputs(step.inputs_size());
+    std::vector<const Tensor*> ptrs(step.inputs_size(), nullptr);
+    for (int i = 0; i < step.inputs_size(); ++i) {
+      if (step.inputs(i).kind() == bundle::Binding::ABSENT) continue;
+      auto t = Read(step.inputs(i));
+      if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": input ", i, ": ", t.status().message()));
+      inputs[i] = *std::move(t);
+      ptrs[i] = &inputs[i];
+    }
+    auto outputs = EvaluateNode(*step_nodes_[s], ptrs);
+    if (!outputs.ok()) return absl::Status(outputs.status().code(), absl::StrCat(where, ": ", outputs.status().message()));
+    if (static_cast<int>(outputs->size()) != step.outputs_size()) {
+      return absl::InternalError(absl::StrCat(where, ": ", outputs->size(), " outputs, the step binds ",
+                                              step.outputs_size()));
+    }
+    for (int o = 0; o < step.outputs_size(); ++o) {
+      KILN_RETURN_IF_ERROR(Write(step.outputs(o), (*outputs)[o], absl::StrCat(where, ": output ", o)));
+    }
+  }
+  std::vector<Tensor> results;
+  for (const bundle::TensorSignature& out : m.outputs()) {
+    auto t = Read(out.binding());
+    if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": output '", out.name(), "': ", t.status().message()));
+    results.push_back(*std::move(t));
+  }
+  return results;
+}
+
+}  // namespace kiln

@@ -1,0 +1,190 @@
+// Tests of compile -> bundle -> CPU executor against EvaluateGraph on the same graph.
+#include "runtime/cpu_executor.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "frontend/onnx_importer.h"
+#include "gmock/gmock.h"
+#include "graph/text_format.h"
+#include "gtest/gtest.h"
+#include "models/architectures.h"
+#include "runtime/compiler.h"
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::path(::testing::TempDir()) / absl::StrCat(name, "_", ::getpid(), ".kiln")).string();
+}
+
+// arange(n)/n for float inputs (as ONNX's backend tests feed the light models), i % 7
+// for integer inputs, alternating for bool.
+Tensor MakeFeed(const Value& v) {
+  const int64_t n = v.numel();
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) {
+    values[i] = IsFloating(v.dtype()) ? static_cast<float>(i) / std::max<int64_t>(1, n) : static_cast<float>(i % 7);
+  }
+  return Tensor::FromFloat(v.dtype(), v.shape(), values);
+}
+
+// Compiles `graph`, writes and loads the bundle, runs it on the CPU executor and
+// compares with EvaluateGraph (within 1e-5 absolute + relative).
+void ExpectBundleMatchesReference(const Graph& graph, const std::string& name) {
+  auto contents = BuildBundle(graph, CompileOptions{}, name, "bytes");
+  ASSERT_TRUE(contents.ok()) << name << ": " << contents.status();
+  const std::string path = TempPath(name);
+  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
+  auto bundle = Bundle::Load(path);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  auto ex = CpuExecutor::Create(**bundle);
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  TensorMap feeds;
+  for (const Value* in : graph.inputs()) feeds[in->name()] = MakeFeed(*in);
+  auto expected = EvaluateGraph(graph, feeds);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  auto got = (*ex)->Run(feeds);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), expected->size());
+  for (size_t i = 0; i < got->size(); ++i) {
+    const Tensor& g = (*got)[i];
+    const Tensor& e = (*expected)[i];
+    ASSERT_EQ(g.TypeString(), e.TypeString()) << name << " output " << i;
+    const std::vector<float> gv = g.ToFloat(), ev = e.ToFloat();
+    int bad = 0;
+    for (size_t k = 0; k < gv.size(); ++k) {
+      const bool close = std::abs(gv[k] - ev[k]) <= 1e-5f * (1.0f + std::abs(ev[k])) ||
+                         (std::isnan(gv[k]) && std::isnan(ev[k]));
+      if (!close && bad++ < 3) ADD_FAILURE() << name << " output " << i << "[" << k << "]: " << gv[k] << " vs " << ev[k];
+    }
+    EXPECT_EQ(bad, 0) << name << " output " << i;
+  }
+  // A second run over the same arena gives the same numbers.
+  auto again = (*ex)->Run(feeds);
+  ASSERT_TRUE(again.ok());
+  for (size_t i = 0; i < got->size(); ++i) {
+    EXPECT_EQ(std::memcmp((*again)[i].raw_data(), (*got)[i].raw_data(), (*got)[i].nbytes()), 0);
+  }
+  std::remove(path.c_str());
+}
+
+TEST(CpuExecutorTest, HandWrittenGraph) {
+  auto graph = ParseGraph(R"(graph @g {
+    input %x : f32[2,3]
+    const %w : f32[3,4] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0]
+    const %b : f32[4] = splat(-6.0)
+    const %shape : i64[2] = [4, 2]
+    %y : f32[2,4] = MatMul(%x, %w) @mm
+    %z : f32[2,4] = Add(%y, %b) @add
+    %r : f32[2,4] = Relu(%z) @relu
+    %s : f32[2,4] = Sigmoid(%r) @sig
+    %v : f32[4,2] = Reshape(%s, %shape) @reshape
+    %t : f32[4,2] = Neg(%v) @neg
+    output %t, %r
+  })");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ExpectBundleMatchesReference(**graph, "hand");
+}
+
+// A memory plan that overlaps two live tensors must give wrong numbers: the executor
+// really runs inside the planned arena.
+TEST(CpuExecutorTest, WrongPlanGivesWrongNumbers) {
+  auto graph = ParseGraph(R"(graph @g {
+    input %x : f32[64]
+    %a : f32[64] = Neg(%x) @n1
+    %b : f32[64] = Exp(%x) @n2
+    %c : f32[64] = Add(%a, %b) @add
+    output %c
+  })");
+  ASSERT_TRUE(graph.ok());
+  auto contents = BuildBundle(**graph, CompileOptions{}, "overlap", "");
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  // Put %b where %a lives.
+  bundle::Manifest& m = contents->manifest;
+  const int64_t a_offset = m.steps(0).outputs(0).offset();
+  m.mutable_steps(1)->mutable_outputs(0)->set_offset(a_offset);
+  m.mutable_steps(2)->mutable_inputs(1)->set_offset(a_offset);
+  const std::string path = TempPath("overlap");
+  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
+  auto bundle = Bundle::Load(path);
+  ASSERT_TRUE(bundle.ok());
+  auto ex = CpuExecutor::Create(**bundle);
+  ASSERT_TRUE(ex.ok());
+  TensorMap feeds;
+  feeds["x"] = MakeFeed(*(*graph)->inputs()[0]);
+  auto got = (*ex)->Run(feeds);
+  ASSERT_TRUE(got.ok());
+  auto expected = EvaluateGraph(**graph, feeds);
+  ASSERT_TRUE(expected.ok());
+  EXPECT_NE((*got)[0].ToFloat(), (*expected)[0].ToFloat());
+  std::remove(path.c_str());
+}
+
+TEST(CpuExecutorTest, InputErrors) {
+  auto graph = ParseGraph("graph @g {\n input %x : f32[4]\n %y : f32[4] = Relu(%x) @r\n output %y\n}");
+  ASSERT_TRUE(graph.ok());
+  auto contents = BuildBundle(**graph, CompileOptions{}, "in", "");
+  ASSERT_TRUE(contents.ok());
+  const std::string path = TempPath("inputs");
+  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
+  auto bundle = Bundle::Load(path);
+  ASSERT_TRUE(bundle.ok());
+  auto ex = CpuExecutor::Create(**bundle);
+  ASSERT_TRUE(ex.ok());
+  EXPECT_THAT((*ex)->Run({}).status().message(), HasSubstr("missing input 'x'"));
+  TensorMap wrong;
+  wrong["x"] = Tensor(DType::kFloat32, {5});
+  EXPECT_THAT((*ex)->Run(wrong).status().message(), HasSubstr("must be f32[4]"));
+  std::remove(path.c_str());
+}
+
+TEST(CpuExecutorTest, GeneratedModels) {
+  for (const std::string name : {"mlp", "tiny_cnn", "bert_layer"}) {
+    models::ModelOptions options;
+    if (name == "bert_layer") {
+      options.seq = 8;
+      options.hidden = 32;
+      options.heads = 2;
+      options.ffn = 64;
+    }
+    auto model = models::MakeModel(name, options);
+    ASSERT_TRUE(model.ok()) << name << ": " << model.status();
+    auto graph = ImportOnnxModel(*std::move(model), ".");
+    ASSERT_TRUE(graph.ok()) << name << ": " << graph.status();
+    ExpectBundleMatchesReference(**graph, name);
+  }
+}
+
+TEST(CpuExecutorDataTest, LightModels) {
+  const char* data = std::getenv("KILN_ONNX_DATA");
+  if (data == nullptr || *data == '\0') {
+    GTEST_SKIP() << "KILN_ONNX_DATA is not set; point it at the ONNX backend test data (e.g. ../shared/data/onnx)";
+  }
+  const std::filesystem::path dir = std::filesystem::path(data) / "light";
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " is missing";
+  std::vector<std::string> paths;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".onnx") paths.push_back(e.path().string());
+  }
+  std::sort(paths.begin(), paths.end());
+  ASSERT_FALSE(paths.empty());
+  for (const std::string& path : paths) {
+    SCOPED_TRACE(path);
+    auto contents = Compile(path, CompileOptions{});
+    ASSERT_TRUE(contents.ok()) << contents.status();
+    auto graph = ImportOnnxFile(path);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    ExpectBundleMatchesReference(**graph, std::filesystem::path(path).stem().string());
+  }
+}
+
+}  // namespace
+}  // namespace kiln
