@@ -90,11 +90,11 @@ absl::Status InspectBundle(const std::string& path, bool json) {
                                mp.arena_bytes(), mp.lower_bound_bytes(), mp.no_reuse_bytes(), mp.buffers_size(),
                                mp.ordering());
   std::cout << "steps:     " << m.steps_size() << "\n";
-  std::cout << absl::StrFormat("  %5s  %-24s %-20s %12s  %s\n", "step", "kernel", "op", "out bytes", "onnx nodes");
+  std::cout << absl::StrFormat("  %5s  %-34s %-24s %12s  %s\n", "step", "kernel", "op", "out bytes", "onnx nodes");
   for (const auto& step : m.steps()) {
     int64_t out_bytes = 0;
     for (const auto& o : step.outputs()) out_bytes += o.bytes();
-    std::cout << absl::StrFormat("  %5d  %-24s %-20s %12d  %s\n", step.index(), step.kernel(), step.op_type(),
+    std::cout << absl::StrFormat("  %5d  %-34s %-24s %12d  %s\n", step.index(), step.kernel(), step.op_type(),
                                  out_bytes, absl::StrJoin(step.onnx_nodes(), ","));
   }
   return absl::OkStatus();
