@@ -119,15 +119,58 @@ absl::Status FixInputShapes(onnx::ModelProto& model, const std::map<std::string,
   return absl::OkStatus();
 }
 
-absl::Status RunOnnxChecks(onnx::ModelProto& model) {
+// Calls fn(location) for the "location" entry of every external tensor that the
+// ONNX checker inspects (initializers and tensor attributes of top-level nodes).
+template <typename Fn>
+void ForEachExternalLocation(onnx::ModelProto& model, Fn fn) {
+  auto visit = [&](onnx::TensorProto& t) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) return;
+    for (auto& kv : *t.mutable_external_data()) {
+      if (kv.key() == "location") fn(*kv.mutable_value());
+    }
+  };
+  for (auto& t : *model.mutable_graph()->mutable_initializer()) visit(t);
+  for (auto& n : *model.mutable_graph()->mutable_node()) {
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_t()) visit(*a.mutable_t());
+    }
+  }
+}
+
+absl::Status RunOnnxChecks(onnx::ModelProto& model, const std::string& base_dir) {
+  // Given a ModelProto, ONNX's checker looks for external data relative to the
+  // working directory; point it at the model's folder for the check, then restore.
+  std::vector<std::string> original;
+  ForEachExternalLocation(model, [&](std::string& loc) {
+    original.push_back(loc);
+    if (!loc.empty() && loc[0] != '/') loc = (std::filesystem::path(base_dir) / loc).string();
+  });
+  struct Restore {
+    onnx::ModelProto& model;
+    std::vector<std::string>& original;
+    ~Restore() {
+      size_t i = 0;
+      ForEachExternalLocation(model, [&](std::string& loc) { loc = original[i++]; });
+    }
+  } restore{model, original};
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("ONNX checker: ", e.what()));
   }
+  return absl::OkStatus();
+}
+
+// ONNX's own shape inference, as a cross-check. It runs only after kiln's
+// inference has accepted the graph: ONNX 1.12's Conv/ConvTranspose inference
+// dereferences past the input rank on malformed models and crashes the process
+// (found by frontend/fuzz), while kiln's reports them. It works on a copy, so
+// the caller's model is unchanged.
+absl::Status RunOnnxShapeInference(const onnx::ModelProto& model) {
+  onnx::ModelProto copy = model;
   try {
     onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/1);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), options);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("ONNX shape inference: ", e.what()));
   }
@@ -235,9 +278,8 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   }
   // The installed ONNX library may predate the model's opset; then kiln's own
   // inference and verification stand alone.
-  if (options.run_onnx_checker && opset <= OnnxLibraryMaxOpset()) {
-    KILN_RETURN_IF_ERROR(RunOnnxChecks(model));
-  }
+  const bool run_onnx_checks = options.run_onnx_checker && opset <= OnnxLibraryMaxOpset();
+  if (run_onnx_checks) KILN_RETURN_IF_ERROR(RunOnnxChecks(model, base_dir));
 
   const onnx::GraphProto& gp = model.graph();
   auto graph = std::make_unique<Graph>();
@@ -318,6 +360,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   }
   KILN_RETURN_IF_ERROR(UpgradeLegacyNodes(*graph, opset));
   KILN_RETURN_IF_ERROR(InferShapes(*graph));
+  if (run_onnx_checks) KILN_RETURN_IF_ERROR(RunOnnxShapeInference(model));
   KILN_RETURN_IF_ERROR(EliminateDeadCode().Run(*graph).status());
   // The importer's own consistency check: a failure here is a kiln bug.
   if (absl::Status s = VerifyGraph(*graph, {.require_types = true, .require_known_ops = true}); !s.ok()) {

@@ -2,11 +2,13 @@
 // every value statically typed and constant subgraphs folded.
 //
 // Steps: parse; check the opset range (1..21); fix dynamic input dims from
-// `input_shapes`; run the ONNX checker and ONNX shape inference (when the model's
-// opset is within what the installed ONNX library knows); report every unsupported
-// op at once; build the graph (initializers -> constants, weights listed as graph
-// inputs -> constants); rewrite older-opset node forms (frontend/legacy_ops.h);
-// kiln shape inference with constant folding; dead-code elimination.
+// `input_shapes`; report every unsupported op at once; run the ONNX checker (when
+// the model's opset is within what the installed ONNX library knows); build the
+// graph (initializers -> constants, weights listed as graph inputs -> constants);
+// rewrite older-opset node forms (frontend/legacy_ops.h); kiln shape inference
+// with constant folding; then ONNX shape inference as a cross-check (only after
+// kiln's accepted the graph: ONNX 1.12's crashes on some malformed models);
+// dead-code elimination; the verifier.
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/float16.h"
 #include "common/status_macros.h"
@@ -54,14 +56,20 @@ namespace {
 constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
 
 absl::StatusOr<std::string> ReadExternalData(const TensorProto& proto, const std::string& base_dir) {
+  const std::string what = absl::StrCat("tensor '", proto.name(), "'");
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : proto.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    if (kv.key() == "offset") offset = std::stoll(kv.value());
-    if (kv.key() == "length") length = std::stoll(kv.value());
+    if (kv.key() == "offset" || kv.key() == "length") {
+      int64_t v;
+      if (!absl::SimpleAtoi(kv.value(), &v) || v < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": external data ", kv.key(), " '", kv.value(),
+                                                       "' is not a non-negative integer"));
+      }
+      (kv.key() == "offset" ? offset : length) = v;
+    }
   }
-  const std::string what = absl::StrCat("tensor '", proto.name(), "'");
   if (location.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": external data has no location"));
   std::filesystem::path rel(location);
   if (rel.is_absolute() || location.find("..") != std::string::npos) {
@@ -69,21 +77,38 @@ absl::StatusOr<std::string> ReadExternalData(const TensorProto& proto, const std
         what, ": external data location '", location, "' must be a relative path inside the model's folder"));
   }
   const std::filesystem::path path = std::filesystem::path(base_dir) / rel;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
     return absl::NotFoundError(absl::StrCat(what, ": external data file '", location,
                                             "' not found (looked for ", path.string(), ")"));
   }
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": external data location '", location,
+                                                   "' is not a regular file (", path.string(), ")"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat(what, ": external data file '", location,
+                                            "' cannot be opened (looked for ", path.string(), ")"));
+  }
   in.seekg(0, std::ios::end);
   const int64_t size = in.tellg();
-  if (length < 0) length = size - offset;
-  if (offset < 0 || offset + length > size) {
-    return absl::OutOfRangeError(absl::StrCat(what, ": external data range [", offset, ", ", offset + length,
-                                              ") lies outside '", path.string(), "' (", size, " bytes)"));
+  if (size < 0) return absl::DataLossError(absl::StrCat(what, ": cannot read external data file ", path.string()));
+  // Compared without forming offset + length, which may overflow.
+  if (offset > size || (length >= 0 && length > size - offset)) {
+    const std::string range =
+        length < 0 ? absl::StrCat("[", offset, ", end)")
+        : offset > std::numeric_limits<int64_t>::max() - length
+            ? absl::StrCat("offset ", offset, " + length ", length)
+            : absl::StrCat("[", offset, ", ", offset + length, ")");
+    return absl::OutOfRangeError(absl::StrCat(what, ": external data range ", range, " lies outside '",
+                                              path.string(), "' (", size, " bytes)"));
   }
+  if (length < 0) length = size - offset;
   std::string bytes(length, '\0');
   in.seekg(offset);
   in.read(bytes.data(), length);
+  if (!in) return absl::DataLossError(absl::StrCat(what, ": reading external data from ", path.string(), " failed"));
   return bytes;
 }
 

@@ -118,7 +118,7 @@ absl::Status InspectCommand(const std::vector<std::string>& argv) {
             << "\n";
   if (!graph.ok()) {
     std::cout << "import:   FAILED\n";
-    return graph.status();
+    return absl::Status(graph.status().code(), absl::StrCat(path, ": ", graph.status().message()));
   }
   const Graph& imported = **graph;
   std::cout << "import:   ok, " << imported.num_nodes() << " nodes after constant folding\n";
