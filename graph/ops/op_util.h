@@ -203,3 +203,28 @@ absl::Status InferArgReduce(Node& node);
 absl::Status EvalArgReduce(const Node& node, const Tensor& in, Tensor& out, bool is_max);
 
 }  // namespace kiln::ops
+
+// ---- Global pools -------------------------------------------------------------
+namespace kiln::ops {
+
+// Inference for GlobalAveragePool/GlobalMaxPool: float X [N, C, spatial...] ->
+// [N, C, 1, ...].
+absl::Status InferGlobalPool(Node& node);
+
+// Output element t = reduce(plane t of X, plane size) for each of the N*C planes
+// of a [N, C, spatial...] tensor, in parallel.
+template <typename Reduce>
+void EvalPerPlane(const Tensor& in, Tensor& out, Reduce reduce) {
+  const Shape& xs = in.shape();
+  const int64_t planes = xs[0] * xs[1];
+  const int64_t size = planes == 0 ? 0 : in.numel() / planes;
+  const FloatView x(in);
+  FloatSink sink(out);
+  float* y = sink.data();
+  ParallelFor(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(size, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) y[t] = reduce(x.data() + t * size, size);
+  });
+  sink.Commit();
+}
+
+}  // namespace kiln::ops
