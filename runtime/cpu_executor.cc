@@ -1,6 +1,8 @@
 // CPU backend: the bundle's steps on the reference evaluators, in one host arena.
 #include "runtime/cpu_executor.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -11,12 +13,12 @@ namespace kiln {
 
 void CpuExecutor::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
 
-absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const Bundle& bundle) {
-  std::unique_ptr<CpuExecutor> ex(new CpuExecutor());
-  ex->bundle_ = &bundle;
+absl::StatusOr<std::shared_ptr<const CpuProgram>> CpuProgram::Create(const Bundle& bundle) {
+  std::shared_ptr<CpuProgram> p(new CpuProgram());
+  p->bundle_ = &bundle;
   const bundle::Manifest& m = bundle.manifest();
-  KILN_ASSIGN_OR_RETURN(ex->graph_, bundle.BuildGraph());
-  const std::vector<Node*> nodes = ex->graph_->nodes();
+  KILN_ASSIGN_OR_RETURN(p->graph_, bundle.BuildGraph());
+  const std::vector<Node*> nodes = p->graph_->nodes();
   if (static_cast<int>(nodes.size()) != m.steps_size()) {
     return absl::InvalidArgumentError(absl::StrCat(bundle.path(), ": ", m.steps_size(), " steps but ",
                                                    nodes.size(), " graph nodes (one step per node expected)"));
@@ -30,13 +32,38 @@ absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const Bundle& b
                                                      step.node(), "') does not match graph node ", s, ", ",
                                                      n->Describe()));
     }
-    ex->step_nodes_.push_back(n);
+    p->step_nodes_.push_back(n);
   }
+  // The weights share storage with the graph's constants (BuildGraph copied them out
+  // of the mapping once).
   for (int i = 0; i < m.weights_size(); ++i) {
-    KILN_ASSIGN_OR_RETURN(Tensor t, bundle.WeightTensor(i));
-    ex->weights_.push_back(std::move(t));
+    const Value* v = p->graph_->FindValue(m.weights(i).name());
+    if (v == nullptr || !v->is_constant()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(bundle.path(), ": weight '", m.weights(i).name(), "' is not a constant of the graph"));
+    }
+    p->weights_.push_back(v->constant());
   }
-  ex->arena_size_ = static_cast<size_t>(m.memory_plan().arena_bytes());
+  return std::shared_ptr<const CpuProgram>(std::move(p));
+}
+
+int64_t CpuProgram::weight_bytes() const {
+  int64_t total = 0;
+  for (const Tensor& w : weights_) total += static_cast<int64_t>(w.nbytes());
+  return total;
+}
+
+absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const Bundle& bundle) {
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const CpuProgram> program, CpuProgram::Create(bundle));
+  return Create(std::move(program));
+}
+
+absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(std::shared_ptr<const CpuProgram> program) {
+  if (program == nullptr) return absl::InvalidArgumentError("CpuExecutor::Create: null program");
+  std::unique_ptr<CpuExecutor> ex(new CpuExecutor());
+  ex->program_ = std::move(program);
+  const Bundle& bundle = ex->program_->bundle();
+  ex->arena_size_ = static_cast<size_t>(bundle.manifest().memory_plan().arena_bytes());
   const size_t alloc = std::max<size_t>(256, (ex->arena_size_ + 255) / 256 * 256);
   ex->arena_.reset(static_cast<uint8_t*>(std::aligned_alloc(256, alloc)));
   if (ex->arena_ == nullptr) {
@@ -49,10 +76,10 @@ absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const Bundle& b
 absl::StatusOr<Tensor> CpuExecutor::Read(const bundle::Binding& b) const {
   switch (b.kind()) {
     case bundle::Binding::WEIGHT:
-      if (b.weight_index() < 0 || b.weight_index() >= static_cast<int>(weights_.size())) {
+      if (b.weight_index() < 0 || b.weight_index() >= static_cast<int>(program_->weights().size())) {
         return absl::InvalidArgumentError(absl::StrCat("weight index ", b.weight_index(), " out of range"));
       }
-      return weights_[b.weight_index()];
+      return program_->weights()[b.weight_index()];
     case bundle::Binding::ARENA: {
       KILN_ASSIGN_OR_RETURN(DType dtype, DTypeFromBinding(b));
       Tensor t(dtype, ShapeFromProto(b.shape()));
@@ -84,9 +111,10 @@ absl::Status CpuExecutor::Write(const bundle::Binding& b, const Tensor& t, const
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Tensor>> CpuExecutor::Run(const TensorMap& feeds) {
-  const bundle::Manifest& m = bundle_->manifest();
-  const std::string& path = bundle_->path();
+absl::StatusOr<std::vector<Tensor>> CpuExecutor::Run(const TensorMap& feeds, std::vector<double>* step_ms) {
+  const bundle::Manifest& m = program_->bundle().manifest();
+  const std::string& path = program_->bundle().path();
+  if (step_ms != nullptr) step_ms->assign(m.steps_size(), 0.0);
   for (const auto& [name, t] : feeds) {
     bool known = false;
     for (const auto& in : m.inputs()) known |= in.name() == name;
@@ -104,6 +132,7 @@ absl::StatusOr<std::vector<Tensor>> CpuExecutor::Run(const TensorMap& feeds) {
     KILN_RETURN_IF_ERROR(Write(in.binding(), t, absl::StrCat(path, ": input")));
   }
   for (int s = 0; s < m.steps_size(); ++s) {
+    const auto step_start = std::chrono::steady_clock::now();
     const bundle::Step& step = m.steps(s);
     const std::string where = absl::StrCat(path, ": step ", step.index(), " (", step.kernel(), ", node '",
                                            step.node(), "')");
@@ -116,7 +145,7 @@ absl::StatusOr<std::vector<Tensor>> CpuExecutor::Run(const TensorMap& feeds) {
       inputs[i] = *std::move(t);
       ptrs[i] = &inputs[i];
     }
-    auto outputs = EvaluateNode(*step_nodes_[s], ptrs);
+    auto outputs = EvaluateNode(program_->step_node(s), ptrs);
     if (!outputs.ok()) return absl::Status(outputs.status().code(), absl::StrCat(where, ": ", outputs.status().message()));
     if (static_cast<int>(outputs->size()) != step.outputs_size()) {
       return absl::InternalError(absl::StrCat(where, ": ", outputs->size(), " outputs, the step binds ",
@@ -124,6 +153,9 @@ absl::StatusOr<std::vector<Tensor>> CpuExecutor::Run(const TensorMap& feeds) {
     }
     for (int o = 0; o < step.outputs_size(); ++o) {
       KILN_RETURN_IF_ERROR(Write(step.outputs(o), (*outputs)[o], absl::StrCat(where, ": output ", o)));
+    }
+    if (step_ms != nullptr) {
+      (*step_ms)[s] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start).count();
     }
   }
   std::vector<Tensor> results;
@@ -133,6 +165,51 @@ absl::StatusOr<std::vector<Tensor>> CpuExecutor::Run(const TensorMap& feeds) {
     results.push_back(*std::move(t));
   }
   return results;
+}
+
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+absl::StatusOr<ProfileReport> ProfileCpuExecutor(CpuExecutor& executor, const TensorMap& feeds, int iterations) {
+  if (iterations < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("profile: iterations must be >= 1, got ", iterations));
+  }
+  const bundle::Manifest& m = executor.program().bundle().manifest();
+  std::vector<std::vector<double>> per_step(m.steps_size());
+  std::vector<double> run_ms, step_ms;
+  KILN_RETURN_IF_ERROR(executor.Run(feeds).status());  // warm-up
+  for (int i = 0; i < iterations; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    KILN_RETURN_IF_ERROR(executor.Run(feeds, &step_ms).status());
+    run_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    for (int s = 0; s < m.steps_size(); ++s) per_step[s].push_back(step_ms[s]);
+  }
+  ProfileReport report;
+  report.model_path = executor.program().bundle().path();
+  report.device = "cpu";
+  report.iterations = iterations;
+  report.run_median_ms = Median(run_ms);
+  for (int s = 0; s < m.steps_size(); ++s) {
+    const bundle::Step& step = m.steps(s);
+    StepProfile p;
+    p.index = step.index();
+    p.kernel = step.kernel();
+    p.op_type = step.op_type();
+    p.onnx_nodes.assign(step.onnx_nodes().begin(), step.onnx_nodes().end());
+    p.median_ms = Median(per_step[s]);
+    report.steps_total_ms += p.median_ms;
+    report.steps.push_back(std::move(p));
+  }
+  for (StepProfile& p : report.steps) p.share = report.steps_total_ms > 0 ? p.median_ms / report.steps_total_ms : 0;
+  return report;
 }
 
 }  // namespace kiln

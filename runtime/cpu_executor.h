@@ -6,7 +6,11 @@
 // copies each output into the arena at its planned offset. Math is the reference's:
 // fp32 for floating-point ops in the graph's own dtypes. The bundle's precision
 // (fp16/bf16/fp32) is the GPU's storage precision and does not affect the CPU backend.
-// Weights are copied once out of the mapping into Tensors at Create().
+//
+// Sharing. CpuProgram is the immutable part (graph, step nodes, weights: copied once
+// out of the mapping, shared with the graph's constants); any number of CpuExecutors,
+// one per session, share one program and each own only their arena. A CpuProgram is
+// safe to use from several threads; a CpuExecutor runs one Run at a time.
 #pragma once
 
 #include <cstdint>
@@ -18,36 +22,63 @@
 #include "graph/evaluate.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
+#include "kiln/profile.h"
 #include "runtime/bundle.h"
 
 namespace kiln {
 
+class CpuProgram {
+ public:
+  // Rebuilds the graph, checks the bundle's steps against it and takes the weights.
+  // `bundle` must outlive the program.
+  static absl::StatusOr<std::shared_ptr<const CpuProgram>> Create(const Bundle& bundle);
+
+  const Bundle& bundle() const { return *bundle_; }
+  const Node& step_node(int s) const { return *step_nodes_[s]; }
+  const std::vector<Tensor>& weights() const { return weights_; }
+  // Bytes of weight data held (once, whatever the number of executors).
+  int64_t weight_bytes() const;
+
+ private:
+  CpuProgram() = default;
+  const Bundle* bundle_ = nullptr;
+  std::unique_ptr<Graph> graph_;
+  std::vector<const Node*> step_nodes_;
+  std::vector<Tensor> weights_;
+};
+
 class CpuExecutor {
  public:
-  // Checks the bundle's steps against its graph and allocates the arena. `bundle`
-  // must outlive the executor.
+  // A program of its own plus an arena. `bundle` must outlive the executor.
   static absl::StatusOr<std::unique_ptr<CpuExecutor>> Create(const Bundle& bundle);
+  // An arena for a shared program.
+  static absl::StatusOr<std::unique_ptr<CpuExecutor>> Create(std::shared_ptr<const CpuProgram> program);
 
   // Runs every step. `feeds` maps each input name to a tensor of exactly its dtype and
   // shape. Returns the outputs in signature order. Errors name the bundle and step.
-  absl::StatusOr<std::vector<Tensor>> Run(const TensorMap& feeds);
+  // When `step_ms` is set, it receives the wall time of each step in milliseconds.
+  absl::StatusOr<std::vector<Tensor>> Run(const TensorMap& feeds, std::vector<double>* step_ms = nullptr);
 
   int64_t arena_bytes() const { return static_cast<int64_t>(arena_size_); }
+  const CpuProgram& program() const { return *program_; }
 
  private:
   CpuExecutor() = default;
   absl::StatusOr<Tensor> Read(const bundle::Binding& b) const;
   absl::Status Write(const bundle::Binding& b, const Tensor& t, const std::string& what);
 
-  const Bundle* bundle_ = nullptr;
-  std::unique_ptr<Graph> graph_;
-  std::vector<const Node*> step_nodes_;
-  std::vector<Tensor> weights_;
+  std::shared_ptr<const CpuProgram> program_;
   struct FreeDeleter {
     void operator()(uint8_t* p) const;
   };
   std::unique_ptr<uint8_t, FreeDeleter> arena_;
   size_t arena_size_ = 0;
 };
+
+// Per-step profile (the implementation of `kiln run --profile` and Session::Profile):
+// one warm-up Run, then `iterations` timed Runs; per step the median wall time, its
+// share of the sum of step medians, kernel, op and ONNX nodes. InvalidArgument when
+// iterations < 1; Run's errors otherwise.
+absl::StatusOr<ProfileReport> ProfileCpuExecutor(CpuExecutor& executor, const TensorMap& feeds, int iterations);
 
 }  // namespace kiln

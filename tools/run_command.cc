@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -15,6 +16,7 @@
 #include "frontend/onnx_importer.h"
 #include "frontend/tensor_file.h"
 #include "graph/evaluate.h"
+#include "kiln/profile.h"
 #include "runtime/bundle.h"
 #include "runtime/cpu_executor.h"
 #include "tools/args.h"
@@ -26,7 +28,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: kiln run MODEL.kiln [--device cpu|gpu] [--input NAME=SOURCE]... [--output-dir DIR]\n"
-    "                [--output-format npy|pb] [--iterations N]\n"
+    "                [--output-format npy|pb] [--iterations N] [--profile [--profile-json FILE]]\n"
     "       kiln run MODEL.onnx --reference [--input NAME=SOURCE]... [--output-dir DIR]\n"
     "                [--output-format npy|pb] [--input-shape NAME=1x128]... [--bind NAME=SOURCE]...\n"
     "Runs the model on kiln's CPU reference and prints one line per output.\n"
@@ -35,7 +37,11 @@ constexpr char kUsage[] =
     "--bind fixes an input at compile time (for models that compute shapes from it).\n"
     "A bundle runs its steps on the CPU backend (--device cpu, the default for now) inside\n"
     "its planned arena, --iterations times (default 1), and reports the latency median and\n"
-    "spread; --device gpu is not implemented yet.";
+    "spread; --device gpu is not implemented yet.\n"
+    "--profile then runs it --iterations more times (after one warm-up) timing every step,\n"
+    "prints a per-step table sorted by time (step, median ms, share of the total, kernel,\n"
+    "ONNX nodes) and writes the same data as JSON to --profile-json FILE (default:\n"
+    "BUNDLE_NAME.profile.json in --output-dir when given, else in the current directory).";
 
 std::string FileNameFor(const std::string& value_name) {
   std::string out = value_name;
@@ -72,6 +78,26 @@ absl::Status PrintOutputs(const std::vector<std::string>& names, const std::vect
     }
     std::cout << "\n";
   }
+  return absl::OkStatus();
+}
+
+// `--profile`: the per-step table on stdout and the JSON file.
+absl::Status WriteProfile(const std::string& path, const Args& args, CpuExecutor& executor, const TensorMap& feeds,
+                          int iterations) {
+  KILN_ASSIGN_OR_RETURN(ProfileReport report, ProfileCpuExecutor(executor, feeds, iterations));
+  std::string json_path = args.Get("profile-json");
+  if (json_path.empty()) {
+    const std::string name = std::filesystem::path(path).stem().string() + ".profile.json";
+    const std::string dir = args.Get("output-dir");
+    json_path = dir.empty() ? name : (std::filesystem::path(dir) / name).string();
+  }
+  std::cout << absl::StrFormat("profile over %d iteration%s (CPU backend):\n", iterations, iterations == 1 ? "" : "s")
+            << FormatProfileTable(report);
+  std::ofstream out(json_path, std::ios::binary | std::ios::trunc);
+  out << ProfileToJson(report);
+  out.close();
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write the profile to ", json_path));
+  std::cout << "profile -> " << json_path << "\n";
   return absl::OkStatus();
 }
 
@@ -143,14 +169,20 @@ absl::Status RunBundle(const std::string& path, const Args& args, const std::str
                                iterations == 1 ? "" : "s", median, sorted.front(), sorted.back());
   std::vector<std::string> out_names;
   for (const auto& out : m.outputs()) out_names.push_back(out.name());
-  return PrintOutputs(out_names, outputs, args.Get("output-dir"), format);
+  KILN_RETURN_IF_ERROR(PrintOutputs(out_names, outputs, args.Get("output-dir"), format));
+  if (args.Has("profile") || args.Has("profile-json")) {
+    KILN_RETURN_IF_ERROR(WriteProfile(path, args, *executor, feeds, iterations));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::Status RunCommand(const std::vector<std::string>& argv) {
-  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv, {"input", "output-dir", "output-format", "input-shape", "bind", "device", "iterations"},
-                                               {"reference", "help"}));
+  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv,
+                                               {"input", "output-dir", "output-format", "input-shape", "bind",
+                                                "device", "iterations", "profile-json"},
+                                               {"reference", "help", "profile"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
     return absl::OkStatus();
@@ -169,8 +201,9 @@ absl::Status RunCommand(const std::vector<std::string>& argv) {
         "running an .onnx file needs --reference (the CPU reference evaluator); or compile it first: kiln compile "
         "MODEL.onnx -o MODEL.kiln, then kiln run MODEL.kiln");
   }
-  if (args.Has("device") || args.Has("iterations")) {
-    return absl::InvalidArgumentError("--device and --iterations are for bundles (.kiln); compile the model first");
+  if (args.Has("device") || args.Has("iterations") || args.Has("profile") || args.Has("profile-json")) {
+    return absl::InvalidArgumentError(
+        "--device, --iterations and --profile are for bundles (.kiln); compile the model first");
   }
 
   ImportOptions options;
