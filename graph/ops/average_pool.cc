@@ -34,46 +34,16 @@ absl::Status Infer(Node& node) {
 absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
   KILN_ASSIGN_OR_RETURN(WindowGeometry win, Window(node));
   KILN_ASSIGN_OR_RETURN(int64_t count_include_pad, node.GetInt("count_include_pad", 0));
-  const Shape& xs = in[0]->shape();
-  const Window3 g = LiftWindow(Shape(xs.begin() + 2, xs.end()), win);
-  const std::vector<TapRange> rd = TapRanges(g, 0), rh = TapRanges(g, 1), rw = TapRanges(g, 2);
-  const int64_t planes = xs[0] * xs[1];
-  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
-  const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
-  const FloatView x(*in[0]);
-  FloatSink sink(out[0]);
-  float* y = sink.data();
-  const int64_t work = out_plane * g.kernel[0] * g.kernel[1] * g.kernel[2];
-  ParallelFor(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(work, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      const float* plane = x.data() + t * in_plane;
-      float* dst = y + t * out_plane;
-      for (int64_t od = 0; od < g.out[0]; ++od) {
-        const TapRange& d = rd[od];
-        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-          const TapRange& h = rh[oh];
-          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-            const TapRange& w = rw[ow];
-            float sum = 0.f;
-            for (int64_t td = d.lo; td < d.hi; ++td) {
-              const int64_t id = d.start + td * g.dilation[0];
-              for (int64_t th = h.lo; th < h.hi; ++th) {
-                const float* row = plane + (id * g.in[1] + h.start + th * g.dilation[1]) * g.in[2];
-                for (int64_t tw = w.lo; tw < w.hi; ++tw) sum += row[w.start + tw * g.dilation[2]];
-              }
-            }
-            // Padding counts toward the divisor only with count_include_pad; taps past
-            // the end padding (ceil_mode) never do.
-            const int64_t count = count_include_pad
-                                      ? (d.hi_pad - d.lo_pad) * (h.hi_pad - h.lo_pad) * (w.hi_pad - w.lo_pad)
-                                      : (d.hi - d.lo) * (h.hi - h.lo) * (w.hi - w.lo);
-            *dst++ = count > 0 ? sum / static_cast<float>(count) : 0.f;
-          }
-        }
-      }
-    }
-  });
-  sink.Commit();
+  EvalWindowPool(
+      *in[0], out[0], win, 0.f, [](float sum, float v) { return sum + v; },
+      [&](float sum, const TapRange& d, const TapRange& h, const TapRange& w) {
+        // Padding counts toward the divisor only with count_include_pad; taps past
+        // the end padding (ceil_mode) never do.
+        const int64_t count = count_include_pad
+                                  ? (d.hi_pad - d.lo_pad) * (h.hi_pad - h.lo_pad) * (w.hi_pad - w.lo_pad)
+                                  : (d.hi - d.lo) * (h.hi - h.lo) * (w.hi - w.lo);
+        return count > 0 ? sum / static_cast<float>(count) : 0.f;
+      });
   return absl::OkStatus();
 }
 
