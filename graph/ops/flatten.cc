@@ -21,14 +21,9 @@ absl::Status Infer(Node& node) {
   return absl::OkStatus();
 }
 
-absl::Status Eval(const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
-  out[0] = in[0]->Reshaped(out[0].shape());
-  return absl::OkStatus();
-}
-
 }  // namespace
 }  // namespace kiln::ops
 
 KILN_OP_FILE(flatten) {
-  registry.Register({.name = "Flatten", .infer = ops::Infer, .eval = ops::Eval, .is_view = true});
+  registry.Register({.name = "Flatten", .infer = ops::Infer, .eval = ops::EvalView, .is_view = true});
 }

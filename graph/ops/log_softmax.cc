@@ -5,23 +5,13 @@
 namespace kiln::ops {
 namespace {
 
-absl::Status Infer(Node& node) {
-  KILN_RETURN_IF_ERROR(RequireFloat(node, 0));
-  KILN_ASSIGN_OR_RETURN(int64_t axis, node.GetInt("axis", -1));
-  KILN_RETURN_IF_ERROR(NormalizeAxis(node, axis, node.input(0)->rank()).status());
-  return InferSameAsInput(node);
-}
-
 absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
-  KILN_ASSIGN_OR_RETURN(int64_t axis, node.GetInt("axis", -1));
-  KILN_ASSIGN_OR_RETURN(axis, NormalizeAxis(node, axis, in[0]->rank()));
-  SoftmaxAlongAxis(*in[0], axis, /*log=*/true, out[0]);
-  return absl::OkStatus();
+  return EvalSoftmaxNode(node, *in[0], /*log=*/true, out[0]);
 }
 
 }  // namespace
 }  // namespace kiln::ops
 
 KILN_OP_FILE(log_softmax) {
-  registry.Register({.name = "LogSoftmax", .infer = ops::Infer, .eval = ops::Eval});
+  registry.Register({.name = "LogSoftmax", .infer = ops::InferSoftmaxNode, .eval = ops::Eval});
 }

@@ -941,3 +941,27 @@ absl::Status InferGlobalPool(Node& node) {
 }
 
 }  // namespace kiln::ops
+
+// ---- Views and softmax --------------------------------------------------------
+namespace kiln::ops {
+
+absl::Status EvalView(const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  out[0] = in[0]->Reshaped(out[0].shape());
+  return absl::OkStatus();
+}
+
+absl::Status InferSoftmaxNode(Node& node) {
+  KILN_RETURN_IF_ERROR(RequireFloat(node, 0));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, node.GetInt("axis", -1));
+  KILN_RETURN_IF_ERROR(NormalizeAxis(node, axis, node.input(0)->rank()).status());
+  return InferSameAsInput(node);
+}
+
+absl::Status EvalSoftmaxNode(const Node& node, const Tensor& in, bool log, Tensor& out) {
+  KILN_ASSIGN_OR_RETURN(int64_t axis, node.GetInt("axis", -1));
+  KILN_ASSIGN_OR_RETURN(axis, NormalizeAxis(node, axis, in.rank()));
+  SoftmaxAlongAxis(in, axis, log, out);
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::ops

@@ -277,3 +277,16 @@ void EvalWindowPool(const Tensor& in, Tensor& out, const WindowGeometry& win, fl
 }
 
 }  // namespace kiln::ops
+
+// ---- Views and softmax --------------------------------------------------------
+namespace kiln::ops {
+
+// Evaluation of every view op (Reshape, Flatten, Squeeze, Unsqueeze, Identity):
+// the output is input 0's bytes under the inferred shape.
+absl::Status EvalView(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out);
+
+// Softmax/LogSoftmax (opset 13): float input, `axis` attribute (default -1) in range.
+absl::Status InferSoftmaxNode(Node& node);
+absl::Status EvalSoftmaxNode(const Node& node, const Tensor& in, bool log, Tensor& out);
+
+}  // namespace kiln::ops

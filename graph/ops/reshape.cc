@@ -44,15 +44,10 @@ absl::Status Infer(Node& node) {
   return absl::OkStatus();
 }
 
-absl::Status Eval(const Node&, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
-  out[0] = in[0]->Reshaped(out[0].shape());
-  return absl::OkStatus();
-}
-
 }  // namespace
 }  // namespace kiln::ops
 
 KILN_OP_FILE(reshape) {
   registry.Register({.name = "Reshape", .min_inputs = 2, .max_inputs = 2, .infer = ops::Infer,
-                     .eval = ops::Eval, .is_view = true});
+                     .eval = ops::EvalView, .is_view = true});
 }
