@@ -1,0 +1,46 @@
+// Included once at the top of every kiln NVRTC module: storage types and the
+// conversions between them and fp32 registers. No CUDA headers are included, so a
+// module compiles in milliseconds; half and bfloat16 conversions are single PTX cvt
+// instructions.
+typedef unsigned short kiln_f16;   // IEEE binary16 bits
+typedef unsigned short kiln_bf16;  // bfloat16 bits
+typedef long long kiln_i64;
+typedef int kiln_i32;
+typedef signed char kiln_i8;
+typedef unsigned char kiln_u8;
+typedef unsigned char kiln_bool;
+
+// Storage types, one per kiln dtype; kiln_load converts to fp32 (or keeps integers),
+// kiln_store converts back with round-to-nearest-even.
+struct kiln_f16_t { kiln_f16 bits; };
+struct kiln_bf16_t { kiln_bf16 bits; };
+
+__device__ __forceinline__ float kiln_f16_to_f32(kiln_f16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ kiln_f16 kiln_f32_to_f16(float f) {
+  kiln_f16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ float kiln_bf16_to_f32(kiln_bf16 b) {
+  return __uint_as_float(static_cast<unsigned int>(b) << 16);
+}
+__device__ __forceinline__ kiln_bf16 kiln_f32_to_bf16(float f) {
+  kiln_bf16 b;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f));
+  return b;
+}
+
+// Loads and stores by storage dtype name, used by generated code: KILN_LOAD_f16(p, i)
+// reads element i as float; KILN_STORE_f16(p, i, v) writes float v rounded.
+#define KILN_LOAD_f32(p, i) (static_cast<float>((p)[i]))
+#define KILN_LOAD_f16(p, i) (kiln_f16_to_f32((p)[i]))
+#define KILN_LOAD_bf16(p, i) (kiln_bf16_to_f32((p)[i]))
+#define KILN_STORE_f32(p, i, v) ((p)[i] = (v))
+#define KILN_STORE_f16(p, i, v) ((p)[i] = kiln_f32_to_f16(v))
+#define KILN_STORE_bf16(p, i, v) ((p)[i] = kiln_f32_to_bf16(v))
+
+typedef long long kiln_index;
