@@ -33,6 +33,16 @@ std::vector<int64_t> BroadcastOffsets(const Shape& in_shape, const Shape& out_sh
 // when it is not a compile-time constant (the importer can then bind it).
 absl::StatusOr<std::vector<int64_t>> ConstantInts(const Node& node, int input, const char* what);
 
+// Slice's plan per input axis: first element, step and number of elements taken.
+struct AxisSlice {
+  int64_t start = 0;
+  int64_t step = 1;
+  int64_t count = 0;
+};
+// The plan of a Slice node whose starts/ends/axes/steps are constants (defined in
+// slice.cc; used by its inference and by the GPU kernel generator).
+absl::StatusOr<std::vector<AxisSlice>> ConstantSlicePlan(const Node& node);
+
 // Inference: output 0 has input 0's dtype and shape.
 absl::Status InferSameAsInput(Node& node);
 // Inference: output 0 has input 0's dtype and the broadcast shape of all inputs;

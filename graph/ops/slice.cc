@@ -11,13 +11,6 @@
 namespace kiln::ops {
 namespace {
 
-// Per input axis: first element, step and number of elements taken.
-struct AxisSlice {
-  int64_t start = 0;
-  int64_t step = 1;
-  int64_t count = 0;
-};
-
 absl::StatusOr<std::vector<AxisSlice>> Plan(const Node& node, const Shape& shape,
                                             const std::vector<int64_t>& starts,
                                             const std::vector<int64_t>& ends,
@@ -78,19 +71,8 @@ absl::StatusOr<std::vector<AxisSlice>> Plan(const Node& node, const Shape& shape
 }
 
 absl::Status Infer(Node& node) {
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> starts, ConstantInts(node, 1, "starts"));
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ends, ConstantInts(node, 2, "ends"));
-  std::vector<int64_t> axes, steps;
-  if (node.has_input(3)) {
-    KILN_ASSIGN_OR_RETURN(axes, ConstantInts(node, 3, "axes"));
-  }
-  if (node.has_input(4)) {
-    KILN_ASSIGN_OR_RETURN(steps, ConstantInts(node, 4, "steps"));
-  }
+  KILN_ASSIGN_OR_RETURN(std::vector<AxisSlice> plan, ConstantSlicePlan(node));
   const Shape& in = node.input(0)->shape();
-  KILN_ASSIGN_OR_RETURN(std::vector<AxisSlice> plan,
-                        Plan(node, in, starts, ends, node.has_input(3) ? &axes : nullptr,
-                             node.has_input(4) ? &steps : nullptr));
   Shape out(in.size());
   for (size_t d = 0; d < in.size(); ++d) out[d] = plan[d].count;
   node.output(0)->SetType(node.input(0)->dtype(), out);
@@ -122,6 +104,21 @@ absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Sp
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<AxisSlice>> ConstantSlicePlan(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> starts, ConstantInts(node, 1, "starts"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ends, ConstantInts(node, 2, "ends"));
+  std::vector<int64_t> axes, steps;
+  if (node.has_input(3)) {
+    KILN_ASSIGN_OR_RETURN(axes, ConstantInts(node, 3, "axes"));
+  }
+  if (node.has_input(4)) {
+    KILN_ASSIGN_OR_RETURN(steps, ConstantInts(node, 4, "steps"));
+  }
+  return Plan(node, node.input(0)->shape(), starts, ends, node.has_input(3) ? &axes : nullptr,
+              node.has_input(4) ? &steps : nullptr);
+}
+
 }  // namespace kiln::ops
 
 KILN_OP_FILE(slice) {
