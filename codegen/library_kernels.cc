@@ -1,14 +1,752 @@
-// Placeholder until the cuBLASLt / cuDNN kernels land.
+// Vendor-library kernels of the unfused baseline: MatMul and Gemm through cuBLASLt,
+// Conv through cuDNN (legacy convolution API).
+//
+// Planning (shapes, strides, what each library call looks like) is a pure function
+// of the node, shared by LibraryKernelName (compile time, no GPU) and
+// CreateLibraryKernel (session creation, picks the algorithms on the current device).
+//
+// Row-major data through column-major cuBLASLt: a row-major [r, c] matrix is the
+// column-major c x r matrix with ld = c, so Y = op(A) op(B) is computed as
+// Y^T = op(B)^T op(A)^T with cuBLASLt's "A" being our B and its "B" our A.
+// Math: CUBLAS_COMPUTE_32F (fp32 accumulation, exact fp32 for f32 data: no TF32);
+// cuDNN with fp32 compute type, and FMA-only math for f32 data.
 #include "codegen/library_kernels.h"
 
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+// The legacy cuDNN convolution API is deprecated in cuDNN 9 but still the simplest
+// way to run one convolution with heuristic algorithm choice.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 namespace kiln::codegen {
+namespace {
 
-std::string LibraryKernelName(const Node& node) { return ""; }
+// Largest cuBLASLt workspace a heuristic may ask for (cuBLAS itself uses 32 MiB on Hopper).
+constexpr size_t kCublasLtMaxWorkspace = size_t{32} << 20;
+// Largest cuDNN workspace an algorithm may need.
+constexpr size_t kCudnnMaxWorkspace = size_t{64} << 20;
+// Pointer alignment the runtime's arena guarantees (runtime/memory_planner.h).
+constexpr uint32_t kAssumedAlignment = 256;
+
+size_t AlignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+int64_t Prod(const Shape& s) {
+  int64_t p = 1;
+  for (int64_t d : s) p *= d;
+  return p;
+}
+
+// "inputs f16[2,3], f16[3,4] -> f16[2,4]".
+std::string ShapesOf(const Node& node) {
+  std::vector<std::string> ins, outs;
+  for (const Value* v : node.inputs()) ins.push_back(v == nullptr ? "(absent)" : v->TypeString());
+  for (const Value* v : node.outputs()) outs.push_back(v == nullptr ? "(absent)" : v->TypeString());
+  return absl::StrCat("inputs ", absl::StrJoin(ins, ", "), " -> ", absl::StrJoin(outs, ", "));
+}
+
+// Checks what every library kernel needs: typed values, one float storage dtype.
+absl::Status CheckTypes(const Node& node, int min_inputs, int max_inputs) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    return node.Unsupported(absl::StrCat("domain '", node.domain(), "' has no library kernel"));
+  }
+  if (node.num_inputs() < min_inputs || node.num_inputs() > max_inputs || node.num_outputs() != 1) {
+    return node.Unsupported(absl::StrCat("unexpected number of inputs/outputs (", ShapesOf(node), ")"));
+  }
+  if (node.output(0) == nullptr || !node.output(0)->has_type()) {
+    return node.Unsupported("output has no inferred type");
+  }
+  const DType dtype = node.output(0)->dtype();
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat16 && dtype != DType::kBFloat16) {
+    return node.Unsupported(absl::StrCat("dtype ", DTypeName(dtype), " has no library kernel (f32, f16, bf16)"));
+  }
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    const Value* v = node.input(i);
+    if (v == nullptr) {
+      if (i < min_inputs) return node.Unsupported(absl::StrCat("input ", i, " is absent"));
+      continue;
+    }
+    if (!v->has_type()) return node.Unsupported(absl::StrCat("input ", i, " has no inferred type"));
+    if (v->dtype() != dtype) {
+      return node.Unsupported(absl::StrCat("mixed dtypes (", ShapesOf(node), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// MatMul / Gemm plan.
+
+enum class CKind {
+  kNone,         // no C (or beta == 0)
+  kFull,         // C is [M, N]: passed to cuBLASLt as the C matrix
+  kBias,         // C is [N] / [1, N] with beta == 1: bias epilogue
+  kMaterialize,  // C is broadcast ([], [1], [1,1], [M,1], or [1,N] with beta != 1):
+                 // expanded to [M, N] in the workspace with device copies, then used as C
+};
+
+struct GemmPlan {
+  DType dtype = DType::kFloat32;
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.f, beta = 0.f;
+  int64_t batch = 1;                              // strided batch count
+  int64_t stride_a = 0, stride_b = 0, stride_d = 0;  // elements
+  CKind c_kind = CKind::kNone;
+  int64_t c_rows = 1, c_cols = 1;  // C's shape as a matrix (kMaterialize)
+};
+
+Shape AsMatrixA(const Shape& s) { return s.size() == 1 ? Shape{1, s[0]} : s; }
+Shape AsMatrixB(const Shape& s) { return s.size() == 1 ? Shape{s[0], 1} : s; }
+
+absl::Status CheckGemmSize(const Node& node, const GemmPlan& p) {
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.batch <= 0) {
+    return node.Unsupported(absl::StrCat("zero-sized matrix product has no library kernel (", ShapesOf(node), ")"));
+  }
+  if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX || p.batch > INT32_MAX) {
+    return node.Unsupported(absl::StrCat("matrix dimensions exceed 2^31 (", ShapesOf(node), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<GemmPlan> PlanMatMul(const Node& node) {
+  if (absl::Status s = CheckTypes(node, 2, 2); !s.ok()) return s;
+  const Shape& a = node.input(0)->shape();
+  const Shape& b = node.input(1)->shape();
+  if (a.empty() || b.empty()) return node.Unsupported(absl::StrCat("scalar operand (", ShapesOf(node), ")"));
+  const Shape sa = AsMatrixA(a), sb = AsMatrixB(b);
+  GemmPlan p;
+  p.dtype = node.output(0)->dtype();
+  p.m = sa[sa.size() - 2];
+  p.k = sa.back();
+  p.n = sb.back();
+  if (sb[sb.size() - 2] != p.k) return node.Unsupported(absl::StrCat("inner dimensions differ (", ShapesOf(node), ")"));
+  Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
+  const int64_t pa = Prod(batch_a), pb = Prod(batch_b);
+  if (pb == 1) {
+    // B is one matrix: A's batch folds into M (A and Y are contiguous).
+    p.m *= pa;
+  } else if (pa == 1) {
+    // A is one matrix broadcast over B's batch.
+    p.batch = pb;
+    p.stride_a = 0;
+    p.stride_b = p.k * p.n;
+    p.stride_d = p.m * p.n;
+  } else {
+    const size_t rank = std::max(batch_a.size(), batch_b.size());
+    batch_a.insert(batch_a.begin(), rank - batch_a.size(), 1);
+    batch_b.insert(batch_b.begin(), rank - batch_b.size(), 1);
+    if (batch_a != batch_b) {
+      return node.Unsupported(absl::StrCat(
+          "batch dimensions broadcast against each other (only equal batches or a single matrix on one side "
+          "have a library kernel; ",
+          ShapesOf(node), ")"));
+    }
+    p.batch = pa;
+    p.stride_a = p.m * p.k;
+    p.stride_b = p.k * p.n;
+    p.stride_d = p.m * p.n;
+  }
+  if (node.output(0)->numel() != p.batch * p.m * p.n) {
+    return node.Unsupported(absl::StrCat("unexpected output shape (", ShapesOf(node), ")"));
+  }
+  if (absl::Status s = CheckGemmSize(node, p); !s.ok()) return s;
+  return p;
+}
+
+absl::StatusOr<GemmPlan> PlanGemm(const Node& node) {
+  if (absl::Status s = CheckTypes(node, 2, 3); !s.ok()) return s;
+  const Shape& a = node.input(0)->shape();
+  const Shape& b = node.input(1)->shape();
+  if (a.size() != 2 || b.size() != 2) return node.Unsupported(absl::StrCat("A and B must be matrices (", ShapesOf(node), ")"));
+  GemmPlan p;
+  p.dtype = node.output(0)->dtype();
+  auto ta = node.GetInt("transA", 0);
+  auto tb = node.GetInt("transB", 0);
+  auto alpha = node.GetFloat("alpha", 1.f);
+  auto beta = node.GetFloat("beta", 1.f);
+  if (!ta.ok()) return ta.status();
+  if (!tb.ok()) return tb.status();
+  if (!alpha.ok()) return alpha.status();
+  if (!beta.ok()) return beta.status();
+  p.trans_a = *ta != 0;
+  p.trans_b = *tb != 0;
+  p.alpha = *alpha;
+  p.m = p.trans_a ? a[1] : a[0];
+  p.k = p.trans_a ? a[0] : a[1];
+  p.n = p.trans_b ? b[0] : b[1];
+  if ((p.trans_b ? b[1] : b[0]) != p.k) return node.Unsupported(absl::StrCat("inner dimensions differ (", ShapesOf(node), ")"));
+  if (node.output(0)->shape() != Shape{p.m, p.n}) {
+    return node.Unsupported(absl::StrCat("unexpected output shape (", ShapesOf(node), ")"));
+  }
+  if (node.has_input(2) && *beta != 0.f) {
+    const Shape& c = node.input(2)->shape();
+    if (c.size() > 2) return node.Unsupported(absl::StrCat("C has rank > 2 (", ShapesOf(node), ")"));
+    Shape c2 = c;
+    c2.insert(c2.begin(), 2 - c2.size(), 1);
+    if ((c2[0] != 1 && c2[0] != p.m) || (c2[1] != 1 && c2[1] != p.n)) {
+      return node.Unsupported(absl::StrCat("C does not broadcast to [M, N] (", ShapesOf(node), ")"));
+    }
+    p.beta = *beta;
+    p.c_rows = c2[0];
+    p.c_cols = c2[1];
+    if (p.c_rows == p.m && p.c_cols == p.n) {
+      p.c_kind = CKind::kFull;
+    } else if (p.c_rows == 1 && p.c_cols == p.n && p.beta == 1.f) {
+      p.c_kind = CKind::kBias;
+    } else {
+      p.c_kind = CKind::kMaterialize;
+    }
+  }
+  if (absl::Status s = CheckGemmSize(node, p); !s.ok()) return s;
+  return p;
+}
+
+// ---------------------------------------------------------------------------
+// Conv plan (1-D convs run as 2-D with H = 1).
+
+struct ConvPlan {
+  DType dtype = DType::kFloat32;
+  int batch = 0, c = 0, h = 1, w = 0;       // X [N, C, H, W]
+  int m = 0, cg = 0, kh = 1, kw = 0;       // W [M, C/group, KH, KW]
+  int oh = 1, ow = 0;                      // Y [N, M, OH, OW]
+  int pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+  int group = 1;
+  bool has_bias = false;
+};
+
+absl::StatusOr<ConvPlan> PlanConv(const Node& node) {
+  if (absl::Status s = CheckTypes(node, 2, 3); !s.ok()) return s;
+  const Shape& x = node.input(0)->shape();
+  const Shape& wt = node.input(1)->shape();
+  const Shape& y = node.output(0)->shape();
+  if (x.size() != 3 && x.size() != 4) {
+    return node.Unsupported(absl::StrCat("only 1-D and 2-D convolutions have a library kernel (", ShapesOf(node), ")"));
+  }
+  if (wt.size() != x.size() || y.size() != x.size()) return node.Unsupported(absl::StrCat("rank mismatch (", ShapesOf(node), ")"));
+  for (const Value* v : node.inputs()) {
+    if (v != nullptr && v->numel() > INT32_MAX) return node.Unsupported(absl::StrCat("tensor exceeds 2^31 elements (", ShapesOf(node), ")"));
+  }
+  if (node.output(0)->numel() > INT32_MAX) return node.Unsupported(absl::StrCat("tensor exceeds 2^31 elements (", ShapesOf(node), ")"));
+  if (node.output(0)->numel() == 0 || node.input(0)->numel() == 0 || node.input(1)->numel() == 0) {
+    return node.Unsupported(absl::StrCat("zero-sized convolution has no library kernel (", ShapesOf(node), ")"));
+  }
+  const size_t n = x.size() - 2;
+  auto strides = node.GetInts("strides", std::vector<int64_t>(n, 1));
+  auto dilations = node.GetInts("dilations", std::vector<int64_t>(n, 1));
+  auto pads = node.GetInts("pads", std::vector<int64_t>(2 * n, 0));
+  auto auto_pad = node.GetString("auto_pad", "NOTSET");
+  auto group = node.GetInt("group", 1);
+  if (!strides.ok()) return strides.status();
+  if (!dilations.ok()) return dilations.status();
+  if (!pads.ok()) return pads.status();
+  if (!auto_pad.ok()) return auto_pad.status();
+  if (!group.ok()) return group.status();
+  if (strides->size() != n || dilations->size() != n || pads->size() != 2 * n) {
+    return node.Unsupported("strides/dilations/pads do not match the spatial rank");
+  }
+  // Padding as graph/ops/conv.cc (ComputeWindow) resolves it.
+  std::vector<int64_t> begin(n), end(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t in = x[2 + i], k = wt[2 + i], s = (*strides)[i], d = (*dilations)[i];
+    if (k < 1 || s < 1 || d < 1) return node.Unsupported("non-positive kernel, stride or dilation");
+    const int64_t window = (k - 1) * d + 1;
+    if (*auto_pad == "SAME_UPPER" || *auto_pad == "SAME_LOWER") {
+      const int64_t out = (in + s - 1) / s;
+      const int64_t total = std::max<int64_t>(0, (out - 1) * s + window - in);
+      begin[i] = *auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end[i] = total - begin[i];
+    } else if (*auto_pad == "VALID") {
+      begin[i] = end[i] = 0;
+    } else if (*auto_pad == "NOTSET") {
+      begin[i] = (*pads)[i];
+      end[i] = (*pads)[i + n];
+    } else {
+      return node.Unsupported(absl::StrCat("auto_pad '", *auto_pad, "'"));
+    }
+    if (begin[i] != end[i]) {
+      return node.Unsupported(absl::StrCat("asymmetric padding (begin ", ShapeToString(begin), ", end ",
+                                           ShapeToString(end), ") has no cuDNN kernel (", ShapesOf(node), ")"));
+    }
+    // cuDNN's output size for symmetric pads must match the node's.
+    if (in + 2 * begin[i] < window || (in + 2 * begin[i] - window) / s + 1 != y[2 + i]) {
+      return node.Unsupported(absl::StrCat("output size does not match cuDNN's convolution arithmetic (",
+                                           ShapesOf(node), ")"));
+    }
+  }
+  ConvPlan p;
+  p.dtype = node.output(0)->dtype();
+  p.group = static_cast<int>(*group);
+  p.batch = static_cast<int>(x[0]);
+  p.c = static_cast<int>(x[1]);
+  p.m = static_cast<int>(wt[0]);
+  p.cg = static_cast<int>(wt[1]);
+  if (p.group < 1 || p.cg * p.group != p.c || p.m % p.group != 0 || y[0] != x[0] || y[1] != wt[0]) {
+    return node.Unsupported(absl::StrCat("inconsistent channels/groups (", ShapesOf(node), ")"));
+  }
+  const size_t hd = n == 2 ? 2 : 0;  // index of H in the spatial-2 shapes, 0 = absent (1-D)
+  if (hd) {
+    p.h = static_cast<int>(x[2]);
+    p.kh = static_cast<int>(wt[2]);
+    p.oh = static_cast<int>(y[2]);
+    p.pad_h = static_cast<int>(begin[0]);
+    p.stride_h = static_cast<int>((*strides)[0]);
+    p.dil_h = static_cast<int>((*dilations)[0]);
+  }
+  p.w = static_cast<int>(x.back());
+  p.kw = static_cast<int>(wt.back());
+  p.ow = static_cast<int>(y.back());
+  p.pad_w = static_cast<int>(begin[n - 1]);
+  p.stride_w = static_cast<int>((*strides)[n - 1]);
+  p.dil_w = static_cast<int>((*dilations)[n - 1]);
+  if (node.has_input(2)) {
+    if (node.input(2)->shape() != Shape{p.m}) {
+      return node.Unsupported(absl::StrCat("bias must be [M] (", ShapesOf(node), ")"));
+    }
+    p.has_bias = true;
+  }
+  return p;
+}
+
+// ---------------------------------------------------------------------------
+// cuBLASLt kernel.
+
+cudaDataType_t CudaType(DType d) {
+  switch (d) {
+    case DType::kFloat16:
+      return CUDA_R_16F;
+    case DType::kBFloat16:
+      return CUDA_R_16BF;
+    default:
+      return CUDA_R_32F;
+  }
+}
+
+// Largest power of two (<= 256) dividing every given value.
+uint32_t AlignmentOf(std::initializer_list<uintptr_t> values) {
+  uintptr_t bits = kAssumedAlignment;
+  for (uintptr_t v : values) bits |= v;
+  return static_cast<uint32_t>(bits & (~bits + 1));
+}
+
+std::string LtStatus(cublasStatus_t s) { return absl::StrCat(cublasLtGetStatusString(s), " (", static_cast<int>(s), ")"); }
+
+// Returns an Internal error naming the node, the call and the cuBLASLt status.
+#define KILN_LT(expr, what)                                                                         \
+  do {                                                                                              \
+    const cublasStatus_t kiln_lt_status = (expr);                                                   \
+    if (kiln_lt_status != CUBLAS_STATUS_SUCCESS) {                                                  \
+      return absl::InternalError(absl::StrCat(where_, ": ", what, " failed: ", LtStatus(kiln_lt_status))); \
+    }                                                                                               \
+  } while (0)
+
+class CublasLtKernel : public LibraryKernel {
+ public:
+  CublasLtKernel(std::string where, GemmPlan plan, cublasLtHandle_t handle)
+      : where_(std::move(where)), plan_(plan), handle_(handle) {}
+
+  ~CublasLtKernel() override {
+    if (pref_) cublasLtMatmulPreferenceDestroy(pref_);
+    for (cublasLtMatrixLayout_t l : {a_, b_, c_, d_}) {
+      if (l) cublasLtMatrixLayoutDestroy(l);
+    }
+    if (desc_) cublasLtMatmulDescDestroy(desc_);
+  }
+
+  absl::Status Init() {
+    const GemmPlan& p = plan_;
+    es_ = p.dtype == DType::kFloat32 ? 4 : 2;
+    const cudaDataType_t t = CudaType(p.dtype);
+    // Batches that cuBLASLt takes as a strided batch; a stride-0 (broadcast) operand
+    // falls back to a loop of launches if no algorithm accepts it.
+    KILN_LT(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    const cublasOperation_t op_a = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A is our B
+    const cublasOperation_t op_b = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's B is our A
+    KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)), "set TRANSA");
+    KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)), "set TRANSB");
+    if (p.c_kind == CKind::kBias) {
+      const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+      KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), "set EPILOGUE");
+      KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &t, sizeof(t)),
+              "set BIAS_DATA_TYPE");
+    }
+    beta_ = p.c_kind == CKind::kNone || p.c_kind == CKind::kBias ? 0.f : p.beta;
+    if (p.c_kind == CKind::kMaterialize) c_bytes_ = AlignUp(static_cast<size_t>(p.m * p.n) * es_, 256);
+
+    absl::Status st = MakeLayouts(/*batched=*/true);
+    if (st.ok()) st = Heuristics(&algo_, &fallback_);
+    if (!st.ok() && p.batch > 1 && (p.stride_a == 0 || p.stride_b == 0)) {
+      // No algorithm for the broadcast batch: run one matmul per batch element.
+      loop_ = true;
+      st = MakeLayouts(/*batched=*/false);
+      if (st.ok()) st = Heuristics(&algo_, &fallback_);
+    }
+    return st;
+  }
+
+  size_t workspace_bytes() const override {
+    size_t lt = algo_->workspaceSize;
+    if (fallback_) lt = std::max(lt, fallback_->workspaceSize);
+    return c_bytes_ + lt;
+  }
+
+  absl::Status Launch(const LibraryLaunchArgs& args) const override {
+    const GemmPlan& p = plan_;
+    const int num_inputs = p.c_kind == CKind::kNone ? 2 : 3;
+    if (args.outputs.size() != 1 || args.outputs[0] == nullptr || static_cast<int>(args.inputs.size()) < num_inputs ||
+        args.inputs[0] == nullptr || args.inputs[1] == nullptr || (num_inputs == 3 && args.inputs[2] == nullptr)) {
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": missing input or output pointers for the cuBLASLt call"));
+    }
+    if (args.workspace_bytes < workspace_bytes() || (workspace_bytes() > 0 && args.workspace == nullptr)) {
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": workspace of ", args.workspace_bytes,
+                                                     " bytes is smaller than the ", workspace_bytes(), " needed"));
+    }
+    const char* a = static_cast<const char*>(args.inputs[0]);
+    const char* b = static_cast<const char*>(args.inputs[1]);
+    char* d = static_cast<char*>(args.outputs[0]);
+    const void* c = d;
+    char* ws = static_cast<char*>(args.workspace);
+    if (p.c_kind == CKind::kFull) c = args.inputs[2];
+    if (p.c_kind == CKind::kMaterialize) {
+      if (absl::Status s = Materialize(args.inputs[2], ws, args.stream); !s.ok()) return s;
+      c = ws;
+    }
+    void* lt_ws = ws == nullptr ? nullptr : ws + c_bytes_;
+    const size_t lt_ws_bytes = args.workspace_bytes - c_bytes_;
+
+    // Alignment of every pointer cuBLASLt sees (per-batch pointers in loop mode).
+    const size_t sa = loop_ ? p.stride_a * es_ : 0, sb = loop_ ? p.stride_b * es_ : 0, sd = loop_ ? p.stride_d * es_ : 0;
+    uint32_t align = AlignmentOf({reinterpret_cast<uintptr_t>(a), reinterpret_cast<uintptr_t>(b),
+                                  reinterpret_cast<uintptr_t>(c), reinterpret_cast<uintptr_t>(d), sa, sb, sd});
+    if (p.c_kind == CKind::kBias) align = std::min(align, AlignmentOf({reinterpret_cast<uintptr_t>(args.inputs[2])}));
+    const cublasLtMatmulHeuristicResult_t* algo = &*algo_;
+    if (align < kAssumedAlignment) {
+      if (!fallback_) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(where_, ": operand pointers are only ", align,
+                         "-byte aligned and cuBLASLt has no algorithm for that alignment"));
+      }
+      algo = &*fallback_;
+    }
+
+    std::lock_guard<std::mutex> lock(mu_);  // the bias pointer lives in the shared descriptor
+    if (p.c_kind == CKind::kBias) {
+      const void* bias = args.inputs[2];
+      KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+              "set BIAS_POINTER");
+    }
+    const int64_t iters = loop_ ? p.batch : 1;
+    for (int64_t i = 0; i < iters; ++i) {
+      const size_t ci = c == d ? sd * i : 0;
+      KILN_LT(cublasLtMatmul(handle_, desc_, &p.alpha, b + sb * i, a_, a + sa * i, b_, &beta_,
+                             static_cast<const char*>(c) + ci, c_, d + sd * i, d_, &algo->algo, lt_ws, lt_ws_bytes,
+                             args.stream),
+              "cublasLtMatmul");
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+
+  absl::Status MakeLayouts(bool batched) {
+    const GemmPlan& p = plan_;
+    for (cublasLtMatrixLayout_t* l : {&a_, &b_, &c_, &d_}) {
+      if (*l) cublasLtMatrixLayoutDestroy(*l);
+      *l = nullptr;
+    }
+    const cudaDataType_t t = CudaType(p.dtype);
+    // cuBLASLt's A = our B (stored [K,N], or [N,K] when transB), column-major view.
+    if (!p.trans_b) {
+      KILN_LT(cublasLtMatrixLayoutCreate(&a_, t, p.n, p.k, p.n), "cublasLtMatrixLayoutCreate");
+    } else {
+      KILN_LT(cublasLtMatrixLayoutCreate(&a_, t, p.k, p.n, p.k), "cublasLtMatrixLayoutCreate");
+    }
+    // cuBLASLt's B = our A (stored [M,K], or [K,M] when transA).
+    if (!p.trans_a) {
+      KILN_LT(cublasLtMatrixLayoutCreate(&b_, t, p.k, p.m, p.k), "cublasLtMatrixLayoutCreate");
+    } else {
+      KILN_LT(cublasLtMatrixLayoutCreate(&b_, t, p.m, p.k, p.m), "cublasLtMatrixLayoutCreate");
+    }
+    KILN_LT(cublasLtMatrixLayoutCreate(&c_, t, p.n, p.m, p.n), "cublasLtMatrixLayoutCreate");
+    KILN_LT(cublasLtMatrixLayoutCreate(&d_, t, p.n, p.m, p.n), "cublasLtMatrixLayoutCreate");
+    if (batched && p.batch > 1) {
+      const int32_t count = static_cast<int32_t>(p.batch);
+      const int64_t sa = p.stride_b, sb = p.stride_a, sd = p.stride_d;  // cuBLASLt's A/B are our B/A
+      const int64_t sc = p.c_kind == CKind::kNone || p.c_kind == CKind::kBias ? sd : 0;
+      const std::pair<cublasLtMatrixLayout_t, int64_t> strides[] = {{a_, sa}, {b_, sb}, {c_, sc}, {d_, sd}};
+      for (const auto& [layout, stride] : strides) {
+        KILN_LT(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+                "set BATCH_COUNT");
+        KILN_LT(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                 sizeof(stride)),
+                "set STRIDED_BATCH_OFFSET");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Best algorithm for `alignment`-byte aligned pointers, or nullopt when none.
+  absl::StatusOr<std::optional<cublasLtMatmulHeuristicResult_t>> Heuristic(uint32_t alignment) {
+    if (!pref_) KILN_LT(cublasLtMatmulPreferenceCreate(&pref_), "cublasLtMatmulPreferenceCreate");
+    const uint64_t max_ws = kCublasLtMaxWorkspace;
+    KILN_LT(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
+                                                 sizeof(max_ws)),
+            "set MAX_WORKSPACE_BYTES");
+    for (cublasLtMatmulPreferenceAttributes_t attr :
+         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+      KILN_LT(cublasLtMatmulPreferenceSetAttribute(pref_, attr, &alignment, sizeof(alignment)), "set MIN_ALIGNMENT");
+    }
+    cublasLtMatmulHeuristicResult_t result[4] = {};
+    int found = 0;
+    const cublasStatus_t s =
+        cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_, b_, c_, d_, pref_, 4, result, &found);
+    if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0)) return std::nullopt;
+    KILN_LT(s, "cublasLtMatmulAlgoGetHeuristic");
+    for (int i = 0; i < found; ++i) {
+      if (result[i].state == CUBLAS_STATUS_SUCCESS) return std::optional(result[i]);
+    }
+    return std::nullopt;
+  }
+
+  absl::Status Heuristics(std::optional<cublasLtMatmulHeuristicResult_t>* main,
+                          std::optional<cublasLtMatmulHeuristicResult_t>* fallback) {
+    auto m = Heuristic(kAssumedAlignment);
+    if (!m.ok()) return m.status();
+    if (!m->has_value()) {
+      return absl::UnimplementedError(absl::StrCat(where_, ": cuBLASLt has no algorithm for this problem (M=", plan_.m,
+                                                   " N=", plan_.n, " K=", plan_.k, " batch=", plan_.batch,
+                                                   loop_ ? ", looped" : "", ")"));
+    }
+    *main = **m;
+    // Fallback for operands aligned only to the element size (views into other
+    // buffers); its absence is reported by Launch if such pointers ever arrive.
+    auto f = Heuristic(static_cast<uint32_t>(es_));
+    *fallback = f.ok() ? *f : std::nullopt;
+    return absl::OkStatus();
+  }
+
+  // Expands the broadcast C ([c_rows, c_cols], rows in {1, M}, cols in {1, N}) to
+  // [M, N] at `dst` with device-to-device copies that double the filled region.
+  absl::Status Materialize(const void* src, char* dst, cudaStream_t stream) const {
+    const GemmPlan& p = plan_;
+    const size_t row = static_cast<size_t>(p.n) * es_;
+    const size_t rows = static_cast<size_t>(p.c_rows);
+    cudaError_t e = cudaSuccess;
+    if (p.c_cols == p.n) {
+      e = cudaMemcpyAsync(dst, src, rows * row, cudaMemcpyDeviceToDevice, stream);
+    } else {
+      // Column 0 of every source row, then double along the row.
+      e = cudaMemcpy2DAsync(dst, row, src, es_, es_, rows, cudaMemcpyDeviceToDevice, stream);
+      for (int64_t w = 1; e == cudaSuccess && w < p.n; w *= 2) {
+        const size_t cnt = static_cast<size_t>(std::min(w, p.n - w));
+        e = cudaMemcpy2DAsync(dst + w * es_, row, dst, row, cnt * es_, rows, cudaMemcpyDeviceToDevice, stream);
+      }
+    }
+    if (p.c_rows == 1) {
+      for (int64_t r = 1; e == cudaSuccess && r < p.m; r *= 2) {
+        const size_t cnt = static_cast<size_t>(std::min(r, p.m - r));
+        e = cudaMemcpyAsync(dst + r * row, dst, cnt * row, cudaMemcpyDeviceToDevice, stream);
+      }
+    }
+    if (e != cudaSuccess) {
+      return absl::InternalError(
+          absl::StrCat(where_, ": broadcasting C into the workspace failed: ", cudaGetErrorString(e)));
+    }
+    return absl::OkStatus();
+  }
+  std::string where_;
+  GemmPlan plan_;
+  cublasLtHandle_t handle_;
+  size_t es_ = 4;
+  float beta_ = 0.f;
+  size_t c_bytes_ = 0;  // workspace bytes of the materialised C (first in the workspace)
+  bool loop_ = false;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr, d_ = nullptr;
+  cublasLtMatmulPreference_t pref_ = nullptr;
+  std::optional<cublasLtMatmulHeuristicResult_t> algo_, fallback_;
+  mutable std::mutex mu_;
+};
+
+#undef KILN_LT
+
+// ---------------------------------------------------------------------------
+// cuDNN kernel.
+
+cudnnDataType_t CudnnType(DType d) {
+  switch (d) {
+    case DType::kFloat16:
+      return CUDNN_DATA_HALF;
+    case DType::kBFloat16:
+      return CUDNN_DATA_BFLOAT16;
+    default:
+      return CUDNN_DATA_FLOAT;
+  }
+}
+
+std::string DnnStatus(cudnnStatus_t s) {
+  std::string msg = absl::StrCat(cudnnGetErrorString(s), " (", static_cast<int>(s), ")");
+  char last[512] = {};
+  cudnnGetLastErrorString(last, sizeof(last));
+  if (last[0] != '\0') absl::StrAppend(&msg, ": ", last);
+  return msg;
+}
+
+#define KILN_DNN(expr, what)                                                                         \
+  do {                                                                                               \
+    const cudnnStatus_t kiln_dnn_status = (expr);                                                    \
+    if (kiln_dnn_status != CUDNN_STATUS_SUCCESS) {                                                   \
+      return absl::InternalError(absl::StrCat(where_, ": ", what, " failed: ", DnnStatus(kiln_dnn_status))); \
+    }                                                                                                \
+  } while (0)
+
+class CudnnConvKernel : public LibraryKernel {
+ public:
+  CudnnConvKernel(std::string where, ConvPlan plan, cudnnHandle_t handle)
+      : where_(std::move(where)), plan_(plan), handle_(handle) {}
+
+  ~CudnnConvKernel() override {
+    if (conv_) cudnnDestroyConvolutionDescriptor(conv_);
+    if (w_) cudnnDestroyFilterDescriptor(w_);
+    for (cudnnTensorDescriptor_t t : {x_, y_, bias_}) {
+      if (t) cudnnDestroyTensorDescriptor(t);
+    }
+  }
+
+  absl::Status Init() {
+    const ConvPlan& p = plan_;
+    const cudnnDataType_t t = CudnnType(p.dtype);
+    KILN_DNN(cudnnCreateTensorDescriptor(&x_), "cudnnCreateTensorDescriptor");
+    KILN_DNN(cudnnCreateTensorDescriptor(&y_), "cudnnCreateTensorDescriptor");
+    KILN_DNN(cudnnCreateFilterDescriptor(&w_), "cudnnCreateFilterDescriptor");
+    KILN_DNN(cudnnCreateConvolutionDescriptor(&conv_), "cudnnCreateConvolutionDescriptor");
+    KILN_DNN(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, t, p.batch, p.c, p.h, p.w), "set X descriptor");
+    KILN_DNN(cudnnSetFilter4dDescriptor(w_, t, CUDNN_TENSOR_NCHW, p.m, p.cg, p.kh, p.kw), "set W descriptor");
+    KILN_DNN(cudnnSetConvolution2dDescriptor(conv_, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dil_h, p.dil_w,
+                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+             "cudnnSetConvolution2dDescriptor");
+    KILN_DNN(cudnnSetConvolutionGroupCount(conv_, p.group), "cudnnSetConvolutionGroupCount");
+    const bool f32 = p.dtype == DType::kFloat32;
+    // f32: FMA kernels only (no TF32); f16/bf16: tensor cores with fp32 accumulation.
+    KILN_DNN(cudnnSetConvolutionMathType(conv_, f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
+             "cudnnSetConvolutionMathType");
+    int n = 0, c = 0, h = 0, w = 0;
+    KILN_DNN(cudnnGetConvolution2dForwardOutputDim(conv_, x_, w_, &n, &c, &h, &w),
+             "cudnnGetConvolution2dForwardOutputDim");
+    if (n != p.batch || c != p.m || h != p.oh || w != p.ow) {
+      return absl::InternalError(absl::StrCat(where_, ": cuDNN computes output [", n, ",", c, ",", h, ",", w,
+                                              "], the graph says [", p.batch, ",", p.m, ",", p.oh, ",", p.ow, "]"));
+    }
+    KILN_DNN(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, t, p.batch, p.m, p.oh, p.ow), "set Y descriptor");
+    if (p.has_bias) {
+      KILN_DNN(cudnnCreateTensorDescriptor(&bias_), "cudnnCreateTensorDescriptor");
+      KILN_DNN(cudnnSetTensor4dDescriptor(bias_, CUDNN_TENSOR_NCHW, t, 1, p.m, 1, 1), "set bias descriptor");
+    }
+
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT] = {};
+    int found = 0;
+    KILN_DNN(cudnnGetConvolutionForwardAlgorithm_v7(handle_, x_, w_, conv_, y_, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                    &found, perf),
+             "cudnnGetConvolutionForwardAlgorithm_v7");
+    std::string tried;
+    for (int i = 0; i < found; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+      const cudnnMathType_t math = f32 ? CUDNN_FMA_MATH : perf[i].mathType;
+      if (f32 && perf[i].mathType == CUDNN_TENSOR_OP_MATH) continue;
+      if (cudnnSetConvolutionMathType(conv_, math) != CUDNN_STATUS_SUCCESS) continue;
+      size_t bytes = 0;
+      const cudnnStatus_t s = cudnnGetConvolutionForwardWorkspaceSize(handle_, x_, w_, conv_, y_, perf[i].algo, &bytes);
+      if (s != CUDNN_STATUS_SUCCESS) {
+        absl::StrAppend(&tried, " algo ", static_cast<int>(perf[i].algo), ": ", cudnnGetErrorString(s), ";");
+        continue;
+      }
+      if (bytes > kCudnnMaxWorkspace) {
+        absl::StrAppend(&tried, " algo ", static_cast<int>(perf[i].algo), ": needs ", bytes, " bytes;");
+        continue;
+      }
+      algo_ = perf[i].algo;
+      workspace_ = bytes;
+      return absl::OkStatus();
+    }
+    return absl::UnimplementedError(
+        absl::StrCat(where_, ": cuDNN has no usable forward algorithm (", found, " heuristic results;", tried, ")"));
+  }
+
+  size_t workspace_bytes() const override { return workspace_; }
+
+  absl::Status Launch(const LibraryLaunchArgs& args) const override {
+    if (args.outputs.size() != 1 || args.outputs[0] == nullptr || args.inputs.size() < (plan_.has_bias ? 3u : 2u) ||
+        args.inputs[0] == nullptr || args.inputs[1] == nullptr || (plan_.has_bias && args.inputs[2] == nullptr)) {
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": missing input or output pointers for the cuDNN call"));
+    }
+    if (args.workspace_bytes < workspace_ || (workspace_ > 0 && args.workspace == nullptr)) {
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": workspace of ", args.workspace_bytes,
+                                                     " bytes is smaller than the ", workspace_, " needed"));
+    }
+    const float one = 1.f, zero = 0.f;
+    KILN_DNN(cudnnSetStream(handle_, args.stream), "cudnnSetStream");
+    KILN_DNN(cudnnConvolutionForward(handle_, &one, x_, args.inputs[0], w_, args.inputs[1], conv_, algo_,
+                                     args.workspace, workspace_, &zero, y_, args.outputs[0]),
+             "cudnnConvolutionForward");
+    if (plan_.has_bias) {
+      KILN_DNN(cudnnAddTensor(handle_, &one, bias_, args.inputs[2], &one, y_, args.outputs[0]), "cudnnAddTensor (bias)");
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string where_;
+  ConvPlan plan_;
+  cudnnHandle_t handle_;
+  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, bias_ = nullptr;
+  cudnnFilterDescriptor_t w_ = nullptr;
+  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  size_t workspace_ = 0;
+};
+#undef KILN_DNN
+
+}  // namespace
+
+std::string LibraryKernelName(const Node& node) {
+  if (node.op_type() == "MatMul") return PlanMatMul(node).ok() ? "cublaslt:MatMul" : "";
+  if (node.op_type() == "Gemm") return PlanGemm(node).ok() ? "cublaslt:Gemm" : "";
+  if (node.op_type() == "Conv") return PlanConv(node).ok() ? "cudnn:Conv" : "";
+  return "";
+}
 
 absl::StatusOr<std::unique_ptr<LibraryKernel>> CreateLibraryKernel(const Node& node, const LibraryHandles& handles) {
-  return absl::UnimplementedError(absl::StrCat("no library kernel for ", node.op_type()));
+  const std::string where = absl::StrCat(node.Describe(), " [", ShapesOf(node), "]");
+  if (node.op_type() == "MatMul" || node.op_type() == "Gemm") {
+    absl::StatusOr<GemmPlan> plan = node.op_type() == "MatMul" ? PlanMatMul(node) : PlanGemm(node);
+    if (!plan.ok()) return plan.status();
+    if (handles.cublaslt == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(where, ": no cuBLASLt handle"));
+    }
+    auto kernel = std::make_unique<CublasLtKernel>(where, *plan, handles.cublaslt);
+    if (absl::Status s = kernel->Init(); !s.ok()) return s;
+    return std::unique_ptr<LibraryKernel>(std::move(kernel));
+  }
+  if (node.op_type() == "Conv") {
+    absl::StatusOr<ConvPlan> plan = PlanConv(node);
+    if (!plan.ok()) return plan.status();
+    if (handles.cudnn == nullptr) return absl::FailedPreconditionError(absl::StrCat(where, ": no cuDNN handle"));
+    auto kernel = std::make_unique<CudnnConvKernel>(where, *plan, handles.cudnn);
+    if (absl::Status s = kernel->Init(); !s.ok()) return s;
+    return std::unique_ptr<LibraryKernel>(std::move(kernel));
+  }
+  return node.Unsupported("no library kernel for this op");
 }
 
 }  // namespace kiln::codegen

@@ -1,7 +1,10 @@
-// Placeholder until the generators land: no op has a generated kernel yet.
+// Per-node kernel generation: dispatches each op to its family's generator
+// (codegen/ops/{pointwise,movement,reduce,pool}.cc).
 #include "codegen/op_kernels.h"
 
 #include "absl/strings/str_cat.h"
+#include "codegen/ops/families.h"
+#include "codegen/ops/kernel_util.h"
 
 namespace kiln::codegen {
 
@@ -20,7 +23,16 @@ const char* StorageTypeName(DType dtype) {
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node) {
-  return absl::UnimplementedError(absl::StrCat("no generated GPU kernel for ", node.op_type()));
+  const std::string& op = node.op_type();
+  if (!node.domain().empty() && node.domain() != "ai.onnx") return ops::NoKernel(node, absl::StrCat("domain ", node.domain()));
+  for (const Value* v : node.outputs()) {
+    if (v != nullptr && !v->has_type()) return ops::NoKernel(node, "untyped output");
+  }
+  if (ops::IsPointwiseOp(op)) return ops::GeneratePointwise(node);
+  if (ops::IsMovementOp(op)) return ops::GenerateMovement(node);
+  if (ops::IsReduceOp(op)) return ops::GenerateReduce(node);
+  if (ops::IsPoolOp(op)) return ops::GeneratePool(node);
+  return ops::NoKernel(node, "");
 }
 
 }  // namespace kiln::codegen

@@ -1,7 +1,13 @@
-// Tests for the generated per-node kernels: every generated source compiles with NVRTC.
+// Tests for the generated per-node kernels: every case of codegen/ops/op_kernel_cases.h
+// generates launches with valid args and launch shapes, and all of them compile
+// with NVRTC for sm_90a and sm_80; unsupported ops are Unimplemented.
 #include "codegen/op_kernels.h"
 
 #include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/nvrtc_module.h"
+#include "codegen/ops/op_kernel_cases.h"
 
 namespace kiln::codegen {
 namespace {
@@ -9,6 +15,91 @@ namespace {
 TEST(OpKernelsTest, StorageTypeNames) {
   EXPECT_STREQ(StorageTypeName(DType::kFloat16), "kiln_f16");
   EXPECT_STREQ(StorageTypeName(DType::kFloat32), "float");
+  EXPECT_STREQ(StorageTypeName(DType::kInt64), "kiln_i64");
+  EXPECT_STREQ(StorageTypeName(DType::kBool), "kiln_bool");
+}
+
+// Generates every case's launches and checks their shape; returns the kernels.
+std::vector<ModuleKernel> GenerateAll() {
+  std::vector<ModuleKernel> kernels;
+  for (const test::Case& c : test::AllCases()) {
+    SCOPED_TRACE(c.name);
+    absl::StatusOr<test::BuiltCase> b = test::Build(c);
+    EXPECT_TRUE(b.ok()) << b.status();
+    if (!b.ok()) continue;
+    const Node& node = *b->node;
+    absl::StatusOr<std::vector<KernelLaunch>> launches = GenerateNodeKernels(node);
+    EXPECT_TRUE(launches.ok()) << launches.status();
+    if (!launches.ok()) continue;
+    EXPECT_FALSE(launches->empty());
+    std::vector<bool> written(node.num_outputs(), false);
+    for (size_t k = 0; k < launches->size(); ++k) {
+      const KernelLaunch& l = (*launches)[k];
+      EXPECT_NE(l.source.find("KILN_KERNEL("), std::string::npos);
+      for (int a : l.args) {
+        EXPECT_GE(a, 0);
+        EXPECT_LT(a, node.num_outputs() + node.num_inputs());
+        if (a < node.num_outputs()) {
+          written[a] = true;
+        } else {
+          EXPECT_TRUE(node.has_input(a - node.num_outputs())) << "arg " << a << " is an absent input";
+        }
+      }
+      for (int d = 0; d < 3; ++d) {
+        EXPECT_GT(l.grid[d], 0u);
+        EXPECT_GT(l.block[d], 0u);
+      }
+      EXPECT_LE(l.block[0] * l.block[1] * l.block[2], 1024u);
+      kernels.push_back({absl::StrCat("kiln_", c.name, "_", k), l.source});
+    }
+    for (int o = 0; o < node.num_outputs(); ++o) EXPECT_TRUE(written[o]) << "output " << o << " never written";
+  }
+  return kernels;
+}
+
+TEST(OpKernelsTest, AllCasesGenerateAndCompile) {
+  const std::vector<ModuleKernel> kernels = GenerateAll();
+  ASSERT_GT(kernels.size(), 100u);
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    absl::StatusOr<std::vector<std::string>> cubins = CompileModules(kernels, arch, 24);
+    ASSERT_TRUE(cubins.ok()) << arch << ": " << cubins.status();
+    for (const std::string& cubin : *cubins) EXPECT_FALSE(cubin.empty());
+  }
+}
+
+TEST(OpKernelsTest, SourcesBakeShapes) {
+  test::Case c{"t", "Transpose", {test::X(test::Rand(DType::kFloat32, {2, 3, 4}, 7))},
+               {{"perm", std::vector<int64_t>{2, 0, 1}}}};
+  auto b = test::Build(c);
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto l = GenerateNodeKernels(*b->node);
+  ASSERT_TRUE(l.ok()) << l.status();
+  ASSERT_EQ(l->size(), 1u);
+  EXPECT_EQ((*l)[0].args, (std::vector<int>{0, 1}));
+  EXPECT_NE((*l)[0].source.find("< (int)24"), std::string::npos) << (*l)[0].source;
+}
+
+TEST(OpKernelsTest, UnsupportedOpsAreUnimplemented) {
+  for (const char* op : {"CumSum", "MatMul"}) {
+    test::Case c{"u", op, {test::X(test::Rand(DType::kFloat32, {3, 3}, 1))}};
+    if (std::string(op) == "CumSum") c.inputs.push_back(test::K(test::Ints({1})));
+    if (std::string(op) == "MatMul") c.inputs.push_back(test::X(test::Rand(DType::kFloat32, {3, 3}, 2)));
+    auto b = test::Build(c);
+    ASSERT_TRUE(b.ok()) << b.status();
+    auto l = GenerateNodeKernels(*b->node);
+    ASSERT_FALSE(l.ok()) << op;
+    EXPECT_EQ(l.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_NE(l.status().message().find(absl::StrCat("no generated GPU kernel for ", op)), absl::string_view::npos)
+        << l.status();
+  }
+  // A supported op in an unsupported form.
+  test::Case c{"pool", "MaxPool", {test::X(test::Rand(DType::kFloat32, {1, 1, 4, 4}, 3))},
+               {{"kernel_shape", std::vector<int64_t>{2, 2}}}, 2};
+  auto b = test::Build(c);
+  if (b.ok()) {
+    auto l = GenerateNodeKernels(*b->node);
+    EXPECT_EQ(l.status().code(), absl::StatusCode::kUnimplemented);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,288 @@
+// Data-movement kernels: element copies between strided views, typed by storage
+// (bytes are never converted). Views, Transpose, Slice, Split, Concat, Tile, Expand
+// are one strided copy each (per input or output); Gather and Pad compute their
+// source index per element.
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/ops/families.h"
+#include "codegen/ops/kernel_util.h"
+#include "graph/ops/op_util.h"
+
+namespace kiln::codegen::ops {
+namespace {
+
+using kiln::ops::ConstantInts;
+
+// out[dst_base + dst(i)] = in[src_base + src(i)] over `shape`; dst/src strides.
+KernelLaunch StridedCopy(DType dtype, const Shape& shape, std::vector<int64_t> dst_strides, int64_t dst_base,
+                         std::vector<int64_t> src_strides, int64_t src_base, int dst_arg, int src_arg,
+                         int64_t max_extent, const std::string& what) {
+  StridedSpace space;
+  space.shape = shape;
+  space.strides = {std::move(dst_strides), std::move(src_strides)};
+  space.Collapse();
+  const int64_t n = NumElements(shape);
+  const char* it = IndexType(std::max(n, max_extent));
+  KernelLaunch l;
+  l.args = {dst_arg, src_arg};
+  l.source = absl::StrCat("// ", what, "\nextern \"C\" __global__ void KILN_KERNEL(", Param(dtype, false, "out"), ", ",
+                          Param(dtype, true, "in"), ") {\n", GridStrideLoop(n),
+                          OffsetCode(space, {0, 1}, "i", it, "o"), "out[", dst_base == 0 ? "" : absl::StrCat(dst_base, " + "),
+                          "o0] = in[", src_base == 0 ? "" : absl::StrCat(src_base, " + "), "o1];\n}\n}\n");
+  SetGrid1D(l, n);
+  return l;
+}
+
+// Copy of input `in` into dense output `out` through source strides.
+KernelLaunch Gather(const Node& node, int out, int in, const Shape& shape, std::vector<int64_t> src_strides,
+                    int64_t src_base) {
+  return StridedCopy(node.output(out)->dtype(), shape, DenseStrides(shape), 0, std::move(src_strides), src_base, out,
+                     InputArg(node, in), node.input(in)->numel(), absl::StrCat(node.op_type(), " ",
+                                                                              node.output(out)->TypeString()));
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> Slice(const Node& node) {
+  auto plan = kiln::ops::ConstantSlicePlan(node);
+  if (!plan.ok()) return NoKernel(node, std::string(plan.status().message()));
+  const Shape& shape = node.input(0)->shape();
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> start(rank, 0), step(rank, 1);
+  for (int64_t a = 0; a < rank; ++a) {
+    if ((*plan)[a].count != node.output(0)->shape()[a]) {
+      return NoKernel(node, "slice plan disagrees with the output shape");
+    }
+    start[a] = (*plan)[a].start;
+    step[a] = (*plan)[a].step;
+  }
+  const std::vector<int64_t> in_strides = DenseStrides(shape);
+  std::vector<int64_t> strides(rank);
+  int64_t base = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    base += start[d] * in_strides[d];
+    strides[d] = step[d] * in_strides[d];
+  }
+  return std::vector<KernelLaunch>{Gather(node, 0, 0, node.output(0)->shape(), strides, base)};
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> GatherOp(const Node& node) {
+  auto axis_attr = node.GetInt("axis", 0);
+  if (!axis_attr.ok()) return axis_attr.status();
+  const Shape& data = node.input(0)->shape();
+  const int64_t rank = static_cast<int64_t>(data.size());
+  const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
+  const DType it_dtype = node.input(1)->dtype();
+  if (it_dtype != DType::kInt64 && it_dtype != DType::kInt32) return NoKernel(node, "indices dtype");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < axis) outer *= data[d];
+    if (d > axis) inner *= data[d];
+  }
+  const int64_t dim = data[axis];
+  const int64_t nidx = node.input(1)->numel();
+  const int64_t n = node.output(0)->numel();
+  const char* it = IndexType(std::max(n, node.input(0)->numel()));
+  const DType dt = node.output(0)->dtype();
+  KernelLaunch l;
+  l.args = {0, InputArg(node, 0), InputArg(node, 1)};
+  l.source = absl::StrCat(
+      "// Gather ", node.output(0)->TypeString(), " axis ", axis, "\nextern \"C\" __global__ void KILN_KERNEL(",
+      Param(dt, false, "out"), ", ", Param(dt, true, "data"), ", ", Param(it_dtype, true, "indices"), ") {\n",
+      GridStrideLoop(n), "const ", it, " k = i % ", inner, ";\nconst ", it, " t = i / ", inner, ";\nconst ", it,
+      " j = t % ", nidx, ";\nconst ", it, " o = t / ", nidx, ";\nkiln_i64 x = (kiln_i64)indices[j];\n",
+      "if (x < 0) x += ", dim, ";\nx = x < 0 ? 0 : (x >= ", dim, " ? ", dim - 1, " : x);  // out of range: clamped\n",
+      "out[i] = data[(o * ", dim, " + (", it, ")x) * ", inner, " + k];\n}\n}\n");
+  SetGrid1D(l, n);
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> Pad(const Node& node) {
+  auto pads = ConstantInts(node, 1, "pads");
+  if (!pads.ok()) return pads.status();
+  auto mode = node.GetString("mode", "constant");
+  if (!mode.ok()) return mode.status();
+  if (*mode != "constant" && *mode != "edge" && *mode != "reflect" && *mode != "wrap") {
+    return NoKernel(node, absl::StrCat("mode ", *mode));
+  }
+  const Shape& shape = node.input(0)->shape();
+  const Shape& oshape = node.output(0)->shape();
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> axes;
+  if (node.has_input(3)) {
+    auto a = ConstantInts(node, 3, "axes");
+    if (!a.ok()) return a.status();
+    axes = *a;
+  } else {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  const size_t na = axes.size();
+  if (pads->size() != 2 * na) return NoKernel(node, "pads size");
+  std::vector<int64_t> begin(rank, 0), end(rank, 0);
+  for (size_t i = 0; i < na; ++i) {
+    const int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+    begin[a] = (*pads)[i];
+    end[a] = (*pads)[na + i];
+  }
+  const DType dt = node.output(0)->dtype();
+  const int64_t n = node.output(0)->numel();
+  const char* it = IndexType(std::max(n, node.input(0)->numel()));
+  const std::vector<int64_t> in_strides = DenseStrides(shape);
+  KernelLaunch l;
+  l.args = {0, InputArg(node, 0)};
+  std::string params = absl::StrCat(Param(dt, false, "out"), ", ", Param(dt, true, "in"));
+  std::string fill;
+  const bool constant = *mode == "constant";
+  if (constant) {
+    if (!node.has_input(2)) {
+      fill = absl::StrCat("out[i] = (", StorageTypeName(dt), ")0;");
+    } else if (node.input(2)->is_constant()) {
+      const Tensor& c = node.input(2)->constant();
+      fill = IsFloating(dt) ? StoreFrom(dt, Domain::kFloat, "out", "i", FloatLit(c.ScalarFloat()))
+                            : StoreFrom(dt, Domain::kInt, "out", "i", IntLit(c.ScalarInt64()));
+    } else {
+      absl::StrAppend(&params, ", ", Param(dt, true, "cv"));
+      l.args.push_back(InputArg(node, 2));
+      fill = "out[i] = cv[0];";
+    }
+  }
+  std::string body = absl::StrCat(it, " r_ = i;\n", it, " src = 0;\nbool inside = true;\n");
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    absl::StrAppend(&body, "{\n", it, " j = r_ % ", oshape[d], ";\nr_ /= ", oshape[d], ";\n");
+    if (constant) {
+      absl::StrAppend(&body, it, " s = j - (", begin[d], ");\ninside = inside && s >= 0 && s < ", shape[d], ";\n");
+    } else {
+      const int64_t lo = std::max<int64_t>(0, -begin[d]);
+      const int64_t len = shape[d] - lo - std::max<int64_t>(0, -end[d]);
+      const int64_t pb = std::max<int64_t>(0, begin[d]);
+      absl::StrAppend(&body, it, " s = j - ", pb, ";\n");
+      if (*mode == "edge") {
+        absl::StrAppend(&body, "s = s < 0 ? 0 : (s > ", len - 1, " ? ", len - 1, " : s);\n");
+      } else if (*mode == "wrap") {
+        absl::StrAppend(&body, "s %= ", len, ";\nif (s < 0) s += ", len, ";\n");
+      } else if (len == 1) {
+        absl::StrAppend(&body, "s = 0;\n");
+      } else {
+        absl::StrAppend(&body, "s %= ", 2 * (len - 1), ";\nif (s < 0) s += ", 2 * (len - 1), ";\nif (s >= ", len,
+                        ") s = ", 2 * (len - 1), " - s;\n");
+      }
+      absl::StrAppend(&body, "s += ", lo, ";\n");
+    }
+    absl::StrAppend(&body, "src += s * ", in_strides[d], ";\n}\n");
+  }
+  absl::StrAppend(&body, constant ? absl::StrCat("if (inside) out[i] = in[src]; else ", fill, "\n") : "out[i] = in[src];\n");
+  l.source = absl::StrCat("// Pad ", *mode, " ", node.output(0)->TypeString(), "\nextern \"C\" __global__ void KILN_KERNEL(",
+                          params, ") {\n", GridStrideLoop(n), body, "}\n}\n");
+  SetGrid1D(l, n);
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
+}  // namespace
+
+bool IsMovementOp(absl::string_view op) {
+  static const char* const kOps[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout",
+                                     "Transpose", "Concat", "Split", "Slice", "Gather", "Pad", "Tile", "Expand"};
+  for (const char* k : kOps) {
+    if (op == k) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node) {
+  const std::string& op = node.op_type();
+  const Value* out = node.output(0);
+  const Shape& oshape = out->shape();
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
+      op == "Dropout") {
+    if (op == "Dropout" && node.has_input(2)) {
+      const Value* tm = node.input(2);
+      if (!tm->is_constant() || tm->constant().ScalarFloat() != 0.f) return NoKernel(node, "training_mode");
+    }
+    const Shape flat = {out->numel()};
+    std::vector<KernelLaunch> ls = {Gather(node, 0, 0, flat, {1}, 0)};
+    if (op == "Dropout" && node.num_outputs() > 1) {
+      KernelLaunch m;
+      const int64_t n = node.output(1)->numel();
+      m.args = {1};
+      m.source = absl::StrCat("// Dropout mask\nextern \"C\" __global__ void KILN_KERNEL(",
+                              Param(DType::kBool, false, "mask"), ") {\n", GridStrideLoop(n), "mask[i] = 1;\n}\n}\n");
+      SetGrid1D(m, n);
+      ls.push_back(std::move(m));
+    }
+    return ls;
+  }
+  if (op == "Transpose") {
+    const Shape& ishape = node.input(0)->shape();
+    const int64_t rank = static_cast<int64_t>(ishape.size());
+    std::vector<int64_t> dflt(rank);
+    for (int64_t i = 0; i < rank; ++i) dflt[i] = rank - 1 - i;
+    auto perm = node.GetInts("perm", dflt);
+    if (!perm.ok()) return perm.status();
+    if (static_cast<int64_t>(perm->size()) != rank) return NoKernel(node, "bad perm");
+    const std::vector<int64_t> s = DenseStrides(ishape);
+    std::vector<int64_t> strides(rank);
+    for (int64_t i = 0; i < rank; ++i) strides[i] = s[(*perm)[i] < 0 ? (*perm)[i] + rank : (*perm)[i]];
+    return std::vector<KernelLaunch>{Gather(node, 0, 0, oshape, strides, 0)};
+  }
+  if (op == "Expand") {
+    const Shape& ishape = node.input(0)->shape();
+    const std::vector<int64_t> s = DenseStrides(ishape);
+    std::vector<int64_t> strides(oshape.size(), 0);
+    const size_t lead = oshape.size() - ishape.size();
+    for (size_t d = 0; d < ishape.size(); ++d) strides[lead + d] = ishape[d] == 1 ? 0 : s[d];
+    return std::vector<KernelLaunch>{Gather(node, 0, 0, oshape, strides, 0)};
+  }
+  if (op == "Tile") {
+    const Shape& ishape = node.input(0)->shape();
+    const std::vector<int64_t> s = DenseStrides(ishape);
+    Shape space;
+    std::vector<int64_t> strides;
+    for (size_t d = 0; d < ishape.size(); ++d) {
+      space.push_back(ishape[d] == 0 ? 0 : oshape[d] / ishape[d]);
+      strides.push_back(0);
+      space.push_back(ishape[d]);
+      strides.push_back(s[d]);
+    }
+    return std::vector<KernelLaunch>{Gather(node, 0, 0, space, strides, 0)};
+  }
+  if (op == "Concat" || op == "Split") {
+    auto axis_attr = op == "Concat" ? node.GetInt("axis") : node.GetInt("axis", 0);
+    if (!axis_attr.ok()) return axis_attr.status();
+    const Shape& whole = op == "Concat" ? oshape : node.input(0)->shape();
+    const int64_t rank = static_cast<int64_t>(whole.size());
+    const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d < axis) outer *= whole[d];
+      if (d > axis) inner *= whole[d];
+    }
+    const int64_t row = whole[axis] * inner;
+    const int64_t total = NumElements(whole);
+    std::vector<KernelLaunch> ls;
+    int64_t offset = 0;
+    const int parts = op == "Concat" ? node.num_inputs() : node.num_outputs();
+    for (int p = 0; p < parts; ++p) {
+      const Value* part = op == "Concat" ? node.input(p) : node.output(p);
+      if (part == nullptr) return NoKernel(node, "absent input");
+      const int64_t chunk = part->shape()[axis] * inner;
+      if (chunk > 0 && outer > 0) {
+        const std::string what = absl::StrCat(op, " part ", p, " ", part->TypeString());
+        if (op == "Concat") {
+          ls.push_back(StridedCopy(out->dtype(), {outer, chunk}, {row, 1}, offset, {chunk, 1}, 0, 0, InputArg(node, p),
+                                   total, what));
+        } else {
+          ls.push_back(StridedCopy(out->dtype(), {outer, chunk}, {chunk, 1}, 0, {row, 1}, offset, p, InputArg(node, 0),
+                                   total, what));
+        }
+      }
+      offset += chunk;
+    }
+    return ls;
+  }
+  if (op == "Slice") return Slice(node);
+  if (op == "Gather") return GatherOp(node);
+  if (op == "Pad") return Pad(node);
+  return NoKernel(node, "");
+}
+
+}  // namespace kiln::codegen::ops

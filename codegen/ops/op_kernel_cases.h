@@ -1,0 +1,240 @@
+// Test nodes for the generated per-node kernels (codegen/op_kernels_test.cc compiles
+// them all, codegen/op_kernels_gpu_test.cc runs them against the CPU reference):
+// one or more representative nodes per supported op, with odd shapes, broadcasts,
+// every storage dtype the op takes. Header-only, for tests.
+#pragma once
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "graph/graph.h"
+#include "graph/infer_shapes.h"
+
+namespace kiln::codegen::test {
+
+// How an input is given: fed at run time with random data, or a constant.
+struct CaseInput {
+  Tensor t;
+  bool constant = false;
+  bool absent = false;
+};
+
+struct Case {
+  std::string name;
+  std::string op;
+  std::vector<CaseInput> inputs;
+  std::map<std::string, Attribute> attrs;
+  int num_outputs = 1;
+};
+
+// Random tensor: floats uniform in [lo, hi), integers in [-5, 5], bools 0/1.
+inline Tensor Rand(DType dtype, Shape shape, uint32_t seed, float lo = -2.f, float hi = 2.f) {
+  std::mt19937 gen(seed);
+  const int64_t n = NumElements(shape);
+  if (IsFloating(dtype)) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(gen);
+    return Tensor::FromFloat(dtype, shape, v);
+  }
+  std::uniform_int_distribution<int64_t> dist(dtype == DType::kBool ? 0 : (dtype == DType::kUInt8 ? 0 : -5),
+                                              dtype == DType::kBool ? 1 : 5);
+  std::vector<int64_t> v(n);
+  for (int64_t& x : v) x = dist(gen);
+  return Tensor::FromInt64(dtype, shape, v);
+}
+
+inline CaseInput X(Tensor t) { return {std::move(t), false, false}; }
+inline CaseInput K(Tensor t) { return {std::move(t), true, false}; }
+inline CaseInput Absent() { return {Tensor(), false, true}; }
+inline Tensor Ints(std::vector<int64_t> v) {
+  return Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(v.size())}, v);
+}
+
+inline std::vector<Case> AllCases() {
+  using D = DType;
+  const D f32 = D::kFloat32, f16 = D::kFloat16, bf16 = D::kBFloat16, i64 = D::kInt64, i32 = D::kInt32;
+  std::vector<Case> c;
+  uint32_t seed = 1;
+  auto R = [&](D d, Shape s, float lo = -2.f, float hi = 2.f) { return X(Rand(d, std::move(s), seed++, lo, hi)); };
+  auto RK = [&](D d, Shape s, float lo = -2.f, float hi = 2.f) { return K(Rand(d, std::move(s), seed++, lo, hi)); };
+  auto add = [&](std::string name, std::string op, std::vector<CaseInput> ins, std::map<std::string, Attribute> attrs = {},
+                 int outs = 1) { c.push_back({std::move(name), std::move(op), std::move(ins), std::move(attrs), outs}); };
+
+  // ---- Pointwise ----
+  add("AddBroadcastF32", "Add", {R(f32, {3, 5, 7}), R(f32, {5, 1})});
+  add("AddSameF16", "Add", {R(f16, {2, 3, 37}), R(f16, {2, 3, 37})});
+  add("AddI64", "Add", {R(i64, {4, 5}), R(i64, {5})});
+  add("SubBF16", "Sub", {R(bf16, {2, 1, 6}), R(bf16, {3, 1})});
+  add("MulScalarF32", "Mul", {R(f32, {7, 9}), R(f32, {})});
+  add("DivF32", "Div", {R(f32, {4, 6}), R(f32, {6}, 0.5f, 2.f)});
+  add("DivI32", "Div", {R(i32, {4, 6}), R(i32, {4, 1})});
+  add("PowF32", "Pow", {R(f32, {3, 5}, 0.1f, 2.f), R(f32, {5})});
+  add("PowI64", "Pow", {R(i64, {3, 5}), K(Tensor::FromInt64(i64, {1}, {3}))});
+  add("PowF16IntExp", "Pow", {R(f16, {3, 5}), K(Tensor::FromInt64(i64, {}, {2}))});
+  add("MaxVariadicF32", "Max", {R(f32, {2, 3, 4}), R(f32, {3, 1}), R(f32, {4})});
+  add("MinI64", "Min", {R(i64, {5, 3}), R(i64, {5, 3})});
+  add("SumF16", "Sum", {R(f16, {4, 9}), R(f16, {9}), R(f16, {4, 1})});
+  add("SumOneInput", "Sum", {R(f32, {5})});
+  add("MeanF32", "Mean", {R(f32, {6, 7}), R(f32, {6, 7})});
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Neg", "Abs", "Floor", "Ceil", "HardSwish", "Softplus"}) {
+    add(absl::StrCat(op, "F16"), op, {R(f16, {3, 17})});
+    add(absl::StrCat(op, "F32"), op, {R(f32, {129})});
+  }
+  for (const char* op : {"Log", "Sqrt", "Reciprocal"}) {
+    add(absl::StrCat(op, "F32"), op, {R(f32, {5, 11}, 0.1f, 4.f)});
+    add(absl::StrCat(op, "BF16"), op, {R(bf16, {5, 11}, 0.1f, 4.f)});
+  }
+  add("ReluI64", "Relu", {R(i64, {13})});
+  add("NegI32", "Neg", {R(i32, {13})});
+  add("AbsI64", "Abs", {R(i64, {13})});
+  add("LeakyReluF32", "LeakyRelu", {R(f32, {4, 33})}, {{"alpha", 0.1f}});
+  add("PReluF16", "PRelu", {R(f16, {2, 3, 4, 5}), RK(f16, {3, 1, 1})});
+  add("EluBF16", "Elu", {R(bf16, {3, 19})}, {{"alpha", 0.5f}});
+  add("SeluF32", "Selu", {R(f32, {3, 19})});
+  add("HardSigmoidF16", "HardSigmoid", {R(f16, {3, 19})}, {{"alpha", 0.3f}});
+  add("GeluErfF32", "Gelu", {R(f32, {2, 65})});
+  add("GeluTanhBF16", "Gelu", {R(bf16, {2, 65})}, {{"approximate", std::string("tanh")}});
+  add("ClipConstF32", "Clip", {R(f32, {4, 9}), K(Tensor::FromFloat(f32, {}, {-0.5f})), K(Tensor::FromFloat(f32, {}, {0.7f}))});
+  add("ClipRuntimeMinF16", "Clip", {R(f16, {4, 9}), R(f16, {})});
+  add("ClipMaxOnlyI64", "Clip", {R(i64, {4, 9}), Absent(), K(Tensor::FromInt64(i64, {}, {2}))});
+  add("WhereF32", "Where", {R(D::kBool, {3, 1}), R(f32, {1, 4}), R(f32, {3, 4})});
+  add("WhereI64", "Where", {R(D::kBool, {2, 3}), R(i64, {2, 3}), R(i64, {})});
+  add("EqualI64", "Equal", {R(i64, {3, 4}), R(i64, {4})});
+  add("LessF32", "Less", {R(f32, {3, 4}), R(f32, {3, 1})});
+  add("GreaterF16", "Greater", {R(f16, {3, 4}), R(f16, {3, 4})});
+  add("LessOrEqualBF16", "LessOrEqual", {R(bf16, {3, 4}), R(bf16, {4})});
+  add("GreaterOrEqualI32", "GreaterOrEqual", {R(i32, {3, 4}), R(i32, {3, 4})});
+  add("Not", "Not", {R(D::kBool, {5, 3})});
+  add("And", "And", {R(D::kBool, {5, 3}), R(D::kBool, {3})});
+  add("Or", "Or", {R(D::kBool, {5, 1}), R(D::kBool, {5, 3})});
+  const std::pair<D, D> casts[] = {{f32, f16}, {f16, f32}, {f32, i64}, {i64, f32}, {f32, D::kBool}, {D::kBool, f32},
+                                   {i64, i32}, {bf16, f16}, {f32, D::kInt8}, {f16, D::kUInt8}, {i32, bf16}};
+  static const std::map<D, int64_t> kOnnx = {{f32, 1}, {D::kUInt8, 2}, {D::kInt8, 3}, {i32, 6}, {i64, 7},
+                                             {D::kBool, 9}, {f16, 10}, {bf16, 16}};
+  for (const auto& [from, to] : casts) {
+    add(absl::StrCat("Cast_", DTypeName(from), "_", DTypeName(to)), "Cast", {R(from, {3, 7}, -300.f, 300.f)},
+        {{"to", kOnnx.at(to)}});
+  }
+  add("IdentityI64", "Identity", {R(i64, {3, 7})});
+  add("DropoutMask", "Dropout", {R(f16, {3, 7})}, {}, 2);
+  add("BatchNormF16", "BatchNormalization",
+      {R(f16, {2, 3, 5, 5}), RK(f16, {3}), RK(f16, {3}), RK(f16, {3}), RK(f16, {3}, 0.5f, 2.f)}, {{"epsilon", 1e-3f}});
+  add("BatchNormF32", "BatchNormalization",
+      {R(f32, {2, 4, 7}), RK(f32, {4}), RK(f32, {4}), RK(f32, {4}), RK(f32, {4}, 0.5f, 2.f)});
+  add("ExpandF16", "Expand", {R(f16, {3, 1}), K(Ints({2, 3, 4}))});
+
+  // ---- Data movement ----
+  add("ReshapeF16", "Reshape", {R(f16, {2, 3, 4}), K(Ints({6, -1}))});
+  add("FlattenI64", "Flatten", {R(i64, {2, 3, 4})}, {{"axis", int64_t{2}}});
+  add("SqueezeF32", "Squeeze", {R(f32, {2, 1, 4}), K(Ints({1}))});
+  add("UnsqueezeBool", "Unsqueeze", {R(D::kBool, {2, 4}), K(Ints({0, 3}))});
+  add("TransposeF32", "Transpose", {R(f32, {2, 3, 4, 5})}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}});
+  add("TransposeDefaultI64", "Transpose", {R(i64, {3, 7})});
+  add("TransposeRank6F16", "Transpose", {R(f16, {2, 3, 1, 2, 3, 2})},
+      {{"perm", std::vector<int64_t>{5, 0, 3, 1, 4, 2}}});
+  add("ConcatAxis1F16", "Concat", {R(f16, {2, 3, 5}), R(f16, {2, 1, 5}), R(f16, {2, 4, 5})}, {{"axis", int64_t{1}}});
+  add("ConcatLastI64", "Concat", {R(i64, {3, 2}), R(i64, {3, 5})}, {{"axis", int64_t{-1}}});
+  add("SplitEqualF32", "Split", {R(f32, {4, 6})}, {{"axis", int64_t{1}}}, 3);
+  add("SplitSizesBF16", "Split", {R(bf16, {2, 6, 3}), K(Ints({2, 3, 1}))}, {{"axis", int64_t{1}}}, 3);
+  add("SliceNegStepF32", "Slice", {R(f32, {5, 7}), K(Ints({-1, 1})), K(Ints({-100, 6})), K(Ints({0, 1})), K(Ints({-2, 2}))});
+  add("SliceAxesI64", "Slice", {R(i64, {4, 6, 5}), K(Ints({1})), K(Ints({INT64_MAX})), K(Ints({2}))});
+  add("GatherAxis0I64Idx", "Gather", {R(f16, {5, 4}), K(Tensor::FromInt64(i64, {2, 3}, {0, -1, 3, 2, -5, 1}))});
+  add("GatherAxis1I32Idx", "Gather", {R(f32, {3, 6, 2}), X(Tensor::FromInt64(i32, {4}, {5, 0, -2, 1}))},
+      {{"axis", int64_t{1}}});
+  add("PadConstantF32", "Pad", {R(f32, {3, 4}), K(Ints({1, -1, 2, 3})), K(Tensor::FromFloat(f32, {}, {1.5f}))});
+  add("PadReflectF16", "Pad", {R(f16, {1, 2, 4, 5}), K(Ints({0, 0, 2, 3, 0, 0, 3, 1}))}, {{"mode", std::string("reflect")}});
+  add("PadEdgeI64", "Pad", {R(i64, {3, 4}), K(Ints({2, 1, 1, 2}))}, {{"mode", std::string("edge")}});
+  add("PadWrapF32", "Pad", {R(f32, {3, 4}), K(Ints({2, 5, 1, 2}))}, {{"mode", std::string("wrap")}});
+  add("TileF16", "Tile", {R(f16, {2, 3}), K(Ints({3, 2}))});
+
+  // ---- Reductions ----
+  add("ReduceMeanAxis1F32", "ReduceMean", {R(f32, {2, 5, 7}), K(Ints({1}))});
+  add("ReduceSumLastF16", "ReduceSum", {R(f16, {6, 300}), K(Ints({-1}))}, {{"keepdims", int64_t{0}}});
+  add("ReduceMaxAllF32", "ReduceMax", {R(f32, {3, 4, 5})});
+  add("ReduceMinAxes02BF16", "ReduceMin", {R(bf16, {3, 4, 5}), K(Ints({0, 2}))});
+  add("ReduceProdF32", "ReduceProd", {R(f32, {4, 6}, 0.5f, 1.5f), K(Ints({1}))});
+  add("ReduceL2F16", "ReduceL2", {R(f16, {4, 6, 3}), K(Ints({1, 2}))});
+  add("ReduceSumSquareF32", "ReduceSumSquare", {R(f32, {4, 6}), K(Ints({0}))});
+  add("ReduceSumI64", "ReduceSum", {R(i64, {4, 6}), K(Ints({1}))});
+  add("ReduceMeanNoopF32", "ReduceMean", {R(f32, {4, 6})}, {{"noop_with_empty_axes", int64_t{1}}});
+  add("SoftmaxLastF16", "Softmax", {R(f16, {4, 37})});
+  add("SoftmaxMiddleF32", "Softmax", {R(f32, {2, 5, 3})}, {{"axis", int64_t{1}}});
+  add("LogSoftmaxBF16", "LogSoftmax", {R(bf16, {3, 300})});
+  add("SoftmaxLongF32", "Softmax", {R(f32, {2, 1030}, -8.f, 8.f)});
+  add("LayerNormBiasF32", "LayerNormalization", {R(f32, {2, 3, 64}), RK(f32, {64}), RK(f32, {64})});
+  add("LayerNormNoBiasF16", "LayerNormalization", {R(f16, {5, 33}), RK(f16, {33})});
+  add("LayerNormStatsF32", "LayerNormalization", {R(f32, {2, 3, 4, 5}), RK(f32, {4, 1}), RK(f32, {5})},
+      {{"axis", int64_t{2}}, {"epsilon", 1e-3f}}, 3);
+  add("GlobalAveragePoolF16", "GlobalAveragePool", {R(f16, {2, 3, 7, 7})});
+  add("GlobalMaxPoolF32", "GlobalMaxPool", {R(f32, {2, 3, 5, 4})});
+  add("ArgMaxF32", "ArgMax", {R(f32, {3, 7, 4})}, {{"axis", int64_t{1}}});
+  add("ArgMinLastI64", "ArgMin", {R(i64, {3, 7})}, {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}},
+                                                   {"select_last_index", int64_t{1}}});
+
+  // ---- Windows ----
+  add("MaxPool3x3s2F16", "MaxPool", {R(f16, {1, 2, 9, 9})},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+       {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  add("MaxPoolCeilDilF32", "MaxPool", {R(f32, {2, 3, 10, 8})},
+      {{"kernel_shape", std::vector<int64_t>{2, 3}}, {"strides", std::vector<int64_t>{3, 2}},
+       {"dilations", std::vector<int64_t>{2, 1}}, {"ceil_mode", int64_t{1}}, {"pads", std::vector<int64_t>{0, 1, 1, 0}}});
+  add("MaxPool1DBF16", "MaxPool", {R(bf16, {2, 3, 11})},
+      {{"kernel_shape", std::vector<int64_t>{3}}, {"auto_pad", std::string("SAME_UPPER")}, {"strides", std::vector<int64_t>{2}}});
+  add("AvgPoolExclPadF32", "AveragePool", {R(f32, {1, 3, 7, 7})},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+       {"pads", std::vector<int64_t>{1, 0, 2, 1}}, {"ceil_mode", int64_t{1}}});
+  add("AvgPoolInclPadF16", "AveragePool", {R(f16, {2, 2, 6, 5})},
+      {{"kernel_shape", std::vector<int64_t>{3, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+       {"count_include_pad", int64_t{1}}});
+  add("LrnF32", "LRN", {R(f32, {1, 7, 3, 3})}, {{"size", int64_t{5}}, {"alpha", 1e-2f}, {"beta", 0.75f}, {"bias", 2.f}});
+  add("LrnF16", "LRN", {R(f16, {2, 4, 5})}, {{"size", int64_t{2}}});
+  return c;
+}
+
+// A one-node graph for `c`, shapes inferred without folding.
+struct BuiltCase {
+  std::unique_ptr<Graph> graph;
+  Node* node = nullptr;
+  std::vector<Tensor> inputs;  // per node input; undefined when absent
+};
+
+inline absl::StatusOr<BuiltCase> Build(const Case& c) {
+  BuiltCase b;
+  b.graph = std::make_unique<Graph>();
+  Graph& g = *b.graph;
+  std::vector<Value*> ins;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const std::string name = absl::StrCat("in", i);
+    const CaseInput& in = c.inputs[i];
+    b.inputs.push_back(in.t);
+    if (in.absent) {
+      ins.push_back(nullptr);
+    } else if (in.constant) {
+      ins.push_back(g.AddConstant(name, in.t));
+    } else {
+      Value* v = g.AddValue(name);
+      v->SetType(in.t.dtype(), in.t.shape());
+      g.AddInput(v);
+      ins.push_back(v);
+    }
+  }
+  std::vector<Value*> outs;
+  for (int i = 0; i < c.num_outputs; ++i) outs.push_back(g.AddValue(absl::StrCat("out", i)));
+  b.node = g.AddNode(c.op, ins, outs, c.name);
+  for (const auto& [k, v] : c.attrs) b.node->SetAttr(k, v);
+  for (Value* v : outs) g.AddOutput(v);
+  InferShapesOptions options;
+  options.fold_constants = false;
+  absl::Status s = InferShapes(g, options);
+  if (!s.ok()) return s;
+  return b;
+}
+
+}  // namespace kiln::codegen::test

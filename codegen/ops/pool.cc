@@ -1,0 +1,111 @@
+// Windowed kernels: MaxPool and AveragePool over 1 to 3 spatial dims (window
+// geometry resolved by kiln::ops::ComputeWindow, as the CPU reference does; the
+// template is codegen/templates/pool.cuh), and LRN across channels.
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/ops/families.h"
+#include "codegen/ops/kernel_util.h"
+#include "codegen/templates.h"
+#include "graph/ops/op_util.h"
+
+namespace kiln::codegen::ops {
+namespace {
+
+absl::StatusOr<std::vector<KernelLaunch>> Pool(const Node& node) {
+  const Value* x = node.input(0);
+  const Value* y = node.output(0);
+  const bool is_max = node.op_type() == "MaxPool";
+  if (node.num_outputs() > 1) return NoKernel(node, "Indices output");
+  if (x->rank() < 3 || x->rank() > 5) return NoKernel(node, absl::StrCat("rank ", x->rank()));
+  if (!IsFloating(x->dtype()) && !(is_max && (x->dtype() == DType::kInt8 || x->dtype() == DType::kUInt8))) {
+    return NoKernel(node, absl::StrCat("dtype ", DTypeName(x->dtype())));
+  }
+  auto kernel = node.GetInts("kernel_shape");
+  if (!kernel.ok()) return kernel.status();
+  auto ceil_mode = node.GetInt("ceil_mode", 0);
+  if (!ceil_mode.ok()) return ceil_mode.status();
+  auto count_pad = node.GetInt("count_include_pad", 0);
+  if (!count_pad.ok()) return count_pad.status();
+  const Shape& xs = x->shape();
+  const Shape spatial(xs.begin() + 2, xs.end());
+  auto win = kiln::ops::ComputeWindow(node, spatial, *kernel, /*use_dilations=*/true, *ceil_mode != 0);
+  if (!win.ok()) return win.status();
+  const kiln::ops::Window3 g = kiln::ops::LiftWindow(spatial, *win);
+  const int64_t planes = xs[0] * xs[1];
+  const char* it = IndexType(std::max(x->numel(), y->numel()));
+  std::string prefix = absl::StrCat("// ", node.op_type(), " ", x->TypeString(), " -> ", y->TypeString(), "\ntypedef ",
+                                    StorageTypeName(x->dtype()), " kiln_in_t;\ntypedef ", StorageTypeName(y->dtype()),
+                                    " kiln_out_t;\ntypedef ", it, " kiln_idx_t;\nconstexpr kiln_idx_t kPlanes = ", planes,
+                                    ";\nconstexpr bool kIsMax = ", is_max ? "true" : "false",
+                                    ";\nconstexpr bool kCountPad = ", *count_pad ? "true" : "false", ";\n");
+  auto dims = [&](const char* name, const int64_t* v) {
+    for (int d = 0; d < 3; ++d) absl::StrAppend(&prefix, "constexpr int ", name, d, " = ", v[d], ";\n");
+  };
+  dims("kIn", g.in);
+  dims("kOut", g.out);
+  dims("kK", g.kernel);
+  dims("kS", g.stride);
+  dims("kD", g.dilation);
+  dims("kPb", g.pad_begin);
+  dims("kPe", g.pad_end);
+  absl::StrAppend(&prefix, "static __device__ __forceinline__ float kiln_load(const kiln_in_t* p, int i) { return ",
+                  LoadAs(x->dtype(), Domain::kFloat, "p", "i"), "; }\n",
+                  "static __device__ __forceinline__ void kiln_store(kiln_out_t* p, kiln_idx_t i, float v) { ",
+                  StoreFrom(y->dtype(), Domain::kFloat, "p", "i", "v"), " }\n");
+  KernelLaunch l;
+  l.source = absl::StrCat(prefix, TemplateSource("pool.cuh"), "\nextern \"C\" __global__ void KILN_KERNEL(",
+                          Param(y->dtype(), false, "out"), ", ", Param(x->dtype(), true, "in"),
+                          ") { kiln_pool(out, in); }\n");
+  l.args = {0, InputArg(node, 0)};
+  SetGrid1D(l, y->numel());
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> Lrn(const Node& node) {
+  const Value* x = node.input(0);
+  if (!IsFloating(x->dtype()) || x->rank() < 2) return NoKernel(node, x->TypeString());
+  auto size = node.GetInt("size");
+  if (!size.ok()) return size.status();
+  auto alpha = node.GetFloat("alpha", 1e-4f);
+  auto beta = node.GetFloat("beta", 0.75f);
+  auto bias = node.GetFloat("bias", 1.f);
+  if (!alpha.ok()) return alpha.status();
+  if (!beta.ok()) return beta.status();
+  if (!bias.ok()) return bias.status();
+  const Shape& xs = x->shape();
+  const int64_t c = xs[1];
+  const int64_t plane = xs[0] * c == 0 ? 0 : x->numel() / (xs[0] * c);
+  const int64_t before = (*size - 1) / 2, after = *size - 1 - before;
+  const float scale = *alpha / static_cast<float>(*size);
+  const int64_t n = x->numel();
+  const char* it = IndexType(n);
+  const std::string ld = LoadAs(x->dtype(), Domain::kFloat, "in", "i");
+  KernelLaunch l;
+  l.args = {0, InputArg(node, 0)};
+  l.source = absl::StrCat(
+      "// LRN ", x->TypeString(), " size ", *size, "\nextern \"C\" __global__ void KILN_KERNEL(",
+      Param(x->dtype(), false, "out"), ", ", Param(x->dtype(), true, "in"), ") {\n", GridStrideLoop(n), "const ", it,
+      " p = i % ", plane, ";\nconst int ch = (int)((i / ", plane, ") % ", c, ");\nconst ", it, " first = i - (", it,
+      ")ch * ", plane, ";\nconst int k0 = ch - ", before, " < 0 ? 0 : ch - ", before, ";\nconst int k1 = ch + ", after,
+      " > ", c - 1, " ? ", c - 1, " : ch + ", after, ";\nfloat acc = 0.f;\nfor (int k = k0; k <= k1; ++k) {\n",
+      "const float v = ", LoadAs(x->dtype(), Domain::kFloat, "in", absl::StrCat("first + (", it, ")k * ", plane)),
+      ";\nacc += v * v;\n}\n(void)p;\n",
+      StoreFrom(x->dtype(), Domain::kFloat, "out", "i",
+                absl::StrCat(ld, " / powf(", FloatLit(*bias), " + ", FloatLit(scale), " * acc, ", FloatLit(*beta), ")")),
+      "\n}\n}\n");
+  SetGrid1D(l, n);
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
+}  // namespace
+
+bool IsPoolOp(absl::string_view op) { return op == "MaxPool" || op == "AveragePool" || op == "LRN"; }
+
+absl::StatusOr<std::vector<KernelLaunch>> GeneratePool(const Node& node) {
+  if (node.op_type() == "LRN") return Lrn(node);
+  return Pool(node);
+}
+
+}  // namespace kiln::codegen::ops

@@ -1,0 +1,40 @@
+// Helpers of generated element-wise kernels (codegen/ops/pointwise.cc): integer
+// arithmetic that wraps like the CPU reference, NaN-propagating max/min, and the
+// activation functions whose formulas are longer than one expression.
+static __device__ __forceinline__ kiln_i64 kiln_wadd(kiln_i64 a, kiln_i64 b) {
+  return (kiln_i64)((unsigned long long)a + (unsigned long long)b);
+}
+static __device__ __forceinline__ kiln_i64 kiln_wsub(kiln_i64 a, kiln_i64 b) {
+  return (kiln_i64)((unsigned long long)a - (unsigned long long)b);
+}
+static __device__ __forceinline__ kiln_i64 kiln_wmul(kiln_i64 a, kiln_i64 b) {
+  return (kiln_i64)((unsigned long long)a * (unsigned long long)b);
+}
+static __device__ __forceinline__ kiln_i64 kiln_wneg(kiln_i64 a) { return (kiln_i64)(0ULL - (unsigned long long)a); }
+static __device__ __forceinline__ kiln_i64 kiln_idiv(kiln_i64 a, kiln_i64 b) {
+  return b == 0 ? 0 : (b == -1 ? kiln_wneg(a) : a / b);
+}
+static __device__ __forceinline__ kiln_i64 kiln_ipow(kiln_i64 base, kiln_i64 e) {
+  if (e < 0) return base == 1 ? 1 : (base == -1 ? ((e & 1) ? -1 : 1) : 0);
+  unsigned long long r = 1, b = (unsigned long long)base;
+  while (e > 0) {
+    if (e & 1) r *= b;
+    b *= b;
+    e >>= 1;
+  }
+  return (kiln_i64)r;
+}
+static __device__ __forceinline__ kiln_i64 kiln_fpow_i64(kiln_i64 base, float e) {
+  return (kiln_i64)pow((double)base, (double)e);  // cvt.rzi: truncates, saturates, NaN -> 0
+}
+static __device__ __forceinline__ float kiln_fmax_nan(float a, float b) { return (a != a || a > b) ? a : b; }
+static __device__ __forceinline__ float kiln_fmin_nan(float a, float b) { return (a != a || a < b) ? a : b; }
+static __device__ __forceinline__ kiln_i64 kiln_imax(kiln_i64 a, kiln_i64 b) { return a > b ? a : b; }
+static __device__ __forceinline__ kiln_i64 kiln_imin(kiln_i64 a, kiln_i64 b) { return a < b ? a : b; }
+static __device__ __forceinline__ float kiln_softplus(float x) {
+  return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+}
+static __device__ __forceinline__ float kiln_gelu_erf(float x) { return 0.5f * x * (1.f + erff(x * 0.7071067811865476f)); }
+static __device__ __forceinline__ float kiln_gelu_tanh(float x) {
+  return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
