@@ -13,6 +13,7 @@
 #include "kiln/kiln.h"
 #include "runtime/bundle.h"
 #include "runtime/cpu_executor.h"
+#include "runtime/gpu_executor.h"
 
 namespace kiln {
 
@@ -59,6 +60,10 @@ std::string HostTensor::TypeString() const { return kiln::TypeString(dtype_, sha
 struct Model::Impl {
   std::unique_ptr<Bundle> bundle;
   std::shared_ptr<const CpuProgram> program;  // declared after bundle: destroyed first
+  // The device copy of the weights and the loaded kernels, made by the first GPU
+  // session and shared by the later ones.
+  std::mutex gpu_mu;
+  std::shared_ptr<const GpuProgram> gpu_program;
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
 };
@@ -122,7 +127,8 @@ const void* Model::weight_storage() const {
 // ---------------------------------------------------------------- Session
 
 struct Session::Impl {
-  std::unique_ptr<CpuExecutor> executor;
+  std::unique_ptr<CpuExecutor> executor;  // kCpu
+  std::unique_ptr<GpuExecutor> gpu;       // kGpu
   std::mutex mu;  // one call at a time
 };
 
@@ -134,9 +140,21 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
                                                          const SessionOptions& options) {
   if (model == nullptr) return absl::InvalidArgumentError("Session::Create: the model is null (did Model::Load fail?)");
   if (options.device == Device::kGpu) {
-    return absl::UnimplementedError(absl::StrCat(model->path(),
-                                                 ": GPU execution is not implemented yet; create the session with "
-                                                 "SessionOptions{.device = kiln::Device::kCpu}"));
+    std::shared_ptr<const GpuProgram> program;
+    {
+      Model::Impl& m = *model->impl_;
+      std::lock_guard<std::mutex> lock(m.gpu_mu);
+      if (m.gpu_program == nullptr) {
+        KILN_ASSIGN_OR_RETURN(m.gpu_program, GpuProgram::Create(m.program));
+      }
+      program = m.gpu_program;
+    }
+    std::unique_ptr<Session> session(new Session(model, options));
+    GpuExecutorOptions gpu_options;
+    gpu_options.stream = options.stream;
+    gpu_options.enable_cuda_graph = options.enable_cuda_graph;
+    KILN_ASSIGN_OR_RETURN(session->impl_->gpu, GpuExecutor::Create(std::move(program), gpu_options));
+    return session;
   }
   if (options.stream != nullptr) {
     return absl::InvalidArgumentError(
@@ -148,8 +166,11 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
   return session;
 }
 
-int64_t Session::arena_bytes() const { return impl_->executor->arena_bytes(); }
+int64_t Session::arena_bytes() const {
+  return impl_->gpu != nullptr ? impl_->gpu->arena_bytes() : impl_->executor->arena_bytes();
+}
 const void* Session::weight_storage() const {
+  if (impl_->gpu != nullptr) return impl_->gpu->program().weight_storage();
   const std::vector<Tensor>& w = impl_->executor->program().weights();
   return w.empty() ? nullptr : w.front().raw_data();
 }
@@ -162,9 +183,12 @@ std::string Names(const std::vector<TensorInfo>& infos) {
   return absl::StrJoin(names, ", ");
 }
 
-// Checks `inputs` (name -> dtype, shape, device) against the model's signature and
-// builds the executor's feeds.
-absl::StatusOr<TensorMap> MakeFeeds(const Model& model, const std::map<std::string, ConstTensorRef>& inputs) {
+// Checks `inputs` (name -> dtype, shape, device) against the model's signature.
+// Host inputs become the executor's feeds; with `device_inputs` (a GPU session whose
+// inputs are all in GPU memory) the device pointers are collected instead, in
+// signature order.
+absl::StatusOr<TensorMap> MakeFeeds(const Model& model, const std::map<std::string, ConstTensorRef>& inputs,
+                                    std::vector<const void*>* device_inputs = nullptr) {
   for (const auto& [name, ref] : inputs) {
     if (model.FindInput(name) == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(model.path(), ": unknown input '", name,
@@ -184,14 +208,20 @@ absl::StatusOr<TensorMap> MakeFeeds(const Model& model, const std::map<std::stri
                                                      TypeString(info.dtype, info.shape), ", got ",
                                                      TypeString(ref.dtype, ref.shape)));
     }
-    if (ref.device != Device::kCpu) {
-      return absl::InvalidArgumentError(absl::StrCat(model.path(), ": input '", info.name,
-                                                     "' is in GPU memory; a CPU session takes host tensors"));
+    if (ref.device != (device_inputs != nullptr ? Device::kGpu : Device::kCpu)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          model.path(), ": input '", info.name, "' is in ", ref.device == Device::kGpu ? "GPU" : "host",
+          " memory; ", device_inputs != nullptr ? "a call takes all of its inputs in GPU memory or all in host memory"
+                                                : "a CPU session takes host tensors"));
     }
     if (ref.data == nullptr && info.nbytes() > 0) {
       return absl::InvalidArgumentError(absl::StrCat(model.path(), ": input '", info.name, "' has no data (null)"));
     }
-    feeds[info.name] = ToTensor(ref.data, ref.dtype, ref.shape);
+    if (device_inputs != nullptr) {
+      device_inputs->push_back(ref.data);
+    } else {
+      feeds[info.name] = ToTensor(ref.data, ref.dtype, ref.shape);
+    }
   }
   return feeds;
 }
@@ -209,7 +239,11 @@ absl::StatusOr<std::map<std::string, HostTensor>> Session::Run(const std::map<st
   std::vector<Tensor> results;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    KILN_ASSIGN_OR_RETURN(results, impl_->executor->Run(feeds));
+    if (impl_->gpu != nullptr) {
+      KILN_ASSIGN_OR_RETURN(results, impl_->gpu->Run(feeds));
+    } else {
+      KILN_ASSIGN_OR_RETURN(results, impl_->executor->Run(feeds));
+    }
   }
   std::map<std::string, HostTensor> out;
   const std::vector<TensorInfo>& infos = model_->outputs();
@@ -223,6 +257,11 @@ absl::StatusOr<std::map<std::string, HostTensor>> Session::Run(const std::map<st
 
 absl::Status Session::RunInto(const std::map<std::string, ConstTensorRef>& inputs,
                               const std::map<std::string, TensorRef>& outputs) {
+  // A GPU session whose buffers are all in GPU memory runs device to device.
+  bool all_device = impl_->gpu != nullptr;
+  for (const auto& [name, ref] : inputs) all_device &= ref.device == Device::kGpu;
+  for (const auto& [name, ref] : outputs) all_device &= ref.device == Device::kGpu;
+  const Device buffers = all_device ? Device::kGpu : Device::kCpu;
   for (const auto& [name, ref] : outputs) {
     const TensorInfo* info = model_->FindOutput(name);
     if (info == nullptr) {
@@ -234,19 +273,36 @@ absl::Status Session::RunInto(const std::map<std::string, ConstTensorRef>& input
                                                      TypeString(info->dtype, info->shape), ", got ",
                                                      TypeString(ref.dtype, ref.shape)));
     }
-    if (ref.device != Device::kCpu) {
-      return absl::InvalidArgumentError(absl::StrCat(model_->path(), ": output buffer '", name,
-                                                     "' is in GPU memory; a CPU session writes host memory"));
+    if (ref.device != buffers) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          model_->path(), ": output buffer '", name, "' is in ", ref.device == Device::kGpu ? "GPU" : "host", " memory; ",
+          impl_->gpu != nullptr ? "a call takes all of its buffers in GPU memory or all in host memory"
+                                : "a CPU session writes host memory"));
     }
     if (ref.data == nullptr && info->nbytes() > 0) {
       return absl::InvalidArgumentError(absl::StrCat(model_->path(), ": output buffer '", name, "' is null"));
     }
   }
+  if (all_device) {
+    std::vector<const void*> device_inputs;
+    KILN_RETURN_IF_ERROR(MakeFeeds(*model_, inputs, &device_inputs).status());
+    std::vector<void*> device_outputs;
+    for (const TensorInfo& info : model_->outputs()) {
+      auto it = outputs.find(info.name);
+      device_outputs.push_back(it == outputs.end() ? nullptr : it->second.data);
+    }
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    return impl_->gpu->RunDevice(device_inputs, device_outputs);
+  }
   KILN_ASSIGN_OR_RETURN(TensorMap feeds, MakeFeeds(*model_, inputs));
   std::vector<Tensor> results;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    KILN_ASSIGN_OR_RETURN(results, impl_->executor->Run(feeds));
+    if (impl_->gpu != nullptr) {
+      KILN_ASSIGN_OR_RETURN(results, impl_->gpu->Run(feeds));
+    } else {
+      KILN_ASSIGN_OR_RETURN(results, impl_->executor->Run(feeds));
+    }
   }
   const std::vector<TensorInfo>& infos = model_->outputs();
   for (size_t i = 0; i < results.size() && i < infos.size(); ++i) {
@@ -263,6 +319,7 @@ absl::StatusOr<ProfileReport> Session::Profile(const std::map<std::string, HostT
   }
   KILN_ASSIGN_OR_RETURN(TensorMap feeds, MakeFeeds(*model_, Refs(inputs)));
   std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->gpu != nullptr) return impl_->gpu->Profile(feeds, iterations);
   return ProfileCpuExecutor(*impl_->executor, feeds, iterations);
 }
 

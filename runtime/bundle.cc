@@ -313,4 +313,25 @@ absl::StatusOr<std::unique_ptr<Graph>> Bundle::BuildGraph() const {
   return graph;
 }
 
+absl::Status CheckFeeds(const Bundle& bundle, const absl::flat_hash_map<std::string, Tensor>& feeds) {
+  const bundle::Manifest& m = bundle.manifest();
+  const std::string& path = bundle.path();
+  for (const auto& [name, t] : feeds) {
+    bool known = false;
+    for (const auto& in : m.inputs()) known |= in.name() == name;
+    if (!known) return absl::InvalidArgumentError(absl::StrCat(path, ": the model has no input '", name, "'"));
+  }
+  for (const bundle::TensorSignature& in : m.inputs()) {
+    auto it = feeds.find(in.name());
+    if (it == feeds.end()) return absl::InvalidArgumentError(absl::StrCat(path, ": missing input '", in.name(), "'"));
+    const Tensor& t = it->second;
+    if (std::string(DTypeName(t.dtype())) != in.dtype() || t.shape() != ShapeFromProto(in.shape())) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": input '", in.name(), "' must be ", in.dtype(),
+                                                     ShapeToString(ShapeFromProto(in.shape())), ", got ",
+                                                     t.TypeString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace kiln

@@ -98,5 +98,8 @@ class Bundle {
 // Helpers shared by the compiler, executor and tools.
 std::vector<int64_t> ShapeFromProto(const google::protobuf::RepeatedField<int64_t>& dims);
 absl::StatusOr<DType> DTypeFromBinding(const bundle::Binding& binding);
+// InvalidArgument, naming the bundle, unless `feeds` holds every input of the
+// signature, with its exact dtype and shape, and nothing else.
+absl::Status CheckFeeds(const Bundle& bundle, const absl::flat_hash_map<std::string, Tensor>& feeds);
 
 }  // namespace kiln

@@ -7,8 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
+#include "graph/lower_precision.h"
 #include "graph/text_format.h"
 #include "gtest/gtest.h"
 #include "runtime/compiler.h"
@@ -49,11 +52,13 @@ void WriteAllBytes(const std::string& path, const std::string& bytes) {
 }
 
 // Writes the test graph's bundle (with one fake kernel) to a fresh file.
-std::string WriteTestBundle(const std::string& name, const std::string& arch = "sm_90a") {
+std::string WriteTestBundle(const std::string& name, const std::string& arch = "sm_90a",
+                            const std::string& precision = "fp16") {
   auto graph = ParseGraph(kGraph);
   EXPECT_TRUE(graph.ok()) << graph.status();
   CompileOptions options;
   options.arch = arch;
+  options.precision = precision;
   auto contents = BuildBundle(**graph, options, "test.onnx", "fake onnx bytes");
   EXPECT_TRUE(contents.ok()) << contents.status();
   contents->kernels.push_back({"k0", arch, "not really a cubin"});
@@ -70,14 +75,15 @@ TEST(Fnv1a64Test, KnownValues) {
   EXPECT_EQ(Fnv1a64("bar", 3, Fnv1a64("foo", 3)), Fnv1a64("foobar", 6));
 }
 
+// fp32: the bundle's graph is the source graph itself.
 TEST(BundleTest, RoundTrip) {
-  const std::string path = WriteTestBundle("roundtrip");
+  const std::string path = WriteTestBundle("roundtrip", "sm_90a", "fp32");
   auto b = Bundle::Load(path, {"sm_90a"});
   ASSERT_TRUE(b.ok()) << b.status();
   const bundle::Manifest& m = (*b)->manifest();
   EXPECT_EQ(m.format_version(), kBundleFormatVersion);
   EXPECT_EQ(m.target_arch(), "sm_90a");
-  EXPECT_EQ(m.precision(), "fp16");
+  EXPECT_EQ(m.precision(), "fp32");
   EXPECT_EQ(m.source().path(), "test.onnx");
   EXPECT_EQ(m.source().fnv1a64().size(), 16u);
   ASSERT_EQ(m.inputs_size(), 1);
@@ -87,7 +93,7 @@ TEST(BundleTest, RoundTrip) {
   ASSERT_EQ(m.outputs_size(), 1);
   EXPECT_EQ(m.outputs(0).name(), "v");
   ASSERT_EQ(m.steps_size(), 4);
-  EXPECT_EQ(m.steps(0).kernel(), "cpu_ref:MatMul");
+  EXPECT_EQ(m.steps(0).kernel(), "cublaslt:MatMul");
   EXPECT_EQ(m.steps(0).onnx_nodes(0), "mm");
   EXPECT_EQ(m.steps(0).inputs(0).kind(), bundle::Binding::ARENA);
   EXPECT_EQ(m.steps(0).inputs(1).kind(), bundle::Binding::WEIGHT);
@@ -102,8 +108,11 @@ TEST(BundleTest, RoundTrip) {
     EXPECT_EQ(m.weights(i).offset() % 256, 0u);
     EXPECT_EQ(reinterpret_cast<uintptr_t>((*b)->weight_bytes(i).data()) % 256, 0u);
   }
-  ASSERT_EQ(m.kernels_size(), 1);
-  auto k = (*b)->kernel_bytes(0);
+  // The NVRTC module of the generated kernels, then the test's extra image.
+  ASSERT_EQ(m.kernels_size(), 2);
+  EXPECT_EQ(m.kernels(0).name(), "module0");
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>((*b)->kernel_bytes(0).data()), 4), "\x7f" "ELF");
+  auto k = (*b)->kernel_bytes(1);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(k.data()), k.size()), "not really a cubin");
   // The graph comes back with its weights.
   auto g = (*b)->BuildGraph();
@@ -111,6 +120,51 @@ TEST(BundleTest, RoundTrip) {
   auto original = ParseGraph(kGraph);
   EXPECT_EQ(PrintGraph(**g), PrintGraph(**original));
   std::remove(path.c_str());
+}
+
+// fp16/bf16: the bundle carries the lowered graph (LowerPrecision): half-size
+// weights, storage-typed steps and plan, f32 at the signature.
+TEST(BundleTest, LoweredPrecision) {
+  const std::string f32_path = WriteTestBundle("lowered_fp32", "sm_90a", "fp32");
+  auto f32 = Bundle::Load(f32_path, {"sm_90a"});
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  for (const auto& [precision, storage] :
+       std::vector<std::pair<std::string, DType>>{{"fp16", DType::kFloat16}, {"bf16", DType::kBFloat16}}) {
+    SCOPED_TRACE(precision);
+    const std::string path = WriteTestBundle("lowered_" + precision, "sm_90a", precision);
+    auto b = Bundle::Load(path, {"sm_90a"});
+    ASSERT_TRUE(b.ok()) << b.status();
+    const bundle::Manifest& m = (*b)->manifest();
+    EXPECT_EQ(m.precision(), precision);
+    ASSERT_EQ(m.inputs_size(), 1);
+    EXPECT_EQ(m.inputs(0).dtype(), "f32");
+    ASSERT_EQ(m.outputs_size(), 1);
+    EXPECT_EQ(m.outputs(0).name(), "v");
+    EXPECT_EQ(m.outputs(0).dtype(), "f32");
+    // Cast in, MatMul, Add, Relu, Reshape, Cast out.
+    ASSERT_EQ(m.steps_size(), 6);
+    EXPECT_EQ(m.steps(0).op_type(), "Cast");
+    EXPECT_EQ(m.steps(0).outputs(0).dtype(), DTypeName(storage));
+    EXPECT_EQ(m.steps(1).op_type(), "MatMul");
+    EXPECT_EQ(m.steps(1).inputs(1).dtype(), DTypeName(storage));
+    EXPECT_EQ(m.steps(5).op_type(), "Cast");
+    EXPECT_EQ(m.steps(5).outputs(0).value(), "v");
+    // Float weights take half the bytes; the i64 shape is unchanged.
+    ASSERT_EQ(m.weights_size(), 3);
+    ASSERT_EQ((*f32)->manifest().weights_size(), 3);
+    EXPECT_EQ((*b)->weight_bytes(0).size() * 2, (*f32)->weight_bytes(0).size());
+    EXPECT_EQ((*b)->weight_bytes(1).size() * 2, (*f32)->weight_bytes(1).size());
+    EXPECT_EQ((*b)->weight_bytes(2).size(), (*f32)->weight_bytes(2).size());
+    // The graph that comes back is the lowered one.
+    auto g = (*b)->BuildGraph();
+    ASSERT_TRUE(g.ok()) << g.status();
+    auto expected = ParseGraph(kGraph);
+    ASSERT_TRUE(expected.ok());
+    ASSERT_TRUE(LowerPrecision(storage).Run(**expected).ok());
+    EXPECT_EQ(PrintGraph(**g), PrintGraph(**expected));
+    std::remove(path.c_str());
+  }
+  std::remove(f32_path.c_str());
 }
 
 TEST(BundleTest, NoTemporaryFileLeftBehind) {

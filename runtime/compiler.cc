@@ -10,7 +10,10 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "frontend/onnx_importer.h"
+#include "graph/lower_precision.h"
 #include "graph/text_format.h"
+#include "runtime/assign_kernels.h"
+#include "runtime/cuda_util.h"
 #include "runtime/memory_planner.h"
 
 namespace kiln {
@@ -46,7 +49,11 @@ const std::vector<std::string>& SupportedPrecisions() {
   return *precisions;
 }
 
-std::string DefaultArch() { return "sm_90a"; }
+std::string DefaultArch() {
+  absl::StatusOr<GpuInfo> gpu = LocalGpu();
+  if (gpu.ok() && !gpu->arch.empty()) return gpu->arch;
+  return "sm_90a";
+}
 
 absl::Status ValidateCompileOptions(const CompileOptions& options) {
   const auto& archs = SupportedArchs();
@@ -62,9 +69,22 @@ absl::Status ValidateCompileOptions(const CompileOptions& options) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<BundleContents> BuildBundle(const Graph& graph, const CompileOptions& options,
+absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const CompileOptions& options,
                                            const std::string& source_path, const std::string& source_bytes) {
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
+  // Precision: the bundle carries the graph lowered to its storage dtype (f32 stays
+  // only at the API boundary; see graph/lower_precision.h), so the memory plan, the
+  // weights, the steps and every backend see the same lowered graph.
+  std::unique_ptr<Graph> lowered;
+  if (options.precision != "fp32") {
+    lowered = source_graph.Clone();
+    const DType storage = options.precision == "bf16" ? DType::kBFloat16 : DType::kFloat16;
+    if (absl::StatusOr<bool> st = LowerPrecision(storage).Run(*lowered); !st.ok()) {
+      return absl::Status(st.status().code(), absl::StrCat(source_path, ": lowering to --precision ",
+                                                           options.precision, " failed: ", st.status().message()));
+    }
+  }
+  const Graph& graph = lowered ? *lowered : source_graph;
   auto plan_or = PlanGraphMemory(graph);
   if (!plan_or.ok()) {
     return absl::Status(plan_or.status().code(),
@@ -136,6 +156,9 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& graph, const CompileOpti
     step->add_onnx_nodes(node->name());
     for (const Value* in : node->inputs()) KILN_RETURN_IF_ERROR(bind(in, step->add_inputs()));
     for (const Value* o : node->outputs()) KILN_RETURN_IF_ERROR(bind(o, step->add_outputs()));
+  }
+  if (auto assigned = AssignKernels(nodes, options.arch, &out); !assigned.ok()) {
+    return absl::Status(assigned.status().code(), absl::StrCat(source_path, ": ", assigned.status().message()));
   }
 
   bundle::MemoryPlan* mp = m.mutable_memory_plan();

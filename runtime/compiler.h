@@ -1,5 +1,6 @@
 // The kiln compiler driver: .onnx -> bundle. For now the unfused baseline: one step
-// per graph node, run by the CPU reference ("cpu_ref:<OpType>" kernels).
+// per graph node; each step gets a GPU kernel (runtime/assign_kernels.h) and runs on
+// the CPU backend through the reference evaluators.
 #pragma once
 
 #include <map>
@@ -16,8 +17,8 @@ namespace kiln {
 // The target archs `--arch` accepts, and the storage precisions `--precision` accepts.
 const std::vector<std::string>& SupportedArchs();
 const std::vector<std::string>& SupportedPrecisions();
-// The arch compiled for when none is named: the local GPU's (not detected yet: no
-// CUDA is linked), else sm_90a.
+// The arch compiled for when none is named: the local GPU's when kiln can target it
+// (compute capability 9.0 -> sm_90a, 8.9, 8.6, 8.0), else sm_90a.
 std::string DefaultArch();
 
 struct CompileOptions {

@@ -115,20 +115,9 @@ absl::StatusOr<std::vector<Tensor>> CpuExecutor::Run(const TensorMap& feeds, std
   const bundle::Manifest& m = program_->bundle().manifest();
   const std::string& path = program_->bundle().path();
   if (step_ms != nullptr) step_ms->assign(m.steps_size(), 0.0);
-  for (const auto& [name, t] : feeds) {
-    bool known = false;
-    for (const auto& in : m.inputs()) known |= in.name() == name;
-    if (!known) return absl::InvalidArgumentError(absl::StrCat(path, ": the model has no input '", name, "'"));
-  }
+  KILN_RETURN_IF_ERROR(CheckFeeds(program_->bundle(), feeds));
   for (const bundle::TensorSignature& in : m.inputs()) {
-    auto it = feeds.find(in.name());
-    if (it == feeds.end()) return absl::InvalidArgumentError(absl::StrCat(path, ": missing input '", in.name(), "'"));
-    const Tensor& t = it->second;
-    if (std::string(DTypeName(t.dtype())) != in.dtype() || t.shape() != ShapeFromProto(in.shape())) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": input '", in.name(), "' must be ", in.dtype(),
-                                                     ShapeToString(ShapeFromProto(in.shape())), ", got ",
-                                                     t.TypeString()));
-    }
+    const Tensor& t = feeds.at(in.name());
     KILN_RETURN_IF_ERROR(Write(in.binding(), t, absl::StrCat(path, ": input")));
   }
   for (int s = 0; s < m.steps_size(); ++s) {
@@ -178,6 +167,29 @@ double Median(std::vector<double> v) {
 
 }  // namespace
 
+ProfileReport MakeProfileReport(const Bundle& bundle, const std::string& device, const std::vector<double>& run_ms,
+                                const std::vector<std::vector<double>>& per_step_ms) {
+  const bundle::Manifest& m = bundle.manifest();
+  ProfileReport report;
+  report.model_path = bundle.path();
+  report.device = device;
+  report.iterations = static_cast<int>(run_ms.size());
+  report.run_median_ms = Median(run_ms);
+  for (int s = 0; s < m.steps_size(); ++s) {
+    const bundle::Step& step = m.steps(s);
+    StepProfile p;
+    p.index = step.index();
+    p.kernel = step.kernel();
+    p.op_type = step.op_type();
+    p.onnx_nodes.assign(step.onnx_nodes().begin(), step.onnx_nodes().end());
+    p.median_ms = s < static_cast<int>(per_step_ms.size()) ? Median(per_step_ms[s]) : 0;
+    report.steps_total_ms += p.median_ms;
+    report.steps.push_back(std::move(p));
+  }
+  for (StepProfile& p : report.steps) p.share = report.steps_total_ms > 0 ? p.median_ms / report.steps_total_ms : 0;
+  return report;
+}
+
 absl::StatusOr<ProfileReport> ProfileCpuExecutor(CpuExecutor& executor, const TensorMap& feeds, int iterations) {
   if (iterations < 1) {
     return absl::InvalidArgumentError(absl::StrCat("profile: iterations must be >= 1, got ", iterations));
@@ -192,24 +204,7 @@ absl::StatusOr<ProfileReport> ProfileCpuExecutor(CpuExecutor& executor, const Te
     run_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     for (int s = 0; s < m.steps_size(); ++s) per_step[s].push_back(step_ms[s]);
   }
-  ProfileReport report;
-  report.model_path = executor.program().bundle().path();
-  report.device = "cpu";
-  report.iterations = iterations;
-  report.run_median_ms = Median(run_ms);
-  for (int s = 0; s < m.steps_size(); ++s) {
-    const bundle::Step& step = m.steps(s);
-    StepProfile p;
-    p.index = step.index();
-    p.kernel = step.kernel();
-    p.op_type = step.op_type();
-    p.onnx_nodes.assign(step.onnx_nodes().begin(), step.onnx_nodes().end());
-    p.median_ms = Median(per_step[s]);
-    report.steps_total_ms += p.median_ms;
-    report.steps.push_back(std::move(p));
-  }
-  for (StepProfile& p : report.steps) p.share = report.steps_total_ms > 0 ? p.median_ms / report.steps_total_ms : 0;
-  return report;
+  return MakeProfileReport(executor.program().bundle(), "cpu", run_ms, per_step);
 }
 
 }  // namespace kiln

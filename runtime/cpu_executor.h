@@ -3,9 +3,11 @@
 //
 // Semantics. Each step copies its inputs out of the arena slices (or takes the weight
 // tensors) that its bindings name, runs EvaluateNode on the bundle graph's node, and
-// copies each output into the arena at its planned offset. Math is the reference's:
-// fp32 for floating-point ops in the graph's own dtypes. The bundle's precision
-// (fp16/bf16/fp32) is the GPU's storage precision and does not affect the CPU backend.
+// copies each output into the arena at its planned offset. The bundle's graph is the
+// one lowered to its precision (graph/lower_precision.h): with fp16/bf16 every stored
+// value and weight inside is f16/bf16 and only the inputs and outputs stay f32 (Casts
+// at the boundary), so the CPU backend runs the same storage types as the GPU one,
+// with the reference's fp32 math in between (results rounded to the storage type).
 //
 // Sharing. CpuProgram is the immutable part (graph, step nodes, weights: copied once
 // out of the mapping, shared with the graph's constants); any number of CpuExecutors,
@@ -80,5 +82,10 @@ class CpuExecutor {
 // share of the sum of step medians, kernel, op and ONNX nodes. InvalidArgument when
 // iterations < 1; Run's errors otherwise.
 absl::StatusOr<ProfileReport> ProfileCpuExecutor(CpuExecutor& executor, const TensorMap& feeds, int iterations);
+
+// The report of `run_ms` (whole runs) and per_step_ms[s] (step s's times, one per
+// run): medians and shares; shared by the CPU and GPU profilers.
+ProfileReport MakeProfileReport(const Bundle& bundle, const std::string& device, const std::vector<double>& run_ms,
+                                const std::vector<std::vector<double>>& per_step_ms);
 
 }  // namespace kiln

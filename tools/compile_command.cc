@@ -1,6 +1,7 @@
 // `kiln compile model.onnx -o model.kiln`: compiles an ONNX model into a bundle.
 #include <chrono>
 #include <iostream>
+#include <map>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -20,9 +21,11 @@ constexpr char kUsage[] =
     "usage: kiln compile MODEL.onnx -o|--output MODEL.kiln [--arch sm_90a|sm_89|sm_86|sm_80]\n"
     "                    [--precision fp16|bf16|fp32] [--input-shape NAME=1x128]...\n"
     "Compiles the model into a bundle (manifest, kernels, weights) for the named GPU arch.\n"
-    "Works without a GPU. The default arch is the local GPU's, else sm_90a (no GPU is\n"
-    "detected yet); the default precision is fp16 (device storage; the CPU backend\n"
-    "always computes in fp32). For now every graph node is one step (unfused baseline).";
+    "Works without a GPU (kernels are compiled by NVRTC). The default arch is the local\n"
+    "GPU's, else sm_90a; the default precision is fp16 (storage of activations and weights;\n"
+    "math in fp32; inputs and outputs keep their ONNX dtypes). For now every graph node is\n"
+    "one step (unfused baseline): cuBLASLt for MatMul/Gemm, cuDNN for Conv, generated\n"
+    "kernels for the rest.";
 
 }  // namespace
 
@@ -62,6 +65,25 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
                                input, output, m.target_arch(), m.precision(), m.steps_size(), m.weights_size(),
                                m.memory_plan().arena_bytes(), m.memory_plan().lower_bound_bytes(),
                                bundle->file_bytes(), seconds);
+  // What the GPU will run, and which ops (if any) keep the bundle on the CPU backend.
+  int generated = 0, library = 0, views = 0, launches = 0;
+  std::map<std::string, int> unsupported;
+  for (const bundle::Step& step : m.steps()) {
+    launches += step.launches_size();
+    if (absl::StartsWith(step.kernel(), "nvrtc:")) ++generated;
+    if (absl::StartsWith(step.kernel(), "cublaslt:") || absl::StartsWith(step.kernel(), "cudnn:")) ++library;
+    if (step.kernel() == "view") ++views;
+    if (absl::StartsWith(step.kernel(), "cpu_ref:")) ++unsupported[step.op_type()];
+  }
+  std::cout << absl::StrFormat("  GPU kernels: %d steps generated (%d launches, %d kernel module%s), %d library "
+                               "(cuBLASLt/cuDNN), %d views\n",
+                               generated, launches, m.kernels_size(), m.kernels_size() == 1 ? "" : "s", library, views);
+  if (!unsupported.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [op, n] : unsupported) parts.push_back(absl::StrCat(op, " x", n));
+    std::cout << "  warning: no GPU kernel for " << absl::StrJoin(parts, ", ")
+              << ": this bundle runs on the CPU backend only (kiln inspect shows why)\n";
+  }
   return absl::OkStatus();
 }
 

@@ -96,6 +96,16 @@ absl::Status InspectBundle(const std::string& path, bool json) {
     for (const auto& o : step.outputs()) out_bytes += o.bytes();
     std::cout << absl::StrFormat("  %5d  %-34s %-24s %12d  %s\n", step.index(), step.kernel(), step.op_type(),
                                  out_bytes, absl::StrJoin(step.onnx_nodes(), ","));
+    for (const auto& l : step.launches()) {
+      std::cout << absl::StrFormat("         launch %s (module %d) grid %dx%dx%d block %dx%dx%d smem %d\n",
+                                   l.function(), l.module(), l.grid(0), l.grid(1), l.grid(2), l.block(0), l.block(1),
+                                   l.block(2), l.shared_bytes());
+    }
+    if (!step.gpu_unsupported().empty()) std::cout << "         no GPU kernel: " << step.gpu_unsupported() << "\n";
+  }
+  std::cout << "kernel modules: " << m.kernels_size() << "\n";
+  for (const auto& k : m.kernels()) {
+    std::cout << absl::StrFormat("  %-12s %-7s %10d bytes\n", k.name(), k.arch(), k.bytes());
   }
   return absl::OkStatus();
 }

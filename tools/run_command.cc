@@ -19,6 +19,8 @@
 #include "kiln/profile.h"
 #include "runtime/bundle.h"
 #include "runtime/cpu_executor.h"
+#include "runtime/cuda_util.h"
+#include "runtime/gpu_executor.h"
 #include "tools/args.h"
 #include "tools/commands.h"
 #include "tools/model_inputs.h"
@@ -27,17 +29,20 @@ namespace kiln::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: kiln run MODEL.kiln [--device cpu|gpu] [--input NAME=SOURCE]... [--output-dir DIR]\n"
+    "usage: kiln run MODEL.kiln [--device gpu|cpu] [--input NAME=SOURCE]... [--output-dir DIR]\n"
     "                [--output-format npy|pb] [--iterations N] [--profile [--profile-json FILE]]\n"
+    "                [--no-cuda-graph]\n"
     "       kiln run MODEL.onnx --reference [--input NAME=SOURCE]... [--output-dir DIR]\n"
     "                [--output-format npy|pb] [--input-shape NAME=1x128]... [--bind NAME=SOURCE]...\n"
     "Runs the model on kiln's CPU reference and prints one line per output.\n"
     "SOURCE is a .npy or ONNX TensorProto .pb file, or a generator: arange (arange(n)/n,\n"
     "as ONNX's backend tests feed the light models), zeros, ones, random[:SEED].\n"
     "--bind fixes an input at compile time (for models that compute shapes from it).\n"
-    "A bundle runs its steps on the CPU backend (--device cpu, the default for now) inside\n"
-    "its planned arena, --iterations times (default 1), and reports the latency median and\n"
-    "spread; --device gpu is not implemented yet.\n"
+    "A bundle runs on the GPU (--device gpu, the default when there is one) or on the CPU\n"
+    "backend (--device cpu: the reference evaluators inside the planned arena), --iterations\n"
+    "times (default 1), and reports the latency median and spread (host to host: inputs\n"
+    "copied in, outputs copied out); on the GPU also the device time of a run on data\n"
+    "already in the arena (CUDA graph replay).\n"
     "--profile then runs it --iterations more times (after one warm-up) timing every step,\n"
     "prints a per-step table sorted by time (step, median ms, share of the total, kernel,\n"
     "ONNX nodes) and writes the same data as JSON to --profile-json FILE (default:\n"
@@ -82,16 +87,15 @@ absl::Status PrintOutputs(const std::vector<std::string>& names, const std::vect
 }
 
 // `--profile`: the per-step table on stdout and the JSON file.
-absl::Status WriteProfile(const std::string& path, const Args& args, CpuExecutor& executor, const TensorMap& feeds,
-                          int iterations) {
-  KILN_ASSIGN_OR_RETURN(ProfileReport report, ProfileCpuExecutor(executor, feeds, iterations));
+absl::Status WriteProfile(const std::string& path, const Args& args, const ProfileReport& report, int iterations) {
   std::string json_path = args.Get("profile-json");
   if (json_path.empty()) {
     const std::string name = std::filesystem::path(path).stem().string() + ".profile.json";
     const std::string dir = args.Get("output-dir");
     json_path = dir.empty() ? name : (std::filesystem::path(dir) / name).string();
   }
-  std::cout << absl::StrFormat("profile over %d iteration%s (CPU backend):\n", iterations, iterations == 1 ? "" : "s")
+  std::cout << absl::StrFormat("profile over %d iteration%s (%s backend):\n", iterations, iterations == 1 ? "" : "s",
+                               report.device == "gpu" ? "GPU" : "CPU")
             << FormatProfileTable(report);
   std::ofstream out(json_path, std::ios::binary | std::ios::trunc);
   out << ProfileToJson(report);
@@ -101,16 +105,20 @@ absl::Status WriteProfile(const std::string& path, const Args& args, CpuExecutor
   return absl::OkStatus();
 }
 
-// `kiln run MODEL.kiln`: the bundle on the CPU backend.
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// `kiln run MODEL.kiln`: the bundle on the GPU or the CPU backend.
 absl::Status RunBundle(const std::string& path, const Args& args, const std::string& format) {
-  const std::string device = args.Get("device", "cpu");
-  if (device == "gpu") {
-    return absl::UnimplementedError(
-        absl::StrCat(path, ": GPU execution is not implemented yet; run it with --device cpu"));
+  std::string device = args.Get("device", "");
+  if (!device.empty() && device != "cpu" && device != "gpu") {
+    return absl::InvalidArgumentError(absl::StrCat("--device must be cpu or gpu, got '", device, "'"));
   }
-  if (device != "cpu") return absl::InvalidArgumentError(absl::StrCat("--device must be cpu or gpu, got '", device, "'"));
   if (args.Has("reference")) {
-    return absl::InvalidArgumentError("--reference is for .onnx models; a bundle runs with --device cpu");
+    return absl::InvalidArgumentError("--reference is for .onnx models; a bundle runs with --device gpu or --device cpu");
   }
   if (args.Has("input-shape") || args.Has("bind")) {
     return absl::InvalidArgumentError("--input-shape and --bind are fixed when compiling; pass them to kiln compile");
@@ -122,9 +130,25 @@ absl::Status RunBundle(const std::string& path, const Args& args, const std::str
   }
   const auto start_load = std::chrono::steady_clock::now();
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Bundle> bundle, Bundle::Load(path));
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutor> executor, CpuExecutor::Create(*bundle));
-  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_load).count();
   const bundle::Manifest& m = bundle->manifest();
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const CpuProgram> program, CpuProgram::Create(*bundle));
+  std::string note;
+  if (device.empty()) {  // default: the GPU when there is one and the bundle runs there
+    auto gpu = LocalGpu();
+    device = gpu.ok() ? "gpu" : "cpu";
+    if (!gpu.ok()) note = absl::StrCat(" (", gpu.status().message(), ")");
+  }
+  std::unique_ptr<CpuExecutor> cpu;
+  std::unique_ptr<GpuExecutor> gpu;
+  if (device == "gpu") {
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<const GpuProgram> gpu_program, GpuProgram::Create(program));
+    GpuExecutorOptions gpu_options;
+    gpu_options.enable_cuda_graph = !args.Has("no-cuda-graph");
+    KILN_ASSIGN_OR_RETURN(gpu, GpuExecutor::Create(std::move(gpu_program), gpu_options));
+  } else {
+    KILN_ASSIGN_OR_RETURN(cpu, CpuExecutor::Create(program));
+  }
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_load).count();
 
   std::map<std::string, std::string> sources;
   std::string names;
@@ -156,22 +180,47 @@ absl::Status RunBundle(const std::string& path, const Args& args, const std::str
   std::vector<Tensor> outputs;
   for (int i = 0; i < iterations; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    KILN_ASSIGN_OR_RETURN(outputs, executor->Run(feeds));
+    if (gpu != nullptr) {
+      KILN_ASSIGN_OR_RETURN(outputs, gpu->Run(feeds));
+    } else {
+      KILN_ASSIGN_OR_RETURN(outputs, cpu->Run(feeds));
+    }
     times_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   std::vector<double> sorted = times_ms;
   std::sort(sorted.begin(), sorted.end());
-  const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                          : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
-  std::cout << absl::StrFormat("%s: CPU backend (%s bundle, %s), %d steps, arena %d bytes, load %.2fs\n", path,
-                               m.target_arch(), m.precision(), m.steps_size(), executor->arena_bytes(), load_s);
+  if (gpu != nullptr) {
+    const GpuInfo& info = gpu->program().gpu();
+    std::cout << absl::StrFormat("%s: GPU %s (%s; %s bundle, %s), %d steps, arena %d bytes, weights %d bytes, load %.2fs\n",
+                                 path, info.name, info.arch, m.target_arch(), m.precision(), m.steps_size(),
+                                 gpu->arena_bytes(), gpu->program().weight_bytes(), load_s);
+    std::cout << "  " << (gpu->cuda_graph_note().empty() ? "CUDA graphs off (--no-cuda-graph)" : gpu->cuda_graph_note())
+              << "\n";
+  } else {
+    std::cout << absl::StrFormat("%s: CPU backend%s (%s bundle, %s), %d steps, arena %d bytes, load %.2fs\n", path,
+                                 note, m.target_arch(), m.precision(), m.steps_size(), cpu->arena_bytes(), load_s);
+  }
   std::cout << absl::StrFormat("latency over %d iteration%s: median %.3f ms, min %.3f ms, max %.3f ms\n", iterations,
-                               iterations == 1 ? "" : "s", median, sorted.front(), sorted.back());
+                               iterations == 1 ? "" : "s", Median(times_ms), sorted.front(), sorted.back());
+  if (gpu != nullptr) {
+    KILN_ASSIGN_OR_RETURN(std::vector<double> device_ms, gpu->TimeRuns(std::max(iterations, 10)));
+    std::vector<double> d = device_ms;
+    std::sort(d.begin(), d.end());
+    std::cout << absl::StrFormat("GPU time over %d run%s on data in the arena: median %.3f ms, min %.3f ms, max %.3f ms\n",
+                                 static_cast<int>(d.size()), d.size() == 1 ? "" : "s", Median(device_ms), d.front(),
+                                 d.back());
+  }
   std::vector<std::string> out_names;
   for (const auto& out : m.outputs()) out_names.push_back(out.name());
   KILN_RETURN_IF_ERROR(PrintOutputs(out_names, outputs, args.Get("output-dir"), format));
   if (args.Has("profile") || args.Has("profile-json")) {
-    KILN_RETURN_IF_ERROR(WriteProfile(path, args, *executor, feeds, iterations));
+    ProfileReport report;
+    if (gpu != nullptr) {
+      KILN_ASSIGN_OR_RETURN(report, gpu->Profile(feeds, iterations));
+    } else {
+      KILN_ASSIGN_OR_RETURN(report, ProfileCpuExecutor(*cpu, feeds, iterations));
+    }
+    KILN_RETURN_IF_ERROR(WriteProfile(path, args, report, iterations));
   }
   return absl::OkStatus();
 }
@@ -182,7 +231,7 @@ absl::Status RunCommand(const std::vector<std::string>& argv) {
   KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv,
                                                {"input", "output-dir", "output-format", "input-shape", "bind",
                                                 "device", "iterations", "profile-json"},
-                                               {"reference", "help", "profile"}));
+                                               {"reference", "help", "profile", "no-cuda-graph"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
     return absl::OkStatus();

@@ -19,8 +19,8 @@
 namespace kiln {
 
 struct SessionOptions {
-  // kCpu: the CPU backend (reference evaluators in the planned arena). kGpu: not
-  // implemented yet (Create returns Unimplemented).
+  // kCpu: the CPU backend (reference evaluators in the planned arena). kGpu: the
+  // current CUDA device (weights uploaded once per Model, an arena per Session).
   Device device = Device::kCpu;
   // kGpu only: the cudaStream_t to launch on (nullptr: a stream of the session's own).
   // Must be nullptr for kCpu.
@@ -32,7 +32,9 @@ struct SessionOptions {
 class Session {
  public:
   // Allocates the session's arena. Errors: InvalidArgument (null model, a stream with
-  // kCpu), Unimplemented (kGpu: "GPU execution is not implemented yet").
+  // kCpu); for kGpu, FailedPrecondition when there is no GPU, when the bundle was
+  // compiled for an arch this GPU cannot run, or when some step has no GPU kernel
+  // (the message names the ops), and ResourceExhausted when GPU memory runs out.
   static absl::StatusOr<std::unique_ptr<Session>> Create(std::shared_ptr<const Model> model,
                                                          const SessionOptions& options = {});
   ~Session();
@@ -54,8 +56,10 @@ class Session {
 
   // Runs the model reading `inputs` and writing into caller-provided `outputs`
   // (each must match the output's dtype and shape; outputs left out of the map are
-  // not written). A kCpu session takes host (Device::kCpu) memory only; device
-  // pointers are for kGpu sessions.
+  // not written). A kCpu session takes host (Device::kCpu) memory only. A kGpu
+  // session takes either all buffers in host memory or all in GPU memory (device
+  // pointers on the session's device; the call copies them into and out of the
+  // arena on the session's stream and returns after synchronising it).
   absl::Status RunInto(const std::map<std::string, ConstTensorRef>& inputs,
                        const std::map<std::string, TensorRef>& outputs);
 

@@ -1,0 +1,100 @@
+// Kernel assignment: views, library calls, generated kernels (compiled by NVRTC).
+#include "runtime/assign_kernels.h"
+
+#include <chrono>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "codegen/library_kernels.h"
+#include "codegen/nvrtc_module.h"
+#include "codegen/op_kernels.h"
+
+namespace kiln {
+namespace {
+
+bool IsViewOp(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity";
+}
+
+// The step's output shares the bytes of its data input (the planner aliased it).
+bool IsAliasedView(const bundle::Step& step) {
+  if (!IsViewOp(step.op_type()) || step.outputs_size() != 1 || step.inputs_size() < 1) return false;
+  const bundle::Binding& in = step.inputs(0);
+  const bundle::Binding& out = step.outputs(0);
+  return in.kind() == bundle::Binding::ARENA && out.kind() == bundle::Binding::ARENA &&
+         in.offset() == out.offset();
+}
+
+}  // namespace
+
+absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& nodes, const std::string& arch,
+                                                    BundleContents* contents) {
+  bundle::Manifest& m = contents->manifest;
+  if (static_cast<int>(nodes.size()) != m.steps_size()) {
+    return absl::InternalError("AssignKernels: one node per step expected");
+  }
+  KernelAssignmentStats stats;
+  std::vector<codegen::ModuleKernel> unique;           // in first-use order
+  absl::flat_hash_map<std::string, int> unique_index;  // source -> index into unique
+  std::vector<std::pair<bundle::Launch*, int>> pending;  // launch, unique index
+
+  for (int s = 0; s < m.steps_size(); ++s) {
+    bundle::Step* step = m.mutable_steps(s);
+    const Node& node = *nodes[s];
+    step->clear_launches();
+    step->clear_gpu_unsupported();
+    if (IsAliasedView(*step)) {
+      step->set_kernel("view");
+      ++stats.view_steps;
+      continue;
+    }
+    if (std::string lib = codegen::LibraryKernelName(node); !lib.empty()) {
+      step->set_kernel(lib);
+      ++stats.library_steps;
+      continue;
+    }
+    absl::StatusOr<std::vector<codegen::KernelLaunch>> launches = codegen::GenerateNodeKernels(node);
+    if (!launches.ok()) {
+      if (launches.status().code() != absl::StatusCode::kUnimplemented) {
+        return absl::Status(launches.status().code(),
+                            absl::StrCat("generating the GPU kernel of node '", node.name(), "' (", node.op_type(),
+                                         "): ", launches.status().message()));
+      }
+      step->set_kernel(absl::StrCat("cpu_ref:", node.op_type()));
+      step->set_gpu_unsupported(std::string(launches.status().message()));
+      ++stats.unsupported_steps;
+      continue;
+    }
+    ++stats.generated_steps;
+    for (size_t j = 0; j < launches->size(); ++j) {
+      codegen::KernelLaunch& kl = (*launches)[j];
+      auto [it, inserted] = unique_index.try_emplace(kl.source, static_cast<int>(unique.size()));
+      if (inserted) {
+        unique.push_back({absl::StrCat("k", unique.size(), "_", node.op_type()), std::move(kl.source)});
+      }
+      bundle::Launch* launch = step->add_launches();
+      launch->set_function(unique[it->second].function);
+      for (uint32_t g : kl.grid) launch->add_grid(g);
+      for (uint32_t b : kl.block) launch->add_block(b);
+      launch->set_shared_bytes(kl.shared_bytes);
+      for (int a : kl.args) launch->add_args(a);
+      pending.emplace_back(launch, it->second);
+    }
+    step->set_kernel(absl::StrCat("nvrtc:", step->launches(0).function()));
+  }
+  stats.unique_kernels = static_cast<int>(unique.size());
+  if (unique.empty()) return stats;
+
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<std::string>> cubins = codegen::CompileModules(unique, arch, kKernelsPerModule);
+  if (!cubins.ok()) return cubins.status();
+  stats.nvrtc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const int first_module = static_cast<int>(contents->kernels.size());
+  for (size_t c = 0; c < cubins->size(); ++c) {
+    contents->kernels.push_back(KernelImage{absl::StrCat("module", c), arch, std::move((*cubins)[c])});
+  }
+  for (auto& [launch, u] : pending) launch->set_module(first_module + u / kKernelsPerModule);
+  return stats;
+}
+
+}  // namespace kiln

@@ -1,0 +1,42 @@
+// Kernel assignment, the last stage of `kiln compile`: for each step of the unfused
+// baseline, decide what the GPU runs and compile the generated kernels.
+//
+// Per step, in this order:
+//   "view"            a Reshape/Flatten/Squeeze/Unsqueeze/Identity whose output the
+//                     memory planner placed on its input's bytes: nothing to run;
+//   "cublaslt:<Op>"   MatMul/Gemm, "cudnn:Conv" (codegen/library_kernels.h);
+//   "nvrtc:<fn>"      generated kernels (codegen/op_kernels.h), recorded as launches;
+//   "cpu_ref:<Op>"    no GPU kernel: Step.gpu_unsupported says why; the bundle still
+//                     runs on the CPU backend and a GPU session refuses it by name.
+// Identical kernel sources are compiled once and shared by their steps. Kernels are
+// compiled by NVRTC in parallel, in modules of at most kKernelsPerModule, each a
+// KernelImage of the bundle.
+#pragma once
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "graph/graph.h"
+#include "runtime/bundle.h"
+
+namespace kiln {
+
+inline constexpr int kKernelsPerModule = 48;
+
+struct KernelAssignmentStats {
+  int generated_steps = 0;   // steps running generated kernels
+  int library_steps = 0;     // cuBLASLt / cuDNN
+  int view_steps = 0;        // nothing to run
+  int unsupported_steps = 0; // no GPU kernel
+  int unique_kernels = 0;    // distinct generated kernels compiled
+  double nvrtc_seconds = 0;  // wall time of the NVRTC compiles
+};
+
+// `nodes[i]` is the node of contents->manifest.steps(i) (bindings already set). Sets
+// each step's kernel, launches and gpu_unsupported, and appends the compiled modules
+// to contents->kernels. Errors: NVRTC failures (Internal, with the log), generator
+// errors other than Unimplemented.
+absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& nodes, const std::string& arch,
+                                                    BundleContents* contents);
+
+}  // namespace kiln

@@ -1,0 +1,460 @@
+// GPU backend: weight upload, cubin loading, per-session arena, launches, CUDA graphs.
+#include "runtime/gpu_executor.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
+#include "codegen/library_kernels.h"
+#include "common/status_macros.h"
+
+namespace kiln {
+namespace {
+
+absl::Status Cuda(cudaError_t e, const std::string& what) { return CudaStatus(static_cast<int>(e), what); }
+
+// Whether a GPU of arch `gpu_arch` runs cubins built for `bundle_arch`: cubins run on
+// the arch they were built for and, within one major version, on later minors
+// (sm_80 code on sm_86/sm_89); sm_90a code only on sm_90.
+bool CanRun(const std::string& gpu_arch, const std::string& bundle_arch) {
+  if (gpu_arch == bundle_arch) return true;
+  return bundle_arch == "sm_80" && (gpu_arch == "sm_86" || gpu_arch == "sm_89");
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const GpuProgram>> GpuProgram::Create(std::shared_ptr<const CpuProgram> host) {
+  if (host == nullptr) return absl::InvalidArgumentError("GpuProgram::Create: null program");
+  const Bundle& bundle = host->bundle();
+  const bundle::Manifest& m = bundle.manifest();
+  const std::string& path = bundle.path();
+
+  // Steps without a GPU kernel: name them all at once, by op.
+  std::map<std::string, std::pair<int, std::string>> missing;  // op -> count, first reason
+  for (const bundle::Step& step : m.steps()) {
+    if (!absl::StartsWith(step.kernel(), "cpu_ref:")) continue;
+    auto& [count, reason] = missing[step.op_type()];
+    if (count++ == 0) reason = step.gpu_unsupported();
+  }
+  if (!missing.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [op, info] : missing) parts.push_back(absl::StrCat(op, " x", info.first, " (", info.second, ")"));
+    return absl::FailedPreconditionError(absl::StrCat(path, ": cannot run on the GPU: no GPU kernel for ",
+                                                      absl::StrJoin(parts, "; "),
+                                                      ". Run this bundle with --device cpu."));
+  }
+
+  auto gpu = LocalGpu();
+  if (!gpu.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(path, ": --device gpu needs a CUDA GPU: ", gpu.status().message()));
+  }
+  if (!CanRun(gpu->arch, m.target_arch())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": the bundle's kernels were compiled for ", m.target_arch(), " but this GPU (", gpu->name,
+        ", compute capability ", gpu->major, ".", gpu->minor, ") cannot run them; recompile with --arch ",
+        gpu->arch.empty() ? std::string("<an arch kiln supports>") : gpu->arch));
+  }
+
+  std::shared_ptr<GpuProgram> p(new GpuProgram());
+  p->host_ = std::move(host);
+  p->gpu_ = *gpu;
+
+  // Weights: one allocation laid out like the weight section (offsets 256-aligned).
+  p->weight_bytes_ = static_cast<int64_t>(m.weight_section_bytes());
+  if (p->weight_bytes_ > 0) {
+    void* w = nullptr;
+    KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&w, p->weight_bytes_),
+                              absl::StrCat(path, ": allocating ", p->weight_bytes_, " bytes of weights on the GPU")));
+    p->weights_ = static_cast<uint8_t*>(w);
+    const std::vector<Tensor>& weights = p->host_->weights();
+    for (int i = 0; i < m.weights_size(); ++i) {
+      const Tensor& t = weights[i];
+      if (static_cast<uint64_t>(t.nbytes()) != m.weights(i).bytes() ||
+          m.weights(i).offset() + m.weights(i).bytes() > m.weight_section_bytes()) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": weight '", m.weights(i).name(), "' does not fit"));
+      }
+      if (t.nbytes() == 0) continue;
+      KILN_RETURN_IF_ERROR(Cuda(cudaMemcpy(p->weights_ + m.weights(i).offset(), t.raw_data(), t.nbytes(),
+                                           cudaMemcpyHostToDevice),
+                                absl::StrCat(path, ": uploading weight '", m.weights(i).name(), "'")));
+    }
+  }
+
+  // Kernels: every cubin, then each launch's function.
+  for (int k = 0; k < m.kernels_size(); ++k) {
+    absl::Span<const uint8_t> image = bundle.kernel_bytes(k);
+    cudaLibrary_t lib = nullptr;
+    KILN_RETURN_IF_ERROR(Cuda(cudaLibraryLoadData(&lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+                              absl::StrCat(path, ": loading kernel module '", m.kernels(k).name(), "' (",
+                                           m.kernels(k).arch(), ")")));
+    p->libraries_.push_back(lib);
+  }
+  p->kernels_.resize(m.steps_size());
+  for (int s = 0; s < m.steps_size(); ++s) {
+    for (const bundle::Launch& launch : m.steps(s).launches()) {
+      if (launch.module() < 0 || launch.module() >= static_cast<int>(p->libraries_.size()) ||
+          launch.grid_size() != 3 || launch.block_size() != 3) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": step ", s, ": malformed launch of '",
+                                                       launch.function(), "'"));
+      }
+      cudaKernel_t kernel = nullptr;
+      KILN_RETURN_IF_ERROR(Cuda(
+          cudaLibraryGetKernel(&kernel, static_cast<cudaLibrary_t>(p->libraries_[launch.module()]),
+                               launch.function().c_str()),
+          absl::StrCat(path, ": step ", s, ": kernel '", launch.function(), "'")));
+      if (launch.shared_bytes() > 48 * 1024) {
+        KILN_RETURN_IF_ERROR(Cuda(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                       static_cast<int>(launch.shared_bytes())),
+                                  absl::StrCat(path, ": step ", s, ": shared memory of '", launch.function(), "'")));
+      }
+      p->kernels_[s].push_back(kernel);
+    }
+  }
+  return std::shared_ptr<const GpuProgram>(std::move(p));
+}
+
+GpuProgram::~GpuProgram() {
+  for (void* lib : libraries_) cudaLibraryUnload(static_cast<cudaLibrary_t>(lib));
+  if (weights_ != nullptr) cudaFree(weights_);
+}
+
+void* GpuProgram::weight_ptr(int i) const {
+  return weights_ == nullptr ? nullptr : weights_ + bundle().manifest().weights(i).offset();
+}
+
+// What one step runs, resolved for this session: the launches' argument arrays or a
+// planned library call.
+struct GpuExecutor::StepPlan {
+  struct LaunchArgs {
+    void* kernel = nullptr;
+    dim3 grid, block;
+    uint32_t shared_bytes = 0;
+    std::vector<void*> pointers;  // parameter values
+    std::vector<void*> args;      // &pointers[j], what cudaLaunchKernel takes
+  };
+  std::vector<LaunchArgs> launches;
+  std::unique_ptr<codegen::LibraryKernel> library;
+  codegen::LibraryLaunchArgs library_args;
+};
+
+void* GpuExecutor::BindingPtr(const bundle::Binding& b) const {
+  switch (b.kind()) {
+    case bundle::Binding::ARENA: return arena_ + b.offset();
+    case bundle::Binding::WEIGHT: return program_->weight_ptr(b.weight_index());
+    default: return nullptr;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr<const GpuProgram> program,
+                                                                 const GpuExecutorOptions& options) {
+  if (program == nullptr) return absl::InvalidArgumentError("GpuExecutor::Create: null program");
+  std::unique_ptr<GpuExecutor> ex(new GpuExecutor());
+  ex->program_ = std::move(program);
+  ex->options_ = options;
+  const Bundle& bundle = ex->program_->bundle();
+  const bundle::Manifest& m = bundle.manifest();
+  const std::string& path = bundle.path();
+  KILN_RETURN_IF_ERROR(Cuda(cudaSetDevice(ex->program_->gpu().device), "cudaSetDevice"));
+
+  ex->arena_bytes_ = m.memory_plan().arena_bytes();
+  void* arena = nullptr;
+  KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&arena, std::max<int64_t>(256, ex->arena_bytes_)),
+                            absl::StrCat(path, ": allocating the ", ex->arena_bytes_, "-byte activation arena")));
+  ex->arena_ = static_cast<uint8_t*>(arena);
+  for (const auto* sig : {&m.inputs(), &m.outputs()}) {
+    for (const bundle::TensorSignature& t : *sig) {
+      const bundle::Binding& b = t.binding();
+      if (b.kind() == bundle::Binding::ARENA && (b.offset() < 0 || b.offset() + b.bytes() > ex->arena_bytes_)) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": '", t.name(), "' lies outside the arena"));
+      }
+    }
+  }
+
+  if (options.stream != nullptr) {
+    ex->stream_ = options.stream;
+  } else {
+    cudaStream_t s = nullptr;
+    KILN_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "creating a CUDA stream"));
+    ex->stream_ = s;
+    ex->own_stream_ = true;
+  }
+
+  // Library handles, only when a step needs them.
+  bool needs_lt = false, needs_dnn = false;
+  for (const bundle::Step& step : m.steps()) {
+    needs_lt |= absl::StartsWith(step.kernel(), "cublaslt:");
+    needs_dnn |= absl::StartsWith(step.kernel(), "cudnn:");
+  }
+  codegen::LibraryHandles handles;
+  if (needs_lt) {
+    cublasLtHandle_t h = nullptr;
+    if (cublasStatus_t st = cublasLtCreate(&h); st != CUBLAS_STATUS_SUCCESS) {
+      return absl::InternalError(absl::StrCat(path, ": cublasLtCreate: ", cublasLtGetStatusString(st)));
+    }
+    ex->cublaslt_ = h;
+    handles.cublaslt = h;
+  }
+  if (needs_dnn) {
+    cudnnHandle_t h = nullptr;
+    if (cudnnStatus_t st = cudnnCreate(&h); st != CUDNN_STATUS_SUCCESS) {
+      return absl::InternalError(absl::StrCat(path, ": cudnnCreate: ", cudnnGetErrorString(st)));
+    }
+    ex->cudnn_ = h;
+    handles.cudnn = h;
+  }
+
+  for (int s = 0; s < m.steps_size(); ++s) {
+    const bundle::Step& step = m.steps(s);
+    auto plan = std::make_unique<StepPlan>();
+    const int num_outputs = step.outputs_size();
+    auto binding = [&](int a) -> const bundle::Binding& {
+      return a < num_outputs ? step.outputs(a) : step.inputs(a - num_outputs);
+    };
+    if (absl::StartsWith(step.kernel(), "cublaslt:") || absl::StartsWith(step.kernel(), "cudnn:")) {
+      const Node& node = ex->program_->host().step_node(s);
+      auto lib = codegen::CreateLibraryKernel(node, handles);
+      if (!lib.ok()) {
+        return absl::Status(lib.status().code(), absl::StrCat(path, ": step ", s, " (", step.kernel(), ", node '",
+                                                              step.node(), "'): ", lib.status().message()));
+      }
+      plan->library = *std::move(lib);
+      ex->workspace_bytes_ = std::max(ex->workspace_bytes_, plan->library->workspace_bytes());
+      for (const bundle::Binding& b : step.outputs()) plan->library_args.outputs.push_back(ex->BindingPtr(b));
+      for (const bundle::Binding& b : step.inputs()) plan->library_args.inputs.push_back(ex->BindingPtr(b));
+    }
+    for (int j = 0; j < step.launches_size(); ++j) {
+      const bundle::Launch& launch = step.launches(j);
+      StepPlan::LaunchArgs la;
+      la.kernel = ex->program_->kernel(s, j);
+      la.grid = dim3(launch.grid(0), launch.grid(1), launch.grid(2));
+      la.block = dim3(launch.block(0), launch.block(1), launch.block(2));
+      la.shared_bytes = launch.shared_bytes();
+      for (int a : launch.args()) {
+        if (a < 0 || a >= num_outputs + step.inputs_size()) {
+          return absl::InvalidArgumentError(absl::StrCat(path, ": step ", s, ": launch argument ", a, " out of range"));
+        }
+        la.pointers.push_back(ex->BindingPtr(binding(a)));
+      }
+      plan->launches.push_back(std::move(la));
+    }
+    for (StepPlan::LaunchArgs& la : plan->launches) {
+      for (void*& p : la.pointers) la.args.push_back(&p);
+    }
+    ex->steps_.push_back(std::move(plan));
+  }
+  if (ex->workspace_bytes_ > 0) {
+    KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&ex->workspace_, ex->workspace_bytes_),
+                              absl::StrCat(path, ": allocating ", ex->workspace_bytes_, " bytes of library workspace")));
+  }
+  for (auto& plan : ex->steps_) {
+    plan->library_args.workspace = ex->workspace_;
+    plan->library_args.workspace_bytes = ex->workspace_bytes_;
+    plan->library_args.stream = static_cast<cudaStream_t>(ex->stream_);
+  }
+  return ex;
+}
+
+GpuExecutor::~GpuExecutor() {
+  if (stream_ != nullptr) cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
+  if (graph_exec_ != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph_exec_));
+  if (graph_ != nullptr) cudaGraphDestroy(static_cast<cudaGraph_t>(graph_));
+  steps_.clear();
+  if (cudnn_ != nullptr) cudnnDestroy(static_cast<cudnnHandle_t>(cudnn_));
+  if (cublaslt_ != nullptr) cublasLtDestroy(static_cast<cublasLtHandle_t>(cublaslt_));
+  if (workspace_ != nullptr) cudaFree(workspace_);
+  if (arena_ != nullptr) cudaFree(arena_);
+  if (own_stream_) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+}
+
+absl::Status GpuExecutor::EnqueueStep(int s) {
+  const StepPlan& plan = *steps_[s];
+  if (plan.library != nullptr) return plan.library->Launch(plan.library_args);
+  for (const StepPlan::LaunchArgs& la : plan.launches) {
+    cudaError_t e = cudaLaunchKernel(la.kernel, la.grid, la.block, const_cast<void**>(la.args.data()),
+                                     la.shared_bytes, static_cast<cudaStream_t>(stream_));
+    if (e != cudaSuccess) {
+      const bundle::Step& step = program_->bundle().manifest().steps(s);
+      return Cuda(e, absl::StrCat(program_->bundle().path(), ": step ", s, " (", step.kernel(), ", node '",
+                                  step.node(), "'): launch"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GpuExecutor::EnqueueSteps() {
+  for (int s = 0; s < static_cast<int>(steps_.size()); ++s) KILN_RETURN_IF_ERROR(EnqueueStep(s));
+  return absl::OkStatus();
+}
+
+absl::Status GpuExecutor::Enqueue() {
+  auto stream = static_cast<cudaStream_t>(stream_);
+  if (options_.enable_cuda_graph && graph_exec_ == nullptr && !graph_failed_) {
+    // Capture once; on any failure fall back to plain launches for this session.
+    cudaGraph_t graph = nullptr;
+    cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+    absl::Status enqueued = e == cudaSuccess ? EnqueueSteps() : Cuda(e, "cudaStreamBeginCapture");
+    if (e == cudaSuccess) {
+      cudaError_t end = cudaStreamEndCapture(stream, &graph);
+      if (enqueued.ok() && end != cudaSuccess) enqueued = Cuda(end, "cudaStreamEndCapture");
+    }
+    cudaGraphExec_t exec = nullptr;
+    if (enqueued.ok()) enqueued = Cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    if (enqueued.ok()) {
+      graph_ = graph;
+      graph_exec_ = exec;
+      graph_note_ = absl::StrCat("CUDA graph captured (", steps_.size(), " steps)");
+    } else {
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      graph_failed_ = true;
+      graph_note_ = absl::StrCat("CUDA graph capture failed, launching step by step: ", enqueued.message());
+    }
+  }
+  if (graph_exec_ != nullptr) {
+    return Cuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph_exec_), stream),
+                absl::StrCat(program_->bundle().path(), ": cudaGraphLaunch"));
+  }
+  return EnqueueSteps();
+}
+
+absl::Status GpuExecutor::Synchronize(const std::string& what) {
+  return Cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)),
+              absl::StrCat(program_->bundle().path(), ": ", what));
+}
+
+absl::StatusOr<std::vector<Tensor>> GpuExecutor::Run(const TensorMap& feeds) {
+  const Bundle& bundle = program_->bundle();
+  const bundle::Manifest& m = bundle.manifest();
+  KILN_RETURN_IF_ERROR(CheckFeeds(bundle, feeds));
+  KILN_RETURN_IF_ERROR(Cuda(cudaSetDevice(program_->gpu().device), "cudaSetDevice"));
+  auto stream = static_cast<cudaStream_t>(stream_);
+  for (const bundle::TensorSignature& in : m.inputs()) {
+    const Tensor& t = feeds.at(in.name());
+    void* dst = BindingPtr(in.binding());
+    if (t.nbytes() == 0 || dst == nullptr) continue;
+    KILN_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(dst, t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice, stream),
+                              absl::StrCat(bundle.path(), ": copying input '", in.name(), "' to the GPU")));
+  }
+  KILN_RETURN_IF_ERROR(Enqueue());
+  std::vector<Tensor> results;
+  for (const bundle::TensorSignature& out : m.outputs()) {
+    KILN_ASSIGN_OR_RETURN(DType dtype, DTypeFromBinding(out.binding()));
+    Tensor t(dtype, ShapeFromProto(out.shape()));
+    const void* src = BindingPtr(out.binding());
+    if (t.nbytes() > 0 && src != nullptr) {
+      KILN_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(t.mutable_raw_data(), src, t.nbytes(), cudaMemcpyDeviceToHost, stream),
+                                absl::StrCat(bundle.path(), ": copying output '", out.name(), "' from the GPU")));
+    }
+    results.push_back(std::move(t));
+  }
+  KILN_RETURN_IF_ERROR(Synchronize("running the model on the GPU"));
+  return results;
+}
+
+absl::Status GpuExecutor::RunDevice(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                                    bool synchronize) {
+  const Bundle& bundle = program_->bundle();
+  const bundle::Manifest& m = bundle.manifest();
+  if (static_cast<int>(inputs.size()) != m.inputs_size() || static_cast<int>(outputs.size()) != m.outputs_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(bundle.path(), ": RunDevice takes ", m.inputs_size(),
+                                                   " input and ", m.outputs_size(), " output pointers"));
+  }
+  KILN_RETURN_IF_ERROR(Cuda(cudaSetDevice(program_->gpu().device), "cudaSetDevice"));
+  auto stream = static_cast<cudaStream_t>(stream_);
+  for (int i = 0; i < m.inputs_size(); ++i) {
+    const bundle::Binding& b = m.inputs(i).binding();
+    if (inputs[i] == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(bundle.path(), ": input '", m.inputs(i).name(), "' is null"));
+    }
+    if (b.bytes() == 0) continue;
+    KILN_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(BindingPtr(b), inputs[i], b.bytes(), cudaMemcpyDeviceToDevice, stream),
+                              absl::StrCat(bundle.path(), ": copying input '", m.inputs(i).name(), "'")));
+  }
+  KILN_RETURN_IF_ERROR(Enqueue());
+  for (int o = 0; o < m.outputs_size(); ++o) {
+    const bundle::Binding& b = m.outputs(o).binding();
+    if (outputs[o] == nullptr || b.bytes() == 0) continue;
+    KILN_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(outputs[o], BindingPtr(b), b.bytes(), cudaMemcpyDeviceToDevice, stream),
+                              absl::StrCat(bundle.path(), ": copying output '", m.outputs(o).name(), "'")));
+  }
+  if (synchronize) return Synchronize("running the model on the GPU");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<double>> GpuExecutor::TimeRuns(int iterations) {
+  auto stream = static_cast<cudaStream_t>(stream_);
+  std::vector<cudaEvent_t> events(iterations + 1, nullptr);
+  absl::Status status;
+  for (auto& e : events) {
+    if (status.ok()) status = Cuda(cudaEventCreate(&e), "cudaEventCreate");
+  }
+  if (status.ok()) status = Cuda(cudaEventRecord(events[0], stream), "cudaEventRecord");
+  for (int i = 0; i < iterations && status.ok(); ++i) {
+    status = Enqueue();
+    if (status.ok()) status = Cuda(cudaEventRecord(events[i + 1], stream), "cudaEventRecord");
+  }
+  if (status.ok()) status = Synchronize("timing runs");
+  std::vector<double> ms;
+  for (int i = 0; i < iterations && status.ok(); ++i) {
+    float t = 0;
+    status = Cuda(cudaEventElapsedTime(&t, events[i], events[i + 1]), "cudaEventElapsedTime");
+    ms.push_back(t);
+  }
+  for (auto& e : events) {
+    if (e != nullptr) cudaEventDestroy(e);
+  }
+  KILN_RETURN_IF_ERROR(status);
+  return ms;
+}
+
+absl::StatusOr<ProfileReport> GpuExecutor::Profile(const TensorMap& feeds, int iterations) {
+  if (iterations < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("profile: iterations must be >= 1, got ", iterations));
+  }
+  KILN_RETURN_IF_ERROR(Run(feeds).status());  // warm-up (and graph capture)
+  auto stream = static_cast<cudaStream_t>(stream_);
+  const int n = static_cast<int>(steps_.size());
+  std::vector<cudaEvent_t> events(n + 1);
+  for (auto& e : events) KILN_RETURN_IF_ERROR(Cuda(cudaEventCreate(&e), "cudaEventCreate"));
+  auto destroy = [&] {
+    for (auto& e : events) cudaEventDestroy(e);
+  };
+  std::vector<std::vector<double>> per_step(n);
+  std::vector<double> run_ms;
+  absl::Status status;
+  for (int it = 0; it < iterations && status.ok(); ++it) {
+    // Whole run as a user sees it (graph replay when enabled).
+    cudaEventRecord(events[0], stream);
+    status = Enqueue();
+    cudaEventRecord(events[n], stream);
+    if (status.ok()) status = Synchronize("profiling");
+    float ms = 0;
+    if (status.ok()) cudaEventElapsedTime(&ms, events[0], events[n]);
+    run_ms.push_back(ms);
+    // Step by step, an event between steps.
+    cudaEventRecord(events[0], stream);
+    for (int s = 0; s < n && status.ok(); ++s) {
+      status = EnqueueStep(s);
+      cudaEventRecord(events[s + 1], stream);
+    }
+    if (status.ok()) status = Synchronize("profiling");
+    for (int s = 0; s < n && status.ok(); ++s) {
+      float step_ms = 0;
+      cudaEventElapsedTime(&step_ms, events[s], events[s + 1]);
+      per_step[s].push_back(step_ms);
+    }
+  }
+  destroy();
+  KILN_RETURN_IF_ERROR(status);
+  return MakeProfileReport(program_->bundle(), "gpu", run_ms, per_step);
+}
+
+}  // namespace kiln

@@ -1,0 +1,124 @@
+// GPU backend: runs a bundle's steps on the current CUDA device.
+//
+// GpuProgram is the part shared by every session of a model: the weights, uploaded
+// once into one device allocation laid out like the bundle's weight section, and the
+// bundle's cubins, loaded with cudaLibraryLoadData (cudart only, no libcuda).
+// GpuExecutor is one session: one device arena of the planned size, a stream (the
+// caller's or its own), cuBLASLt and cuDNN handles, the library calls planned for
+// this device, and the argument arrays of every launch, resolved once. A run copies
+// the inputs into the arena, enqueues the steps in order and copies the outputs out.
+// With CUDA graphs on, the steps are captured into a graph on the first run and the
+// graph is replayed afterwards (if capture fails, the executor launches step by step
+// and says so in cuda_graph_note()).
+//
+// Thread-safety: a GpuProgram is immutable and may be shared across threads; a
+// GpuExecutor runs one call at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/evaluate.h"
+#include "kiln/profile.h"
+#include "runtime/bundle.h"
+#include "runtime/cpu_executor.h"
+#include "runtime/cuda_util.h"
+
+namespace kiln {
+
+class GpuProgram {
+ public:
+  // Checks that every step has a GPU kernel (FailedPrecondition listing the ops that
+  // do not) and that this GPU can run the bundle's arch, uploads the weights and
+  // loads the kernels. FailedPrecondition without a GPU. `host` supplies the graph
+  // nodes and weights and must come from the same bundle.
+  static absl::StatusOr<std::shared_ptr<const GpuProgram>> Create(std::shared_ptr<const CpuProgram> host);
+  ~GpuProgram();
+  GpuProgram(const GpuProgram&) = delete;
+  GpuProgram& operator=(const GpuProgram&) = delete;
+
+  const Bundle& bundle() const { return host_->bundle(); }
+  const CpuProgram& host() const { return *host_; }
+  const GpuInfo& gpu() const { return gpu_; }
+  // Device address of weight `i`.
+  void* weight_ptr(int i) const;
+  const void* weight_storage() const { return weights_; }
+  int64_t weight_bytes() const { return weight_bytes_; }
+  // The loaded kernel (a cudaKernel_t) behind step `s`'s launch `j`.
+  void* kernel(int s, int j) const { return kernels_[s][j]; }
+
+ private:
+  GpuProgram() = default;
+  std::shared_ptr<const CpuProgram> host_;
+  GpuInfo gpu_;
+  uint8_t* weights_ = nullptr;
+  int64_t weight_bytes_ = 0;
+  std::vector<void*> libraries_;           // cudaLibrary_t per bundle kernel image
+  std::vector<std::vector<void*>> kernels_;  // per step, per launch
+};
+
+struct GpuExecutorOptions {
+  void* stream = nullptr;  // cudaStream_t to launch on; nullptr: the executor's own
+  bool enable_cuda_graph = true;
+};
+
+class GpuExecutor {
+ public:
+  static absl::StatusOr<std::unique_ptr<GpuExecutor>> Create(std::shared_ptr<const GpuProgram> program,
+                                                             const GpuExecutorOptions& options = {});
+  ~GpuExecutor();
+  GpuExecutor(const GpuExecutor&) = delete;
+  GpuExecutor& operator=(const GpuExecutor&) = delete;
+
+  // Host tensors in and out (CheckFeeds rules); synchronises before returning.
+  absl::StatusOr<std::vector<Tensor>> Run(const TensorMap& feeds);
+  // Device memory in and out: inputs[i] / outputs[i] are device pointers for the
+  // signature's input / output i (outputs may be nullptr: not copied). Enqueued on the
+  // stream; synchronises only when `synchronize`.
+  absl::Status RunDevice(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                         bool synchronize = true);
+  // One warm-up run, then `iterations` runs timing each step with CUDA events (steps
+  // launched one by one, no graph) and each whole run (graph replay when enabled).
+  absl::StatusOr<ProfileReport> Profile(const TensorMap& feeds, int iterations);
+
+  // Device time of `iterations` back-to-back runs on the data already in the arena
+  // (no copies in or out; graph replay when enabled), one CUDA-event time in
+  // milliseconds per run. Call after a Run.
+  absl::StatusOr<std::vector<double>> TimeRuns(int iterations);
+
+  int64_t arena_bytes() const { return arena_bytes_; }
+  void* stream() const { return stream_; }
+  const GpuProgram& program() const { return *program_; }
+  bool using_cuda_graph() const { return graph_exec_ != nullptr; }
+  const std::string& cuda_graph_note() const { return graph_note_; }
+
+ private:
+  struct StepPlan;
+  GpuExecutor() = default;
+  void* BindingPtr(const bundle::Binding& b) const;
+  absl::Status EnqueueStep(int s);
+  absl::Status EnqueueSteps();
+  absl::Status Enqueue();  // graph replay or EnqueueSteps
+  absl::Status Synchronize(const std::string& what);
+
+  std::shared_ptr<const GpuProgram> program_;
+  GpuExecutorOptions options_;
+  uint8_t* arena_ = nullptr;
+  int64_t arena_bytes_ = 0;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  void* stream_ = nullptr;
+  bool own_stream_ = false;
+  void* cublaslt_ = nullptr;
+  void* cudnn_ = nullptr;
+  std::vector<std::unique_ptr<StepPlan>> steps_;
+  void* graph_ = nullptr;       // cudaGraph_t
+  void* graph_exec_ = nullptr;  // cudaGraphExec_t
+  bool graph_failed_ = false;
+  std::string graph_note_;
+};
+
+}  // namespace kiln
