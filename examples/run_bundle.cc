@@ -1,5 +1,6 @@
 // Example of the kiln C++ API: load a bundle, print its signature, run it once on
-// deterministic inputs and print per-output stats. Usage: run_bundle MODEL.kiln
+// deterministic inputs and print per-output stats.
+// Usage: run_bundle MODEL.kiln [cpu|gpu]   (default: cpu)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,10 +11,11 @@
 #include "kiln/kiln.h"
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s MODEL.kiln\n", argv[0]);
+  if (argc < 2 || argc > 3 || (argc == 3 && std::string(argv[2]) != "cpu" && std::string(argv[2]) != "gpu")) {
+    std::fprintf(stderr, "usage: %s MODEL.kiln [cpu|gpu]\n", argv[0]);
     return 2;
   }
+  const kiln::Device device = argc == 3 && std::string(argv[2]) == "gpu" ? kiln::Device::kGpu : kiln::Device::kCpu;
   // A Model is immutable and may be shared by many sessions (one per thread).
   absl::StatusOr<std::shared_ptr<const kiln::Model>> model = kiln::Model::Load(argv[1]);
   if (!model.ok()) {
@@ -27,7 +29,7 @@ int main(int argc, char** argv) {
   for (const kiln::TensorInfo& out : (*model)->outputs()) std::printf("  output %s\n", out.ToString().c_str());
 
   absl::StatusOr<std::unique_ptr<kiln::Session>> session =
-      kiln::Session::Create(*model, kiln::SessionOptions{.device = kiln::Device::kCpu});
+      kiln::Session::Create(*model, kiln::SessionOptions{.device = device});
   if (!session.ok()) {
     std::fprintf(stderr, "%s\n", session.status().ToString().c_str());
     return 1;

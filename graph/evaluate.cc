@@ -35,7 +35,8 @@ absl::StatusOr<std::vector<Tensor>> EvaluateNode(const Node& node,
   return outputs;
 }
 
-absl::StatusOr<std::vector<Tensor>> EvaluateGraph(const Graph& graph, const TensorMap& feeds) {
+absl::StatusOr<std::vector<Tensor>> EvaluateGraph(const Graph& graph, const TensorMap& feeds,
+                                                  const NodeObserver& observe) {
   absl::flat_hash_map<const Value*, Tensor> live;
   absl::flat_hash_map<const Value*, int> remaining_uses;
   for (const Value* in : graph.inputs()) {
@@ -84,6 +85,7 @@ absl::StatusOr<std::vector<Tensor>> EvaluateGraph(const Graph& graph, const Tens
       inputs.push_back(t);
     }
     KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, EvaluateNode(*node, inputs));
+    if (observe) observe(*node, outputs);
     for (const Value* in : node->inputs()) {
       if (in && !in->is_constant() && --remaining_uses[in] == 0) live.erase(in);
     }

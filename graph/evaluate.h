@@ -1,6 +1,8 @@
 // CPU reference evaluation of single nodes and whole graphs.
 #pragma once
 
+#include <functional>
+
 #include <string>
 #include <vector>
 
@@ -21,7 +23,10 @@ using TensorMap = absl::flat_hash_map<std::string, Tensor>;
 
 // Runs the whole graph on the CPU reference. `feeds` maps every graph input name
 // to a tensor of exactly its dtype and shape; returns the graph outputs in order.
-// Intermediates are released after their last use.
-absl::StatusOr<std::vector<Tensor>> EvaluateGraph(const Graph& graph, const TensorMap& feeds);
+// Intermediates are released after their last use. `observe`, when set, sees each
+// node's outputs right after the node runs (e.g. to record value ranges).
+using NodeObserver = std::function<void(const Node& node, absl::Span<const Tensor> outputs)>;
+absl::StatusOr<std::vector<Tensor>> EvaluateGraph(const Graph& graph, const TensorMap& feeds,
+                                                  const NodeObserver& observe = nullptr);
 
 }  // namespace kiln

@@ -1,6 +1,8 @@
 // Precision lowering: f32 storage -> f16/bf16, f32 at the boundary.
 #include "graph/lower_precision.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -81,6 +83,7 @@ struct SavedNode {
   std::vector<Value*> inputs, outputs;
   std::vector<Value*> original_outputs;
   bool kept_f32 = false;  // a dtype-attribute node left in FLOAT
+  bool island = false;    // a node kept in f32 (float32_nodes)
 };
 
 }  // namespace
@@ -123,7 +126,8 @@ absl::StatusOr<bool> LowerPrecision::Run(Graph& graph) {
   }
   if (!any_f32) return false;
 
-  auto kept_use = [](const Use& u) { return KeepsFloat32(u.node->op_type(), u.index); };
+  auto island = [&](const Node* n) { return float32_nodes_.contains(n->name()); };
+  auto kept_use = [&](const Use& u) { return KeepsFloat32(u.node->op_type(), u.index) || island(u.node); };
   auto has_kept_use = [&](const Value* v) {
     for (const Use& u : v->uses()) {
       if (kept_use(u)) return true;
@@ -182,6 +186,12 @@ absl::StatusOr<bool> LowerPrecision::Run(Graph& graph) {
   for (const Node* n : nodes) {
     for (Value* y : n->outputs()) {
       if (!IsF32(y)) continue;
+      if (island(n)) {  // written in f32; lowered readers get a Cast(to = S)
+        full[y] = y;
+        allowed_f32.insert(y);
+        if (has_other_use(y)) lowered[y] = graph.AddValue(y->name() + suffix);
+        continue;
+      }
       if (keep_node.contains(n)) {
         full[y] = y;
         allowed_f32.insert(y);
@@ -208,7 +218,8 @@ absl::StatusOr<bool> LowerPrecision::Run(Graph& graph) {
     saved.push_back({n, n->op_type(), n->domain(), n->name(), n->attributes(), n->inputs(), n->outputs(),
                      n->outputs(), keep_node.contains(n)});
     SavedNode& sn = saved.back();
-    if (!keep_node.contains(n) &&
+    sn.island = island(n);
+    if (!keep_node.contains(n) && !sn.island &&
         (IsFloatTypedByAttribute(*n) ||
          (n->op_type() == "LayerNormalization" && n->num_outputs() > 1 && n->GetInt("stash_type", 1).ok() &&
           *n->GetInt("stash_type", 1) == kOnnxFloat))) {
@@ -220,7 +231,7 @@ absl::StatusOr<bool> LowerPrecision::Run(Graph& graph) {
     for (size_t i = 0; i < sn.inputs.size(); ++i) {
       Value* v = sn.inputs[i];
       if (!IsF32(v)) continue;
-      const bool keep = KeepsFloat32(sn.op_type, static_cast<int>(i));
+      const bool keep = sn.island || KeepsFloat32(sn.op_type, static_cast<int>(i));
       auto& table = keep ? full : lowered;
       auto it = table.find(v);
       if (it == table.end() || it->second == nullptr) {
@@ -231,7 +242,7 @@ absl::StatusOr<bool> LowerPrecision::Run(Graph& graph) {
       sn.inputs[i] = it->second;
     }
     for (Value*& y : sn.outputs) {
-      if (!IsF32(y)) continue;
+      if (!IsF32(y) || sn.island) continue;
       auto it = lowered.find(y);
       if (it != lowered.end()) y = it->second;
     }
@@ -251,6 +262,10 @@ absl::StatusOr<bool> LowerPrecision::Run(Graph& graph) {
     n->set_domain(sn.domain);
     for (const auto& [name, attr] : sn.attrs) n->SetAttr(name, attr);
     for (Value* y : sn.original_outputs) {
+      if (sn.island && IsF32(y)) {
+        if (auto lo = lowered.find(y); lo != lowered.end()) add_cast(y, lo->second, OnnxCode(s));
+        continue;
+      }
       if (!IsF32(y) || sn.kept_f32) continue;
       auto lo = lowered.find(y);
       auto fu = full.find(y);
@@ -280,6 +295,41 @@ absl::StatusOr<bool> LowerPrecision::Run(Graph& graph) {
     return absl::InternalError(absl::StrCat("lower-precision: the lowered graph is malformed: ", st.message()));
   }
   return true;
+}
+
+absl::StatusOr<absl::flat_hash_set<std::string>> NodesOutsideRange(const Graph& graph, const TensorMap& feeds,
+                                                                   float limit) {
+  absl::flat_hash_map<const Value*, float> max_abs;
+  auto record = [&](const Value* v, const Tensor& t) {
+    if (!IsFloating(t.dtype())) return;
+    float m = 0;
+    for (float x : t.ToFloat()) m = std::max(m, std::isfinite(x) ? std::fabs(x) : INFINITY);
+    max_abs[v] = m;
+  };
+  for (const Value* x : graph.inputs()) {
+    if (auto it = feeds.find(x->name()); it != feeds.end()) record(x, it->second);
+  }
+  for (const Value* c : graph.constants()) record(c, c->constant());
+  KILN_RETURN_IF_ERROR(EvaluateGraph(graph, feeds, [&](const Node& node, absl::Span<const Tensor> outputs) {
+                         for (int i = 0; i < node.num_outputs() && i < static_cast<int>(outputs.size()); ++i) {
+                           record(node.output(i), outputs[i]);
+                         }
+                       }).status());
+  absl::flat_hash_set<std::string> out;
+  for (const Node* n : graph.nodes()) {
+    bool outside = false;
+    for (const Value* v : n->inputs()) {
+      if (v == nullptr) continue;
+      auto it = max_abs.find(v);
+      outside |= it != max_abs.end() && !(it->second <= limit);
+    }
+    for (const Value* v : n->outputs()) {
+      auto it = max_abs.find(v);
+      outside |= it != max_abs.end() && !(it->second <= limit);
+    }
+    if (outside) out.insert(n->name());
+  }
+  return out;
 }
 
 }  // namespace kiln

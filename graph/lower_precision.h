@@ -33,6 +33,12 @@
 //    other weights: per-channel, well inside fp16 range, and epsilon (an attribute)
 //    keeps the variance away from fp16's small values.
 //
+// f32 islands (fp16 range). Nodes named in `float32_nodes` run in f32: they read
+// the f32 form of their floating inputs (a Cast to FLOAT is inserted where the value
+// is lowered), write f32 outputs, and lowered readers of those outputs read a
+// Cast(to = S) "<y>_f16" of them. NodesOutsideRange finds such nodes by running the
+// graph on calibration inputs: kiln compile --precision fp16 --calibrate.
+//
 // Afterwards no f32 value remains except graph inputs/outputs, kept constants and
 // the outputs of inserted or kept Casts; Run fails (Internal) naming any other, and
 // fails with the verifier's message if the result is structurally broken.
@@ -41,6 +47,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/dtype.h"
+#include "absl/container/flat_hash_set.h"
+#include "graph/evaluate.h"
 #include "graph/graph.h"
 
 namespace kiln {
@@ -48,7 +56,8 @@ namespace kiln {
 class LowerPrecision {
  public:
   // `storage`: kFloat16, kBFloat16, or kFloat32 (no-op). Other dtypes make Run fail.
-  explicit LowerPrecision(DType storage) : storage_(storage) {}
+  explicit LowerPrecision(DType storage, absl::flat_hash_set<std::string> float32_nodes = {})
+      : storage_(storage), float32_nodes_(std::move(float32_nodes)) {}
   absl::string_view name() const { return "lower-precision"; }
   absl::StatusOr<bool> Run(Graph& graph);
 
@@ -57,6 +66,14 @@ class LowerPrecision {
 
  private:
   DType storage_;
+  absl::flat_hash_set<std::string> float32_nodes_;
 };
+
+// The names of the nodes that read or write a floating value whose largest
+// magnitude exceeds `limit` when `graph` runs on the CPU reference with `feeds`
+// (the calibration inputs). With limit 16384 (a quarter of fp16's largest finite
+// value, 65504) these are the nodes to keep in f32 under fp16 storage.
+absl::StatusOr<absl::flat_hash_set<std::string>> NodesOutsideRange(const Graph& graph, const TensorMap& feeds,
+                                                                   float limit);
 
 }  // namespace kiln

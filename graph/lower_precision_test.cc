@@ -484,3 +484,63 @@ INSTANTIATE_TEST_SUITE_P(Storage, LowerPrecisionNumericTest,
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Values beyond fp16's range on the calibration input put their readers and writers
+// in f32 islands; the lowered graph then computes what the f32 graph does.
+TEST(LowerPrecisionTest, Float32IslandsFromCalibration) {
+  const char* kText = R"(
+graph @main {
+  input %x : f32[4]
+  const %big : f32[] = [1000.0]
+  const %w : f32[4] = splat(0.5)
+  %a = Mul(%x, %w)
+  %m = Mul(%a, %big)
+  %r = Relu(%m)
+  %y = Div(%r, %big)
+  %z = Add(%y, %a)
+  output %z
+}
+)";
+  std::unique_ptr<Graph> g = MustParse(kText);
+  std::unique_ptr<Graph> original = MustParse(kText);
+  TensorMap feeds{{"x", Tensor::FromFloat(DType::kFloat32, {4}, {-300.f, 100.f, 200.f, 300.f})}};
+  auto islands = NodesOutsideRange(*g, feeds, 16384.f);
+  ASSERT_TRUE(islands.ok()) << islands.status();
+  EXPECT_EQ(islands->size(), 3u);  // the second Mul writes 1.5e5; Relu; Div reads it
+  auto changed = LowerPrecision(DType::kFloat16, *islands).Run(*g);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(VerifyGraph(*g, {.require_types = true, .require_known_ops = true}).ok());
+  EXPECT_EQ(Print(*g), R"(graph @main {
+  input %x : f32[4]
+  const %big : f32[] = [1000.0]
+  const %w : f16[4] = splat(0.5)
+  %x_f16 : f16[4] = Cast(%x) {to = 10}
+  %a : f16[4] = Mul(%x_f16, %w)
+  %a_f32 : f32[4] = Cast(%a) {to = 1}
+  %m : f32[4] = Mul(%a_f32, %big)
+  %r : f32[4] = Relu(%m)
+  %y : f32[4] = Div(%r, %big)
+  %y_f16 : f16[4] = Cast(%y) {to = 10}
+  %z_f16 : f16[4] = Add(%y_f16, %a)
+  %z : f32[4] = Cast(%z_f16) {to = 1}
+  output %z
+}
+)");
+  auto lowered = EvaluateGraph(*g, feeds);
+  auto reference = EvaluateGraph(*original, feeds);
+  ASSERT_TRUE(lowered.ok() && reference.ok());
+  const std::vector<float> a = (*lowered)[0].ToFloat(), b = (*reference)[0].ToFloat();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-3 * std::fabs(b[i]) + 1e-3) << i;
+  // Without the islands the same graph overflows fp16.
+  std::unique_ptr<Graph> plain = MustParse(kText);
+  ASSERT_TRUE(LowerPrecision(DType::kFloat16).Run(*plain).ok());
+  auto overflowed = EvaluateGraph(*plain, feeds);
+  ASSERT_TRUE(overflowed.ok());
+  EXPECT_FALSE(std::isfinite((*overflowed)[0].ToFloat()[3]));
+}
+
+}  // namespace
+}  // namespace kiln

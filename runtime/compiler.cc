@@ -76,10 +76,25 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   // only at the API boundary; see graph/lower_precision.h), so the memory plan, the
   // weights, the steps and every backend see the same lowered graph.
   std::unique_ptr<Graph> lowered;
+  absl::flat_hash_set<std::string> float32_nodes;
+  if (options.precision == "fp16" && options.calibration) {
+    // f32 islands: nodes whose values leave fp16's safe range on the calibration inputs.
+    auto feeds = options.calibration(source_graph);
+    if (!feeds.ok()) {
+      return absl::Status(feeds.status().code(), absl::StrCat(source_path, ": calibration inputs: ",
+                                                              feeds.status().message()));
+    }
+    auto outside = NodesOutsideRange(source_graph, *feeds, kFloat16SafeMagnitude);
+    if (!outside.ok()) {
+      return absl::Status(outside.status().code(), absl::StrCat(source_path, ": calibration run failed: ",
+                                                                outside.status().message()));
+    }
+    float32_nodes = *std::move(outside);
+  }
   if (options.precision != "fp32") {
     lowered = source_graph.Clone();
     const DType storage = options.precision == "bf16" ? DType::kBFloat16 : DType::kFloat16;
-    if (absl::StatusOr<bool> st = LowerPrecision(storage).Run(*lowered); !st.ok()) {
+    if (absl::StatusOr<bool> st = LowerPrecision(storage, float32_nodes).Run(*lowered); !st.ok()) {
       return absl::Status(st.status().code(), absl::StrCat(source_path, ": lowering to --precision ",
                                                            options.precision, " failed: ", st.status().message()));
     }
@@ -103,6 +118,9 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
     bundle::InputShape* s = m.mutable_compile_options()->add_input_shapes();
     s->set_name(name);
     for (int64_t d : shape) s->add_shape(d);
+  }
+  for (const Node* n : source_graph.nodes()) {  // in graph order, for a stable manifest
+    if (float32_nodes.contains(n->name())) m.mutable_compile_options()->add_float32_nodes(n->name());
   }
   m.mutable_source()->set_path(source_path);
   m.mutable_source()->set_fnv1a64(absl::StrFormat("%016x", Fnv1a64(source_bytes.data(), source_bytes.size())));

@@ -3,12 +3,14 @@
 // the CPU backend through the reference evaluators.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "graph/dtype.h"
+#include "graph/evaluate.h"
 #include "graph/graph.h"
 #include "runtime/bundle.h"
 
@@ -21,11 +23,22 @@ const std::vector<std::string>& SupportedPrecisions();
 // (compute capability 9.0 -> sm_90a, 8.9, 8.6, 8.0), else sm_90a.
 std::string DefaultArch();
 
+// fp16 storage keeps a node in f32 when it reads or writes a value larger than this
+// on the calibration inputs (a quarter of fp16's largest finite value, 65504: room
+// for inputs that differ from the calibration ones).
+inline constexpr float kFloat16SafeMagnitude = 16384.f;
+
 struct CompileOptions {
   std::string arch = "sm_90a";
   std::string precision = "fp16";
   // Static shapes for inputs with dynamic dims (see ImportOptions::input_shapes).
   std::map<std::string, Shape> input_shapes;
+  // fp16 only, optional: builds calibration inputs for the imported graph (every
+  // graph input, exact dtype and shape). The graph runs once on the CPU reference
+  // with them, and every node that reads or writes a value beyond
+  // kFloat16SafeMagnitude stays in f32 (LowerPrecision's f32 islands; the manifest
+  // lists them in compile_options.float32_nodes).
+  std::function<absl::StatusOr<TensorMap>(const Graph&)> calibration;
 };
 
 // InvalidArgument naming the bad value and the accepted ones.

@@ -136,6 +136,21 @@ TEST_F(BundleCliTest, RunMatchesReferenceFp32ExactlyAndFp16Closely) {
   ExpectRunMatchesReference(fp16, 1e-2f);
 }
 
+// --calibrate runs the model once and reports the fp16 range; a value scaled past
+// fp16's range would keep nodes in f32 (graph/lower_precision_test.cc covers that).
+TEST_F(BundleCliTest, CalibrateChecksTheFp16Range) {
+  Result ok = Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --calibrate x=random:3"), dir_);
+  ASSERT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_THAT(ok.out, HasSubstr("fp16: every value stays within +-16384 on the calibration inputs"));
+  ExpectRunMatchesReference(kiln_, 1e-2f);
+  Result bf16 = Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --precision bf16 --calibrate x=ones"), dir_);
+  EXPECT_EQ(bf16.exit_code, 0) << bf16.out;
+  EXPECT_THAT(bf16.out, HasSubstr("--calibrate only matters for --precision fp16"));
+  Result unknown = Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --calibrate nope=ones"), dir_);
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.out, HasSubstr("--calibrate nope: the model has no such input (inputs: x)"));
+}
+
 TEST_F(BundleCliTest, Errors) {
   Result bad_arch = Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --arch sm_70"), dir_);
   EXPECT_EQ(bad_arch.exit_code, 1);

@@ -20,12 +20,17 @@ namespace {
 constexpr char kUsage[] =
     "usage: kiln compile MODEL.onnx -o|--output MODEL.kiln [--arch sm_90a|sm_89|sm_86|sm_80]\n"
     "                    [--precision fp16|bf16|fp32] [--input-shape NAME=1x128]...\n"
+    "                    [--calibrate NAME=SOURCE]...\n"
     "Compiles the model into a bundle (manifest, kernels, weights) for the named GPU arch.\n"
     "Works without a GPU (kernels are compiled by NVRTC). The default arch is the local\n"
     "GPU's, else sm_90a; the default precision is fp16 (storage of activations and weights;\n"
     "math in fp32; inputs and outputs keep their ONNX dtypes). For now every graph node is\n"
     "one step (unfused baseline): cuBLASLt for MatMul/Gemm, cuDNN for Conv, generated\n"
-    "kernels for the rest.";
+    "kernels for the rest.\n"
+    "--calibrate (fp16): runs the model once on the CPU reference with these inputs (SOURCE\n"
+    "as in kiln run: FILE.npy|.pb, arange, zeros, ones, random[:SEED]) and keeps in fp32\n"
+    "every node that reads or writes a value beyond +-16384 there, so that activations\n"
+    "too large for fp16 do not overflow.";
 
 }  // namespace
 
@@ -41,7 +46,7 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
       expanded.push_back(a);
     }
   }
-  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded, {"output", "arch", "precision", "input-shape"}, {"help"}));
+  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded, {"output", "arch", "precision", "input-shape", "calibrate"}, {"help"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
     return absl::OkStatus();
@@ -55,6 +60,37 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   options.precision = args.Get("precision", "fp16");
   KILN_ASSIGN_OR_RETURN(options.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
+  std::map<std::string, std::string> calibration;
+  for (const std::string& spec : args.GetAll("calibrate")) {
+    KILN_ASSIGN_OR_RETURN(auto kv, SplitAssignment(spec, "calibrate"));
+    calibration[kv.first] = kv.second;
+  }
+  if (!calibration.empty() && options.precision != "fp16") {
+    std::cout << "note: --calibrate only matters for --precision fp16 (" << options.precision
+              << " has fp32's range); ignored\n";
+  } else if (!calibration.empty()) {
+    options.calibration = [calibration](const Graph& graph) -> absl::StatusOr<TensorMap> {
+      TensorMap feeds;
+      for (const auto& [name, source] : calibration) {
+        const Value* v = graph.FindValue(name);
+        if (v == nullptr || !graph.IsGraphInput(v)) {
+          std::string inputs;
+          for (const Value* in : graph.inputs()) absl::StrAppend(&inputs, inputs.empty() ? "" : ", ", in->name());
+          return absl::InvalidArgumentError(
+              absl::StrCat("--calibrate ", name, ": the model has no such input (inputs: ", inputs, ")"));
+        }
+      }
+      for (const Value* in : graph.inputs()) {
+        auto it = calibration.find(in->name());
+        if (it == calibration.end()) {
+          return absl::InvalidArgumentError(absl::StrCat("--calibrate needs every input; missing ", in->name(), " (",
+                                                         in->TypeString(), ")"));
+        }
+        KILN_ASSIGN_OR_RETURN(feeds[in->name()], MakeInput(in->name(), it->second, in->dtype(), in->shape()));
+      }
+      return feeds;
+    };
+  }
 
   const auto start = std::chrono::steady_clock::now();
   KILN_RETURN_IF_ERROR(CompileToFile(input, output, options));
@@ -65,6 +101,13 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
                                input, output, m.target_arch(), m.precision(), m.steps_size(), m.weights_size(),
                                m.memory_plan().arena_bytes(), m.memory_plan().lower_bound_bytes(),
                                bundle->file_bytes(), seconds);
+  if (m.compile_options().float32_nodes_size() > 0) {
+    std::cout << absl::StrFormat("  fp16: %d node%s kept in fp32 (values beyond +-16384 on the calibration inputs)\n",
+                                 m.compile_options().float32_nodes_size(),
+                                 m.compile_options().float32_nodes_size() == 1 ? "" : "s");
+  } else if (options.calibration) {
+    std::cout << "  fp16: every value stays within +-16384 on the calibration inputs\n";
+  }
   // What the GPU will run, and which ops (if any) keep the bundle on the CPU backend.
   int generated = 0, library = 0, views = 0, launches = 0;
   std::map<std::string, int> unsupported;
