@@ -1,8 +1,10 @@
 // kiln_memory_plan_bench: memory-plan quality and planning time over ONNX models.
 //
-// Usage: kiln_memory_plan_bench [DATA_DIR] [MODEL.onnx ...]
+// Usage: kiln_memory_plan_bench [--precision fp16|bf16|fp32] [DATA_DIR] [MODEL.onnx ...]
 //   DATA_DIR: the ONNX backend test data (its light/*.onnx are planned) or a folder
 //   of .onnx files; every further argument ending in .onnx is planned too.
+//   --precision: plan the graph lowered to that storage, as kiln compile does
+//   (default fp32: the imported graph as is).
 // Prints one row per model: buffers, arena, lower bound, their ratio, the no-reuse
 // total, the winning ordering and the best planning time over 5 runs. Exit status 1
 // if a model fails to import or plan.
@@ -14,13 +16,23 @@
 #include <vector>
 
 #include "frontend/onnx_importer.h"
+#include "graph/lower_precision.h"
 #include "runtime/memory_planner.h"
 
 namespace fs = std::filesystem;
 
 int main(int argc, char** argv) {
   std::vector<std::string> models;
+  std::string precision = "fp32";
   for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--precision" && i + 1 < argc) {
+      precision = argv[++i];
+      if (precision != "fp16" && precision != "bf16" && precision != "fp32") {
+        std::fprintf(stderr, "--precision must be fp16, bf16 or fp32\n");
+        return 2;
+      }
+      continue;
+    }
     const fs::path arg = argv[i];
     if (fs::is_directory(arg)) {
       const fs::path dir = fs::is_directory(arg / "light") ? arg / "light" : arg;
@@ -33,15 +45,16 @@ int main(int argc, char** argv) {
     } else if (arg.extension() == ".onnx") {
       models.push_back(arg.string());
     } else {
-      std::fprintf(stderr, "usage: kiln_memory_plan_bench [DATA_DIR] [MODEL.onnx ...]\n");
+      std::fprintf(stderr, "usage: kiln_memory_plan_bench [--precision fp16|bf16|fp32] [DATA_DIR] [MODEL.onnx ...]\n");
       return 2;
     }
   }
   if (models.empty()) {
-    std::fprintf(stderr, "usage: kiln_memory_plan_bench [DATA_DIR] [MODEL.onnx ...] (no models found)\n");
+    std::fprintf(stderr, "usage: kiln_memory_plan_bench [--precision fp16|bf16|fp32] [DATA_DIR] [MODEL.onnx ...] (no models found)\n");
     return 2;
   }
   constexpr double kMiB = 1024.0 * 1024.0;
+  std::printf("storage precision: %s\n", precision.c_str());
   std::printf("%-24s %8s %11s %11s %7s %12s %14s %10s\n", "model", "buffers", "arena MiB", "bound MiB",
               "ratio", "no-reuse MiB", "ordering", "plan ms");
   int failures = 0;
@@ -52,6 +65,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", std::string(graph.status().message()).c_str());
       ++failures;
       continue;
+    }
+    if (precision != "fp32") {
+      const kiln::DType storage = precision == "bf16" ? kiln::DType::kBFloat16 : kiln::DType::kFloat16;
+      if (auto st = kiln::LowerPrecision(storage).Run(**graph); !st.ok()) {
+        std::fprintf(stderr, "%s: %s\n", path.c_str(), std::string(st.status().message()).c_str());
+        ++failures;
+        continue;
+      }
     }
     double best_ms = 1e30;
     absl::StatusOr<kiln::GraphMemoryPlan> gp;
