@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/fused_group.h"
 
 // The legacy cuDNN convolution API is deprecated in cuDNN 9 but still the simplest
 // way to run one convolution with heuristic algorithm choice.
@@ -104,6 +105,10 @@ struct GemmPlan {
   int64_t stride_a = 0, stride_b = 0, stride_d = 0;  // elements
   CKind c_kind = CKind::kNone;
   int64_t c_rows = 1, c_cols = 1;  // C's shape as a matrix (kMaterialize)
+  // Fused groups: which launch inputs hold A, B and C / the bias, and the activation
+  // of the epilogue.
+  int in_a = 0, in_b = 1, in_c = 2;
+  enum class Act { kNone, kRelu, kGeluTanh } act = Act::kNone;
 };
 
 Shape AsMatrixA(const Shape& s) { return s.size() == 1 ? Shape{1, s[0]} : s; }
@@ -223,6 +228,11 @@ struct ConvPlan {
   int pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
   int group = 1;
   bool has_bias = false;
+  // Fused groups (cudnnConvolutionBiasActivationForward): launch inputs of X, W, the
+  // bias (-1: none, a zero bias in the workspace is used) and the residual Z (-1: none).
+  bool fused = false;
+  bool relu = false;
+  int in_x = 0, in_w = 1, in_bias = 2, in_z = -1;
 };
 
 absl::StatusOr<ConvPlan> PlanConv(const Node& node) {
@@ -374,11 +384,19 @@ class CublasLtKernel : public LibraryKernel {
     const cublasOperation_t op_b = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's B is our A
     KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)), "set TRANSA");
     KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)), "set TRANSB");
-    if (p.c_kind == CKind::kBias) {
-      const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-      KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), "set EPILOGUE");
-      KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &t, sizeof(t)),
-              "set BIAS_DATA_TYPE");
+    {
+      const bool bias = p.c_kind == CKind::kBias;
+      cublasLtEpilogue_t epi = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+      if (p.act == GemmPlan::Act::kRelu) epi = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+      if (p.act == GemmPlan::Act::kGeluTanh) epi = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+      if (epi != CUBLASLT_EPILOGUE_DEFAULT) {
+        KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
+                "set EPILOGUE");
+      }
+      if (bias) {
+        KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &t, sizeof(t)),
+                "set BIAS_DATA_TYPE");
+      }
     }
     beta_ = p.c_kind == CKind::kNone || p.c_kind == CKind::kBias ? 0.f : p.beta;
     if (p.c_kind == CKind::kMaterialize) c_bytes_ = AlignUp(static_cast<size_t>(p.m * p.n) * es_, 256);
@@ -402,23 +420,24 @@ class CublasLtKernel : public LibraryKernel {
 
   absl::Status Launch(const LibraryLaunchArgs& args) const override {
     const GemmPlan& p = plan_;
-    const int num_inputs = p.c_kind == CKind::kNone ? 2 : 3;
+    const bool has_c = p.c_kind != CKind::kNone;
+    const int num_inputs = std::max({p.in_a, p.in_b, has_c ? p.in_c : 0}) + 1;
     if (args.outputs.size() != 1 || args.outputs[0] == nullptr || static_cast<int>(args.inputs.size()) < num_inputs ||
-        args.inputs[0] == nullptr || args.inputs[1] == nullptr || (num_inputs == 3 && args.inputs[2] == nullptr)) {
+        args.inputs[p.in_a] == nullptr || args.inputs[p.in_b] == nullptr || (has_c && args.inputs[p.in_c] == nullptr)) {
       return absl::InvalidArgumentError(absl::StrCat(where_, ": missing input or output pointers for the cuBLASLt call"));
     }
     if (args.workspace_bytes < workspace_bytes() || (workspace_bytes() > 0 && args.workspace == nullptr)) {
       return absl::InvalidArgumentError(absl::StrCat(where_, ": workspace of ", args.workspace_bytes,
                                                      " bytes is smaller than the ", workspace_bytes(), " needed"));
     }
-    const char* a = static_cast<const char*>(args.inputs[0]);
-    const char* b = static_cast<const char*>(args.inputs[1]);
+    const char* a = static_cast<const char*>(args.inputs[p.in_a]);
+    const char* b = static_cast<const char*>(args.inputs[p.in_b]);
     char* d = static_cast<char*>(args.outputs[0]);
     const void* c = d;
     char* ws = static_cast<char*>(args.workspace);
-    if (p.c_kind == CKind::kFull) c = args.inputs[2];
+    if (p.c_kind == CKind::kFull) c = args.inputs[p.in_c];
     if (p.c_kind == CKind::kMaterialize) {
-      if (absl::Status s = Materialize(args.inputs[2], ws, args.stream); !s.ok()) return s;
+      if (absl::Status s = Materialize(args.inputs[p.in_c], ws, args.stream); !s.ok()) return s;
       c = ws;
     }
     void* lt_ws = ws == nullptr ? nullptr : ws + c_bytes_;
@@ -428,7 +447,9 @@ class CublasLtKernel : public LibraryKernel {
     const size_t sa = loop_ ? p.stride_a * es_ : 0, sb = loop_ ? p.stride_b * es_ : 0, sd = loop_ ? p.stride_d * es_ : 0;
     uint32_t align = AlignmentOf({reinterpret_cast<uintptr_t>(a), reinterpret_cast<uintptr_t>(b),
                                   reinterpret_cast<uintptr_t>(c), reinterpret_cast<uintptr_t>(d), sa, sb, sd});
-    if (p.c_kind == CKind::kBias) align = std::min(align, AlignmentOf({reinterpret_cast<uintptr_t>(args.inputs[2])}));
+    if (p.c_kind == CKind::kBias) {
+      align = std::min(align, AlignmentOf({reinterpret_cast<uintptr_t>(args.inputs[p.in_c])}));
+    }
     const cublasLtMatmulHeuristicResult_t* algo = &*algo_;
     if (align < kAssumedAlignment) {
       if (!fallback_) {
@@ -441,7 +462,7 @@ class CublasLtKernel : public LibraryKernel {
 
     std::lock_guard<std::mutex> lock(mu_);  // the bias pointer lives in the shared descriptor
     if (p.c_kind == CKind::kBias) {
-      const void* bias = args.inputs[2];
+      const void* bias = args.inputs[p.in_c];
       KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
               "set BIAS_POINTER");
     }
@@ -618,6 +639,7 @@ class CudnnConvKernel : public LibraryKernel {
 
   ~CudnnConvKernel() override {
     if (conv_) cudnnDestroyConvolutionDescriptor(conv_);
+    if (act_) cudnnDestroyActivationDescriptor(act_);
     if (w_) cudnnDestroyFilterDescriptor(w_);
     for (cudnnTensorDescriptor_t t : {x_, y_, bias_}) {
       if (t) cudnnDestroyTensorDescriptor(t);
@@ -649,9 +671,17 @@ class CudnnConvKernel : public LibraryKernel {
                                               "], the graph says [", p.batch, ",", p.m, ",", p.oh, ",", p.ow, "]"));
     }
     KILN_DNN(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, t, p.batch, p.m, p.oh, p.ow), "set Y descriptor");
-    if (p.has_bias) {
+    if (p.has_bias || p.fused) {
       KILN_DNN(cudnnCreateTensorDescriptor(&bias_), "cudnnCreateTensorDescriptor");
       KILN_DNN(cudnnSetTensor4dDescriptor(bias_, CUDNN_TENSOR_NCHW, t, 1, p.m, 1, 1), "set bias descriptor");
+    }
+    if (p.fused) {
+      KILN_DNN(cudnnCreateActivationDescriptor(&act_), "cudnnCreateActivationDescriptor");
+      KILN_DNN(cudnnSetActivationDescriptor(act_, p.relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                            CUDNN_NOT_PROPAGATE_NAN, 0.0),
+               "cudnnSetActivationDescriptor");
+      // The fused call needs a bias: a zeroed one at the start of the workspace.
+      if (!p.has_bias) zero_bias_bytes_ = AlignUp(static_cast<size_t>(p.m) * (f32 ? 4 : 2), 256);
     }
 
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT] = {};
@@ -659,6 +689,14 @@ class CudnnConvKernel : public LibraryKernel {
     KILN_DNN(cudnnGetConvolutionForwardAlgorithm_v7(handle_, x_, w_, conv_, y_, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                                                     &found, perf),
              "cudnnGetConvolutionForwardAlgorithm_v7");
+    if (p.fused && !p.relu) {
+      // CUDNN_ACTIVATION_IDENTITY works only with IMPLICIT_PRECOMP_GEMM.
+      found = 1;
+      perf[0] = {};
+      perf[0].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+      perf[0].status = CUDNN_STATUS_SUCCESS;
+      perf[0].mathType = f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+    }
     std::string tried;
     for (int i = 0; i < found; ++i) {
       if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
@@ -675,17 +713,27 @@ class CudnnConvKernel : public LibraryKernel {
         absl::StrAppend(&tried, " algo ", static_cast<int>(perf[i].algo), ": needs ", bytes, " bytes;");
         continue;
       }
+      if (p.fused) {
+        // The fused call has constraints the heuristics do not know: try it once.
+        const cudnnStatus_t ts = TryFused(perf[i].algo, bytes);
+        if (ts != CUDNN_STATUS_SUCCESS) {
+          absl::StrAppend(&tried, " algo ", static_cast<int>(perf[i].algo), ": ", DnnStatus(ts), ";");
+          continue;
+        }
+      }
       algo_ = perf[i].algo;
       workspace_ = bytes;
       return absl::OkStatus();
     }
-    return absl::UnimplementedError(
-        absl::StrCat(where_, ": cuDNN has no usable forward algorithm (", found, " heuristic results;", tried, ")"));
+    return absl::UnimplementedError(absl::StrCat(where_, ": cuDNN has no usable ",
+                                                 p.fused ? "fused convolution-bias-activation" : "forward",
+                                                 " algorithm (", found, " candidates;", tried, ")"));
   }
 
-  size_t workspace_bytes() const override { return workspace_; }
+  size_t workspace_bytes() const override { return zero_bias_bytes_ + workspace_; }
 
   absl::Status Launch(const LibraryLaunchArgs& args) const override {
+    if (plan_.fused) return LaunchFused(args);
     if (args.outputs.size() != 1 || args.outputs[0] == nullptr || args.inputs.size() < (plan_.has_bias ? 3u : 2u) ||
         args.inputs[0] == nullptr || args.inputs[1] == nullptr || (plan_.has_bias && args.inputs[2] == nullptr)) {
       return absl::InvalidArgumentError(absl::StrCat(where_, ": missing input or output pointers for the cuDNN call"));
@@ -706,20 +754,271 @@ class CudnnConvKernel : public LibraryKernel {
   }
 
  private:
+  absl::Status LaunchFused(const LibraryLaunchArgs& args) const {
+    const ConvPlan& p = plan_;
+    const int n = static_cast<int>(args.inputs.size());
+    auto present = [&](int i) { return i >= 0 && i < n && args.inputs[i] != nullptr; };
+    if (args.outputs.size() != 1 || args.outputs[0] == nullptr || !present(p.in_x) || !present(p.in_w) ||
+        (p.has_bias && !present(p.in_bias)) || (p.in_z >= 0 && !present(p.in_z))) {
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": missing input or output pointers for the cuDNN call"));
+    }
+    if (args.workspace_bytes < workspace_bytes() || (workspace_bytes() > 0 && args.workspace == nullptr)) {
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": workspace of ", args.workspace_bytes,
+                                                     " bytes is smaller than the ", workspace_bytes(), " needed"));
+    }
+    char* ws = static_cast<char*>(args.workspace);
+    const void* bias = p.has_bias ? args.inputs[p.in_bias] : ws;
+    if (!p.has_bias) {
+      const cudaError_t e = cudaMemsetAsync(ws, 0, zero_bias_bytes_, args.stream);
+      if (e != cudaSuccess) {
+        return absl::InternalError(absl::StrCat(where_, ": zeroing the bias failed: ", cudaGetErrorString(e)));
+      }
+    }
+    const float one = 1.f, alpha2 = p.in_z >= 0 ? 1.f : 0.f;
+    const void* z = p.in_z >= 0 ? args.inputs[p.in_z] : args.outputs[0];
+    KILN_DNN(cudnnSetStream(handle_, args.stream), "cudnnSetStream");
+    KILN_DNN(cudnnConvolutionBiasActivationForward(handle_, &one, x_, args.inputs[p.in_x], w_, args.inputs[p.in_w],
+                                                   conv_, algo_, workspace_ > 0 ? ws + zero_bias_bytes_ : nullptr,
+                                                   workspace_, &alpha2, y_, z, bias_, bias, act_, y_, args.outputs[0]),
+             "cudnnConvolutionBiasActivationForward");
+    return absl::OkStatus();
+  }
+
+  // Runs the fused call once on scratch buffers (plan time only: allocates and
+  // synchronises) and returns its status.
+  cudnnStatus_t TryFused(cudnnConvolutionFwdAlgo_t algo, size_t ws_bytes) {
+    const ConvPlan& p = plan_;
+    const size_t es = p.dtype == DType::kFloat32 ? 4 : 2;
+    const size_t sizes[] = {es * p.batch * p.c * p.h * p.w, es * p.m * p.cg * p.kh * p.kw,
+                            es * p.batch * p.m * p.oh * p.ow, es * p.m, std::max<size_t>(ws_bytes, 1)};
+    void* buf[5] = {};
+    cudnnStatus_t st = CUDNN_STATUS_ALLOC_FAILED;
+    bool ok = true;
+    for (int i = 0; i < 5 && ok; ++i) {
+      ok = cudaMalloc(&buf[i], sizes[i]) == cudaSuccess && cudaMemset(buf[i], 0, sizes[i]) == cudaSuccess;
+    }
+    if (ok) {
+      const float one = 1.f, alpha2 = p.in_z >= 0 ? 1.f : 0.f;
+      st = cudnnSetStream(handle_, nullptr);
+      if (st == CUDNN_STATUS_SUCCESS) {
+        st = cudnnConvolutionBiasActivationForward(handle_, &one, x_, buf[0], w_, buf[1], conv_, algo, buf[4],
+                                                   ws_bytes, &alpha2, y_, buf[2], bias_, buf[3], act_, y_, buf[2]);
+      }
+      if (st == CUDNN_STATUS_SUCCESS && cudaDeviceSynchronize() != cudaSuccess) st = CUDNN_STATUS_EXECUTION_FAILED;
+    }
+    cudaGetLastError();
+    for (void* b : buf) {
+      if (b) cudaFree(b);
+    }
+    return st;
+  }
+
   std::string where_;
   ConvPlan plan_;
   cudnnHandle_t handle_;
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, bias_ = nullptr;
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
+  cudnnActivationDescriptor_t act_ = nullptr;
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t workspace_ = 0;
+  size_t zero_bias_bytes_ = 0;
 };
 #undef KILN_DNN
+
+// ---------------------------------------------------------------------------
+// Fused groups whose body one library call runs.
+
+// A group body that is a chain: the anchor, then epilogue nodes each reading the
+// previous node's output, the last writing the group's only output. Intermediate
+// values are read by the next node only (not by another member, not outside).
+struct Chain {
+  std::unique_ptr<Graph> body;
+  std::vector<const Node*> nodes;  // anchor first
+};
+
+absl::StatusOr<Chain> ParseChain(const Node& group, std::initializer_list<absl::string_view> patterns,
+                                 const std::string& anchor_op) {
+  absl::StatusOr<std::string> pattern = group.GetString("pattern", "");
+  if (!pattern.ok()) return pattern.status();
+  if (std::find(patterns.begin(), patterns.end(), *pattern) == patterns.end()) {
+    return group.Unsupported(absl::StrCat("pattern '", *pattern, "' has no library kernel"));
+  }
+  if (group.num_outputs() != 1 || group.output(0) == nullptr || !group.output(0)->has_type()) {
+    return group.Unsupported("a library kernel writes exactly one typed output");
+  }
+  absl::StatusOr<std::unique_ptr<Graph>> body = FusedGroupBody(group);
+  if (!body.ok()) return body.status();
+  Chain chain;
+  chain.body = std::move(*body);
+  const Graph& g = *chain.body;
+  if (g.outputs().size() != 1 || static_cast<int>(g.inputs().size()) != group.num_inputs()) {
+    return group.Unsupported("body inputs/outputs do not match the group's");
+  }
+  const Node* anchor = nullptr;
+  for (const Node* n : g.nodes()) {
+    if (n->op_type() != anchor_op) continue;
+    if (anchor != nullptr) return group.Unsupported(absl::StrCat("body has more than one ", anchor_op));
+    anchor = n;
+  }
+  if (anchor == nullptr) return group.Unsupported(absl::StrCat("body has no ", anchor_op));
+  for (const Node* cur = anchor;;) {
+    chain.nodes.push_back(cur);
+    if (!cur->domain().empty() && cur->domain() != "ai.onnx") {
+      return group.Unsupported(absl::StrCat("body node ", cur->Describe(), " is not an ONNX op"));
+    }
+    if (cur->num_outputs() != 1 || cur->output(0) == nullptr || !cur->output(0)->has_type()) {
+      return group.Unsupported(absl::StrCat("body node ", cur->Describe(), " does not have one typed output"));
+    }
+    const Value* v = cur->output(0);
+    if (v == g.outputs()[0]) break;
+    if (g.IsGraphOutput(v) || v->uses().size() != 1) {
+      return group.Unsupported(absl::StrCat("intermediate value '", v->name(), "' is read outside the epilogue chain"));
+    }
+    cur = v->uses()[0].node;
+  }
+  if (static_cast<int>(chain.nodes.size()) != g.num_nodes()) {
+    return group.Unsupported("body nodes outside the anchor's epilogue chain (a prologue?)");
+  }
+  const Value* out = g.outputs()[0];
+  const Value* anchored = anchor->output(0);
+  if (out->dtype() != anchored->dtype() || out->shape() != anchored->shape() ||
+      group.output(0)->dtype() != out->dtype() || group.output(0)->shape() != out->shape()) {
+    return group.Unsupported("the epilogue changes the anchor's dtype or shape");
+  }
+  for (const Node* n : chain.nodes) {
+    if (n->output(0)->dtype() != out->dtype() || n->output(0)->shape() != out->shape()) {
+      return group.Unsupported(absl::StrCat("body node ", n->Describe(), " changes the dtype or shape"));
+    }
+  }
+  return chain;
+}
+
+// Position of `v` among the body's inputs (= the group node's inputs), -1 if none.
+int BodyInput(const Graph& body, const Value* v) {
+  for (size_t i = 0; i < body.inputs().size(); ++i) {
+    if (body.inputs()[i] == v && v != nullptr) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// For an Add in the chain: the operand that is not the previous node's output
+// (nullptr when both are, or the Add is malformed).
+const Value* OtherOperand(const Node& add, const Node& prev) {
+  if (add.num_inputs() != 2 || add.input(0) == nullptr || add.input(1) == nullptr) return nullptr;
+  if (add.input(0) == prev.output(0) && add.input(1) != prev.output(0)) return add.input(1);
+  if (add.input(1) == prev.output(0) && add.input(0) != prev.output(0)) return add.input(0);
+  return nullptr;
+}
+
+// "matmul+epilogue": MatMul(A, W) [+ Add(bias [N] or [1,N])] [+ Relu | Gelu(tanh)],
+// one cuBLASLt call with a BIAS / RELU / GELU epilogue. A, W and the bias are group
+// inputs. cuBLASLt's GELU epilogue is the tanh approximation, so erf Gelu is refused.
+absl::StatusOr<GemmPlan> PlanFusedMatMul(const Node& group) {
+  absl::StatusOr<Chain> chain = ParseChain(group, {"matmul+epilogue", "prologue+matmul+epilogue"}, "MatMul");
+  if (!chain.ok()) return chain.status();
+  const Graph& body = *chain->body;
+  const std::vector<const Node*>& nodes = chain->nodes;
+  const Node& mm = *nodes[0];
+  absl::StatusOr<GemmPlan> plan = PlanMatMul(mm);
+  if (!plan.ok()) return plan.status();
+  GemmPlan& p = *plan;
+  p.in_a = BodyInput(body, mm.input(0));
+  p.in_b = BodyInput(body, mm.input(1));
+  if (p.in_a < 0 || p.in_b < 0) return group.Unsupported("MatMul operands must be group inputs");
+  size_t i = 1;
+  if (i < nodes.size() && nodes[i]->op_type() == "Add") {
+    const Value* bias = OtherOperand(*nodes[i], *nodes[i - 1]);
+    if (bias == nullptr || !bias->has_type() || bias->dtype() != p.dtype ||
+        (bias->shape() != Shape{p.n} && bias->shape() != Shape{1, p.n})) {
+      return group.Unsupported("the Add is not a bias of shape [N] or [1, N]");
+    }
+    p.in_c = BodyInput(body, bias);
+    if (p.in_c < 0) return group.Unsupported("the bias must be a group input");
+    p.c_kind = CKind::kBias;
+    p.beta = 1.f;
+    ++i;
+  }
+  if (i < nodes.size() && nodes[i]->op_type() == "Relu") {
+    p.act = GemmPlan::Act::kRelu;
+    ++i;
+  } else if (i < nodes.size() && nodes[i]->op_type() == "Gelu") {
+    absl::StatusOr<std::string> approximate = nodes[i]->GetString("approximate", "none");
+    if (!approximate.ok()) return approximate.status();
+    if (*approximate != "tanh") {
+      return group.Unsupported("cuBLASLt's GELU epilogue is the tanh approximation; exact (erf) Gelu is not");
+    }
+    p.act = GemmPlan::Act::kGeluTanh;
+    ++i;
+  }
+  if (i != nodes.size()) {
+    return group.Unsupported(absl::StrCat("epilogue node ", nodes[i]->Describe(), " has no cuBLASLt epilogue"));
+  }
+  return p;
+}
+
+// "conv+epilogue": Conv(X, W[, B]) then Add(residual Z of the output's shape) or
+// Add(bias broadcast as [1, C, 1, 1] when the Conv has no B), then optionally Relu;
+// at least one epilogue node. One cudnnConvolutionBiasActivationForward call:
+// y = act(conv(x) + z + bias), a zero bias when the body has none.
+absl::StatusOr<ConvPlan> PlanFusedConv(const Node& group) {
+  absl::StatusOr<Chain> chain = ParseChain(group, {"conv+epilogue"}, "Conv");
+  if (!chain.ok()) return chain.status();
+  const Graph& body = *chain->body;
+  const std::vector<const Node*>& nodes = chain->nodes;
+  const Node& conv = *nodes[0];
+  absl::StatusOr<ConvPlan> plan = PlanConv(conv);
+  if (!plan.ok()) return plan.status();
+  ConvPlan& p = *plan;
+  p.fused = true;
+  p.in_x = BodyInput(body, conv.input(0));
+  p.in_w = BodyInput(body, conv.input(1));
+  p.in_bias = p.has_bias ? BodyInput(body, conv.input(2)) : -1;
+  if (p.in_x < 0 || p.in_w < 0 || (p.has_bias && p.in_bias < 0)) {
+    return group.Unsupported("Conv operands must be group inputs");
+  }
+  if (nodes.size() < 2) return group.Unsupported("no epilogue to fuse");
+  size_t i = 1;
+  if (i < nodes.size() && nodes[i]->op_type() == "Add") {
+    const Value* other = OtherOperand(*nodes[i], *nodes[i - 1]);
+    const Shape& y = conv.output(0)->shape();
+    if (other == nullptr || !other->has_type() || other->dtype() != p.dtype) {
+      return group.Unsupported("the Add's other operand is not a tensor of the Conv's dtype");
+    }
+    const int index = BodyInput(body, other);
+    if (index < 0) return group.Unsupported("the Add's other operand must be a group input");
+    Shape padded = other->shape();
+    if (padded.size() <= y.size()) padded.insert(padded.begin(), y.size() - padded.size(), 1);
+    Shape bias_shape(y.size(), 1);
+    bias_shape[1] = p.m;
+    if (other->shape() == y) {
+      p.in_z = index;  // residual
+    } else if (padded == bias_shape && !p.has_bias) {
+      p.in_bias = index;
+      p.has_bias = true;
+    } else {
+      return group.Unsupported("the Add is neither a residual of the output's shape nor a per-channel bias");
+    }
+    ++i;
+  }
+  if (i < nodes.size() && nodes[i]->op_type() == "Relu") {
+    p.relu = true;
+    ++i;
+  }
+  if (i != nodes.size()) {
+    return group.Unsupported(absl::StrCat("epilogue node ", nodes[i]->Describe(), " has no cuDNN fused form"));
+  }
+  return p;
+}
 
 }  // namespace
 
 std::string LibraryKernelName(const Node& node) {
+  if (IsFusedGroup(node)) {
+    if (PlanFusedMatMul(node).ok()) return "cublaslt:FusedMatMul";
+    if (PlanFusedConv(node).ok()) return "cudnn:FusedConv";
+    return "";
+  }
   if (node.op_type() == "MatMul") return PlanMatMul(node).ok() ? "cublaslt:MatMul" : "";
   if (node.op_type() == "Gemm") return PlanGemm(node).ok() ? "cublaslt:Gemm" : "";
   if (node.op_type() == "Conv") return PlanConv(node).ok() ? "cudnn:Conv" : "";
@@ -728,6 +1027,27 @@ std::string LibraryKernelName(const Node& node) {
 
 absl::StatusOr<std::unique_ptr<LibraryKernel>> CreateLibraryKernel(const Node& node, const LibraryHandles& handles) {
   const std::string where = absl::StrCat(node.Describe(), " [", ShapesOf(node), "]");
+  if (IsFusedGroup(node)) {
+    absl::StatusOr<GemmPlan> gemm = PlanFusedMatMul(node);
+    if (gemm.ok()) {
+      if (handles.cublaslt == nullptr) return absl::FailedPreconditionError(absl::StrCat(where, ": no cuBLASLt handle"));
+      auto kernel = std::make_unique<CublasLtKernel>(where, *gemm, handles.cublaslt);
+      if (absl::Status s = kernel->Init(); !s.ok()) return s;
+      return std::unique_ptr<LibraryKernel>(std::move(kernel));
+    }
+    absl::StatusOr<ConvPlan> conv = PlanFusedConv(node);
+    if (conv.ok()) {
+      if (handles.cudnn == nullptr) return absl::FailedPreconditionError(absl::StrCat(where, ": no cuDNN handle"));
+      auto kernel = std::make_unique<CudnnConvKernel>(where, *conv, handles.cudnn);
+      if (absl::Status s = kernel->Init(); !s.ok()) {
+        if (s.code() == absl::StatusCode::kUnimplemented) return s;
+        return absl::UnimplementedError(s.message());
+      }
+      return std::unique_ptr<LibraryKernel>(std::move(kernel));
+    }
+    absl::StatusOr<std::string> pattern = node.GetString("pattern", "");
+    return pattern.ok() && *pattern == "conv+epilogue" ? conv.status() : gemm.status();
+  }
   if (node.op_type() == "MatMul" || node.op_type() == "Gemm") {
     absl::StatusOr<GemmPlan> plan = node.op_type() == "MatMul" ? PlanMatMul(node) : PlanGemm(node);
     if (!plan.ok()) return plan.status();

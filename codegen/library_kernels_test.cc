@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "graph/evaluate.h"
+#include "graph/fused_group.h"
 #include "graph/graph.h"
 #include "graph/infer_shapes.h"
 #include "graph/ops/op_test_util.h"
@@ -66,6 +68,124 @@ std::string Name(const std::string& op, DType dtype, const std::vector<std::opti
 }
 
 constexpr DType kF32 = DType::kFloat32, kF16 = DType::kFloat16, kBF16 = DType::kBFloat16;
+
+// A graph whose nodes (all of them) form one FusedGroup with `pattern`; graph inputs
+// are runtime values of `dtype`. A node input named "" is absent. The last node's
+// output is the graph output, and so are the values in `extra_outputs`.
+struct NodeSpec {
+  std::string op;
+  std::vector<std::string> inputs;
+  std::string output;
+  Attrs attrs = {};
+};
+struct GroupGraph {
+  std::unique_ptr<Graph> graph;
+  Node* group = nullptr;
+};
+
+GroupGraph BuildGroup(DType dtype, const std::vector<std::pair<std::string, Shape>>& inputs,
+                      const std::vector<NodeSpec>& nodes, const std::string& pattern,
+                      const std::vector<std::string>& extra_outputs = {}) {
+  GroupGraph gg;
+  gg.graph = std::make_unique<Graph>();
+  Graph& g = *gg.graph;
+  for (const auto& [name, shape] : inputs) {
+    Value* v = g.AddValue(name);
+    v->SetType(dtype, shape);
+    g.AddInput(v);
+  }
+  std::vector<Node*> members;
+  Node* anchor = nullptr;
+  for (const NodeSpec& spec : nodes) {
+    std::vector<Value*> ins;
+    for (const std::string& name : spec.inputs) ins.push_back(name.empty() ? nullptr : g.FindValue(name));
+    Node* n = g.AddNode(spec.op, ins, {g.AddValue(spec.output)}, "n_" + spec.output);
+    for (const auto& [k, v] : spec.attrs) n->SetAttr(k, v);
+    members.push_back(n);
+    if (anchor == nullptr && (spec.op == "MatMul" || spec.op == "Conv")) anchor = n;
+  }
+  g.AddOutput(g.FindValue(nodes.back().output));
+  for (const std::string& name : extra_outputs) g.AddOutput(g.FindValue(name));
+  InferShapesOptions options;
+  options.fold_constants = false;
+  absl::Status s = InferShapes(g, options);
+  EXPECT_TRUE(s.ok()) << s;
+  if (!s.ok()) return gg;
+  auto group = FormFusedGroup(g, members, pattern, anchor);
+  EXPECT_TRUE(group.ok()) << group.status();
+  if (group.ok()) gg.group = *group;
+  return gg;
+}
+
+std::string GroupName(const GroupGraph& gg) { return gg.group ? LibraryKernelName(*gg.group) : "<build failed>"; }
+
+// MatMul(x [m,k], w [k,n]) followed by `epilogue` ("bias", "bias1n", "relu", "gelu",
+// "gelu_erf", ... applied in order; "bias" adds b [n], "bias1n" b [1,n]).
+GroupGraph MatMulGroup(DType dt, Shape x, Shape w, const std::vector<std::string>& epilogue,
+                       const std::string& pattern = "matmul+epilogue") {
+  std::vector<std::pair<std::string, Shape>> inputs = {{"x", x}, {"w", w}};
+  std::vector<NodeSpec> nodes = {{"MatMul", {"x", "w"}, "v0"}};
+  const int64_t n = w.back();
+  for (size_t i = 0; i < epilogue.size(); ++i) {
+    const std::string prev = "v" + std::to_string(i), out = "v" + std::to_string(i + 1);
+    const std::string& e = epilogue[i];
+    if (e == "bias" || e == "bias1n" || e == "bias_first") {
+      inputs.push_back({"b", e == "bias1n" ? Shape{1, n} : Shape{n}});
+      nodes.push_back({"Add", e == "bias_first" ? std::vector<std::string>{"b", prev} : std::vector<std::string>{prev, "b"}, out});
+    } else if (e == "relu") {
+      nodes.push_back({"Relu", {prev}, out});
+    } else if (e == "gelu" || e == "gelu_erf") {
+      nodes.push_back({"Gelu", {prev}, out, {{"approximate", e == "gelu" ? "tanh" : "none"}}});
+    } else if (e == "sigmoid") {
+      nodes.push_back({"Sigmoid", {prev}, out});
+    } else {
+      ADD_FAILURE() << e;
+    }
+  }
+  return BuildGroup(dt, inputs, nodes, pattern);
+}
+
+// Conv(x, w[, cb]) then `epilogue`: "bias" (Add of b [1,C,1,1]), "bias3" (b [C,1,1]),
+// "res" (Add of z, the output's shape), "res_first" (Add(z, conv)), "relu", "sigmoid".
+GroupGraph ConvGroup(DType dt, Shape x, Shape w, bool conv_bias, const Attrs& attrs,
+                     const std::vector<std::string>& epilogue) {
+  // Output shape: infer with a throwaway graph.
+  auto probe = Build("Conv", dt, conv_bias ? std::vector<std::optional<Shape>>{x, w, Shape{w[0]}}
+                                           : std::vector<std::optional<Shape>>{x, w}, attrs);
+  if (probe == nullptr) return {};
+  const Shape y = probe->node->output(0)->shape();
+  std::vector<std::pair<std::string, Shape>> inputs = {{"x", x}, {"w", w}};
+  if (conv_bias) inputs.push_back({"cb", Shape{w[0]}});
+  std::vector<NodeSpec> nodes = {
+      {"Conv", conv_bias ? std::vector<std::string>{"x", "w", "cb"} : std::vector<std::string>{"x", "w"}, "v0", attrs}};
+  for (size_t i = 0; i < epilogue.size(); ++i) {
+    const std::string prev = "v" + std::to_string(i), out = "v" + std::to_string(i + 1);
+    const std::string& e = epilogue[i];
+    if (e == "bias" || e == "bias3") {
+      Shape b(y.size() - (e == "bias3" ? 1 : 0), 1);
+      b[e == "bias3" ? 0 : 1] = w[0];
+      inputs.push_back({"b", b});
+      nodes.push_back({"Add", {prev, "b"}, out});
+    } else if (e == "res" || e == "res_first") {
+      inputs.push_back({"z", y});
+      nodes.push_back({"Add", e == "res" ? std::vector<std::string>{prev, "z"} : std::vector<std::string>{"z", prev}, out});
+    } else if (e == "relu") {
+      nodes.push_back({"Relu", {prev}, out});
+    } else if (e == "sigmoid") {
+      nodes.push_back({"Sigmoid", {prev}, out});
+    } else if (e == "spatial") {  // Add of [1,1,H,W]: not a per-channel bias
+      Shape b = y;
+      b[0] = b[1] = 1;
+      inputs.push_back({"b", b});
+      nodes.push_back({"Add", {prev, "b"}, out});
+    } else {
+      ADD_FAILURE() << e;
+    }
+  }
+  return BuildGroup(dt, inputs, nodes, "conv+epilogue");
+}
+
+const Attrs kPad1 = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
 
 // ---------------------------------------------------------------------------
 // Name decisions (run everywhere).
@@ -129,6 +249,88 @@ TEST(LibraryKernelName, ConvForms) {
   EXPECT_EQ(Name("Relu", kF16, {Shape{4, 4}}), "");
 }
 
+TEST(LibraryKernelName, FusedMatMulForms) {
+  for (DType dt : {kF32, kF16, kBF16}) {
+    const Shape x{7, 33}, w{33, 129};
+    EXPECT_EQ(GroupName(MatMulGroup(dt, x, w, {"bias"})), "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, x, w, {"bias1n"})), "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, x, w, {"bias_first"})), "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, x, w, {"bias", "relu"})), "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, x, w, {"bias", "gelu"})), "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, x, w, {"relu"})), "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, x, w, {"gelu"})), "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, Shape{2, 3, 7, 33}, w, {"bias", "relu"})), "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, Shape{2, 3, 7, 33}, Shape{2, 3, 33, 129}, {"bias", "gelu"})),
+              "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, x, w, {"bias", "relu"}, "prologue+matmul+epilogue")), "cublaslt:FusedMatMul");
+  }
+  // Exact (erf) GELU: cuBLASLt's GELU epilogue is the tanh approximation.
+  EXPECT_EQ(GroupName(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"bias", "gelu_erf"})), "");
+  EXPECT_EQ(GroupName(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"gelu_erf"})), "");
+  // Epilogue ops / orders without a cuBLASLt form.
+  EXPECT_EQ(GroupName(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"bias", "sigmoid"})), "");
+  EXPECT_EQ(GroupName(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"relu", "bias"})), "");
+  EXPECT_EQ(GroupName(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"bias", "bias"})), "");
+  EXPECT_EQ(GroupName(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"bias", "relu", "relu"})), "");
+  // Other patterns.
+  EXPECT_EQ(GroupName(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"bias"}, "siblings")), "");
+  // Full [M, N] and column [M, 1] addends are not biases.
+  for (const Shape& c : {Shape{7, 129}, Shape{7, 1}}) {
+    GroupGraph gg = BuildGroup(kF16, {{"x", {7, 33}}, {"w", {33, 129}}, {"c", c}},
+                               {{"MatMul", {"x", "w"}, "m"}, {"Add", {"m", "c"}, "y"}}, "matmul+epilogue");
+    EXPECT_EQ(GroupName(gg), "") << ShapeToString(c);
+  }
+  // An intermediate value read outside the group (the group has two outputs).
+  {
+    GroupGraph gg = BuildGroup(kF16, {{"x", {7, 33}}, {"w", {33, 129}}, {"b", {129}}},
+                               {{"MatMul", {"x", "w"}, "m"}, {"Add", {"m", "b"}, "a"}, {"Relu", {"a"}, "y"}},
+                               "matmul+epilogue", {"a"});
+    EXPECT_EQ(GroupName(gg), "");
+  }
+  // A Cast at the end is not an epilogue.
+  {
+    GroupGraph gg = BuildGroup(kF16, {{"x", {7, 33}}, {"w", {33, 129}}, {"b", {129}}},
+                               {{"MatMul", {"x", "w"}, "m"}, {"Add", {"m", "b"}, "a"},
+                                {"Cast", {"a"}, "y", {{"to", static_cast<int64_t>(1)}}}},
+                               "matmul+epilogue");
+    EXPECT_EQ(GroupName(gg), "");
+  }
+  // Integer matmul.
+  EXPECT_EQ(GroupName(MatMulGroup(DType::kInt32, Shape{7, 33}, Shape{33, 129}, {"relu"})), "");
+}
+
+TEST(LibraryKernelName, FusedConvForms) {
+  for (DType dt : {kF32, kF16, kBF16}) {
+    const Shape x{2, 3, 9, 11}, w{5, 3, 3, 3};
+    EXPECT_EQ(GroupName(ConvGroup(dt, x, w, false, kPad1, {"bias", "relu"})), "cudnn:FusedConv");
+    EXPECT_EQ(GroupName(ConvGroup(dt, x, w, false, kPad1, {"bias3", "relu"})), "cudnn:FusedConv");
+    EXPECT_EQ(GroupName(ConvGroup(dt, x, w, true, kPad1, {"res", "relu"})), "cudnn:FusedConv");
+    EXPECT_EQ(GroupName(ConvGroup(dt, x, w, false, kPad1, {"res_first", "relu"})), "cudnn:FusedConv");
+    EXPECT_EQ(GroupName(ConvGroup(dt, x, w, false, kPad1, {"relu"})), "cudnn:FusedConv");
+    EXPECT_EQ(GroupName(ConvGroup(dt, x, w, true, kPad1, {"relu"})), "cudnn:FusedConv");
+    EXPECT_EQ(GroupName(ConvGroup(dt, x, w, true, kPad1, {"res"})), "cudnn:FusedConv");
+    EXPECT_EQ(GroupName(ConvGroup(dt, Shape{2, 4, 33}, Shape{6, 4, 5}, false, {{"pads", std::vector<int64_t>{2, 2}}},
+                                  {"bias", "relu"})),
+              "cudnn:FusedConv");
+  }
+  const Shape x{2, 3, 9, 11}, w{5, 3, 3, 3};
+  // Two biases (the Conv's and an Add's), a spatial addend, other epilogue ops.
+  EXPECT_EQ(GroupName(ConvGroup(kF16, x, w, true, kPad1, {"bias", "relu"})), "");
+  EXPECT_EQ(GroupName(ConvGroup(kF16, x, w, false, kPad1, {"spatial", "relu"})), "");
+  EXPECT_EQ(GroupName(ConvGroup(kF16, x, w, false, kPad1, {"sigmoid"})), "");
+  EXPECT_EQ(GroupName(ConvGroup(kF16, x, w, false, kPad1, {"relu", "res"})), "");
+  EXPECT_EQ(GroupName(ConvGroup(kF16, x, w, false, kPad1, {"res", "res"})), "");
+  // A lone Conv (nothing to fuse) and asymmetric padding.
+  EXPECT_EQ(GroupName(ConvGroup(kF16, x, w, false, kPad1, {})), "");
+  EXPECT_EQ(GroupName(ConvGroup(kF16, x, w, false, {{"pads", std::vector<int64_t>{0, 1, 1, 1}}}, {"relu"})), "");
+  // A conv body under the matmul pattern.
+  {
+    GroupGraph gg = BuildGroup(kF16, {{"x", x}, {"w", w}}, {{"Conv", {"x", "w"}, "c"}, {"Relu", {"c"}, "y"}},
+                               "matmul+epilogue");
+    EXPECT_EQ(GroupName(gg), "");
+  }
+}
+
 TEST(CreateLibraryKernel, UnsupportedNamesTheNode) {
   auto one = Build("MatMul", kF16, {Shape{2, 1, 7, 33}, Shape{1, 3, 33, 5}});
   ASSERT_NE(one, nullptr);
@@ -146,6 +348,18 @@ TEST(CreateLibraryKernel, MissingHandleIsAnError) {
   ASSERT_NE(conv, nullptr);
   EXPECT_EQ(CreateLibraryKernel(*mm->node, {}).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(CreateLibraryKernel(*conv->node, {}).status().code(), absl::StatusCode::kFailedPrecondition);
+  GroupGraph fmm = MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"bias", "relu"});
+  GroupGraph fconv = ConvGroup(kF16, Shape{2, 3, 9, 11}, Shape{5, 3, 3, 3}, false, kPad1, {"relu"});
+  ASSERT_NE(fmm.group, nullptr);
+  ASSERT_NE(fconv.group, nullptr);
+  EXPECT_EQ(CreateLibraryKernel(*fmm.group, {}).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(CreateLibraryKernel(*fconv.group, {}).status().code(), absl::StatusCode::kFailedPrecondition);
+  // A refused group names the reason.
+  GroupGraph erf = MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"bias", "gelu_erf"});
+  ASSERT_NE(erf.group, nullptr);
+  auto k = CreateLibraryKernel(*erf.group, {});
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(k.status().message().find("tanh"), std::string::npos) << k.status();
 }
 
 // ---------------------------------------------------------------------------
@@ -187,14 +401,26 @@ class LibraryKernelGpuTest : public ::testing::Test {
   // random inputs, and compares (max error relative to max |reference|).
   void Check(const std::string& op, DType dt, const std::vector<std::optional<Shape>>& shapes,
              const Attrs& attrs = {}, RunOptions opts = {}) {
-    SCOPED_TRACE(op + " " + std::string(DTypeName(dt)) + " " + [&] {
+    auto one = Build(op, dt, shapes, attrs);
+    ASSERT_NE(one, nullptr);
+    CheckNode(*one->node, opts);
+  }
+
+  void CheckGroup(const GroupGraph& gg, const std::string& want_name, RunOptions opts = {}) {
+    ASSERT_NE(gg.group, nullptr);
+    ASSERT_EQ(LibraryKernelName(*gg.group), want_name);
+    CheckNode(*gg.group, opts);
+  }
+
+  void CheckNode(const Node& node, RunOptions opts = {}) {
+    const DType dt = node.output(0)->dtype();
+    std::vector<std::optional<Shape>> shapes;
+    for (const Value* v : node.inputs()) shapes.push_back(v ? std::optional<Shape>(v->shape()) : std::nullopt);
+    SCOPED_TRACE(node.op_type() + " " + std::string(DTypeName(dt)) + " " + [&] {
       std::string s;
       for (const auto& sh : shapes) s += sh ? ShapeToString(*sh) : "(none)";
       return s;
     }());
-    auto one = Build(op, dt, shapes, attrs);
-    ASSERT_NE(one, nullptr);
-    const Node& node = *one->node;
     ASSERT_FALSE(LibraryKernelName(node).empty());
     std::vector<Tensor> inputs;
     std::vector<const Tensor*> ptrs;
@@ -371,6 +597,53 @@ TEST_F(LibraryKernelGpuTest, CudaGraphCapture) {
   Check("Gemm", kF16, {Shape{129, 33}, Shape{33, 7}, Shape{7}}, {}, graph);
   Check("Gemm", kBF16, {Shape{129, 33}, Shape{33, 7}, Shape{129, 1}}, {{"beta", 0.5f}}, graph);
   Check("Conv", kF16, {Shape{2, 6, 9, 11}, Shape{4, 3, 3, 3}, Shape{4}}, {{"group", 2}}, graph);
+  CheckGroup(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"bias", "gelu"}), "cublaslt:FusedMatMul", graph);
+  CheckGroup(ConvGroup(kF16, Shape{2, 3, 9, 11}, Shape{5, 3, 3, 3}, false, kPad1, {"relu"}), "cudnn:FusedConv", graph);
+  CheckGroup(ConvGroup(kBF16, Shape{2, 3, 9, 11}, Shape{5, 3, 3, 3}, true, kPad1, {"res", "relu"}), "cudnn:FusedConv",
+             graph);
+}
+
+TEST_F(LibraryKernelGpuTest, FusedMatMul) {
+  const std::string name = "cublaslt:FusedMatMul";
+  for (DType dt : {kF32, kF16, kBF16}) {
+    for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{7, 33, 129}, {129, 257, 7}, {1, 33, 5}, {64, 64, 64}}) {
+      SCOPED_TRACE(absl::StrCat("m=", m, " k=", k, " n=", n));
+      CheckGroup(MatMulGroup(dt, Shape{m, k}, Shape{k, n}, {"bias"}), name);
+      CheckGroup(MatMulGroup(dt, Shape{m, k}, Shape{k, n}, {"bias1n", "relu"}), name);
+      CheckGroup(MatMulGroup(dt, Shape{m, k}, Shape{k, n}, {"bias_first", "gelu"}), name);
+      CheckGroup(MatMulGroup(dt, Shape{m, k}, Shape{k, n}, {"relu"}), name);
+      CheckGroup(MatMulGroup(dt, Shape{m, k}, Shape{k, n}, {"gelu"}), name);
+    }
+    // Batches: folded into M, strided, broadcast A.
+    CheckGroup(MatMulGroup(dt, Shape{2, 3, 7, 33}, Shape{33, 129}, {"bias", "relu"}), name);
+    CheckGroup(MatMulGroup(dt, Shape{2, 3, 7, 33}, Shape{2, 3, 33, 129}, {"bias", "gelu"}), name);
+    CheckGroup(MatMulGroup(dt, Shape{7, 33}, Shape{3, 33, 129}, {"bias", "relu"}), name);
+  }
+  // Misaligned pointers (fallback algorithm) with the bias epilogue.
+  CheckGroup(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"bias", "relu"}), name, {.misalign = 2});
+}
+
+TEST_F(LibraryKernelGpuTest, FusedConv) {
+  const std::string name = "cudnn:FusedConv";
+  for (DType dt : {kF32, kF16, kBF16}) {
+    const Shape x{2, 3, 9, 11}, w{5, 3, 3, 3};
+    CheckGroup(ConvGroup(dt, x, w, false, kPad1, {"bias", "relu"}), name);          // conv + bias + relu
+    CheckGroup(ConvGroup(dt, x, w, false, kPad1, {"bias3", "relu"}), name);
+    CheckGroup(ConvGroup(dt, x, w, true, kPad1, {"res", "relu"}), name);            // conv(B) + residual + relu
+    CheckGroup(ConvGroup(dt, x, w, false, kPad1, {"res_first", "relu"}), name);     // conv + residual + relu
+    CheckGroup(ConvGroup(dt, x, w, false, kPad1, {"relu"}), name);                  // conv + relu (zero bias)
+    CheckGroup(ConvGroup(dt, x, w, true, kPad1, {"relu"}), name);                   // conv(B) + relu
+    CheckGroup(ConvGroup(dt, x, w, true, kPad1, {"res"}), name);                    // identity activation
+    CheckGroup(ConvGroup(dt, x, w, false, kPad1, {"bias"}), name);                  // identity activation
+    CheckGroup(ConvGroup(dt, Shape{1, 16, 7, 9}, Shape{33, 16, 1, 1}, false, {}, {"bias", "relu"}), name);
+    CheckGroup(ConvGroup(dt, Shape{2, 6, 9, 11}, Shape{4, 3, 3, 3}, true,
+                         {{"group", 2}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 1}}},
+                         {"res", "relu"}),
+               name);
+    CheckGroup(ConvGroup(dt, Shape{2, 4, 33}, Shape{6, 4, 5}, false, {{"pads", std::vector<int64_t>{2, 2}}},
+                         {"bias", "relu"}),
+               name);  // 1-D
+  }
 }
 
 }  // namespace

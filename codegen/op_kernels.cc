@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
+#include "graph/fused_group.h"
 
 namespace kiln::codegen {
 
@@ -24,6 +25,12 @@ const char* StorageTypeName(DType dtype) {
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node) {
   const std::string& op = node.op_type();
+  if (IsFusedGroup(node)) {
+    auto pattern = node.GetString("pattern", "");
+    if (pattern.ok() && *pattern == "pointwise") return ops::GeneratePointwiseGroup(node);
+    return absl::UnimplementedError(absl::StrCat("no fused GPU kernel for '", pattern.ok() ? *pattern : "?",
+                                                 "' groups yet (kiln's tensor-core templates come next)"));
+  }
   if (!node.domain().empty() && node.domain() != "ai.onnx") return ops::NoKernel(node, absl::StrCat("domain ", node.domain()));
   for (const Value* v : node.outputs()) {
     if (v != nullptr && !v->has_type()) return ops::NoKernel(node, "untyped output");

@@ -15,6 +15,7 @@
 #include "graph/text_format.h"
 #include "gtest/gtest.h"
 #include "runtime/compiler.h"
+#include "runtime/cpu_executor.h"
 
 namespace kiln {
 namespace {
@@ -52,19 +53,50 @@ void WriteAllBytes(const std::string& path, const std::string& bytes) {
 }
 
 // Writes the test graph's bundle (with one fake kernel) to a fresh file.
+// The format tests compile without fusion (one step per node); FusedBundle* below
+// covers fusion.
 std::string WriteTestBundle(const std::string& name, const std::string& arch = "sm_90a",
-                            const std::string& precision = "fp16") {
+                            const std::string& precision = "fp16", bool fuse = false) {
   auto graph = ParseGraph(kGraph);
   EXPECT_TRUE(graph.ok()) << graph.status();
   CompileOptions options;
   options.arch = arch;
   options.precision = precision;
+  options.fuse = fuse;
   auto contents = BuildBundle(**graph, options, "test.onnx", "fake onnx bytes");
   EXPECT_TRUE(contents.ok()) << contents.status();
   contents->kernels.push_back({"k0", arch, "not really a cubin"});
   const std::string path = TempPath(name);
   EXPECT_TRUE(WriteBundle(*std::move(contents), path).ok());
   return path;
+}
+
+// With fusion, MatMul + bias Add + Relu become one FusedGroup step, the report
+// records it, and the CPU backend computes what the unfused graph computes.
+TEST(BundleTest, FusedBundleRecordsGroupsAndRunsOnTheCpu) {
+  const std::string path = WriteTestBundle("fused", "sm_90a", "fp32", /*fuse=*/true);
+  auto b = Bundle::Load(path);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const bundle::Manifest& m = (*b)->manifest();
+  ASSERT_TRUE(m.fusion().enabled());
+  ASSERT_EQ(m.fusion().groups_size(), 1);
+  EXPECT_EQ(m.fusion().groups(0).pattern(), "matmul+epilogue");
+  EXPECT_THAT(m.fusion().groups(0).members(), ::testing::ElementsAre("mm", "add", "relu"));
+  EXPECT_EQ(m.fusion().nodes_before(), 4);
+  EXPECT_EQ(m.fusion().nodes_fused(), 2);
+  ASSERT_EQ(m.steps_size(), m.fusion().nodes_after());
+  if (m.fusion().groups(0).note().empty()) {  // a fused kernel exists: one step
+    EXPECT_EQ(m.steps(0).op_type(), "FusedGroup");
+  }
+  auto ex = CpuExecutor::Create(**b);
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  auto graph = ParseGraph(kGraph);
+  ASSERT_TRUE(graph.ok());
+  TensorMap feeds{{"x", Tensor::FromFloat(DType::kFloat32, {2, 3}, {1, -2, 3, -4, 5, -6})}};
+  auto want = EvaluateGraph(**graph, feeds);
+  auto got = (*ex)->Run(feeds);
+  ASSERT_TRUE(want.ok() && got.ok()) << got.status();
+  EXPECT_EQ((*got)[0].ToFloat(), (*want)[0].ToFloat());
 }
 
 TEST(Fnv1a64Test, KnownValues) {
@@ -93,6 +125,8 @@ TEST(BundleTest, RoundTrip) {
   ASSERT_EQ(m.outputs_size(), 1);
   EXPECT_EQ(m.outputs(0).name(), "v");
   ASSERT_EQ(m.steps_size(), 4);
+  EXPECT_FALSE(m.fusion().enabled());
+  EXPECT_TRUE(m.compile_options().no_fuse());
   EXPECT_EQ(m.steps(0).kernel(), "cublaslt:MatMul");
   EXPECT_EQ(m.steps(0).onnx_nodes(0), "mm");
   EXPECT_EQ(m.steps(0).inputs(0).kind(), bundle::Binding::ARENA);

@@ -12,6 +12,10 @@
 #include "frontend/onnx_importer.h"
 #include "graph/lower_precision.h"
 #include "graph/text_format.h"
+#include "codegen/library_kernels.h"
+#include "codegen/op_kernels.h"
+#include "fusion/pipeline.h"
+#include "graph/fused_group.h"
 #include "runtime/assign_kernels.h"
 #include "runtime/cuda_util.h"
 #include "runtime/memory_planner.h"
@@ -35,6 +39,24 @@ std::string GraphTextWithoutWeights(const Graph& graph) {
     copy->SetConstant(v, Tensor(v->dtype(), v->shape()));
   }
   return PrintGraph(*copy);
+}
+
+// Expands every fused group that has no GPU kernel yet back into its members, and
+// notes why in the report: a bundle must run on the GPU whatever fusion formed.
+absl::Status ExpandGroupsWithoutKernels(Graph& graph, FusionReport* report) {
+  for (Node* n : graph.nodes()) {
+    if (!IsFusedGroup(*n)) continue;
+    if (!codegen::LibraryKernelName(*n).empty()) continue;
+    absl::StatusOr<std::vector<codegen::KernelLaunch>> kernels = codegen::GenerateNodeKernels(*n);
+    if (kernels.ok()) continue;
+    if (kernels.status().code() != absl::StatusCode::kUnimplemented) return kernels.status();
+    const std::string name = n->name();
+    KILN_RETURN_IF_ERROR(InlineFusedGroup(graph, n));
+    for (FusionReport::Group& g : report->groups) {
+      if (g.name == name) g.note = absl::StrCat("expanded: ", kernels.status().message());
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -72,34 +94,52 @@ absl::Status ValidateCompileOptions(const CompileOptions& options) {
 absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const CompileOptions& options,
                                            const std::string& source_path, const std::string& source_bytes) {
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
-  // Precision: the bundle carries the graph lowered to its storage dtype (f32 stays
+  auto where = [&](absl::string_view stage, const absl::Status& st) {
+    return absl::Status(st.code(), absl::StrCat(source_path, ": ", stage, ": ", st.message()));
+  };
+  std::unique_ptr<Graph> working = source_graph.Clone();
+  Graph& graph = *working;
+  PipelineOptions pipeline;
+  pipeline.fuse = options.fuse;
+  pipeline.after_pass = options.after_pass;
+  // 1. Canonicalisation (fusion/pipeline.h).
+  if (absl::Status st = RunCanonicalization(graph, pipeline); !st.ok()) return where("canonicalisation", st);
+
+  // 2. Precision: the bundle carries the graph lowered to its storage dtype (f32 stays
   // only at the API boundary; see graph/lower_precision.h), so the memory plan, the
-  // weights, the steps and every backend see the same lowered graph.
-  std::unique_ptr<Graph> lowered;
+  // weights, the steps and every backend see the same lowered graph. fp16 with
+  // calibration keeps the nodes that see values beyond fp16's safe range in f32.
   absl::flat_hash_set<std::string> float32_nodes;
   if (options.precision == "fp16" && options.calibration) {
-    // f32 islands: nodes whose values leave fp16's safe range on the calibration inputs.
-    auto feeds = options.calibration(source_graph);
-    if (!feeds.ok()) {
-      return absl::Status(feeds.status().code(), absl::StrCat(source_path, ": calibration inputs: ",
-                                                              feeds.status().message()));
-    }
-    auto outside = NodesOutsideRange(source_graph, *feeds, kFloat16SafeMagnitude);
-    if (!outside.ok()) {
-      return absl::Status(outside.status().code(), absl::StrCat(source_path, ": calibration run failed: ",
-                                                                outside.status().message()));
-    }
+    auto feeds = options.calibration(graph);
+    if (!feeds.ok()) return where("calibration inputs", feeds.status());
+    auto outside = NodesOutsideRange(graph, *feeds, kFloat16SafeMagnitude);
+    if (!outside.ok()) return where("calibration run", outside.status());
     float32_nodes = *std::move(outside);
   }
   if (options.precision != "fp32") {
-    lowered = source_graph.Clone();
     const DType storage = options.precision == "bf16" ? DType::kBFloat16 : DType::kFloat16;
-    if (absl::StatusOr<bool> st = LowerPrecision(storage, float32_nodes).Run(*lowered); !st.ok()) {
-      return absl::Status(st.status().code(), absl::StrCat(source_path, ": lowering to --precision ",
-                                                           options.precision, " failed: ", st.status().message()));
+    if (absl::StatusOr<bool> st = LowerPrecision(storage, float32_nodes).Run(graph); !st.ok()) {
+      return where(absl::StrCat("lowering to --precision ", options.precision), st.status());
     }
+    if (options.after_pass) options.after_pass("lower-precision", graph);
   }
-  const Graph& graph = lowered ? *lowered : source_graph;
+
+  // 3. Fusion, then every group the GPU has no fused kernel for is expanded again
+  // (the report says which and why), so that each bundle runs on the GPU.
+  FusionReport report;
+  const int nodes_before = graph.num_nodes();
+  if (options.fuse) {
+    auto fused = RunFusion(graph, pipeline);
+    if (!fused.ok()) return where("fusion", fused.status());
+    report = *std::move(fused);
+    report.nodes_fused = graph.num_nodes();
+    if (absl::Status st = ExpandGroupsWithoutKernels(graph, &report); !st.ok()) return where("fusion", st);
+  }
+  report.nodes_before = nodes_before;
+  report.nodes_after = graph.num_nodes();
+  if (!options.fuse) report.nodes_fused = report.nodes_after;
+
   auto plan_or = PlanGraphMemory(graph);
   if (!plan_or.ok()) {
     return absl::Status(plan_or.status().code(),
@@ -119,8 +159,28 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
     s->set_name(name);
     for (int64_t d : shape) s->add_shape(d);
   }
-  for (const Node* n : source_graph.nodes()) {  // in graph order, for a stable manifest
-    if (float32_nodes.contains(n->name())) m.mutable_compile_options()->add_float32_nodes(n->name());
+  std::vector<std::string> kept(float32_nodes.begin(), float32_nodes.end());
+  std::sort(kept.begin(), kept.end());  // a stable manifest
+  for (const std::string& name : kept) m.mutable_compile_options()->add_float32_nodes(name);
+  m.mutable_compile_options()->set_no_fuse(!options.fuse);
+  bundle::FusionReport* fr = m.mutable_fusion();
+  fr->set_enabled(options.fuse);
+  fr->set_nodes_before(report.nodes_before);
+  fr->set_nodes_after(report.nodes_after);
+  fr->set_nodes_fused(report.nodes_fused);
+  for (const FusionReport::Group& g : report.groups) {
+    bundle::FusionGroup* pg = fr->add_groups();
+    pg->set_pass(g.pass);
+    pg->set_name(g.name);
+    pg->set_pattern(g.pattern);
+    for (const std::string& member : g.members) pg->add_members(member);
+    pg->set_note(g.note);
+  }
+  for (const FusionReport::Rejection& r : report.rejections) {
+    bundle::FusionRejection* pr = fr->add_rejections();
+    pr->set_pass(r.pass);
+    for (const std::string& n : r.nodes) pr->add_nodes(n);
+    pr->set_reason(r.reason);
   }
   m.mutable_source()->set_path(source_path);
   m.mutable_source()->set_fnv1a64(absl::StrFormat("%016x", Fnv1a64(source_bytes.data(), source_bytes.size())));

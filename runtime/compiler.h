@@ -39,13 +39,21 @@ struct CompileOptions {
   // kFloat16SafeMagnitude stays in f32 (LowerPrecision's f32 islands; the manifest
   // lists them in compile_options.float32_nodes).
   std::function<absl::StatusOr<TensorMap>(const Graph&)> calibration;
+  // Fusion (fusion/pipeline.h); false (--no-fuse): canonicalisation only, one op per
+  // kernel (the unfused baseline).
+  bool fuse = true;
+  // Called after every pass of the pipeline (and "lower-precision") with the graph:
+  // --dump-after.
+  std::function<void(const std::string& pass, const Graph& graph)> after_pass;
 };
 
 // InvalidArgument naming the bad value and the accepted ones.
 absl::Status ValidateCompileOptions(const CompileOptions& options);
 
 // Builds the bundle contents of an imported graph (nodes topologically ordered, every
-// value typed). `source_path`/`source_bytes` describe the .onnx it came from.
+// value typed): canonicalisation, precision lowering (with calibration), fusion,
+// memory plan, steps, kernel assignment. `source_path`/`source_bytes` describe the
+// .onnx it came from. The fusion report lands in the manifest.
 absl::StatusOr<BundleContents> BuildBundle(const Graph& graph, const CompileOptions& options,
                                            const std::string& source_path, const std::string& source_bytes);
 

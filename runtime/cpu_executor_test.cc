@@ -162,8 +162,11 @@ TEST(CpuExecutorTest, WrongPlanGivesWrongNumbers) {
     output %c
   })");
   ASSERT_TRUE(graph.ok());
-  auto contents = BuildBundle(**graph, WithPrecision("fp32"), "overlap", "");  // steps = the 3 nodes
+  CompileOptions options = WithPrecision("fp32");
+  options.fuse = false;  // steps = the 3 nodes (fused they would be one group)
+  auto contents = BuildBundle(**graph, options, "overlap", "");
   ASSERT_TRUE(contents.ok()) << contents.status();
+  ASSERT_EQ(contents->manifest.steps_size(), 3);
   // Put %b where %a lives.
   bundle::Manifest& m = contents->manifest;
   const int64_t a_offset = m.steps(0).outputs(0).offset();

@@ -9,6 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "runtime/bundle.h"
+#include "fusion/pipeline.h"
+#include "graph/text_format.h"
 #include "runtime/compiler.h"
 #include "tools/args.h"
 #include "tools/commands.h"
@@ -20,7 +22,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: kiln compile MODEL.onnx -o|--output MODEL.kiln [--arch sm_90a|sm_89|sm_86|sm_80]\n"
     "                    [--precision fp16|bf16|fp32] [--input-shape NAME=1x128]...\n"
-    "                    [--calibrate NAME=SOURCE]...\n"
+    "                    [--calibrate NAME=SOURCE]... [--no-fuse] [--report]\n"
+    "                    [--dump-after PASS|all]\n"
     "Compiles the model into a bundle (manifest, kernels, weights) for the named GPU arch.\n"
     "Works without a GPU (kernels are compiled by NVRTC). The default arch is the local\n"
     "GPU's, else sm_90a; the default precision is fp16 (storage of activations and weights;\n"
@@ -30,7 +33,11 @@ constexpr char kUsage[] =
     "--calibrate (fp16): runs the model once on the CPU reference with these inputs (SOURCE\n"
     "as in kiln run: FILE.npy|.pb, arange, zeros, ones, random[:SEED]) and keeps in fp32\n"
     "every node that reads or writes a value beyond +-16384 there, so that activations\n"
-    "too large for fp16 do not overflow.";
+    "too large for fp16 do not overflow.\n"
+    "--no-fuse: canonicalisation only, one op per kernel (the unfused baseline).\n"
+    "--report: the fusion report (groups with their ONNX nodes, rejected candidates and why).\n"
+    "--dump-after PASS: the graph in kiln's text form after PASS (its last run), or after\n"
+    "every pass with 'all'; the passes in order: kiln compile --dump-after help.";
 
 }  // namespace
 
@@ -46,9 +53,16 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
       expanded.push_back(a);
     }
   }
-  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded, {"output", "arch", "precision", "input-shape", "calibrate"}, {"help"}));
+  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded, {"output", "arch", "precision", "input-shape", "calibrate", "dump-after"},
+                                                      {"help", "no-fuse", "report"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
+    return absl::OkStatus();
+  }
+  if (args.Get("dump-after") == "help") {
+    for (const PassInfo& p : PipelinePasses()) std::cout << absl::StrFormat("  %-22s %s\n", p.name, p.why);
+    std::cout << absl::StrFormat("  %-22s %s\n", "lower-precision",
+                                 "after canonicalisation, before fusion (fp16/bf16 only): storage dtypes and Casts");
     return absl::OkStatus();
   }
   if (args.positional().size() != 1) return absl::InvalidArgumentError(absl::StrCat("expected one .onnx file\n", kUsage));
@@ -60,6 +74,15 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   options.precision = args.Get("precision", "fp16");
   KILN_ASSIGN_OR_RETURN(options.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
+  options.fuse = !args.Has("no-fuse");
+  const std::string dump_after = args.Get("dump-after");
+  std::map<std::string, std::string> dumps;  // pass -> the graph after its last run
+  if (!dump_after.empty()) {
+    if (dump_after != "all" && dump_after != "lower-precision") KILN_RETURN_IF_ERROR(CheckPassName(dump_after));
+    options.after_pass = [&dumps, dump_after](const std::string& pass, const Graph& graph) {
+      if (dump_after == "all" || dump_after == pass) dumps[pass] = PrintGraph(graph);
+    };
+  }
   std::map<std::string, std::string> calibration;
   for (const std::string& spec : args.GetAll("calibrate")) {
     KILN_ASSIGN_OR_RETURN(auto kv, SplitAssignment(spec, "calibrate"));
@@ -101,6 +124,21 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
                                input, output, m.target_arch(), m.precision(), m.steps_size(), m.weights_size(),
                                m.memory_plan().arena_bytes(), m.memory_plan().lower_bound_bytes(),
                                bundle->file_bytes(), seconds);
+  for (const PassInfo& p : PipelinePasses()) {
+    if (auto it = dumps.find(p.name); it != dumps.end()) std::cout << "// after " << p.name << "\n" << it->second;
+  }
+  if (auto it = dumps.find("lower-precision"); it != dumps.end()) {
+    std::cout << "// after lower-precision\n" << it->second;
+  }
+  if (!dump_after.empty() && dumps.empty()) std::cout << "// " << dump_after << " did not run\n";
+  const bundle::FusionReport& fr = m.fusion();
+  int groups_expanded = 0;
+  for (const auto& g : fr.groups()) groups_expanded += g.note().empty() ? 0 : 1;
+  std::cout << absl::StrFormat("  fusion: %s; kernels per inference: %d unfused, %d fused, %d in the bundle (%d "
+                               "groups formed, %d expanded for want of a fused GPU kernel, %d candidates rejected)\n",
+                               fr.enabled() ? "on" : "off (--no-fuse)", fr.nodes_before(), fr.nodes_fused(),
+                               fr.nodes_after(), fr.groups_size(), groups_expanded, fr.rejections_size());
+  if (args.Has("report")) std::cout << FusionReportText(fr);
   if (m.compile_options().float32_nodes_size() > 0) {
     std::cout << absl::StrFormat("  fp16: %d node%s kept in fp32 (values beyond +-16384 on the calibration inputs)\n",
                                  m.compile_options().float32_nodes_size(),

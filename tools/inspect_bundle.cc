@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "fusion/fusion_report.h"
 #include "google/protobuf/util/json_util.h"
 #include "runtime/bundle.h"
 #include "tools/commands.h"
@@ -44,6 +45,18 @@ std::string JsonString(const std::string& s) {
 }
 
 }  // namespace
+
+std::string FusionReportText(const bundle::FusionReport& fr) {
+  FusionReport report;
+  report.nodes_before = fr.nodes_before();
+  report.nodes_after = fr.nodes_after();
+  report.nodes_fused = fr.nodes_fused();
+  for (const auto& g : fr.groups()) {
+    report.groups.push_back({g.pass(), g.name(), g.pattern(), {g.members().begin(), g.members().end()}, g.note()});
+  }
+  for (const auto& r : fr.rejections()) report.rejections.push_back({r.pass(), {r.nodes().begin(), r.nodes().end()}, r.reason()});
+  return report.ToString();
+}
 
 absl::Status InspectBundle(const std::string& path, bool json) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Bundle> bundle, Bundle::Load(path));
@@ -103,6 +116,7 @@ absl::Status InspectBundle(const std::string& path, bool json) {
     }
     if (!step.gpu_unsupported().empty()) std::cout << "         no GPU kernel: " << step.gpu_unsupported() << "\n";
   }
+  std::cout << (m.fusion().enabled() ? FusionReportText(m.fusion()) : "fusion: off (--no-fuse)\n");
   std::cout << "kernel modules: " << m.kernels_size() << "\n";
   for (const auto& k : m.kernels()) {
     std::cout << absl::StrFormat("  %-12s %-7s %10d bytes\n", k.name(), k.arch(), k.bytes());

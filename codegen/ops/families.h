@@ -15,6 +15,9 @@ namespace kiln::codegen::ops {
 // Element-wise ops with multidirectional broadcasting (codegen/ops/pointwise.cc).
 bool IsPointwiseOp(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwise(const Node& node);
+// A FusedGroup whose members are all element-wise over the group's output shape
+// (fusion's "pointwise" groups): one kernel for the whole group.
+absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& group);
 
 // Data movement: views, Transpose, Concat, Split, Slice, Gather, Pad, Tile, Expand,
 // Identity, Dropout (codegen/ops/movement.cc).

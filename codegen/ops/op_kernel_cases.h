@@ -195,6 +195,20 @@ inline std::vector<Case> AllCases() {
        {"count_include_pad", int64_t{1}}});
   add("LrnF32", "LRN", {R(f32, {1, 7, 3, 3})}, {{"size", int64_t{5}}, {"alpha", 1e-2f}, {"beta", 0.75f}, {"bias", 2.f}});
   add("LrnF16", "LRN", {R(f16, {2, 4, 5})}, {{"size", int64_t{2}}});
+  // A fused pointwise group (graph/fused_group.h): a broadcast bias, a scalar, a
+  // shared intermediate and two outputs.
+  for (DType t : {f32, f16, bf16}) {
+    const std::string ty(DTypeName(t));
+    const std::string body = absl::StrCat(
+        "graph @g {\n  input %x : ", ty, "[3,5,7]\n  input %b : ", ty, "[7]\n  const %k : ", ty,
+        "[] = [0.5]\n  %a = Add(%x, %b) @a\n  %m = Mul(%a, %k) @m\n  %r = Relu(%m) @r\n  %t = Tanh(%a) @t\n"
+        "  %y = Add(%r, %t) @y\n  output %y\n  output %a\n}\n");
+    Case g{absl::StrCat("PointwiseGroup", ty), "FusedGroup", {R(t, {3, 5, 7}), R(t, {7})},
+           {{"body", body}, {"pattern", std::string("pointwise")}, {"anchor", std::string()},
+            {"members", std::vector<std::string>{"a", "m", "r", "t", "y"}}}};
+    g.num_outputs = 2;
+    c.push_back(std::move(g));
+  }
   return c;
 }
 

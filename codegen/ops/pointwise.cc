@@ -11,6 +11,8 @@
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/templates.h"
+#include "absl/container/flat_hash_map.h"
+#include "graph/fused_group.h"
 #include "graph/ops/op_util.h"
 
 namespace kiln::codegen::ops {
@@ -310,6 +312,117 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwise(const Node& node) {
   absl::StatusOr<PwSpec> spec = Spec(node);
   if (!spec.ok()) return spec.status();
   return Emit(node, *spec);
+}
+
+// A group of element-wise nodes, all writing the group's shape S: one kernel whose
+// loop body computes every member in fp32/int64 registers in body order (each
+// member's spec in a block of its own, its operands bound to v0, v1, ...), loads
+// each (group input, domain, view) once and stores only the group's outputs.
+// Intermediates are never rounded to the storage dtype, unlike the unfused kernels.
+absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& group) {
+  auto body_or = FusedGroupBody(group);
+  if (!body_or.ok()) return NoKernel(group, std::string(body_or.status().message()));
+  const Graph& body = **body_or;
+  const Shape& shape = group.output(0)->shape();
+  for (const Value* y : group.outputs()) {
+    if (y->shape() != shape) return NoKernel(group, "pointwise group with outputs of different shapes");
+  }
+  const int64_t n = NumElements(shape);
+  absl::flat_hash_map<const Value*, int> input_index;
+  for (size_t i = 0; i < body.inputs().size(); ++i) input_index[body.inputs()[i]] = static_cast<int>(i);
+
+  struct Load {
+    int input;
+    Domain domain;
+    Shape view;
+  };
+  std::vector<Load> loads;
+  absl::flat_hash_map<const Value*, std::pair<std::string, Domain>> computed;
+  std::string code;
+  int temp = 0;
+  for (const Node* member : body.nodes()) {
+    if (!IsPointwiseOp(member->op_type()) || member->num_outputs() != 1 || member->output(0)->shape() != shape) {
+      return NoKernel(group, absl::StrCat("member ", member->Describe(), " is not element-wise over the group's shape"));
+    }
+    absl::StatusOr<PwSpec> spec = Spec(*member);
+    if (!spec.ok()) return spec.status();
+    std::string block = "{\n";
+    for (size_t k = 0; k < spec->inputs.size(); ++k) {
+      const PwSpec::Input& in = spec->inputs[k];
+      const Value* v = member->input(in.input);
+      std::string expr;
+      if (v->is_constant()) {
+        if (v->numel() != 1) return NoKernel(group, absl::StrCat("constant '", v->name(), "' is not a scalar"));
+        expr = in.domain == Domain::kFloat ? FloatLit(v->constant().ScalarFloat())
+                                           : IntLit(v->constant().ScalarInt64());
+      } else if (auto c = computed.find(v); c != computed.end()) {
+        expr = c->second.second == in.domain ? c->second.first
+                                             : absl::StrCat("(", DomainType(in.domain), ")(", c->second.first, ")");
+      } else if (auto gi = input_index.find(v); gi != input_index.end()) {
+        size_t l = 0;
+        while (l < loads.size() &&
+               !(loads[l].input == gi->second && loads[l].domain == in.domain && loads[l].view == in.view)) {
+          ++l;
+        }
+        if (l == loads.size()) loads.push_back({gi->second, in.domain, in.view});
+        expr = absl::StrCat("g", l);
+      } else {
+        return NoKernel(group, absl::StrCat("value '", v->name(), "' has no source in the group"));
+      }
+      absl::StrAppend(&block, "const ", DomainType(in.domain), " v", k, " = ", expr, ";\n");
+    }
+    const std::string t = absl::StrCat("t", temp++);
+    absl::StrAppend(&code, DomainType(spec->result_domain), " ", t, ";\n", block, spec->body, t, " = ", spec->result,
+                    ";\n}\n");
+    computed[member->output(0)] = {t, spec->result_domain};
+  }
+
+  KernelLaunch launch;
+  std::string params;
+  StridedSpace space;
+  space.shape = shape;
+  std::vector<int> operands;
+  for (int o = 0; o < group.num_outputs(); ++o) {
+    absl::StrAppend(&params, o ? ", " : "", Param(group.output(o)->dtype(), false, absl::StrCat("out", o)));
+    launch.args.push_back(o);
+  }
+  space.strides.push_back(DenseStrides(shape));
+  for (size_t l = 0; l < loads.size(); ++l) {
+    const Shape& v = loads[l].view;
+    if (v.size() > shape.size()) return NoKernel(group, "input of higher rank than the output");
+    std::vector<int64_t> st(shape.size(), 0);
+    const std::vector<int64_t> dense = DenseStrides(v);
+    const size_t lead = shape.size() - v.size();
+    for (size_t d = 0; d < v.size(); ++d) {
+      if (v[d] != 1 && v[d] != shape[lead + d]) return NoKernel(group, "input does not broadcast to the output");
+      st[lead + d] = v[d] == 1 ? 0 : dense[d];
+    }
+    space.strides.push_back(st);
+    operands.push_back(static_cast<int>(l) + 1);
+    absl::StrAppend(&params, ", ", Param(group.input(loads[l].input)->dtype(), true, absl::StrCat("in", l)));
+    launch.args.push_back(InputArg(group, loads[l].input));
+  }
+  space.Collapse();
+  const char* it = IndexType(n);
+  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n// fused pointwise group ", group.name(), ": ",
+                                 body.num_nodes(), " ops over ", ShapeToString(shape),
+                                 "\nextern \"C\" __global__ void KILN_KERNEL(", params, ") {\n", GridStrideLoop(n),
+                                 OffsetCode(space, operands, "i", it, "o"));
+  for (size_t l = 0; l < loads.size(); ++l) {
+    absl::StrAppend(&src, "const ", DomainType(loads[l].domain), " g", l, " = ",
+                    LoadAs(group.input(loads[l].input)->dtype(), loads[l].domain, absl::StrCat("in", l),
+                           absl::StrCat("o", l + 1)),
+                    ";\n");
+  }
+  absl::StrAppend(&src, code);
+  for (int o = 0; o < group.num_outputs(); ++o) {
+    const auto& [var, domain] = computed.at(body.outputs()[o]);
+    absl::StrAppend(&src, StoreFrom(group.output(o)->dtype(), domain, absl::StrCat("out", o), "i", var), "\n");
+  }
+  absl::StrAppend(&src, "}\n}\n");
+  launch.source = std::move(src);
+  SetGrid1D(launch, n);
+  return std::vector<KernelLaunch>{std::move(launch)};
 }
 
 }  // namespace kiln::codegen::ops

@@ -1,0 +1,56 @@
+// FusePointwise ("fuse-pointwise"): element-wise work that no matmul took becomes
+// single kernels; LayerNormalization and Softmax take their element-wise prologue.
+//
+// Patterns, in the order the pass applies them:
+//  1. "layernorm": LayerNormalization L (not yet fused) whose data input x is written
+//     by an Add (residual) of x's shape whose operands broadcast into it, not yet
+//     fused -> group {Add, L}. When x is also read elsewhere (the pre-LN residual
+//     stream is) it becomes an extra output of the group: one more store from
+//     registers, instead of a separate kernel writing x and the LN kernel reading
+//     it back.
+//  2. "softmax": Softmax S over the last axis, not yet fused, takes the mask Add
+//     (operand broadcasting into the scores) and the scale (Mul by a one-element
+//     operand, or Div by one) before it, in the order Softmax(Add(Scale(s), mask)),
+//     Softmax(Add(s, mask)) or Softmax(Scale(s)); each taken intermediate must be
+//     read by the next node only (the scores are the big tensor the fusion avoids
+//     writing; "other consumers: " otherwise).
+//  3. "pointwise": maximal convex DAGs of element-wise nodes (OpDef::is_elementwise,
+//     one output, float or bool dtypes) whose outputs all have one shape, the
+//     group's iteration space; inputs from outside only broadcast into it. Built
+//     greedily in graph order: a node joins the groups of its producers of the same
+//     shape (all of them when the union stays convex, else the largest one that
+//     stays convex, else it starts a group). Intermediates read outside become extra
+//     outputs. Groups of one node are not formed.
+// Math: unchanged (the group's body is its members).
+//
+// Reported: element-wise producers of another shape next to a group ("shape: " —
+// broadcast inputs are read, not fused), merges refused for convexity ("not
+// convex: "), integer element-wise nodes ("dtype: "), and the rule failures of 1/2.
+//
+// Preconditions: a typed graph. Runs last among the fusion passes: matmul
+// epilogues/prologues claim their element-wise neighbours first (that fusion saves
+// a whole round trip of the matmul output).
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "fusion/fusion_report.h"
+#include "graph/graph.h"
+
+namespace kiln {
+
+class FusePointwise {
+ public:
+  explicit FusePointwise(FusionReport* report = nullptr) : report_(report) {}
+  absl::string_view name() const { return "fuse-pointwise"; }
+  absl::StatusOr<bool> Run(Graph& graph);
+
+ private:
+  absl::StatusOr<bool> FuseLayerNorms(Graph& graph);
+  absl::StatusOr<bool> FuseSoftmaxes(Graph& graph);
+  absl::StatusOr<bool> FuseElementwise(Graph& graph);
+
+  FusionReport* report_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,202 @@
+// Tests for FusePointwise: element-wise DAGs, LayerNorm with residual, Softmax with
+// scale and mask, must-not-fire cases, and fused == unfused on the CPU reference.
+#include "fusion/fuse_pointwise.h"
+
+#include <gtest/gtest.h>
+
+#include "fusion/fusion_test_util.h"
+
+namespace kiln {
+namespace {
+
+using ::kiln::testing::ExpectSameResults;
+using ::kiln::testing::ExpectValid;
+using ::kiln::testing::Groups;
+using ::kiln::testing::ParseTyped;
+using ::kiln::testing::RandomizeConstants;
+using ::kiln::testing::Summary;
+
+std::unique_ptr<Graph> FuseAndCheck(const std::string& text, FusionReport* report, bool* changed = nullptr) {
+  std::unique_ptr<Graph> g = ParseTyped(text);
+  RandomizeConstants(*g, 13);
+  std::unique_ptr<Graph> original = g->Clone();
+  auto result = FusePointwise(report).Run(*g);
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (changed != nullptr) *changed = result.value_or(false);
+  ExpectValid(*g);
+  ExpectSameResults(*original, *g);
+  return g;
+}
+
+TEST(FusePointwiseTest, ChainWithBroadcastInputsAndResidual) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[4,8]
+  const %s : f32[] = [0.5]
+  const %b : f32[8] = splat(0.1)
+  %a = Mul(%x, %s) @scale
+  %c = Add(%a, %b) @bias
+  %t = Tanh(%c) @tanh
+  %y = Add(%t, %x) @residual
+  output %y
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g), "FusedGroup pointwise [scale, bias, tanh, residual] anchor=\n");
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].pass, "fuse-pointwise");
+  EXPECT_EQ(report.groups[0].pattern, "pointwise");
+  EXPECT_TRUE(report.rejections.empty()) << report.ToString();
+}
+
+TEST(FusePointwiseTest, DiamondWithExtraOutput) {
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[2,3,4]
+  %e = Exp(%x) @exp
+  %n = Neg(%x) @neg
+  %s = Add(%e, %n) @sum
+  %y = Sigmoid(%s) @sig
+  output %y
+  output %e
+}
+)",
+                        nullptr);
+  EXPECT_EQ(Summary(*g), "FusedGroup pointwise [exp, neg, sum, sig] anchor=\n");
+  EXPECT_EQ(Groups(*g)[0]->num_outputs(), 2);
+}
+
+TEST(FusePointwiseTest, DifferentShapesMakeSeparateGroups) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %v : f32[8]
+  input %x : f32[4,8]
+  %a = Relu(%v) @relu
+  %b = Exp(%a) @exp
+  %c = Add(%x, %b) @add
+  %d = Tanh(%c) @tanh
+  output %d
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g),
+            "FusedGroup pointwise [relu, exp] anchor=\nFusedGroup pointwise [add, tanh] anchor=\n");
+  ASSERT_EQ(report.rejections.size(), 1u) << report.ToString();
+  EXPECT_EQ(report.rejections[0].nodes, (std::vector<std::string>{"exp", "add"}));
+  EXPECT_TRUE(absl::StartsWith(report.rejections[0].reason, "shape: ")) << report.rejections[0].reason;
+}
+
+TEST(FusePointwiseTest, MustNotFire) {
+  // One element-wise op alone; a merge that would not be convex (Softmax sits
+  // between exp and add); integer arithmetic.
+  FusionReport report;
+  bool changed = true;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[4,8]
+  input %i : i64[4]
+  %r = Relu(%x) @lone
+  %s = Softmax(%r) @softmax
+  %e = Exp(%s) @exp
+  %t = Softmax(%e) @softmax2
+  %y = Add(%e, %t) @add
+  %j = Add(%i, %i) @int_add
+  output %y
+  output %j
+}
+)",
+                        &report, &changed);
+  EXPECT_FALSE(changed);
+  EXPECT_TRUE(Groups(*g).empty());
+  ASSERT_EQ(report.rejections.size(), 2u) << report.ToString();
+  EXPECT_EQ(report.rejections[0].nodes, (std::vector<std::string>{"exp", "add"}));
+  EXPECT_TRUE(absl::StartsWith(report.rejections[0].reason, "not convex: ")) << report.rejections[0].reason;
+  EXPECT_EQ(report.rejections[1].nodes, (std::vector<std::string>{"int_add"}));
+  EXPECT_TRUE(absl::StartsWith(report.rejections[1].reason, "dtype: ")) << report.rejections[1].reason;
+}
+
+TEST(FusePointwiseTest, LayerNormTakesResidualAdd) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[2,3,16]
+  input %r : f32[2,3,16]
+  const %gamma : f32[16] = splat(1.0)
+  const %beta : f32[16] = splat(0.0)
+  %h = Add(%x, %r) @residual
+  %y = LayerNormalization(%h, %gamma, %beta) {axis = -1, epsilon = 1e-05} @ln
+  output %y
+  output %h
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g), "FusedGroup layernorm [residual, ln] anchor=\n");
+  // The residual stream h is read again later: it is an extra output.
+  EXPECT_EQ(Groups(*g)[0]->num_outputs(), 2);
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].pattern, "layernorm");
+}
+
+TEST(FusePointwiseTest, SoftmaxTakesScaleAndMask) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %scores : f32[2,4,6,6]
+  input %mask : f32[2,1,1,6]
+  const %scale : f32[] = [0.125]
+  %s = Mul(%scores, %scale) @scale
+  %m = Add(%s, %mask) @mask
+  %p = Softmax(%m) {axis = -1} @softmax
+  output %p
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g), "FusedGroup softmax [scale, mask, softmax] anchor=\n");
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].pattern, "softmax");
+}
+
+TEST(FusePointwiseTest, SoftmaxTakesDivScaleOnly) {
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %scores : f32[4,6,6]
+  const %d : f32[] = [8.0]
+  %s = Div(%scores, %d) @scale
+  %p = Softmax(%s) @softmax
+  output %p
+}
+)",
+                        nullptr);
+  EXPECT_EQ(Summary(*g), "FusedGroup softmax [scale, softmax] anchor=\n");
+}
+
+TEST(FusePointwiseTest, SoftmaxMustNotFire) {
+  // Softmax over a non-last axis; masked scores read elsewhere.
+  FusionReport report;
+  bool changed = true;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %a : f32[4,6]
+  input %b : f32[4,6]
+  const %s : f32[] = [0.5]
+  %x = Mul(%a, %s) @scale0
+  %p = Softmax(%x) {axis = 0} @softmax0
+  %m = Add(%b, %b) @mask1
+  %q = Softmax(%m) @softmax1
+  output %p
+  output %q
+  output %m
+}
+)",
+                        &report, &changed);
+  EXPECT_FALSE(changed);
+  EXPECT_TRUE(Groups(*g).empty());
+  ASSERT_EQ(report.rejections.size(), 2u) << report.ToString();
+  EXPECT_TRUE(absl::StartsWith(report.rejections[0].reason, "unsupported op: ")) << report.rejections[0].reason;
+  EXPECT_TRUE(absl::StartsWith(report.rejections[1].reason, "other consumers: ")) << report.rejections[1].reason;
+}
+
+}  // namespace
+}  // namespace kiln

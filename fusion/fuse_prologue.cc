@@ -1,0 +1,119 @@
+// FusePrologue: element-wise chains on MatMul inputs -> "prologue+matmul" groups.
+#include "fusion/fuse_prologue.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "fusion/group_util.h"
+#include "graph/fused_group.h"
+#include "graph/op_registry.h"
+
+namespace kiln {
+namespace {
+
+// The prologue walked up from one MatMul input.
+struct Chain {
+  std::vector<Node*> nodes;  // nearest the MatMul first
+  bool all_constant = true;  // the loaded operand and every side operand are constants
+};
+
+// A node whose output an epilogue can transform: MatMul/Gemm/Conv, or a group
+// anchored at one.
+bool IsAnchor(const Node& n) {
+  if (n.op_type() == "MatMul" || n.op_type() == "Gemm" || n.op_type() == "Conv") return true;
+  return IsFusedGroup(n) && !n.GetString("anchor", "").value_or("").empty();
+}
+
+}  // namespace
+
+absl::StatusOr<bool> FusePrologue::Run(Graph& graph) {
+  std::vector<Node*> matmuls;
+  for (Node* n : graph.nodes()) {
+    if (n->op_type() == "MatMul") matmuls.push_back(n);
+  }
+  bool changed = false;
+  for (Node* mm : matmuls) {
+    std::vector<Node*> members;
+    for (int i = 0; i < 2 && i < mm->num_inputs(); ++i) {
+      Chain chain;
+      Node* reader = mm;
+      Value* x = mm->input(i);
+      while (x != nullptr && x->producer() != nullptr) {
+        Node* p = x->producer();
+        const OpDef* def = OpRegistry::Global().Find(p->op_type());
+        if (IsFusedGroup(*p) || def == nullptr || !def->is_elementwise || p->num_outputs() != 1) break;
+        auto reject = [&](std::string reason) {
+          ReportRejection(report_, name(), {mm->name(), p->name()}, std::move(reason));
+        };
+        bool only_reader = !graph.IsGraphOutput(x);
+        for (const Use& u : x->uses()) only_reader &= u.node == reader;
+        if (!only_reader) {
+          reject(absl::StrCat("other consumers: ", Quote(x->name()), " is also read outside ", Quote(reader->name()),
+                              "; a prologue keeps its values in registers only"));
+          break;
+        }
+        if (!IsFloating(x->dtype())) {
+          reject(absl::StrCat("dtype: ", Quote(p->name()), " writes ", DTypeName(x->dtype())));
+          break;
+        }
+        // The loaded operand: the one input of P with P's output shape.
+        Value* loaded = nullptr;
+        bool ok = true;
+        for (Value* in : p->inputs()) {
+          if (in == nullptr) continue;
+          if (in->shape() == x->shape()) {
+            if (loaded != nullptr && loaded != in) ok = false;
+            loaded = in;
+          } else if (!BroadcastsInto(in->shape(), x->shape())) {
+            ok = false;
+          }
+        }
+        if (!ok || loaded == nullptr) {
+          reject(absl::StrCat("shape: ", Quote(p->name()), " (", p->op_type(),
+                              ") does not transform one operand of shape ", ShapeToString(x->shape()),
+                              " with broadcast side inputs"));
+          break;
+        }
+        for (Value* in : p->inputs()) {
+          if (in != nullptr && in != loaded && !in->is_constant()) chain.all_constant = false;
+        }
+        chain.nodes.push_back(p);
+        reader = p;
+        x = loaded;
+      }
+      if (chain.nodes.empty()) continue;
+      if (x == nullptr || !x->is_constant()) chain.all_constant = false;
+      // A chain on another anchor's output is that anchor's epilogue: applied once
+      // per element there, while a prologue recomputes it for every tile of this
+      // MatMul that loads the element (and the stored tensor is as big either way).
+      if (const Node* src = x == nullptr ? nullptr : x->producer(); src != nullptr && IsAnchor(*src)) {
+        std::vector<std::string> names = {mm->name()};
+        for (const Node* n : chain.nodes) names.push_back(n->name());
+        ReportRejection(report_, name(), names,
+                        absl::StrCat("epilogue: the chain starts at the output of ", Quote(src->name()),
+                                     ", whose epilogue applies it once instead of once per tile"));
+        continue;
+      }
+      if (chain.all_constant) {
+        std::vector<std::string> names = {mm->name()};
+        for (const Node* n : chain.nodes) names.push_back(n->name());
+        ReportRejection(report_, name(), names, "constant: folded at compile time");
+        continue;
+      }
+      members.insert(members.end(), chain.nodes.begin(), chain.nodes.end());
+    }
+    if (members.empty()) continue;
+    members.push_back(mm);
+    absl::StatusOr<Node*> group = FormFusedGroup(graph, members, "prologue+matmul", mm);
+    if (!group.ok()) {
+      ReportRejection(report_, name(), NodeNames(members), absl::StrCat("not convex: ", group.status().message()));
+      continue;
+    }
+    ReportGroup(report_, name(), **group);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace kiln

@@ -1,0 +1,163 @@
+// Tests for FusePrologue: groups formed, must-not-fire cases (constant weights,
+// other consumers), and fused == unfused on the CPU reference.
+#include "fusion/fuse_prologue.h"
+
+#include <gtest/gtest.h>
+
+#include "fusion/fusion_test_util.h"
+
+namespace kiln {
+namespace {
+
+using ::kiln::testing::ExpectSameResults;
+using ::kiln::testing::ExpectValid;
+using ::kiln::testing::Groups;
+using ::kiln::testing::ParseTyped;
+using ::kiln::testing::RandomizeConstants;
+using ::kiln::testing::Summary;
+
+std::unique_ptr<Graph> FuseAndCheck(const std::string& text, FusionReport* report, bool* changed = nullptr) {
+  std::unique_ptr<Graph> g = ParseTyped(text);
+  RandomizeConstants(*g, 11);
+  std::unique_ptr<Graph> original = g->Clone();
+  auto result = FusePrologue(report).Run(*g);
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (changed != nullptr) *changed = result.value_or(false);
+  ExpectValid(*g);
+  ExpectSameResults(*original, *g);
+  return g;
+}
+
+TEST(FusePrologueTest, ChainsOnBothInputs) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[4,8]
+  input %v : f32[8,6]
+  const %s : f32[] = [0.5]
+  const %b : f32[8] = splat(0.1)
+  %xs = Mul(%x, %s) @scale
+  %xb = Add(%xs, %b) @bias
+  %xr = Relu(%xb) @relu
+  %vs = Sigmoid(%v) @sig
+  %y = MatMul(%xr, %vs) @mm
+  output %y
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g), "FusedGroup prologue+matmul [scale, bias, relu, sig, mm] anchor=mm\n");
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].pass, "fuse-prologue");
+  EXPECT_EQ(report.groups[0].pattern, "prologue+matmul");
+  EXPECT_EQ(report.groups[0].members, (std::vector<std::string>{"scale", "bias", "relu", "sig", "mm"}));
+  EXPECT_TRUE(report.rejections.empty()) << report.ToString();
+}
+
+TEST(FusePrologueTest, CastOnBatchedInput) {
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f16[2,4,8]
+  const %w : f32[8,6] = splat(0.5)
+  %xf = Cast(%x) {to = 1} @cast
+  %y = MatMul(%xf, %w) @mm
+  output %y
+}
+)",
+                        nullptr);
+  EXPECT_EQ(Summary(*g), "FusedGroup prologue+matmul [cast, mm] anchor=mm\n");
+}
+
+TEST(FusePrologueTest, ConstantWeightChainIsLeftToFolding) {
+  FusionReport report;
+  bool changed = true;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[4,8]
+  const %w : f16[8,6] = splat(0.5)
+  const %s : f32[] = [2.0]
+  %wf = Cast(%w) {to = 1} @cast
+  %ws = Mul(%wf, %s) @scale
+  %y = MatMul(%x, %ws) @mm
+  output %y
+}
+)",
+                        &report, &changed);
+  EXPECT_FALSE(changed);
+  EXPECT_TRUE(Groups(*g).empty());
+  ASSERT_EQ(report.rejections.size(), 1u) << report.ToString();
+  EXPECT_EQ(report.rejections[0].nodes, (std::vector<std::string>{"mm", "scale", "cast"}));
+  EXPECT_EQ(report.rejections[0].reason, "constant: folded at compile time");
+}
+
+TEST(FusePrologueTest, ConstantWeightScaledByAnInputIsFused) {
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[4,8]
+  input %s : f32[]
+  const %w : f32[8,6] = splat(0.5)
+  %ws = Mul(%w, %s) @scale
+  %y = MatMul(%x, %ws) @mm
+  output %y
+}
+)",
+                        nullptr);
+  EXPECT_EQ(Summary(*g), "FusedGroup prologue+matmul [scale, mm] anchor=mm\n");
+}
+
+TEST(FusePrologueTest, MustNotFire) {
+  FusionReport report;
+  bool changed = true;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[4,8]
+  input %u : f32[4,1]
+  input %c : f32[8]
+  const %w : f32[8,6] = splat(0.5)
+  %r = Relu(%x) @relu
+  %y = MatMul(%r, %w) @mm
+  %g = Add(%u, %c) @grow_input
+  %z = MatMul(%g, %w) @mm2
+  %t = Transpose(%x) {perm = [1, 0]} @transpose
+  %q = MatMul(%t, %x) @mm3
+  output %y
+  output %r
+  output %z
+  output %q
+}
+)",
+                        &report, &changed);
+  // relu is read outside (a graph output); grow_input makes [4,8] out of [4,1] and
+  // [8] (no operand is loaded as is); Transpose is not element-wise.
+  EXPECT_FALSE(changed);
+  EXPECT_TRUE(Groups(*g).empty());
+  ASSERT_EQ(report.rejections.size(), 2u) << report.ToString();
+  EXPECT_EQ(report.rejections[0].nodes, (std::vector<std::string>{"mm", "relu"}));
+  EXPECT_TRUE(absl::StartsWith(report.rejections[0].reason, "other consumers: ")) << report.rejections[0].reason;
+  EXPECT_EQ(report.rejections[1].nodes, (std::vector<std::string>{"mm2", "grow_input"}));
+  EXPECT_TRUE(absl::StartsWith(report.rejections[1].reason, "shape: ")) << report.rejections[1].reason;
+}
+
+TEST(FusePrologueTest, LeavesAnotherMatMulsEpilogueAlone) {
+  FusionReport report;
+  bool changed = true;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[4,8]
+  const %w1 : f32[8,8] = splat(0.5)
+  const %w2 : f32[8,6] = splat(0.5)
+  %h = MatMul(%x, %w1) @up
+  %a = Gelu(%h) @gelu
+  %y = MatMul(%a, %w2) @down
+  output %y
+}
+)",
+                        &report, &changed);
+  EXPECT_FALSE(changed);
+  EXPECT_TRUE(Groups(*g).empty());
+  ASSERT_EQ(report.rejections.size(), 1u) << report.ToString();
+  EXPECT_EQ(report.rejections[0].nodes, (std::vector<std::string>{"down", "gelu"}));
+  EXPECT_TRUE(absl::StartsWith(report.rejections[0].reason, "epilogue: ")) << report.rejections[0].reason;
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,115 @@
+// Shared helpers for the fusion pass tests: parse + type a text graph, randomise its
+// constants, random feeds, compare fused vs unfused reference results, summarise
+// the groups of a graph.
+#pragma once
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "graph/evaluate.h"
+#include "graph/fused_group.h"
+#include "graph/infer_shapes.h"
+#include "graph/text_format.h"
+#include "graph/verifier.h"
+
+namespace kiln::testing {
+
+// Parses and types `text` (no constant folding, so chains on constants survive).
+inline std::unique_ptr<Graph> ParseTyped(const std::string& text) {
+  auto g = ParseGraph(text);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return std::make_unique<Graph>();
+  absl::Status st = InferShapes(**g, {.fold_constants = false});
+  EXPECT_TRUE(st.ok()) << st;
+  return std::move(*g);
+}
+
+inline Tensor RandomTensor(DType dtype, const Shape& shape, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> values(NumElements(shape));
+  for (float& v : values) v = dist(rng);
+  return Tensor::FromFloat(dtype, shape, values);
+}
+
+// Replaces every float constant by uniform random data in [-1, 1] (text graphs
+// write weights as splat(...); equal weights would hide column mix-ups).
+inline void RandomizeConstants(Graph& graph, uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (Value* c : graph.constants()) {
+    if (IsFloating(c->dtype())) graph.SetConstant(c, RandomTensor(c->dtype(), c->shape(), rng));
+  }
+}
+
+inline TensorMap RandomFeeds(const Graph& graph, uint32_t seed) {
+  std::mt19937 rng(seed);
+  TensorMap feeds;
+  for (const Value* in : graph.inputs()) feeds[in->name()] = RandomTensor(in->dtype(), in->shape(), rng);
+  return feeds;
+}
+
+// Both graphs evaluate to the same outputs (within `rtol` relative, f32) on random
+// feeds for a few seeds.
+inline void ExpectSameResults(const Graph& original, const Graph& fused, float rtol = 1e-5f) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    TensorMap feeds = RandomFeeds(original, seed);
+    auto want = EvaluateGraph(original, feeds);
+    auto got = EvaluateGraph(fused, feeds);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(want->size(), got->size());
+    for (size_t i = 0; i < want->size(); ++i) {
+      ASSERT_EQ((*want)[i].shape(), (*got)[i].shape()) << "output " << i;
+      ASSERT_EQ((*want)[i].dtype(), (*got)[i].dtype()) << "output " << i;
+      std::vector<float> w = (*want)[i].ToFloat(), g = (*got)[i].ToFloat();
+      int bad = 0;
+      for (size_t j = 0; j < w.size(); ++j) {
+        if (std::fabs(w[j] - g[j]) > rtol * std::fabs(w[j]) + 1e-6f && ++bad <= 5) {
+          ADD_FAILURE() << "output " << i << " element " << j << ": unfused " << w[j] << ", fused " << g[j];
+        }
+      }
+      EXPECT_EQ(bad, 0) << "output " << i << " seed " << seed;
+    }
+  }
+}
+
+inline void ExpectValid(const Graph& graph) {
+  absl::Status st = VerifyGraph(graph, {.require_types = true, .require_known_ops = true});
+  EXPECT_TRUE(st.ok()) << st << "\n" << PrintGraph(graph);
+}
+
+inline std::vector<const Node*> Groups(const Graph& graph) {
+  std::vector<const Node*> out;
+  for (const Node* n : graph.nodes()) {
+    if (IsFusedGroup(*n)) out.push_back(n);
+  }
+  return out;
+}
+
+inline std::vector<std::string> Members(const Node& group) {
+  auto it = group.attributes().find("members");
+  return it == group.attributes().end() ? std::vector<std::string>{} : it->second.strings();
+}
+
+// One line per node: "Op" or "FusedGroup pattern [member, ...] anchor=a", in order.
+inline std::string Summary(const Graph& graph) {
+  std::string out;
+  for (const Node* n : graph.nodes()) {
+    if (IsFusedGroup(*n)) {
+      absl::StrAppend(&out, "FusedGroup ", n->GetString("pattern", "").value_or("?"), " [",
+                      absl::StrJoin(Members(*n), ", "), "] anchor=", n->GetString("anchor", "").value_or("?"), "\n");
+    } else {
+      absl::StrAppend(&out, n->op_type(), " @", n->name(), "\n");
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln::testing

@@ -1,0 +1,135 @@
+// Helpers shared by the fusion passes (see group_util.h).
+#include "fusion/group_util.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "graph/fused_group.h"
+
+namespace kiln {
+
+absl::StatusOr<std::vector<Node*>> InlineGroupMembers(Graph& graph, Node* group) {
+  if (!IsFusedGroup(*group)) return group->Error("not a FusedGroup node");
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> body, FusedGroupBody(*group));
+  if (body->inputs().size() != static_cast<size_t>(group->num_inputs()) ||
+      body->outputs().size() != static_cast<size_t>(group->num_outputs())) {
+    return group->Error("its body's inputs/outputs do not match the node's");
+  }
+  absl::flat_hash_map<const Value*, Value*> outer;  // body value -> outer value
+  for (int i = 0; i < group->num_inputs(); ++i) outer[body->inputs()[i]] = group->input(i);
+  for (int i = 0; i < group->num_outputs(); ++i) outer[body->outputs()[i]] = group->output(i);
+  for (Value* c : body->constants()) {
+    if (outer.contains(c)) continue;
+    // Reuse the outer constant the body copied when it is still there (shared with
+    // nodes outside the group), else make it a constant again.
+    Value* same = graph.FindValue(c->name());
+    if (same != nullptr && same->is_constant() && same->constant().dtype() == c->constant().dtype() &&
+        same->constant().shape() == c->constant().shape() &&
+        std::memcmp(same->constant().raw_data(), c->constant().raw_data(), c->constant().nbytes()) == 0) {
+      outer[c] = same;
+    } else {
+      outer[c] = graph.AddConstant(c->name(), c->constant());
+    }
+  }
+  graph.RemoveNode(group);  // its outputs keep their values, now without a producer
+  std::vector<Node*> inlined;
+  for (const Node* n : body->nodes()) {
+    std::vector<Value*> ins;
+    for (Value* v : n->inputs()) ins.push_back(v == nullptr ? nullptr : outer.at(v));
+    std::vector<Value*> outs;
+    for (Value* y : n->outputs()) {
+      auto it = outer.find(y);
+      if (it == outer.end()) {
+        Value* v = graph.AddValue(y->name());
+        v->SetType(y->dtype(), y->shape());
+        it = outer.emplace(y, v).first;
+      }
+      outs.push_back(it->second);
+    }
+    Node* copy = graph.AddNode(n->op_type(), ins, outs, n->name());
+    copy->set_domain(n->domain());
+    for (const auto& [attr, value] : n->attributes()) copy->SetAttr(attr, value);
+    inlined.push_back(copy);
+  }
+  KILN_RETURN_IF_ERROR(graph.TopologicalSort());
+  return inlined;
+}
+
+absl::StatusOr<Node*> ExtendFusedGroup(Graph& graph, Node* group, const std::vector<Node*>& extra,
+                                       absl::string_view pattern) {
+  std::vector<Node*> all = extra;
+  all.push_back(group);
+  for (const Node* n : extra) {
+    if (IsFusedGroup(*n)) return absl::FailedPreconditionError(absl::StrCat(n->Describe(), " is already a group"));
+  }
+  if (!IsConvex(graph, all)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("extending ", group->Describe(), " is not convex: a path leaves it and comes back"));
+  }
+  KILN_ASSIGN_OR_RETURN(std::string anchor_name, group->GetString("anchor", ""));
+  const std::string name = group->name();
+  KILN_ASSIGN_OR_RETURN(std::vector<Node*> members, InlineGroupMembers(graph, group));
+  const Node* anchor = nullptr;
+  for (const Node* n : members) {
+    if (!anchor_name.empty() && n->name() == anchor_name) anchor = n;
+  }
+  members.insert(members.end(), extra.begin(), extra.end());
+  return FormFusedGroup(graph, members, pattern, anchor, name);
+}
+
+bool BroadcastsInto(const Shape& operand, const Shape& target) {
+  if (operand.size() > target.size()) return false;
+  const size_t off = target.size() - operand.size();
+  for (size_t i = 0; i < operand.size(); ++i) {
+    if (operand[i] != 1 && operand[i] != target[off + i]) return false;
+  }
+  return true;
+}
+
+std::vector<Node*> Consumers(const Value* value) {
+  std::vector<Node*> out;
+  for (const Use& u : value->uses()) {
+    if (std::find(out.begin(), out.end(), u.node) == out.end()) out.push_back(u.node);
+  }
+  return out;
+}
+
+bool HasOutsideUse(const Graph& graph, const Value* value, const std::vector<Node*>& members) {
+  if (graph.IsGraphOutput(value)) return true;
+  for (const Use& u : value->uses()) {
+    if (std::find(members.begin(), members.end(), u.node) == members.end()) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> NodeNames(const std::vector<Node*>& nodes) {
+  std::vector<std::string> names;
+  names.reserve(nodes.size());
+  for (const Node* n : nodes) names.push_back(n->name());
+  return names;
+}
+
+void ReportGroup(FusionReport* report, absl::string_view pass, const Node& group) {
+  if (report == nullptr) return;
+  FusionReport::Group g;
+  g.pass = std::string(pass);
+  g.name = group.name();
+  g.pattern = group.GetString("pattern", "").value_or("");
+  auto it = group.attributes().find("members");
+  if (it != group.attributes().end()) g.members = it->second.strings();
+  report->groups.push_back(std::move(g));
+}
+
+void ReportRejection(FusionReport* report, absl::string_view pass, std::vector<std::string> nodes,
+                     std::string reason) {
+  if (report == nullptr) return;
+  report->rejections.push_back({std::string(pass), std::move(nodes), std::move(reason)});
+}
+
+std::string Quote(absl::string_view name) { return absl::StrCat("'", name, "'"); }
+
+}  // namespace kiln

@@ -1,0 +1,53 @@
+// Helpers shared by the fusion passes: re-forming an existing FusedGroup with more
+// members, broadcasting and consumer queries, and filling the fusion report.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "fusion/fusion_report.h"
+#include "graph/graph.h"
+
+namespace kiln {
+
+// Replaces the FusedGroup node `group` and the outer nodes `extra` by ONE group
+// holding the body's nodes plus `extra`, named like `group`, anchored at the same
+// body node, with pattern `pattern`. The set {group} + extra must be convex in
+// `graph` (checked first: FailedPrecondition and no change otherwise). Used by
+// passes that extend a group formed by an earlier pass (e.g. FuseEpilogue growing a
+// "prologue+matmul" group). Returns the new group node.
+absl::StatusOr<Node*> ExtendFusedGroup(Graph& graph, Node* group, const std::vector<Node*>& extra,
+                                       absl::string_view pattern);
+
+// Inlines the body of FusedGroup `group` back into `graph` (the group's input and
+// output values are kept, the body's small constants become outer constants again);
+// returns the inlined nodes in body order. The graph stays topologically sorted.
+// Like graph/fused_group.h's InlineFusedGroup, but returns the nodes (which
+// ExtendFusedGroup needs) and reuses a small constant still present outside.
+absl::StatusOr<std::vector<Node*>> InlineGroupMembers(Graph& graph, Node* group);
+
+// Whether a tensor of shape `operand` broadcasts (numpy rules) into `target` without
+// growing it: rank(operand) <= rank(target) and every aligned dim is 1 or equal.
+bool BroadcastsInto(const Shape& operand, const Shape& target);
+
+// The distinct nodes reading `value`, in use order.
+std::vector<Node*> Consumers(const Value* value);
+
+// Whether `value` is read by a node outside `members` or is a graph output.
+bool HasOutsideUse(const Graph& graph, const Value* value, const std::vector<Node*>& members);
+
+// Names of `nodes`, in the given order.
+std::vector<std::string> NodeNames(const std::vector<Node*>& nodes);
+
+// Appends a group entry for the FusedGroup node `group` (its pattern and members
+// attributes) to `report` (nullptr: nothing).
+void ReportGroup(FusionReport* report, absl::string_view pass, const Node& group);
+void ReportRejection(FusionReport* report, absl::string_view pass, std::vector<std::string> nodes,
+                     std::string reason);
+
+// "'name'" quoting used in report reasons.
+std::string Quote(absl::string_view name);
+
+}  // namespace kiln

@@ -1,0 +1,138 @@
+// The pass pipeline: the one place that lists kiln's graph passes in order.
+#include "fusion/pipeline.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "fusion/fuse_epilogue.h"
+#include "fusion/fuse_pointwise.h"
+#include "fusion/fuse_prologue.h"
+#include "fusion/fuse_siblings.h"
+#include "graph/eliminate_dead_code.h"
+#include "graph/fold_batch_norm.h"
+#include "graph/gemm_to_matmul.h"
+#include "graph/infer_shapes.h"
+#include "graph/recognize_gelu.h"
+#include "graph/recognize_layer_norm.h"
+#include "graph/remove_identity.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kMaxCanonicalRounds = 8;
+
+// Constant folding as a pass: shape inference with folding, reporting a change when
+// the node count dropped.
+absl::StatusOr<bool> FoldConstants(Graph& graph) {
+  const int before = graph.num_nodes();
+  KILN_RETURN_IF_ERROR(InferShapes(graph));
+  return graph.num_nodes() != before;
+}
+
+struct Step {
+  PassInfo info;
+  std::function<absl::StatusOr<bool>(Graph&)> run;
+};
+
+template <typename Pass>
+std::function<absl::StatusOr<bool>(Graph&)> Runner() {
+  return [](Graph& g) { return Pass().Run(g); };
+}
+
+const std::vector<Step>& CanonicalSteps() {
+  static const auto* steps = new std::vector<Step>{
+      {{"remove-identity", "first: Identity and inference Dropout hide the producer/consumer pairs every later "
+                           "pattern matches"},
+       Runner<RemoveIdentity>()},
+      {{"gemm-to-matmul", "before fusion: Gemm becomes MatMul + bias Add, the one matmul spelling the fusion "
+                          "passes know; transposes of constant weights fold here"},
+       Runner<GemmToMatMul>()},
+      {{"fold-batch-norm", "after Identity removal (Conv -> Dropout -> BN chains), before fusion: BN folded into "
+                           "the Conv's weights costs nothing at run time"},
+       Runner<FoldBatchNorm>()},
+      {{"recognize-gelu", "before fusion: one Gelu op instead of 5-8 element-wise nodes, so epilogues can take it"},
+       Runner<RecognizeGelu>()},
+      {{"recognize-layer-norm", "before fusion: one LayerNormalization instead of the ReduceMean/Sub/Pow/Sqrt/Div "
+                                "chain, so FusePointwise can give it the residual Add"},
+       Runner<RecognizeLayerNorm>()},
+      {{"fold-constants", "after the rewrites: folds the constant sub-graphs they leave (transposed or scaled "
+                          "weights)"},
+       FoldConstants},
+      {{"eliminate-dead-code", "last of each round: drops what the rewrites disconnected"},
+       Runner<EliminateDeadCode>()},
+  };
+  return *steps;
+}
+
+std::vector<Step> FusionSteps(FusionReport* report) {
+  return {
+      {{"fuse-siblings", "first: merging Q/K/V (gate/up) weights changes which MatMuls exist, and the merged "
+                         "MatMul should get the epilogue", true},
+       [report](Graph& g) { return FuseSiblings(report).Run(g); }},
+      {{"fuse-prologue", "before the epilogue: it forms the matmul's group, which FuseEpilogue then extends",
+        true},
+       [report](Graph& g) { return FusePrologue(report).Run(g); }},
+      {{"fuse-epilogue", "before pointwise fusion: element-wise ops after a matmul/conv belong in its epilogue "
+                         "(no extra kernel), not in a pointwise group of their own", true},
+       [report](Graph& g) { return FuseEpilogue(report).Run(g); }},
+      {{"fuse-pointwise", "last: whatever element-wise work is left becomes one kernel per chain; LayerNorm and "
+                          "Softmax take their residual add / scale and mask", true},
+       [report](Graph& g) { return FusePointwise(report).Run(g); }},
+  };
+}
+
+absl::Status RunStep(const Step& step, Graph& graph, const PipelineOptions& options, bool* changed) {
+  absl::StatusOr<bool> r = step.run(graph);
+  if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat(step.info.name, ": ", r.status().message()));
+  if (changed != nullptr) *changed |= *r;
+  if (options.after_pass) options.after_pass(step.info.name, graph);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const std::vector<PassInfo>& PipelinePasses() {
+  static const auto* passes = [] {
+    auto* v = new std::vector<PassInfo>();
+    for (const Step& s : CanonicalSteps()) v->push_back(s.info);
+    for (const Step& s : FusionSteps(nullptr)) v->push_back(s.info);
+    return v;
+  }();
+  return *passes;
+}
+
+absl::Status CheckPassName(const std::string& name) {
+  std::vector<std::string> names;
+  for (const PassInfo& p : PipelinePasses()) {
+    if (p.name == name) return absl::OkStatus();
+    names.push_back(p.name);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown pass '", name, "'; the passes, in order: ", absl::StrJoin(names, ", ")));
+}
+
+absl::Status RunCanonicalization(Graph& graph, const PipelineOptions& options) {
+  for (int round = 0; round < kMaxCanonicalRounds; ++round) {
+    bool changed = false;
+    for (const Step& step : CanonicalSteps()) KILN_RETURN_IF_ERROR(RunStep(step, graph, options, &changed));
+    if (!changed) break;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FusionReport> RunFusion(Graph& graph, const PipelineOptions& options) {
+  FusionReport report;
+  for (const Step& step : FusionSteps(&report)) KILN_RETURN_IF_ERROR(RunStep(step, graph, options, nullptr));
+  // A group that a later pass extended (prologue, then epilogue) is listed once, in
+  // its final form.
+  std::vector<FusionReport::Group> groups;
+  for (auto it = report.groups.rbegin(); it != report.groups.rend(); ++it) {
+    bool later = false;
+    for (const FusionReport::Group& g : groups) later |= g.name == it->name;
+    if (!later) groups.push_back(*it);
+  }
+  report.groups.assign(groups.rbegin(), groups.rend());
+  return report;
+}
+
+}  // namespace kiln

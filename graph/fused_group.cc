@@ -1,0 +1,167 @@
+// Forming fused groups and reading their bodies back.
+#include "graph/fused_group.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "graph/infer_shapes.h"
+#include "graph/text_format.h"
+
+namespace kiln {
+
+bool IsFusedGroup(const Node& node) { return node.op_type() == kFusedGroupOp; }
+
+bool IsConvex(const Graph& graph, const std::vector<Node*>& members) {
+  absl::flat_hash_set<const Node*> in(members.begin(), members.end());
+  // Walk forward from the members' outputs through non-members only; reaching a
+  // member means a path leaves the set and re-enters it.
+  std::vector<const Node*> stack;
+  absl::flat_hash_set<const Node*> seen;
+  for (const Node* m : members) {
+    for (const Value* y : m->outputs()) {
+      for (const Use& u : y->uses()) {
+        if (!in.contains(u.node) && seen.insert(u.node).second) stack.push_back(u.node);
+      }
+    }
+  }
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    for (const Value* y : n->outputs()) {
+      for (const Use& u : y->uses()) {
+        if (in.contains(u.node)) return false;
+        if (seen.insert(u.node).second) stack.push_back(u.node);
+      }
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<Node*> FormFusedGroup(Graph& graph, const std::vector<Node*>& members, absl::string_view pattern,
+                                     const Node* anchor, const std::string& name) {
+  if (members.empty()) return absl::FailedPreconditionError("fused group: no members");
+  absl::flat_hash_set<const Node*> member_set(members.begin(), members.end());
+  for (const Node* m : members) {
+    if (IsFusedGroup(*m)) return absl::FailedPreconditionError(absl::StrCat(m->Describe(), " is already a group"));
+  }
+  if (anchor != nullptr && !member_set.contains(anchor)) {
+    return absl::FailedPreconditionError(absl::StrCat("fused group: anchor ", anchor->Describe(), " is not a member"));
+  }
+  if (!IsConvex(graph, members)) {
+    return absl::FailedPreconditionError(absl::StrCat("fused group (", pattern, ") of ", members.size(),
+                                                      " nodes is not convex: a path leaves it and comes back"));
+  }
+  // Members in graph order.
+  std::vector<Node*> ordered;
+  for (Node* n : graph.nodes()) {
+    if (member_set.contains(n)) ordered.push_back(n);
+  }
+  if (ordered.size() != member_set.size()) {
+    return absl::FailedPreconditionError("fused group: a member is not a node of the graph");
+  }
+
+  auto body = std::make_unique<Graph>();
+  absl::flat_hash_map<const Value*, Value*> mapped;  // outer value -> body value
+  std::vector<Value*> group_inputs, group_outputs;
+  auto typed = [&](Value* outer, Value* inner) {
+    inner->SetType(outer->dtype(), outer->shape());
+    mapped[outer] = inner;
+    return inner;
+  };
+  for (const Node* n : ordered) {
+    for (Value* v : n->inputs()) {
+      if (v == nullptr || mapped.contains(v)) continue;
+      if (v->producer() != nullptr && member_set.contains(v->producer())) continue;  // mapped when produced
+      if (v->is_constant() && v->numel() <= kMaxInlinedConstantElements) {
+        mapped[v] = body->AddConstant(v->name(), v->constant());
+        continue;
+      }
+      Value* inner = typed(v, body->AddValue(v->name()));
+      body->AddInput(inner);
+      group_inputs.push_back(v);
+    }
+    std::vector<Value*> inner_inputs;
+    for (Value* v : n->inputs()) inner_inputs.push_back(v == nullptr ? nullptr : mapped.at(v));
+    std::vector<Value*> inner_outputs;
+    for (Value* y : n->outputs()) inner_outputs.push_back(typed(y, body->AddValue(y->name())));
+    Node* copy = body->AddNode(n->op_type(), inner_inputs, inner_outputs, n->name());
+    copy->set_domain(n->domain());
+    for (const auto& [attr, value] : n->attributes()) copy->SetAttr(attr, value);
+  }
+  for (const Node* n : ordered) {
+    for (Value* y : n->outputs()) {
+      bool outside = graph.IsGraphOutput(y);
+      for (const Use& u : y->uses()) outside |= !member_set.contains(u.node);
+      if (!outside) continue;
+      body->AddOutput(mapped.at(y));
+      group_outputs.push_back(y);
+    }
+  }
+  if (group_outputs.empty()) return absl::FailedPreconditionError("fused group: nothing outside reads its outputs");
+
+  std::vector<std::string> member_names;
+  for (const Node* n : ordered) member_names.push_back(n->name());
+  const std::string anchor_name = anchor != nullptr ? anchor->name() : "";
+  const std::string body_text = PrintGraph(*body);
+  std::string group_name = name;
+  if (group_name.empty()) group_name = absl::StrCat("group_", ordered.front()->name());
+
+  for (Node* n : ordered) graph.RemoveNode(n);
+  Node* group = graph.AddNode(kFusedGroupOp, group_inputs, group_outputs, group_name);
+  group->set_domain(kKilnDomain);
+  group->SetAttr("body", Attribute(body_text));
+  group->SetAttr("pattern", Attribute(std::string(pattern)));
+  group->SetAttr("anchor", Attribute(anchor_name));
+  group->SetAttr("members", Attribute(member_names));
+  graph.RemoveUnusedValues();
+  KILN_RETURN_IF_ERROR(graph.TopologicalSort());
+  return group;
+}
+
+absl::Status InlineFusedGroup(Graph& graph, Node* group) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> body, FusedGroupBody(*group));
+  absl::flat_hash_map<const Value*, Value*> mapped;  // body value -> outer value
+  for (size_t i = 0; i < body->inputs().size(); ++i) mapped[body->inputs()[i]] = group->input(static_cast<int>(i));
+  for (size_t i = 0; i < body->outputs().size(); ++i) {
+    mapped[body->outputs()[i]] = group->output(static_cast<int>(i));
+  }
+  const std::vector<Value*> outer_outputs = group->outputs();
+  graph.RemoveNode(group);
+  for (const Value* c : body->constants()) {
+    if (!mapped.contains(c)) mapped[c] = graph.AddConstant(c->name(), c->constant());
+  }
+  for (const Node* n : body->nodes()) {
+    std::vector<Value*> inputs;
+    for (const Value* v : n->inputs()) inputs.push_back(v == nullptr ? nullptr : mapped.at(v));
+    std::vector<Value*> outputs;
+    for (const Value* y : n->outputs()) {
+      auto it = mapped.find(y);
+      Value* outer = it != mapped.end() ? it->second : graph.AddValue(y->name());
+      outer->SetType(y->dtype(), y->shape());
+      mapped[y] = outer;
+      outputs.push_back(outer);
+    }
+    Node* copy = graph.AddNode(n->op_type(), inputs, outputs, n->name());
+    copy->set_domain(n->domain());
+    for (const auto& [attr, value] : n->attributes()) copy->SetAttr(attr, value);
+  }
+  return graph.TopologicalSort();
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> FusedGroupBody(const Node& group) {
+  if (!IsFusedGroup(group)) return group.Error("not a FusedGroup node");
+  KILN_ASSIGN_OR_RETURN(std::string text, group.GetString("body"));
+  auto body = ParseGraph(text);
+  if (!body.ok()) return group.Error(absl::StrCat("its body does not parse: ", body.status().message()));
+  InferShapesOptions options;
+  options.fold_constants = false;
+  if (absl::Status st = InferShapes(**body, options); !st.ok()) {
+    return group.Error(absl::StrCat("its body does not type-check: ", st.message()));
+  }
+  return std::move(*body);
+}
+
+}  // namespace kiln

@@ -1,0 +1,59 @@
+// The fused group: one graph node (op "FusedGroup", domain "kiln") standing for a
+// set of original nodes that codegen turns into one kernel.
+//
+// Representation. The group's body is a small kiln graph, kept in the node's
+// "body" attribute in kiln's text format (graph/text_format.h, exact round trip):
+// body input i is the group node's input i (activations and weights read from
+// outside), body output i is the group node's output i (values read outside the
+// group, or graph outputs). Single-element constants of the members are copied into
+// the body (generated code bakes them in as literals); larger constants stay
+// outside as group inputs (they remain bundle weights). Other attributes:
+//   pattern  string   what the group is: "matmul+epilogue", "conv+epilogue",
+//                     "prologue+matmul", "siblings", "dual-matmul", "pointwise",
+//                     "layernorm", "softmax", ... (the fusion report prints it)
+//   anchor   string   the body node that anchors the kernel (MatMul/Gemm/Conv), or
+//                     "" for a group without one
+//   members  strings  the names of the original nodes, in order (their ONNX names)
+//
+// The CPU reference evaluates a group by evaluating its body (graph/ops/
+// fused_group.cc), so fused and unfused graphs are compared without a GPU.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "graph/graph.h"
+
+namespace kiln {
+
+inline constexpr char kFusedGroupOp[] = "FusedGroup";
+inline constexpr char kKilnDomain[] = "kiln";
+inline constexpr int64_t kMaxInlinedConstantElements = 1;
+
+bool IsFusedGroup(const Node& node);
+
+// Replaces `members` (nodes of `graph`, any order) by one FusedGroup node named
+// `name` (unique; "" picks one). `anchor` is a member or nullptr. Fails
+// (FailedPrecondition) without changing the graph when the members are not convex
+// (some path leaves the set and comes back, so no single kernel can run them), when a
+// member is itself a group, or when the set is empty. The group takes the members'
+// place in the node order. Returns the new node.
+absl::StatusOr<Node*> FormFusedGroup(Graph& graph, const std::vector<Node*>& members, absl::string_view pattern,
+                                     const Node* anchor, const std::string& name = "");
+
+// Replaces a FusedGroup node by the nodes of its body (the inverse of
+// FormFusedGroup): used where no fused kernel exists for a group yet. Member nodes
+// keep their names; inlined constants become graph constants again.
+absl::Status InlineFusedGroup(Graph& graph, Node* group);
+
+// The body graph of a FusedGroup node (parsed from its "body" attribute, typed).
+absl::StatusOr<std::unique_ptr<Graph>> FusedGroupBody(const Node& group);
+
+// Whether `members` are convex in `graph`: no path from a member through a
+// non-member back to a member.
+bool IsConvex(const Graph& graph, const std::vector<Node*>& members);
+
+}  // namespace kiln

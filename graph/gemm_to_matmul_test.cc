@@ -1,0 +1,195 @@
+// Tests for GemmToMatMul: text graph in, expected text out, outputs unchanged.
+#include "graph/gemm_to_matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "graph/evaluate.h"
+#include "graph/infer_shapes.h"
+#include "graph/text_format.h"
+#include "graph/verifier.h"
+
+namespace kiln {
+namespace {
+
+std::unique_ptr<Graph> MustParse(absl::string_view text) {
+  auto g = ParseGraph(text);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return std::make_unique<Graph>();
+  absl::Status s = InferShapes(**g, {.fold_constants = false});
+  EXPECT_TRUE(s.ok()) << s;
+  return std::move(*g);
+}
+
+std::string Print(const Graph& g) {
+  PrintOptions options;
+  options.print_node_names = false;
+  return PrintGraph(g, options);
+}
+
+// Runs both graphs on the same random inputs and expects equal outputs within
+// 1e-5 relative (absolute below magnitude 1).
+void ExpectSameOutputs(const Graph& before, const Graph& after, uint32_t seed = 7) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.f, 2.f);
+  TensorMap feeds;
+  for (const Value* in : before.inputs()) {
+    std::vector<float> data(in->numel());
+    for (float& v : data) v = dist(rng);
+    feeds[in->name()] = Tensor::FromFloat(in->dtype(), in->shape(), data);
+  }
+  auto want = EvaluateGraph(before, feeds);
+  auto got = EvaluateGraph(after, feeds);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(want->size(), got->size());
+  for (size_t i = 0; i < want->size(); ++i) {
+    ASSERT_EQ((*want)[i].shape(), (*got)[i].shape());
+    const std::vector<float> w = (*want)[i].ToFloat(), g = (*got)[i].ToFloat();
+    for (size_t j = 0; j < w.size(); ++j) {
+      EXPECT_NEAR(g[j], w[j], 1e-5 * std::max(1.f, std::abs(w[j]))) << "output " << i << " element " << j;
+    }
+  }
+}
+
+// Parses `in`, runs the pass, expects it to report `fires`, a verified typed graph
+// and unchanged outputs; returns the text after the pass.
+template <typename Pass>
+std::string RunPass(absl::string_view in, bool fires = true) {
+  std::unique_ptr<Graph> before = MustParse(in);
+  std::unique_ptr<Graph> g = before->Clone();
+  auto changed = Pass().Run(*g);
+  EXPECT_TRUE(changed.ok()) << changed.status();
+  EXPECT_EQ(changed.ok() && *changed, fires);
+  absl::Status s = VerifyGraph(*g, {.require_types = true, .require_known_ops = true});
+  EXPECT_TRUE(s.ok()) << s;
+  ExpectSameOutputs(*before, *g);
+  return Print(*g);
+}
+
+TEST(GemmToMatMulTest, LinearLayerFoldsTransposedWeight) {
+  // nn.Linear on a 2-D input as torch.onnx exports it: Gemm(x, W[out,in], b, transB=1).
+  const std::string out = RunPass<GemmToMatMul>(R"(
+graph @main {
+  input %x : f32[2,3]
+  const %w : f32[2,3] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+  const %b : f32[2] = [0.5, -0.5]
+  %y = Gemm(%x, %w, %b) {alpha = 1.0, beta = 1.0, transB = 1} @fc
+  %r = Relu(%y)
+  output %r
+}
+)");
+  EXPECT_EQ(out, R"(graph @main {
+  input %x : f32[2,3]
+  const %b : f32[2] = [0.5, -0.5]
+  const %w/transposed : f32[3,2] = [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]
+  %y/matmul : f32[2,2] = MatMul(%x, %w/transposed)
+  %y : f32[2,2] = Add(%y/matmul, %b)
+  %r : f32[2,2] = Relu(%y)
+  output %r
+}
+)");
+}
+
+TEST(GemmToMatMulTest, FoldsAlphaAndBetaIntoConstantsTransposesComputedA) {
+  const std::string out = RunPass<GemmToMatMul>(R"(
+graph @main {
+  input %a : f32[3,2]
+  const %w : f32[3,2] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+  const %c : f32[1,2] = [1.0, -1.0]
+  %y = Gemm(%a, %w, %c) {alpha = 2.0, beta = 0.5, transA = 1}
+  output %y
+}
+)");
+  EXPECT_EQ(out, R"(graph @main {
+  input %a : f32[3,2]
+  const %w/scaled : f32[3,2] = [2.0, 4.0, 6.0, 8.0, 10.0, 12.0]
+  const %c/scaled : f32[1,2] = [0.5, -0.5]
+  %a/transposed : f32[2,3] = Transpose(%a) {perm = [1, 0]}
+  %y/matmul : f32[2,2] = MatMul(%a/transposed, %w/scaled)
+  %y : f32[2,2] = Add(%y/matmul, %c/scaled)
+  output %y
+}
+)");
+}
+
+TEST(GemmToMatMulTest, ComputedOperandsGetTransposeAndMulNodes) {
+  std::unique_ptr<Graph> g = MustParse(R"(
+graph @main {
+  input %a : f32[2,3]
+  input %b : f32[4,3]
+  input %c : f32[4]
+  %y = Gemm(%a, %b, %c) {alpha = 0.5, beta = 3.0, transB = 1} @gemm
+  output %y
+}
+)");
+  std::unique_ptr<Graph> before = g->Clone();
+  auto changed = GemmToMatMul().Run(*g);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  EXPECT_TRUE(VerifyGraph(*g, {.require_types = true, .require_known_ops = true}).ok());
+  EXPECT_EQ(Print(*g), R"(graph @main {
+  input %a : f32[2,3]
+  input %b : f32[4,3]
+  input %c : f32[4]
+  const %gemm/alpha : f32[] = [0.5]
+  const %gemm/beta : f32[] = [3.0]
+  %b/transposed : f32[3,4] = Transpose(%b) {perm = [1, 0]}
+  %y/matmul : f32[2,4] = MatMul(%a, %b/transposed)
+  %y/alpha : f32[2,4] = Mul(%y/matmul, %gemm/alpha)
+  %c/beta : f32[4] = Mul(%c, %gemm/beta)
+  %y : f32[2,4] = Add(%y/alpha, %c/beta)
+  output %y
+}
+)");
+  // Names trace back to the Gemm.
+  std::vector<std::string> names;
+  for (const Node* n : g->nodes()) names.push_back(n->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"gemm/transpose_b", "gemm", "gemm/alpha", "gemm/beta", "gemm/bias"}));
+  ExpectSameOutputs(*before, *g);
+}
+
+TEST(GemmToMatMulTest, NoBiasWhenBetaIsZeroOrCAbsent) {
+  const std::string out = RunPass<GemmToMatMul>(R"(
+graph @main {
+  input %a : f32[2,3]
+  input %b : f32[3,2]
+  input %c : f32[2,2]
+  %y = Gemm(%a, %b, %c) {beta = 0.0}
+  %z = Gemm(%a, %b)
+  output %y
+  output %z
+}
+)");
+  EXPECT_EQ(out, R"(graph @main {
+  input %a : f32[2,3]
+  input %b : f32[3,2]
+  input %c : f32[2,2]
+  %y : f32[2,2] = MatMul(%a, %b)
+  %z : f32[2,2] = MatMul(%a, %b)
+  output %y
+  output %z
+}
+)");
+}
+
+TEST(GemmToMatMulTest, DoesNotFireOnIntegerGemm) {
+  const std::string in = R"(
+graph @main {
+  input %a : i32[2,3]
+  input %b : i32[3,2]
+  %y = Gemm(%a, %b) {alpha = 2.0}
+  output %y
+}
+)";
+  EXPECT_EQ(RunPass<GemmToMatMul>(in, /*fires=*/false), Print(*MustParse(in)));
+}
+
+}  // namespace
+}  // namespace kiln
