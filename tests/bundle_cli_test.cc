@@ -153,6 +153,35 @@ TEST_F(BundleCliTest, CalibrateChecksTheFp16Range) {
   EXPECT_THAT(unknown.out, HasSubstr("--calibrate nope: the model has no such input (inputs: x)"));
 }
 
+// Fusion on the command line: the report, the unfused baseline, graph dumps.
+TEST_F(BundleCliTest, FusionReportNoFuseAndDumps) {
+  Result fused = Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --report"), dir_);
+  ASSERT_EQ(fused.exit_code, 0) << fused.out;
+  EXPECT_THAT(fused.out, HasSubstr("fusion: on; kernels per inference:"));
+  EXPECT_THAT(fused.out, HasSubstr("matmul+epilogue"));
+  EXPECT_THAT(fused.out, HasSubstr("/fc2/Gemm"));  // members are named by their ONNX nodes
+  Result inspect = Kiln(absl::StrCat("inspect ", kiln_), dir_);
+  EXPECT_THAT(inspect.out, HasSubstr("matmul+epilogue"));
+  ExpectRunMatchesReference(kiln_, 1e-2f);
+
+  const std::string unfused = (fs::path(dir_) / "unfused.kiln").string();
+  Result plain = Kiln(absl::StrCat("compile ", onnx_, " -o ", unfused, " --no-fuse"), dir_);
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  EXPECT_THAT(plain.out, HasSubstr("fusion: off (--no-fuse)"));
+  EXPECT_THAT(Kiln(absl::StrCat("inspect ", unfused), dir_).out, HasSubstr("fusion: off (--no-fuse)"));
+
+  Result dump = Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --dump-after fuse-epilogue"), dir_);
+  ASSERT_EQ(dump.exit_code, 0) << dump.out;
+  EXPECT_THAT(dump.out, HasSubstr("// after fuse-epilogue\ngraph @"));
+  EXPECT_THAT(dump.out, HasSubstr("FusedGroup("));
+  Result canon = Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --dump-after gemm-to-matmul"), dir_);
+  EXPECT_THAT(canon.out, HasSubstr("MatMul("));
+  EXPECT_THAT(Kiln("compile --dump-after help", dir_).out, HasSubstr("fold-batch-norm"));
+  Result bad = Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --dump-after nope"), dir_);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.out, HasSubstr("unknown pass 'nope'; the passes, in order: remove-identity"));
+}
+
 TEST_F(BundleCliTest, Errors) {
   Result bad_arch = Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --arch sm_70"), dir_);
   EXPECT_EQ(bad_arch.exit_code, 1);
