@@ -10,27 +10,17 @@
 namespace kiln {
 namespace {
 
+using ::kiln::testing::ExpectOneRejection;
 using ::kiln::testing::ExpectSameResults;
 using ::kiln::testing::ExpectValid;
 using ::kiln::testing::Groups;
-using ::kiln::testing::Members;
 using ::kiln::testing::ParseTyped;
 using ::kiln::testing::RandomizeConstants;
 using ::kiln::testing::Summary;
 
-// Runs FuseEpilogue on `text` (constants randomised), checks validity and numerics,
-// returns the fused graph.
+// Runs FuseEpilogue on `text` (constants randomised with seed 7); see testing::RunFusionPass.
 std::unique_ptr<Graph> FuseAndCheck(const std::string& text, FusionReport* report, bool* changed = nullptr) {
-  std::unique_ptr<Graph> g = ParseTyped(text);
-  RandomizeConstants(*g, 7);
-  std::unique_ptr<Graph> original = g->Clone();
-  FuseEpilogue pass(report);
-  auto result = pass.Run(*g);
-  EXPECT_TRUE(result.ok()) << result.status();
-  if (changed != nullptr) *changed = result.value_or(false);
-  ExpectValid(*g);
-  ExpectSameResults(*original, *g);
-  return g;
+  return ::kiln::testing::RunFusionPass<FuseEpilogue>(text, report, 7, changed);
 }
 
 TEST(FuseEpilogueTest, MatMulBiasGelu) {
@@ -162,9 +152,7 @@ graph @main {
 )",
                         &report);
   EXPECT_EQ(Summary(*g), "FusedGroup matmul+epilogue [mm, relu] anchor=mm\nTanh @tanh\n");
-  ASSERT_EQ(report.rejections.size(), 1u) << report.ToString();
-  EXPECT_EQ(report.rejections[0].nodes, (std::vector<std::string>{"mm", "tanh"}));
-  EXPECT_TRUE(absl::StartsWith(report.rejections[0].reason, "other consumers: ")) << report.rejections[0].reason;
+  ExpectOneRejection(report, {"mm", "tanh"}, "other consumers: ");
 }
 
 TEST(FuseEpilogueTest, ResidualOfTheAnchorOutputStaysInside) {
@@ -205,9 +193,7 @@ graph @main {
 )",
                         &report);
   EXPECT_EQ(Summary(*g), "FusedGroup matmul+epilogue [mm, bias] anchor=mm\nSoftmax @softmax\nAdd @q\n");
-  ASSERT_EQ(report.rejections.size(), 1u) << report.ToString();
-  EXPECT_EQ(report.rejections[0].nodes, (std::vector<std::string>{"mm", "q"}));
-  EXPECT_TRUE(absl::StartsWith(report.rejections[0].reason, "not convex: ")) << report.rejections[0].reason;
+  ExpectOneRejection(report, {"mm", "q"}, "not convex: ");
 }
 
 TEST(FuseEpilogueTest, LimitsExtraOutputs) {
@@ -228,8 +214,7 @@ graph @main {
 )",
                         &report);
   EXPECT_EQ(Summary(*g), "FusedGroup matmul+epilogue [mm, a, b] anchor=mm\nSigmoid @c\n");
-  ASSERT_EQ(report.rejections.size(), 1u) << report.ToString();
-  EXPECT_TRUE(absl::StartsWith(report.rejections[0].reason, "other consumers: ")) << report.rejections[0].reason;
+  ExpectOneRejection(report, "other consumers: ");
 }
 
 TEST(FuseEpilogueTest, MustNotFire) {
@@ -307,8 +292,7 @@ graph @main {
   ASSERT_TRUE(FormFusedGroup(*g, pw, "pointwise", nullptr).ok());
   FusionReport report;
   EXPECT_FALSE(*FuseEpilogue(&report).Run(*g));
-  ASSERT_EQ(report.rejections.size(), 1u) << report.ToString();
-  EXPECT_TRUE(absl::StartsWith(report.rejections[0].reason, "unsupported op: ")) << report.rejections[0].reason;
+  ExpectOneRejection(report, "unsupported op: ");
 }
 
 }  // namespace

@@ -9,23 +9,13 @@
 namespace kiln {
 namespace {
 
-using ::kiln::testing::ExpectSameResults;
-using ::kiln::testing::ExpectValid;
+using ::kiln::testing::ExpectOneRejection;
 using ::kiln::testing::Groups;
-using ::kiln::testing::ParseTyped;
-using ::kiln::testing::RandomizeConstants;
 using ::kiln::testing::Summary;
 
+// Runs FusePointwise on `text` (constants randomised with seed 13); see testing::RunFusionPass.
 std::unique_ptr<Graph> FuseAndCheck(const std::string& text, FusionReport* report, bool* changed = nullptr) {
-  std::unique_ptr<Graph> g = ParseTyped(text);
-  RandomizeConstants(*g, 13);
-  std::unique_ptr<Graph> original = g->Clone();
-  auto result = FusePointwise(report).Run(*g);
-  EXPECT_TRUE(result.ok()) << result.status();
-  if (changed != nullptr) *changed = result.value_or(false);
-  ExpectValid(*g);
-  ExpectSameResults(*original, *g);
-  return g;
+  return ::kiln::testing::RunFusionPass<FusePointwise>(text, report, 13, changed);
 }
 
 TEST(FusePointwiseTest, ChainWithBroadcastInputsAndResidual) {
@@ -83,9 +73,7 @@ graph @main {
                         &report);
   EXPECT_EQ(Summary(*g),
             "FusedGroup pointwise [relu, exp] anchor=\nFusedGroup pointwise [add, tanh] anchor=\n");
-  ASSERT_EQ(report.rejections.size(), 1u) << report.ToString();
-  EXPECT_EQ(report.rejections[0].nodes, (std::vector<std::string>{"exp", "add"}));
-  EXPECT_TRUE(absl::StartsWith(report.rejections[0].reason, "shape: ")) << report.rejections[0].reason;
+  ExpectOneRejection(report, {"exp", "add"}, "shape: ");
 }
 
 TEST(FusePointwiseTest, MustNotFire) {

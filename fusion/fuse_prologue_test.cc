@@ -9,23 +9,13 @@
 namespace kiln {
 namespace {
 
-using ::kiln::testing::ExpectSameResults;
-using ::kiln::testing::ExpectValid;
+using ::kiln::testing::ExpectOneRejection;
 using ::kiln::testing::Groups;
-using ::kiln::testing::ParseTyped;
-using ::kiln::testing::RandomizeConstants;
 using ::kiln::testing::Summary;
 
+// Runs FusePrologue on `text` (constants randomised with seed 11); see testing::RunFusionPass.
 std::unique_ptr<Graph> FuseAndCheck(const std::string& text, FusionReport* report, bool* changed = nullptr) {
-  std::unique_ptr<Graph> g = ParseTyped(text);
-  RandomizeConstants(*g, 11);
-  std::unique_ptr<Graph> original = g->Clone();
-  auto result = FusePrologue(report).Run(*g);
-  EXPECT_TRUE(result.ok()) << result.status();
-  if (changed != nullptr) *changed = result.value_or(false);
-  ExpectValid(*g);
-  ExpectSameResults(*original, *g);
-  return g;
+  return ::kiln::testing::RunFusionPass<FusePrologue>(text, report, 11, changed);
 }
 
 TEST(FusePrologueTest, ChainsOnBothInputs) {
@@ -154,9 +144,7 @@ graph @main {
                         &report, &changed);
   EXPECT_FALSE(changed);
   EXPECT_TRUE(Groups(*g).empty());
-  ASSERT_EQ(report.rejections.size(), 1u) << report.ToString();
-  EXPECT_EQ(report.rejections[0].nodes, (std::vector<std::string>{"down", "gelu"}));
-  EXPECT_TRUE(absl::StartsWith(report.rejections[0].reason, "epilogue: ")) << report.rejections[0].reason;
+  ExpectOneRejection(report, {"down", "gelu"}, "epilogue: ");
 }
 
 }  // namespace

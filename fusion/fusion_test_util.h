@@ -1,9 +1,10 @@
 // Shared helpers for the fusion pass tests: parse + type a text graph, randomise its
-// constants, random feeds, compare fused vs unfused reference results, summarise
-// the groups of a graph.
+// constants, random feeds, compare fused vs unfused reference results, run a fusion
+// pass with those checks, summarise the groups of a graph and the report.
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
@@ -11,26 +12,22 @@
 
 #include <gtest/gtest.h>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "fusion/fusion_report.h"
 #include "graph/evaluate.h"
 #include "graph/fused_group.h"
 #include "graph/infer_shapes.h"
+#include "graph/pass_test_util.h"
 #include "graph/text_format.h"
 #include "graph/verifier.h"
 
 namespace kiln::testing {
 
 // Parses and types `text` (no constant folding, so chains on constants survive).
-inline std::unique_ptr<Graph> ParseTyped(const std::string& text) {
-  auto g = ParseGraph(text);
-  EXPECT_TRUE(g.ok()) << g.status();
-  if (!g.ok()) return std::make_unique<Graph>();
-  absl::Status st = InferShapes(**g, {.fold_constants = false});
-  EXPECT_TRUE(st.ok()) << st;
-  return std::move(*g);
-}
+inline std::unique_ptr<Graph> ParseTyped(const std::string& text) { return pass_test::MustParse(text); }
 
 inline Tensor RandomTensor(DType dtype, const Shape& shape, std::mt19937& rng) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -110,6 +107,38 @@ inline std::string Summary(const Graph& graph) {
     }
   }
   return out;
+}
+
+// Runs `Pass` (reporting to `report`) on `text` with its constants randomised by
+// `seed`, checks validity and numerics against the unfused graph, and returns the
+// fused graph; `changed`, if given, receives what the pass returned.
+template <typename Pass>
+std::unique_ptr<Graph> RunFusionPass(const std::string& text, FusionReport* report, uint32_t seed,
+                                     bool* changed = nullptr) {
+  std::unique_ptr<Graph> g = ParseTyped(text);
+  RandomizeConstants(*g, seed);
+  std::unique_ptr<Graph> original = g->Clone();
+  Pass pass(report);
+  auto result = pass.Run(*g);
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (changed != nullptr) *changed = result.value_or(false);
+  ExpectValid(*g);
+  ExpectSameResults(*original, *g);
+  return g;
+}
+
+// `report` holds exactly one rejection, whose reason starts with `reason_prefix`.
+inline void ExpectOneRejection(const FusionReport& report, absl::string_view reason_prefix) {
+  ASSERT_EQ(report.rejections.size(), 1u) << report.ToString();
+  EXPECT_TRUE(absl::StartsWith(report.rejections[0].reason, reason_prefix)) << report.rejections[0].reason;
+}
+
+// As above, and the rejected candidate's nodes are `nodes`.
+inline void ExpectOneRejection(const FusionReport& report, const std::vector<std::string>& nodes,
+                               absl::string_view reason_prefix) {
+  ASSERT_EQ(report.rejections.size(), 1u) << report.ToString();
+  EXPECT_EQ(report.rejections[0].nodes, nodes);
+  EXPECT_TRUE(absl::StartsWith(report.rejections[0].reason, reason_prefix)) << report.rejections[0].reason;
 }
 
 }  // namespace kiln::testing

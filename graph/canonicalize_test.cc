@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -14,53 +13,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "graph/evaluate.h"
-#include "graph/infer_shapes.h"
+#include "graph/pass_test_util.h"
 #include "graph/text_format.h"
-#include "graph/verifier.h"
 
 namespace kiln {
 namespace {
 
-std::unique_ptr<Graph> MustParse(absl::string_view text) {
-  auto g = ParseGraph(text);
-  EXPECT_TRUE(g.ok()) << g.status();
-  if (!g.ok()) return std::make_unique<Graph>();
-  absl::Status s = InferShapes(**g, {.fold_constants = false});
-  EXPECT_TRUE(s.ok()) << s;
-  return std::move(*g);
-}
-
-std::string Print(const Graph& g) {
-  PrintOptions options;
-  options.print_node_names = false;
-  return PrintGraph(g, options);
-}
-
-// Runs both graphs on the same random inputs and expects equal outputs within
-// 1e-5 relative (absolute below magnitude 1).
-void ExpectSameOutputs(const Graph& before, const Graph& after, uint32_t seed = 7) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.f, 2.f);
-  TensorMap feeds;
-  for (const Value* in : before.inputs()) {
-    std::vector<float> data(in->numel());
-    for (float& v : data) v = dist(rng);
-    feeds[in->name()] = Tensor::FromFloat(in->dtype(), in->shape(), data);
-  }
-  auto want = EvaluateGraph(before, feeds);
-  auto got = EvaluateGraph(after, feeds);
-  ASSERT_TRUE(want.ok()) << want.status();
-  ASSERT_TRUE(got.ok()) << got.status();
-  ASSERT_EQ(want->size(), got->size());
-  for (size_t i = 0; i < want->size(); ++i) {
-    ASSERT_EQ((*want)[i].shape(), (*got)[i].shape());
-    const std::vector<float> w = (*want)[i].ToFloat(), g = (*got)[i].ToFloat();
-    for (size_t j = 0; j < w.size(); ++j) {
-      EXPECT_NEAR(g[j], w[j], 1e-5 * std::max(1.f, std::abs(w[j]))) << "output " << i << " element " << j;
-    }
-  }
-}
+using ::kiln::pass_test::ExpectSameOutputs;
+using ::kiln::pass_test::ExpectVerifies;
+using ::kiln::pass_test::MustParse;
+using ::kiln::pass_test::Print;
 
 // "[v0, v1, ...]": n seeded values uniform in [-scale, scale] (+ offset).
 std::string RandomData(int64_t n, uint32_t seed, float scale, float offset = 0.f) {
@@ -85,8 +47,7 @@ std::unique_ptr<Graph> CanonicalizeAndCheck(const std::string& text) {
   auto changed = Canonicalize(*g);
   EXPECT_TRUE(changed.ok()) << changed.status();
   EXPECT_TRUE(changed.ok() && *changed);
-  absl::Status s = VerifyGraph(*g, {.require_types = true, .require_known_ops = true});
-  EXPECT_TRUE(s.ok()) << s;
+  ExpectVerifies(*g);
   EXPECT_EQ(g->outputs().size(), before->outputs().size());
   for (size_t i = 0; i < g->outputs().size() && i < before->outputs().size(); ++i) {
     EXPECT_EQ(g->outputs()[i]->name(), before->outputs()[i]->name());

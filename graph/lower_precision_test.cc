@@ -14,25 +14,16 @@
 #include "absl/strings/str_cat.h"
 #include "graph/evaluate.h"
 #include "graph/infer_shapes.h"
+#include "graph/pass_test_util.h"
 #include "graph/text_format.h"
 #include "graph/verifier.h"
 
 namespace kiln {
 namespace {
 
-std::unique_ptr<Graph> MustParse(absl::string_view text) {
-  auto g = ParseGraph(text);
-  EXPECT_TRUE(g.ok()) << g.status();
-  if (!g.ok()) return std::make_unique<Graph>();
-  EXPECT_TRUE(InferShapes(**g, {.fold_constants = false}).ok());
-  return std::move(*g);
-}
-
-std::string Print(const Graph& g) {
-  PrintOptions options;
-  options.print_node_names = false;
-  return PrintGraph(g, options);
-}
+using ::kiln::pass_test::ExpectVerifies;
+using ::kiln::pass_test::MustParse;
+using ::kiln::pass_test::Print;
 
 // Parses `in`, lowers it to `storage`, checks it fired and returns the text.
 std::string Lower(absl::string_view in, DType storage = DType::kFloat16) {
@@ -40,7 +31,7 @@ std::string Lower(absl::string_view in, DType storage = DType::kFloat16) {
   auto changed = LowerPrecision(storage).Run(*g);
   EXPECT_TRUE(changed.ok()) << changed.status();
   EXPECT_TRUE(changed.ok() && *changed);
-  EXPECT_TRUE(VerifyGraph(*g, {.require_types = true, .require_known_ops = true}).ok());
+  ExpectVerifies(*g);
   return Print(*g);
 }
 
@@ -512,7 +503,7 @@ graph @main {
   EXPECT_EQ(islands->size(), 3u);  // the second Mul writes 1.5e5; Relu; Div reads it
   auto changed = LowerPrecision(DType::kFloat16, *islands).Run(*g);
   ASSERT_TRUE(changed.ok()) << changed.status();
-  EXPECT_TRUE(VerifyGraph(*g, {.require_types = true, .require_known_ops = true}).ok());
+  ExpectVerifies(*g);
   EXPECT_EQ(Print(*g), R"(graph @main {
   input %x : f32[4]
   const %big : f32[] = [1000.0]

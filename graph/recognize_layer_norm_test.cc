@@ -3,77 +3,21 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
 #include <memory>
-#include <random>
 #include <string>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "graph/evaluate.h"
-#include "graph/infer_shapes.h"
-#include "graph/text_format.h"
-#include "graph/verifier.h"
+#include "graph/pass_test_util.h"
 
 namespace kiln {
 namespace {
 
-std::unique_ptr<Graph> MustParse(absl::string_view text) {
-  auto g = ParseGraph(text);
-  EXPECT_TRUE(g.ok()) << g.status();
-  if (!g.ok()) return std::make_unique<Graph>();
-  absl::Status s = InferShapes(**g, {.fold_constants = false});
-  EXPECT_TRUE(s.ok()) << s;
-  return std::move(*g);
-}
-
-std::string Print(const Graph& g) {
-  PrintOptions options;
-  options.print_node_names = false;
-  return PrintGraph(g, options);
-}
-
-// Runs both graphs on the same random inputs and expects equal outputs within
-// 1e-5 relative (absolute below magnitude 1).
-void ExpectSameOutputs(const Graph& before, const Graph& after, uint32_t seed = 7) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.f, 2.f);
-  TensorMap feeds;
-  for (const Value* in : before.inputs()) {
-    std::vector<float> data(in->numel());
-    for (float& v : data) v = dist(rng);
-    feeds[in->name()] = Tensor::FromFloat(in->dtype(), in->shape(), data);
-  }
-  auto want = EvaluateGraph(before, feeds);
-  auto got = EvaluateGraph(after, feeds);
-  ASSERT_TRUE(want.ok()) << want.status();
-  ASSERT_TRUE(got.ok()) << got.status();
-  ASSERT_EQ(want->size(), got->size());
-  for (size_t i = 0; i < want->size(); ++i) {
-    ASSERT_EQ((*want)[i].shape(), (*got)[i].shape());
-    const std::vector<float> w = (*want)[i].ToFloat(), g = (*got)[i].ToFloat();
-    for (size_t j = 0; j < w.size(); ++j) {
-      EXPECT_NEAR(g[j], w[j], 1e-5 * std::max(1.f, std::abs(w[j]))) << "output " << i << " element " << j;
-    }
-  }
-}
-
-// Parses `in`, runs the pass, expects it to report `fires`, a verified typed graph
-// and unchanged outputs; returns the text after the pass.
-template <typename Pass>
-std::string RunPass(absl::string_view in, bool fires = true) {
-  std::unique_ptr<Graph> before = MustParse(in);
-  std::unique_ptr<Graph> g = before->Clone();
-  auto changed = Pass().Run(*g);
-  EXPECT_TRUE(changed.ok()) << changed.status();
-  EXPECT_EQ(changed.ok() && *changed, fires);
-  absl::Status s = VerifyGraph(*g, {.require_types = true, .require_known_ops = true});
-  EXPECT_TRUE(s.ok()) << s;
-  ExpectSameOutputs(*before, *g);
-  return Print(*g);
-}
+using ::kiln::pass_test::ExpectNoChange;
+using ::kiln::pass_test::ExpectSameOutputs;
+using ::kiln::pass_test::MustParse;
+using ::kiln::pass_test::Print;
+using ::kiln::pass_test::RunPass;
 
 // The decomposed LayerNorm over the last axis of %x : f32[2,3,8], as torch.onnx
 // exports it below opset 17 and models/model_builder.cc LayerNorm emits it;
@@ -189,9 +133,9 @@ graph @main {
 
 TEST(RecognizeLayerNormTest, DoesNotFireOnOtherAxes) {
   const std::string middle = Decomposed("%x) {axes = [1]}", "%sq) {axes = [1]}");
-  EXPECT_EQ(RunPass<RecognizeLayerNorm>(middle, /*fires=*/false), Print(*MustParse(middle)));
+  ExpectNoChange<RecognizeLayerNorm>(middle);
   const std::string two_axes = Decomposed("%x) {axes = [1, 2]}", "%sq) {axes = [1, 2]}");
-  EXPECT_EQ(RunPass<RecognizeLayerNorm>(two_axes, /*fires=*/false), Print(*MustParse(two_axes)));
+  ExpectNoChange<RecognizeLayerNorm>(two_axes);
   const std::string no_keepdims_in = R"(
 graph @main {
   input %x : f32[2,4]
@@ -208,20 +152,20 @@ graph @main {
   output %y
 }
 )";
-  EXPECT_EQ(RunPass<RecognizeLayerNorm>(no_keepdims_in, /*fires=*/false), Print(*MustParse(no_keepdims_in)));
+  ExpectNoChange<RecognizeLayerNorm>(no_keepdims_in);
 }
 
 TEST(RecognizeLayerNormTest, DoesNotFireWhenAnIntermediateIsReadElsewhere) {
   // The mean is also an output; the centred value feeds another op.
   const std::string mean_out = absl::StrReplaceAll(Decomposed("%x) {axes = [-1]}", "%sq) {axes = [-1]}"),
                                                    {{"  output %y\n", "  output %y\n  output %mean\n"}});
-  EXPECT_EQ(RunPass<RecognizeLayerNorm>(mean_out, /*fires=*/false), Print(*MustParse(mean_out)));
+  ExpectNoChange<RecognizeLayerNorm>(mean_out);
   const std::string d_used = absl::StrReplaceAll(Decomposed("%x) {axes = [-1]}", "%sq) {axes = [-1]}"),
                                                  {{"  output %y\n", "  %z = Add(%y, %d)\n  output %z\n"}});
-  EXPECT_EQ(RunPass<RecognizeLayerNorm>(d_used, /*fires=*/false), Print(*MustParse(d_used)));
+  ExpectNoChange<RecognizeLayerNorm>(d_used);
   const std::string var_used = absl::StrReplaceAll(Decomposed("%x) {axes = [-1]}", "%sq) {axes = [-1]}"),
                                                    {{"  output %y\n", "  %z = Add(%y, %var)\n  output %z\n"}});
-  EXPECT_EQ(RunPass<RecognizeLayerNorm>(var_used, /*fires=*/false), Print(*MustParse(var_used)));
+  ExpectNoChange<RecognizeLayerNorm>(var_used);
 }
 
 TEST(RecognizeLayerNormTest, StopsBeforeAffineOpsThatReadIntermediatesElsewhere) {
