@@ -1,4 +1,5 @@
-// The pass pipeline: the one place that lists kiln's graph passes in order.
+// The pass pipeline: canonicalisation (its passes are listed, in order, in
+// graph/canonicalize.cc) and then the fusion passes, listed here in order.
 #include "fusion/pipeline.h"
 
 #include "absl/strings/str_cat.h"
@@ -8,61 +9,15 @@
 #include "fusion/fuse_pointwise.h"
 #include "fusion/fuse_prologue.h"
 #include "fusion/fuse_siblings.h"
-#include "graph/eliminate_dead_code.h"
-#include "graph/fold_batch_norm.h"
-#include "graph/gemm_to_matmul.h"
-#include "graph/infer_shapes.h"
-#include "graph/recognize_gelu.h"
-#include "graph/recognize_layer_norm.h"
-#include "graph/remove_identity.h"
+#include "graph/canonicalize.h"
 
 namespace kiln {
 namespace {
-
-constexpr int kMaxCanonicalRounds = 8;
-
-// Constant folding as a pass: shape inference with folding, reporting a change when
-// the node count dropped.
-absl::StatusOr<bool> FoldConstants(Graph& graph) {
-  const int before = graph.num_nodes();
-  KILN_RETURN_IF_ERROR(InferShapes(graph));
-  return graph.num_nodes() != before;
-}
 
 struct Step {
   PassInfo info;
   std::function<absl::StatusOr<bool>(Graph&)> run;
 };
-
-template <typename Pass>
-std::function<absl::StatusOr<bool>(Graph&)> Runner() {
-  return [](Graph& g) { return Pass().Run(g); };
-}
-
-const std::vector<Step>& CanonicalSteps() {
-  static const auto* steps = new std::vector<Step>{
-      {{"remove-identity", "first: Identity and inference Dropout hide the producer/consumer pairs every later "
-                           "pattern matches"},
-       Runner<RemoveIdentity>()},
-      {{"gemm-to-matmul", "before fusion: Gemm becomes MatMul + bias Add, the one matmul spelling the fusion "
-                          "passes know; transposes of constant weights fold here"},
-       Runner<GemmToMatMul>()},
-      {{"fold-batch-norm", "after Identity removal (Conv -> Dropout -> BN chains), before fusion: BN folded into "
-                           "the Conv's weights costs nothing at run time"},
-       Runner<FoldBatchNorm>()},
-      {{"recognize-gelu", "before fusion: one Gelu op instead of 5-8 element-wise nodes, so epilogues can take it"},
-       Runner<RecognizeGelu>()},
-      {{"recognize-layer-norm", "before fusion: one LayerNormalization instead of the ReduceMean/Sub/Pow/Sqrt/Div "
-                                "chain, so FusePointwise can give it the residual Add"},
-       Runner<RecognizeLayerNorm>()},
-      {{"fold-constants", "after the rewrites: folds the constant sub-graphs they leave (transposed or scaled "
-                          "weights)"},
-       FoldConstants},
-      {{"eliminate-dead-code", "last of each round: drops what the rewrites disconnected"},
-       Runner<EliminateDeadCode>()},
-  };
-  return *steps;
-}
 
 std::vector<Step> FusionSteps(FusionReport* report) {
   return {
@@ -94,7 +49,7 @@ absl::Status RunStep(const Step& step, Graph& graph, const PipelineOptions& opti
 const std::vector<PassInfo>& PipelinePasses() {
   static const auto* passes = [] {
     auto* v = new std::vector<PassInfo>();
-    for (const Step& s : CanonicalSteps()) v->push_back(s.info);
+    for (const CanonicalPass& p : CanonicalPasses()) v->push_back({p.name, p.why, false});
     for (const Step& s : FusionSteps(nullptr)) v->push_back(s.info);
     return v;
   }();
@@ -112,12 +67,7 @@ absl::Status CheckPassName(const std::string& name) {
 }
 
 absl::Status RunCanonicalization(Graph& graph, const PipelineOptions& options) {
-  for (int round = 0; round < kMaxCanonicalRounds; ++round) {
-    bool changed = false;
-    for (const Step& step : CanonicalSteps()) KILN_RETURN_IF_ERROR(RunStep(step, graph, options, &changed));
-    if (!changed) break;
-  }
-  return absl::OkStatus();
+  return Canonicalize(graph, options.after_pass).status();
 }
 
 absl::StatusOr<FusionReport> RunFusion(Graph& graph, const PipelineOptions& options) {

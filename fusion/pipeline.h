@@ -1,6 +1,6 @@
-// The pass pipeline of `kiln compile`: canonicalisation, then fusion. The list of
-// passes, in order, with a line on why each sits where it does, is in pipeline.cc
-// (PipelinePasses() returns it); `kiln compile --dump-after=PASS` prints the graph
+// The pass pipeline of `kiln compile`: canonicalisation (graph/canonicalize.cc),
+// then fusion (pipeline.cc). Each lists its passes in order with a line on why each
+// sits where it does; PipelinePasses() returns both lists; `kiln compile --dump-after=PASS` prints the graph
 // after any of them and `--no-fuse` stops after canonicalisation (the unfused
 // baseline: one op per kernel).
 #pragma once

@@ -19,57 +19,61 @@ namespace {
 constexpr int kMaxRounds = 16;
 
 template <typename Pass>
-absl::StatusOr<bool> RunPass(Pass pass, Graph& graph) {
-  absl::StatusOr<bool> changed = pass.Run(graph);
-  if (!changed.ok()) {
-    return absl::Status(changed.status().code(), absl::StrCat(pass.name(), ": ", changed.status().message()));
-  }
-  return *changed;
+std::function<absl::StatusOr<bool>(Graph&)> Runner() {
+  return [](Graph& graph) { return Pass().Run(graph); };
 }
 
 // Constant folding as a pass: InferShapes with folding replaces every node whose
 // inputs are all constant by constants, so the node count says whether it changed.
 absl::StatusOr<bool> FoldConstants(Graph& graph) {
   const int before = graph.num_nodes();
-  absl::Status s = InferShapes(graph, {.fold_constants = true});
-  if (!s.ok()) return absl::Status(s.code(), absl::StrCat("fold-constants: ", s.message()));
+  KILN_RETURN_IF_ERROR(InferShapes(graph, {.fold_constants = true}));
   return graph.num_nodes() != before;
 }
 
 }  // namespace
 
-absl::StatusOr<bool> Canonicalize(Graph& graph) {
+const std::vector<CanonicalPass>& CanonicalPasses() {
+  static const auto* passes = new std::vector<CanonicalPass>{
+      {"remove-identity",
+       "first, so that the patterns below match through no-op nodes (Identity chains and inference Dropout sit "
+       "between the ops of exported blocks)",
+       Runner<RemoveIdentity>()},
+      {"gemm-to-matmul",
+       "before the pattern passes: Linear layers become MatMul + Add, the one matmul form fusion builds "
+       "epilogues on",
+       Runner<GemmToMatMul>()},
+      {"fold-batch-norm",
+       "folds BN into the Conv before it (or a per-channel Mul + Add) so that the Conv's epilogue (bias, ReLU) is "
+       "adjacent to it when fusion runs",
+       Runner<FoldBatchNorm>()},
+      {"recognize-gelu",
+       "GELU decompositions (opset < 20) become one Gelu: one epilogue activation instead of 7-8 pointwise ops",
+       Runner<RecognizeGelu>()},
+      {"recognize-layer-norm",
+       "LayerNorm decompositions (opset < 17) become one LayerNormalization, which has its own single kernel",
+       Runner<RecognizeLayerNorm>()},
+      {"fold-constants",
+       "after the rewrites: folds what they left constant (transposed or scaled weights) so that the next round "
+       "sees constants, and re-infers every type",
+       FoldConstants},
+      {"eliminate-dead-code", "last of each round: drops what the rewrites and folding left without uses",
+       Runner<EliminateDeadCode>()},
+  };
+  return *passes;
+}
+
+absl::StatusOr<bool> Canonicalize(Graph& graph,
+                                  const std::function<void(const std::string& pass, const Graph& graph)>& after_pass) {
   bool any = false;
   for (int round = 0; round < kMaxRounds; ++round) {
     bool changed = false;
-    // First, so that the patterns below match through no-op nodes (Identity chains
-    // and inference Dropout sit between the ops of exported blocks).
-    KILN_ASSIGN_OR_RETURN(bool c, RunPass(RemoveIdentity(), graph));
-    changed |= c;
-    // Before the pattern passes: the Linear layers of 2-D inputs become MatMul + Add,
-    // the one matmul form fusion builds epilogues on.
-    KILN_ASSIGN_OR_RETURN(c, RunPass(GemmToMatMul(), graph));
-    changed |= c;
-    // Folds BN into the Conv before it (or a per-channel Mul + Add) so that the Conv's
-    // epilogue (bias, ReLU) is adjacent to it when fusion runs.
-    KILN_ASSIGN_OR_RETURN(c, RunPass(FoldBatchNorm(), graph));
-    changed |= c;
-    // GELU decompositions (opset < 20) become one Gelu: one epilogue activation
-    // instead of seven or eight pointwise ops.
-    KILN_ASSIGN_OR_RETURN(c, RunPass(RecognizeGelu(), graph));
-    changed |= c;
-    // LayerNorm decompositions (opset < 17) become one LayerNormalization, which
-    // has its own single kernel.
-    KILN_ASSIGN_OR_RETURN(c, RunPass(RecognizeLayerNorm(), graph));
-    changed |= c;
-    // After the rewrites: folds what they left constant (Transpose or Mul of a
-    // constant, Constant nodes) so that the next round's patterns see constants, and
-    // re-infers types of everything.
-    KILN_ASSIGN_OR_RETURN(c, FoldConstants(graph));
-    changed |= c;
-    // Last: drops what the rewrites and folding left without uses.
-    KILN_ASSIGN_OR_RETURN(c, RunPass(EliminateDeadCode(), graph));
-    changed |= c;
+    for (const CanonicalPass& pass : CanonicalPasses()) {
+      absl::StatusOr<bool> c = pass.run(graph);
+      if (!c.ok()) return absl::Status(c.status().code(), absl::StrCat(pass.name, ": ", c.status().message()));
+      changed |= *c;
+      if (after_pass) after_pass(pass.name, graph);
+    }
     any |= changed;
     if (!changed) return any;
   }
