@@ -33,4 +33,28 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateReduce(const Node& node);
 bool IsPoolOp(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GeneratePool(const Node& node);
 
+// Tensor-core GEMM (codegen/ops/gemm.cc, template codegen/templates/gemm_sm80.cuh,
+// mma.sync m16n8k16 for sm_80 and later): a MatMul of f16 or bf16 operands of rank
+// >= 2 (batch dims of each operand equal to the output's or all broadcast), or a
+// FusedGroup whose body is such a MatMul of group inputs followed by an element-wise
+// chain over its output shape (group inputs of the chain broadcast against
+// [batch..., M, N]; scalar constants become literals), with one output.
+struct GemmConfig {
+  int bm = 128, bn = 128, bk = 32;  // block tile
+  int warps_m = 2, warps_n = 2;     // warp grid (warp tile (bm/warps_m) x (bn/warps_n))
+  int stages = 3;                   // cp.async pipeline depth
+};
+inline constexpr int64_t kGemmMaxSharedBytes = 99 * 1024;
+// Dynamic shared memory of a config (bytes).
+int64_t GemmSharedBytes(const GemmConfig& config);
+// InvalidArgument, explaining which constraint fails: tile divisibility by the warp
+// grid and the mma shape, stages, threads <= 1024, shared memory <= 99 KiB.
+absl::Status VerifyGemmConfig(const GemmConfig& config);
+// The shape heuristic: 128x128x32 (2x2 warps, 3 stages) when there are enough large
+// tiles to fill the GPU, else 64x64x32 (2x2 warps, 4 stages).
+GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch);
+// One launch; `config` overrides the heuristic (benchmarks). Unimplemented for any
+// other form; InvalidArgument for an invalid `config`.
+absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, const GemmConfig* config = nullptr);
+
 }  // namespace kiln::codegen::ops

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
+#include "codegen/ops/pointwise_spec.h"
 #include "codegen/templates.h"
 #include "absl/container/flat_hash_map.h"
 #include "graph/fused_group.h"
@@ -423,6 +424,17 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& gro
   launch.source = std::move(src);
   SetGrid1D(launch, n);
   return std::vector<KernelLaunch>{std::move(launch)};
+}
+
+absl::StatusOr<ElementwiseExpr> ElementwiseSpec(const Node& node) {
+  absl::StatusOr<PwSpec> spec = Spec(node);
+  if (!spec.ok()) return spec.status();
+  ElementwiseExpr e;
+  for (const PwSpec::Input& in : spec->inputs) e.inputs.push_back({in.input, in.view, in.domain});
+  e.body = std::move(spec->body);
+  e.result = std::move(spec->result);
+  e.result_domain = spec->result_domain;
+  return e;
 }
 
 }  // namespace kiln::codegen::ops
