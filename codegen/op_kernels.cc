@@ -23,11 +23,18 @@ const char* StorageTypeName(DType dtype) {
   return "void";
 }
 
-absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node) {
+bool IsMatMulGroup(const Node& node) {
+  if (!IsFusedGroup(node)) return false;
+  auto pattern = node.GetString("pattern", "");
+  return pattern.ok() && (*pattern == "matmul+epilogue" || *pattern == "matmul");
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, const KernelOptions& options) {
   const std::string& op = node.op_type();
   if (IsFusedGroup(node)) {
     auto pattern = node.GetString("pattern", "");
     if (pattern.ok() && *pattern == "pointwise") return ops::GeneratePointwiseGroup(node);
+    if (options.gemm_template && IsMatMulGroup(node)) return ops::GenerateMatMulGroup(node);
     return absl::UnimplementedError(absl::StrCat("no fused GPU kernel for '", pattern.ok() ? *pattern : "?",
                                                  "' groups yet (kiln's tensor-core templates come next)"));
   }

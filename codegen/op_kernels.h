@@ -36,13 +36,24 @@ struct KernelLaunch {
   std::vector<int> args;
 };
 
+struct KernelOptions {
+  // FusedGroups anchored on a MatMul ("matmul+epilogue", ...) get kiln's sm_80-class
+  // tensor-core GEMM template (codegen/templates/gemm_sm80.cuh) with the group's
+  // epilogue generated into it. Off: they have no generated kernel (the caller uses
+  // a library epilogue or expands them).
+  bool gemm_template = false;
+};
+
 // The launches that compute `node`'s outputs from its inputs, in order. `node` has
 // static shapes and the dtypes it will run in (after precision lowering). An empty
 // vector means the node needs no work (never the case today; views that the memory
 // planner aliases are skipped by the caller). Unimplemented, naming the op and the
 // form, when kiln has no generated kernel for it; MatMul, Gemm and Conv go through
 // the vendor libraries instead (codegen/library_kernels.h).
-absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node);
+absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, const KernelOptions& options = {});
+
+// Whether `node` is a FusedGroup the GEMM template takes (a MatMul anchor).
+bool IsMatMulGroup(const Node& node);
 
 // The C type name of a storage dtype in generated code: "float", "kiln_f16",
 // "kiln_bf16", "kiln_i64", "kiln_i32", "kiln_i8", "kiln_u8", "kiln_bool".

@@ -27,7 +27,13 @@ bool IsAliasedView(const bundle::Step& step) {
 
 }  // namespace
 
+bool UsesLibraryKernel(const Node& node, const codegen::KernelOptions& kernel_options) {
+  if (kernel_options.gemm_template && codegen::IsMatMulGroup(node)) return false;
+  return !codegen::LibraryKernelName(node).empty();
+}
+
 absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& nodes, const std::string& arch,
+                                                    const codegen::KernelOptions& kernel_options,
                                                     BundleContents* contents) {
   bundle::Manifest& m = contents->manifest;
   if (static_cast<int>(nodes.size()) != m.steps_size()) {
@@ -48,12 +54,12 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
       ++stats.view_steps;
       continue;
     }
-    if (std::string lib = codegen::LibraryKernelName(node); !lib.empty()) {
-      step->set_kernel(lib);
+    if (UsesLibraryKernel(node, kernel_options)) {
+      step->set_kernel(codegen::LibraryKernelName(node));
       ++stats.library_steps;
       continue;
     }
-    absl::StatusOr<std::vector<codegen::KernelLaunch>> launches = codegen::GenerateNodeKernels(node);
+    absl::StatusOr<std::vector<codegen::KernelLaunch>> launches = codegen::GenerateNodeKernels(node, kernel_options);
     if (!launches.ok()) {
       if (launches.status().code() != absl::StatusCode::kUnimplemented) {
         return absl::Status(launches.status().code(),

@@ -4,7 +4,10 @@
 // Per step, in this order:
 //   "view"            a Reshape/Flatten/Squeeze/Unsqueeze/Identity whose output the
 //                     memory planner placed on its input's bytes: nothing to run;
-//   "cublaslt:<Op>"   MatMul/Gemm, "cudnn:Conv" (codegen/library_kernels.h);
+//   "cublaslt:<Op>"   MatMul/Gemm, "cudnn:Conv" and the fused groups the libraries
+//                     can run in one call (codegen/library_kernels.h), unless
+//                     KernelOptions::gemm_template gives MatMul groups to the
+//                     generated GEMM;
 //   "nvrtc:<fn>"      generated kernels (codegen/op_kernels.h), recorded as launches;
 //   "cpu_ref:<Op>"    no GPU kernel: Step.gpu_unsupported says why; the bundle still
 //                     runs on the CPU backend and a GPU session refuses it by name.
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "codegen/op_kernels.h"
 #include "graph/graph.h"
 #include "runtime/bundle.h"
 
@@ -37,6 +41,11 @@ struct KernelAssignmentStats {
 // to contents->kernels. Errors: NVRTC failures (Internal, with the log), generator
 // errors other than Unimplemented.
 absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& nodes, const std::string& arch,
+                                                    const codegen::KernelOptions& kernel_options,
                                                     BundleContents* contents);
+
+// Whether a node runs through a vendor library rather than generated code: a library
+// kernel exists and (for MatMul groups) the GEMM template is not chosen instead.
+bool UsesLibraryKernel(const Node& node, const codegen::KernelOptions& kernel_options);
 
 }  // namespace kiln

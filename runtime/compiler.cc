@@ -43,11 +43,12 @@ std::string GraphTextWithoutWeights(const Graph& graph) {
 
 // Expands every fused group that has no GPU kernel yet back into its members, and
 // notes why in the report: a bundle must run on the GPU whatever fusion formed.
-absl::Status ExpandGroupsWithoutKernels(Graph& graph, FusionReport* report) {
+absl::Status ExpandGroupsWithoutKernels(Graph& graph, const codegen::KernelOptions& kernel_options,
+                                        FusionReport* report) {
   for (Node* n : graph.nodes()) {
     if (!IsFusedGroup(*n)) continue;
-    if (!codegen::LibraryKernelName(*n).empty()) continue;
-    absl::StatusOr<std::vector<codegen::KernelLaunch>> kernels = codegen::GenerateNodeKernels(*n);
+    if (UsesLibraryKernel(*n, kernel_options)) continue;
+    absl::StatusOr<std::vector<codegen::KernelLaunch>> kernels = codegen::GenerateNodeKernels(*n, kernel_options);
     if (kernels.ok()) continue;
     if (kernels.status().code() != absl::StatusCode::kUnimplemented) return kernels.status();
     const std::string name = n->name();
@@ -60,6 +61,13 @@ absl::Status ExpandGroupsWithoutKernels(Graph& graph, FusionReport* report) {
 }
 
 }  // namespace
+
+codegen::KernelOptions KernelOptionsFor(const CompileOptions& options) {
+  codegen::KernelOptions k;
+  k.gemm_template = options.matmul_groups == "generated" ||
+                    (options.matmul_groups == "auto" && options.arch != "sm_90a");
+  return k;
+}
 
 const std::vector<std::string>& SupportedArchs() {
   static const auto* archs = new std::vector<std::string>{"sm_90a", "sm_89", "sm_86", "sm_80"};
@@ -83,6 +91,10 @@ absl::Status ValidateCompileOptions(const CompileOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("unsupported --arch '", options.arch,
                                                    "': kiln compiles for ", absl::StrJoin(archs, ", ")));
   }
+  if (options.matmul_groups != "auto" && options.matmul_groups != "library" && options.matmul_groups != "generated") {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported --matmul-groups '", options.matmul_groups,
+                                                   "': choose auto, library or generated"));
+  }
   const auto& precisions = SupportedPrecisions();
   if (std::find(precisions.begin(), precisions.end(), options.precision) == precisions.end()) {
     return absl::InvalidArgumentError(absl::StrCat("unsupported --precision '", options.precision,
@@ -97,6 +109,7 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   auto where = [&](absl::string_view stage, const absl::Status& st) {
     return absl::Status(st.code(), absl::StrCat(source_path, ": ", stage, ": ", st.message()));
   };
+  const codegen::KernelOptions kernel_options = KernelOptionsFor(options);
   std::unique_ptr<Graph> working = source_graph.Clone();
   Graph& graph = *working;
   PipelineOptions pipeline;
@@ -134,7 +147,9 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
     if (!fused.ok()) return where("fusion", fused.status());
     report = *std::move(fused);
     report.nodes_fused = graph.num_nodes();
-    if (absl::Status st = ExpandGroupsWithoutKernels(graph, &report); !st.ok()) return where("fusion", st);
+    if (absl::Status st = ExpandGroupsWithoutKernels(graph, kernel_options, &report); !st.ok()) {
+      return where("fusion", st);
+    }
   }
   report.nodes_before = nodes_before;
   report.nodes_after = graph.num_nodes();
@@ -163,6 +178,7 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   std::sort(kept.begin(), kept.end());  // a stable manifest
   for (const std::string& name : kept) m.mutable_compile_options()->add_float32_nodes(name);
   m.mutable_compile_options()->set_no_fuse(!options.fuse);
+  m.mutable_compile_options()->set_matmul_groups(kernel_options.gemm_template ? "generated" : "library");
   bundle::FusionReport* fr = m.mutable_fusion();
   fr->set_enabled(options.fuse);
   fr->set_nodes_before(report.nodes_before);
@@ -235,7 +251,7 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
     for (const Value* in : node->inputs()) KILN_RETURN_IF_ERROR(bind(in, step->add_inputs()));
     for (const Value* o : node->outputs()) KILN_RETURN_IF_ERROR(bind(o, step->add_outputs()));
   }
-  if (auto assigned = AssignKernels(nodes, options.arch, &out); !assigned.ok()) {
+  if (auto assigned = AssignKernels(nodes, options.arch, kernel_options, &out); !assigned.ok()) {
     return absl::Status(assigned.status().code(), absl::StrCat(source_path, ": ", assigned.status().message()));
   }
 

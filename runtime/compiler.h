@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "graph/dtype.h"
+#include "codegen/op_kernels.h"
 #include "graph/evaluate.h"
 #include "graph/graph.h"
 #include "runtime/bundle.h"
@@ -42,6 +43,12 @@ struct CompileOptions {
   // Fusion (fusion/pipeline.h); false (--no-fuse): canonicalisation only, one op per
   // kernel (the unfused baseline).
   bool fuse = true;
+  // Which kernel runs fused groups anchored on a MatMul: "generated" (kiln's
+  // sm_80-class tensor-core GEMM with the epilogue generated into it), "library"
+  // (cuBLASLt with a fused epilogue where cuBLASLt has one, else the group is
+  // expanded) or "auto": generated for sm_80/86/89, library for sm_90a, where the
+  // sm_80-class kernel reaches only ~0.35-0.55x cuBLASLt (Hopper kernels: next).
+  std::string matmul_groups = "auto";
   // Called after every pass of the pipeline (and "lower-precision") with the graph:
   // --dump-after.
   std::function<void(const std::string& pass, const Graph& graph)> after_pass;
@@ -49,6 +56,9 @@ struct CompileOptions {
 
 // InvalidArgument naming the bad value and the accepted ones.
 absl::Status ValidateCompileOptions(const CompileOptions& options);
+
+// The codegen options `options` resolve to (matmul_groups for its arch).
+codegen::KernelOptions KernelOptionsFor(const CompileOptions& options);
 
 // Builds the bundle contents of an imported graph (nodes topologically ordered, every
 // value typed): canonicalisation, precision lowering (with calibration), fusion,

@@ -16,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "frontend/onnx_importer.h"
@@ -217,6 +218,53 @@ TEST(GpuExecutorTest, LightModelsMatchExpectedOutputs) {
     ++checked;
   }
   EXPECT_EQ(checked, 9);
+}
+
+// Fused MatMul groups on kiln's generated tensor-core GEMM (--matmul-groups
+// generated): every group of the transformer blocks runs as one kernel, matching the
+// CPU backend and the fp32 reference.
+TEST(GpuExecutorTest, GeneratedGemmGroupsMatchReference) {
+  SKIP_WITHOUT_GPU();
+  for (const std::string name : {"bert_layer", "gpt2_block"}) {
+    for (const std::string precision : {"fp16", "bf16"}) {
+      SCOPED_TRACE(absl::StrCat(name, " ", precision));
+      const std::string onnx = GeneratedModel(name);
+      auto graph = ImportOnnxFile(onnx);
+      ASSERT_TRUE(graph.ok()) << graph.status();
+      CompileOptions options;
+      options.precision = precision;
+      options.matmul_groups = "generated";
+      const std::string path = TempPath(absl::StrCat(name, "_gemm_", precision), ".kiln");
+      ASSERT_TRUE(CompileToFile(onnx, path, options).ok());
+      auto bundle = Bundle::Load(path);
+      ASSERT_TRUE(bundle.ok()) << bundle.status();
+      int generated_groups = 0;
+      for (const auto& step : (*bundle)->manifest().steps()) {
+        generated_groups += step.op_type() == "FusedGroup" && absl::StartsWith(step.kernel(), "nvrtc:");
+      }
+      EXPECT_GE(generated_groups, 3);
+      auto host = CpuProgram::Create(**bundle);
+      ASSERT_TRUE(host.ok()) << host.status();
+      auto program = GpuProgram::Create(*host);
+      ASSERT_TRUE(program.ok()) << program.status();
+      auto gpu = GpuExecutor::Create(*program);
+      ASSERT_TRUE(gpu.ok()) << gpu.status();
+      auto cpu = CpuExecutor::Create(*host);
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      const TensorMap feeds = FeedsFor(**bundle, 9);
+      auto got = (*gpu)->Run(feeds);
+      auto same_bundle = (*cpu)->Run(feeds);
+      auto reference = EvaluateGraph(**graph, feeds);
+      ASSERT_TRUE(got.ok() && same_bundle.ok() && reference.ok()) << got.status();
+      const double vs_cpu = RelativeError((*got)[0], (*same_bundle)[0]);
+      const double vs_ref = RelativeError((*got)[0], (*reference)[0]);
+      EXPECT_LE(vs_cpu, Tolerance(precision));
+      EXPECT_LE(vs_ref, Tolerance(precision));
+      std::cout << absl::StrFormat("[ gpu ] %-10s %-4s generated GEMM groups (%d): rel. error %.2e vs CPU backend, "
+                                   "%.2e vs fp32 reference\n",
+                                   name, precision, generated_groups, vs_cpu, vs_ref);
+    }
+  }
 }
 
 // A BERT-base-shaped model (12 layers, hidden 768, seq 128, embeddings and all): fp16

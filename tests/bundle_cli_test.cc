@@ -177,6 +177,19 @@ TEST_F(BundleCliTest, FusionReportNoFuseAndDumps) {
   Result canon = Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --dump-after gemm-to-matmul"), dir_);
   EXPECT_THAT(canon.out, HasSubstr("MatMul("));
   EXPECT_THAT(Kiln("compile --dump-after help", dir_).out, HasSubstr("fold-batch-norm"));
+  // Fused MatMul groups on the generated tensor-core GEMM (the default on sm_8x).
+  Result gemm = Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --matmul-groups generated"), dir_);
+  ASSERT_EQ(gemm.exit_code, 0) << gemm.out;
+  EXPECT_THAT(gemm.out, HasSubstr("matmul groups: generated"));
+  EXPECT_THAT(Kiln(absl::StrCat("inspect ", kiln_), dir_).out, ::testing::ContainsRegex("nvrtc:k[0-9]+_FusedGroup"));
+  ExpectRunMatchesReference(kiln_, 1e-2f);
+  EXPECT_THAT(Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --arch sm_86"), dir_).out,
+              HasSubstr("matmul groups: generated"));
+  EXPECT_THAT(Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --arch sm_90a"), dir_).out,
+              HasSubstr("matmul groups: library"));
+  EXPECT_THAT(Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --matmul-groups some"), dir_).out,
+              HasSubstr("unsupported --matmul-groups 'some': choose auto, library or generated"));
+
   Result bad = Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --dump-after nope"), dir_);
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.out, HasSubstr("unknown pass 'nope'; the passes, in order: remove-identity"));

@@ -23,7 +23,7 @@ constexpr char kUsage[] =
     "usage: kiln compile MODEL.onnx -o|--output MODEL.kiln [--arch sm_90a|sm_89|sm_86|sm_80]\n"
     "                    [--precision fp16|bf16|fp32] [--input-shape NAME=1x128]...\n"
     "                    [--calibrate NAME=SOURCE]... [--no-fuse] [--report]\n"
-    "                    [--dump-after PASS|all]\n"
+    "                    [--dump-after PASS|all] [--matmul-groups auto|library|generated]\n"
     "Compiles the model into a bundle (manifest, kernels, weights) for the named GPU arch.\n"
     "Works without a GPU (kernels are compiled by NVRTC). The default arch is the local\n"
     "GPU's, else sm_90a; the default precision is fp16 (storage of activations and weights;\n"
@@ -37,7 +37,10 @@ constexpr char kUsage[] =
     "--no-fuse: canonicalisation only, one op per kernel (the unfused baseline).\n"
     "--report: the fusion report (groups with their ONNX nodes, rejected candidates and why).\n"
     "--dump-after PASS: the graph in kiln's text form after PASS (its last run), or after\n"
-    "every pass with 'all'; the passes in order: kiln compile --dump-after help.";
+    "every pass with 'all'; the passes in order: kiln compile --dump-after help.\n"
+    "--matmul-groups: fused MatMul groups run kiln's generated tensor-core GEMM with their\n"
+    "epilogue (generated), or cuBLASLt with its fused epilogues where it has one, the rest\n"
+    "expanded (library); auto (default): generated for sm_80/86/89, library for sm_90a.";
 
 }  // namespace
 
@@ -53,7 +56,7 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
       expanded.push_back(a);
     }
   }
-  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded, {"output", "arch", "precision", "input-shape", "calibrate", "dump-after"},
+  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded, {"output", "arch", "precision", "input-shape", "calibrate", "dump-after", "matmul-groups"},
                                                       {"help", "no-fuse", "report"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
@@ -75,6 +78,8 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   KILN_ASSIGN_OR_RETURN(options.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
   options.fuse = !args.Has("no-fuse");
+  options.matmul_groups = args.Get("matmul-groups", "auto");
+  KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
   const std::string dump_after = args.Get("dump-after");
   std::map<std::string, std::string> dumps;  // pass -> the graph after its last run
   if (!dump_after.empty()) {
@@ -135,9 +140,11 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   int groups_expanded = 0;
   for (const auto& g : fr.groups()) groups_expanded += g.note().empty() ? 0 : 1;
   std::cout << absl::StrFormat("  fusion: %s; kernels per inference: %d unfused, %d fused, %d in the bundle (%d "
-                               "groups formed, %d expanded for want of a fused GPU kernel, %d candidates rejected)\n",
+                               "groups formed, %d expanded for want of a fused GPU kernel, %d candidates rejected; "
+                               "matmul groups: %s)\n",
                                fr.enabled() ? "on" : "off (--no-fuse)", fr.nodes_before(), fr.nodes_fused(),
-                               fr.nodes_after(), fr.groups_size(), groups_expanded, fr.rejections_size());
+                               fr.nodes_after(), fr.groups_size(), groups_expanded, fr.rejections_size(),
+                               m.compile_options().matmul_groups());
   if (args.Has("report")) std::cout << FusionReportText(fr);
   if (m.compile_options().float32_nodes_size() > 0) {
     std::cout << absl::StrFormat("  fp16: %d node%s kept in fp32 (values beyond +-16384 on the calibration inputs)\n",
