@@ -96,6 +96,27 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
     }
     if (siblings.size() < 2) continue;
 
+    // Biases: when every sibling's product is read only by an Add of a constant bias
+    // [N_i] or [1, N_i], the biases are concatenated too and added before the Split,
+    // so the merged MatMul gets one bias epilogue instead of one Add per sibling.
+    std::vector<Node*> bias_adds;
+    std::vector<const Tensor*> biases;
+    for (Node* m : siblings) {
+      const Value* y = m->output(0);
+      if (y->uses().size() != 1 || graph.IsGraphOutput(y)) break;
+      Node* add = y->uses()[0].node;
+      if (add->op_type() != "Add" || add->num_inputs() != 2) break;
+      const Value* b = add->input(1 - y->uses()[0].index);
+      const int64_t n = m->input(1)->shape()[1];
+      if (b == nullptr || !b->is_constant() || b->dtype() != y->dtype() ||
+          !(b->shape() == Shape{n} || b->shape() == Shape{1, n}) || add->output(0)->shape() != y->shape()) {
+        break;
+      }
+      bias_adds.push_back(add);
+      biases.push_back(&b->constant());
+    }
+    if (bias_adds.size() != siblings.size()) bias_adds.clear();
+
     Node* first = siblings[0];
     const std::string base = first->name();
     std::vector<const Tensor*> weights;
@@ -108,23 +129,42 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
     Value* product = graph.AddValue(absl::StrCat(base, "/siblings_out"));
     Node* matmul = graph.AddNode("MatMul", {a, w}, {product}, absl::StrCat(base, "/siblings"));
     KILN_RETURN_IF_ERROR(InferNode(*matmul));
+    Value* split_input = product;
+    if (!bias_adds.empty()) {
+      std::vector<float> concat;
+      for (const Tensor* b : biases) {
+        const std::vector<float> v = b->ToFloat();
+        concat.insert(concat.end(), v.begin(), v.end());
+      }
+      Value* bias = graph.AddConstant(absl::StrCat(base, "/siblings_bias"),
+                                      Tensor::FromFloat(biases[0]->dtype(), {static_cast<int64_t>(concat.size())}, concat));
+      split_input = graph.AddValue(absl::StrCat(base, "/siblings_biased"));
+      Node* add = graph.AddNode("Add", {product, bias}, {split_input}, absl::StrCat(base, "/siblings_bias_add"));
+      KILN_RETURN_IF_ERROR(InferNode(*add));
+    }
     Value* split_sizes = graph.AddConstant(absl::StrCat(base, "/split_sizes"),
                                            Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(sizes.size())}, sizes));
     std::vector<Value*> outs;
     std::vector<std::string> names;
     std::vector<std::pair<DType, Shape>> types;
-    for (Node* m : siblings) {
-      outs.push_back(m->output(0));
+    for (size_t i = 0; i < siblings.size(); ++i) {
+      Node* m = siblings[i];
+      Node* replaced = bias_adds.empty() ? m : bias_adds[i];  // the node whose output the Split writes
+      outs.push_back(replaced->output(0));
+      types.push_back({replaced->output(0)->dtype(), replaced->output(0)->shape()});
       names.push_back(m->name());
-      types.push_back({m->output(0)->dtype(), m->output(0)->shape()});
+      if (!bias_adds.empty()) {
+        names.push_back(bias_adds[i]->name());
+        graph.RemoveNode(bias_adds[i]);
+      }
       graph.RemoveNode(m);
     }
-    Node* split = graph.AddNode("Split", {product, split_sizes}, outs, absl::StrCat(base, "/split"));
+    Node* split = graph.AddNode("Split", {split_input, split_sizes}, outs, absl::StrCat(base, "/split"));
     split->SetAttr("axis", Attribute(int64_t{-1}));
     KILN_RETURN_IF_ERROR(InferNode(*split));
     for (size_t i = 0; i < outs.size(); ++i) {
       if (outs[i]->dtype() != types[i].first || outs[i]->shape() != types[i].second) {
-        return absl::InternalError(absl::StrCat("fuse-siblings: the split of ", Quote(names[i]),
+        return absl::InternalError(absl::StrCat("fuse-siblings: the split of ", Quote(outs[i]->name()),
                                                 " changed its type to ", outs[i]->TypeString()));
       }
     }

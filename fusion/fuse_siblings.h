@@ -12,8 +12,11 @@
 // column blocks of a row-major [.., N] tensor, i.e. strided, so they are NOT views
 // (a Split along the last axis copies); the saving is one A read and one launch per
 // extra sibling, and the copy disappears once codegen writes the blocks from the
-// epilogue. Siblings whose own epilogues (bias Adds) sit after the Split are not
-// pulled above it (concatenating their biases) — a possible follow-up.
+// epilogue. Biases: when EVERY sibling's product is read only by an Add of a
+// constant bias [N_i] or [1, N_i] (either operand order), the biases are
+// concatenated into one constant [N_1+...+N_n] added before the Split, whose
+// outputs are then the Adds' outputs (the Adds are removed and listed as members):
+// the merged MatMul gets one bias epilogue instead of n separate Add kernels.
 // Not fired (reported): a sibling whose weight is computed ("unsupported op: "),
 // not 2-D ("shape: "), or of another dtype ("dtype: "). MatMuls reading A as their
 // second input are not siblings.

@@ -81,6 +81,59 @@ graph @main {
   EXPECT_EQ(report.groups[0].members, (std::vector<std::string>{"q", "k", "v"}));
 }
 
+// Each sibling's bias Add is pulled above the Split as one concatenated bias, so the
+// merged MatMul can take it as an epilogue; results are unchanged (RunFusionPass
+// compares with the unfused graph on random inputs and constants).
+TEST(FuseSiblingsTest, ConcatenatesBiasesWhenEverySiblingHasOne) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[2,5,16]
+  const %wq : f32[16,8] = splat(0.5)
+  const %wk : f32[16,8] = splat(0.5)
+  const %wv : f32[16,12] = splat(0.5)
+  const %bq : f32[8] = splat(0.1)
+  const %bk : f32[1,8] = splat(0.2)
+  const %bv : f32[12] = splat(0.3)
+  %q0 = MatMul(%x, %wq) @q
+  %k0 = MatMul(%x, %wk) @k
+  %v0 = MatMul(%x, %wv) @v
+  %q = Add(%q0, %bq) @q_bias
+  %k = Add(%bk, %k0) @k_bias
+  %v = Add(%v0, %bv) @v_bias
+  %s = Add(%q, %k) @sum
+  output %s
+  output %v
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g), "MatMul @q/siblings\nAdd @q/siblings_bias_add\nSplit @q/split\nAdd @sum\n");
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].members,
+            (std::vector<std::string>{"q", "q_bias", "k", "k_bias", "v", "v_bias"}));
+  const Value* bias = g->FindValue("q/siblings_bias");
+  ASSERT_NE(bias, nullptr);
+  EXPECT_EQ(bias->shape(), (Shape{28}));
+
+  // One sibling without a bias: the biases stay below the Split.
+  FusionReport partial;
+  auto h = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[3,4]
+  const %wq : f32[4,2] = splat(0.5)
+  const %wk : f32[4,2] = splat(0.5)
+  const %bq : f32[2] = splat(0.1)
+  %q0 = MatMul(%x, %wq) @q
+  %k = MatMul(%x, %wk) @k
+  %q = Add(%q0, %bq) @q_bias
+  %s = Mul(%q, %k) @prod
+  output %s
+}
+)",
+                        &partial);
+  EXPECT_EQ(Summary(*h), "MatMul @q/siblings\nSplit @q/split\nAdd @q_bias\nMul @prod\n");
+}
+
 TEST(FuseSiblingsTest, SharedInputMustNotFire) {
   // A computed weight, and x read as the second MatMul input (not a sibling).
   FusionReport report;

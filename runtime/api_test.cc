@@ -339,8 +339,8 @@ TEST(ApiTest, ProfileCoversEveryStep) {
     const StepProfile& p = report->steps[i];
     EXPECT_EQ(p.index, static_cast<int>(i));
     // The GPU kernel the step was assigned (the CPU backend runs the reference).
-    EXPECT_THAT(p.kernel, ::testing::AnyOf(::testing::StartsWith("nvrtc:k"), "cublaslt:" + p.op_type,
-                                           "cudnn:" + p.op_type, "view"));
+    EXPECT_THAT(p.kernel, ::testing::AnyOf(::testing::StartsWith("nvrtc:k"), ::testing::StartsWith("cublaslt:"),
+                                           ::testing::StartsWith("cudnn:"), "view"));
     EXPECT_FALSE(p.onnx_nodes.empty());
     EXPECT_GE(p.median_ms, 0.0);
     share += p.share;
