@@ -55,12 +55,7 @@ struct GemmPlan {
   int a = 0, b = 1;
   std::string epilogue_code;  // statements computing the result from `acc`
   std::string result = "acc";
-  struct Load {
-    int input;
-    Domain domain;
-    Shape view;
-  };
-  std::vector<Load> loads;
+  std::vector<ElementwiseLoad> loads;  // group inputs the epilogue reads (g<l>)
 };
 
 // Offset of element (batch, row, col) of an operand of shape `view` broadcast
@@ -115,46 +110,12 @@ absl::Status PlanGroup(const Node& group, GemmPlan& plan) {
   const Shape& shape = mm->output(0)->shape();
   if (group.output(0)->shape() != shape) return NoKernel(group, "group output shape differs from the MatMul's");
 
-  absl::flat_hash_map<const Value*, std::pair<std::string, Domain>> computed;
-  computed[mm->output(0)] = {"acc", Domain::kFloat};
-  int temp = 0;
-  for (const Node* member : body.nodes()) {
-    if (member == mm) continue;
-    if (!IsPointwiseOp(member->op_type()) || member->num_outputs() != 1 || member->output(0)->shape() != shape) {
-      return NoKernel(group, absl::StrCat("member ", member->Describe(), " is not element-wise over the MatMul output"));
-    }
-    absl::StatusOr<ElementwiseExpr> spec = ElementwiseSpec(*member);
-    if (!spec.ok()) return spec.status();
-    std::string block = "{\n";
-    for (size_t k = 0; k < spec->inputs.size(); ++k) {
-      const ElementwiseExpr::Input& in = spec->inputs[k];
-      const Value* v = member->input(in.input);
-      std::string expr;
-      if (v->is_constant()) {
-        if (v->numel() != 1) return NoKernel(group, absl::StrCat("constant '", v->name(), "' is not a scalar"));
-        expr = in.domain == Domain::kFloat ? FloatLit(v->constant().ScalarFloat())
-                                           : IntLit(v->constant().ScalarInt64());
-      } else if (auto c = computed.find(v); c != computed.end()) {
-        expr = c->second.second == in.domain ? c->second.first
-                                             : absl::StrCat("(", DomainType(in.domain), ")(", c->second.first, ")");
-      } else if (auto gi = input_index.find(v); gi != input_index.end()) {
-        size_t l = 0;
-        while (l < plan.loads.size() && !(plan.loads[l].input == gi->second && plan.loads[l].domain == in.domain &&
-                                          plan.loads[l].view == in.view)) {
-          ++l;
-        }
-        if (l == plan.loads.size()) plan.loads.push_back({gi->second, in.domain, in.view});
-        expr = absl::StrCat("g", l);
-      } else {
-        return NoKernel(group, absl::StrCat("value '", v->name(), "' has no source in the group"));
-      }
-      absl::StrAppend(&block, "const ", DomainType(in.domain), " v", k, " = ", expr, ";\n");
-    }
-    const std::string t = absl::StrCat("t", temp++);
-    absl::StrAppend(&plan.epilogue_code, DomainType(spec->result_domain), " ", t, ";\n", block, spec->body, t, " = ",
-                    spec->result, ";\n}\n");
-    computed[member->output(0)] = {t, spec->result_domain};
-  }
+  ComposedElementwise composed;
+  composed.computed[mm->output(0)] = {"acc", Domain::kFloat};
+  if (absl::Status st = ComposeElementwise(group, body, mm, shape, composed); !st.ok()) return st;
+  plan.epilogue_code = std::move(composed.code);
+  plan.loads = std::move(composed.loads);
+  const auto& computed = composed.computed;
   auto out = computed.find(body.outputs()[0]);
   if (out == computed.end()) return NoKernel(group, "group output is not computed from the MatMul");
   if (out->second.second != Domain::kFloat) return NoKernel(group, "epilogue result is not floating point");

@@ -315,6 +315,52 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwise(const Node& node) {
   return Emit(node, *spec);
 }
 
+absl::Status ComposeElementwise(const Node& group, const Graph& body, const Node* skip, const Shape& shape,
+                                ComposedElementwise& out) {
+  absl::flat_hash_map<const Value*, int> input_index;
+  for (size_t i = 0; i < body.inputs().size(); ++i) input_index[body.inputs()[i]] = static_cast<int>(i);
+  int temp = 0;
+  for (const Node* member : body.nodes()) {
+    if (member == skip) continue;
+    if (!IsPointwiseOp(member->op_type()) || member->num_outputs() != 1 || member->output(0)->shape() != shape) {
+      return NoKernel(group, absl::StrCat("member ", member->Describe(), " is not element-wise over ",
+                                          ShapeToString(shape)));
+    }
+    absl::StatusOr<PwSpec> spec = Spec(*member);
+    if (!spec.ok()) return spec.status();
+    std::string block = "{\n";
+    for (size_t k = 0; k < spec->inputs.size(); ++k) {
+      const PwSpec::Input& in = spec->inputs[k];
+      const Value* v = member->input(in.input);
+      std::string expr;
+      if (v->is_constant()) {
+        if (v->numel() != 1) return NoKernel(group, absl::StrCat("constant '", v->name(), "' is not a scalar"));
+        expr = in.domain == Domain::kFloat ? FloatLit(v->constant().ScalarFloat())
+                                           : IntLit(v->constant().ScalarInt64());
+      } else if (auto c = out.computed.find(v); c != out.computed.end()) {
+        expr = c->second.second == in.domain ? c->second.first
+                                             : absl::StrCat("(", DomainType(in.domain), ")(", c->second.first, ")");
+      } else if (auto gi = input_index.find(v); gi != input_index.end()) {
+        size_t l = 0;
+        while (l < out.loads.size() && !(out.loads[l].input == gi->second && out.loads[l].domain == in.domain &&
+                                         out.loads[l].view == in.view)) {
+          ++l;
+        }
+        if (l == out.loads.size()) out.loads.push_back({gi->second, in.domain, in.view});
+        expr = absl::StrCat("g", l);
+      } else {
+        return NoKernel(group, absl::StrCat("value '", v->name(), "' has no source in the group"));
+      }
+      absl::StrAppend(&block, "const ", DomainType(in.domain), " v", k, " = ", expr, ";\n");
+    }
+    const std::string t = absl::StrCat("t", temp++);
+    absl::StrAppend(&out.code, DomainType(spec->result_domain), " ", t, ";\n", block, spec->body, t, " = ",
+                    spec->result, ";\n}\n");
+    out.computed[member->output(0)] = {t, spec->result_domain};
+  }
+  return absl::OkStatus();
+}
+
 // A group of element-wise nodes, all writing the group's shape S: one kernel whose
 // loop body computes every member in fp32/int64 registers in body order (each
 // member's spec in a block of its own, its operands bound to v0, v1, ...), loads
@@ -329,54 +375,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& gro
     if (y->shape() != shape) return NoKernel(group, "pointwise group with outputs of different shapes");
   }
   const int64_t n = NumElements(shape);
-  absl::flat_hash_map<const Value*, int> input_index;
-  for (size_t i = 0; i < body.inputs().size(); ++i) input_index[body.inputs()[i]] = static_cast<int>(i);
-
-  struct Load {
-    int input;
-    Domain domain;
-    Shape view;
-  };
-  std::vector<Load> loads;
-  absl::flat_hash_map<const Value*, std::pair<std::string, Domain>> computed;
-  std::string code;
-  int temp = 0;
-  for (const Node* member : body.nodes()) {
-    if (!IsPointwiseOp(member->op_type()) || member->num_outputs() != 1 || member->output(0)->shape() != shape) {
-      return NoKernel(group, absl::StrCat("member ", member->Describe(), " is not element-wise over the group's shape"));
-    }
-    absl::StatusOr<PwSpec> spec = Spec(*member);
-    if (!spec.ok()) return spec.status();
-    std::string block = "{\n";
-    for (size_t k = 0; k < spec->inputs.size(); ++k) {
-      const PwSpec::Input& in = spec->inputs[k];
-      const Value* v = member->input(in.input);
-      std::string expr;
-      if (v->is_constant()) {
-        if (v->numel() != 1) return NoKernel(group, absl::StrCat("constant '", v->name(), "' is not a scalar"));
-        expr = in.domain == Domain::kFloat ? FloatLit(v->constant().ScalarFloat())
-                                           : IntLit(v->constant().ScalarInt64());
-      } else if (auto c = computed.find(v); c != computed.end()) {
-        expr = c->second.second == in.domain ? c->second.first
-                                             : absl::StrCat("(", DomainType(in.domain), ")(", c->second.first, ")");
-      } else if (auto gi = input_index.find(v); gi != input_index.end()) {
-        size_t l = 0;
-        while (l < loads.size() &&
-               !(loads[l].input == gi->second && loads[l].domain == in.domain && loads[l].view == in.view)) {
-          ++l;
-        }
-        if (l == loads.size()) loads.push_back({gi->second, in.domain, in.view});
-        expr = absl::StrCat("g", l);
-      } else {
-        return NoKernel(group, absl::StrCat("value '", v->name(), "' has no source in the group"));
-      }
-      absl::StrAppend(&block, "const ", DomainType(in.domain), " v", k, " = ", expr, ";\n");
-    }
-    const std::string t = absl::StrCat("t", temp++);
-    absl::StrAppend(&code, DomainType(spec->result_domain), " ", t, ";\n", block, spec->body, t, " = ", spec->result,
-                    ";\n}\n");
-    computed[member->output(0)] = {t, spec->result_domain};
-  }
+  ComposedElementwise composed;
+  if (absl::Status st = ComposeElementwise(group, body, nullptr, shape, composed); !st.ok()) return st;
+  const std::vector<ElementwiseLoad>& loads = composed.loads;
 
   KernelLaunch launch;
   std::string params;
@@ -415,9 +416,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& gro
                            absl::StrCat("o", l + 1)),
                     ";\n");
   }
-  absl::StrAppend(&src, code);
+  absl::StrAppend(&src, composed.code);
   for (int o = 0; o < group.num_outputs(); ++o) {
-    const auto& [var, domain] = computed.at(body.outputs()[o]);
+    auto c = composed.computed.find(body.outputs()[o]);
+    if (c == composed.computed.end()) return NoKernel(group, "a group output is not computed by a member");
+    const auto& [var, domain] = c->second;
     absl::StrAppend(&src, StoreFrom(group.output(o)->dtype(), domain, absl::StrCat("out", o), "i", var), "\n");
   }
   absl::StrAppend(&src, "}\n}\n");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "codegen/ops/kernel_util.h"
 #include "graph/graph.h"
@@ -29,5 +30,25 @@ struct ElementwiseExpr {
 
 // Unimplemented (NoKernel) for an op or form without a generated expression.
 absl::StatusOr<ElementwiseExpr> ElementwiseSpec(const Node& node);
+
+// Register code for the element-wise members of a FusedGroup's body, in body order:
+// each member becomes one block computing `t<j>` from its operands, which are
+// literals (single-element constants), earlier results (`computed`, which the caller
+// may seed, e.g. with the GEMM accumulator) or loads of group inputs, recorded in
+// `loads` and named `g<l>` (each (input, domain, view) loaded once). Every member
+// other than `skip` must be element-wise over `shape`; NoKernel naming `group`
+// otherwise. Shared by pointwise groups and the GEMM epilogue.
+struct ElementwiseLoad {
+  int input;  // group input index
+  Domain domain;
+  Shape view;
+};
+struct ComposedElementwise {
+  std::string code;
+  std::vector<ElementwiseLoad> loads;
+  absl::flat_hash_map<const Value*, std::pair<std::string, Domain>> computed;
+};
+absl::Status ComposeElementwise(const Node& group, const Graph& body, const Node* skip, const Shape& shape,
+                                ComposedElementwise& out);
 
 }  // namespace kiln::codegen::ops
