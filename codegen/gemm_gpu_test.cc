@@ -13,6 +13,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/gpu_test_util.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/ops/families.h"
 #include "graph/evaluate.h"
@@ -197,24 +198,8 @@ TEST(GemmCodegenTest, UnsupportedForms) {
   EXPECT_EQ(ops::GenerateMatMulGroup(*mm).status().code(), absl::StatusCode::kUnimplemented);
 }
 
-#define CUDA_OK(expr)                                                      \
-  do {                                                                     \
-    const cudaError_t e_ = (expr);                                         \
-    ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_); \
-  } while (0)
-
 TEST(GemmGpuTest, MatchesCpuReference) {
-  int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    GTEST_SKIP() << "no CUDA device (" << (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") << ")";
-  }
-  cudaDeviceProp prop;
-  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  std::string arch;
-  if (prop.major == 9 && prop.minor == 0) arch = "sm_90a";
-  else if (prop.major == 8) arch = absl::StrCat("sm_8", prop.minor == 6 || prop.minor == 9 ? prop.minor : 0);
-  else GTEST_SKIP() << "no supported arch for sm_" << prop.major << prop.minor;
+  KILN_ARCH_OR_SKIP(arch);
 
   Generated gen;
   ASSERT_NO_FATAL_FAILURE(Generate(gen));
@@ -222,7 +207,7 @@ TEST(GemmGpuTest, MatchesCpuReference) {
   ASSERT_TRUE(cubins.ok()) << cubins.status();
   std::vector<cudaLibrary_t> libs(cubins->size());
   for (size_t i = 0; i < cubins->size(); ++i) {
-    CUDA_OK(cudaLibraryLoadData(&libs[i], (*cubins)[i].data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+    KILN_CUDA_OK(cudaLibraryLoadData(&libs[i], (*cubins)[i].data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   }
   int failures = 0;
   for (size_t ci = 0; ci < gen.cases.size(); ++ci) {
@@ -233,8 +218,8 @@ TEST(GemmGpuTest, MatchesCpuReference) {
     std::vector<void*> dev(1 + node.num_inputs(), nullptr);
     const Value* y = node.output(0);
     const size_t ybytes = y->numel() * DTypeSize(y->dtype());
-    CUDA_OK(cudaMalloc(&dev[0], ybytes));
-    CUDA_OK(cudaMemset(dev[0], 0xA5, ybytes));
+    KILN_CUDA_OK(cudaMalloc(&dev[0], ybytes));
+    KILN_CUDA_OK(cudaMemset(dev[0], 0xA5, ybytes));
     std::vector<Tensor> in_tensors;
     for (int i = 0; i < node.num_inputs(); ++i) {
       const Value* v = node.input(i);
@@ -244,24 +229,24 @@ TEST(GemmGpuTest, MatchesCpuReference) {
     for (int i = 0; i < node.num_inputs(); ++i) {
       const Tensor& t = in_tensors[i];
       ref_in.push_back(&t);
-      CUDA_OK(cudaMalloc(&dev[1 + i], std::max<size_t>(1, t.nbytes())));
-      CUDA_OK(cudaMemcpy(dev[1 + i], t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice));
+      KILN_CUDA_OK(cudaMalloc(&dev[1 + i], std::max<size_t>(1, t.nbytes())));
+      KILN_CUDA_OK(cudaMemcpy(dev[1 + i], t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice));
     }
     cudaKernel_t kernel;
-    CUDA_OK(cudaLibraryGetKernel(&kernel, libs[ci / kPerModule], gen.kernels[ci].function.c_str()));
+    KILN_CUDA_OK(cudaLibraryGetKernel(&kernel, libs[ci / kPerModule], gen.kernels[ci].function.c_str()));
     if (l.shared_bytes > 48 * 1024) {
-      CUDA_OK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+      KILN_CUDA_OK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(l.shared_bytes)));
     }
     std::vector<void*> params(l.args.size());
     for (size_t j = 0; j < l.args.size(); ++j) params[j] = &dev[l.args[j]];
-    CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
+    KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
                              dim3(l.block[0], l.block[1], l.block[2]), params.data(), l.shared_bytes, nullptr));
-    CUDA_OK(cudaDeviceSynchronize());
+    KILN_CUDA_OK(cudaDeviceSynchronize());
     absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, ref_in);
     ASSERT_TRUE(ref.ok()) << ref.status();
     Tensor got(y->dtype(), y->shape());
-    CUDA_OK(cudaMemcpy(got.mutable_raw_data(), dev[0], ybytes, cudaMemcpyDeviceToHost));
+    KILN_CUDA_OK(cudaMemcpy(got.mutable_raw_data(), dev[0], ybytes, cudaMemcpyDeviceToHost));
     const std::vector<float> g = got.ToFloat(), w = (*ref)[0].ToFloat();
     const float tol = y->dtype() == DType::kFloat16 ? 2e-2f : 6e-2f;
     float worst = 0.f;
@@ -282,7 +267,7 @@ TEST(GemmGpuTest, MatchesCpuReference) {
     for (void* p : dev) cudaFree(p);
   }
   for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
-  std::printf("ran %zu GEMM cases on %s (%s): %d failing\n", gen.cases.size(), prop.name, arch.c_str(), failures);
+  std::printf("ran %zu GEMM cases on %s (%s): %d failing\n", gen.cases.size(), test::DeviceName().c_str(), arch.c_str(), failures);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Tests of the vendor-library kernels: the name decision (no GPU needed) and, on a
 // machine with a CUDA GPU, numerics of cuBLASLt MatMul/Gemm and cuDNN Conv against
 // the CPU reference evaluator on the same f32/f16/bf16 inputs.
+#include "codegen/gpu_test_util.h"
 #include "codegen/library_kernels.h"
 
 #include <cublasLt.h>
@@ -365,12 +366,6 @@ TEST(CreateLibraryKernel, MissingHandleIsAnError) {
 // ---------------------------------------------------------------------------
 // Numerics on the GPU.
 
-#define CUDA_OK(expr)                                                               \
-  do {                                                                              \
-    const cudaError_t e_ = (expr);                                                  \
-    ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_);          \
-  } while (0)
-
 struct RunOptions {
   size_t misalign = 0;      // bytes added to every input/output pointer
   bool cuda_graph = false;  // capture Launch into a CUDA graph and replay it twice
@@ -379,15 +374,11 @@ struct RunOptions {
 class LibraryKernelGpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    int n = 0;
-    const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0) {
-      cudaGetLastError();
-      GTEST_SKIP() << "no CUDA GPU: " << (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    }
+    std::string why_not;
+    if (::kiln::codegen::test::DeviceArch(&why_not).empty()) GTEST_SKIP() << "skipped: " << why_not;
     ASSERT_EQ(cublasLtCreate(&handles_.cublaslt), CUBLAS_STATUS_SUCCESS);
     ASSERT_EQ(cudnnCreate(&handles_.cudnn), CUDNN_STATUS_SUCCESS);
-    CUDA_OK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    KILN_CUDA_OK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
   void TearDown() override {
     if (stream_) cudaStreamDestroy(stream_);
@@ -456,13 +447,13 @@ class LibraryKernelGpuTest : public ::testing::Test {
       }
       char* p = alloc(t->nbytes());
       ASSERT_NE(p, nullptr);
-      CUDA_OK(cudaMemcpy(p + opts.misalign, t->raw_data(), t->nbytes(), cudaMemcpyHostToDevice));
+      KILN_CUDA_OK(cudaMemcpy(p + opts.misalign, t->raw_data(), t->nbytes(), cudaMemcpyHostToDevice));
       args.inputs.push_back(p + opts.misalign);
     }
     Tensor got(dt, want.shape());
     char* out = alloc(got.nbytes());
     ASSERT_NE(out, nullptr);
-    CUDA_OK(cudaMemset(out, 0xff, got.nbytes() + 256));  // NaN garbage: every element must be written
+    KILN_CUDA_OK(cudaMemset(out, 0xff, got.nbytes() + 256));  // NaN garbage: every element must be written
     args.outputs.push_back(out + opts.misalign);
     args.workspace_bytes = (*kernel)->workspace_bytes();
     if (args.workspace_bytes > 0) {
@@ -476,19 +467,19 @@ class LibraryKernelGpuTest : public ::testing::Test {
     } else {
       cudaGraph_t graph = nullptr;
       cudaGraphExec_t exec = nullptr;
-      CUDA_OK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      KILN_CUDA_OK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
       absl::Status s = (*kernel)->Launch(args);
-      CUDA_OK(cudaStreamEndCapture(stream_, &graph));
+      KILN_CUDA_OK(cudaStreamEndCapture(stream_, &graph));
       ASSERT_TRUE(s.ok()) << s;
-      CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-      CUDA_OK(cudaGraphLaunch(exec, stream_));
-      CUDA_OK(cudaGraphLaunch(exec, stream_));
-      CUDA_OK(cudaStreamSynchronize(stream_));
+      KILN_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+      KILN_CUDA_OK(cudaGraphLaunch(exec, stream_));
+      KILN_CUDA_OK(cudaGraphLaunch(exec, stream_));
+      KILN_CUDA_OK(cudaStreamSynchronize(stream_));
       cudaGraphExecDestroy(exec);
       cudaGraphDestroy(graph);
     }
-    CUDA_OK(cudaStreamSynchronize(stream_));
-    CUDA_OK(cudaMemcpy(got.mutable_raw_data(), out + opts.misalign, got.nbytes(), cudaMemcpyDeviceToHost));
+    KILN_CUDA_OK(cudaStreamSynchronize(stream_));
+    KILN_CUDA_OK(cudaMemcpy(got.mutable_raw_data(), out + opts.misalign, got.nbytes(), cudaMemcpyDeviceToHost));
     for (void* p : allocations) cudaFree(p);
 
     const std::vector<float> g = got.ToFloat(), w = want.ToFloat();

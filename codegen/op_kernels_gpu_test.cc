@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/gpu_test_util.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
 #include "codegen/ops/op_kernel_cases.h"
@@ -70,24 +71,8 @@ std::string Compare(const Tensor& got, const Tensor& want) {
   return "";
 }
 
-#define CUDA_OK(expr)                                                          \
-  do {                                                                         \
-    const cudaError_t e_ = (expr);                                             \
-    ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_);     \
-  } while (0)
-
 TEST(OpKernelsGpuTest, MatchesCpuReference) {
-  int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    GTEST_SKIP() << "no CUDA device (" << (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") << ")";
-  }
-  cudaDeviceProp prop;
-  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  std::string arch;
-  if (prop.major == 9 && prop.minor == 0) arch = "sm_90a";
-  else if (prop.major == 8) arch = absl::StrCat("sm_8", prop.minor == 6 || prop.minor == 9 ? prop.minor : 0);
-  else GTEST_SKIP() << "no supported arch for sm_" << prop.major << prop.minor;
+  KILN_ARCH_OR_SKIP(arch);
 
   const std::vector<test::Case> cases = test::AllCases();
   std::vector<test::BuiltCase> built;
@@ -106,7 +91,7 @@ TEST(OpKernelsGpuTest, MatchesCpuReference) {
   ASSERT_TRUE(cubins.ok()) << cubins.status();
   std::vector<cudaLibrary_t> libs(cubins->size());
   for (size_t m = 0; m < cubins->size(); ++m) {
-    CUDA_OK(cudaLibraryLoadData(&libs[m], (*cubins)[m].data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+    KILN_CUDA_OK(cudaLibraryLoadData(&libs[m], (*cubins)[m].data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   }
 
   int failures = 0;
@@ -120,8 +105,8 @@ TEST(OpKernelsGpuTest, MatchesCpuReference) {
     for (int o = 0; o < nout; ++o) {
       const Value* v = node.output(o);
       const size_t bytes = std::max<size_t>(1, v->numel() * DTypeSize(v->dtype()));
-      CUDA_OK(cudaMalloc(&dev[o], bytes));
-      CUDA_OK(cudaMemset(dev[o], 0xA5, bytes));  // garbage: unwritten elements show
+      KILN_CUDA_OK(cudaMalloc(&dev[o], bytes));
+      KILN_CUDA_OK(cudaMemset(dev[o], 0xA5, bytes));  // garbage: unwritten elements show
     }
     std::vector<const Tensor*> ref_in;
     for (int i = 0; i < node.num_inputs(); ++i) {
@@ -131,26 +116,26 @@ TEST(OpKernelsGpuTest, MatchesCpuReference) {
       }
       const Tensor& t = built[ci].inputs[i];
       ref_in.push_back(&t);
-      CUDA_OK(cudaMalloc(&dev[nout + i], std::max<size_t>(1, t.nbytes())));
-      if (t.nbytes() > 0) CUDA_OK(cudaMemcpy(dev[nout + i], t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice));
+      KILN_CUDA_OK(cudaMalloc(&dev[nout + i], std::max<size_t>(1, t.nbytes())));
+      if (t.nbytes() > 0) KILN_CUDA_OK(cudaMemcpy(dev[nout + i], t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice));
     }
     for (const KernelLaunch& l : launches[ci]) {
       const size_t k = kernel_index++;
       cudaKernel_t kernel;
-      CUDA_OK(cudaLibraryGetKernel(&kernel, libs[k / kPerModule], kernels[k].function.c_str()));
+      KILN_CUDA_OK(cudaLibraryGetKernel(&kernel, libs[k / kPerModule], kernels[k].function.c_str()));
       std::vector<void*> params(l.args.size());
       for (size_t j = 0; j < l.args.size(); ++j) params[j] = &dev[l.args[j]];
-      CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
+      KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
                                dim3(l.block[0], l.block[1], l.block[2]), params.data(), l.shared_bytes, nullptr));
     }
-    CUDA_OK(cudaDeviceSynchronize());
+    KILN_CUDA_OK(cudaDeviceSynchronize());
     absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, ref_in);
     ASSERT_TRUE(ref.ok()) << ref.status();
     for (int o = 0; o < nout; ++o) {
       const Value* v = node.output(o);
       Tensor got(v->dtype(), v->shape());
       if (got.nbytes() > 0) {
-        CUDA_OK(cudaMemcpy(got.mutable_raw_data(), dev[o], got.nbytes(), cudaMemcpyDeviceToHost));
+        KILN_CUDA_OK(cudaMemcpy(got.mutable_raw_data(), dev[o], got.nbytes(), cudaMemcpyDeviceToHost));
       }
       const std::string diff = Compare(got, (*ref)[o]);
       EXPECT_EQ(diff, "") << cases[ci].name << " (" << node.op_type() << ") output " << o;
@@ -162,7 +147,7 @@ TEST(OpKernelsGpuTest, MatchesCpuReference) {
   }
   for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
   std::printf("ran %zu cases (%zu kernels) on %s (%s): %d mismatching outputs\n", cases.size(), kernels.size(),
-              prop.name, arch.c_str(), failures);
+              test::DeviceName().c_str(), arch.c_str(), failures);
 }
 
 }  // namespace
