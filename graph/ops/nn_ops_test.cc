@@ -206,6 +206,52 @@ TEST(NnMatMulTest, LargerShapesMatchNaive) {
   }
 }
 
+TEST(NnMatMulTest, LayoutFlagsReadTransposedOperands) {
+  // trans_a / trans_b: A stored [.., K, M], B stored [.., N, K]; every combination,
+  // batched with broadcasting and with B shared (the folded path), against the
+  // product of explicitly transposed operands.
+  auto transpose = [](const std::vector<float>& x, int64_t mats, int64_t r, int64_t c) {
+    std::vector<float> y(x.size());
+    for (int64_t t = 0; t < mats; ++t)
+      for (int64_t i = 0; i < r; ++i)
+        for (int64_t j = 0; j < c; ++j) y[t * r * c + j * r + i] = x[t * r * c + i * c + j];
+    return y;
+  };
+  const int64_t m = 13, n = 11, k = 7;
+  for (int64_t b_batch : {1, 3}) {
+    const std::vector<float> a = Random(3 * m * k, 5), b = Random(b_batch * k * n, 6);
+    for (int ta = 0; ta < 2; ++ta) {
+      for (int tb = 0; tb < 2; ++tb) {
+        const std::vector<float> as = ta ? transpose(a, 3, m, k) : a;   // stored [3,k,m]
+        const std::vector<float> bs = tb ? transpose(b, b_batch, k, n) : b;
+        const Shape sa = ta ? Shape{3, k, m} : Shape{3, m, k};
+        const Shape sb = b_batch == 1 ? (tb ? Shape{n, k} : Shape{k, n}) : (tb ? Shape{3, n, k} : Shape{3, k, n});
+        Tensor y = Run1("MatMul", {X(F32(sa, as)), X(F32(sb, bs))}, {{"trans_a", ta}, {"trans_b", tb}});
+        ASSERT_EQ(y.shape(), (Shape{3, m, n})) << ta << tb;
+        const std::vector<float> got = y.ToFloat();
+        for (int64_t t = 0; t < 3; ++t) {
+          const std::vector<float> at(a.begin() + t * m * k, a.begin() + (t + 1) * m * k);
+          const int64_t bt = b_batch == 1 ? 0 : t;
+          const std::vector<float> btm(b.begin() + bt * k * n, b.begin() + (bt + 1) * k * n);
+          const std::vector<float> want = NaiveMatMul(at, btm, m, n, k);
+          for (int64_t e = 0; e < m * n; ++e) ASSERT_NEAR(got[t * m * n + e], want[e], 1e-4f) << ta << tb << t;
+        }
+      }
+    }
+  }
+  // Integers take the same flags.
+  Tensor yi = Run1("MatMul", {X(I64({2, 2}, {1, 3, 2, 4})), X(I64({2, 2}, {5, 7, 6, 8}))},
+                   {{"trans_a", 1}, {"trans_b", 1}});
+  EXPECT_EQ(yi.ToInt64(), (std::vector<int64_t>{19, 22, 43, 50}));
+  // The flag names the stored layout in shape errors; a 1-D operand cannot be transposed.
+  EXPECT_NE(ErrorOf("MatMul", {X(F32({2, 3}, Iota(6))), X(F32({3, 3}, Iota(9)))}, {{"trans_a", 1}}).find("trans_a"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("MatMul", {X(F32({3}, Iota(3))), X(F32({3, 2}, Iota(6)))}, {{"trans_a", 1}}).find("rank >= 2"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("MatMul", {X(F32({2, 2}, Iota(4))), X(F32({2, 2}, Iota(4)))}, {{"trans_b", 2}}).find("0 or 1"),
+            std::string::npos);
+}
+
 TEST(NnMatMulTest, Float16AndIntegers) {
   Tensor y = Run1("MatMul", {X(F16({2, 2}, {1, 2, 3, 4})), X(F16({2, 2}, {0.5f, 0, 0, 2}))});
   EXPECT_EQ(y.dtype(), DType::kFloat16);
