@@ -8,6 +8,7 @@
 #include "fusion/fuse_prologue.h"
 #include "fusion/fuse_siblings.h"
 #include "fusion/fusion_test_util.h"
+#include "fusion/pipeline.h"
 
 namespace kiln {
 namespace {
@@ -104,6 +105,25 @@ TEST(FusionPassesTest, TransformerBlock) {
             "FusedGroup matmul+epilogue [up, up_bias, gelu] anchor=up\n"
             "FusedGroup matmul+epilogue [down, down_bias, residual2] anchor=down\n")
       << report.ToString();
+}
+
+TEST(FusionPassesTest, ReportListsEachGroupOnceWithItsOnnxNodes) {
+  using G = FusionReport::Group;
+  const std::vector<G> formed = {
+      G{"fuse-siblings", "q/siblings", "siblings", {"q", "q_bias", "k", "k_bias"}},
+      G{"fuse-prologue", "group_up", "prologue+matmul", {"up", "relu"}},
+      G{"fuse-epilogue", "group_q/siblings", "matmul+epilogue", {"q/siblings", "q/siblings_bias_add"}},
+      G{"fuse-epilogue", "group_up", "prologue+matmul+epilogue", {"up", "relu", "up_bias"}},
+  };
+  const std::vector<G> groups = FinalGroups(formed);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].name, "group_q/siblings");
+  EXPECT_EQ(groups[0].pass, "fuse-siblings+fuse-epilogue");
+  EXPECT_EQ(groups[0].members,
+            (std::vector<std::string>{"q", "q_bias", "k", "k_bias", "q/siblings_bias_add"}));
+  EXPECT_EQ(groups[1].name, "group_up");
+  EXPECT_EQ(groups[1].pattern, "prologue+matmul+epilogue");
+  EXPECT_EQ(groups[1].members, (std::vector<std::string>{"up", "relu", "up_bias"}));
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // graph/canonicalize.cc) and then the fusion passes, listed here in order.
 #include "fusion/pipeline.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -46,6 +48,42 @@ absl::Status RunStep(const Step& step, Graph& graph, const PipelineOptions& opti
 
 }  // namespace
 
+std::vector<FusionReport::Group> FinalGroups(const std::vector<FusionReport::Group>& formed) {
+  // A group that a later pass extended under the same name (prologue, then
+  // epilogue) is listed once, in its final form.
+  std::vector<FusionReport::Group> groups;
+  for (auto it = formed.rbegin(); it != formed.rend(); ++it) {
+    bool later = false;
+    for (const FusionReport::Group& g : groups) later |= g.name == it->name;
+    if (!later) groups.push_back(*it);
+  }
+  std::reverse(groups.begin(), groups.end());
+  // A group whose member is an earlier group's node (the merged sibling MatMul that
+  // FuseEpilogue then took as its anchor) absorbs it: the user sees one group with
+  // the original ONNX node names and every pass that shaped it.
+  std::vector<bool> absorbed(groups.size(), false);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    std::vector<std::string> members;
+    for (const std::string& m : groups[i].members) {
+      size_t j = 0;
+      while (j < i && (absorbed[j] || groups[j].name != m)) ++j;
+      if (j == i) {
+        members.push_back(m);
+        continue;
+      }
+      absorbed[j] = true;
+      members.insert(members.end(), groups[j].members.begin(), groups[j].members.end());
+      groups[i].pass = absl::StrCat(groups[j].pass, "+", groups[i].pass);
+    }
+    groups[i].members = std::move(members);
+  }
+  std::vector<FusionReport::Group> result;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (!absorbed[i]) result.push_back(std::move(groups[i]));
+  }
+  return result;
+}
+
 const std::vector<PassInfo>& PipelinePasses() {
   static const auto* passes = [] {
     auto* v = new std::vector<PassInfo>();
@@ -73,15 +111,7 @@ absl::Status RunCanonicalization(Graph& graph, const PipelineOptions& options) {
 absl::StatusOr<FusionReport> RunFusion(Graph& graph, const PipelineOptions& options) {
   FusionReport report;
   for (const Step& step : FusionSteps(&report)) KILN_RETURN_IF_ERROR(RunStep(step, graph, options, nullptr));
-  // A group that a later pass extended (prologue, then epilogue) is listed once, in
-  // its final form.
-  std::vector<FusionReport::Group> groups;
-  for (auto it = report.groups.rbegin(); it != report.groups.rend(); ++it) {
-    bool later = false;
-    for (const FusionReport::Group& g : groups) later |= g.name == it->name;
-    if (!later) groups.push_back(*it);
-  }
-  report.groups.assign(groups.rbegin(), groups.rend());
+  report.groups = FinalGroups(report.groups);
   return report;
 }
 

@@ -32,8 +32,16 @@ struct PipelineOptions {
 
 // Canonicalisation passes to a fixed point. Typed graph in, typed graph out.
 absl::Status RunCanonicalization(Graph& graph, const PipelineOptions& options = {});
-// Fusion passes, in order; returns what they formed and rejected.
+// Fusion passes, in order; returns what they formed and rejected (groups as
+// FinalGroups lists them).
 absl::StatusOr<FusionReport> RunFusion(Graph& graph, const PipelineOptions& options = {});
+
+// The groups as the user should read them, from the groups in the order the passes
+// formed them: a group extended later under the same name is listed once, in its
+// final form; a group that became a member of a later group (merged siblings taken
+// as an epilogue's anchor) is folded into it, members spliced in place and passes
+// joined ("fuse-siblings+fuse-epilogue").
+std::vector<FusionReport::Group> FinalGroups(const std::vector<FusionReport::Group>& formed);
 
 // InvalidArgument naming the passes when `name` is not one of them.
 absl::Status CheckPassName(const std::string& name);
