@@ -46,4 +46,10 @@ absl::StatusOr<GpuInfo> LocalGpu() {
 
 bool HasGpu() { return LocalGpu().ok(); }
 
+absl::StatusOr<int64_t> DeviceMemoryInUse() {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (absl::Status s = CudaStatus(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"); !s.ok()) return s;
+  return static_cast<int64_t>(total_bytes - free_bytes);
+}
+
 }  // namespace kiln

@@ -31,6 +31,10 @@ struct GpuInfo {
 absl::StatusOr<GpuInfo> LocalGpu();
 bool HasGpu();
 
+// Bytes of the current device's memory in use (by every process), from
+// cudaMemGetInfo: the difference across an allocation tells what it took.
+absl::StatusOr<int64_t> DeviceMemoryInUse();
+
 // The kiln arch for a compute capability: 9.0 -> sm_90a, 8.9 -> sm_89, 8.6 -> sm_86,
 // 8.0 -> sm_80; "" for anything else.
 std::string ArchForComputeCapability(int major, int minor);

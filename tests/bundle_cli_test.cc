@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "frontend/onnx_importer.h"
 #include "frontend/tensor_file.h"
 #include "gmock/gmock.h"
@@ -216,6 +217,43 @@ TEST_F(BundleCliTest, Errors) {
   fs::copy_file(onnx_, onnx_ + "2.kiln");
   Result magic = Kiln(absl::StrCat("run ", onnx_, "2.kiln"), dir_);
   EXPECT_THAT(magic.out, HasSubstr("not a kiln bundle"));
+}
+
+TEST_F(BundleCliTest, BenchComparesFusedAndUnfused) {
+  // On the CPU backend so it runs everywhere; the GPU path is the same code with
+  // device timing (docs/runtime.md).
+  const std::string csv = (fs::path(dir_) / "bench.csv").string();
+  Result r = Kiln(absl::StrCat("bench ", onnx_, " --device cpu --compare fused,unfused --iterations 3 --warmup 1 --csv ",
+                               csv),
+                  dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("on the CPU backend"));
+  EXPECT_THAT(r.out, HasSubstr("speedup: unfused's median over each one's"));
+  const std::vector<std::string> lines = absl::StrSplit(Slurp(csv), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u) << Slurp(csv);
+  EXPECT_THAT(lines[0], HasSubstr("config,matmul_groups,compile_s,steps,launches,median_ms"));
+  // Columns: ..., 2 config, 5 steps, 6 launches, 7 median_ms, 10 speedup, 14 max_rel_diff, 15 min_cosine.
+  const std::vector<std::string> fused = absl::StrSplit(lines[1], ',');
+  const std::vector<std::string> unfused = absl::StrSplit(lines[2], ',');
+  ASSERT_EQ(fused.size(), 16u);
+  EXPECT_EQ(fused[2], "fused");
+  EXPECT_EQ(unfused[2], "unfused");
+  EXPECT_LT(std::stoi(fused[6]), std::stoi(unfused[6]));  // fusion removes launches
+  EXPECT_GT(std::stod(fused[7]), 0.0);
+  EXPECT_EQ(unfused[10], "1.000");
+  EXPECT_LT(std::stod(fused[14]), 1e-2);  // fused output within 1% of unfused's range
+  EXPECT_GT(std::stod(fused[15]), 0.9999);
+
+  // Bad configurations and counts are clear errors with a non-zero exit.
+  Result bad = Kiln(absl::StrCat("bench ", onnx_, " --device cpu --compare fused,fast"), dir_);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.out, HasSubstr("unknown configuration 'fast'"));
+  bad = Kiln(absl::StrCat("bench ", onnx_, " --device cpu --iterations 0"), dir_);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.out, HasSubstr("--iterations must be a positive integer"));
+  bad = Kiln("bench missing.onnx --device cpu", dir_);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.out, HasSubstr("missing.onnx"));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 namespace kiln::cli {
 
+absl::Status BenchCommand(const std::vector<std::string>& args);
 absl::Status CompileCommand(const std::vector<std::string>& args);
 absl::Status InspectCommand(const std::vector<std::string>& args);
 // `kiln inspect MODEL.kiln [--json]` (tools/inspect_bundle.cc).

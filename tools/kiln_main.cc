@@ -17,6 +17,7 @@ constexpr char kUsage[] =
     "  inspect MODEL.kiln [--json]  a bundle's signature, sections, memory plan and steps\n"
     "  run MODEL.kiln               run a bundle (--device cpu; --input NAME=FILE.npy|arange|random)\n"
     "  run MODEL.onnx --reference   run on the CPU reference (--input NAME=FILE.npy|arange|random)\n"
+    "  bench MODEL.onnx             compile and time configurations side by side (--compare fused,unfused)\n"
     "\n"
     "kiln COMMAND --help shows a command's options.";
 
@@ -36,6 +37,8 @@ int main(int argc, char** argv) {
     status = kiln::cli::InspectCommand(args);
   } else if (command == "run") {
     status = kiln::cli::RunCommand(args);
+  } else if (command == "bench") {
+    status = kiln::cli::BenchCommand(args);
   } else {
     std::cerr << "kiln: unknown command '" << command << "'\n\n" << kUsage << "\n";
     return 2;

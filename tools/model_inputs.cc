@@ -61,4 +61,28 @@ absl::StatusOr<Tensor> MakeInput(const std::string& name, const std::string& sou
   return Tensor::FromFloat(dtype, shape, values);
 }
 
+std::function<absl::StatusOr<TensorMap>(const Graph&)> CalibrationInputs(std::map<std::string, std::string> sources) {
+  return [sources = std::move(sources)](const Graph& graph) -> absl::StatusOr<TensorMap> {
+    std::string inputs;
+    for (const Value* in : graph.inputs()) absl::StrAppend(&inputs, inputs.empty() ? "" : ", ", in->name());
+    for (const auto& [name, source] : sources) {
+      const Value* v = graph.FindValue(name);
+      if (v == nullptr || !graph.IsGraphInput(v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--calibrate ", name, ": the model has no such input (inputs: ", inputs, ")"));
+      }
+    }
+    TensorMap feeds;
+    for (const Value* in : graph.inputs()) {
+      auto it = sources.find(in->name());
+      if (it == sources.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--calibrate needs every input; missing ", in->name(), " (", in->TypeString(), ")"));
+      }
+      KILN_ASSIGN_OR_RETURN(feeds[in->name()], MakeInput(in->name(), it->second, in->dtype(), in->shape()));
+    }
+    return feeds;
+  };
+}
+
 }  // namespace kiln::cli

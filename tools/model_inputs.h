@@ -1,12 +1,15 @@
 // Parsing of --input-shape, --input and --bind values shared by the subcommands.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "graph/dtype.h"
+#include "graph/evaluate.h"
+#include "graph/graph.h"
 #include "graph/tensor.h"
 
 namespace kiln::cli {
@@ -21,5 +24,11 @@ absl::StatusOr<std::pair<std::string, std::string>> SplitAssignment(const std::s
 // a generator: `arange` (arange(n)/n, as ONNX's backend runner feeds the light
 // models), `zeros`, `ones`, `random[:SEED]` (uniform [0, 1)).
 absl::StatusOr<Tensor> MakeInput(const std::string& name, const std::string& source, DType dtype, const Shape& shape);
+
+// The calibration inputs of `kiln compile --calibrate NAME=SOURCE` (CompileOptions::
+// calibration): a function that builds every input of the imported graph from
+// `sources` (name -> SOURCE as for MakeInput); InvalidArgument naming an unknown or a
+// missing input.
+std::function<absl::StatusOr<TensorMap>(const Graph&)> CalibrationInputs(std::map<std::string, std::string> sources);
 
 }  // namespace kiln::cli
