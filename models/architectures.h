@@ -1,5 +1,6 @@
-// The model generators behind kiln_make_model: mlp, tiny_cnn, bert_layer,
-// bert_base and gpt2_block, each in the op pattern documented in models/README.md.
+// The model generators behind kiln_make_model: mlp, tiny_cnn, bert_layer, bert_base,
+// gpt2_block, distilbert, gpt2, vit_b16, resnet50 and mobilenet_v2, each in the op
+// pattern documented in models/README.md.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,10 @@ struct ModelOptions {
   std::optional<int64_t> ffn;
   std::optional<int64_t> layers;
   std::optional<int64_t> vocab;
+  std::optional<int64_t> image;      // input height = width (vision models)
+  std::optional<int64_t> classes;    // classifier outputs (vision models)
+  std::optional<int64_t> width;      // resnet50: the stem width (64); stages use 1, 2, 4, 8 x it
+  std::optional<int64_t> batchnorm;  // CNNs: 1 keeps BatchNormalization nodes, 0 (default) folds them
   int64_t opset = 17;
   uint64_t seed = 0;
 };
@@ -36,7 +41,9 @@ std::vector<std::string> ModelNames();
 
 // `options` with every field the model uses filled in (defaults where unset), after
 // validation: unknown model, a flag the model does not take, non-positive sizes,
-// hidden not divisible by heads, opset outside [kMinModelOpset, kMaxModelOpset].
+// hidden not divisible by heads, opset outside [kMinModelOpset, kMaxModelOpset],
+// --seq beyond the model's position table, an image size the patch does not divide,
+// --batchnorm other than 0 or 1.
 absl::StatusOr<ModelOptions> ResolveOptions(absl::string_view name, const ModelOptions& options);
 
 // Builds the model and runs the ONNX checker on it (when the linked ONNX library

@@ -195,20 +195,29 @@ std::string ModelBuilder::AddInt64Vector(absl::string_view name, const std::vect
   return AddInt64Initializer(name, {static_cast<int64_t>(values.size())}, values);
 }
 
+std::vector<float> ModelBuilder::RandomNormalValues(absl::string_view name, int64_t count, float stddev,
+                                                    float mean) const {
+  Rng rng(seed_, name);
+  std::vector<float> values(count);
+  for (float& v : values) v = static_cast<float>(mean + stddev * rng.Normal());
+  return values;
+}
+
+std::vector<float> ModelBuilder::RandomUniformValues(absl::string_view name, int64_t count, float lo, float hi) const {
+  Rng rng(seed_, name);
+  std::vector<float> values(count);
+  for (float& v : values) v = static_cast<float>(lo + (hi - lo) * rng.Uniform());
+  return values;
+}
+
 std::string ModelBuilder::AddRandomNormal(absl::string_view name, const std::vector<int64_t>& shape, float stddev,
                                           float mean) {
-  Rng rng(seed_, name);
-  std::vector<float> values(NumElements(shape));
-  for (float& v : values) v = static_cast<float>(mean + stddev * rng.Normal());
-  return AddFloatInitializer(name, shape, values);
+  return AddFloatInitializer(name, shape, RandomNormalValues(name, NumElements(shape), stddev, mean));
 }
 
 std::string ModelBuilder::AddRandomUniform(absl::string_view name, const std::vector<int64_t>& shape, float lo,
                                            float hi) {
-  Rng rng(seed_, name);
-  std::vector<float> values(NumElements(shape));
-  for (float& v : values) v = static_cast<float>(lo + (hi - lo) * rng.Uniform());
-  return AddFloatInitializer(name, shape, values);
+  return AddFloatInitializer(name, shape, RandomUniformValues(name, NumElements(shape), lo, hi));
 }
 
 std::string ModelBuilder::AddWeight(absl::string_view name, const std::vector<int64_t>& shape, int64_t fan_in) {
@@ -300,9 +309,10 @@ std::string LinearMatMul(ModelBuilder& b, absl::string_view prefix, const std::s
 }
 
 std::string LinearGemm(ModelBuilder& b, absl::string_view prefix, const std::string& x, int64_t in_features,
-                       int64_t out_features) {
-  const std::string w = b.AddWeight(ParamName(prefix, "weight"), {out_features, in_features}, in_features);
-  const std::string bias = b.AddRandomNormal(ParamName(prefix, "bias"), {out_features}, 0.1f);
+                       int64_t out_features, absl::string_view param_prefix) {
+  const std::string param = param_prefix.empty() ? ParamName(prefix, "") : std::string(param_prefix) + ".";
+  const std::string w = b.AddWeight(param + "weight", {out_features, in_features}, in_features);
+  const std::string bias = b.AddRandomNormal(param + "bias", {out_features}, 0.1f);
   return b.Op("Gemm", absl::StrCat(prefix, "/Gemm"), {x, w, bias},
               {AttrFloat("alpha", 1.f), AttrFloat("beta", 1.f), AttrInt("transB", 1)});
 }
@@ -358,6 +368,55 @@ std::string GeluTanh(ModelBuilder& b, absl::string_view prefix, const std::strin
   const std::string t = b.Op("Tanh", absl::StrCat(prefix, "/Tanh"), {arg});
   const std::string plus_one = b.Op("Add", absl::StrCat(prefix, "/Add_1"), {t, one});
   return b.Op("Mul", absl::StrCat(prefix, "/Mul_3"), {half_x, plus_one});
+}
+
+std::string Conv2d(ModelBuilder& b, absl::string_view node_name, const std::string& x, const std::string& weight,
+                   const std::string& bias, int64_t kernel, int64_t stride, int64_t pad, int64_t groups) {
+  std::vector<std::string> inputs = {x, weight};
+  if (!bias.empty()) inputs.push_back(bias);
+  return b.Op("Conv", node_name, inputs,
+              {AttrInts("dilations", {1, 1}), AttrInt("group", groups), AttrInts("kernel_shape", {kernel, kernel}),
+               AttrInts("pads", {pad, pad, pad, pad}), AttrInts("strides", {stride, stride})});
+}
+
+std::string ConvBatchNorm(ModelBuilder& b, absl::string_view conv_node, absl::string_view conv_param,
+                          absl::string_view bn_node, absl::string_view bn_param, const std::string& x,
+                          const ConvSpec& spec, bool keep_bn) {
+  constexpr float kEps = 1e-5f;
+  const int64_t out = spec.out_channels;
+  const int64_t per_group_in = spec.in_channels / spec.groups;
+  const std::vector<int64_t> w_shape = {out, per_group_in, spec.kernel, spec.kernel};
+  const int64_t fan_in = per_group_in * spec.kernel * spec.kernel;
+  const std::string w_name = absl::StrCat(conv_param, ".weight");
+  const std::string conv_name = absl::StrCat(conv_node, "/Conv");
+  const std::string gamma_name = absl::StrCat(bn_param, ".weight"), beta_name = absl::StrCat(bn_param, ".bias");
+  const std::string mean_name = absl::StrCat(bn_param, ".running_mean");
+  const std::string var_name = absl::StrCat(bn_param, ".running_var");
+  const float w_std = static_cast<float>(1.0 / std::sqrt(static_cast<double>(fan_in)));
+  if (keep_bn) {
+    const std::string w = b.AddRandomNormal(w_name, w_shape, w_std);
+    const std::string h = Conv2d(b, conv_name, x, w, "", spec.kernel, spec.stride, spec.pad, spec.groups);
+    const std::string gamma = b.AddRandomNormal(gamma_name, {out}, 0.1f, 1.f);
+    const std::string beta = b.AddRandomNormal(beta_name, {out}, 0.1f);
+    const std::string mean = b.AddRandomNormal(mean_name, {out}, 0.1f);
+    const std::string var = b.AddRandomUniform(var_name, {out}, 0.5f, 1.5f);
+    return b.Op("BatchNormalization", absl::StrCat(bn_node, "/BatchNormalization"), {h, gamma, beta, mean, var},
+                {AttrFloat("epsilon", kEps), AttrFloat("momentum", 0.9f)});
+  }
+  std::vector<float> w = b.RandomNormalValues(w_name, out * fan_in, w_std);
+  const std::vector<float> gamma = b.RandomNormalValues(gamma_name, out, 0.1f, 1.f);
+  const std::vector<float> beta = b.RandomNormalValues(beta_name, out, 0.1f);
+  const std::vector<float> mean = b.RandomNormalValues(mean_name, out, 0.1f);
+  const std::vector<float> var = b.RandomUniformValues(var_name, out, 0.5f, 1.5f);
+  std::vector<float> bias(out);
+  for (int64_t o = 0; o < out; ++o) {
+    const double scale = gamma[o] / std::sqrt(static_cast<double>(var[o]) + kEps);
+    for (int64_t i = 0; i < fan_in; ++i) w[o * fan_in + i] = static_cast<float>(w[o * fan_in + i] * scale);
+    bias[o] = static_cast<float>(beta[o] - mean[o] * scale);
+  }
+  const std::string w_init = b.AddFloatInitializer(w_name, w_shape, w);
+  const std::string b_init = b.AddFloatInitializer(absl::StrCat(conv_param, ".bias"), {out}, bias);
+  return Conv2d(b, conv_name, x, w_init, b_init, spec.kernel, spec.stride, spec.pad, spec.groups);
 }
 
 }  // namespace kiln::models

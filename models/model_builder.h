@@ -61,6 +61,12 @@ class ModelBuilder {
   // 1-D int64 tensor: Reshape shapes, Split sizes, axes.
   std::string AddInt64Vector(absl::string_view name, const std::vector<int64_t>& values);
 
+  // The values the seeded random initializers below hold, without adding one: for
+  // weights a generator derives (BatchNorm folded into a conv, a tied weight stored
+  // transposed) from the same per-name streams.
+  std::vector<float> RandomNormalValues(absl::string_view name, int64_t count, float stddev, float mean = 0.f) const;
+  std::vector<float> RandomUniformValues(absl::string_view name, int64_t count, float lo, float hi) const;
+
   // Seeded random f32 initializers.
   std::string AddRandomNormal(absl::string_view name, const std::vector<int64_t>& shape, float stddev,
                               float mean = 0.f);
@@ -111,9 +117,12 @@ class ModelBuilder {
 // bias as the first operand, as torch.onnx exports it.
 std::string LinearMatMul(ModelBuilder& b, absl::string_view prefix, const std::string& x, int64_t in_features,
                          int64_t out_features);
-// nn.Linear on a 2-D input: Gemm(x, W[out,in], bias, transB=1).
+// nn.Linear on a 2-D input: Gemm(x, W[out,in], bias, transB=1). Initializers are named
+// after `param_prefix` when given (modules inside nn.Sequential, whose node scope
+// "/classifier/classifier.1" differs from the parameter path "classifier.1"), else
+// after `prefix`.
 std::string LinearGemm(ModelBuilder& b, absl::string_view prefix, const std::string& x, int64_t in_features,
-                       int64_t out_features);
+                       int64_t out_features, absl::string_view param_prefix = "");
 // nn.LayerNorm over the last dim of size `hidden`: LayerNormalization(axis=-1) at
 // opset >= 17, else ReduceMean, Sub, Pow(2), ReduceMean, Add(eps), Sqrt, Div, Mul(gamma),
 // Add(beta).
@@ -124,6 +133,29 @@ std::string GeluErf(ModelBuilder& b, absl::string_view prefix, const std::string
 // GELU, tanh form (GPT-2's NewGELUActivation): Mul(x, 0.5), Pow(x, 3), Mul(·, 0.044715),
 // Add(x, ·), Mul(·, sqrt(2/pi)), Tanh, Add(·, 1), Mul(half_x, ·).
 std::string GeluTanh(ModelBuilder& b, absl::string_view prefix, const std::string& x);
+
+// nn.Conv2d as torch.onnx exports it: Conv with dilations, group, kernel_shape, pads
+// and strides (square kernel, symmetric padding). `bias` may be empty (bias=False).
+std::string Conv2d(ModelBuilder& b, absl::string_view node_name, const std::string& x, const std::string& weight,
+                   const std::string& bias, int64_t kernel, int64_t stride, int64_t pad, int64_t groups);
+
+// Conv2d(bias=False) followed by BatchNorm2d (eps 1e-5) in eval mode, in one of the two
+// forms torch.onnx writes:
+// - keep_bn = false (the default export: eval mode, torch's eval peephole fuses the
+//   pair): one Conv whose weight and bias are the BatchNorm-folded ones,
+//   W' = W * g/sqrt(v+eps), b' = beta - mean * g/sqrt(v+eps);
+// - keep_bn = true (training=TrainingMode.PRESERVE): Conv without bias, then
+//   BatchNormalization(epsilon 1e-5, momentum 0.9) with the running statistics.
+// Both draw the same per-name streams (`conv_param`.weight; `bn_param`.weight, .bias,
+// .running_mean, .running_var), so they compute the same function. Nodes are named
+// `conv_node`/Conv and `bn_node`/BatchNormalization; the folded weight and bias are
+// `conv_param`.weight and `conv_param`.bias.
+struct ConvSpec {
+  int64_t in_channels, out_channels, kernel, stride, pad, groups = 1;
+};
+std::string ConvBatchNorm(ModelBuilder& b, absl::string_view conv_node, absl::string_view conv_param,
+                          absl::string_view bn_node, absl::string_view bn_param, const std::string& x,
+                          const ConvSpec& spec, bool keep_bn);
 
 // "/encoder/layer.0/attention" -> "encoder.layer.0.attention" (initializer names).
 std::string ParamName(absl::string_view prefix, absl::string_view leaf);
