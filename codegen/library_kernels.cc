@@ -108,6 +108,9 @@ struct GemmPlan {
   // Fused groups: which launch inputs hold A, B and C / the bias, and the activation
   // of the epilogue.
   int in_a = 0, in_b = 1, in_c = 2;
+  // kBias with a batch: elements between consecutive batches' biases (0: one bias
+  // for every batch; N: a per-batch bias [batch.., 1, N], see PlanFusedMatMul).
+  int64_t bias_batch_stride = 0;
   enum class Act { kNone, kRelu, kGeluTanh } act = Act::kNone;
 };
 
@@ -124,13 +127,34 @@ absl::Status CheckGemmSize(const Node& node, const GemmPlan& p) {
   return absl::OkStatus();
 }
 
+// MatMul's layout flags (graph/ops/mat_mul.cc): trans_a / trans_b say that the
+// operand is stored with its last two dims swapped (A as [.., K, M], B as [.., N, K]).
+// They become cuBLASLt's TRANSB / TRANSA (its operands are ours swapped, see the top).
 absl::StatusOr<GemmPlan> PlanMatMul(const Node& node) {
   if (absl::Status s = CheckTypes(node, 2, 2); !s.ok()) return s;
   const Shape& a = node.input(0)->shape();
   const Shape& b = node.input(1)->shape();
   if (a.empty() || b.empty()) return node.Unsupported(absl::StrCat("scalar operand (", ShapesOf(node), ")"));
-  const Shape sa = AsMatrixA(a), sb = AsMatrixB(b);
   GemmPlan p;
+  auto ta = node.GetInt("trans_a", 0);
+  auto tb = node.GetInt("trans_b", 0);
+  if (!ta.ok()) return ta.status();
+  if (!tb.ok()) return tb.status();
+  if ((*ta != 0 && *ta != 1) || (*tb != 0 && *tb != 1)) {
+    return node.Unsupported(absl::StrCat("trans_a / trans_b must be 0 or 1 (", ShapesOf(node), ")"));
+  }
+  p.trans_a = *ta == 1;
+  p.trans_b = *tb == 1;
+  if ((p.trans_a && a.size() < 2) || (p.trans_b && b.size() < 2)) {
+    return node.Unsupported(absl::StrCat("trans_a / trans_b on a 1-D operand (", ShapesOf(node), ")"));
+  }
+  // The logical (untransposed) shapes: A [.., M, K], B [.., K, N].
+  auto swap_last_two = [](Shape s) {
+    std::swap(s[s.size() - 1], s[s.size() - 2]);
+    return s;
+  };
+  const Shape sa = p.trans_a ? swap_last_two(a) : AsMatrixA(a);
+  const Shape sb = p.trans_b ? swap_last_two(b) : AsMatrixB(b);
   p.dtype = node.output(0)->dtype();
   p.m = sa[sa.size() - 2];
   p.k = sa.back();
@@ -138,9 +162,17 @@ absl::StatusOr<GemmPlan> PlanMatMul(const Node& node) {
   if (sb[sb.size() - 2] != p.k) return node.Unsupported(absl::StrCat("inner dimensions differ (", ShapesOf(node), ")"));
   Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
   const int64_t pa = Prod(batch_a), pb = Prod(batch_b);
-  if (pb == 1) {
-    // B is one matrix: A's batch folds into M (A and Y are contiguous).
+  if (pb == 1 && (!p.trans_a || pa == 1)) {
+    // B is one matrix: A's batch folds into M (A and Y are contiguous). Not for a
+    // transposed A: its matrices are [K, M] blocks, not rows of one [batch*M, K].
     p.m *= pa;
+  } else if (pb == 1) {
+    // B is one matrix shared by a batch of transposed A matrices: strided batch
+    // with B's stride 0.
+    p.batch = pa;
+    p.stride_a = p.m * p.k;
+    p.stride_b = 0;
+    p.stride_d = p.m * p.n;
   } else if (pa == 1) {
     // A is one matrix broadcast over B's batch.
     p.batch = pb;
@@ -397,6 +429,11 @@ class CublasLtKernel : public LibraryKernel {
         KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &t, sizeof(t)),
                 "set BIAS_DATA_TYPE");
       }
+      if (bias && p.bias_batch_stride != 0) {  // read by cuBLASLt for a batched D only
+        const int64_t stride = p.bias_batch_stride;
+        KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &stride, sizeof(stride)),
+                "set BIAS_BATCH_STRIDE");
+      }
     }
     beta_ = p.c_kind == CKind::kNone || p.c_kind == CKind::kBias ? 0.f : p.beta;
     if (p.c_kind == CKind::kMaterialize) c_bytes_ = AlignUp(static_cast<size_t>(p.m * p.n) * es_, 256);
@@ -447,8 +484,9 @@ class CublasLtKernel : public LibraryKernel {
     const size_t sa = loop_ ? p.stride_a * es_ : 0, sb = loop_ ? p.stride_b * es_ : 0, sd = loop_ ? p.stride_d * es_ : 0;
     uint32_t align = AlignmentOf({reinterpret_cast<uintptr_t>(a), reinterpret_cast<uintptr_t>(b),
                                   reinterpret_cast<uintptr_t>(c), reinterpret_cast<uintptr_t>(d), sa, sb, sd});
+    const size_t sbias = loop_ ? p.bias_batch_stride * es_ : 0;  // per-batch bias pointers in loop mode
     if (p.c_kind == CKind::kBias) {
-      align = std::min(align, AlignmentOf({reinterpret_cast<uintptr_t>(args.inputs[p.in_c])}));
+      align = std::min(align, AlignmentOf({reinterpret_cast<uintptr_t>(args.inputs[p.in_c]), sbias}));
     }
     const cublasLtMatmulHeuristicResult_t* algo = &*algo_;
     if (align < kAssumedAlignment) {
@@ -469,6 +507,11 @@ class CublasLtKernel : public LibraryKernel {
     const int64_t iters = loop_ ? p.batch : 1;
     for (int64_t i = 0; i < iters; ++i) {
       const size_t ci = c == d ? sd * i : 0;
+      if (p.c_kind == CKind::kBias && sbias != 0) {
+        const void* bias = static_cast<const char*>(args.inputs[p.in_c]) + sbias * i;
+        KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+                "set BIAS_POINTER");
+      }
       KILN_LT(cublasLtMatmul(handle_, desc_, &p.alpha, b + sb * i, a_, a + sa * i, b_, &beta_,
                              static_cast<const char*>(c) + ci, c_, d + sd * i, d_, &algo->algo, lt_ws, lt_ws_bytes,
                              args.stream),
@@ -911,8 +954,9 @@ const Value* OtherOperand(const Node& add, const Node& prev) {
   return nullptr;
 }
 
-// "matmul+epilogue": MatMul(A, W) [+ Add(bias [N] or [1,N])] [+ Relu | Gelu(tanh)],
-// one cuBLASLt call with a BIAS / RELU / GELU epilogue. A, W and the bias are group
+// "matmul+epilogue": MatMul(A, W) [+ Add(bias [N] or [1,N], or a per-batch bias
+// [batch.., 1, N] when the MatMul is a strided batch)] [+ Relu | Gelu(tanh)], one
+// cuBLASLt call with a BIAS / RELU / GELU epilogue. A, W and the bias are group
 // inputs. cuBLASLt's GELU epilogue is the tanh approximation, so erf Gelu is refused.
 absl::StatusOr<GemmPlan> PlanFusedMatMul(const Node& group) {
   absl::StatusOr<Chain> chain = ParseChain(group, {"matmul+epilogue", "prologue+matmul+epilogue"}, "MatMul");
@@ -929,10 +973,17 @@ absl::StatusOr<GemmPlan> PlanFusedMatMul(const Node& group) {
   size_t i = 1;
   if (i < nodes.size() && nodes[i]->op_type() == "Add") {
     const Value* bias = OtherOperand(*nodes[i], *nodes[i - 1]);
+    // A per-batch bias: the output's batch dims, then [1, N] (fuse-siblings' stacked
+    // Q/K/V bias [S, 1, N]); cuBLASLt steps through it with BIAS_BATCH_STRIDE.
+    const Shape& y = mm.output(0)->shape();
+    Shape per_batch(y.begin(), y.end() - std::min<size_t>(2, y.size()));
+    per_batch.insert(per_batch.end(), {1, p.n});
+    const bool batched_bias = p.batch > 1 && y.size() >= 3 && bias != nullptr && bias->shape() == per_batch;
     if (bias == nullptr || !bias->has_type() || bias->dtype() != p.dtype ||
-        (bias->shape() != Shape{p.n} && bias->shape() != Shape{1, p.n})) {
-      return group.Unsupported("the Add is not a bias of shape [N] or [1, N]");
+        (bias->shape() != Shape{p.n} && bias->shape() != Shape{1, p.n} && !batched_bias)) {
+      return group.Unsupported("the Add is not a bias of shape [N], [1, N] or [batch.., 1, N]");
     }
+    if (batched_bias) p.bias_batch_stride = p.n;
     p.in_c = BodyInput(body, bias);
     if (p.in_c < 0) return group.Unsupported("the bias must be a group input");
     p.c_kind = CKind::kBias;

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -120,8 +121,21 @@ GroupGraph BuildGroup(DType dtype, const std::vector<std::pair<std::string, Shap
 
 std::string GroupName(const GroupGraph& gg) { return gg.group ? LibraryKernelName(*gg.group) : "<build failed>"; }
 
+// The batch dims of MatMul(x, w)'s output (the operands' leading dims broadcast).
+Shape OutputBatch(const Shape& x, const Shape& w) {
+  Shape bx = x.size() > 2 ? Shape(x.begin(), x.end() - 2) : Shape{};
+  Shape bw = w.size() > 2 ? Shape(w.begin(), w.end() - 2) : Shape{};
+  const size_t r = std::max(bx.size(), bw.size());
+  bx.insert(bx.begin(), r - bx.size(), 1);
+  bw.insert(bw.begin(), r - bw.size(), 1);
+  Shape out(r);
+  for (size_t d = 0; d < r; ++d) out[d] = std::max(bx[d], bw[d]);
+  return out;
+}
+
 // MatMul(x [m,k], w [k,n]) followed by `epilogue` ("bias", "bias1n", "relu", "gelu",
-// "gelu_erf", ... applied in order; "bias" adds b [n], "bias1n" b [1,n]).
+// "gelu_erf", ... applied in order; "bias" adds b [n], "bias1n" b [1,n], "bias_batch"
+// a per-batch bias [batch.., 1, n]: fuse-siblings' stacked Q/K/V bias).
 GroupGraph MatMulGroup(DType dt, Shape x, Shape w, const std::vector<std::string>& epilogue,
                        const std::string& pattern = "matmul+epilogue") {
   std::vector<std::pair<std::string, Shape>> inputs = {{"x", x}, {"w", w}};
@@ -130,7 +144,12 @@ GroupGraph MatMulGroup(DType dt, Shape x, Shape w, const std::vector<std::string
   for (size_t i = 0; i < epilogue.size(); ++i) {
     const std::string prev = "v" + std::to_string(i), out = "v" + std::to_string(i + 1);
     const std::string& e = epilogue[i];
-    if (e == "bias" || e == "bias1n" || e == "bias_first") {
+    if (e == "bias_batch") {
+      Shape b = OutputBatch(x, w);
+      b.insert(b.end(), {1, n});
+      inputs.push_back({"b", b});
+      nodes.push_back({"Add", {prev, "b"}, out});
+    } else if (e == "bias" || e == "bias1n" || e == "bias_first") {
       inputs.push_back({"b", e == "bias1n" ? Shape{1, n} : Shape{n}});
       nodes.push_back({"Add", e == "bias_first" ? std::vector<std::string>{"b", prev} : std::vector<std::string>{prev, "b"}, out});
     } else if (e == "relu") {
@@ -229,6 +248,46 @@ TEST(LibraryKernelName, GemmForms) {
   EXPECT_EQ(Name("Gemm", DType::kInt32, {Shape{7, 33}, Shape{33, 5}}), "");
 }
 
+// MatMul operands with layout flags (graph/ops/mat_mul.cc): A [batch_a.., M, K] and
+// B [batch_b.., K, N] stored as trans_a / trans_b say (A as [.., K, M], B as
+// [.., N, K]); an empty batch is a matrix. The attributes set both flags.
+struct FlaggedMatMul {
+  std::vector<std::optional<Shape>> shapes;
+  Attrs attrs;
+};
+FlaggedMatMul Flagged(Shape batch_a, Shape batch_b, int64_t m, int64_t k, int64_t n, int ta, int tb) {
+  Shape a = std::move(batch_a), b = std::move(batch_b);
+  a.insert(a.end(), {ta ? k : m, ta ? m : k});
+  b.insert(b.end(), {tb ? n : k, tb ? k : n});
+  return {{a, b}, {{"trans_a", ta}, {"trans_b", tb}}};
+}
+
+TEST(LibraryKernelName, MatMulLayoutFlags) {
+  for (DType dt : {kF32, kF16, kBF16}) {
+    for (int ta : {0, 1}) {
+      for (int tb : {0, 1}) {
+        SCOPED_TRACE(absl::StrCat(DTypeName(dt), " trans_a=", ta, " trans_b=", tb));
+        for (const FlaggedMatMul& f : {
+                 Flagged({}, {}, 7, 33, 129, ta, tb),          // 2-D
+                 Flagged({2, 3}, {2, 3}, 7, 33, 5, ta, tb),    // strided batch
+                 Flagged({2, 3}, {}, 7, 33, 5, ta, tb),        // shared B: folded into M, or B stride 0 when trans_a
+                 Flagged({4}, {1}, 7, 33, 5, ta, tb),          // shared B with a unit batch
+                 Flagged({}, {2, 3}, 7, 33, 5, ta, tb),        // broadcast A (stride 0)
+                 Flagged({1}, {4}, 7, 33, 5, ta, tb),          // broadcast A with a unit batch
+             }) {
+          EXPECT_EQ(Name("MatMul", dt, f.shapes, f.attrs), "cublaslt:MatMul");
+        }
+      }
+    }
+    // A 1-D operand opposite a flagged matrix.
+    EXPECT_EQ(Name("MatMul", dt, {Shape{33}, Shape{5, 33}}, {{"trans_b", 1}}), "cublaslt:MatMul");
+    EXPECT_EQ(Name("MatMul", dt, {Shape{33, 7}, Shape{33}}, {{"trans_a", 1}}), "cublaslt:MatMul");
+  }
+  // Batches that broadcast against each other stay unsupported with flags.
+  const FlaggedMatMul f = Flagged({2, 1}, {1, 3}, 7, 33, 5, 1, 1);
+  EXPECT_EQ(Name("MatMul", kF16, f.shapes, f.attrs), "");
+}
+
 TEST(LibraryKernelName, ConvForms) {
   for (DType dt : {kF32, kF16, kBF16}) {
     EXPECT_EQ(Name("Conv", dt, {Shape{1, 3, 9, 9}, Shape{4, 3, 3, 3}}), "cudnn:Conv");
@@ -264,6 +323,22 @@ TEST(LibraryKernelName, FusedMatMulForms) {
     EXPECT_EQ(GroupName(MatMulGroup(dt, Shape{2, 3, 7, 33}, Shape{2, 3, 33, 129}, {"bias", "gelu"})),
               "cublaslt:FusedMatMul");
     EXPECT_EQ(GroupName(MatMulGroup(dt, x, w, {"bias", "relu"}, "prologue+matmul+epilogue")), "cublaslt:FusedMatMul");
+    // Per-batch biases [batch.., 1, N] on strided batches (broadcast A, equal batches).
+    EXPECT_EQ(GroupName(MatMulGroup(dt, Shape{7, 33}, Shape{3, 33, 129}, {"bias_batch"})), "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, Shape{1, 7, 33}, Shape{3, 33, 129}, {"bias_batch", "relu"})),
+              "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, Shape{1, 1, 7, 33}, Shape{3, 1, 33, 129}, {"bias_batch", "gelu"})),
+              "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, Shape{2, 3, 7, 33}, Shape{2, 3, 33, 129}, {"bias_batch"})),
+              "cublaslt:FusedMatMul");
+  }
+  // A batch folded into M has no per-batch bias.
+  EXPECT_EQ(GroupName(MatMulGroup(kF16, Shape{2, 3, 7, 33}, Shape{33, 129}, {"bias_batch"})), "");
+  // A bias per batch and row ([S, M, N]) is a full addend, not a bias.
+  {
+    GroupGraph gg = BuildGroup(kF16, {{"x", {7, 33}}, {"w", {3, 33, 129}}, {"c", {3, 7, 129}}},
+                               {{"MatMul", {"x", "w"}, "m"}, {"Add", {"m", "c"}, "y"}}, "matmul+epilogue");
+    EXPECT_EQ(GroupName(gg), "");
   }
   // Exact (erf) GELU: cuBLASLt's GELU epilogue is the tanh approximation.
   EXPECT_EQ(GroupName(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"bias", "gelu_erf"})), "");
@@ -298,6 +373,29 @@ TEST(LibraryKernelName, FusedMatMulForms) {
   }
   // Integer matmul.
   EXPECT_EQ(GroupName(MatMulGroup(DType::kInt32, Shape{7, 33}, Shape{33, 129}, {"relu"})), "");
+}
+
+// MatMul(x, w) with layout flags + Add(b [n]) + Relu, one "matmul+epilogue" group.
+GroupGraph FlaggedMatMulGroup(DType dt, const FlaggedMatMul& f, int64_t n, const std::string& act = "relu") {
+  std::vector<NodeSpec> nodes = {{"MatMul", {"x", "w"}, "m", f.attrs}, {"Add", {"m", "b"}, "a"}};
+  if (act == "relu") nodes.push_back({"Relu", {"a"}, "y"});
+  if (act == "gelu") nodes.push_back({"Gelu", {"a"}, "y", {{"approximate", "tanh"}}});
+  return BuildGroup(dt, {{"x", *f.shapes[0]}, {"w", *f.shapes[1]}, {"b", Shape{n}}}, nodes, "matmul+epilogue");
+}
+
+TEST(LibraryKernelName, FusedMatMulLayoutFlags) {
+  for (DType dt : {kF32, kF16, kBF16}) {
+    for (int ta : {0, 1}) {
+      for (int tb : {0, 1}) {
+        SCOPED_TRACE(absl::StrCat(DTypeName(dt), " trans_a=", ta, " trans_b=", tb));
+        EXPECT_EQ(GroupName(FlaggedMatMulGroup(dt, Flagged({}, {}, 7, 33, 129, ta, tb), 129)), "cublaslt:FusedMatMul");
+        EXPECT_EQ(GroupName(FlaggedMatMulGroup(dt, Flagged({2, 3}, {}, 7, 33, 129, ta, tb), 129, "gelu")),
+                  "cublaslt:FusedMatMul");
+        EXPECT_EQ(GroupName(FlaggedMatMulGroup(dt, Flagged({2, 3}, {2, 3}, 7, 33, 129, ta, tb), 129)),
+                  "cublaslt:FusedMatMul");
+      }
+    }
+  }
 }
 
 TEST(LibraryKernelName, FusedConvForms) {
@@ -559,6 +657,56 @@ TEST_F(LibraryKernelGpuTest, GemmBiasForms) {
   }
 }
 
+TEST_F(LibraryKernelGpuTest, MatMulLayoutFlags) {
+  // Every flag combination in every MatMul form, against the CPU reference (which
+  // reads the operands in their flagged layout).
+  for (DType dt : {kF32, kF16, kBF16}) {
+    for (int ta : {0, 1}) {
+      for (int tb : {0, 1}) {
+        SCOPED_TRACE(absl::StrCat("trans_a=", ta, " trans_b=", tb));
+        for (const FlaggedMatMul& f : {
+                 Flagged({}, {}, 7, 257, 33, ta, tb),        // 2-D, odd sizes
+                 Flagged({}, {}, 129, 64, 72, ta, tb),       // 2-D, aligned K
+                 Flagged({2, 3}, {2, 3}, 7, 33, 129, ta, tb),  // strided batch
+                 Flagged({3}, {1, 3}, 7, 33, 129, ta, tb),     // strided batch, leading unit batch
+                 Flagged({2, 3}, {}, 7, 33, 129, ta, tb),      // shared B: folded into M, B stride 0 when trans_a
+                 Flagged({4}, {1}, 17, 33, 129, ta, tb),       // shared B with a unit batch
+                 Flagged({}, {3}, 7, 33, 129, ta, tb),         // broadcast A (stride 0)
+                 Flagged({1, 1}, {2, 3}, 7, 33, 129, ta, tb),  // broadcast A with unit batches
+             }) {
+          Check("MatMul", dt, f.shapes, f.attrs);
+        }
+      }
+    }
+    // A 1-D operand opposite a flagged matrix.
+    Check("MatMul", dt, {Shape{33}, Shape{7, 33}}, {{"trans_b", 1}});
+    Check("MatMul", dt, {Shape{33, 7}, Shape{33}}, {{"trans_a", 1}});
+    Check("MatMul", dt, {Shape{33}, Shape{3, 7, 33}}, {{"trans_b", 1}});
+  }
+}
+
+TEST_F(LibraryKernelGpuTest, MatMulLayoutFlagsMisalignedAndCaptured) {
+  const FlaggedMatMul f2 = Flagged({}, {}, 7, 33, 129, 1, 1);
+  const FlaggedMatMul fb = Flagged({2, 3}, {}, 7, 33, 129, 1, 0);  // B stride 0
+  Check("MatMul", kF16, f2.shapes, f2.attrs, {.misalign = 2});
+  Check("MatMul", kBF16, fb.shapes, fb.attrs, {.misalign = 2});
+  Check("MatMul", kF16, fb.shapes, fb.attrs, {.cuda_graph = true});
+}
+
+TEST_F(LibraryKernelGpuTest, FusedMatMulLayoutFlags) {
+  const std::string name = "cublaslt:FusedMatMul";
+  for (DType dt : {kF32, kF16, kBF16}) {
+    for (int ta : {0, 1}) {
+      for (int tb : {0, 1}) {
+        SCOPED_TRACE(absl::StrCat("trans_a=", ta, " trans_b=", tb));
+        CheckGroup(FlaggedMatMulGroup(dt, Flagged({}, {}, 7, 257, 33, ta, tb), 33), name);
+        CheckGroup(FlaggedMatMulGroup(dt, Flagged({2, 3}, {}, 7, 33, 129, ta, tb), 129, "gelu"), name);
+        CheckGroup(FlaggedMatMulGroup(dt, Flagged({2, 3}, {2, 3}, 7, 33, 129, ta, tb), 129), name);
+      }
+    }
+  }
+}
+
 TEST_F(LibraryKernelGpuTest, Conv2D) {
   for (DType dt : {kF32, kF16, kBF16}) {
     Check("Conv", dt, {Shape{1, 3, 13, 13}, Shape{5, 3, 5, 5}, Shape{5}},
@@ -612,6 +760,23 @@ TEST_F(LibraryKernelGpuTest, FusedMatMul) {
   }
   // Misaligned pointers (fallback algorithm) with the bias epilogue.
   CheckGroup(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"bias", "relu"}), name, {.misalign = 2});
+}
+
+// The stacked Q/K/V projection of fuse-siblings: X [M, K] (or [1, M, K]) shared by S
+// weight matrices [S, K, N] (a stride-0 batch) with a per-batch bias [S, 1, N]
+// (BIAS_BATCH_STRIDE), as one cuBLASLt call.
+TEST_F(LibraryKernelGpuTest, FusedMatMulPerBatchBias) {
+  const std::string name = "cublaslt:FusedMatMul";
+  for (DType dt : {kF32, kF16, kBF16}) {
+    CheckGroup(MatMulGroup(dt, Shape{7, 33}, Shape{3, 33, 129}, {"bias_batch"}), name);
+    CheckGroup(MatMulGroup(dt, Shape{1, 24, 64}, Shape{3, 64, 64}, {"bias_batch", "relu"}), name);
+    CheckGroup(MatMulGroup(dt, Shape{1, 1, 9, 40}, Shape{2, 1, 40, 24}, {"bias_batch", "gelu"}), name);
+    CheckGroup(MatMulGroup(dt, Shape{2, 3, 7, 33}, Shape{2, 3, 33, 129}, {"bias_batch"}), name);  // equal batches
+  }
+  // BERT-base's QKV shape, in a CUDA graph, and with misaligned pointers.
+  CheckGroup(MatMulGroup(kF16, Shape{1, 128, 768}, Shape{3, 768, 768}, {"bias_batch"}), name);
+  CheckGroup(MatMulGroup(kF16, Shape{7, 33}, Shape{3, 33, 129}, {"bias_batch"}), name, {.cuda_graph = true});
+  CheckGroup(MatMulGroup(kF16, Shape{7, 33}, Shape{3, 33, 129}, {"bias_batch", "relu"}), name, {.misalign = 2});
 }
 
 TEST_F(LibraryKernelGpuTest, FusedConv) {

@@ -1,9 +1,11 @@
-// FuseSiblings: shared-input MatMuls -> one MatMul + Split; Add(MatMul, MatMul) ->
-// "dual-matmul" group.
+// FuseSiblings: shared-input MatMuls -> one (stacked) MatMul + Split; MatMul + Split
+// along the last axis -> the stacked form; Add(MatMul, MatMul) -> "dual-matmul" group.
 #include "fusion/fuse_siblings.h"
 
 #include <cstring>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -38,12 +40,164 @@ Tensor ConcatColumns(const std::vector<const Tensor*>& parts) {
   return out;
 }
 
+// The S column blocks [K, N] of a [K, S*N] matrix.
+std::vector<Tensor> SplitColumns(const Tensor& w, int64_t parts) {
+  const int64_t k = w.shape()[0], total = w.shape()[1], n = total / parts;
+  const size_t es = DTypeSize(w.dtype());
+  std::vector<Tensor> out;
+  for (int64_t p = 0; p < parts; ++p) {
+    Tensor t(w.dtype(), {k, n});
+    auto* dst = static_cast<uint8_t*>(t.mutable_raw_data());
+    const auto* src = static_cast<const uint8_t*>(w.raw_data());
+    for (int64_t row = 0; row < k; ++row) std::memcpy(dst + row * n * es, src + (row * total + p * n) * es, n * es);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Shape [S, 1 x ones, ...tail].
+Shape Stacked(int64_t s, int ones, std::initializer_list<int64_t> tail) {
+  Shape shape = {s};
+  shape.insert(shape.end(), ones, 1);
+  shape.insert(shape.end(), tail);
+  return shape;
+}
+
+// What the stacked rewrite needs: X, S weights [K, N] (and optionally S biases of N
+// values), and the S values the pieces become (their producers already removed,
+// their types recorded).
+struct StackSpec {
+  std::string base;  // names: "<base>/<tag>_weight", ...
+  std::string tag;   // "siblings" or "stacked"
+  Value* x = nullptr;
+  std::vector<Tensor> weights;
+  std::vector<std::vector<float>> biases;  // empty: no bias
+  DType bias_dtype = DType::kFloat32;
+  std::vector<Value*> outs;
+  std::vector<std::pair<DType, Shape>> types;
+};
+
+// Whether every reader of `v` is a Reshape (data input) whose target shape is a
+// constant without 0 entries, so that it may read any value of v's size instead.
+bool OnlyReshapedByConstantShapes(const Graph& graph, const Value* v) {
+  if (graph.IsGraphOutput(v) || v->uses().empty()) return false;
+  for (const Use& u : v->uses()) {
+    const Node* r = u.node;
+    if (r->op_type() != "Reshape" || !r->domain().empty() || u.index != 0) return false;
+    const Value* shape = r->input(1);
+    if (shape == nullptr || !shape->is_constant()) return false;
+    if (r->GetInt("allowzero", 0).value_or(0) != 0) continue;
+    for (int64_t d : shape->constant().ToInt64()) {
+      if (d == 0) return false;  // 0 copies the input's dim: it depends on the input's shape
+    }
+  }
+  return true;
+}
+
+// The stacked layout (see fuse_siblings.h): X [..., K] (viewed as [M, K] unless its
+// leading dims are all 1) times W [S, (1,) K, N] gives P [S, ..., N] (+ bias
+// [S, 1.., N]); a Split along axis 0 cuts P into S contiguous pieces, which the
+// memory planner makes views of P. Returns the new MatMul.
+absl::StatusOr<Node*> BuildStacked(Graph& graph, const StackSpec& spec) {
+  const int64_t s = static_cast<int64_t>(spec.weights.size());
+  const int64_t k = spec.weights[0].shape()[0], n = spec.weights[0].shape()[1];
+  const std::string& base = spec.base;
+  const std::string& tag = spec.tag;
+  const Shape& xs = spec.x->shape();
+  const int rank = static_cast<int>(xs.size());
+  // Leading dims all 1 (e.g. batch 1): X broadcasts over the stack as it is and the
+  // pieces have exactly the siblings' output shapes.
+  bool direct = rank >= 3;
+  for (int d = 0; d + 2 < rank; ++d) direct = direct && xs[d] == 1;
+  Value* a = spec.x;
+  Shape w_shape, bias_shape;
+  if (direct) {
+    w_shape = Stacked(s, rank - 3, {k, n});
+    bias_shape = Stacked(s, rank - 2, {n});
+  } else {
+    const int64_t m = spec.x->numel() / k;
+    if (rank != 2) {
+      a = graph.AddValue(absl::StrCat(base, "/", tag, "_rows"));
+      Value* shape = graph.AddConstant(absl::StrCat(base, "/", tag, "_rows_shape"),
+                                       Tensor::FromInt64(DType::kInt64, {2}, std::vector<int64_t>{m, k}));
+      Node* flatten = graph.AddNode("Reshape", {spec.x, shape}, {a}, absl::StrCat(base, "/", tag, "_rows"));
+      KILN_RETURN_IF_ERROR(InferNode(*flatten));
+    }
+    w_shape = {s, k, n};
+    bias_shape = {s, 1, n};
+  }
+  Tensor w(spec.weights[0].dtype(), w_shape);
+  auto* dst = static_cast<uint8_t*>(w.mutable_raw_data());
+  for (const Tensor& t : spec.weights) {
+    std::memcpy(dst, t.raw_data(), t.nbytes());
+    dst += t.nbytes();
+  }
+  Value* weight = graph.AddConstant(absl::StrCat(base, "/", tag, "_weight"), std::move(w));
+  Value* product = graph.AddValue(absl::StrCat(base, "/", tag, "_out"));
+  Node* matmul = graph.AddNode("MatMul", {a, weight}, {product}, absl::StrCat(base, "/", tag));
+  KILN_RETURN_IF_ERROR(InferNode(*matmul));
+  Value* split_input = product;
+  if (!spec.biases.empty()) {
+    std::vector<float> stacked;
+    for (const std::vector<float>& b : spec.biases) stacked.insert(stacked.end(), b.begin(), b.end());
+    Value* bias = graph.AddConstant(absl::StrCat(base, "/", tag, "_bias"),
+                                    Tensor::FromFloat(spec.bias_dtype, bias_shape, stacked));
+    split_input = graph.AddValue(absl::StrCat(base, "/", tag, "_biased"));
+    Node* add = graph.AddNode("Add", {product, bias}, {split_input}, absl::StrCat(base, "/", tag, "_bias_add"));
+    KILN_RETURN_IF_ERROR(InferNode(*add));
+  }
+  Value* sizes = graph.AddConstant(absl::StrCat(base, "/split_sizes"),
+                                   Tensor::FromInt64(DType::kInt64, {s}, std::vector<int64_t>(s, 1)));
+  std::vector<Value*> pieces = spec.outs;
+  if (!direct) {
+    for (int64_t i = 0; i < s; ++i) pieces[i] = graph.AddValue(absl::StrCat(base, "/", tag, "_piece", i));
+  }
+  Node* split = graph.AddNode("Split", {split_input, sizes}, pieces, absl::StrCat(base, "/split"));
+  split->SetAttr("axis", Attribute(int64_t{0}));
+  KILN_RETURN_IF_ERROR(InferNode(*split));
+  if (!direct) {
+    // Each piece [1, M, N] becomes the sibling's output again. Readers that are all
+    // Reshapes to a constant shape read the piece directly (no node added: BERT's and
+    // GPT-2's head-splitting Reshapes); otherwise a Reshape (a view) writes the value.
+    std::map<Shape, Value*> shape_constants;
+    for (int64_t i = 0; i < s; ++i) {
+      Value* out = spec.outs[i];
+      if (OnlyReshapedByConstantShapes(graph, out)) {
+        const std::vector<Use> uses = out->uses();
+        for (const Use& u : uses) {
+          u.node->SetInput(u.index, pieces[i]);
+          KILN_RETURN_IF_ERROR(InferNode(*u.node));
+        }
+        continue;
+      }
+      const Shape& shape = spec.types[i].second;
+      Value*& target = shape_constants[shape];
+      if (target == nullptr) {
+        target = graph.AddConstant(absl::StrCat(base, "/", tag, "_piece_shape"),
+                                   Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(shape.size())}, shape));
+      }
+      Node* reshape = graph.AddNode("Reshape", {pieces[i], target}, {out}, absl::StrCat(base, "/unstack", i));
+      KILN_RETURN_IF_ERROR(InferNode(*reshape));
+    }
+  }
+  for (int64_t i = 0; i < s; ++i) {
+    const Value* out = spec.outs[i];
+    if (out->producer() == nullptr) continue;  // every reader now reads the piece
+    if (out->dtype() != spec.types[i].first || out->shape() != spec.types[i].second) {
+      return absl::InternalError(absl::StrCat("fuse-siblings: the stacked rewrite changed the type of ",
+                                              Quote(out->name()), " to ", out->TypeString()));
+    }
+  }
+  return matmul;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> FuseSiblings::Run(Graph& graph) {
   KILN_ASSIGN_OR_RETURN(bool merged, MergeSharedInput(graph));
+  KILN_ASSIGN_OR_RETURN(bool stacked, StackSplitMatMuls(graph));
   KILN_ASSIGN_OR_RETURN(bool dual, FuseDualMatMuls(graph));
-  return merged || dual;
+  return merged || stacked || dual;
 }
 
 absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
@@ -65,6 +219,12 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
       auto reject = [&](std::string reason) {
         ReportRejection(report_, name(), {candidates[0]->name(), m->name()}, std::move(reason));
       };
+      // Layout flags: the merged MatMul reads A and the concatenated W row-major.
+      if (const std::string t = TransposedOperands(*m); !t.empty()) {
+        reject(absl::StrCat("shape: ", Quote(m->name()), " reads ", t,
+                            " transposed; siblings share a row-major A and concatenate row-major [K, N] weights"));
+        continue;
+      }
       if (!w->is_constant()) {
         reject(absl::StrCat("unsupported op: the weight ", Quote(w->name()), " of ", Quote(m->name()),
                             " is computed; siblings concatenate constant weights"));
@@ -115,8 +275,13 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
       bias_adds.push_back(add);
       biases.push_back(&b->constant());
     }
-    if (bias_adds.size() != siblings.size()) bias_adds.clear();
+    if (bias_adds.size() != siblings.size()) {
+      bias_adds.clear();
+      biases.clear();
+    }
 
+    // The values the rewrite writes (the siblings' outputs, or their bias Adds'),
+    // with their types, and the report's member names; the old nodes go.
     Node* first = siblings[0];
     const std::string base = first->name();
     std::vector<const Tensor*> weights;
@@ -125,8 +290,48 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
       weights.push_back(&m->input(1)->constant());
       sizes.push_back(m->input(1)->shape()[1]);
     }
+    std::vector<Value*> outs;
+    std::vector<std::string> names;
+    std::vector<std::pair<DType, Shape>> types;
+    for (size_t i = 0; i < siblings.size(); ++i) {
+      Node* m = siblings[i];
+      Node* replaced = bias_adds.empty() ? m : bias_adds[i];  // the node whose output the Split writes
+      outs.push_back(replaced->output(0));
+      types.push_back({replaced->output(0)->dtype(), replaced->output(0)->shape()});
+      names.push_back(m->name());
+      if (!bias_adds.empty()) names.push_back(bias_adds[i]->name());
+    }
+    bool equal_n = sizes[0] > 0 && a->numel() > 0;
+    for (int64_t n : sizes) equal_n = equal_n && n == sizes[0];
+    if (equal_n) {
+      // Stacked layout: the Split along axis 0 is a view (fuse_siblings.h).
+      StackSpec spec;
+      spec.base = base;
+      spec.tag = "siblings";
+      spec.x = a;
+      for (const Tensor* t : weights) spec.weights.push_back(*t);
+      for (const Tensor* b : biases) spec.biases.push_back(b->ToFloat());
+      if (!biases.empty()) spec.bias_dtype = biases[0]->dtype();
+      spec.outs = outs;
+      spec.types = types;
+      for (size_t i = 0; i < siblings.size(); ++i) {
+        if (!bias_adds.empty()) graph.RemoveNode(bias_adds[i]);
+        graph.RemoveNode(siblings[i]);
+      }
+      KILN_ASSIGN_OR_RETURN(Node* matmul, BuildStacked(graph, spec));
+      if (report_ != nullptr) report_->groups.push_back({std::string(name()), matmul->name(), "siblings", names});
+      changed = true;
+      continue;
+    }
+
+    // Siblings of different widths: W concatenated along N, a Split along the last
+    // axis (a strided copy).
     Value* w = graph.AddConstant(absl::StrCat(base, "/siblings_weight"), ConcatColumns(weights));
     Value* product = graph.AddValue(absl::StrCat(base, "/siblings_out"));
+    for (size_t i = 0; i < siblings.size(); ++i) {
+      if (!bias_adds.empty()) graph.RemoveNode(bias_adds[i]);
+      graph.RemoveNode(siblings[i]);
+    }
     Node* matmul = graph.AddNode("MatMul", {a, w}, {product}, absl::StrCat(base, "/siblings"));
     KILN_RETURN_IF_ERROR(InferNode(*matmul));
     Value* split_input = product;
@@ -144,21 +349,6 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
     }
     Value* split_sizes = graph.AddConstant(absl::StrCat(base, "/split_sizes"),
                                            Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(sizes.size())}, sizes));
-    std::vector<Value*> outs;
-    std::vector<std::string> names;
-    std::vector<std::pair<DType, Shape>> types;
-    for (size_t i = 0; i < siblings.size(); ++i) {
-      Node* m = siblings[i];
-      Node* replaced = bias_adds.empty() ? m : bias_adds[i];  // the node whose output the Split writes
-      outs.push_back(replaced->output(0));
-      types.push_back({replaced->output(0)->dtype(), replaced->output(0)->shape()});
-      names.push_back(m->name());
-      if (!bias_adds.empty()) {
-        names.push_back(bias_adds[i]->name());
-        graph.RemoveNode(bias_adds[i]);
-      }
-      graph.RemoveNode(m);
-    }
     Node* split = graph.AddNode("Split", {split_input, split_sizes}, outs, absl::StrCat(base, "/split"));
     split->SetAttr("axis", Attribute(int64_t{-1}));
     KILN_RETURN_IF_ERROR(InferNode(*split));
@@ -169,6 +359,92 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
       }
     }
     if (report_ != nullptr) report_->groups.push_back({std::string(name()), matmul->name(), "siblings", names});
+    changed = true;
+  }
+  if (changed) {
+    graph.RemoveUnusedValues();
+    KILN_RETURN_IF_ERROR(graph.TopologicalSort());
+  }
+  return changed;
+}
+
+absl::StatusOr<bool> FuseSiblings::StackSplitMatMuls(Graph& graph) {
+  std::vector<Node*> splits;
+  for (Node* n : graph.nodes()) {
+    if (n->op_type() == "Split" && n->domain().empty()) splits.push_back(n);
+  }
+  bool changed = false;
+  for (Node* split : splits) {
+    // Split along the last axis into S >= 2 equal parts...
+    Value* v = split->input(0);
+    const int s = split->num_outputs();
+    if (v == nullptr || !v->has_type() || v->rank() < 1 || s < 2 || graph.IsGraphOutput(v) ||
+        v->uses().size() != 1) {
+      continue;
+    }
+    absl::StatusOr<int64_t> axis = split->GetInt("axis", 0);
+    if (!axis.ok() || (*axis != -1 && *axis != v->rank() - 1)) continue;
+    bool equal = true;
+    for (const Value* o : split->outputs()) {
+      equal = equal && o != nullptr && o->has_type() && o->shape() == split->output(0)->shape();
+    }
+    const int64_t n = v->shape().back() / s;
+    if (!equal || n <= 0 || split->output(0)->shape().back() != n) continue;
+    // ... of MatMul(X, W [K, S*N] constant) or of its Add with a constant bias.
+    Node* producer = v->producer();
+    Node* add = nullptr;
+    Node* mm = producer;
+    const Value* bias = nullptr;
+    if (producer != nullptr && producer->op_type() == "Add" && producer->num_inputs() == 2) {
+      add = producer;
+      mm = nullptr;
+      for (int i = 0; i < 2 && mm == nullptr; ++i) {
+        const Value* p = add->input(i);
+        const Value* b = add->input(1 - i);
+        if (p == nullptr || b == nullptr || p->producer() == nullptr || p->producer()->op_type() != "MatMul") continue;
+        if (!b->is_constant() || b->dtype() != v->dtype() ||
+            !(b->shape() == Shape{s * n} || b->shape() == Shape{1, s * n})) {
+          continue;
+        }
+        if (p->uses().size() != 1 || graph.IsGraphOutput(p) || p->shape() != v->shape()) continue;
+        mm = p->producer();
+        bias = b;
+      }
+    }
+    if (mm == nullptr || mm->op_type() != "MatMul" || !mm->domain().empty() || mm->num_inputs() != 2 ||
+        !mm->has_input(0) || !mm->has_input(1)) {
+      continue;
+    }
+    if (!TransposedOperands(*mm).empty()) continue;  // layout flags: the stacked form rebuilds X and W row-major
+    Value* x = mm->input(0);
+    const Value* w = mm->input(1);
+    if (!w->is_constant() || w->rank() != 2 || !IsFloating(w->dtype()) || w->shape()[1] != s * n ||
+        x->numel() <= 0 || mm->output(0)->shape() != v->shape()) {
+      continue;
+    }
+
+    StackSpec spec;
+    spec.base = mm->name();
+    spec.tag = "stacked";
+    spec.x = x;
+    spec.weights = SplitColumns(w->constant(), s);
+    if (bias != nullptr) {
+      const std::vector<float> b = bias->constant().ToFloat();
+      for (int i = 0; i < s; ++i) spec.biases.emplace_back(b.begin() + i * n, b.begin() + (i + 1) * n);
+      spec.bias_dtype = bias->dtype();
+    }
+    for (Value* o : split->outputs()) {
+      spec.outs.push_back(o);
+      spec.types.push_back({o->dtype(), o->shape()});
+    }
+    std::vector<std::string> names = {mm->name()};
+    if (add != nullptr) names.push_back(add->name());
+    names.push_back(split->name());
+    graph.RemoveNode(split);
+    if (add != nullptr) graph.RemoveNode(add);
+    graph.RemoveNode(mm);
+    KILN_ASSIGN_OR_RETURN(Node* matmul, BuildStacked(graph, spec));
+    if (report_ != nullptr) report_->groups.push_back({std::string(name()), matmul->name(), "split-matmul", names});
     changed = true;
   }
   if (changed) {

@@ -115,7 +115,8 @@ graph @main {
   ASSERT_NE(bias, nullptr);
   EXPECT_EQ(bias->shape(), (Shape{28}));
 
-  // One sibling without a bias: the biases stay below the Split.
+  // One sibling without a bias: the biases stay below the Split (equal widths: the
+  // stacked layout, each piece reshaped back to [3, 2] for its Add / Mul reader).
   FusionReport partial;
   auto h = FuseAndCheck(R"(
 graph @main {
@@ -131,7 +132,244 @@ graph @main {
 }
 )",
                         &partial);
-  EXPECT_EQ(Summary(*h), "MatMul @q/siblings\nSplit @q/split\nAdd @q_bias\nMul @prod\n");
+  EXPECT_EQ(Summary(*h),
+            "MatMul @q/siblings\nSplit @q/split\nReshape @q/unstack0\nAdd @q_bias\nReshape @q/unstack1\nMul @prod\n");
+}
+
+// Equal widths, batch 1: W stacked as [S, K, N], the bias as [S, 1, N], a Split along
+// axis 0 whose pieces are the siblings' outputs as they were (no Reshape).
+TEST(FuseSiblingsTest, StacksEqualWidthSiblings) {
+  std::unique_ptr<Graph> g = ParseTyped(R"(
+graph @main {
+  input %x : f32[1,3,2]
+  const %wq : f32[2,2] = [1.0, 2.0, 3.0, 4.0]
+  const %wk : f32[2,2] = [5.0, 6.0, 7.0, 8.0]
+  const %bq : f32[2] = [0.5, 0.25]
+  const %bk : f32[1,2] = [-1.0, -2.0]
+  %q0 = MatMul(%x, %wq) @q
+  %k0 = MatMul(%x, %wk) @k
+  %q = Add(%q0, %bq) @q_bias
+  %k = Add(%bk, %k0) @k_bias
+  %t = Transpose(%k) {perm = [0, 2, 1]} @kt
+  %s = MatMul(%q, %t) @scores
+  output %s
+}
+)");
+  std::unique_ptr<Graph> original = g->Clone();
+  FusionReport report;
+  ASSERT_TRUE(*FuseSiblings(&report).Run(*g));
+  ExpectValid(*g);
+  ExpectSameResults(*original, *g);
+  EXPECT_EQ(PrintGraph(*g), R"(graph @main {
+  input %x : f32[1,3,2]
+  const %q/siblings_weight : f32[2,2,2] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+  const %q/siblings_bias : f32[2,1,2] = [0.5, 0.25, -1.0, -2.0]
+  const %q/split_sizes : i64[2] = splat(1)
+  %q/siblings_out : f32[2,3,2] = MatMul(%x, %q/siblings_weight) @q/siblings
+  %q/siblings_biased : f32[2,3,2] = Add(%q/siblings_out, %q/siblings_bias) @q/siblings_bias_add
+  %q : f32[1,3,2], %k : f32[1,3,2] = Split(%q/siblings_biased, %q/split_sizes) {axis = 0} @q/split
+  %t : f32[1,2,3] = Transpose(%k) {perm = [0, 2, 1]} @kt
+  %s : f32[1,3,3] = MatMul(%q, %t) @scores
+  output %s
+}
+)");
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].name, "q/siblings");
+  EXPECT_EQ(report.groups[0].pattern, "siblings");
+  EXPECT_EQ(report.groups[0].members, (std::vector<std::string>{"q", "q_bias", "k", "k_bias"}));
+}
+
+// Batched X [2, 3, 4]: viewed as [6, 4]; a piece read only by Reshapes to a constant
+// shape feeds them directly, others get a Reshape back to [2, 3, N] (a piece that is
+// a graph output, and one read by a Reshape whose shape has a 0: that 0 copies a dim
+// of its input, so the input's shape must stay).
+TEST(FuseSiblingsTest, StackedLayoutOnBatchedInput) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[2,3,4]
+  const %wq : f32[4,4] = splat(0.5)
+  const %wk : f32[4,4] = splat(0.5)
+  const %wv : f32[4,4] = splat(0.5)
+  const %bq : f32[4] = splat(0.1)
+  const %bk : f32[4] = splat(0.2)
+  const %bv : f32[4] = splat(0.3)
+  const %heads : i64[4] = [2, 3, 2, 2]
+  const %heads0 : i64[4] = [0, 3, 2, 2]
+  %q0 = MatMul(%x, %wq) @q
+  %k0 = MatMul(%x, %wk) @k
+  %v0 = MatMul(%x, %wv) @v
+  %q = Add(%q0, %bq) @q_bias
+  %k = Add(%k0, %bk) @k_bias
+  %v = Add(%v0, %bv) @v_bias
+  %qh = Reshape(%q, %heads) @q_heads
+  %qt = Transpose(%qh) {perm = [0, 2, 1, 3]} @q_t
+  %kh = Reshape(%k, %heads0) @k_heads
+  %kt = Transpose(%kh) {perm = [0, 2, 3, 1]} @k_t
+  %s = MatMul(%qt, %kt) @scores
+  output %s
+  output %v
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g),
+            "Reshape @q/siblings_rows\nMatMul @q/siblings\nAdd @q/siblings_bias_add\nSplit @q/split\n"
+            "Reshape @q_heads\nTranspose @q_t\nReshape @q/unstack1\nReshape @k_heads\nTranspose @k_t\n"
+            "MatMul @scores\nReshape @q/unstack2\n");
+  EXPECT_EQ(g->FindValue("q/siblings_out")->shape(), (Shape{3, 6, 4}));
+  EXPECT_EQ(g->FindValue("q/siblings_bias")->shape(), (Shape{3, 1, 4}));
+  EXPECT_EQ(g->FindValue("q"), nullptr);  // q_heads reads the piece
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].pattern, "siblings");
+}
+
+// X of rank 1 and 2: the pieces [1, M, N] are reshaped back to [N] / [M, N].
+TEST(FuseSiblingsTest, StackedLayoutOnVectorInput) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[4]
+  const %wa : f32[4,3] = splat(0.5)
+  const %wb : f32[4,3] = splat(0.5)
+  %a = MatMul(%x, %wa) @a
+  %b = MatMul(%x, %wb) @b
+  %y = Mul(%a, %b) @prod
+  output %y
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g),
+            "Reshape @a/siblings_rows\nMatMul @a/siblings\nSplit @a/split\nReshape @a/unstack0\n"
+            "Reshape @a/unstack1\nMul @prod\n");
+  EXPECT_EQ(g->FindValue("a/siblings_out")->shape(), (Shape{2, 1, 3}));
+}
+
+// A MatMul + bias whose result a Split cuts along the last axis into equal parts
+// (GPT-2's c_attn) gets the stacked layout too.
+TEST(FuseSiblingsTest, SplitMatMulGetsTheStackedLayout) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[2,3,4]
+  const %w : f32[4,6] = splat(0.5)
+  const %b : f32[6] = splat(0.1)
+  const %sizes : i64[3] = [2, 2, 2]
+  const %heads : i64[4] = [2, 3, 1, 2]
+  %p = MatMul(%x, %w) @c_attn
+  %pb = Add(%b, %p) @c_attn_bias
+  %q, %k, %v = Split(%pb, %sizes) {axis = 2} @split
+  %qh = Reshape(%q, %heads) @q_heads
+  %kh = Reshape(%k, %heads) @k_heads
+  %vh = Reshape(%v, %heads) @v_heads
+  %s = Add(%qh, %kh) @sum
+  %y = Mul(%s, %vh) @prod
+  output %y
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g),
+            "Reshape @c_attn/stacked_rows\nMatMul @c_attn/stacked\nAdd @c_attn/stacked_bias_add\n"
+            "Split @c_attn/split\nReshape @q_heads\nReshape @k_heads\nReshape @v_heads\nAdd @sum\nMul @prod\n");
+  EXPECT_EQ(g->FindValue("c_attn/stacked_weight")->shape(), (Shape{3, 4, 2}));
+  EXPECT_EQ(g->FindValue("c_attn/stacked_bias")->shape(), (Shape{3, 1, 2}));
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].pattern, "split-matmul");
+  EXPECT_EQ(report.groups[0].members, (std::vector<std::string>{"c_attn", "c_attn_bias", "split"}));
+
+  // Without a bias, and with a batch-1 input (no Reshape at all).
+  FusionReport plain;
+  auto h = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[1,3,4]
+  const %w : f32[4,6] = splat(0.5)
+  %p = MatMul(%x, %w) @c_attn
+  %q, %k = Split(%p) {axis = -1, num_outputs = 2} @split
+  %y = Mul(%q, %k) @prod
+  output %y
+}
+)",
+                        &plain);
+  EXPECT_EQ(Summary(*h), "MatMul @c_attn/stacked\nSplit @c_attn/split\nMul @prod\n");
+}
+
+TEST(FuseSiblingsTest, SplitMatMulMustNotFire) {
+  for (const char* text : {
+           // Unequal parts.
+           R"(graph @main {
+  input %x : f32[3,4]
+  const %w : f32[4,6] = splat(0.5)
+  const %sizes : i64[2] = [2, 4]
+  %p = MatMul(%x, %w) @mm
+  %a, %b = Split(%p, %sizes) {axis = 1} @split
+  output %a
+  output %b
+})",
+           // Not the last axis.
+           R"(graph @main {
+  input %x : f32[4,4]
+  const %w : f32[4,6] = splat(0.5)
+  %p = MatMul(%x, %w) @mm
+  %a, %b = Split(%p) {axis = 0, num_outputs = 2} @split
+  output %a
+  output %b
+})",
+           // A computed weight.
+           R"(graph @main {
+  input %x : f32[3,4]
+  input %w : f32[4,6]
+  %p = MatMul(%x, %w) @mm
+  %a, %b = Split(%p) {axis = 1, num_outputs = 2} @split
+  output %a
+  output %b
+})",
+           // The product is read elsewhere too.
+           R"(graph @main {
+  input %x : f32[3,4]
+  const %w : f32[4,6] = splat(0.5)
+  const %bias : f32[6] = splat(0.5)
+  %p = MatMul(%x, %w) @mm
+  %pb = Add(%p, %bias) @bias
+  %a, %b = Split(%pb) {axis = 1, num_outputs = 2} @split
+  output %a
+  output %b
+  output %p
+})",
+       }) {
+    FusionReport report;
+    bool changed = true;
+    auto g = FuseAndCheck(text, &report, &changed);
+    EXPECT_FALSE(changed) << text;
+    EXPECT_TRUE(report.groups.empty()) << text;
+  }
+}
+
+// The stacked product takes its [S, 1, N] bias as an epilogue.
+TEST(FuseSiblingsTest, StackedBiasBecomesAnEpilogue) {
+  std::unique_ptr<Graph> g = ParseTyped(R"(
+graph @main {
+  input %x : f32[1,5,8]
+  const %wg : f32[8,16] = splat(0.5)
+  const %wu : f32[8,16] = splat(0.5)
+  const %bg : f32[16] = splat(0.5)
+  const %bu : f32[16] = splat(0.5)
+  %g0 = MatMul(%x, %wg) @gate
+  %u0 = MatMul(%x, %wu) @up
+  %g = Add(%g0, %bg) @gate_bias
+  %u = Add(%u0, %bu) @up_bias
+  %a = Relu(%g) @act
+  %y = Mul(%a, %u) @gated
+  output %y
+}
+)");
+  RandomizeConstants(*g, 4);
+  std::unique_ptr<Graph> original = g->Clone();
+  ASSERT_TRUE(*FuseSiblings().Run(*g));
+  ASSERT_TRUE(*FuseEpilogue().Run(*g));
+  ExpectValid(*g);
+  EXPECT_EQ(Summary(*g),
+            "FusedGroup matmul+epilogue [gate/siblings, gate/siblings_bias_add] anchor=gate/siblings\n"
+            "Split @gate/split\nRelu @act\nMul @gated\n");
+  ExpectSameResults(*original, *g);
 }
 
 TEST(FuseSiblingsTest, SharedInputMustNotFire) {

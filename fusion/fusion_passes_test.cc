@@ -84,6 +84,7 @@ TEST(FusionPassesTest, TransformerBlock) {
   ExpectSameResults(*original, *g);
   EXPECT_EQ(Summary(*g),
             "LayerNormalization @ln1\n"
+            "Reshape @q/siblings_rows\n"  // the stacked QKV layout views X as [M, K]
             "MatMul @q/siblings\n"
             "Split @q/split\n"
             "Reshape @q4\n"

@@ -130,6 +130,15 @@ void ReportRejection(FusionReport* report, absl::string_view pass, std::vector<s
   report->rejections.push_back({std::string(pass), std::move(nodes), std::move(reason)});
 }
 
+std::string TransposedOperands(const Node& matmul) {
+  const bool a = matmul.GetInt("trans_a", 0).value_or(1) != 0;
+  const bool b = matmul.GetInt("trans_b", 0).value_or(1) != 0;
+  if (a && b) return "A and B (trans_a, trans_b)";
+  if (a) return "A (trans_a)";
+  if (b) return "B (trans_b)";
+  return "";
+}
+
 std::string Quote(absl::string_view name) { return absl::StrCat("'", name, "'"); }
 
 }  // namespace kiln

@@ -47,6 +47,13 @@ void ReportGroup(FusionReport* report, absl::string_view pass, const Node& group
 void ReportRejection(FusionReport* report, absl::string_view pass, std::vector<std::string> nodes,
                      std::string reason);
 
+// Which operands MatMul `matmul` reads transposed through its layout flags
+// (trans_a / trans_b, graph/ops/mat_mul.cc): "" for none, else "A (trans_a)",
+// "B (trans_b)" or "A and B (trans_a, trans_b)"; a flag that is not 0 counts as set.
+// Rewrites that rebuild a MatMul from its operands in row-major form (fuse-siblings'
+// concatenated or stacked weights) refuse flagged MatMuls with this in the reason.
+std::string TransposedOperands(const Node& matmul);
+
 // "'name'" quoting used in report reasons.
 std::string Quote(absl::string_view name);
 

@@ -5,6 +5,7 @@
 #include "common/status_macros.h"
 #include "graph/eliminate_dead_code.h"
 #include "graph/fold_batch_norm.h"
+#include "graph/fold_transpose_into_matmul.h"
 #include "graph/gemm_to_matmul.h"
 #include "graph/infer_shapes.h"
 #include "graph/recognize_gelu.h"
@@ -57,6 +58,11 @@ const std::vector<CanonicalPass>& CanonicalPasses() {
        "after the rewrites: folds what they left constant (transposed or scaled weights) so that the next round "
        "sees constants, and re-infers every type",
        FoldConstants},
+      {"fold-transpose-into-matmul",
+       "after fold-constants (Transposes of weights are constants by then and flagged constant weights are "
+       "re-laid out row-major), before DCE: MatMuls read transposed activations through trans_a/trans_b, so the "
+       "Transposes they leave unused go",
+       Runner<FoldTransposeIntoMatMul>()},
       {"eliminate-dead-code", "last of each round: drops what the rewrites and folding left without uses",
        Runner<EliminateDeadCode>()},
   };

@@ -4,7 +4,8 @@
 //
 // Runs, to a fixed point: RemoveIdentity, GemmToMatMul, FoldBatchNorm,
 // RecognizeGelu, RecognizeLayerNorm, constant folding (InferShapes with
-// fold_constants) and EliminateDeadCode. Returns whether anything changed.
+// fold_constants), FoldTransposeIntoMatMul and EliminateDeadCode. Returns
+// whether anything changed.
 // Preconditions: the graph is typed (InferShapes has run). Postconditions: typed,
 // topologically sorted; graph inputs and outputs keep their names and values.
 #pragma once

@@ -199,6 +199,45 @@ TEST(CanonicalizeTest, ConvBatchNormReluAndGemmHead) {
                                              "/fc/Gemm", "/fc/Gemm/bias"}));
 }
 
+TEST(CanonicalizeTest, TransposedMatMulOperandsBecomeLayoutFlags) {
+  // Gemm(transA) on a computed operand, Gemm(transB) on a weight a Constant node
+  // produces, a swap Transpose and an attention key Transpose [0,2,3,1] feeding
+  // MatMuls: computed operands end up read through trans_a / trans_b, the weight
+  // row-major [K, N] without a flag, and only the row-preserving [0,2,1,3] copy
+  // remains.
+  std::unique_ptr<Graph> g = CanonicalizeAndCheck(absl::StrCat(R"(graph @main {
+  input %x : f32[6,4]
+  input %q : f32[1,2,5,3]
+  input %k : f32[1,5,2,3]
+  const %b : f32[5] = )",
+                                                               RandomData(5, 91, 0.1f), R"(
+  %r = Relu(%x) @/relu
+  %w = Constant() {value = tensor<f32[5,6]> )",
+                                                               RandomData(30, 92, 0.5f), R"(} @/fc/Constant
+  %h = Gemm(%r, %w, %b) {transA = 1, transB = 1} @/fc/Gemm
+  %ht = Transpose(%h) {perm = [1, 0]} @/ht
+  %g = MatMul(%ht, %h) @/gram
+  %kt = Transpose(%k) {perm = [0, 2, 3, 1]} @/kt
+  %s = MatMul(%q, %kt) @/scores
+  output %g
+  output %s
+}
+)"));
+  EXPECT_EQ(OpCounts(*g), (std::map<std::string, int>{{"Add", 1}, {"MatMul", 3}, {"Relu", 1}, {"Transpose", 1}}))
+      << Print(*g);
+  std::map<std::string, std::string> flags;  // MatMul name -> "ab", "a", "b" or ""
+  for (const Node* n : g->nodes()) {
+    if (n->op_type() == "Transpose") EXPECT_EQ(*n->GetInts("perm"), (std::vector<int64_t>{0, 2, 1, 3}));
+    if (n->op_type() != "MatMul") continue;
+    flags[n->name()] = absl::StrCat(*n->GetInt("trans_a", 0) ? "a" : "", *n->GetInt("trans_b", 0) ? "b" : "");
+    if (n->name() == "/fc/Gemm") {
+      ASSERT_TRUE(n->input(1)->is_constant());
+      EXPECT_EQ(n->input(1)->shape(), (Shape{6, 5}));
+    }
+  }
+  EXPECT_EQ(flags, (std::map<std::string, std::string>{{"/fc/Gemm", "a"}, {"/gram", "a"}, {"/scores", "b"}}));
+}
+
 TEST(CanonicalizeTest, NothingToDoReportsNoChange) {
   std::unique_ptr<Graph> g = MustParse(R"(
 graph @main {

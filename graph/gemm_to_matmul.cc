@@ -1,4 +1,5 @@
-// Gemm -> MatMul [+ Mul] [+ Add], folding transposes and scales into constants.
+// Gemm -> MatMul [+ Mul] [+ Add]: transposes of constants and scales folded into
+// constants, transposes of computed operands into the MatMul's layout flags.
 #include "graph/gemm_to_matmul.h"
 
 #include <string>
@@ -34,16 +35,13 @@ Value* ScalarConstant(Graph& graph, const std::string& name, DType dtype, float 
   return graph.AddConstant(name, Tensor::FromFloat(dtype, {}, {value}));
 }
 
-// op(v) for a Gemm operand: v itself, a folded constant, or a Transpose node.
-Value* Operand(Graph& graph, Value* v, bool transpose, float scale, const std::string& node_name) {
+// op(v) for a Gemm operand: a folded constant, or v itself (read through the
+// MatMul's layout flag when `transpose`, see Rewrite).
+Value* Operand(Graph& graph, Value* v, bool transpose, float scale) {
   if (v->is_constant() && (transpose || scale != 1.f)) {
     return FoldedMatrix(graph, v, transpose, scale, transpose ? "/transposed" : "/scaled");
   }
-  if (!transpose) return v;
-  Value* t = NewValue(graph, absl::StrCat(v->name(), "/transposed"), v->dtype(), {v->shape()[1], v->shape()[0]});
-  Node* node = graph.AddNode("Transpose", {v}, {t}, node_name);
-  node->SetAttr("perm", std::vector<int64_t>{1, 0});
-  return t;
+  return v;
 }
 
 bool Qualifies(const Node& node) {
@@ -72,11 +70,14 @@ void Rewrite(Graph& graph, Node* gemm) {
 
   const bool alpha_in_b = alpha != 1.f && b->is_constant();
   const bool alpha_mul = alpha != 1.f && !alpha_in_b;
-  Value* a2 = Operand(graph, a, trans_a, 1.f, absl::StrCat(name, "/transpose_a"));
-  Value* b2 = Operand(graph, b, trans_b, alpha_in_b ? alpha : 1.f, absl::StrCat(name, "/transpose_b"));
+  Value* a2 = Operand(graph, a, trans_a, 1.f);
+  Value* b2 = Operand(graph, b, trans_b, alpha_in_b ? alpha : 1.f);
 
   Value* m = (alpha_mul || c) ? NewValue(graph, absl::StrCat(y->name(), "/matmul"), dtype, shape) : y;
-  graph.AddNode("MatMul", {a2, b2}, {m}, name);
+  Node* matmul = graph.AddNode("MatMul", {a2, b2}, {m}, name);
+  // A computed operand keeps its stored layout; the flag says it is transposed.
+  if (trans_a && !a->is_constant()) matmul->SetAttr("trans_a", Attribute(int64_t{1}));
+  if (trans_b && !b->is_constant()) matmul->SetAttr("trans_b", Attribute(int64_t{1}));
   if (alpha_mul) {
     Value* scaled = c ? NewValue(graph, absl::StrCat(y->name(), "/alpha"), dtype, shape) : y;
     graph.AddNode("Mul", {m, ScalarConstant(graph, absl::StrCat(name, "/alpha"), dtype, alpha)}, {scaled},

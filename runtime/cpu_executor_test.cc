@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/strings/match.h"
 #include "frontend/onnx_importer.h"
 #include "gmock/gmock.h"
 #include "graph/text_format.h"
@@ -219,6 +220,94 @@ TEST(CpuExecutorTest, GeneratedModels) {
     ASSERT_TRUE(model.ok()) << name << ": " << model.status();
     auto graph = ImportOnnxModel(*std::move(model), ".");
     ASSERT_TRUE(graph.ok()) << name << ": " << graph.status();
+    ExpectBundleMatchesReference(**graph, name, "fp32");
+    ExpectBundleMatchesReference(**graph, name, "fp16");
+  }
+}
+
+// The Split steps of `m` whose pieces are views: kernel "view", output k bound at the
+// input's offset plus the bytes of the pieces before it. Returns their node names.
+std::vector<std::string> ViewSplits(const bundle::Manifest& m) {
+  std::vector<std::string> names;
+  for (const bundle::Step& step : m.steps()) {
+    if (step.op_type() != "Split" || step.kernel() != "view") continue;
+    int64_t offset = step.inputs(0).offset();
+    for (const bundle::Binding& out : step.outputs()) {
+      EXPECT_EQ(out.kind(), bundle::Binding::ARENA) << step.node();
+      EXPECT_EQ(out.offset(), offset) << step.node() << " output " << out.value();
+      offset += out.bytes();
+    }
+    names.push_back(step.node());
+  }
+  return names;
+}
+
+// A Split along the outer axis into 256-byte aligned pieces (128 elements: 512 bytes
+// in f32, 256 in f16) is a view: no kernel, the
+// pieces bound inside the input, and the CPU backend (which writes every step's
+// outputs) writes the same bytes back over its input, so the numbers stay right.
+TEST(CpuExecutorTest, SplitWhosePiecesAreViews) {
+  auto graph = ParseGraph(R"(graph @g {
+    input %x : f32[3,64]
+    input %z : f32[1,128]
+    const %w : f32[64,128] = splat(0.01)
+    const %sizes : i64[3] = [1, 1, 1]
+    %y : f32[3,128] = MatMul(%x, %w) @mm
+    %a : f32[1,128], %b : f32[1,128], %c : f32[1,128] = Split(%y, %sizes) {axis = 0} @split
+    %r : f32[1,128] = Relu(%a) @relu
+    %s : f32[1,128] = Mul(%b, %z) @mul
+    %t : f32[1,128] = Sub(%r, %s) @sub
+    output %t, %c
+  })");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  for (const char* precision : {"fp32", "fp16"}) {
+    CompileOptions options = WithPrecision(precision);
+    options.fuse = false;  // keep Relu/Mul/Sub as steps that read the pieces
+    auto contents = BuildBundle(**graph, options, "split", "");
+    ASSERT_TRUE(contents.ok()) << contents.status();
+    EXPECT_EQ(ViewSplits(contents->manifest), std::vector<std::string>{"split"}) << precision;
+    ExpectBundleMatchesReference(**graph, "split", precision);
+  }
+  // Along the inner axis the pieces are strided: the Split stays a kernel.
+  auto inner = ParseGraph(R"(graph @g {
+    input %x : f32[3,128]
+    %a : f32[3,64], %b : f32[3,64] = Split(%x) {axis = 1, num_outputs = 2} @split
+    %y : f32[3,64] = Sub(%a, %b) @sub
+    output %y
+  })");
+  ASSERT_TRUE(inner.ok()) << inner.status();
+  auto contents = BuildBundle(**inner, WithPrecision("fp32"), "inner", "");
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  EXPECT_TRUE(ViewSplits(contents->manifest).empty());
+  ExpectBundleMatchesReference(**inner, "inner", "fp32");
+}
+
+// fuse-siblings' stacked layout in whole models: the BERT layer's Q/K/V Split and the
+// GPT-2 block's c_attn Split compile to "view" steps (no kernel), and the bundles
+// still compute what the imported models compute on the CPU backend.
+TEST(CpuExecutorTest, SiblingSplitsOfTransformersAreViews) {
+  for (const std::string name : {"bert_layer", "gpt2_block"}) {
+    models::ModelOptions options;
+    options.batch = name == "gpt2_block" ? 2 : 1;
+    options.seq = 8;
+    options.hidden = 32;
+    options.heads = 2;
+    options.ffn = 64;
+    auto model = models::MakeModel(name, options);
+    ASSERT_TRUE(model.ok()) << name << ": " << model.status();
+    auto graph = ImportOnnxModel(*std::move(model), ".");
+    ASSERT_TRUE(graph.ok()) << name << ": " << graph.status();
+    for (const char* precision : {"fp32", "fp16"}) {
+      auto contents = BuildBundle(**graph, WithPrecision(precision), name, "");
+      ASSERT_TRUE(contents.ok()) << name << ": " << contents.status();
+      const std::vector<std::string> views = ViewSplits(contents->manifest);
+      ASSERT_EQ(views.size(), 1u) << name << " " << precision;
+      EXPECT_TRUE(absl::EndsWith(views[0], "/split")) << views[0];
+      for (const bundle::Step& step : contents->manifest.steps()) {
+        EXPECT_FALSE(step.op_type() == "Split" && step.kernel() != "view")
+            << name << " " << precision << ": " << step.node() << " runs " << step.kernel();
+      }
+    }
     ExpectBundleMatchesReference(**graph, name, "fp32");
     ExpectBundleMatchesReference(**graph, name, "fp16");
   }

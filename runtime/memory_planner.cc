@@ -17,7 +17,7 @@ namespace {
 // A memory block: a buffer with its aliases and in-place partners.
 struct Group {
   int root = 0;
-  int64_t size = 0;  // aligned
+  int64_t size = 0;  // aligned extent: max over members of (offset in the block + aligned size)
   int first = 0;
   int last = 0;
   int latest_first = 0;  // the latest first step of any member
@@ -131,6 +131,13 @@ const Value* ViewSource(const Node& node) {
   return in;
 }
 
+// Whether the outputs of `node` are bytes of its input 0 (a view op, or a Split whose
+// pieces are views) in the arena.
+bool AliasesInput(const Node* node) {
+  if (node == nullptr || ViewSource(*node) == nullptr) return false;
+  return IsView(node) || SplitViewOffsets(*node).has_value();
+}
+
 }  // namespace
 
 const char* PlanOrderingName(PlanOrdering ordering) {
@@ -159,6 +166,18 @@ absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> buffers) {
     if (b.alias_of >= 0 && b.first_step < buffers[b.alias_of].first_step) {
       return error("an alias cannot start before the buffer it aliases");
     }
+    if (b.alias_offset != 0) {
+      if (b.alias_of < 0) return error("alias_offset without alias_of");
+      if (b.alias_offset < 0 || b.alias_offset % kArenaAlignment != 0) {
+        return error(absl::StrCat("alias_offset ", b.alias_offset, " is not a non-negative multiple of ",
+                                  kArenaAlignment));
+      }
+    }
+    if (b.alias_of >= 0 && b.alias_offset + b.size_bytes > buffers[b.alias_of].size_bytes) {
+      return error(absl::StrCat("the alias (", b.size_bytes, " bytes at offset ", b.alias_offset,
+                                ") does not lie within the ", buffers[b.alias_of].size_bytes,
+                                " bytes of the buffer it aliases"));
+    }
   }
 
   MemoryPlan plan;
@@ -166,25 +185,33 @@ absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> buffers) {
   std::vector<int> parent(n);
   std::iota(parent.begin(), parent.end(), 0);
   std::vector<Group> info(n);  // indexed by root buffer
+  // Offset of each buffer within its memory block's root: the sum of alias_offsets
+  // up the alias chain (0 for in-place partners, which start their block).
+  std::vector<int64_t> rel(n, 0);
   for (int i = 0; i < n; ++i) {
     info[i] = {i, AlignArena(buffers[i].size_bytes), buffers[i].first_step, buffers[i].last_step,
                buffers[i].first_step};
     if (buffers[i].alias_of < 0) plan.no_reuse_bytes += info[i].size;
   }
-  auto merge = [&](int into, int from) {  // roots; `into` is the earlier buffer
+  // `from` (a root) joins `into` (the earlier root), its members keeping their
+  // offsets relative to `from`, which sits at `from_offset` in `into`'s block.
+  auto merge = [&](int into, int from, int64_t from_offset) {
     parent[from] = into;
     Group& g = info[into];
-    g.size = std::max(g.size, info[from].size);
+    g.size = std::max(g.size, from_offset + info[from].size);
     g.first = std::min(g.first, info[from].first);
     g.last = std::max(g.last, info[from].last);
     g.latest_first = std::max(g.latest_first, info[from].latest_first);
   };
   // Aliases are mandatory and fixed first, so each block's lifetime is complete
   // before in-place requests look at it.
+  // Buffer i is still alone here (only later buffers alias it), and the root of
+  // alias_of's block is the top of its alias chain, so rel is measured from it.
   for (int i = 0; i < n; ++i) {
     if (buffers[i].alias_of < 0) continue;
     const int a = Find(parent, buffers[i].alias_of), b = Find(parent, i);
-    if (a != b) merge(std::min(a, b), std::max(a, b));
+    rel[i] = rel[buffers[i].alias_of] + buffers[i].alias_offset;
+    if (a != b) merge(a, b, rel[i]);
   }
   for (int i = 0; i < n; ++i) {
     const BufferRequest& b = buffers[i];
@@ -194,12 +221,15 @@ absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> buffers) {
     const Group& s = info[src];
     const Group& d = info[dst];
     // Legal when the source block is last read at this step, no member of it is
-    // written at this step, and it is large enough.
+    // written at this step, the source starts the block (an element-wise op writes
+    // element k over element k), and the block is large enough.
     if (s.last != b.first_step || s.latest_first >= b.first_step || d.first != b.first_step ||
-        s.size < d.size) {
+        rel[b.in_place_of] != 0 || s.size < d.size) {
       continue;
     }
-    merge(std::min(src, dst), std::max(src, dst));
+    // dst == i (not an alias, and no earlier buffer names it), so src < dst; i's
+    // block starts at the source's offset.
+    merge(std::min(src, dst), std::max(src, dst), 0);
     plan.in_place[i] = true;
   }
 
@@ -232,9 +262,40 @@ absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> buffers) {
   for (int i = 0; i < n; ++i) {
     const int root = Find(parent, i);
     plan.group_of[i] = root;
-    plan.offsets[i] = best_offsets[group_index[root]];
+    plan.offsets[i] = best_offsets[group_index[root]] + rel[i];
   }
   return plan;
+}
+
+std::optional<std::vector<int64_t>> SplitViewOffsets(const Node& node) {
+  if (node.op_type() != "Split" || (!node.domain().empty() && node.domain() != "ai.onnx")) return std::nullopt;
+  const Value* in = node.input(0);
+  if (in == nullptr || !in->has_type() || in->rank() == 0 || node.num_outputs() == 0) return std::nullopt;
+  absl::StatusOr<int64_t> attr = node.GetInt("axis", 0);
+  if (!attr.ok()) return std::nullopt;
+  const int64_t rank = in->rank();
+  const int64_t axis = *attr < 0 ? *attr + rank : *attr;
+  if (axis < 0 || axis >= rank) return std::nullopt;
+  const Shape& shape = in->shape();
+  int64_t inner = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < axis && shape[d] != 1) return std::nullopt;  // pieces would be strided
+    if (d > axis) inner *= shape[d];
+  }
+  const int64_t row_bytes = inner * static_cast<int64_t>(DTypeSize(in->dtype()));
+  std::vector<int64_t> offsets;
+  int64_t at = 0;
+  for (const Value* out : node.outputs()) {
+    if (out == nullptr || !out->has_type() || out->dtype() != in->dtype() || out->rank() != rank) return std::nullopt;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d != axis && out->shape()[d] != shape[d]) return std::nullopt;
+    }
+    if ((at * row_bytes) % kArenaAlignment != 0) return std::nullopt;
+    offsets.push_back(at * row_bytes);
+    at += out->shape()[axis];
+  }
+  if (at != shape[axis]) return std::nullopt;
+  return offsets;
 }
 
 bool CanRunInPlace(const Graph& graph, const Node& node, int input_index) {
@@ -251,9 +312,7 @@ bool CanRunInPlace(const Graph& graph, const Node& node, int input_index) {
   // Every value sharing the input's bytes: up the view chain to the root, then down
   // through every view of it.
   const Value* root = in;
-  while (IsView(root->producer()) && ViewSource(*root->producer()) != nullptr) {
-    root = ViewSource(*root->producer());
-  }
+  while (AliasesInput(root->producer())) root = ViewSource(*root->producer());
   std::vector<const Value*> stack = {root};
   absl::flat_hash_set<const Value*> seen = {root};
   while (!stack.empty()) {
@@ -261,7 +320,7 @@ bool CanRunInPlace(const Graph& graph, const Node& node, int input_index) {
     stack.pop_back();
     if (graph.IsGraphInput(v) || graph.IsGraphOutput(v)) return false;
     for (const Use& use : v->uses()) {
-      if (use.index != 0 || !IsView(use.node)) continue;
+      if (use.index != 0 || !AliasesInput(use.node)) continue;
       for (const Value* o : use.node->outputs()) {
         if (o != nullptr && seen.insert(o).second) stack.push_back(o);
       }
@@ -320,6 +379,13 @@ absl::StatusOr<GraphMemoryPlan> PlanGraphMemory(const Graph& graph) {
       if (o == 0 && IsView(&node)) {
         if (const Value* src = ViewSource(node); src != nullptr) {
           b.alias_of = result.buffer_of.at(src);
+          continue;
+        }
+      }
+      if (node.op_type() == "Split" && ViewSource(node) != nullptr) {
+        if (std::optional<std::vector<int64_t>> pieces = SplitViewOffsets(node)) {
+          b.alias_of = result.buffer_of.at(ViewSource(node));
+          b.alias_offset = (*pieces)[o];
           continue;
         }
       }

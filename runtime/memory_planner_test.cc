@@ -51,9 +51,9 @@ struct Dsu {
       err << "buffer " << i << " [" << off << "," << off + RoundUp256(bufs[i].size_bytes)
           << ") exceeds arena " << plan.arena_bytes << "\n";
     }
-    if (bufs[i].alias_of >= 0 && off != plan.offsets[bufs[i].alias_of]) {
-      err << "alias " << i << " at " << off << " but its root " << bufs[i].alias_of << " at "
-          << plan.offsets[bufs[i].alias_of] << "\n";
+    if (bufs[i].alias_of >= 0 && off != plan.offsets[bufs[i].alias_of] + bufs[i].alias_offset) {
+      err << "alias " << i << " at " << off << " but its source " << bufs[i].alias_of << " at "
+          << plan.offsets[bufs[i].alias_of] << " + " << bufs[i].alias_offset << "\n";
     }
     if (plan.in_place[i]) {
       if (!bufs[i].can_run_in_place || bufs[i].in_place_of < 0 || bufs[i].alias_of >= 0) {
@@ -63,10 +63,15 @@ struct Dsu {
       }
     }
   }
-  // Alias classes: buffers that are the same bytes.
+  // Alias classes: buffers that are (parts of) the same bytes; rel[i]: where buffer i
+  // starts within its class's first buffer.
   Dsu alias(n);
+  std::vector<int64_t> rel(n, 0);
   for (int i = 0; i < n; ++i) {
-    if (bufs[i].alias_of >= 0) alias.Join(i, bufs[i].alias_of);
+    if (bufs[i].alias_of >= 0) {
+      alias.Join(i, bufs[i].alias_of);
+      rel[i] = rel[bufs[i].alias_of] + bufs[i].alias_offset;
+    }
   }
   std::map<int, std::pair<int, int>> life;  // class -> [first, last]
   std::map<int, int> latest_first;
@@ -87,6 +92,9 @@ struct Dsu {
     if (life[src].second > bufs[i].first_step || latest_first[src] >= bufs[i].first_step) {
       err << "in-place buffer " << i << " overwrites class of buffer " << bufs[i].in_place_of
           << " that is still live or written at step " << bufs[i].first_step << "\n";
+    }
+    if (rel[bufs[i].in_place_of] != 0) {
+      err << "in-place buffer " << i << " over buffer " << bufs[i].in_place_of << ", which does not start its block\n";
     }
     handover.insert({src, dst});
   }
@@ -119,13 +127,15 @@ struct Dsu {
     if (bufs[i].alias_of >= 0) block.Join(i, bufs[i].alias_of);
     if (plan.in_place[i]) block.Join(i, bufs[i].in_place_of);
   }
+  // A block's size: its members' largest end (in-place partners start the block).
   std::map<int, std::tuple<int64_t, int, int>> blocks;  // size, first, last
   for (int i = 0; i < n; ++i) {
     const int b = block.Root(i);
-    auto [it, fresh] = blocks.try_emplace(b, RoundUp256(bufs[i].size_bytes), bufs[i].first_step, bufs[i].last_step);
+    const int64_t end = rel[i] + RoundUp256(bufs[i].size_bytes);
+    auto [it, fresh] = blocks.try_emplace(b, end, bufs[i].first_step, bufs[i].last_step);
     if (!fresh) {
       auto& [size, first, last] = it->second;
-      size = std::max(size, RoundUp256(bufs[i].size_bytes));
+      size = std::max(size, end);
       first = std::min(first, bufs[i].first_step);
       last = std::max(last, bufs[i].last_step);
     }
@@ -188,6 +198,29 @@ struct Dsu {
         gp.OffsetOf(v) != gp.OffsetOf(p->input(0))) {
       err << "view " << v->name() << " does not share its input's offset\n";
     }
+    // A Split piece the planner aliased: the split is along the outermost non-unit
+    // axis and the piece sits at its input's offset plus the bytes of the pieces
+    // before it, a multiple of 256.
+    if (p != nullptr && p->op_type() == "Split" && b.alias_of >= 0) {
+      const Value* in = p->input(0);
+      int64_t axis = p->GetInt("axis", 0).value_or(0);
+      if (axis < 0) axis += in->rank();
+      int64_t before = 0, inner = DTypeSize(in->dtype());
+      for (int64_t d = 0; d < in->rank(); ++d) {
+        if (d < axis && in->shape()[d] != 1) err << v->name() << " aliases an inner-axis split\n";
+        if (d > axis) inner *= in->shape()[d];
+      }
+      for (const Value* o : p->outputs()) {
+        if (o == v) break;
+        before += o->shape()[axis];
+      }
+      if (gp.values[b.alias_of] != in) err << v->name() << " aliases a value other than its Split's input\n";
+      if ((before * inner) % 256 != 0) err << v->name() << " aliased at a misaligned offset\n";
+      if (gp.OffsetOf(v) != gp.OffsetOf(in) + before * inner) {
+        err << "piece " << v->name() << " at " << gp.OffsetOf(v) << ", expected " << gp.OffsetOf(in) << " + "
+            << before * inner << "\n";
+      }
+    }
     if (gp.plan.in_place[it->second]) {
       const Value* src = gp.values[b.in_place_of];
       if (graph.IsGraphInput(src) || graph.IsGraphOutput(src)) err << v->name() << " overwrites graph I/O\n";
@@ -224,12 +257,88 @@ Value* Op(Graph& g, const std::string& op, std::vector<Value*> inputs, Shape sha
 const int64_t kS = 64 * 1024;  // elements of a test tensor: 256 KiB in f32
 const Shape kShape = {kS};
 
+// A request with an alias at `offset` bytes into buffer 0.
+BufferRequest Piece(const std::string& name, int64_t size, int first, int last, int64_t offset) {
+  BufferRequest b{name, size, first, last, /*alias_of=*/0};
+  b.alias_offset = offset;
+  return b;
+}
+
 TEST(PlanMemoryTest, RejectsMalformedRequests) {
   EXPECT_FALSE(PlanMemory({BufferRequest{"a", -1, 0, 0}}).ok());
   EXPECT_FALSE(PlanMemory({BufferRequest{"a", 1, 3, 2}}).ok());
   EXPECT_FALSE(PlanMemory({BufferRequest{"a", 1, 0, 1, /*alias_of=*/0}}).ok());
   EXPECT_FALSE(PlanMemory({BufferRequest{"a", 1, 2, 3}, BufferRequest{"b", 1, 1, 3, /*alias_of=*/0}}).ok());
+  // Offset aliases: misaligned, negative, past the end, without alias_of.
+  const BufferRequest whole{"p", 1024, 0, 1};
+  EXPECT_FALSE(PlanMemory({whole, Piece("x", 256, 1, 2, 128)}).ok());
+  EXPECT_FALSE(PlanMemory({whole, Piece("x", 256, 1, 2, -256)}).ok());
+  EXPECT_FALSE(PlanMemory({whole, Piece("x", 512, 1, 2, 768)}).ok());
+  BufferRequest loose{"x", 256, 1, 2};
+  loose.alias_offset = 256;
+  EXPECT_FALSE(PlanMemory({whole, loose}).ok());
+  EXPECT_TRUE(PlanMemory({whole, Piece("x", 256, 1, 2, 768)}).ok());
   EXPECT_TRUE(PlanMemory({}).ok());
+}
+
+// Pieces of a buffer at offsets (a Split along its outer axis): each piece sits at its
+// source's offset plus its own, and the whole source stays live while any piece is.
+TEST(PlanMemoryTest, OffsetAliasesKeepTheWholeBlockLive) {
+  std::vector<BufferRequest> bufs = {
+      {"p", 3 * 1024, 0, 1},          // written at 0, split at 1
+      Piece("p0", 1024, 1, 2, 0),     // read at 2
+      Piece("p1", 1024, 1, 2, 1024),  // read at 2
+      Piece("p2", 1000, 1, 6, 2048),  // read until 6
+      {"t", 1024, 2, 3},              // could fit where p0/p1 were, were they free
+      {"u", 1024, 3, 4},
+      {"v", 4096, 5, 6},
+  };
+  auto plan = PlanMemory(bufs);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(CheckPlan(bufs, *plan));
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_EQ(plan->offsets[i], plan->offsets[0] + bufs[i].alias_offset) << bufs[i].name;
+    EXPECT_EQ(plan->group_of[i], 0);
+  }
+  // p's block (3 KiB) is live from step 0 to step 6: nothing else may use its bytes.
+  const int64_t begin = plan->offsets[0], end = begin + 3 * 1024;
+  for (int i = 4; i < 7; ++i) {
+    const int64_t b = plan->offsets[i], e = b + RoundUp256(bufs[i].size_bytes);
+    EXPECT_TRUE(e <= begin || end <= b) << bufs[i].name << " overlaps p's block";
+  }
+  EXPECT_EQ(plan->lower_bound_bytes, 3 * 1024 + 4096);
+  EXPECT_EQ(plan->no_reuse_bytes, 3 * 1024 + 2 * 1024 + 4096);
+
+  // The checker rejects a piece placed at its source's offset (without its own).
+  MemoryPlan bad = *plan;
+  bad.offsets[2] = bad.offsets[0];
+  EXPECT_FALSE(CheckPlan(bufs, bad));
+  // ... and t on p0's bytes, dead by step 2, while p2 keeps the block live.
+  bad = *plan;
+  bad.offsets[4] = bad.offsets[1];
+  EXPECT_FALSE(CheckPlan(bufs, bad));
+}
+
+// In place over a piece: only over the piece that starts the block (an element-wise
+// op writes element k over element k), and only once every piece is last read there.
+TEST(PlanMemoryTest, InPlaceOverPieces) {
+  BufferRequest over_p0{"y0", 1024, 2, 3, -1, /*in_place_of=*/1, true};
+  BufferRequest over_p1{"y1", 1024, 2, 3, -1, /*in_place_of=*/2, true};
+  for (const BufferRequest& request : {over_p0, over_p1}) {
+    std::vector<BufferRequest> bufs = {{"p", 2048, 0, 1}, Piece("p0", 1024, 1, 2, 0), Piece("p1", 1024, 1, 2, 1024),
+                                       request};
+    auto plan = PlanMemory(bufs);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(CheckPlan(bufs, *plan));
+    EXPECT_EQ(plan->in_place[3], request.in_place_of == 1) << request.name;
+  }
+  // p1 is still read at step 3: the block is live, nothing runs in place over p0.
+  std::vector<BufferRequest> bufs = {{"p", 2048, 0, 1}, Piece("p0", 1024, 1, 2, 0), Piece("p1", 1024, 1, 3, 1024),
+                                     over_p0};
+  auto plan = PlanMemory(bufs);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(CheckPlan(bufs, *plan));
+  EXPECT_FALSE(plan->in_place[3]);
 }
 
 TEST(PlanMemoryTest, DisjointLifetimesShareMemory) {
@@ -296,6 +405,13 @@ TEST(PlanMemoryTest, RandomBufferSets) {
         b.size_bytes = bufs[j].size_bytes;
         b.first_step = std::max(b.first_step, bufs[j].first_step);
         b.last_step = std::max(b.last_step, b.first_step);
+      } else if (i > 0 && uni(0, 9) == 0) {  // a piece of an earlier buffer, at an aligned offset
+        const int j = uni(0, i - 1);
+        b.alias_of = j;
+        b.alias_offset = 256 * uni(0, static_cast<int>(bufs[j].size_bytes / 256));
+        b.size_bytes = uni(0, static_cast<int>(bufs[j].size_bytes - b.alias_offset));
+        b.first_step = std::max(b.first_step, bufs[j].first_step);
+        b.last_step = std::max(b.last_step, b.first_step);
       } else if (i > 0 && uni(0, 4) == 0) {  // an in-place request at the source's last step
         const int j = uni(0, i - 1);
         if (bufs[j].last_step > bufs[j].first_step) {
@@ -338,7 +454,7 @@ std::unique_ptr<Graph> RandomGraph(int seed) {
     Value* a = pool[std::max(0, static_cast<int>(pool.size()) - 1 - uni(0, 4))];
     a = uni(0, 5) == 0 ? pool[uni(0, pool.size() - 1)] : a;
     Value* out = nullptr;
-    switch (uni(0, 7)) {
+    switch (uni(0, 8)) {
       case 0:
       case 1:
         out = Op(*g, "MatMul", {a, weight}, shapes[uni(0, shapes.size() - 1)]);
@@ -371,6 +487,22 @@ std::unique_ptr<Graph> RandomGraph(int seed) {
         out = o1;
         break;
       }
+      case 8: {  // a real Split in two halves: along axis 0 (pieces are views) or the last axis (a copy)
+        Shape half = a->shape();
+        const int64_t axis = uni(0, 1) ? 0 : static_cast<int64_t>(half.size()) - 1;
+        if (half[axis] % 2 != 0) {
+          out = Op(*g, "Relu", {a}, a->shape(), a->dtype());
+          break;
+        }
+        half[axis] /= 2;
+        Value* o1 = Typed(*g, absl::StrCat("half_a", k), half, a->dtype());
+        Value* o2 = Typed(*g, absl::StrCat("half_b", k), half, a->dtype());
+        Node* split = g->AddNode("Split", {a}, {o1, o2});
+        split->SetAttr("axis", Attribute(axis));
+        pool.push_back(o1);
+        out = o2;
+        break;
+      }
     }
     pool.push_back(out);
   }
@@ -383,7 +515,7 @@ std::unique_ptr<Graph> RandomGraph(int seed) {
 }
 
 TEST(PlanGraphMemoryTest, RandomGraphs) {
-  int honoured = 0;
+  int honoured = 0, pieces = 0;
   for (int seed = 0; seed < 300; ++seed) {
     std::unique_ptr<Graph> g = RandomGraph(seed);
     auto gp = PlanGraphMemory(*g);
@@ -391,8 +523,10 @@ TEST(PlanGraphMemoryTest, RandomGraphs) {
     ASSERT_TRUE(CheckGraphPlan(*g, *gp)) << "seed " << seed;
     EXPECT_LE(gp->plan.arena_bytes, gp->plan.no_reuse_bytes) << "seed " << seed;
     for (bool b : gp->plan.in_place) honoured += b;
+    for (size_t i = 0; i < gp->buffers.size(); ++i) pieces += gp->buffers[i].alias_offset > 0;
   }
   EXPECT_GT(honoured, 0) << "no random graph ran anything in place";
+  EXPECT_GT(pieces, 0) << "no random graph has a Split piece aliased at an offset";
 }
 
 TEST(PlanGraphMemoryTest, ChainReusesMemory) {
@@ -513,6 +647,112 @@ TEST(PlanGraphMemoryTest, GraphOutputsAndInputsAreNeverOverwritten) {
     const int64_t b = gp->OffsetOf(x), e = b + kS * 4;
     EXPECT_TRUE(e <= yb || ye <= b) << x->name() << " overlaps the graph output";
   }
+}
+
+// Split(p [3, 64] f32, axis 0): each [1, 64] piece is 256 bytes of p. The pieces
+// are views at offsets 0, 256, 512, and p's bytes stay reserved while any piece lives.
+TEST(PlanGraphMemoryTest, OuterAxisSplitPiecesAreViews) {
+  Graph g;
+  Value* in = Typed(g, "in", {3, 64});
+  g.AddInput(in);
+  Value* p = Op(g, "MatMul", {in}, {3, 64});
+  std::vector<Value*> pieces;
+  for (int i = 0; i < 3; ++i) pieces.push_back(Typed(g, absl::StrCat("piece", i), {1, 64}));
+  Node* split = g.AddNode("Split", {p}, pieces);
+  split->SetAttr("axis", Attribute(int64_t{0}));
+  Value* a = Op(g, "Relu", {pieces[0]}, {1, 64});   // not in place: p1 and p2 are read later
+  Value* b = Op(g, "MatMul", {pieces[1]}, {1, 64});
+  Value* c = Op(g, "MatMul", {a, b}, {1, 64});
+  Value* d = Op(g, "Add", {c, pieces[2]}, {1, 64}); // p2 read last: in place over c instead
+  g.AddOutput(d);
+  ASSERT_EQ(SplitViewOffsets(*split), (std::vector<int64_t>{0, 256, 512}));
+  auto gp = PlanGraphMemory(g);
+  ASSERT_TRUE(gp.ok()) << gp.status();
+  EXPECT_TRUE(CheckGraphPlan(g, *gp));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(gp->OffsetOf(pieces[i]), gp->OffsetOf(p) + 256 * i);
+    EXPECT_EQ(gp->plan.group_of[gp->buffer_of.at(pieces[i])], gp->buffer_of.at(p));
+  }
+  EXPECT_FALSE(gp->plan.in_place[gp->buffer_of.at(a)]);
+  // Nothing produced while p2 lives (through step 5) takes p's bytes.
+  const int64_t pb = gp->OffsetOf(p), pe = pb + 3 * 256;
+  for (const Value* v : {a, b, c}) {
+    const int64_t vb = gp->OffsetOf(v), ve = vb + 256;
+    EXPECT_TRUE(ve <= pb || pe <= vb) << v->name() << " overlaps the split input";
+  }
+  EXPECT_EQ(gp->plan.no_reuse_bytes, (3 + 3 + 4) * 256);  // in, p, a..d: pieces are not buffers of their own
+}
+
+// Splits whose pieces are not contiguous, aligned byte ranges of the input copy.
+TEST(PlanGraphMemoryTest, SplitsThatMustNotAlias) {
+  struct Case {
+    const char* what;
+    Shape in;
+    int64_t axis;
+    std::vector<Shape> outs;
+    DType dtype = DType::kFloat32;
+  };
+  const std::vector<Case> cases = {
+      {"inner axis", {4, 64}, 1, {{4, 32}, {4, 32}}},
+      {"inner axis (negative)", {4, 64}, -1, {{4, 32}, {4, 32}}},
+      {"a non-unit dim before the axis", {2, 4, 64}, 1, {{2, 2, 64}, {2, 2, 64}}},
+      {"misaligned pieces (40 bytes)", {3, 10}, 0, {{1, 10}, {2, 10}}},
+      {"misaligned pieces (f16, 128 bytes)", {2, 64}, 0, {{1, 64}, {1, 64}}, DType::kFloat16},
+      {"misaligned second piece", {4, 64}, 0, {{1, 64}, {1, 64}, {2, 64}}, DType::kFloat16},
+  };
+  for (const Case& c : cases) {
+    Graph g;
+    Value* in = Typed(g, "in", c.in, c.dtype);
+    g.AddInput(in);
+    Value* p = Op(g, "Relu", {in}, c.in, c.dtype);
+    std::vector<Value*> outs;
+    for (size_t i = 0; i < c.outs.size(); ++i) outs.push_back(Typed(g, absl::StrCat("o", i), c.outs[i], c.dtype));
+    Node* split = g.AddNode("Split", {p}, outs);
+    split->SetAttr("axis", Attribute(c.axis));
+    for (Value* o : outs) g.AddOutput(o);
+    EXPECT_FALSE(SplitViewOffsets(*split).has_value()) << c.what;
+    auto gp = PlanGraphMemory(g);
+    ASSERT_TRUE(gp.ok()) << gp.status();
+    EXPECT_TRUE(CheckGraphPlan(g, *gp)) << c.what;
+    for (const Value* o : outs) EXPECT_EQ(gp->buffers[gp->buffer_of.at(o)].alias_of, -1) << c.what;
+  }
+  // Outer non-unit axis after unit dims, unequal but aligned pieces: views.
+  Graph g;
+  Value* in = Typed(g, "in", {1, 4, 64}, DType::kFloat16);
+  g.AddInput(in);
+  Value* o0 = Typed(g, "o0", {1, 2, 64}, DType::kFloat16);
+  Value* o1 = Typed(g, "o1", {1, 2, 64}, DType::kFloat16);
+  Node* split = g.AddNode("Split", {in}, {o0, o1});
+  split->SetAttr("axis", Attribute(int64_t{-2}));
+  g.AddOutput(o0);
+  g.AddOutput(o1);
+  EXPECT_EQ(SplitViewOffsets(*split), (std::vector<int64_t>{0, 256}));
+  auto gp = PlanGraphMemory(g);
+  ASSERT_TRUE(gp.ok()) << gp.status();
+  EXPECT_TRUE(CheckGraphPlan(g, *gp));
+  EXPECT_EQ(gp->OffsetOf(o1), gp->OffsetOf(in) + 256);  // a view of the graph input
+}
+
+// Pieces of a graph input are bytes of the input: nothing runs in place over them.
+TEST(PlanGraphMemoryTest, NoInPlaceOverPiecesOfGraphInputs) {
+  Graph g;
+  Value* in = Typed(g, "in", {2, 64});
+  g.AddInput(in);
+  Value* o0 = Typed(g, "o0", {1, 64});
+  Value* o1 = Typed(g, "o1", {1, 64});
+  Node* split = g.AddNode("Split", {in}, {o0, o1});
+  split->SetAttr("axis", Attribute(int64_t{0}));
+  Value* r = Op(g, "Relu", {o1}, {1, 64});
+  Value* s = Op(g, "Relu", {o0}, {1, 64});
+  Value* y = Op(g, "Add", {r, s}, {1, 64});
+  g.AddOutput(y);
+  EXPECT_FALSE(CanRunInPlace(g, *r->producer(), 0));
+  EXPECT_FALSE(CanRunInPlace(g, *s->producer(), 0));
+  auto gp = PlanGraphMemory(g);
+  ASSERT_TRUE(gp.ok()) << gp.status();
+  EXPECT_TRUE(CheckGraphPlan(g, *gp));
+  EXPECT_EQ(gp->OffsetOf(o1), gp->OffsetOf(in) + 256);
+  EXPECT_TRUE(gp->plan.in_place[gp->buffer_of.at(y)]);  // over r: an ordinary intermediate
 }
 
 TEST(PlanGraphMemoryTest, RejectsUnsortedGraph) {

@@ -17,6 +17,8 @@
 #include "fusion/pipeline.h"
 #include "graph/evaluate.h"
 #include "graph/fused_group.h"
+#include "graph/infer_shapes.h"
+#include "graph/text_format.h"
 #include "gtest/gtest.h"
 #include "models/architectures.h"
 
@@ -109,6 +111,76 @@ TEST(FusionE2eTest, GeneratedModelsFusedEqualUnfused) {
   // Every group kind the transformer and CNN blocks contain was checked numerically.
   for (const char* kind : {"matmul+epilogue", "conv+epilogue"}) {
     EXPECT_TRUE(all.count(kind)) << "no '" << kind << "' group formed";
+  }
+}
+
+TEST(FusionE2eTest, GemmTransposedComputedOperandReadsThroughLayoutFlag) {
+  // Gemm(transA=1, transB=1) whose A is computed (another MatMul's product) and B a
+  // weight, then Relu: canonicalisation leaves one MatMul reading A through trans_a
+  // and a row-major [K, N] weight, with no Transpose node; fusion makes it a
+  // matmul+epilogue group whose body keeps the flag; both equal the imported graph.
+  auto parsed = ParseGraph(R"(
+graph @main {
+  input %x : f32[8,16]
+  const %w0 : f32[16,10] = splat(0.0)
+  const %w : f32[6,8] = splat(0.0)
+  const %b : f32[6] = splat(0.0)
+  %h = MatMul(%x, %w0) @/proj/MatMul
+  %g = Gemm(%h, %w, %b) {transA = 1, transB = 1} @/fc/Gemm
+  %y = Relu(%g) @/fc/Relu
+  output %y
+}
+)");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  Graph& imported = **parsed;
+  ASSERT_TRUE(InferShapes(imported, {.fold_constants = false}).ok());
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  for (Value* c : imported.constants()) {
+    std::vector<float> v(c->numel());
+    for (float& e : v) e = uni(rng);
+    imported.SetConstant(c, Tensor::FromFloat(c->dtype(), c->shape(), v));
+  }
+  const TensorMap feeds = RandomFeeds(imported, 5);
+  auto reference = EvaluateGraph(imported, feeds);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+
+  std::unique_ptr<Graph> canonical = imported.Clone();
+  ASSERT_TRUE(RunCanonicalization(*canonical).ok());
+  int transposes = 0;
+  const Node* fc = nullptr;
+  for (const Node* n : canonical->nodes()) {
+    transposes += n->op_type() == "Transpose";
+    if (n->name() == "/fc/Gemm") fc = n;
+  }
+  EXPECT_EQ(transposes, 0) << PrintGraph(*canonical);
+  ASSERT_NE(fc, nullptr) << PrintGraph(*canonical);
+  EXPECT_EQ(fc->op_type(), "MatMul");
+  EXPECT_EQ(*fc->GetInt("trans_a", 0), 1);
+  EXPECT_EQ(*fc->GetInt("trans_b", 0), 0);
+  EXPECT_TRUE(fc->input(1)->is_constant());
+  EXPECT_EQ(fc->input(1)->shape(), (Shape{8, 6}));
+
+  std::unique_ptr<Graph> fused = canonical->Clone();
+  auto report = RunFusion(*fused);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const Node* group = nullptr;
+  for (const Node* n : fused->nodes()) {
+    if (IsFusedGroup(*n)) group = n;
+  }
+  ASSERT_NE(group, nullptr) << PrintGraph(*fused);
+  EXPECT_EQ(*group->GetString("pattern"), "matmul+epilogue");
+  auto body = FusedGroupBody(*group);
+  ASSERT_TRUE(body.ok()) << body.status();
+  int flagged = 0;
+  for (const Node* n : (*body)->nodes()) flagged += n->op_type() == "MatMul" && *n->GetInt("trans_a", 0) == 1;
+  EXPECT_EQ(flagged, 1) << PrintGraph(**body);
+
+  for (const Graph* g : {canonical.get(), fused.get()}) {
+    auto got = EvaluateGraph(*g, feeds);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), reference->size());
+    EXPECT_LE(RelativeError((*got)[0], (*reference)[0]), 1e-5) << (g == fused.get() ? "fused" : "canonical");
   }
 }
 
