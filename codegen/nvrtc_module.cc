@@ -4,12 +4,16 @@
 #include <nvrtc.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
-#include <sstream>
+#include <mutex>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "codegen/templates.h"
+#include "common/status_macros.h"
 #include "tbb/parallel_for.h"
 
 namespace kiln::codegen {
@@ -49,56 +53,208 @@ std::string ModuleSource(const std::vector<ModuleKernel>& kernels) {
   return out;
 }
 
-absl::StatusOr<std::string> CompileModule(const std::vector<ModuleKernel>& kernels, absl::string_view arch) {
+namespace {
+
+// Compiles one module's text; `inspect` adds ptxas' report and keeps the PTX.
+absl::StatusOr<ModuleInspection> CompileSource(std::string source, size_t num_kernels, absl::string_view arch,
+                                              bool inspect) {
   static const char* const kArchs[] = {"sm_90a", "sm_89", "sm_86", "sm_80"};
   if (std::find(std::begin(kArchs), std::end(kArchs), arch) == std::end(kArchs)) {
     return absl::InvalidArgumentError(absl::StrCat("NVRTC: unsupported arch '", arch, "'"));
   }
-  const std::string source = ModuleSource(kernels);
+  ModuleInspection out;
+  out.source = std::move(source);
+  out.options = NvrtcOptions(arch);
+  if (inspect) out.options.push_back("--ptxas-options=-v");
   nvrtcProgram prog;
-  nvrtcResult r = nvrtcCreateProgram(&prog, source.c_str(), "kiln_module.cu", 0, nullptr, nullptr);
+  nvrtcResult r = nvrtcCreateProgram(&prog, out.source.c_str(), "kiln_module.cu", 0, nullptr, nullptr);
   if (r != NVRTC_SUCCESS) return NvrtcError(r, "create program");
   std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
 
-  const std::string arch_flag = absl::StrCat("--gpu-architecture=", arch);
-  const char* options[] = {arch_flag.c_str(), "--std=c++17", "-default-device",
-                           "-lineinfo"};
-  r = nvrtcCompileProgram(prog, sizeof(options) / sizeof(options[0]), options);
+  std::vector<const char*> options;
+  for (const std::string& o : out.options) options.push_back(o.c_str());
+  r = nvrtcCompileProgram(prog, static_cast<int>(options.size()), options.data());
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size > 0) nvrtcGetProgramLog(prog, log.data());
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   if (r != NVRTC_SUCCESS) {
-    size_t log_size = 0;
-    nvrtcGetProgramLogSize(prog, &log_size);
-    std::string log(log_size, '\0');
-    if (log_size > 0) nvrtcGetProgramLog(prog, log.data());
-    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
     if (log.size() > 4000) log = absl::StrCat(log.substr(0, 4000), "\n... (log truncated)");
-    return absl::InternalError(absl::StrCat("NVRTC failed to compile a module of ", kernels.size(),
-                                            " kernel(s) for ", arch, ":\n", log, QuoteLogLines(log, source)));
+    return absl::InternalError(absl::StrCat("NVRTC failed to compile a module of ", num_kernels, " kernel(s) for ",
+                                            arch, ":\n", log, QuoteLogLines(log, out.source)));
   }
+  out.log = std::move(log);
   size_t cubin_size = 0;
   r = nvrtcGetCUBINSize(prog, &cubin_size);
   if (r != NVRTC_SUCCESS) return NvrtcError(r, "get cubin size");
-  std::string cubin(cubin_size, '\0');
-  r = nvrtcGetCUBIN(prog, cubin.data());
+  out.cubin.assign(cubin_size, '\0');
+  r = nvrtcGetCUBIN(prog, out.cubin.data());
   if (r != NVRTC_SUCCESS) return NvrtcError(r, "get cubin");
-  return cubin;
+  if (inspect) {
+    size_t ptx_size = 0;
+    r = nvrtcGetPTXSize(prog, &ptx_size);
+    if (r != NVRTC_SUCCESS) return NvrtcError(r, "get PTX size");
+    out.ptx.assign(ptx_size, '\0');
+    r = nvrtcGetPTX(prog, out.ptx.data());
+    if (r != NVRTC_SUCCESS) return NvrtcError(r, "get PTX");
+    while (!out.ptx.empty() && out.ptx.back() == '\0') out.ptx.pop_back();
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> NvrtcOptions(absl::string_view arch) {
+  return {absl::StrCat("--gpu-architecture=", arch), "--std=c++17", "-default-device", "-lineinfo"};
+}
+
+absl::StatusOr<std::string> CompileModule(const std::vector<ModuleKernel>& kernels, absl::string_view arch) {
+  KILN_ASSIGN_OR_RETURN(ModuleInspection m, CompileSource(ModuleSource(kernels), kernels.size(), arch, false));
+  return std::move(m.cubin);
+}
+
+absl::StatusOr<ModuleInspection> InspectModule(const std::vector<ModuleKernel>& kernels, absl::string_view arch) {
+  return CompileSource(ModuleSource(kernels), kernels.size(), arch, true);
 }
 
 absl::StatusOr<std::vector<std::string>> CompileModules(const std::vector<ModuleKernel>& kernels,
                                                         absl::string_view arch, int max_per_module) {
-  max_per_module = std::max(1, max_per_module);
-  const size_t chunks = (kernels.size() + max_per_module - 1) / max_per_module;
+  CompileModulesOptions options;
+  options.max_per_module = max_per_module;
+  return CompileModules(kernels, arch, options);
+}
+
+absl::StatusOr<std::vector<std::string>> CompileModules(const std::vector<ModuleKernel>& kernels,
+                                                        absl::string_view arch, const CompileModulesOptions& options,
+                                                        ModuleCompileStats* stats_out) {
+  const auto start = std::chrono::steady_clock::now();
+  const size_t per_module = std::max(1, options.max_per_module);
+  const size_t chunks = (kernels.size() + per_module - 1) / per_module;
+  ModuleCompileStats stats;
+  stats.modules = static_cast<int>(chunks);
+  stats.cache_enabled = options.cache != nullptr;
+  std::vector<std::string> sources(chunks);
+  std::vector<size_t> sizes(chunks);
   std::vector<absl::StatusOr<std::string>> results(chunks, absl::UnknownError("not compiled"));
+  std::vector<KernelCacheKey> keys(chunks);
+  std::vector<KernelCache::Lookup> lookups(chunks, KernelCache::Lookup::kMiss);
+  const std::string version = NvrtcVersion();
   tbb::parallel_for(size_t{0}, chunks, [&](size_t c) {
-    const size_t begin = c * max_per_module;
-    const size_t end = std::min(kernels.size(), begin + max_per_module);
-    results[c] = CompileModule(std::vector<ModuleKernel>(kernels.begin() + begin, kernels.begin() + end), arch);
+    const size_t begin = c * per_module;
+    const size_t end = std::min(kernels.size(), begin + per_module);
+    sources[c] = ModuleSource(std::vector<ModuleKernel>(kernels.begin() + begin, kernels.begin() + end));
+    sizes[c] = end - begin;
+    if (options.cache == nullptr) return;
+    keys[c] = KernelCacheKey{Sha256Hex(sources[c]), std::string(arch), version, NvrtcOptions(arch)};
+    std::string cubin;
+    lookups[c] = options.cache->Load(keys[c], &cubin);
+    if (lookups[c] == KernelCache::Lookup::kHit) results[c] = std::move(cubin);
   });
+  std::vector<size_t> misses;
+  for (size_t c = 0; c < chunks; ++c) {
+    if (lookups[c] == KernelCache::Lookup::kHit) {
+      ++stats.cache_hits;
+    } else {
+      stats.cache_corrupt += lookups[c] == KernelCache::Lookup::kCorrupt ? 1 : 0;
+      misses.push_back(c);
+    }
+  }
+  if (options.progress != nullptr) options.progress->Begin(static_cast<int>(misses.size()), stats.cache_hits);
+
+  std::mutex mutex;  // guards stats, store_error and the progress calls
+  absl::Status store_error;
+  tbb::parallel_for(size_t{0}, misses.size(), [&](size_t i) {
+    const size_t c = misses[i];
+    absl::StatusOr<ModuleInspection> m = CompileSource(std::move(sources[c]), sizes[c], arch, false);
+    absl::Status stored;
+    if (m.ok() && options.cache != nullptr) stored = options.cache->Store(keys[c], m->cubin);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!m.ok()) {
+      results[c] = m.status();
+      return;
+    }
+    results[c] = std::move(m->cubin);
+    if (!stored.ok() && store_error.ok()) store_error = stored;
+    ++stats.compiled;
+    if (options.progress != nullptr) options.progress->Advance(stats.compiled, static_cast<int>(misses.size()));
+  });
+  if (!store_error.ok()) {
+    stats.warnings.push_back(absl::StrCat(store_error.message(),
+                                          "; compiled kernels are not cached (set KILN_CACHE_DIR to a writable "
+                                          "directory, or turn the cache off with --no-kernel-cache)"));
+  }
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  absl::Status failure;
   std::vector<std::string> cubins;
   for (auto& r : results) {
-    if (!r.ok()) return r.status();
+    if (!r.ok()) {
+      failure = r.status();
+      break;
+    }
     cubins.push_back(*std::move(r));
   }
+  if (options.progress != nullptr) options.progress->End(stats, failure.ok());
+  if (stats_out != nullptr) *stats_out = stats;
+  if (!failure.ok()) return failure;
   return cubins;
+}
+
+std::vector<KernelResources> ParsePtxasResources(absl::string_view log) {
+  std::vector<KernelResources> out;
+  // "N bytes <what>" pairs of a comma-separated list.
+  auto amounts = [](absl::string_view text, auto&& take) {
+    for (absl::string_view part : absl::StrSplit(text, ',')) {
+      part = absl::StripAsciiWhitespace(part);
+      const size_t space = part.find(' ');
+      if (space == absl::string_view::npos) continue;
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(part.substr(0, space), &n)) continue;
+      take(n, part.substr(space + 1));
+    }
+  };
+  auto quoted = [](absl::string_view line, absl::string_view after) -> std::string {
+    size_t at = line.find(after);
+    if (at == absl::string_view::npos) return "";
+    const size_t open = line.find('\'', at + after.size());
+    const size_t close = open == absl::string_view::npos ? open : line.find('\'', open + 1);
+    if (close == absl::string_view::npos) return "";
+    return std::string(line.substr(open + 1, close - open - 1));
+  };
+  KernelResources* current = nullptr;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (std::string f = quoted(line, "Compiling entry function"); !f.empty()) {
+      out.push_back(KernelResources{f});
+      current = &out.back();
+      continue;
+    }
+    if (current == nullptr) continue;
+    if (size_t at = line.find("Used "); at != absl::string_view::npos) {
+      // "Used 32 registers, used 1 barriers, 256 bytes smem, 360 bytes cmem[0]"
+      for (absl::string_view part : absl::StrSplit(line.substr(at), ',')) {
+        part = absl::StripAsciiWhitespace(part);
+        std::vector<absl::string_view> words = absl::StrSplit(part, ' ', absl::SkipEmpty());
+        if (words.size() < 3) continue;
+        int64_t n = 0;
+        if ((words[0] == "Used" || words[0] == "used") && absl::SimpleAtoi(words[1], &n)) {
+          if (words[2] == "registers") current->registers = static_cast<int>(n);
+          if (words[2] == "barriers") current->barriers = static_cast<int>(n);
+        } else if (absl::SimpleAtoi(words[0], &n) && words[1] == "bytes") {
+          if (words[2] == "smem") current->shared_bytes = n;
+          if (words[2] == "cmem[0]") current->constant_bytes = n;
+        }
+      }
+    } else if (line.find("stack frame") != absl::string_view::npos) {
+      // "400 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
+      const size_t dot = line.find('.');
+      amounts(dot == absl::string_view::npos ? line : line.substr(dot + 1), [&](int64_t n, absl::string_view what) {
+        if (what == "bytes stack frame") current->stack_bytes = n;
+        if (what == "bytes spill stores") current->spill_store_bytes = n;
+        if (what == "bytes spill loads") current->spill_load_bytes = n;
+      });
+    }
+  }
+  return out;
 }
 
 std::string NvrtcVersion() {

@@ -1,13 +1,16 @@
 // Kernel assignment: views, library calls, generated kernels (compiled by NVRTC).
 #include "runtime/assign_kernels.h"
 
-#include <chrono>
+#include <optional>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/library_kernels.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
+#include "runtime/kernel_dump.h"
+#include "runtime/memory_planner.h"
 
 namespace kiln {
 namespace {
@@ -16,13 +19,26 @@ bool IsViewOp(const std::string& op) {
   return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity";
 }
 
-// The step's output shares the bytes of its data input (the planner aliased it).
-bool IsAliasedView(const bundle::Step& step) {
-  if (!IsViewOp(step.op_type()) || step.outputs_size() != 1 || step.inputs_size() < 1) return false;
+// The step's outputs are bytes of its data input (the planner aliased them): a view
+// op's output at the input's offset, or each piece of a Split that the planner may
+// alias (SplitViewOffsets: contiguous, 256-byte aligned pieces) at the input's offset
+// plus the piece's. Nothing runs for such a step.
+bool IsAliasedView(const bundle::Step& step, const Node& node) {
+  if (step.inputs_size() < 1 || step.outputs_size() < 1) return false;
   const bundle::Binding& in = step.inputs(0);
-  const bundle::Binding& out = step.outputs(0);
-  return in.kind() == bundle::Binding::ARENA && out.kind() == bundle::Binding::ARENA &&
-         in.offset() == out.offset();
+  if (in.kind() != bundle::Binding::ARENA) return false;
+  if (IsViewOp(step.op_type())) {
+    const bundle::Binding& out = step.outputs(0);
+    return step.outputs_size() == 1 && out.kind() == bundle::Binding::ARENA && in.offset() == out.offset();
+  }
+  if (step.op_type() != "Split") return false;
+  const std::optional<std::vector<int64_t>> pieces = SplitViewOffsets(node);
+  if (!pieces || static_cast<int>(pieces->size()) != step.outputs_size()) return false;
+  for (int o = 0; o < step.outputs_size(); ++o) {
+    const bundle::Binding& out = step.outputs(o);
+    if (out.kind() != bundle::Binding::ARENA || out.offset() != in.offset() + (*pieces)[o]) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -34,7 +50,8 @@ bool UsesLibraryKernel(const Node& node, const codegen::KernelOptions& kernel_op
 
 absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& nodes, const std::string& arch,
                                                     const codegen::KernelOptions& kernel_options,
-                                                    BundleContents* contents) {
+                                                    BundleContents* contents,
+                                                    const KernelCompileOptions& compile_options) {
   bundle::Manifest& m = contents->manifest;
   if (static_cast<int>(nodes.size()) != m.steps_size()) {
     return absl::InternalError("AssignKernels: one node per step expected");
@@ -49,7 +66,7 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
     const Node& node = *nodes[s];
     step->clear_launches();
     step->clear_gpu_unsupported();
-    if (IsAliasedView(*step)) {
+    if (IsAliasedView(*step, node)) {
       step->set_kernel("view");
       ++stats.view_steps;
       continue;
@@ -89,17 +106,26 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
     step->set_kernel(absl::StrCat("nvrtc:", step->launches(0).function()));
   }
   stats.unique_kernels = static_cast<int>(unique.size());
+  // Kernel u lands in module u / kKernelsPerModule (codegen::CompileModules).
+  const int first_module = static_cast<int>(contents->kernels.size());
+  for (auto& [launch, u] : pending) launch->set_module(first_module + u / kKernelsPerModule);
+  if (!compile_options.dump_dir.empty()) {
+    absl::StatusOr<KernelDumpStats> dumped = WriteKernelDump(compile_options.dump_dir, nodes, m, unique, arch);
+    if (!dumped.ok()) return dumped.status();
+  }
   if (unique.empty()) return stats;
 
-  const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<std::vector<std::string>> cubins = codegen::CompileModules(unique, arch, kKernelsPerModule);
+  codegen::CompileModulesOptions module_options;
+  module_options.max_per_module = kKernelsPerModule;
+  module_options.cache = compile_options.cache;
+  module_options.progress = compile_options.progress;
+  absl::StatusOr<std::vector<std::string>> cubins =
+      codegen::CompileModules(unique, arch, module_options, &stats.modules);
   if (!cubins.ok()) return cubins.status();
-  stats.nvrtc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const int first_module = static_cast<int>(contents->kernels.size());
+  stats.nvrtc_seconds = stats.modules.seconds;
   for (size_t c = 0; c < cubins->size(); ++c) {
     contents->kernels.push_back(KernelImage{absl::StrCat("module", c), arch, std::move((*cubins)[c])});
   }
-  for (auto& [launch, u] : pending) launch->set_module(first_module + u / kKernelsPerModule);
   return stats;
 }
 

@@ -3,7 +3,9 @@
 //
 // Per step, in this order:
 //   "view"            a Reshape/Flatten/Squeeze/Unsqueeze/Identity whose output the
-//                     memory planner placed on its input's bytes: nothing to run;
+//                     memory planner placed on its input's bytes, or a Split whose
+//                     pieces it placed inside its input (SplitViewOffsets): nothing
+//                     to run;
 //   "cublaslt:<Op>"   MatMul/Gemm, "cudnn:Conv" and the fused groups the libraries
 //                     can run in one call (codegen/library_kernels.h), unless
 //                     KernelOptions::gemm_template gives MatMul groups to the
@@ -13,12 +15,18 @@
 //                     runs on the CPU backend and a GPU session refuses it by name.
 // Identical kernel sources are compiled once and shared by their steps. Kernels are
 // compiled by NVRTC in parallel, in modules of at most kKernelsPerModule, each a
-// KernelImage of the bundle.
+// KernelImage of the bundle; modules found in the kernel cache are not recompiled
+// (KernelCompileOptions). With a dump directory the steps are dumped
+// (runtime/kernel_dump.h) before the modules are compiled, so that a kernel NVRTC
+// rejects can be read there.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "codegen/compile_progress.h"
+#include "codegen/kernel_cache.h"
 #include "codegen/op_kernels.h"
 #include "graph/graph.h"
 #include "runtime/bundle.h"
@@ -33,16 +41,25 @@ struct KernelAssignmentStats {
   int view_steps = 0;        // nothing to run
   int unsupported_steps = 0; // no GPU kernel
   int unique_kernels = 0;    // distinct generated kernels compiled
-  double nvrtc_seconds = 0;  // wall time of the NVRTC compiles
+  double nvrtc_seconds = 0;  // wall time of the NVRTC compiles (cache lookups included)
+  codegen::ModuleCompileStats modules;  // compiled vs cached modules, warnings
+};
+
+// How the generated kernels are compiled (beyond what they are: KernelOptions).
+struct KernelCompileOptions {
+  const codegen::KernelCache* cache = nullptr;  // nullptr: compile every module
+  codegen::CompileProgress* progress = nullptr;  // nullptr: silent
+  std::string dump_dir;                          // "": no --dump-kernels
 };
 
 // `nodes[i]` is the node of contents->manifest.steps(i) (bindings already set). Sets
 // each step's kernel, launches and gpu_unsupported, and appends the compiled modules
 // to contents->kernels. Errors: NVRTC failures (Internal, with the log), generator
-// errors other than Unimplemented.
+// errors other than Unimplemented, dump I/O errors.
 absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& nodes, const std::string& arch,
                                                     const codegen::KernelOptions& kernel_options,
-                                                    BundleContents* contents);
+                                                    BundleContents* contents,
+                                                    const KernelCompileOptions& compile_options = {});
 
 // Whether a node runs through a vendor library rather than generated code: a library
 // kernel exists and (for MatMul groups) the GEMM template is not chosen instead.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@
 #include "frontend/onnx_importer.h"
 #include "graph/lower_precision.h"
 #include "graph/text_format.h"
+#include "codegen/kernel_cache.h"
 #include "codegen/library_kernels.h"
 #include "codegen/op_kernels.h"
 #include "fusion/pipeline.h"
@@ -251,7 +253,14 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
     for (const Value* in : node->inputs()) KILN_RETURN_IF_ERROR(bind(in, step->add_inputs()));
     for (const Value* o : node->outputs()) KILN_RETURN_IF_ERROR(bind(o, step->add_outputs()));
   }
-  if (auto assigned = AssignKernels(nodes, options.arch, kernel_options, &out); !assigned.ok()) {
+  KernelCompileOptions compile_options;
+  const std::string cache_dir =
+      options.kernel_cache_dir.empty() ? codegen::DefaultKernelCacheDir() : options.kernel_cache_dir;
+  std::optional<codegen::KernelCache> cache;
+  if (options.kernel_cache && !cache_dir.empty()) compile_options.cache = &cache.emplace(cache_dir);
+  compile_options.progress = options.progress;
+  compile_options.dump_dir = options.dump_kernels_dir;
+  if (auto assigned = AssignKernels(nodes, options.arch, kernel_options, &out, compile_options); !assigned.ok()) {
     return absl::Status(assigned.status().code(), absl::StrCat(source_path, ": ", assigned.status().message()));
   }
 

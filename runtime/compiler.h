@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "graph/dtype.h"
+#include "codegen/compile_progress.h"
 #include "codegen/op_kernels.h"
 #include "graph/evaluate.h"
 #include "graph/graph.h"
@@ -52,6 +53,19 @@ struct CompileOptions {
   // Called after every pass of the pipeline (and "lower-precision") with the graph:
   // --dump-after.
   std::function<void(const std::string& pass, const Graph& graph)> after_pass;
+  // The on-disk cache of compiled kernel modules (codegen/kernel_cache.h); false:
+  // compile every module (--no-kernel-cache).
+  bool kernel_cache = true;
+  // Its directory; "": codegen::DefaultKernelCacheDir() ($KILN_CACHE_DIR, else
+  // $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; no cache when none is set).
+  std::string kernel_cache_dir;
+  // Receives the progress of the NVRTC compile and its warnings (a cache directory
+  // that cannot be written); not owned; nullptr: silent. The kiln tool passes a
+  // codegen::TerminalProgress on stderr.
+  codegen::CompileProgress* progress = nullptr;
+  // --dump-kernels DIR: what each step runs, written to DIR (runtime/kernel_dump.h);
+  // "": no dump.
+  std::string dump_kernels_dir;
 };
 
 // InvalidArgument naming the bad value and the accepted ones.

@@ -9,4 +9,8 @@ bash scripts/install_deps.sh
 bash scripts/build.sh
 build=${KILN_BUILD_DIR:-build}
 echo "kiln: test data: ${KILN_ONNX_DATA:-<unset: data-driven tests will skip>}"
+# Tests compile many bundles: keep their kernel cache inside the build directory
+# (not the user's ~/.cache/kiln) unless the caller chose one.
+case "$build" in /*) build_abs=$build ;; *) build_abs=$PWD/$build ;; esac
+export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$build_abs/kernel-cache}
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" --timeout 1200

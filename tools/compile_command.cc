@@ -1,17 +1,22 @@
 // `kiln compile model.onnx -o model.kiln`: compiles an ONNX model into a bundle.
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "codegen/compile_progress.h"
 #include "common/status_macros.h"
 #include "runtime/bundle.h"
 #include "fusion/pipeline.h"
 #include "graph/text_format.h"
 #include "runtime/compiler.h"
+#include "runtime/kernel_dump.h"
 #include "tools/args.h"
 #include "tools/commands.h"
 #include "tools/model_inputs.h"
@@ -24,12 +29,13 @@ constexpr char kUsage[] =
     "                    [--precision fp16|bf16|fp32] [--input-shape NAME=1x128]...\n"
     "                    [--calibrate NAME=SOURCE]... [--no-fuse] [--report]\n"
     "                    [--dump-after PASS|all] [--matmul-groups auto|library|generated]\n"
+    "                    [--no-kernel-cache] [--dump-kernels DIR]\n"
     "Compiles the model into a bundle (manifest, kernels, weights) for the named GPU arch.\n"
     "Works without a GPU (kernels are compiled by NVRTC). The default arch is the local\n"
     "GPU's, else sm_90a; the default precision is fp16 (storage of activations and weights;\n"
-    "math in fp32; inputs and outputs keep their ONNX dtypes). For now every graph node is\n"
-    "one step (unfused baseline): cuBLASLt for MatMul/Gemm, cuDNN for Conv, generated\n"
-    "kernels for the rest.\n"
+    "math in fp32; inputs and outputs keep their ONNX dtypes). The graph is canonicalised\n"
+    "and fused (docs/fusion.md); each step then runs a generated kernel (fused groups,\n"
+    "other ops), cuBLASLt (MatMul/Gemm and their fused epilogues) or cuDNN (Conv).\n"
     "--calibrate (fp16): runs the model once on the CPU reference with these inputs (SOURCE\n"
     "as in kiln run: FILE.npy|.pb, arange, zeros, ones, random[:SEED]) and keeps in fp32\n"
     "every node that reads or writes a value beyond +-16384 there, so that activations\n"
@@ -40,7 +46,14 @@ constexpr char kUsage[] =
     "every pass with 'all'; the passes in order: kiln compile --dump-after help.\n"
     "--matmul-groups: fused MatMul groups run kiln's generated tensor-core GEMM with their\n"
     "epilogue (generated), or cuBLASLt with its fused epilogues where it has one, the rest\n"
-    "expanded (library); auto (default): generated for sm_80/86/89, library for sm_90a.";
+    "expanded (library); auto (default): generated for sm_80/86/89, library for sm_90a.\n"
+    "--no-kernel-cache: compile every kernel module with NVRTC. By default compiled modules\n"
+    "are cached on disk, keyed by source, arch, NVRTC version and options, in $KILN_CACHE_DIR,\n"
+    "else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.\n"
+    "--dump-kernels DIR: per step that runs generated code, its .cu source, PTX, SASS (when\n"
+    "cuobjdump is found), launch configuration, registers/shared memory/spills and subgraph\n"
+    "with its ONNX node names; DIR/index.md lists every step and file. DIR must be new, empty\n"
+    "or an earlier dump.";
 
 }  // namespace
 
@@ -56,15 +69,19 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
       expanded.push_back(a);
     }
   }
-  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded, {"output", "arch", "precision", "input-shape", "calibrate", "dump-after", "matmul-groups"},
-                                                      {"help", "no-fuse", "report"}));
+  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded,
+                                               {"output", "arch", "precision", "input-shape", "calibrate",
+                                                "dump-after", "matmul-groups", "dump-kernels"},
+                                               {"help", "no-fuse", "report", "no-kernel-cache"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
     return absl::OkStatus();
   }
   if (args.Get("dump-after") == "help") {
-    for (const PassInfo& p : PipelinePasses()) std::cout << absl::StrFormat("  %-22s %s\n", p.name, p.why);
-    std::cout << absl::StrFormat("  %-22s %s\n", "lower-precision",
+    int width = 0;  // the longest pass name, so that the reasons line up
+    for (const PassInfo& p : PipelinePasses()) width = std::max(width, static_cast<int>(p.name.size()));
+    for (const PassInfo& p : PipelinePasses()) std::cout << absl::StrFormat("  %-*s %s\n", width, p.name, p.why);
+    std::cout << absl::StrFormat("  %-*s %s\n", width, "lower-precision",
                                  "after canonicalisation, before fusion (fp16/bf16 only): storage dtypes and Casts");
     return absl::OkStatus();
   }
@@ -80,6 +97,11 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   options.fuse = !args.Has("no-fuse");
   options.matmul_groups = args.Get("matmul-groups", "auto");
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
+  options.kernel_cache = !args.Has("no-kernel-cache");
+  options.dump_kernels_dir = args.Get("dump-kernels");
+  // A progress bar on a terminal; one summary line on stderr otherwise.
+  std::unique_ptr<codegen::TerminalProgress> progress = codegen::TerminalProgress::ForStderr();
+  options.progress = progress.get();
   const std::string dump_after = args.Get("dump-after");
   std::map<std::string, std::string> dumps;  // pass -> the graph after its last run
   if (!dump_after.empty()) {
@@ -146,6 +168,11 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
                                fr.nodes_after(), fr.groups_size(), groups_expanded, fr.rejections_size(),
                                m.compile_options().matmul_groups());
   if (args.Has("report")) std::cout << FusionReportText(fr);
+  if (!options.dump_kernels_dir.empty()) {
+    const std::string cuobjdump = FindCuobjdump();
+    std::cout << "  kernel dump: " << (std::filesystem::path(options.dump_kernels_dir) / "index.md").string()
+              << (cuobjdump.empty() ? " (no SASS: cuobjdump not found in PATH or /usr/local/cuda/bin)" : "") << "\n";
+  }
   if (m.compile_options().float32_nodes_size() > 0) {
     std::cout << absl::StrFormat("  fp16: %d node%s kept in fp32 (values beyond +-16384 on the calibration inputs)\n",
                                  m.compile_options().float32_nodes_size(),
