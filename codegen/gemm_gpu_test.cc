@@ -1,20 +1,28 @@
-// Tests of the tensor-core GEMM generator (codegen/ops/gemm.cc): every generated
-// source compiles with NVRTC for sm_80 and sm_90a (no GPU needed), and on a GPU the
-// kernels (plain MatMul and matmul+epilogue fused groups, fp16 and bf16, odd and
-// batched shapes) match the CPU reference (EvaluateNode). The GPU test skips without
-// a device.
+// Tests of the tensor-core GEMM generator (codegen/ops/gemm.cc): a representative
+// instantiation of every form (layouts, load modes, prologues, dual mainloops,
+// epilogues, fp16/bf16) compiles with NVRTC for sm_80 and sm_90a without spilling
+// (no GPU needed), the config verifier and routing; on a GPU every case (plain MatMul
+// in each layout, matmul+epilogue, prologue+matmul[+epilogue], dual-matmul[+epilogue],
+// odd shapes including M = 1 and K = 8, batched) matches the CPU reference
+// (EvaluateNode of the MatMul or the group node). The GPU test skips without a device.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "codegen/gpu_test_util.h"
 #include "codegen/nvrtc_module.h"
+#include "codegen/op_kernels.h"
 #include "codegen/ops/families.h"
 #include "graph/evaluate.h"
 #include "graph/fused_group.h"
@@ -26,11 +34,35 @@ namespace {
 enum class Epi { kNone, kBiasRelu, kBiasGelu, kResidual, kScale };
 const char* EpiName(Epi e) {
   switch (e) {
-    case Epi::kNone: return "plain";
-    case Epi::kBiasRelu: return "bias_relu";
-    case Epi::kBiasGelu: return "bias_gelu";
-    case Epi::kResidual: return "residual";
-    case Epi::kScale: return "scale";
+    case Epi::kNone: return "";
+    case Epi::kBiasRelu: return "_bias_relu";
+    case Epi::kBiasGelu: return "_bias_gelu";
+    case Epi::kResidual: return "_residual";
+    case Epi::kScale: return "_scale";
+  }
+  return "?";
+}
+
+// Prologues (element-wise chains on the loaded operands; f(0) != 0 for most, so
+// out-of-range elements must stay exact zeros).
+enum class Pro {
+  kNone,
+  kReluA,       // Relu(A)
+  kScaleBiasA,  // A * 0.5 + bias[last stored dim of A]
+  kClipB,       // Clip(B + 0.25, -0.5, 0.5)
+  kCastA,       // Cast(A: f32 -> storage) * 2   (an fp32 loaded tensor)
+  kBoth,        // Sigmoid(A), Tanh(B)
+  kRowScaleA,   // A * s[batch..., stored rows, 1]
+};
+const char* ProName(Pro p) {
+  switch (p) {
+    case Pro::kNone: return "";
+    case Pro::kReluA: return "_pro_reluA";
+    case Pro::kScaleBiasA: return "_pro_scalebiasA";
+    case Pro::kClipB: return "_pro_clipB";
+    case Pro::kCastA: return "_pro_castA";
+    case Pro::kBoth: return "_pro_sigA_tanhB";
+    case Pro::kRowScaleA: return "_pro_rowscaleA";
   }
   return "?";
 }
@@ -39,13 +71,27 @@ struct GemmCase {
   DType dtype;
   Shape batch;  // output batch dims
   int64_t m, n, k;
-  bool b_broadcast;  // B is [K, N] for every batch
-  Epi epi;
+  bool b_broadcast = false;  // B (and B2) are [K, N] for every batch
+  bool ta = false, tb = false;
+  Epi epi = Epi::kNone;
+  Pro pro = Pro::kNone;
+  bool dual = false;
+  int64_t k2 = 0;
+  bool ta2 = false, tb2 = false;
+
+  std::string Kind() const {
+    if (dual) return epi == Epi::kNone ? "dual-matmul" : "dual-matmul+epilogue";
+    if (pro != Pro::kNone) return epi == Epi::kNone ? "prologue+matmul" : "prologue+matmul+epilogue";
+    return epi == Epi::kNone ? "MatMul" : "matmul+epilogue";
+  }
   std::string Name() const {
     std::string b;
     for (int64_t d : batch) absl::StrAppend(&b, d, "x");
-    return absl::StrCat(dtype == DType::kFloat16 ? "f16_" : "bf16_", b, m, "_", n, "_", k, b_broadcast ? "_bcastB_" : "_",
-                        EpiName(epi));
+    std::string s = absl::StrCat(dtype == DType::kFloat16 ? "f16_" : "bf16_", b, m, "_", n, "_", k);
+    if (dual) absl::StrAppend(&s, "_", k2);
+    absl::StrAppend(&s, b_broadcast ? "_bcastB" : "", "_", ta ? "T" : "N", tb ? "T" : "N");
+    if (dual) absl::StrAppend(&s, ta2 ? "T" : "N", tb2 ? "T" : "N", "_dual");
+    return absl::StrCat(s, ProName(pro), EpiName(epi));
   }
 };
 
@@ -56,6 +102,8 @@ Tensor Rand(DType dtype, const Shape& shape, uint32_t seed) {
   for (float& x : v) x = dist(gen);
   return Tensor::FromFloat(dtype, shape, v);
 }
+
+int64_t OnnxType(DType dt) { return dt == DType::kFloat16 ? 10 : dt == DType::kBFloat16 ? 16 : 1; }
 
 // The graph of one case; `node` is the MatMul or the fused group.
 struct Built {
@@ -68,40 +116,91 @@ absl::StatusOr<Built> Build(const GemmCase& c, uint32_t seed) {
   Built b;
   b.graph = std::make_unique<Graph>();
   Graph& g = *b.graph;
-  auto input = [&](const std::string& name, Shape shape) {
+  auto input = [&](const std::string& name, Shape shape, DType dt) {
     Value* v = g.AddValue(name);
-    v->SetType(c.dtype, shape);
+    v->SetType(dt, shape);
     g.AddInput(v);
-    b.feeds[name] = Rand(c.dtype, shape, seed++);
+    b.feeds[name] = Rand(dt, shape, seed++);
     return v;
   };
-  Shape as = c.batch, bs = c.b_broadcast ? Shape{} : c.batch, ys = c.batch;
-  as.insert(as.end(), {c.m, c.k});
-  bs.insert(bs.end(), {c.k, c.n});
-  ys.insert(ys.end(), {c.m, c.n});
-  Value* a = input("a", as);
-  Value* w = input("b", bs);
+  auto scalar = [&](const std::string& name, float v) {
+    return g.AddConstant(name, Tensor::FromFloat(c.dtype, {}, {v}));
+  };
+  auto with = [](Shape lead, std::initializer_list<int64_t> tail) {
+    lead.insert(lead.end(), tail);
+    return lead;
+  };
+  std::vector<Node*> members;
+  auto add = [&](const std::string& op, std::vector<Value*> ins) {
+    Value* out = g.AddValue(absl::StrCat(op, "_out", members.size()));
+    members.push_back(g.AddNode(op, ins, {out}, absl::StrCat(op, members.size())));
+    return out;
+  };
+  const Shape bb = c.b_broadcast ? Shape{} : c.batch;
+  const Shape as = c.ta ? with(c.batch, {c.k, c.m}) : with(c.batch, {c.m, c.k});
+  const Shape bs = c.tb ? with(bb, {c.n, c.k}) : with(bb, {c.k, c.n});
+  const Shape ys = with(c.batch, {c.m, c.n});
+
+  // Operands, through their prologues.
+  Value* a = nullptr;
+  Value* w = nullptr;
+  switch (c.pro) {
+    case Pro::kNone:
+    case Pro::kClipB: a = input("a", as, c.dtype); break;
+    case Pro::kReluA: a = add("Relu", {input("a", as, c.dtype)}); break;
+    case Pro::kScaleBiasA:
+      a = add("Mul", {input("a", as, c.dtype), scalar("half", 0.5f)});
+      a = add("Add", {a, input("a_bias", {as.back()}, c.dtype)});
+      break;
+    case Pro::kCastA: {
+      a = add("Cast", {input("a", as, DType::kFloat32)});
+      members.back()->SetAttr("to", OnnxType(c.dtype));
+      a = add("Mul", {a, scalar("two", 2.f)});
+      break;
+    }
+    case Pro::kBoth: a = add("Sigmoid", {input("a", as, c.dtype)}); break;
+    case Pro::kRowScaleA: {
+      Shape rs = as;
+      rs.back() = 1;
+      a = add("Mul", {input("a", as, c.dtype), input("a_rowscale", rs, c.dtype)});
+      break;
+    }
+  }
+  w = input("b", bs, c.dtype);
+  if (c.pro == Pro::kClipB) {
+    w = add("Add", {w, scalar("quarter", 0.25f)});
+    w = add("Clip", {w, scalar("lo", -0.5f), scalar("hi", 0.5f)});
+  }
+  if (c.pro == Pro::kBoth) w = add("Tanh", {w});
+
   Value* mm_out = g.AddValue("mm");
   Node* mm = g.AddNode("MatMul", {a, w}, {mm_out}, "mm");
-  std::vector<Node*> members = {mm};
+  if (c.ta) mm->SetAttr("trans_a", 1);
+  if (c.tb) mm->SetAttr("trans_b", 1);
+  members.push_back(mm);
   Value* last = mm_out;
-  auto add = [&](const std::string& op, std::vector<Value*> ins) {
-    Value* out = g.AddValue(absl::StrCat(op, "_out"));
-    members.push_back(g.AddNode(op, ins, {out}, absl::StrCat(op, members.size())));
-    last = out;
-  };
+  if (c.dual) {
+    const Shape as2 = c.ta2 ? with(c.batch, {c.k2, c.m}) : with(c.batch, {c.m, c.k2});
+    const Shape bs2 = c.tb2 ? with(bb, {c.n, c.k2}) : with(bb, {c.k2, c.n});
+    Value* mm2_out = g.AddValue("mm2");
+    Node* mm2 = g.AddNode("MatMul", {input("a2", as2, c.dtype), input("b2", bs2, c.dtype)}, {mm2_out}, "mm2");
+    if (c.ta2) mm2->SetAttr("trans_a", 1);
+    if (c.tb2) mm2->SetAttr("trans_b", 1);
+    members.push_back(mm2);
+    last = add("Add", {last, mm2_out});
+  }
   switch (c.epi) {
     case Epi::kNone: break;
     case Epi::kBiasRelu:
-      add("Add", {last, input("bias", {c.n})});
-      add("Relu", {last});
+      last = add("Add", {last, input("bias", {c.n}, c.dtype)});
+      last = add("Relu", {last});
       break;
     case Epi::kBiasGelu:
-      add("Add", {last, input("bias", {c.n})});
-      add("Gelu", {last});
+      last = add("Add", {last, input("bias", {c.n}, c.dtype)});
+      last = add("Gelu", {last});
       break;
-    case Epi::kResidual: add("Add", {input("residual", ys), last}); break;
-    case Epi::kScale: add("Mul", {last, g.AddConstant("scale", Tensor::FromFloat(c.dtype, {}, {0.125f}))}); break;
+    case Epi::kResidual: last = add("Add", {input("residual", ys, c.dtype), last}); break;
+    case Epi::kScale: last = add("Mul", {last, scalar("scale", 0.125f)}); break;
   }
   g.AddOutput(last);
   InferShapesOptions options;
@@ -109,8 +208,8 @@ absl::StatusOr<Built> Build(const GemmCase& c, uint32_t seed) {
   absl::Status s = InferShapes(g, options);
   if (!s.ok()) return s;
   b.node = mm;
-  if (c.epi != Epi::kNone) {
-    absl::StatusOr<Node*> group = FormFusedGroup(g, members, "matmul+epilogue", mm);
+  if (members.size() > 1) {
+    absl::StatusOr<Node*> group = FormFusedGroup(g, members, c.Kind(), mm);
     if (!group.ok()) return group.status();
     b.node = *group;
   }
@@ -119,21 +218,119 @@ absl::StatusOr<Built> Build(const GemmCase& c, uint32_t seed) {
 
 std::vector<GemmCase> Cases() {
   std::vector<GemmCase> cases;
+  const std::array<std::array<bool, 2>, 4> layouts = {{{false, false}, {true, false}, {false, true}, {true, true}}};
   for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
-    const std::vector<std::array<int64_t, 3>> shapes = {{1, 64, 64},     {7, 33, 8},     {37, 129, 65},
-                                                        {128, 128, 128}, {257, 511, 300}, {1024, 768, 768}};
-    for (const auto& s : shapes) cases.push_back({dt, {}, s[0], s[1], s[2], false, Epi::kNone});
-    cases.push_back({dt, {3}, 65, 130, 70, true, Epi::kNone});
-    cases.push_back({dt, {3}, 65, 130, 70, false, Epi::kNone});
-    for (Epi e : {Epi::kBiasRelu, Epi::kBiasGelu, Epi::kResidual, Epi::kScale}) {
-      cases.push_back({dt, {}, 37, 129, 65, false, e});
-      cases.push_back({dt, {}, 256, 512, 128, false, e});
-      cases.push_back({dt, {3}, 65, 130, 70, true, e});
+    auto push = [&](GemmCase c) {
+      c.dtype = dt;
+      cases.push_back(c);
+    };
+    // Plain MatMul in each layout (contiguous dims multiples of 8 or not; M = 1; K = 8).
+    const std::vector<std::array<int64_t, 3>> shapes = {{1, 64, 64},      {7, 33, 8},      {37, 129, 65},
+                                                        {64, 72, 40},     {128, 128, 128}, {257, 511, 300},
+                                                        {1024, 768, 768}, {1536, 1024, 256}};
+    for (const auto& l : layouts) {
+      for (const auto& s : shapes) {
+        GemmCase c{dt, {}, s[0], s[1], s[2]};
+        c.ta = l[0];
+        c.tb = l[1];
+        push(c);
+      }
+      for (bool bcast : {true, false}) {
+        GemmCase c{dt, {3}, 65, 130, 70, bcast, l[0], l[1]};
+        push(c);
+      }
     }
-    cases.push_back({dt, {}, 7, 33, 8, false, Epi::kBiasRelu});
-    cases.push_back({dt, {2, 3}, 33, 64, 48, true, Epi::kResidual});
+    // Large tiles with both operands register-staged (K not a multiple of 8, B [N,K]).
+    push({dt, {}, 1536, 1024, 260, false, false, true});
+    push({dt, {}, 1536, 1024, 260, false, false, true, Epi::kBiasRelu, Pro::kBoth});
+    // matmul+epilogue.
+    for (Epi e : {Epi::kBiasRelu, Epi::kBiasGelu, Epi::kResidual, Epi::kScale}) {
+      push({dt, {}, 37, 129, 65, false, false, false, e});
+      push({dt, {}, 256, 512, 128, false, false, false, e});
+      push({dt, {3}, 65, 130, 70, true, false, false, e});
+      push({dt, {}, 256, 512, 128, false, true, true, e});
+    }
+    push({dt, {}, 7, 33, 8, false, false, false, Epi::kBiasRelu});
+    push({dt, {}, 1, 64, 8, false, true, true, Epi::kBiasGelu});
+    push({dt, {2, 3}, 33, 64, 48, true, false, false, Epi::kResidual});
+    push({dt, {}, 37, 129, 65, false, true, true, Epi::kBiasGelu});
+    // prologue+matmul[+epilogue]: unaligned, aligned, M = 1 with K = 8, partial tiles
+    // of aligned dims; the 128x128 config; batched with broadcast side inputs.
+    for (Pro p : {Pro::kReluA, Pro::kScaleBiasA, Pro::kClipB, Pro::kCastA, Pro::kBoth, Pro::kRowScaleA}) {
+      const std::vector<std::array<int64_t, 3>> pshapes = {{37, 129, 65}, {256, 512, 128}, {1, 64, 8}, {65, 136, 72}};
+      for (const auto& s : pshapes) {
+        for (const auto& l : layouts) {
+          GemmCase c{dt, {}, s[0], s[1], s[2], false, l[0], l[1]};
+          c.pro = p;
+          push(c);
+        }
+      }
+      GemmCase big{dt, {}, 1536, 1024, 256};
+      big.pro = p;
+      push(big);
+      GemmCase batched{dt, {3}, 65, 130, 70, true};
+      batched.pro = p;
+      batched.epi = Epi::kBiasRelu;
+      push(batched);
+      GemmCase epi{dt, {}, 37, 129, 65, false, true, false, p == Pro::kCastA ? Epi::kBiasGelu : Epi::kResidual};
+      epi.pro = p;
+      push(epi);
+    }
+    {
+      GemmCase c{dt, {2, 3}, 33, 64, 48, false, false, true, Epi::kScale};
+      c.pro = Pro::kRowScaleA;
+      push(c);
+    }
+    // dual-matmul[+epilogue]: K1 != K2, each mainloop in its own layout.
+    const std::vector<std::array<int64_t, 4>> dshapes = {
+        {37, 129, 65, 40}, {256, 512, 128, 64}, {1, 64, 8, 24}, {1536, 1024, 256, 128}, {65, 136, 72, 9}};
+    const std::vector<std::array<bool, 4>> dlayouts = {
+        {false, false, false, false}, {true, true, false, true}, {true, false, true, true}};
+    for (const auto& s : dshapes) {
+      for (const auto& l : dlayouts) {
+        for (Epi e : {Epi::kNone, Epi::kBiasRelu}) {
+          GemmCase c{dt, {}, s[0], s[1], s[2], false, l[0], l[1], e};
+          c.dual = true;
+          c.k2 = s[3];
+          c.ta2 = l[2];
+          c.tb2 = l[3];
+          push(c);
+        }
+      }
+    }
+    {
+      GemmCase c{dt, {3}, 65, 130, 70, true, false, true, Epi::kResidual};
+      c.dual = true;
+      c.k2 = 24;
+      c.tb2 = true;
+      push(c);
+    }
   }
   return cases;
+}
+
+// op(A) * op(B) in fp32 on the CPU (the inputs widened exactly).
+absl::StatusOr<std::vector<float>> Float32Product(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  Graph g;
+  Value* va = g.AddValue("a");
+  va->SetType(DType::kFloat32, a.shape());
+  Value* vb = g.AddValue("b");
+  vb->SetType(DType::kFloat32, b.shape());
+  g.AddInput(va);
+  g.AddInput(vb);
+  Value* y = g.AddValue("y");
+  Node* mm = g.AddNode("MatMul", {va, vb}, {y}, "mm");
+  if (ta) mm->SetAttr("trans_a", 1);
+  if (tb) mm->SetAttr("trans_b", 1);
+  g.AddOutput(y);
+  InferShapesOptions options;
+  options.fold_constants = false;
+  if (absl::Status s = InferShapes(g, options); !s.ok()) return s;
+  const Tensor fa = Tensor::FromFloat(DType::kFloat32, a.shape(), a.ToFloat());
+  const Tensor fb = Tensor::FromFloat(DType::kFloat32, b.shape(), b.ToFloat());
+  absl::StatusOr<std::vector<Tensor>> out = EvaluateNode(*mm, {&fa, &fb});
+  if (!out.ok()) return out.status();
+  return (*out)[0].ToFloat();
 }
 
 struct Generated {
@@ -143,30 +340,98 @@ struct Generated {
   std::vector<ModuleKernel> kernels;
 };
 
-void Generate(Generated& out) {
-  out.cases = Cases();
+std::string Form(const KernelLaunch& l);
+
+// Every case (GPU), or for the CPU tests one case per template form and prologue
+// kind (`heavy`: the 1536x1024 cases, which take the 128x128 tiles, else the rest).
+enum class Select { kAll, kFormsLight, kFormsHeavy };
+
+void Generate(Generated& out, Select select) {
   uint32_t seed = 1;
-  for (const GemmCase& c : out.cases) {
-    absl::StatusOr<Built> b = Build(c, seed);
+  std::set<std::string> seen;
+  for (const GemmCase& c : Cases()) {
     seed += 10;
+    if (select != Select::kAll && (c.m == 1536) != (select == Select::kFormsHeavy)) continue;
+    if (select == Select::kFormsHeavy && c.dtype != DType::kFloat16) continue;  // registers do not depend on it
+    const bool dedupe = select == Select::kFormsLight;
+    absl::StatusOr<Built> b = Build(c, seed);
     ASSERT_TRUE(b.ok()) << c.Name() << ": " << b.status();
-    absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateMatMulGroup(*b->node);
+    KernelOptions options;
+    options.gemm_template = true;
+    absl::StatusOr<std::vector<KernelLaunch>> l =
+        IsFusedGroup(*b->node) ? GenerateNodeKernels(*b->node, options) : ops::GenerateMatMulGroup(*b->node);
     ASSERT_TRUE(l.ok()) << c.Name() << ": " << l.status();
     ASSERT_EQ(l->size(), 1u);
+    if (dedupe) {
+      // Kept when it adds a feature: an operand's (layout, load mode, loaded kind),
+      // or the (dtype, group kind) pair.
+      const std::string f = Form((*l)[0]);
+      auto field = [&](const std::string& d) {
+        const size_t at = f.find(absl::StrCat(d, "="));
+        return f.substr(at, f.find(' ', at) - at);
+      };
+      bool fresh = seen.insert(absl::StrCat(field("GEMM_BF16"), " ", c.Kind())).second;
+      for (const std::string& feature :
+           {absl::StrCat(field("GEMM_TRANS_A"), field("GEMM_A_MODE"), field("GEMM_A_KIND")),
+            absl::StrCat(field("GEMM_TRANS_B"), field("GEMM_B_MODE")),
+            absl::StrCat(field("GEMM_TRANS_A2"), field("GEMM_A2_MODE")),
+            absl::StrCat(field("GEMM_TRANS_B2"), field("GEMM_B2_MODE"))}) {
+        fresh |= seen.insert(feature).second;
+      }
+      if (!fresh) continue;
+    }
+    out.cases.push_back(c);
     out.kernels.push_back({absl::StrCat("kiln_gemm_", c.Name()), (*l)[0].source});
     out.launches.push_back((*l)[0]);
     out.built.push_back(*std::move(b));
   }
 }
 
-constexpr int kPerModule = 6;
+// The distinct template forms among the CPU cases: every one must be present.
+std::string Form(const KernelLaunch& l) {
+  std::string f;
+  for (const char* d : {"GEMM_BF16", "GEMM_TRANS_A", "GEMM_TRANS_B", "GEMM_A_MODE", "GEMM_B_MODE", "GEMM_A_KIND",
+                        "GEMM_DUAL", "GEMM_TRANS_A2", "GEMM_TRANS_B2", "GEMM_A2_MODE", "GEMM_B2_MODE"}) {
+    const std::string key = absl::StrCat("#define ", d, " ");
+    const size_t at = l.source.find(key);
+    absl::StrAppend(&f, d, "=", at == std::string::npos ? "-" : l.source.substr(at + key.size(), 1), " ");
+  }
+  return f;
+}
+
+constexpr int kPerModule = 8;
 
 TEST(GemmCodegenTest, CompilesForSm80AndSm90a) {
   Generated gen;
-  ASSERT_NO_FATAL_FAILURE(Generate(gen));
+  ASSERT_NO_FATAL_FAILURE(Generate(gen, Select::kFormsLight));
+  std::set<std::string> forms;
+  for (const KernelLaunch& l : gen.launches) forms.insert(Form(l));
+  // Both dtypes x every group kind; {cp.async, staged vector, staged scalar} on A
+  // and B in both layouts; fp32 prologue loads; dual mainloops in both layouts.
+  EXPECT_GE(forms.size(), 20u) << absl::StrJoin(forms, "\n");
   for (const char* arch : {"sm_80", "sm_90a"}) {
     absl::StatusOr<std::vector<std::string>> cubins = CompileModules(gen.kernels, arch, kPerModule);
     EXPECT_TRUE(cubins.ok()) << arch << ": " << cubins.status();
+  }
+  std::printf("compiled %zu GEMM kernels (%zu forms) for sm_80 and sm_90a\n", gen.kernels.size(), forms.size());
+}
+
+// The register budget of VerifyGemmConfig holds: the heaviest forms (128x128 tiles
+// with register-staged operands, fp32 prologue loads, two mainloops) do not spill.
+TEST(GemmCodegenTest, LargeTilesDoNotSpill) {
+  Generated gen;
+  ASSERT_NO_FATAL_FAILURE(Generate(gen, Select::kFormsHeavy));
+  std::vector<ModuleKernel> heavy;
+  for (size_t i = 0; i < gen.cases.size(); ++i) {
+    if (gen.launches[i].source.find("#define BM 128") != std::string::npos) heavy.push_back(gen.kernels[i]);
+  }
+  ASSERT_GE(heavy.size(), 16u);
+  absl::StatusOr<ModuleInspection> inspected = InspectModule(heavy, "sm_80");
+  ASSERT_TRUE(inspected.ok()) << inspected.status();
+  for (const KernelResources& r : ParsePtxasResources(inspected->log)) {
+    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " spills (" << r.registers << " registers)";
+    std::printf("%-60s %d registers, %lld bytes spilled\n", r.function.c_str(), r.registers,
+                static_cast<long long>(r.spill_store_bytes));
   }
 }
 
@@ -179,6 +444,53 @@ TEST(GemmCodegenTest, ConfigVerifier) {
   const absl::Status smem = ops::VerifyGemmConfig(ops::GemmConfig{256, 256, 64, 2, 2, 4});
   EXPECT_NE(smem.message().find("shared memory"), absl::string_view::npos) << smem;
   EXPECT_FALSE(ops::VerifyGemmConfig(ops::GemmConfig{512, 512, 16, 8, 8, 2}).ok());  // 2048 threads
+
+  // Shared memory follows the layouts: A [BM][BK+8] or [BK][BM+8], B [BK][BN+8] or
+  // [BN][BK+8]; a dual kernel takes its larger mainloop.
+  const ops::GemmConfig c{128, 64, 32, 2, 2, 3};
+  ops::GemmVariant nn;
+  EXPECT_EQ(ops::GemmSharedBytes(c, nn), 3 * (128 * 40 + 32 * 72) * 2);
+  ops::GemmVariant tt;
+  tt.mainloops[0].a.trans = tt.mainloops[0].b.trans = true;
+  EXPECT_EQ(ops::GemmSharedBytes(c, tt), 3 * (32 * 136 + 64 * 40) * 2);
+  ops::GemmVariant dual = nn;
+  dual.mainloops.push_back(tt.mainloops[0]);
+  EXPECT_EQ(ops::GemmSharedBytes(c, dual), 3 * std::max(128 * 40 + 32 * 72, 32 * 136 + 64 * 40) * 2);
+  // Thin k tiles: both operands k-major ([BK][BM+8], [BK][BN+8]) fit in 84 KB, both
+  // k-contiguous ([BM][BK+8], [BN][BK+8]) need 120 KB.
+  const ops::GemmConfig thin{256, 256, 16, 4, 4, 5};
+  ops::GemmVariant tn;
+  tn.mainloops[0].a.trans = true;
+  ops::GemmVariant nt;
+  nt.mainloops[0].b.trans = true;
+  EXPECT_EQ(ops::GemmSharedBytes(thin, tn), 5 * (16 * 264 + 16 * 264) * 2);
+  EXPECT_EQ(ops::GemmSharedBytes(thin, nt), 5 * (256 * 24 + 256 * 24) * 2);
+  EXPECT_TRUE(ops::VerifyGemmConfig(thin, tn).ok()) << ops::VerifyGemmConfig(thin, tn);
+  EXPECT_NE(ops::VerifyGemmConfig(thin, nt).message().find("shared memory"), absl::string_view::npos);
+
+  // Registers: accumulators + fragments + the register-staged tiles.
+  EXPECT_EQ(ops::GemmRegisterEstimate(ops::GemmConfig{128, 128, 32, 2, 2, 3}), 128 + 16 + 4);
+  ops::GemmVariant staged;
+  staged.mainloops[0].a.load = ops::GemmLoad::kStagedVector;
+  staged.mainloops[0].a.element_bytes = 4;                      // fp32: 4 items x 8 words
+  staged.mainloops[0].b.load = ops::GemmLoad::kStagedScalar;    // 4096 / 128 = 32 words
+  EXPECT_EQ(ops::GemmRegisterEstimate(ops::GemmConfig{128, 128, 32, 2, 2, 3}, staged), 148 + 32 + 32);
+  const absl::Status regs = ops::VerifyGemmConfig(ops::GemmConfig{128, 128, 32, 2, 2, 3}, staged);
+  EXPECT_NE(regs.message().find("registers"), absl::string_view::npos) << regs;
+  EXPECT_FALSE(ops::VerifyGemmConfig(ops::GemmConfig{256, 128, 32, 2, 2, 3}).ok());  // 256 accumulators
+  // The heuristic falls back to a config the variant admits.
+  const ops::GemmConfig picked = ops::PickGemmConfig(4096, 4096, 1024, 1, staged);
+  EXPECT_TRUE(ops::VerifyGemmConfig(picked, staged).ok());
+  EXPECT_EQ(picked.bm, 128);
+  EXPECT_EQ(picked.warps_n, 4);
+  ops::GemmVariant dual2;
+  dual2.mainloops.resize(2);
+  EXPECT_EQ(ops::GemmRegisterEstimate(ops::GemmConfig{128, 128, 32, 2, 2, 3}, dual2), 148 + 40);
+  EXPECT_EQ(ops::PickGemmConfig(4096, 4096, 1024, 1, dual2).warps_n, 4);
+  EXPECT_EQ(ops::PickGemmConfig(4096, 4096, 1024, 1).bm, 128);
+  ops::GemmVariant three;
+  three.mainloops.resize(3);
+  EXPECT_NE(ops::VerifyGemmConfig(ops::GemmConfig{}, three).message().find("mainloops"), absl::string_view::npos);
 }
 
 TEST(GemmCodegenTest, UnsupportedForms) {
@@ -198,11 +510,40 @@ TEST(GemmCodegenTest, UnsupportedForms) {
   EXPECT_EQ(ops::GenerateMatMulGroup(*mm).status().code(), absl::StatusCode::kUnimplemented);
 }
 
+// Prologue and dual groups run on the GEMM template when it is chosen and name the
+// option otherwise (library mode expands them: cuBLASLt has no prologue).
+TEST(GemmCodegenTest, RoutesPrologueAndDualGroups) {
+  for (GemmCase c : {GemmCase{DType::kFloat16, {}, 64, 64, 64, false, false, false, Epi::kNone, Pro::kReluA},
+                     GemmCase{DType::kFloat16, {}, 64, 64, 64, false, false, false, Epi::kBiasRelu, Pro::kClipB}}) {
+    absl::StatusOr<Built> b = Build(c, 1);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_TRUE(IsMatMulGroup(*b->node)) << c.Kind();
+    KernelOptions on;
+    on.gemm_template = true;
+    EXPECT_TRUE(GenerateNodeKernels(*b->node, on).ok()) << c.Kind();
+    const absl::Status off = GenerateNodeKernels(*b->node, KernelOptions{}).status();
+    EXPECT_EQ(off.code(), absl::StatusCode::kUnimplemented);
+    EXPECT_NE(off.message().find("--matmul-groups generated"), absl::string_view::npos) << off;
+  }
+  GemmCase dual{DType::kBFloat16, {}, 64, 64, 64, false, false, false, Epi::kScale};
+  dual.dual = true;
+  dual.k2 = 32;
+  absl::StatusOr<Built> b = Build(dual, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_TRUE(IsMatMulGroup(*b->node));
+  KernelOptions on;
+  on.gemm_template = true;
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*b->node, on);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_NE((*l)[0].source.find("#define GEMM_DUAL 1"), std::string::npos);
+  EXPECT_EQ((*l)[0].args, (std::vector<int>{0, 1, 2, 3, 4}));  // C, A, B, A2, B2
+}
+
 TEST(GemmGpuTest, MatchesCpuReference) {
   KILN_ARCH_OR_SKIP(arch);
 
   Generated gen;
-  ASSERT_NO_FATAL_FAILURE(Generate(gen));
+  ASSERT_NO_FATAL_FAILURE(Generate(gen, Select::kAll));
   absl::StatusOr<std::vector<std::string>> cubins = CompileModules(gen.kernels, arch, kPerModule);
   ASSERT_TRUE(cubins.ok()) << cubins.status();
   std::vector<cudaLibrary_t> libs(cubins->size());
@@ -210,6 +551,7 @@ TEST(GemmGpuTest, MatchesCpuReference) {
     KILN_CUDA_OK(cudaLibraryLoadData(&libs[i], (*cubins)[i].data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   }
   int failures = 0;
+  std::map<std::string, std::pair<int, float>> per_kind;  // kind -> cases, worst error
   for (size_t ci = 0; ci < gen.cases.size(); ++ci) {
     const std::string name = gen.cases[ci].Name();
     SCOPED_TRACE(name);
@@ -235,13 +577,13 @@ TEST(GemmGpuTest, MatchesCpuReference) {
     cudaKernel_t kernel;
     KILN_CUDA_OK(cudaLibraryGetKernel(&kernel, libs[ci / kPerModule], gen.kernels[ci].function.c_str()));
     if (l.shared_bytes > 48 * 1024) {
-      KILN_CUDA_OK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(l.shared_bytes)));
+      KILN_CUDA_OK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(l.shared_bytes)));
     }
     std::vector<void*> params(l.args.size());
     for (size_t j = 0; j < l.args.size(); ++j) params[j] = &dev[l.args[j]];
     KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
-                             dim3(l.block[0], l.block[1], l.block[2]), params.data(), l.shared_bytes, nullptr));
+                                  dim3(l.block[0], l.block[1], l.block[2]), params.data(), l.shared_bytes, nullptr));
     KILN_CUDA_OK(cudaDeviceSynchronize());
     absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, ref_in);
     ASSERT_TRUE(ref.ok()) << ref.status();
@@ -249,10 +591,25 @@ TEST(GemmGpuTest, MatchesCpuReference) {
     KILN_CUDA_OK(cudaMemcpy(got.mutable_raw_data(), dev[0], ybytes, cudaMemcpyDeviceToHost));
     const std::vector<float> g = got.ToFloat(), w = (*ref)[0].ToFloat();
     const float tol = y->dtype() == DType::kFloat16 ? 2e-2f : 6e-2f;
+    // Errors are scaled by the reference's magnitude, or for a dual-matmul by that of
+    // its products: the reference rounds each product to the storage dtype before
+    // the Add (the kernel adds in fp32), and P + Q may cancel to far less than |P|.
+    std::vector<float> scale(w.size(), 1.f);
+    for (size_t i = 0; i < w.size(); ++i) scale[i] = std::max(1.f, std::fabs(w[i]));
+    if (gen.cases[ci].dual) {
+      const GemmCase& c = gen.cases[ci];
+      const auto& feeds = gen.built[ci].feeds;
+      for (auto [a, b, ta, tb] : {std::make_tuple("a", "b", c.ta, c.tb), std::make_tuple("a2", "b2", c.ta2, c.tb2)}) {
+        absl::StatusOr<std::vector<float>> p = Float32Product(feeds.at(a), feeds.at(b), ta, tb);
+        ASSERT_TRUE(p.ok()) << p.status();
+        ASSERT_EQ(p->size(), w.size());
+        for (size_t i = 0; i < w.size(); ++i) scale[i] = std::max(scale[i], std::fabs((*p)[i]));
+      }
+    }
     float worst = 0.f;
     size_t worst_i = 0;
     for (size_t i = 0; i < w.size(); ++i) {
-      const float err = std::isnan(g[i]) ? INFINITY : std::fabs(g[i] - w[i]) / std::max(1.f, std::fabs(w[i]));
+      const float err = std::isnan(g[i]) ? INFINITY : std::fabs(g[i] - w[i]) / scale[i];
       if (err > worst) {
         worst = err;
         worst_i = i;
@@ -262,12 +619,22 @@ TEST(GemmGpuTest, MatchesCpuReference) {
     EXPECT_TRUE(ok) << name << ": max scaled |err| " << worst << " at " << worst_i << " (got " << g[worst_i]
                     << ", want " << w[worst_i] << ")";
     failures += !ok;
-    std::printf("%-40s grid %u x %u block %u smem %u: max scaled err %.3g %s\n", name.c_str(), l.grid[0], l.grid[2],
-                l.block[0], l.shared_bytes, worst, ok ? "ok" : "FAIL");
+    const GemmCase& c = gen.cases[ci];
+    auto& [count, kind_worst] = per_kind[absl::StrCat(c.Kind(), c.dtype == DType::kFloat16 ? " f16" : " bf16")];
+    ++count;
+    kind_worst = std::max(kind_worst, worst);
+    if (!ok || std::getenv("KILN_GEMM_TEST_VERBOSE") != nullptr) {
+      std::printf("%-56s grid %u x %u block %u smem %u: max scaled err %.3g %s\n", name.c_str(), l.grid[0], l.grid[2],
+                  l.block[0], l.shared_bytes, worst, ok ? "ok" : "FAIL");
+    }
     for (void* p : dev) cudaFree(p);
   }
   for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
-  std::printf("ran %zu GEMM cases on %s (%s): %d failing\n", gen.cases.size(), test::DeviceName().c_str(), arch.c_str(), failures);
+  for (const auto& [kind, r] : per_kind) {
+    std::printf("  %-32s %4d cases, worst scaled err %.3g\n", kind.c_str(), r.first, r.second);
+  }
+  std::printf("ran %zu GEMM cases on %s (%s): %d failing\n", gen.cases.size(), test::DeviceName().c_str(), arch.c_str(),
+              failures);
 }
 
 }  // namespace

@@ -26,7 +26,12 @@ const char* StorageTypeName(DType dtype) {
 bool IsMatMulGroup(const Node& node) {
   if (!IsFusedGroup(node)) return false;
   auto pattern = node.GetString("pattern", "");
-  return pattern.ok() && (*pattern == "matmul+epilogue" || *pattern == "matmul");
+  if (!pattern.ok()) return false;
+  for (const char* p : {"matmul", "matmul+epilogue", "prologue+matmul", "prologue+matmul+epilogue", "dual-matmul",
+                        "dual-matmul+epilogue"}) {
+    if (*pattern == p) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, const KernelOptions& options) {
@@ -34,7 +39,15 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
   if (IsFusedGroup(node)) {
     auto pattern = node.GetString("pattern", "");
     if (pattern.ok() && *pattern == "pointwise") return ops::GeneratePointwiseGroup(node);
-    if (options.gemm_template && IsMatMulGroup(node)) return ops::GenerateMatMulGroup(node);
+    if (pattern.ok() && (*pattern == "softmax" || *pattern == "layernorm")) return ops::GenerateRowGroup(node);
+    if (pattern.ok() && *pattern == "attention") return ops::GenerateAttentionGroup(node);  // every mode
+    if (IsMatMulGroup(node)) {
+      if (options.gemm_template) return ops::GenerateMatMulGroup(node);
+      return absl::UnimplementedError(absl::StrCat(
+          "no fused GPU kernel for '", *pattern, "' groups with --matmul-groups library (cuBLASLt takes ",
+          "matmul+epilogue groups of a bias and Relu/tanh-Gelu only; --matmul-groups generated runs every ",
+          "MatMul group on kiln's tensor-core GEMM)"));
+    }
     return absl::UnimplementedError(absl::StrCat("no fused GPU kernel for '", pattern.ok() ? *pattern : "?",
                                                  "' groups yet (kiln's tensor-core templates come next)"));
   }

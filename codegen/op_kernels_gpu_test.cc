@@ -1,7 +1,9 @@
 // GPU numeric test of the generated per-node kernels: each case of
 // codegen/ops/op_kernel_cases.h runs on the device (cubin loaded with
 // cudaLibraryLoadData, launched with cudaLaunchKernel) and is compared with the
-// CPU reference (EvaluateNode) on the same inputs. Skips without a GPU.
+// CPU reference (EvaluateNode) on the same inputs, once with 256-byte aligned
+// tensors (the vectorised paths) and once with every tensor one element further
+// (the unaligned fallbacks). Skips without a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -71,42 +73,53 @@ std::string Compare(const Tensor& got, const Tensor& want) {
   return "";
 }
 
-TEST(OpKernelsGpuTest, MatchesCpuReference) {
-  KILN_ARCH_OR_SKIP(arch);
-
-  const std::vector<test::Case> cases = test::AllCases();
+// Every case generated and compiled once for the device's arch.
+struct Compiled {
+  std::vector<test::Case> cases;
   std::vector<test::BuiltCase> built;
   std::vector<std::vector<KernelLaunch>> launches;
   std::vector<ModuleKernel> kernels;
-  for (const test::Case& c : cases) {
-    absl::StatusOr<test::BuiltCase> b = test::Build(c);
-    ASSERT_TRUE(b.ok()) << c.name << ": " << b.status();
-    absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*b->node);
-    ASSERT_TRUE(l.ok()) << c.name << ": " << l.status();
-    for (size_t k = 0; k < l->size(); ++k) kernels.push_back({absl::StrCat("kiln_", c.name, "_", k), (*l)[k].source});
-    built.push_back(*std::move(b));
-    launches.push_back(*std::move(l));
-  }
-  absl::StatusOr<std::vector<std::string>> cubins = CompileModules(kernels, arch, kPerModule);
-  ASSERT_TRUE(cubins.ok()) << cubins.status();
-  std::vector<cudaLibrary_t> libs(cubins->size());
-  for (size_t m = 0; m < cubins->size(); ++m) {
-    KILN_CUDA_OK(cudaLibraryLoadData(&libs[m], (*cubins)[m].data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-  }
+  std::vector<cudaLibrary_t> libs;
+};
 
-  int failures = 0;
+void CompileAll(const std::string& arch, Compiled& c) {
+  c.cases = test::AllCases();
+  for (const test::Case& tc : c.cases) {
+    absl::StatusOr<test::BuiltCase> b = test::Build(tc);
+    ASSERT_TRUE(b.ok()) << tc.name << ": " << b.status();
+    absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*b->node);
+    ASSERT_TRUE(l.ok()) << tc.name << ": " << l.status();
+    for (size_t k = 0; k < l->size(); ++k) c.kernels.push_back({absl::StrCat("kiln_", tc.name, "_", k), (*l)[k].source});
+    c.built.push_back(*std::move(b));
+    c.launches.push_back(*std::move(l));
+  }
+  absl::StatusOr<std::vector<std::string>> cubins = CompileModules(c.kernels, arch, kPerModule);
+  ASSERT_TRUE(cubins.ok()) << cubins.status();
+  c.libs.resize(cubins->size());
+  for (size_t m = 0; m < cubins->size(); ++m) {
+    KILN_CUDA_OK(cudaLibraryLoadData(&c.libs[m], (*cubins)[m].data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  }
+}
+
+// Runs every case with each tensor `offset` elements past a cudaMalloc'd (256-byte
+// aligned) address, as a view into a larger buffer would be: offset 1 takes the
+// kernels' unaligned fallbacks. Returns the number of mismatching outputs.
+void RunAll(const Compiled& c, int offset, int* failures) {
+  *failures = 0;
   size_t kernel_index = 0;
-  for (size_t ci = 0; ci < cases.size(); ++ci) {
-    SCOPED_TRACE(cases[ci].name);
-    const Node& node = *built[ci].node;
+  for (size_t ci = 0; ci < c.cases.size(); ++ci) {
+    SCOPED_TRACE(absl::StrCat(c.cases[ci].name, " offset ", offset));
+    const Node& node = *c.built[ci].node;
     const int nout = node.num_outputs();
     // Device buffers, outputs then inputs (the arg numbering).
-    std::vector<void*> dev(nout + node.num_inputs(), nullptr);
+    std::vector<void*> base(nout + node.num_inputs(), nullptr), dev(base.size(), nullptr);
     for (int o = 0; o < nout; ++o) {
       const Value* v = node.output(o);
-      const size_t bytes = std::max<size_t>(1, v->numel() * DTypeSize(v->dtype()));
-      KILN_CUDA_OK(cudaMalloc(&dev[o], bytes));
-      KILN_CUDA_OK(cudaMemset(dev[o], 0xA5, bytes));  // garbage: unwritten elements show
+      const size_t shift = offset * DTypeSize(v->dtype());
+      const size_t bytes = std::max<size_t>(1, v->numel() * DTypeSize(v->dtype())) + shift;
+      KILN_CUDA_OK(cudaMalloc(&base[o], bytes));
+      KILN_CUDA_OK(cudaMemset(base[o], 0xA5, bytes));  // garbage: unwritten elements show
+      dev[o] = static_cast<char*>(base[o]) + shift;
     }
     std::vector<const Tensor*> ref_in;
     for (int i = 0; i < node.num_inputs(); ++i) {
@@ -114,15 +127,17 @@ TEST(OpKernelsGpuTest, MatchesCpuReference) {
         ref_in.push_back(nullptr);
         continue;
       }
-      const Tensor& t = built[ci].inputs[i];
+      const Tensor& t = c.built[ci].inputs[i];
       ref_in.push_back(&t);
-      KILN_CUDA_OK(cudaMalloc(&dev[nout + i], std::max<size_t>(1, t.nbytes())));
+      const size_t shift = offset * DTypeSize(t.dtype());
+      KILN_CUDA_OK(cudaMalloc(&base[nout + i], std::max<size_t>(1, t.nbytes()) + shift));
+      dev[nout + i] = static_cast<char*>(base[nout + i]) + shift;
       if (t.nbytes() > 0) KILN_CUDA_OK(cudaMemcpy(dev[nout + i], t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice));
     }
-    for (const KernelLaunch& l : launches[ci]) {
+    for (const KernelLaunch& l : c.launches[ci]) {
       const size_t k = kernel_index++;
       cudaKernel_t kernel;
-      KILN_CUDA_OK(cudaLibraryGetKernel(&kernel, libs[k / kPerModule], kernels[k].function.c_str()));
+      KILN_CUDA_OK(cudaLibraryGetKernel(&kernel, c.libs[k / kPerModule], c.kernels[k].function.c_str()));
       std::vector<void*> params(l.args.size());
       for (size_t j = 0; j < l.args.size(); ++j) params[j] = &dev[l.args[j]];
       KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
@@ -138,16 +153,26 @@ TEST(OpKernelsGpuTest, MatchesCpuReference) {
         KILN_CUDA_OK(cudaMemcpy(got.mutable_raw_data(), dev[o], got.nbytes(), cudaMemcpyDeviceToHost));
       }
       const std::string diff = Compare(got, (*ref)[o]);
-      EXPECT_EQ(diff, "") << cases[ci].name << " (" << node.op_type() << ") output " << o;
-      failures += !diff.empty();
+      EXPECT_EQ(diff, "") << c.cases[ci].name << " (" << node.op_type() << ") output " << o << ", offset " << offset;
+      *failures += !diff.empty();
     }
-    for (void* p : dev) {
+    for (void* p : base) {
       if (p != nullptr) cudaFree(p);
     }
   }
-  for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
-  std::printf("ran %zu cases (%zu kernels) on %s (%s): %d mismatching outputs\n", cases.size(), kernels.size(),
-              test::DeviceName().c_str(), arch.c_str(), failures);
+}
+
+TEST(OpKernelsGpuTest, MatchesCpuReference) {
+  KILN_ARCH_OR_SKIP(arch);
+  Compiled c;
+  ASSERT_NO_FATAL_FAILURE(CompileAll(arch, c));
+  for (int offset : {0, 1}) {
+    int failures = 0;
+    ASSERT_NO_FATAL_FAILURE(RunAll(c, offset, &failures));
+    std::printf("ran %zu cases (%zu kernels) on %s (%s), tensors at +%d element(s): %d mismatching outputs\n",
+                c.cases.size(), c.kernels.size(), test::DeviceName().c_str(), arch.c_str(), offset, failures);
+  }
+  for (cudaLibrary_t lib : c.libs) cudaLibraryUnload(lib);
 }
 
 }  // namespace

@@ -67,6 +67,62 @@ TEST(OpKernelsTest, AllCasesGenerateAndCompile) {
   }
 }
 
+// The launch of case `name` of AllCases.
+KernelLaunch CaseLaunch(const std::string& name) {
+  for (const test::Case& c : test::AllCases()) {
+    if (c.name != name) continue;
+    auto b = test::Build(c);
+    EXPECT_TRUE(b.ok()) << b.status();
+    if (!b.ok()) return {};
+    auto l = GenerateNodeKernels(*b->node);
+    EXPECT_TRUE(l.ok()) << l.status();
+    if (!l.ok() || l->size() != 1) return {};
+    return (*l)[0];
+  }
+  ADD_FAILURE() << "no case " << name;
+  return {};
+}
+
+// Element-wise kernels move 16 bytes per access where the shapes allow it, and one
+// element where they do not; row kernels pick their thread grouping and width.
+TEST(OpKernelsTest, VectorWidthFollowsShapes) {
+  EXPECT_NE(CaseLaunch("AddVecBiasF16").source.find("(8 elements per vector)"), std::string::npos);
+  EXPECT_NE(CaseLaunch("AddVecColumnF32").source.find("(4 elements per vector)"), std::string::npos);
+  EXPECT_NE(CaseLaunch("MulHalfVecF16").source.find("(4 elements per vector)"), std::string::npos);
+  EXPECT_NE(CaseLaunch("AddFlatTailF16").source.find("the tail after the last whole vector"), std::string::npos);
+  EXPECT_NE(CaseLaunch("AddVecI64").source.find("(2 elements per vector)"), std::string::npos);
+  EXPECT_EQ(CaseLaunch("AddBroadcastF32").source.find("elements per vector"), std::string::npos);  // [3,5,7]
+
+  const KernelLaunch warp = CaseLaunch("LayerNormRow768F16");
+  EXPECT_NE(warp.source.find("constexpr int kVec = 8;"), std::string::npos);
+  EXPECT_NE(warp.source.find("constexpr int kThreads = 32;"), std::string::npos);
+  EXPECT_NE(warp.source.find("constexpr bool kCache = true;"), std::string::npos);
+  EXPECT_EQ(warp.block[0], 128u);
+  EXPECT_EQ(warp.grid[0], 1u);  // 3 rows, 4 per block
+  const KernelLaunch sub = CaseLaunch("SoftmaxRow7F16");
+  EXPECT_NE(sub.source.find("constexpr int kVec = 1;"), std::string::npos);
+  EXPECT_NE(sub.source.find("constexpr int kThreads = 8;"), std::string::npos);
+  const KernelLaunch block = CaseLaunch("SoftmaxRow4096F16");
+  EXPECT_NE(block.source.find("constexpr int kThreads = 128;"), std::string::npos);
+  EXPECT_EQ(block.block[0], 128u);
+  EXPECT_EQ(block.grid[0], 3u);
+  EXPECT_NE(CaseLaunch("SoftmaxStreamF32").source.find("constexpr bool kCache = false;"), std::string::npos);
+  EXPECT_NE(CaseLaunch("ReduceMeanRow1000F16").source.find("constexpr int kVec = 8;"), std::string::npos);
+}
+
+// Softmax and LayerNorm groups are one kernel each; the residual group stores the sum
+// from the same pass.
+TEST(OpKernelsTest, RowGroupsAreOneKernel) {
+  const KernelLaunch ln = CaseLaunch("LayerNormGroup768f16");
+  EXPECT_NE(ln.source.find("kiln_layernorm(a)"), std::string::npos);
+  EXPECT_NE(ln.source.find("kiln_vec_st<V>(a.out1 + row * kLen + j, q0);"), std::string::npos) << ln.source;
+  EXPECT_EQ(ln.args, (std::vector<int>{0, 1, 2, 3, 4, 5}));  // y, sum, x, r, scale, bias
+  const KernelLaunch sm = CaseLaunch("SoftmaxGroup128f16");
+  EXPECT_NE(sm.source.find("kiln_softmax(a)"), std::string::npos);
+  EXPECT_NE(sm.source.find("1.250000000e-01f"), std::string::npos);  // the scale, inlined
+  EXPECT_EQ(sm.args, (std::vector<int>{0, 1, 2}));
+}
+
 TEST(OpKernelsTest, SourcesBakeShapes) {
   test::Case c{"t", "Transpose", {test::X(test::Rand(DType::kFloat32, {2, 3, 4}, 7))},
                {{"perm", std::vector<int64_t>{2, 0, 1}}}};

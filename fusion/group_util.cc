@@ -119,8 +119,7 @@ void ReportGroup(FusionReport* report, absl::string_view pass, const Node& group
   g.pass = std::string(pass);
   g.name = group.name();
   g.pattern = group.GetString("pattern", "").value_or("");
-  auto it = group.attributes().find("members");
-  if (it != group.attributes().end()) g.members = it->second.strings();
+  g.members = FusedGroupMembers(group);
   report->groups.push_back(std::move(g));
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "fusion/fuse_attention.h"
 #include "fusion/fuse_epilogue.h"
 #include "fusion/fuse_pointwise.h"
 #include "fusion/fuse_prologue.h"
@@ -26,6 +27,10 @@ std::vector<Step> FusionSteps(FusionReport* report) {
       {{"fuse-siblings", "first: merging Q/K/V (gate/up) weights changes which MatMuls exist, and the merged "
                          "MatMul should get the epilogue", true},
        [report](Graph& g) { return FuseSiblings(report).Run(g); }},
+      {{"fuse-attention", "before the prologue and epilogue passes: they would give the scores MatMul the scale "
+                          "and mask as its epilogue (and a Q scale as its prologue), splitting the attention pattern",
+        true},
+       [report](Graph& g) { return FuseAttention(report).Run(g); }},
       {{"fuse-prologue", "before the epilogue: it forms the matmul's group, which FuseEpilogue then extends",
         true},
        [report](Graph& g) { return FusePrologue(report).Run(g); }},

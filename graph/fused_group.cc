@@ -14,6 +14,13 @@ namespace kiln {
 
 bool IsFusedGroup(const Node& node) { return node.op_type() == kFusedGroupOp; }
 
+std::vector<std::string> FusedGroupMembers(const Node& node) {
+  if (!IsFusedGroup(node)) return {};
+  auto it = node.attributes().find("members");
+  if (it == node.attributes().end() || it->second.kind() != AttrKind::kStrings) return {};
+  return it->second.strings();
+}
+
 bool IsConvex(const Graph& graph, const std::vector<Node*>& members) {
   absl::flat_hash_set<const Node*> in(members.begin(), members.end());
   // Walk forward from the members' outputs through non-members only; reaching a

@@ -35,6 +35,10 @@ inline constexpr int64_t kMaxInlinedConstantElements = 1;
 
 bool IsFusedGroup(const Node& node);
 
+// A group's "members" attribute (its original node names, in order); empty when
+// `node` is not a group or has none.
+std::vector<std::string> FusedGroupMembers(const Node& node);
+
 // Replaces `members` (nodes of `graph`, any order) by one FusedGroup node named
 // `name` (unique; "" picks one). `anchor` is a member or nullptr. Fails
 // (FailedPrecondition) without changing the graph when the members are not convex

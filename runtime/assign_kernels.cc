@@ -76,7 +76,13 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
       ++stats.library_steps;
       continue;
     }
-    absl::StatusOr<std::vector<codegen::KernelLaunch>> launches = codegen::GenerateNodeKernels(node, kernel_options);
+    absl::StatusOr<std::vector<codegen::KernelLaunch>> launches;
+    std::optional<codegen::GemmChoice> gemm;
+    if (kernel_options.gemm_template && codegen::IsMatMulGroup(node)) {
+      launches = codegen::GenerateMatMulGroupWithDb(node, arch, compile_options.tuning_db, &gemm.emplace());
+    } else {
+      launches = codegen::GenerateNodeKernels(node, kernel_options);
+    }
     if (!launches.ok()) {
       if (launches.status().code() != absl::StatusCode::kUnimplemented) {
         return absl::Status(launches.status().code(),
@@ -89,6 +95,10 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
       continue;
     }
     ++stats.generated_steps;
+    if (gemm.has_value()) {
+      ++stats.gemm_steps;
+      if (gemm->from_db) ++stats.gemm_tuned_steps;
+    }
     for (size_t j = 0; j < launches->size(); ++j) {
       codegen::KernelLaunch& kl = (*launches)[j];
       auto [it, inserted] = unique_index.try_emplace(kl.source, static_cast<int>(unique.size()));
@@ -101,6 +111,7 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
       for (uint32_t b : kl.block) launch->add_block(b);
       launch->set_shared_bytes(kl.shared_bytes);
       for (int a : kl.args) launch->add_args(a);
+      if (gemm.has_value()) launch->set_config(gemm->Describe());
       pending.emplace_back(launch, it->second);
     }
     step->set_kernel(absl::StrCat("nvrtc:", step->launches(0).function()));

@@ -11,6 +11,9 @@
 //                     KernelOptions::gemm_template gives MatMul groups to the
 //                     generated GEMM;
 //   "nvrtc:<fn>"      generated kernels (codegen/op_kernels.h), recorded as launches;
+//                     a MatMul group's GEMM takes its tile config from the tuning
+//                     database when it has one (codegen/tuning_db.h), and the launch
+//                     records which (bundle::Launch.config);
 //   "cpu_ref:<Op>"    no GPU kernel: Step.gpu_unsupported says why; the bundle still
 //                     runs on the CPU backend and a GPU session refuses it by name.
 // Identical kernel sources are compiled once and shared by their steps. Kernels are
@@ -28,6 +31,7 @@
 #include "codegen/compile_progress.h"
 #include "codegen/kernel_cache.h"
 #include "codegen/op_kernels.h"
+#include "codegen/tuning_db.h"
 #include "graph/graph.h"
 #include "runtime/bundle.h"
 
@@ -41,6 +45,8 @@ struct KernelAssignmentStats {
   int view_steps = 0;        // nothing to run
   int unsupported_steps = 0; // no GPU kernel
   int unique_kernels = 0;    // distinct generated kernels compiled
+  int gemm_steps = 0;        // MatMul groups on the generated GEMM
+  int gemm_tuned_steps = 0;  // ... whose config came from the tuning database
   double nvrtc_seconds = 0;  // wall time of the NVRTC compiles (cache lookups included)
   codegen::ModuleCompileStats modules;  // compiled vs cached modules, warnings
 };
@@ -48,6 +54,10 @@ struct KernelAssignmentStats {
 // How the generated kernels are compiled (beyond what they are: KernelOptions).
 struct KernelCompileOptions {
   const codegen::KernelCache* cache = nullptr;  // nullptr: compile every module
+  // MatMul groups on the generated GEMM take the tile config this database holds for
+  // their problem on `arch` (codegen/tuning_db.h), else the heuristic's; each such
+  // launch records which in bundle::Launch.config. nullptr: the heuristic.
+  const codegen::TuningDb* tuning_db = nullptr;
   codegen::CompileProgress* progress = nullptr;  // nullptr: silent
   std::string dump_dir;                          // "": no --dump-kernels
 };

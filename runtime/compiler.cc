@@ -14,8 +14,10 @@
 #include "graph/lower_precision.h"
 #include "graph/text_format.h"
 #include "codegen/kernel_cache.h"
+#include "codegen/tuning_db.h"
 #include "codegen/library_kernels.h"
 #include "codegen/op_kernels.h"
+#include "fusion/fuse_pointwise.h"
 #include "fusion/pipeline.h"
 #include "graph/fused_group.h"
 #include "runtime/assign_kernels.h"
@@ -43,10 +45,54 @@ std::string GraphTextWithoutWeights(const Graph& graph) {
   return PrintGraph(*copy);
 }
 
+Node* FindNodeNamed(Graph& graph, const std::string& name) {
+  for (Node* n : graph.nodes()) {
+    if (n->name() == name) return n;
+  }
+  return nullptr;
+}
+
+// After a MatMul group was expanded: the longest chain from the MatMul through
+// members (each the only reader of the previous one's output) that a library call
+// takes fused (cuBLASLt: the bias add and a Relu / tanh-Gelu after it) becomes a
+// group again, so the expansion gives up only what the library cannot do. Returns
+// what it kept, for the report ("" when nothing).
+absl::StatusOr<std::string> RegroupLibraryPrefix(Graph& graph, const std::string& anchor,
+                                                 const std::vector<std::string>& members,
+                                                 const codegen::KernelOptions& kernel_options) {
+  Node* matmul = FindNodeNamed(graph, anchor);
+  if (matmul == nullptr || matmul->op_type() != "MatMul") return std::string();
+  std::vector<Node*> chain = {matmul};
+  while (chain.size() < 3) {
+    const Value* out = chain.back()->output(0);
+    if (out == nullptr || out->uses().size() != 1 || graph.IsGraphOutput(out)) break;
+    Node* next = out->uses()[0].node;
+    if (std::find(members.begin(), members.end(), next->name()) == members.end()) break;
+    chain.push_back(next);
+  }
+  std::vector<std::string> names;
+  for (const Node* m : chain) names.push_back(m->name());
+  for (size_t len = names.size(); len >= 2; --len) {
+    std::vector<Node*> part;
+    for (size_t i = 0; i < len; ++i) part.push_back(FindNodeNamed(graph, names[i]));
+    if (std::find(part.begin(), part.end(), nullptr) != part.end()) break;
+    absl::StatusOr<Node*> group = FormFusedGroup(graph, part, "matmul+epilogue", part[0]);
+    if (!group.ok()) continue;
+    if (UsesLibraryKernel(**group, kernel_options)) {
+      return absl::StrCat("kept [", absl::StrJoin(names.begin(), names.begin() + len, ", "), "] as one ",
+                          codegen::LibraryKernelName(**group), " call");
+    }
+    KILN_RETURN_IF_ERROR(InlineFusedGroup(graph, *group));
+  }
+  return std::string();
+}
+
 // Expands every fused group that has no GPU kernel yet back into its members, and
 // notes why in the report: a bundle must run on the GPU whatever fusion formed.
-absl::Status ExpandGroupsWithoutKernels(Graph& graph, const codegen::KernelOptions& kernel_options,
-                                        FusionReport* report) {
+// Returns how many it expanded.
+absl::StatusOr<int> ExpandGroupsWithoutKernels(Graph& graph, const codegen::KernelOptions& kernel_options,
+                                               FusionReport* report) {
+  int expanded = 0;
   for (Node* n : graph.nodes()) {
     if (!IsFusedGroup(*n)) continue;
     if (UsesLibraryKernel(*n, kernel_options)) continue;
@@ -54,12 +100,21 @@ absl::Status ExpandGroupsWithoutKernels(Graph& graph, const codegen::KernelOptio
     if (kernels.ok()) continue;
     if (kernels.status().code() != absl::StatusCode::kUnimplemented) return kernels.status();
     const std::string name = n->name();
+    const std::string anchor = n->GetString("anchor", "").value_or("");
+    const std::vector<std::string> members = FusedGroupMembers(*n);
     KILN_RETURN_IF_ERROR(InlineFusedGroup(graph, n));
+    ++expanded;
+    std::string kept;
+    if (!anchor.empty()) {
+      KILN_ASSIGN_OR_RETURN(kept, RegroupLibraryPrefix(graph, anchor, members, kernel_options));
+    }
     for (FusionReport::Group& g : report->groups) {
-      if (g.name == name) g.note = absl::StrCat("expanded: ", kernels.status().message());
+      if (g.name != name) continue;
+      g.note = absl::StrCat("expanded: ", kernels.status().message());
+      if (!kept.empty()) absl::StrAppend(&g.note, "; ", kept);
     }
   }
-  return absl::OkStatus();
+  return expanded;
 }
 
 }  // namespace
@@ -97,6 +152,13 @@ absl::Status ValidateCompileOptions(const CompileOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("unsupported --matmul-groups '", options.matmul_groups,
                                                    "': choose auto, library or generated"));
   }
+  if (options.tune && !options.tuning_db) {
+    return absl::InvalidArgumentError("--tune stores its results in the tuning database: drop --no-tuning-db");
+  }
+  if (options.tune && !(options.tune_budget_seconds > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tune-budget must be a positive number of seconds, got ", options.tune_budget_seconds));
+  }
   const auto& precisions = SupportedPrecisions();
   if (std::find(precisions.begin(), precisions.end(), options.precision) == precisions.end()) {
     return absl::InvalidArgumentError(absl::StrCat("unsupported --precision '", options.precision,
@@ -108,6 +170,7 @@ absl::Status ValidateCompileOptions(const CompileOptions& options) {
 absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const CompileOptions& options,
                                            const std::string& source_path, const std::string& source_bytes) {
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
+  if (options.tune) KILN_RETURN_IF_ERROR(CheckTuningDevice(options.arch));  // before the work
   auto where = [&](absl::string_view stage, const absl::Status& st) {
     return absl::Status(st.code(), absl::StrCat(source_path, ": ", stage, ": ", st.message()));
   };
@@ -149,8 +212,20 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
     if (!fused.ok()) return where("fusion", fused.status());
     report = *std::move(fused);
     report.nodes_fused = graph.num_nodes();
-    if (absl::Status st = ExpandGroupsWithoutKernels(graph, kernel_options, &report); !st.ok()) {
-      return where("fusion", st);
+    absl::StatusOr<int> expanded = ExpandGroupsWithoutKernels(graph, kernel_options, &report);
+    if (!expanded.ok()) return where("fusion", expanded.status());
+    if (*expanded > 0) {
+      // What an expanded group leaves (e.g. a library MatMul and the element-wise
+      // tail cuBLASLt cannot take: a residual add, erf-GELU, a scale and mask) is
+      // fused again by fuse-pointwise: the tail becomes one pointwise kernel or joins
+      // the LayerNorm / Softmax it feeds. Its groups always have kernels; the second
+      // expansion is a safety net.
+      if (absl::StatusOr<bool> again = FusePointwise(&report).Run(graph); !again.ok()) {
+        return where("fusion (fuse-pointwise after expansion)", again.status());
+      }
+      expanded = ExpandGroupsWithoutKernels(graph, kernel_options, &report);
+      if (!expanded.ok()) return where("fusion", expanded.status());
+      report.groups = FinalGroups(report.groups);
     }
   }
   report.nodes_before = nodes_before;
@@ -260,6 +335,49 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   if (options.kernel_cache && !cache_dir.empty()) compile_options.cache = &cache.emplace(cache_dir);
   compile_options.progress = options.progress;
   compile_options.dump_dir = options.dump_kernels_dir;
+  // GEMM tile configs: the tuning database (filled first with --tune), else the heuristic.
+  GemmTuneReport tune_report;
+  std::optional<codegen::TuningDb> tuning_db;
+  if (options.tuning_db) {
+    const std::string path = options.tuning_db_path.empty()
+                                 ? codegen::DefaultTuningDbPath(options.kernel_cache_dir)
+                                 : options.tuning_db_path;
+    if (path.empty() && options.tune) {
+      return absl::FailedPreconditionError(
+          "--tune: no place for the tuning database (set KILN_TUNING_DB, KILN_CACHE_DIR or HOME)");
+    }
+    if (!path.empty()) {
+      tune_report.db_path = path;
+      if (absl::Status st = tuning_db.emplace(path).Load(); !st.ok()) {
+        if (options.tune) return st;
+        tune_report.warnings.push_back(absl::StrCat(st.message(), "; compiling with the heuristic's configs"));
+        tuning_db.reset();
+      }
+    }
+  }
+  if (options.tune && kernel_options.gemm_template) {
+    GemmTuneOptions tune_options;
+    tune_options.arch = options.arch;
+    tune_options.budget_seconds = options.tune_budget_seconds;
+    tune_options.cache = compile_options.cache;
+    absl::StatusOr<GemmTuneReport> tuned = TuneGemmGroups(nodes, *tuning_db, tune_options);
+    if (!tuned.ok()) return where("tuning", tuned.status());
+    tuned->warnings = std::move(tune_report.warnings);
+    tune_report = *std::move(tuned);
+  } else if (options.tune) {
+    tune_report.tuned = true;
+    tune_report.note = absl::StrCat("nothing to tune: MatMul groups run on cuBLASLt (--matmul-groups resolves to "
+                                    "library for ", options.arch, "); pass --matmul-groups generated");
+  }
+  if (tuning_db.has_value()) {
+    for (const std::string& w : tuning_db->warnings()) {
+      if (std::find(tune_report.warnings.begin(), tune_report.warnings.end(), w) == tune_report.warnings.end()) {
+        tune_report.warnings.push_back(w);
+      }
+    }
+    compile_options.tuning_db = &*tuning_db;
+  }
+  if (options.tuning_report != nullptr) *options.tuning_report = tune_report;
   if (auto assigned = AssignKernels(nodes, options.arch, kernel_options, &out, compile_options); !assigned.ok()) {
     return absl::Status(assigned.status().code(), absl::StrCat(source_path, ": ", assigned.status().message()));
   }

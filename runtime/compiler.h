@@ -15,6 +15,7 @@
 #include "graph/evaluate.h"
 #include "graph/graph.h"
 #include "runtime/bundle.h"
+#include "runtime/gemm_tuner.h"
 
 namespace kiln {
 
@@ -66,6 +67,22 @@ struct CompileOptions {
   // --dump-kernels DIR: what each step runs, written to DIR (runtime/kernel_dump.h);
   // "": no dump.
   std::string dump_kernels_dir;
+  // GEMM tile configs: every compile looks each generated GEMM's problem up in the
+  // tuning database (codegen/tuning_db.h; no GPU needed) and falls back to the shape
+  // heuristic; false (--no-tuning-db): the heuristic only.
+  bool tuning_db = true;
+  // The database file; "": codegen::DefaultTuningDbPath(kernel_cache_dir)
+  // ($KILN_TUNING_DB, else tuning.tsv in the kernel cache's directory).
+  std::string tuning_db_path;
+  // --tune: before kernel assignment, measure the candidate configs of every distinct
+  // GEMM problem on the local GPU, which must be of `arch`, within
+  // tune_budget_seconds, and store the winners in the database (runtime/gemm_tuner.h).
+  // FailedPrecondition without a GPU.
+  bool tune = false;
+  double tune_budget_seconds = 60;
+  // Receives the tuning table, the database used and its warnings (lines skipped);
+  // not owned; nullptr: none.
+  GemmTuneReport* tuning_report = nullptr;
 };
 
 // InvalidArgument naming the bad value and the accepted ones.

@@ -313,6 +313,39 @@ TEST(CpuExecutorTest, SiblingSplitsOfTransformersAreViews) {
   }
 }
 
+// --matmul-groups library (sm_90a's default): a MatMul group cuBLASLt cannot take
+// whole is expanded, but its MatMul keeps the bias in one cuBLASLt call and the tail
+// (residual add, erf-GELU) is fused again into pointwise / LayerNorm groups: no
+// element-wise op of the BERT layer runs as a kernel of its own.
+TEST(CpuExecutorTest, LibraryModeKeepsBiasInCublasLtAndRefusesTheTail) {
+  models::ModelOptions options;
+  options.seq = 8;
+  options.hidden = 32;
+  options.heads = 2;
+  options.ffn = 64;
+  auto model = models::MakeModel("bert_layer", options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto graph = ImportOnnxModel(*std::move(model), ".");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CompileOptions compile = WithPrecision("fp16");
+  compile.matmul_groups = "library";
+  auto contents = BuildBundle(**graph, compile, "bert_layer", "");
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  int fused_matmuls = 0;
+  for (const bundle::Step& step : contents->manifest.steps()) {
+    if (step.kernel() == "cublaslt:FusedMatMul") ++fused_matmuls;
+    EXPECT_NE(step.op_type(), "Add") << step.node() << " runs on its own (" << step.kernel() << ")";
+    EXPECT_NE(step.kernel(), "cublaslt:MatMul") << step.node() << " lost its bias epilogue";
+  }
+  EXPECT_EQ(fused_matmuls, 4);  // Q/K/V (stacked), attention output, intermediate, output
+  int kept = 0;
+  for (const bundle::FusionGroup& g : contents->manifest.fusion().groups()) {
+    if (absl::StrContains(g.note(), "as one cublaslt:FusedMatMul call")) ++kept;
+  }
+  EXPECT_EQ(kept, 3);
+  ExpectBundleMatchesReference(**graph, "bert_layer", "fp16");
+}
+
 TEST(CpuExecutorDataTest, LightModels) {
   const char* data = std::getenv("KILN_ONNX_DATA");
   if (data == nullptr || *data == '\0') {

@@ -104,7 +104,7 @@ std::string GeneratedModel(const std::string& name) {
   const std::string path = TempPath(name, ".onnx");
   if (std::filesystem::exists(path)) return path;
   models::ModelOptions options;
-  if (name == "bert_layer" || name == "gpt2_block") options.seq = 24;
+  if (name == "bert_layer" || name == "gpt2_block" || name == "distilbert") options.seq = 24;
   auto model = models::MakeModel(name, options);
   EXPECT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE(models::WriteModel(*model, path).ok());
@@ -221,11 +221,12 @@ TEST(GpuExecutorTest, LightModelsMatchExpectedOutputs) {
 }
 
 // Fused MatMul groups on kiln's generated tensor-core GEMM (--matmul-groups
-// generated): every group of the transformer blocks runs as one kernel, matching the
-// CPU backend and the fp32 reference.
+// generated): every MatMul group of the transformer blocks runs as one kernel (none
+// is expanded; the attention scores read K through trans_b), matching the CPU backend
+// and the fp32 reference.
 TEST(GpuExecutorTest, GeneratedGemmGroupsMatchReference) {
   SKIP_WITHOUT_GPU();
-  for (const std::string name : {"bert_layer", "gpt2_block"}) {
+  for (const std::string name : {"bert_layer", "gpt2_block", "distilbert"}) {
     for (const std::string precision : {"fp16", "bf16"}) {
       SCOPED_TRACE(absl::StrCat(name, " ", precision));
       const std::string onnx = GeneratedModel(name);
@@ -243,6 +244,11 @@ TEST(GpuExecutorTest, GeneratedGemmGroupsMatchReference) {
         generated_groups += step.op_type() == "FusedGroup" && absl::StartsWith(step.kernel(), "nvrtc:");
       }
       EXPECT_GE(generated_groups, 3);
+      for (const auto& g : (*bundle)->manifest().fusion().groups()) {
+        const bool matmul_group = absl::StrContains(g.pattern(), "matmul");
+        EXPECT_FALSE(matmul_group && absl::StartsWith(g.note(), "expanded"))
+            << g.name() << " (" << g.pattern() << "): " << g.note();
+      }
       auto host = CpuProgram::Create(**bundle);
       ASSERT_TRUE(host.ok()) << host.status();
       auto program = GpuProgram::Create(*host);

@@ -103,9 +103,8 @@ std::string SubgraphText(const Node& node) {
     std::string out =
         absl::StrCat("# fused group ", node.name(), ": pattern ", node.GetString("pattern", "").value_or(""),
                      ", anchor ", node.GetString("anchor", "").value_or(""), "\n");
-    if (auto it = node.attributes().find("members");
-        it != node.attributes().end() && it->second.kind() == AttrKind::kStrings) {
-      absl::StrAppend(&out, "# ONNX nodes (members, in order): ", absl::StrJoin(it->second.strings(), ", "), "\n");
+    if (const std::vector<std::string> members = FusedGroupMembers(node); !members.empty()) {
+      absl::StrAppend(&out, "# ONNX nodes (members, in order): ", absl::StrJoin(members, ", "), "\n");
     }
     absl::StrAppend(&out, "# body input i is the group's input i, body output i its output i\n");
     absl::StatusOr<std::unique_ptr<Graph>> body = FusedGroupBody(node);
@@ -326,10 +325,7 @@ absl::StatusOr<KernelDumpStats> WriteKernelDump(const std::string& dir_name, con
 
     std::string launch_text = absl::StrCat("step ", s, ": node ", node.name(), " (", node.op_type(), ")\n");
     std::vector<std::string> onnx_nodes(step.onnx_nodes().begin(), step.onnx_nodes().end());
-    if (auto it = node.attributes().find("members");
-        IsFusedGroup(node) && it != node.attributes().end() && it->second.kind() == AttrKind::kStrings) {
-      onnx_nodes = it->second.strings();
-    }
+    if (const std::vector<std::string> members = FusedGroupMembers(node); !members.empty()) onnx_nodes = members;
     if (!onnx_nodes.empty()) absl::StrAppend(&launch_text, "ONNX nodes: ", absl::StrJoin(onnx_nodes, ", "), "\n");
     for (int j = 0; j < step.launches_size(); ++j) {
       const bundle::Launch& l = step.launches(j);
@@ -351,6 +347,7 @@ absl::StatusOr<KernelDumpStats> WriteKernelDump(const std::string& dir_name, con
       std::vector<std::string> tile, problem;
       GemmDefines(used[u]->source, &tile, &problem);
       if (!tile.empty()) absl::StrAppend(&launch_text, "  GEMM tile: ", absl::StrJoin(tile, " "), "\n");
+      if (!l.config().empty()) absl::StrAppend(&launch_text, "  GEMM config: ", l.config(), "\n");
       if (!problem.empty()) absl::StrAppend(&launch_text, "  GEMM problem: ", absl::StrJoin(problem, " "), "\n");
       if (c.has_resources) {
         absl::StrAppend(&launch_text, "  resources (ptxas -v, ", arch, "): ", ResourceText(c.resources), "\n",

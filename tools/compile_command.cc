@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -30,6 +31,7 @@ constexpr char kUsage[] =
     "                    [--calibrate NAME=SOURCE]... [--no-fuse] [--report]\n"
     "                    [--dump-after PASS|all] [--matmul-groups auto|library|generated]\n"
     "                    [--no-kernel-cache] [--dump-kernels DIR]\n"
+    "                    [--tune [--tune-budget SECONDS]] [--tuning-db FILE] [--no-tuning-db]\n"
     "Compiles the model into a bundle (manifest, kernels, weights) for the named GPU arch.\n"
     "Works without a GPU (kernels are compiled by NVRTC). The default arch is the local\n"
     "GPU's, else sm_90a; the default precision is fp16 (storage of activations and weights;\n"
@@ -53,7 +55,14 @@ constexpr char kUsage[] =
     "--dump-kernels DIR: per step that runs generated code, its .cu source, PTX, SASS (when\n"
     "cuobjdump is found), launch configuration, registers/shared memory/spills and subgraph\n"
     "with its ONNX node names; DIR/index.md lists every step and file. DIR must be new, empty\n"
-    "or an earlier dump.";
+    "or an earlier dump.\n"
+    "--tune: measure candidate tile configs of every distinct generated GEMM (MatMul groups\n"
+    "with --matmul-groups generated, or auto on sm_80/86/89) on the local GPU, which must be\n"
+    "of --arch, within --tune-budget seconds (default 60; '90s' works too), print heuristic vs\n"
+    "best, and store the winners in the tuning database. Every compile, with or without a\n"
+    "GPU, takes the database's config for a GEMM it holds, else the shape heuristic's; the\n"
+    "database is $KILN_TUNING_DB, else tuning.tsv beside the kernel cache (--tuning-db FILE\n"
+    "names another; --no-tuning-db: the heuristic only).";
 
 }  // namespace
 
@@ -71,8 +80,10 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   }
   KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded,
                                                {"output", "arch", "precision", "input-shape", "calibrate",
-                                                "dump-after", "matmul-groups", "dump-kernels"},
-                                               {"help", "no-fuse", "report", "no-kernel-cache"}));
+                                                "dump-after", "matmul-groups", "dump-kernels", "tune-budget",
+                                                "tuning-db"},
+                                               {"help", "no-fuse", "report", "no-kernel-cache", "tune",
+                                                "no-tuning-db"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
     return absl::OkStatus();
@@ -99,6 +110,21 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
   options.kernel_cache = !args.Has("no-kernel-cache");
   options.dump_kernels_dir = args.Get("dump-kernels");
+  options.tune = args.Has("tune");
+  options.tuning_db = !args.Has("no-tuning-db");
+  options.tuning_db_path = args.Get("tuning-db");
+  if (args.Has("tune-budget")) {
+    std::string budget = args.Get("tune-budget");
+    if (!options.tune) return absl::InvalidArgumentError("--tune-budget needs --tune");
+    if (absl::EndsWith(budget, "s")) budget.pop_back();
+    if (!absl::SimpleAtod(budget, &options.tune_budget_seconds) || !(options.tune_budget_seconds > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("--tune-budget '", args.Get("tune-budget"),
+                                                     "': expected a positive number of seconds (60, 90s)"));
+    }
+  }
+  GemmTuneReport tuning;
+  options.tuning_report = &tuning;
+  KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
   // A progress bar on a terminal; one summary line on stderr otherwise.
   std::unique_ptr<codegen::TerminalProgress> progress = codegen::TerminalProgress::ForStderr();
   options.progress = progress.get();
@@ -145,6 +171,8 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   const auto start = std::chrono::steady_clock::now();
   KILN_RETURN_IF_ERROR(CompileToFile(input, output, options));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const std::string& w : tuning.warnings) std::cerr << "kiln: warning: " << w << "\n";
+  std::cout << GemmTuneTable(tuning);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Bundle> bundle, Bundle::Load(output));
   const bundle::Manifest& m = bundle->manifest();
   std::cout << absl::StrFormat("%s -> %s: %s, %s, %d steps, %d weights, arena %d bytes (lower bound %d), %d bytes, %.2fs\n",
@@ -193,6 +221,19 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   std::cout << absl::StrFormat("  GPU kernels: %d steps generated (%d launches, %d kernel module%s), %d library "
                                "(cuBLASLt/cuDNN), %d views\n",
                                generated, launches, m.kernels_size(), m.kernels_size() == 1 ? "" : "s", library, views);
+  int gemms = 0, tuned = 0;
+  for (const bundle::Step& step : m.steps()) {
+    for (const bundle::Launch& l : step.launches()) {
+      if (l.config().empty()) continue;
+      ++gemms;
+      if (absl::EndsWith(l.config(), "(tuning database)")) ++tuned;
+    }
+  }
+  if (gemms > 0) {
+    std::cout << absl::StrFormat("  GEMM tile configs: %d of %d from the tuning database%s, the rest from the "
+                                 "heuristic\n",
+                                 tuned, gemms, tuning.db_path.empty() ? " (none used)" : " " + tuning.db_path);
+  }
   if (!unsupported.empty()) {
     std::vector<std::string> parts;
     for (const auto& [op, n] : unsupported) parts.push_back(absl::StrCat(op, " x", n));

@@ -28,33 +28,152 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node);
 // (codegen/ops/reduce.cc).
 bool IsReduceOp(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateReduce(const Node& node);
+// A "softmax" or "layernorm" FusedGroup (fusion/fuse_pointwise.h): one row kernel
+// with the group's element-wise prologue in registers (codegen/ops/reduce.cc).
+absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group);
 
 // Windowed ops: MaxPool, AveragePool, LRN (codegen/ops/pool.cc).
 bool IsPoolOp(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GeneratePool(const Node& node);
 
 // Tensor-core GEMM (codegen/ops/gemm.cc, template codegen/templates/gemm_sm80.cuh,
-// mma.sync m16n8k16 for sm_80 and later): a MatMul of f16 or bf16 operands of rank
-// >= 2 (batch dims of each operand equal to the output's or all broadcast), or a
-// FusedGroup whose body is such a MatMul of group inputs followed by an element-wise
-// chain over its output shape (group inputs of the chain broadcast against
-// [batch..., M, N]; scalar constants become literals), with one output.
+// mma.sync m16n8k16 for sm_80 and later). Takes:
+//   - a MatMul of f16 or bf16 operands of rank >= 2 (batch dims of each operand equal
+//     to the output's or all broadcast), either operand stored transposed (trans_a:
+//     A is [..., K, M]; trans_b: B is [..., N, K]);
+//   - FusedGroups anchored on such a MatMul (IsMatMulGroup): "matmul+epilogue" (an
+//     element-wise chain over [batch..., M, N] after the product; its group inputs
+//     broadcast against that shape, scalar constants become literals);
+//     "prologue+matmul[+epilogue]" (element-wise chains on A and/or B over the stored
+//     operand shape, from one loaded group input of any float dtype, side inputs
+//     broadcast into it, applied in registers before the shared-memory store);
+//     "dual-matmul[+epilogue]" (Add(MatMul(A1, B1), MatMul(A2, B2)) of one [.., M, N],
+//     K1 and K2 free: two mainloops into one accumulator), with one output.
 struct GemmConfig {
   int bm = 128, bn = 128, bk = 32;  // block tile
   int warps_m = 2, warps_n = 2;     // warp grid (warp tile (bm/warps_m) x (bn/warps_n))
-  int stages = 3;                   // cp.async pipeline depth
+  int stages = 3;                   // pipeline depth
+};
+// How an operand reaches shared memory: cp.async (16 bytes; its contiguous dim a
+// multiple of 8, no prologue), or through registers (a prologue, or rows that are not
+// 16-byte aligned) 8 elements per load or one.
+enum class GemmLoad { kAsync, kStagedVector, kStagedScalar };
+struct GemmOperand {
+  bool trans = false;  // A stored [K, M] / B stored [N, K]
+  GemmLoad load = GemmLoad::kAsync;
+  int element_bytes = 2;  // of the loaded tensor (4: an fp32 prologue input)
+};
+struct GemmMainloop {
+  GemmOperand a, b;
+};
+// The kernel's form beyond the tile config: one mainloop, or two (dual-matmul).
+struct GemmVariant {
+  GemmVariant() : mainloops(1) {}
+  std::vector<GemmMainloop> mainloops;
 };
 inline constexpr int64_t kGemmMaxSharedBytes = 99 * 1024;
-// Dynamic shared memory of a config (bytes).
-int64_t GemmSharedBytes(const GemmConfig& config);
+// Registers a thread may spend on accumulators, fragments and register-staged
+// operands (of 255): the rest holds addresses, indices and the epilogue. Calibrated
+// with ptxas (sm_80, 128x128 tiles, 2x2 warps): an estimate of 148 compiles to 228
+// registers, 164 to 241, 180 to 250, all without spills; a second mainloop costs
+// about 40 more (its addresses live across the first), so a dual kernel at 148 + 40
+// spills. GemmCodegenTest.LargeTilesDoNotSpill checks this.
+inline constexpr int kGemmRegisterBudget = 184;
+inline constexpr int kGemmSecondMainloopRegisters = 40;
+// Dynamic shared memory of a config (bytes): STAGES x the largest mainloop's A and B
+// tiles, a tile of R rows and C contiguous elements taking R x (C + 8) x 2 bytes (so it
+// depends on the layouts: A [BM][BK+8] or [BK][BM+8], B [BK][BN+8] or [BN][BK+8]).
+int64_t GemmSharedBytes(const GemmConfig& config, const GemmVariant& variant = {});
+// 32-bit registers per thread for accumulators, A/B fragments and the register-staged
+// tiles of the largest mainloop, plus kGemmSecondMainloopRegisters for a dual kernel
+// (what kGemmRegisterBudget bounds).
+int GemmRegisterEstimate(const GemmConfig& config, const GemmVariant& variant = {});
 // InvalidArgument, explaining which constraint fails: tile divisibility by the warp
-// grid and the mma shape, stages, threads <= 1024, shared memory <= 99 KiB.
-absl::Status VerifyGemmConfig(const GemmConfig& config);
-// The shape heuristic: 128x128x32 (2x2 warps, 3 stages) when there are enough large
-// tiles to fill the GPU, else 64x64x32 (2x2 warps, 4 stages).
-GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch);
-// One launch; `config` overrides the heuristic (benchmarks). Unimplemented for any
-// other form; InvalidArgument for an invalid `config`.
+// grid and the mma shape, stages, threads <= 1024, shared memory <= 99 KiB,
+// registers (GemmRegisterEstimate) <= kGemmRegisterBudget, one or two mainloops.
+absl::Status VerifyGemmConfig(const GemmConfig& config, const GemmVariant& variant = {});
+// The shape heuristic: 128x128x32 (3 stages) when there are enough large tiles to
+// fill the GPU, with 2x2 warps, or 2x4 where `variant` needs more registers than 2x2
+// leave (VerifyGemmConfig); else 64x64x32 (2x2 warps, 4 stages). `k` is the summed K
+// of a dual-matmul.
+GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant = {});
+// One launch; `config` overrides the heuristic (benchmarks, the tuning database,
+// autotuning). Unimplemented for any other form; InvalidArgument for an invalid
+// `config`.
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, const GemmConfig* config = nullptr);
+
+// What decides a GEMM kernel's speed besides its tile config: the tuning problem of
+// a node GenerateMatMulGroup takes (codegen/tuning_db.h keys its entries by it).
+struct GemmProblem {
+  int64_t m = 0, n = 0, batch = 1;
+  std::vector<int64_t> k;          // per mainloop (two for a dual-matmul)
+  DType dtype = DType::kFloat16;   // the tensor-core operands' storage dtype
+  // Per mainloop, A then B: 'N' (A [M,K], B [K,N]) or 'T' (trans_a / trans_b), then
+  // 'a' / 'b' when that operand is broadcast over a batch > 1; mainloops joined by
+  // '+': "NN", "NT", "NTa+NN".
+  std::string layout;
+  // The group's pattern and member op types in body order, then a hash of what the
+  // kernel computes around the mainloop (per operand: prologue code and its loads'
+  // dtypes and broadcast shapes; the epilogue's; loaded and output dtypes):
+  // "matmul+epilogue[MatMul,Add,Gelu]#5f1c0e8a93b2d467". A plain MatMul: "MatMul[]#...".
+  std::string signature;
+  GemmVariant variant;  // load modes, for VerifyGemmConfig
+  int64_t KTotal() const;
+  double Flops() const;  // 2 * M * N * KTotal * batch
+};
+// The problem of a node GenerateMatMulGroup takes; its errors otherwise.
+absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node);
+// PickGemmConfig for a problem.
+GemmConfig HeuristicGemmConfig(const GemmProblem& problem);
+// The configs autotuning measures: the heuristic's first, then up to a dozen more
+// (tiles 32..256 x 32..256, BK 32 or 64, 2..4 stages, 4 or 8 warps), leaving out those
+// VerifyGemmConfig rejects for the problem's variant and tiles at least twice the
+// (16-rounded) problem in M or N. Distinct, deterministic.
+std::vector<GemmConfig> GemmCandidateConfigs(const GemmProblem& problem);
+// "128x128x32 w2x2 s3" (BM x BN x BK, WARPS_M x WARPS_N, STAGES), and back
+// (InvalidArgument for anything else; the result is not verified).
+std::string GemmConfigString(const GemmConfig& config);
+absl::StatusOr<GemmConfig> ParseGemmConfig(absl::string_view text);
+bool operator==(const GemmConfig& a, const GemmConfig& b);
+
+// Fused attention (codegen/ops/attention.cc, template codegen/templates/
+// attention_sm80.cuh, mma.sync m16n8k16 for sm_80 and later; the primitives are in
+// codegen/templates/mma_sm80.cuh). Takes "attention" FusedGroups
+// (fusion/fuse_attention.h): MatMul(Q, K') -> element-wise score ops -> Softmax over
+// the last axis -> MatMul(P, V), optionally a scale on Q, f16 or bf16, D and Dv
+// multiples of 8 up to kAttentionMaxHeadDim, K' stored [.., D, Sk] or [.., Sk, D]
+// (trans_b), batch dims of Q, K', V and the mask broadcast into the scores'; Q, K', V
+// and the output may be read / written through the group's head split / merge
+// Transposes ([B, S, H, D] with row pitch H * D). One CTA per (batch entry, BM query
+// rows); scores and probabilities stay in registers.
+inline constexpr int64_t kAttentionMaxHeadDim = 128;
+inline constexpr int64_t kAttentionMaxSharedBytes = 99 * 1024;
+// Registers a thread may spend on scores, output accumulators and fragments (the
+// estimate below); the rest of 255 holds addresses, indices and the score functor.
+// Measured (ptxas -v, sm_80, NVRTC 13.0): D = 64 with 64-key blocks (estimate 92)
+// takes 137 registers; D = Dv = 128 with 64-key blocks (estimate 140) took 241-255,
+// so 128-wide heads get 32-key blocks (estimate 124; 202-214 registers, no spills).
+inline constexpr int kAttentionRegisterBudget = 128;
+struct AttentionConfig {
+  int bm = 64;  // query rows per CTA: BM / 16 warps, 16 rows each
+  int bn = 64;  // keys per block of the key loop
+};
+// Dynamic shared memory (bytes): Q [BM][DP+8], two K tiles ([BN][DP+8] when stored
+// [Sk, D], else [DP][BN+8]) and two V tiles [BN][DVP+8], 2 bytes each; DP and DVP
+// are D and Dv rounded up to 16.
+int64_t AttentionSharedBytes(const AttentionConfig& config, int64_t d, int64_t dv, bool k_trans);
+// 32-bit registers per thread for scores (BN/2), output accumulators (DVP/2), Q
+// fragments (DP/4) and row statistics.
+int AttentionRegisterEstimate(const AttentionConfig& config, int64_t d, int64_t dv);
+// InvalidArgument naming the failed constraint: BM and BN multiples of 16 in [16,
+// 128], head dims, shared memory <= 99 KiB, registers <= kAttentionRegisterBudget.
+absl::Status VerifyAttentionConfig(const AttentionConfig& config, int64_t d, int64_t dv, bool k_trans);
+// BM 64, halved (down to 16) while fewer than 132 CTAs (an H100's SMs) would run or
+// while half of it still covers Sq; BN the first of 64, 32, 16 that verifies.
+AttentionConfig PickAttentionConfig(int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv, bool k_trans);
+// One launch; `config` overrides the heuristic (benchmarks, tests). Unimplemented for
+// a group the kernel does not take; InvalidArgument for an invalid `config`.
+absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& group,
+                                                                 const AttentionConfig* config = nullptr);
 
 }  // namespace kiln::codegen::ops

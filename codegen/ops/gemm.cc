@@ -1,12 +1,21 @@
-// Tensor-core GEMM kernels (codegen/templates/gemm_sm80.cuh) for MatMul and for
-// "matmul+epilogue" fused groups: the MatMul's accumulator goes through the group's
-// element-wise chain (each member's expression from codegen/ops/pointwise.cc) in
-// fp32 registers before the one store of the group's output.
+// Tensor-core GEMM kernels (codegen/templates/gemm_sm80.cuh) for MatMul and for the
+// MatMul-anchored fused groups: the operands' layouts (trans_a / trans_b), a prologue
+// chain per operand and the epilogue chain (each member's expression from
+// codegen/ops/pointwise.cc, composed by ComposeElementwise) in fp32 registers, and
+// the two mainloops of a dual-matmul.
+#include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "codegen/kernel_cache.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/ops/pointwise_spec.h"
@@ -14,12 +23,51 @@
 #include "graph/fused_group.h"
 
 namespace kiln::codegen::ops {
+namespace {
 
-int64_t GemmSharedBytes(const GemmConfig& c) {
-  return static_cast<int64_t>(c.stages) * (c.bm * (c.bk + 8) + c.bk * (c.bn + 8)) * 2;
+// The stored tile of an operand: rows x contiguous columns.
+struct TileShape {
+  int rows, cols;
+};
+TileShape ATile(const GemmConfig& c, bool trans) { return trans ? TileShape{c.bk, c.bm} : TileShape{c.bm, c.bk}; }
+TileShape BTile(const GemmConfig& c, bool trans) { return trans ? TileShape{c.bn, c.bk} : TileShape{c.bk, c.bn}; }
+int64_t TileElements(TileShape t) { return static_cast<int64_t>(t.rows) * (t.cols + 8); }
+
+// Registers of one operand's register stage (kiln_gemm_stage in the template).
+int StagedRegisters(const GemmConfig& c, TileShape t, const GemmOperand& op) {
+  if (op.load == GemmLoad::kAsync) return 0;
+  const int threads = c.warps_m * c.warps_n * 32;
+  const bool vec = op.load == GemmLoad::kStagedVector;
+  const int per = vec ? 8 : 1;
+  const int items = t.rows * t.cols / per;
+  const int iters = (items + threads - 1) / threads;
+  const int words = vec ? (op.element_bytes == 4 ? 8 : 4) : 1;
+  return iters * words;
 }
 
-absl::Status VerifyGemmConfig(const GemmConfig& c) {
+}  // namespace
+
+int64_t GemmSharedBytes(const GemmConfig& c, const GemmVariant& variant) {
+  int64_t stage = 0;
+  for (const GemmMainloop& l : variant.mainloops) {
+    stage = std::max(stage, TileElements(ATile(c, l.a.trans)) + TileElements(BTile(c, l.b.trans)));
+  }
+  return static_cast<int64_t>(c.stages) * stage * 2;
+}
+
+int GemmRegisterEstimate(const GemmConfig& c, const GemmVariant& variant) {
+  if (c.warps_m <= 0 || c.warps_n <= 0) return 0;
+  const int mi = c.bm / c.warps_m / 16, ni = c.bn / c.warps_n / 8;
+  int staged = 0;
+  for (const GemmMainloop& l : variant.mainloops) {
+    staged = std::max(staged,
+                      StagedRegisters(c, ATile(c, l.a.trans), l.a) + StagedRegisters(c, BTile(c, l.b.trans), l.b));
+  }
+  const int extra = variant.mainloops.size() > 1 ? kGemmSecondMainloopRegisters : 0;
+  return mi * ni * 4 + mi * 4 + 4 + staged + extra;
+}
+
+absl::Status VerifyGemmConfig(const GemmConfig& c, const GemmVariant& variant) {
   auto bad = [&](const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat("GEMM tile config ", c.bm, "x", c.bn, "x", c.bk, " warps ",
                                                    c.warps_m, "x", c.warps_n, " stages ", c.stages, ": ", why));
@@ -27,46 +75,81 @@ absl::Status VerifyGemmConfig(const GemmConfig& c) {
   if (c.bm <= 0 || c.bn <= 0 || c.bk <= 0 || c.warps_m <= 0 || c.warps_n <= 0) return bad("non-positive size");
   if (c.bm % (16 * c.warps_m) != 0) return bad("BM must be a multiple of 16 * WARPS_M (m16 fragments per warp)");
   if (c.bn % (16 * c.warps_n) != 0) {
-    return bad("BN must be a multiple of 16 * WARPS_N (pairs of n8 fragments per ldmatrix.x4.trans)");
+    return bad("BN must be a multiple of 16 * WARPS_N (pairs of n8 fragments per ldmatrix.x4)");
   }
   if (c.bk % 16 != 0) return bad("BK must be a multiple of 16 (the mma k)");
   if (c.stages < 2 || c.stages > 8) return bad("STAGES must be in [2, 8]");
+  if (variant.mainloops.empty() || variant.mainloops.size() > 2) {
+    return bad(absl::StrCat(variant.mainloops.size(), " mainloops (the template has one or two)"));
+  }
   const int threads = c.warps_m * c.warps_n * 32;
   if (threads > 1024) return bad(absl::StrCat(threads, " threads per block (> 1024)"));
-  const int64_t smem = GemmSharedBytes(c);
+  const int64_t smem = GemmSharedBytes(c, variant);
   if (smem > kGemmMaxSharedBytes) {
     return bad(absl::StrCat(smem, " bytes of shared memory (> ", kGemmMaxSharedBytes, ", 99 KiB)"));
+  }
+  const int regs = GemmRegisterEstimate(c, variant);
+  if (regs > kGemmRegisterBudget) {
+    return bad(absl::StrCat(regs, " registers per thread for accumulators, fragments and register-staged operands (> ",
+                            kGemmRegisterBudget, "; the rest of 255 holds addresses and the epilogue)"));
   }
   return absl::OkStatus();
 }
 
-GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch) {
+GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant) {
   (void)k;
   const int64_t big_tiles = ((m + 127) / 128) * ((n + 127) / 128) * batch;
-  if (m >= 128 && n >= 128 && big_tiles >= 96) return GemmConfig{128, 128, 32, 2, 2, 3};
-  return GemmConfig{64, 64, 32, 2, 2, 4};
+  std::vector<GemmConfig> candidates;
+  if (m >= 128 && n >= 128 && big_tiles >= 96) {
+    candidates.push_back(GemmConfig{128, 128, 32, 2, 2, 3});
+    candidates.push_back(GemmConfig{128, 128, 32, 2, 4, 3});
+  }
+  candidates.push_back(GemmConfig{64, 64, 32, 2, 2, 4});
+  for (const GemmConfig& c : candidates) {
+    if (VerifyGemmConfig(c, variant).ok()) return c;
+  }
+  return GemmConfig{64, 64, 32, 2, 2, 2};
 }
 
 namespace {
 
-// The operands of the kernel: the GEMM's A and B (node input indices), the
-// element-wise chain after it, and the output.
+// One operand of a mainloop: the node input loaded (the operand itself, or the
+// group input its prologue chain starts from), the MatMul's operand value (its stored
+// shape) and the prologue functor's code.
+struct OperandPlan {
+  int input = 0;                     // node input index of the loaded tensor
+  const Value* stored = nullptr;     // the MatMul operand (body or node value)
+  const Value* loaded = nullptr;     // the loaded tensor (body or node value)
+  bool trans = false;
+  std::vector<const Node*> chain;    // prologue members, in evaluation order
+  std::string code, result = "x";    // functor statements and result (of `x`)
+  std::vector<ElementwiseLoad> loads;  // group inputs the functor reads (g<l>)
+};
+
+struct LoopPlan {
+  const Node* mm = nullptr;
+  OperandPlan a, b;
+  int64_t m = 0, n = 0, k = 0;
+};
+
+// What the kernel computes: one or two mainloops, then the epilogue chain.
 struct GemmPlan {
-  int a = 0, b = 1;
+  std::unique_ptr<Graph> body;  // a group's body, which the plan's values point into
+  std::vector<LoopPlan> loops;
   std::string epilogue_code;  // statements computing the result from `acc`
   std::string result = "acc";
   std::vector<ElementwiseLoad> loads;  // group inputs the epilogue reads (g<l>)
 };
 
 // Offset of element (batch, row, col) of an operand of shape `view` broadcast
-// against `shape` ([batch..., M, N]).
+// against `shape` ([batch..., R, C]).
 absl::StatusOr<std::string> BroadcastOffset(const Node& node, const Shape& view, const Shape& shape) {
-  if (view.size() > shape.size()) return NoKernel(node, "epilogue input of higher rank than the output");
+  if (view.size() > shape.size()) return NoKernel(node, "an element-wise input of higher rank than its chain's shape");
   const size_t r = shape.size(), lead = r - view.size();
   std::vector<int64_t> st(r, 0);
   const std::vector<int64_t> dense = DenseStrides(view);
   for (size_t d = 0; d < view.size(); ++d) {
-    if (view[d] != 1 && view[d] != shape[lead + d]) return NoKernel(node, "epilogue input does not broadcast");
+    if (view[d] != 1 && view[d] != shape[lead + d]) return NoKernel(node, "an element-wise input does not broadcast");
     st[lead + d] = view[d] == 1 ? 0 : dense[d];
   }
   std::vector<std::string> terms;
@@ -85,96 +168,414 @@ absl::StatusOr<std::string> BroadcastOffset(const Node& node, const Shape& view,
   return out;
 }
 
-// Fills `plan` from a FusedGroup body: one MatMul whose operands are group inputs,
-// every other member element-wise over the MatMul's output shape.
+absl::StatusOr<bool> Flag(const Node& mm, const char* name) {
+  absl::StatusOr<int64_t> v = mm.GetInt(name, 0);
+  if (!v.ok()) return v.status();
+  if (*v != 0 && *v != 1) return NoKernel(mm, absl::StrCat(name, " = ", *v));
+  return *v == 1;
+}
+
+// M, N, K and the layouts of MatMul `mm` (operand values `a`, `b`).
+absl::Status SetShapes(const Node& node, const Node& mm, LoopPlan& loop) {
+  absl::StatusOr<bool> ta = Flag(mm, "trans_a"), tb = Flag(mm, "trans_b");
+  if (!ta.ok()) return ta.status();
+  if (!tb.ok()) return tb.status();
+  loop.a.trans = *ta;
+  loop.b.trans = *tb;
+  const Value* a = loop.a.stored;
+  const Value* b = loop.b.stored;
+  if (a->rank() < 2 || b->rank() < 2) return NoKernel(node, "MatMul with a 1-D operand");
+  const Shape& as = a->shape();
+  const Shape& bs = b->shape();
+  const size_t ra = as.size(), rb = bs.size();
+  loop.m = *ta ? as[ra - 1] : as[ra - 2];
+  loop.k = *ta ? as[ra - 2] : as[ra - 1];
+  loop.n = *tb ? bs[rb - 2] : bs[rb - 1];
+  if ((*tb ? bs[rb - 1] : bs[rb - 2]) != loop.k) return NoKernel(node, "inconsistent MatMul shapes");
+  return absl::OkStatus();
+}
+
+// The prologue of operand `i` of `mm` inside `body`: walks from the operand up
+// through element-wise members of the operand's shape, along the input of that shape,
+// to a group input (the loaded tensor).
+absl::Status PlanOperand(const Node& group, const Graph& body, const Node& mm, int i,
+                         const absl::flat_hash_map<const Value*, int>& input_index, OperandPlan& op) {
+  op.stored = mm.input(i);
+  const Value* x = op.stored;
+  const Shape& shape = op.stored->shape();
+  std::vector<const Node*> chain;  // nearest the MatMul first
+  while (input_index.find(x) == input_index.end()) {
+    const Node* p = x->producer();
+    if (p == nullptr) {
+      return NoKernel(group, absl::StrCat("MatMul operand '", x->name(), "' is a constant of the group"));
+    }
+    if (p->num_outputs() != 1 || p->output(0)->shape() != shape) {
+      return NoKernel(group, absl::StrCat("prologue member ", p->Describe(), " is not element-wise over ",
+                                          ShapeToString(shape)));
+    }
+    const Value* next = nullptr;
+    for (const Value* in : p->inputs()) {
+      if (in != nullptr && in->shape() == shape && !in->is_constant()) {
+        next = in;
+        break;
+      }
+    }
+    if (next == nullptr) {
+      return NoKernel(group, absl::StrCat("prologue member ", p->Describe(), " transforms no operand of shape ",
+                                          ShapeToString(shape)));
+    }
+    chain.push_back(p);
+    x = next;
+  }
+  op.loaded = x;
+  op.input = input_index.at(x);
+  if (chain.empty()) return absl::OkStatus();
+  op.chain.assign(chain.rbegin(), chain.rend());
+  if (x->dtype() != DType::kFloat32 && x->dtype() != DType::kFloat16 && x->dtype() != DType::kBFloat16) {
+    return NoKernel(group, absl::StrCat("prologue loading ", DTypeName(x->dtype())));
+  }
+  ComposedElementwise composed;
+  composed.computed[x] = {"x", Domain::kFloat};
+  if (absl::Status st = ComposeElementwise(group, body, op.chain, shape, composed); !st.ok()) return st;
+  auto out = composed.computed.find(op.stored);
+  if (out == composed.computed.end() || out->second.second != Domain::kFloat) {
+    return NoKernel(group, "prologue result is not floating point");
+  }
+  op.code = std::move(composed.code);
+  op.result = out->second.first;
+  op.loads = std::move(composed.loads);
+  return absl::OkStatus();
+}
+
+// Fills `plan` from a FusedGroup body: one MatMul (operands group inputs or prologue
+// chains) or two MatMuls of group inputs added together, then an element-wise chain
+// over the product's shape.
 absl::Status PlanGroup(const Node& group, GemmPlan& plan) {
   auto body_or = FusedGroupBody(group);
   if (!body_or.ok()) return NoKernel(group, std::string(body_or.status().message()));
-  const Graph& body = **body_or;
-  if (group.num_outputs() != 1 || body.outputs().size() != 1) return NoKernel(group, "matmul group with several outputs");
+  plan.body = *std::move(body_or);
+  const Graph& body = *plan.body;
+  if (group.num_outputs() != 1 || body.outputs().size() != 1) {
+    return NoKernel(group, "matmul group with several outputs");
+  }
   absl::flat_hash_map<const Value*, int> input_index;
   for (size_t i = 0; i < body.inputs().size(); ++i) input_index[body.inputs()[i]] = static_cast<int>(i);
 
-  const Node* mm = nullptr;
+  std::vector<const Node*> mms;
   for (const Node* n : body.nodes()) {
-    if (n->op_type() != "MatMul") continue;
-    if (mm != nullptr) return NoKernel(group, "more than one MatMul in the group");
-    mm = n;
+    if (n->op_type() == "MatMul") mms.push_back(n);
+    if (n->op_type() == "Gemm") return NoKernel(group, "Gemm inside the group (canonicalisation makes it a MatMul)");
   }
-  if (mm == nullptr) return NoKernel(group, "group without a MatMul");
-  for (int i = 0; i < 2; ++i) {
-    auto it = input_index.find(mm->input(i));
-    if (it == input_index.end()) return NoKernel(group, "MatMul operand computed inside the group (prologue)");
-    (i == 0 ? plan.a : plan.b) = it->second;
+  if (mms.empty()) return NoKernel(group, "group without a MatMul");
+  if (mms.size() > 2) return NoKernel(group, "more than two MatMuls in the group");
+  absl::flat_hash_set<const Node*> not_epilogue(mms.begin(), mms.end());
+  const Value* acc = mms[0]->output(0);
+  if (mms.size() == 2) {
+    // Dual: Add(P, Q) of the two products, each read only by it.
+    const Node* add = nullptr;
+    for (const Node* n : body.nodes()) {
+      if (n->op_type() != "Add" || n->num_inputs() != 2) continue;
+      const Value* x = n->input(0);
+      const Value* y = n->input(1);
+      if ((x == mms[0]->output(0) && y == mms[1]->output(0)) || (x == mms[1]->output(0) && y == mms[0]->output(0))) {
+        add = n;
+      }
+    }
+    if (add == nullptr) return NoKernel(group, "two MatMuls that are not added together");
+    for (const Node* mm : mms) {
+      const Value* p = mm->output(0);
+      if (p->uses().size() != 1 || body.IsGraphOutput(p)) {
+        return NoKernel(group, "a dual-matmul product read elsewhere");
+      }
+      if (p->shape() != add->output(0)->shape() || p->dtype() != add->output(0)->dtype()) {
+        return NoKernel(group, "dual-matmul products of different shapes or dtypes");
+      }
+    }
+    not_epilogue.insert(add);
+    acc = add->output(0);
   }
-  const Shape& shape = mm->output(0)->shape();
+  for (const Node* mm : mms) {
+    LoopPlan loop;
+    loop.mm = mm;
+    for (int i = 0; i < 2; ++i) {
+      OperandPlan& op = i == 0 ? loop.a : loop.b;
+      if (absl::Status st = PlanOperand(group, body, *mm, i, input_index, op); !st.ok()) return st;
+      if (!op.chain.empty() && mms.size() == 2) return NoKernel(group, "dual-matmul with a prologue");
+      not_epilogue.insert(op.chain.begin(), op.chain.end());
+    }
+    if (absl::Status st = SetShapes(group, *mm, loop); !st.ok()) return st;
+    plan.loops.push_back(std::move(loop));
+  }
+  const Shape& shape = acc->shape();
   if (group.output(0)->shape() != shape) return NoKernel(group, "group output shape differs from the MatMul's");
 
+  std::vector<const Node*> epilogue;
+  for (const Node* n : body.nodes()) {
+    if (!not_epilogue.contains(n)) epilogue.push_back(n);
+  }
   ComposedElementwise composed;
-  composed.computed[mm->output(0)] = {"acc", Domain::kFloat};
-  if (absl::Status st = ComposeElementwise(group, body, mm, shape, composed); !st.ok()) return st;
+  composed.computed[acc] = {"acc", Domain::kFloat};
+  if (absl::Status st = ComposeElementwise(group, body, epilogue, shape, composed); !st.ok()) return st;
   plan.epilogue_code = std::move(composed.code);
   plan.loads = std::move(composed.loads);
-  const auto& computed = composed.computed;
-  auto out = computed.find(body.outputs()[0]);
-  if (out == computed.end()) return NoKernel(group, "group output is not computed from the MatMul");
+  auto out = composed.computed.find(body.outputs()[0]);
+  if (out == composed.computed.end()) return NoKernel(group, "group output is not computed from the MatMul");
   if (out->second.second != Domain::kFloat) return NoKernel(group, "epilogue result is not floating point");
   plan.result = out->second.first;
   return absl::OkStatus();
 }
 
-}  // namespace
+// The template's element kind of a loaded dtype (0 fp16, 1 bf16, 2 fp32).
+int Kind(DType dt) { return dt == DType::kFloat16 ? 0 : dt == DType::kBFloat16 ? 1 : 2; }
 
-absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, const GemmConfig* config) {
+// Everything GenerateMatMulGroup knows before it picks a tile config.
+struct GemmPrep {
   GemmPlan plan;
+  GemmVariant variant;
+  std::vector<int64_t> a_batch, b_batch;
+  int64_t m = 0, n = 0, batch = 1, k_total = 0;
+  DType dt = DType::kFloat16;
+  const Value* y = nullptr;
+};
+
+absl::Status PrepareMatMul(const Node& node, GemmPrep& prep) {
+  GemmPlan& plan = prep.plan;
   if (IsFusedGroup(node)) {
-    absl::Status s = PlanGroup(node, plan);
-    if (!s.ok()) return s;
-  } else if (node.op_type() != "MatMul") {
+    if (absl::Status s = PlanGroup(node, plan); !s.ok()) return s;
+  } else if (node.op_type() == "MatMul") {
+    LoopPlan loop;
+    loop.mm = &node;
+    loop.a.stored = loop.a.loaded = node.input(0);
+    loop.b.stored = loop.b.loaded = node.input(1);
+    loop.b.input = 1;
+    if (absl::Status st = SetShapes(node, node, loop); !st.ok()) return st;
+    plan.loops.push_back(std::move(loop));
+  } else {
     return NoKernel(node, "not a MatMul");
   }
-  const Value* a = node.input(plan.a);
-  const Value* b = node.input(plan.b);
-  const Value* y = node.output(0);
-  const DType dt = a->dtype();
-  if ((dt != DType::kFloat16 && dt != DType::kBFloat16) || b->dtype() != dt) {
-    return NoKernel(node, absl::StrCat("tensor-core MatMul of ", DTypeName(a->dtype()), " x ", DTypeName(b->dtype())));
-  }
+  const Value* y = prep.y = node.output(0);
+  const DType dt = prep.dt = plan.loops[0].a.stored->dtype();
   if (!IsFloating(y->dtype())) return NoKernel(node, "non-floating output");
-  if (a->rank() < 2 || b->rank() < 2) return NoKernel(node, "MatMul with a 1-D operand");
   const Shape& ys = y->shape();
   if (ys.size() < 2) return NoKernel(node, "MatMul output of rank < 2");
-  const int64_t m = a->shape()[a->rank() - 2], k = a->shape()[a->rank() - 1];
-  const int64_t n = b->shape()[b->rank() - 1];
-  if (b->shape()[b->rank() - 2] != k || ys[ys.size() - 2] != m || ys[ys.size() - 1] != n) {
-    return NoKernel(node, "inconsistent MatMul shapes");
-  }
+  const int64_t m = prep.m = ys[ys.size() - 2], n = prep.n = ys[ys.size() - 1];
   const Shape out_batch(ys.begin(), ys.end() - 2);
-  const int64_t batch = NumElements(out_batch);
+  const int64_t batch = prep.batch = NumElements(out_batch);
   if (m <= 0 || n <= 0 || batch <= 0) return NoKernel(node, "empty MatMul");
-  if (k <= 0) return NoKernel(node, "MatMul with K = 0");
   if (batch > 65535) return NoKernel(node, "batch > 65535");
-  if (m * k >= (int64_t{1} << 31) || k * n >= (int64_t{1} << 31) || m * n >= (int64_t{1} << 31)) {
-    return NoKernel(node, "MatMul operand of 2^31 or more elements per batch");
-  }
-  auto batch_stride = [&](const Value* v, int64_t per) -> absl::StatusOr<int64_t> {
-    const int64_t nb = NumElements(Shape(v->shape().begin(), v->shape().end() - 2));
-    if (nb == 1) return int64_t{0};
-    if (nb == batch) return per;
-    return NoKernel(node, "MatMul operand broadcast over part of the batch");
-  };
-  absl::StatusOr<int64_t> a_batch = batch_stride(a, m * k), b_batch = batch_stride(b, k * n);
-  if (!a_batch.ok()) return a_batch.status();
-  if (!b_batch.ok()) return b_batch.status();
+  if (m * n >= (int64_t{1} << 31)) return NoKernel(node, "MatMul output of 2^31 or more elements per batch");
 
-  const GemmConfig cfg = config != nullptr ? *config : PickGemmConfig(m, n, k, batch);
-  absl::Status valid = VerifyGemmConfig(cfg);
-  if (!valid.ok()) return valid;
+  GemmVariant& variant = prep.variant;
+  variant.mainloops.clear();
+  std::vector<int64_t>& a_batch = prep.a_batch;
+  std::vector<int64_t>& b_batch = prep.b_batch;
+  int64_t& k_total = prep.k_total;
+  for (const LoopPlan& l : plan.loops) {
+    const Value* a = l.a.stored;
+    const Value* b = l.b.stored;
+    if ((dt != DType::kFloat16 && dt != DType::kBFloat16) || a->dtype() != dt || b->dtype() != dt) {
+      return NoKernel(node,
+                      absl::StrCat("tensor-core MatMul of ", DTypeName(a->dtype()), " x ", DTypeName(b->dtype())));
+    }
+    if (l.m != m || l.n != n) return NoKernel(node, "inconsistent MatMul shapes");
+    if (l.k <= 0) return NoKernel(node, "MatMul with K = 0");
+    if (m * l.k >= (int64_t{1} << 31) || l.k * n >= (int64_t{1} << 31)) {
+      return NoKernel(node, "MatMul operand of 2^31 or more elements per batch");
+    }
+    k_total += l.k;
+    auto batch_stride = [&](const Value* v, int64_t per) -> absl::StatusOr<int64_t> {
+      const int64_t nb = NumElements(Shape(v->shape().begin(), v->shape().end() - 2));
+      if (nb == 1) return int64_t{0};
+      if (nb == batch) return per;
+      return NoKernel(node, "MatMul operand broadcast over part of the batch");
+    };
+    absl::StatusOr<int64_t> ab = batch_stride(a, m * l.k), bb = batch_stride(b, l.k * n);
+    if (!ab.ok()) return ab.status();
+    if (!bb.ok()) return bb.status();
+    a_batch.push_back(*ab);
+    b_batch.push_back(*bb);
+    GemmMainloop ml;
+    for (int i = 0; i < 2; ++i) {
+      const OperandPlan& op = i == 0 ? l.a : l.b;
+      GemmOperand& g = i == 0 ? ml.a : ml.b;
+      g.trans = op.trans;
+      const bool aligned = op.stored->shape().back() % 8 == 0;
+      g.element_bytes = static_cast<int>(DTypeSize(op.loaded->dtype()));
+      if (!op.chain.empty()) {
+        g.load = aligned ? GemmLoad::kStagedVector : GemmLoad::kStagedScalar;
+      } else {
+        g.load = aligned ? GemmLoad::kAsync : GemmLoad::kStagedScalar;
+      }
+    }
+    variant.mainloops.push_back(ml);
+  }
+
+  return absl::OkStatus();
+}
+
+std::string HashPrefix(absl::string_view text) { return Sha256Hex(text).substr(0, 16); }
+
+}  // namespace
+
+int64_t GemmProblem::KTotal() const {
+  int64_t t = 0;
+  for (int64_t x : k) t += x;
+  return t;
+}
+
+double GemmProblem::Flops() const {
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(KTotal()) *
+         static_cast<double>(batch);
+}
+
+absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node) {
+  GemmPrep prep;
+  if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
+  GemmProblem p;
+  p.m = prep.m;
+  p.n = prep.n;
+  p.batch = prep.batch;
+  p.dtype = prep.dt;
+  p.variant = prep.variant;
+  std::string hashed = absl::StrCat("out ", DTypeName(prep.y->dtype()), "\n");
+  auto loads_text = [&](const std::vector<ElementwiseLoad>& loads) {
+    std::string t;
+    for (const ElementwiseLoad& l : loads) {
+      absl::StrAppend(&t, " load ", DTypeName(node.input(l.input)->dtype()), ShapeToString(l.view), " ",
+                      static_cast<int>(l.domain));
+    }
+    return t;
+  };
+  for (size_t i = 0; i < prep.plan.loops.size(); ++i) {
+    const LoopPlan& l = prep.plan.loops[i];
+    p.k.push_back(l.k);
+    if (i > 0) p.layout += "+";
+    p.layout += l.a.trans ? "T" : "N";
+    p.layout += l.b.trans ? "T" : "N";
+    if (prep.batch > 1 && prep.a_batch[i] == 0) p.layout += "a";
+    if (prep.batch > 1 && prep.b_batch[i] == 0) p.layout += "b";
+    for (const OperandPlan* op : {&l.a, &l.b}) {
+      absl::StrAppend(&hashed, "operand ", DTypeName(op->loaded->dtype()), ShapeToString(op->stored->shape()), "\n");
+      for (const Node* c : op->chain) absl::StrAppend(&hashed, " ", c->op_type());
+      absl::StrAppend(&hashed, "\n", op->code, "return ", op->result, ";", loads_text(op->loads), "\n");
+    }
+  }
+  absl::StrAppend(&hashed, "epilogue\n", prep.plan.epilogue_code, "return ", prep.plan.result, ";",
+                  loads_text(prep.plan.loads), "\n");
+  std::vector<std::string> ops;
+  std::string pattern = "MatMul";
+  if (prep.plan.body != nullptr) {
+    pattern = node.GetString("pattern", "").value_or("group");
+    for (const Node* b : prep.plan.body->nodes()) ops.push_back(b->op_type());
+  }
+  p.signature = absl::StrCat(pattern, "[", absl::StrJoin(ops, ","), "]#", HashPrefix(hashed));
+  return p;
+}
+
+GemmConfig HeuristicGemmConfig(const GemmProblem& p) {
+  return PickGemmConfig(p.m, p.n, p.KTotal(), p.batch, p.variant);
+}
+
+std::vector<GemmConfig> GemmCandidateConfigs(const GemmProblem& p) {
+  static const GemmConfig kPool[] = {
+      {128, 128, 32, 2, 2, 3}, {128, 128, 32, 2, 4, 3}, {128, 128, 32, 2, 2, 4}, {128, 256, 32, 2, 4, 3},
+      {256, 128, 32, 4, 2, 3}, {128, 64, 32, 2, 2, 3},  {128, 64, 32, 2, 2, 4},  {64, 128, 32, 2, 2, 3},
+      {64, 128, 32, 2, 2, 4},  {64, 64, 32, 2, 2, 3},   {64, 64, 32, 2, 2, 4},   {64, 64, 64, 2, 2, 3},
+      {64, 32, 32, 2, 2, 4},   {32, 64, 32, 2, 2, 4},   {32, 32, 64, 2, 2, 4},
+  };
+  const int64_t m16 = (p.m + 15) / 16 * 16, n16 = (p.n + 15) / 16 * 16;
+  std::vector<GemmConfig> out = {HeuristicGemmConfig(p)};
+  for (const GemmConfig& c : kPool) {
+    if (c.bm >= 2 * m16 || c.bn >= 2 * n16) continue;
+    if (!VerifyGemmConfig(c, p.variant).ok()) continue;
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  return out;
+}
+
+bool operator==(const GemmConfig& a, const GemmConfig& b) {
+  return a.bm == b.bm && a.bn == b.bn && a.bk == b.bk && a.warps_m == b.warps_m && a.warps_n == b.warps_n &&
+         a.stages == b.stages;
+}
+
+std::string GemmConfigString(const GemmConfig& c) {
+  return absl::StrCat(c.bm, "x", c.bn, "x", c.bk, " w", c.warps_m, "x", c.warps_n, " s", c.stages);
+}
+
+absl::StatusOr<GemmConfig> ParseGemmConfig(absl::string_view text) {
+  auto bad = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", text, "' is not a GEMM config (BMxBNxBK wWARPS_MxWARPS_N sSTAGES, e.g. 128x128x32 w2x2 s3)"));
+  };
+  std::vector<absl::string_view> parts = absl::StrSplit(text, ' ');
+  if (parts.size() != 3 || !absl::ConsumePrefix(&parts[1], "w") || !absl::ConsumePrefix(&parts[2], "s")) return bad();
+  std::vector<absl::string_view> tile = absl::StrSplit(parts[0], 'x');
+  std::vector<absl::string_view> warps = absl::StrSplit(parts[1], 'x');
+  GemmConfig c;
+  if (tile.size() != 3 || warps.size() != 2 || !absl::SimpleAtoi(tile[0], &c.bm) || !absl::SimpleAtoi(tile[1], &c.bn) ||
+      !absl::SimpleAtoi(tile[2], &c.bk) || !absl::SimpleAtoi(warps[0], &c.warps_m) ||
+      !absl::SimpleAtoi(warps[1], &c.warps_n) || !absl::SimpleAtoi(parts[2], &c.stages)) {
+    return bad();
+  }
+  if (c.bm <= 0 || c.bn <= 0 || c.bk <= 0 || c.warps_m <= 0 || c.warps_n <= 0 || c.stages <= 0) return bad();
+  return c;
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, const GemmConfig* config) {
+  GemmPrep prep;
+  if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
+  const GemmPlan& plan = prep.plan;
+  const GemmVariant& variant = prep.variant;
+  const std::vector<int64_t>& a_batch = prep.a_batch;
+  const std::vector<int64_t>& b_batch = prep.b_batch;
+  const int64_t m = prep.m, n = prep.n, batch = prep.batch, k_total = prep.k_total;
+  const DType dt = prep.dt;
+  const Value* y = prep.y;
+  const Shape& ys = y->shape();
+  const GemmConfig cfg = config != nullptr ? *config : PickGemmConfig(m, n, k_total, batch, variant);
+  if (absl::Status valid = VerifyGemmConfig(cfg, variant); !valid.ok()) {
+    if (config != nullptr) return valid;
+    return NoKernel(node, absl::StrCat("no tile config for this form: ", valid.message()));
+  }
   const int64_t tiles = ((m + cfg.bm - 1) / cfg.bm) * ((n + cfg.bn - 1) / cfg.bn);
   if (tiles >= (int64_t{1} << 31)) return NoKernel(node, "too many tiles");
 
   KernelLaunch launch;
-  launch.args = {0, InputArg(node, plan.a), InputArg(node, plan.b)};
+  launch.args = {0};
+  for (const LoopPlan& l : plan.loops) {
+    launch.args.push_back(InputArg(node, l.a.input));
+    launch.args.push_back(InputArg(node, l.b.input));
+  }
+  // Prologue functors (kernel parameters pa<l> / pb<l>), then the epilogue's (e<l>).
+  std::string functors, prologue_params, prologue_objects[2];
+  for (int i = 0; i < 2; ++i) {
+    const OperandPlan& op = i == 0 ? plan.loops[0].a : plan.loops[0].b;
+    const char* which = i == 0 ? "a" : "b";
+    if (op.chain.empty()) {
+      prologue_objects[i] = "kiln_gemm_identity{}";
+      continue;
+    }
+    std::string members, loads, init;
+    for (size_t l = 0; l < op.loads.size(); ++l) {
+      const Value* v = node.input(op.loads[l].input);
+      const std::string p = absl::StrCat("p", which, l);
+      absl::StrAppend(&prologue_params, ", ", Param(v->dtype(), true, p));
+      absl::StrAppend(&members, "  ", Param(v->dtype(), true, absl::StrCat("p", l)), ";\n");
+      absl::StrAppend(&init, l ? ", " : "", p);
+      absl::StatusOr<std::string> off = BroadcastOffset(node, op.loads[l].view, op.stored->shape());
+      if (!off.ok()) return off.status();
+      absl::StrAppend(&loads, "    const ", DomainType(op.loads[l].domain), " g", l, " = ",
+                      LoadAs(v->dtype(), op.loads[l].domain, absl::StrCat("p", l), *off), ";\n");
+      launch.args.push_back(InputArg(node, op.loads[l].input));
+    }
+    absl::StrAppend(&functors, "// The prologue of ", which == std::string("a") ? "A" : "B", " (",
+                    op.chain.size(), " op(s) from ", op.loaded->TypeString(), "), at (row, col) of the stored ",
+                    ShapeToString(op.stored->shape()), ".\nstruct kiln_prologue_", which,
+                    " {\n  static constexpr bool kIdentity = false;\n", members,
+                    "  __device__ __forceinline__ float operator()(float x, int row, int col, int batch) const {\n",
+                    loads, op.code, "    return ", op.result, ";\n  }\n};\n");
+    prologue_objects[i] = absl::StrCat("kiln_prologue_", which, "{", init, "}");
+  }
   std::string params, args, loads;
   for (size_t l = 0; l < plan.loads.size(); ++l) {
     const Value* v = node.input(plan.loads[l].input);
@@ -186,18 +587,41 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
                     LoadAs(v->dtype(), plan.loads[l].domain, absl::StrCat("e", l), *off), ";\n");
     launch.args.push_back(InputArg(node, plan.loads[l].input));
   }
-  const bool vec = k % 8 == 0 && n % 8 == 0;
-  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n// ", IsFusedGroup(node) ? "fused group " : "",
-                                 node.name(), ": MatMul ", a->TypeString(), " x ", b->TypeString(), " -> ",
-                                 y->TypeString(), IsFusedGroup(node) ? " with epilogue" : "", "\n");
+
+  const bool fused = IsFusedGroup(node);
+  std::string what = absl::StrCat(fused ? "fused group " : "", node.name());
+  if (fused) absl::StrAppend(&what, " (", node.GetString("pattern", "").value_or(""), ")");
+  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n// ", what, ":");
+  for (const LoopPlan& l : plan.loops) {
+    absl::StrAppend(&src, l.mm == plan.loops[0].mm ? " " : " + ", "MatMul ", l.a.stored->TypeString(),
+                    l.a.trans ? " (trans_a)" : "", " x ", l.b.stored->TypeString(), l.b.trans ? " (trans_b)" : "");
+  }
+  absl::StrAppend(&src, " -> ", y->TypeString(), "\n");
+  auto mode = [](GemmLoad g) { return g == GemmLoad::kAsync ? 0 : g == GemmLoad::kStagedVector ? 1 : 2; };
+  const LoopPlan& l0 = plan.loops[0];
+  const GemmMainloop& v0 = variant.mainloops[0];
   absl::StrAppend(&src, "#define GEMM_BF16 ", dt == DType::kBFloat16 ? 1 : 0, "\n#define GEMM_M ", m,
-                  "\n#define GEMM_N ", n, "\n#define GEMM_K ", k, "\n#define GEMM_A_BATCH ", *a_batch,
-                  "LL\n#define GEMM_B_BATCH ", *b_batch, "LL\n#define GEMM_C_BATCH ", batch > 1 ? m * n : 0,
-                  "LL\n#define GEMM_VEC ", vec ? 1 : 0, "\n#define BM ", cfg.bm, "\n#define BN ", cfg.bn,
-                  "\n#define BK ", cfg.bk, "\n#define WARPS_M ", cfg.warps_m, "\n#define WARPS_N ", cfg.warps_n,
-                  "\n#define STAGES ", cfg.stages, "\n#define GEMM_OUT_T ", StorageTypeName(y->dtype()),
-                  "\n#define GEMM_STORE(p, i, v) KILN_STORE_", FloatSuffix(y->dtype()), "(p, i, v)",
-                  "\n#define KILN_EPILOGUE_PARAMS ", params, "\n#define KILN_EPILOGUE_ARGS ", args, "\n");
+                  "\n#define GEMM_N ", n, "\n#define GEMM_K ", l0.k, "\n#define GEMM_A_BATCH ", a_batch[0],
+                  "LL\n#define GEMM_B_BATCH ", b_batch[0], "LL\n#define GEMM_C_BATCH ", batch > 1 ? m * n : 0,
+                  "LL\n#define GEMM_TRANS_A ", l0.a.trans ? 1 : 0, "\n#define GEMM_TRANS_B ", l0.b.trans ? 1 : 0,
+                  "\n#define GEMM_A_MODE ", mode(v0.a.load), "\n#define GEMM_B_MODE ", mode(v0.b.load),
+                  "\n#define GEMM_A_KIND ", Kind(l0.a.loaded->dtype()), "\n#define GEMM_B_KIND ",
+                  Kind(l0.b.loaded->dtype()), "\n#define GEMM_A_T ", StorageTypeName(l0.a.loaded->dtype()),
+                  "\n#define GEMM_B_T ", StorageTypeName(l0.b.loaded->dtype()), "\n#define GEMM_PROLOGUE_A ",
+                  prologue_objects[0], "\n#define GEMM_PROLOGUE_B ", prologue_objects[1], "\n");
+  if (plan.loops.size() == 2) {
+    const LoopPlan& l1 = plan.loops[1];
+    const GemmMainloop& v1 = variant.mainloops[1];
+    absl::StrAppend(&src, "#define GEMM_DUAL 1\n#define GEMM_K2 ", l1.k, "\n#define GEMM_A2_BATCH ", a_batch[1],
+                    "LL\n#define GEMM_B2_BATCH ", b_batch[1], "LL\n#define GEMM_TRANS_A2 ", l1.a.trans ? 1 : 0,
+                    "\n#define GEMM_TRANS_B2 ", l1.b.trans ? 1 : 0, "\n#define GEMM_A2_MODE ", mode(v1.a.load),
+                    "\n#define GEMM_B2_MODE ", mode(v1.b.load), "\n");
+  }
+  absl::StrAppend(&src, "#define BM ", cfg.bm, "\n#define BN ", cfg.bn, "\n#define BK ", cfg.bk, "\n#define WARPS_M ",
+                  cfg.warps_m, "\n#define WARPS_N ", cfg.warps_n, "\n#define STAGES ", cfg.stages,
+                  "\n#define GEMM_OUT_T ", StorageTypeName(y->dtype()), "\n#define GEMM_STORE(p, i, v) KILN_STORE_",
+                  FloatSuffix(y->dtype()), "(p, i, v)", "\n#define KILN_PROLOGUE_PARAMS ", prologue_params,
+                  "\n#define KILN_EPILOGUE_PARAMS ", params, "\n#define KILN_EPILOGUE_ARGS ", args, "\n", functors);
   absl::StrAppend(&src,
                   "static __device__ __forceinline__ float kiln_epilogue(float acc, int row, int col, int batch "
                   "KILN_EPILOGUE_PARAMS) {\n",
@@ -205,7 +629,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   launch.source = std::move(src);
   launch.grid = {static_cast<uint32_t>(tiles), 1, static_cast<uint32_t>(batch)};
   launch.block = {static_cast<uint32_t>(cfg.warps_m * cfg.warps_n * 32), 1, 1};
-  launch.shared_bytes = static_cast<uint32_t>(GemmSharedBytes(cfg));
+  launch.shared_bytes = static_cast<uint32_t>(GemmSharedBytes(cfg, variant));
   return std::vector<KernelLaunch>{std::move(launch)};
 }
 

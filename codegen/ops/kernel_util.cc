@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "codegen/templates.h"
 
 namespace kiln::codegen::ops {
 
@@ -159,6 +160,167 @@ std::string GridStrideLoop(int64_t n, const std::string& var) {
   const char* t = IndexType(n);
   return absl::StrCat("for (", t, " ", var, " = (", t, ")blockIdx.x * blockDim.x + threadIdx.x; ", var, " < (", t,
                       ")", n, "; ", var, " += (", t, ")gridDim.x * blockDim.x) {\n");
+}
+
+bool BroadcastStrides(const Shape& view, const Shape& shape, std::vector<int64_t>* strides) {
+  if (view.size() > shape.size()) return false;
+  strides->assign(shape.size(), 0);
+  const std::vector<int64_t> dense = DenseStrides(view);
+  const size_t lead = shape.size() - view.size();
+  for (size_t d = 0; d < view.size(); ++d) {
+    if (view[d] != 1 && view[d] != shape[lead + d]) return false;
+    (*strides)[lead + d] = view[d] == 1 ? 0 : dense[d];
+  }
+  return true;
+}
+
+std::string LinearOffsetCode(const StridedSpace& space, const std::vector<int>& operands, const std::string& i,
+                             const std::string& index_type, const std::string& prefix) {
+  const std::vector<int64_t> dense = DenseStrides(space.shape);
+  std::string decl;
+  std::vector<int> rest;
+  for (int k : operands) {
+    const std::vector<int64_t>& s = space.strides[k];
+    // The multiple c with s == c * dense, if any.
+    int64_t c = s.empty() ? 0 : s.back();
+    bool linear = true;
+    for (size_t d = 0; d < s.size() && linear; ++d) linear = s[d] == c * dense[d];
+    if (!linear) {
+      rest.push_back(k);
+    } else if (c == 0) {
+      absl::StrAppend(&decl, "const ", index_type, " ", prefix, k, " = 0;\n");
+    } else {
+      absl::StrAppend(&decl, "const ", index_type, " ", prefix, k, " = ", i, c == 1 ? "" : absl::StrCat(" * ", c),
+                      ";\n");
+    }
+  }
+  if (rest.empty()) return decl;
+  return decl + OffsetCode(space, rest, i, index_type, prefix);
+}
+
+int MaxVectorWidth(const std::vector<DType>& dtypes) {
+  int v = 8;
+  for (DType t : dtypes) v = std::min<int>(v, static_cast<int>(16 / std::max<size_t>(1, DTypeSize(t))));
+  return std::max(v, 1);
+}
+
+namespace {
+
+// Elements per vector for an element-wise space (collapsed; operand 0 = the dense
+// outputs): 1 when no vector width fits.
+int ElementwiseVectorWidth(const StridedSpace& space, int max_width, bool* flat) {
+  const size_t rank = space.shape.size();
+  *flat = rank == 1;
+  if (rank == 0) return 1;
+  for (int v = max_width; v > 1; v /= 2) {
+    if (*flat) return v;
+    bool ok = space.shape.back() % v == 0;
+    for (size_t k = 1; k < space.strides.size() && ok; ++k) {
+      const std::vector<int64_t>& s = space.strides[k];
+      ok = s.back() == 0 || s.back() == 1;
+      // A contiguous operand's vectors start at multiples of v; one broadcast along
+      // the innermost dim reads one element per vector, anywhere.
+      for (size_t d = 0; d + 1 < rank && ok && s.back() == 1; ++d) ok = s[d] % v == 0;
+    }
+    if (ok) return v;
+  }
+  return 1;
+}
+
+}  // namespace
+
+KernelLaunch EmitElementwiseKernel(const EwKernel& k) {
+  const int64_t n = NumElements(k.shape);
+  StridedSpace space;
+  space.shape = k.shape;
+  space.strides.push_back(DenseStrides(k.shape));
+  std::vector<int> operands;
+  std::vector<DType> dtypes;
+  for (const EwOutput& o : k.outputs) dtypes.push_back(o.dtype);
+  for (size_t i = 0; i < k.operands.size(); ++i) {
+    space.strides.push_back(k.operands[i].strides);
+    operands.push_back(static_cast<int>(i) + 1);
+    dtypes.push_back(k.operands[i].dtype);
+  }
+  space.Collapse();
+  const char* it = IndexType(n);
+  bool flat = false;
+  const int vec = ElementwiseVectorWidth(space, MaxVectorWidth(dtypes), &flat);
+  const uint32_t block = kBlock;
+
+  std::string params;
+  for (const EwOutput& o : k.outputs) {
+    absl::StrAppend(&params, params.empty() ? "" : ", ", Param(o.dtype, false, o.param));
+  }
+  for (const EwOperand& in : k.operands) {
+    absl::StrAppend(&params, params.empty() ? "" : ", ", Param(in.dtype, true, in.param));
+  }
+  // One element at linear index `i` (the scalar path and the tail).
+  auto scalar_element = [&](const std::string& i) {
+    std::string s = LinearOffsetCode(space, operands, i, it, "o");
+    for (size_t l = 0; l < k.operands.size(); ++l) {
+      const EwOperand& in = k.operands[l];
+      absl::StrAppend(&s, "const ", DomainType(in.domain), " ", in.var, " = ",
+                      LoadAs(in.dtype, in.domain, in.param, absl::StrCat("o", l + 1)), ";\n");
+    }
+    absl::StrAppend(&s, k.code);
+    for (const EwOutput& o : k.outputs) absl::StrAppend(&s, StoreFrom(o.dtype, o.domain, o.param, i, o.expr), "\n");
+    return s;
+  };
+  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), TemplateSource("vector.cuh"), "\n// ", k.comment,
+                                 vec > 1 ? absl::StrCat(" (", vec, " elements per vector)") : "",
+                                 "\nextern \"C\" __global__ void __launch_bounds__(", block, ") KILN_KERNEL(", params,
+                                 ") {\n");
+  if (vec > 1) {
+    const int64_t vecs = n / vec;
+    std::string aligned = "true";
+    for (const EwOutput& o : k.outputs) {
+      absl::StrAppend(&aligned, " && kiln_vec_aligned(", o.param, ", ", vec * DTypeSize(o.dtype), ")");
+    }
+    // One vector per thread per iteration: one 16-byte access per operand already
+    // keeps enough bytes in flight at full occupancy (2048 threads x 16 bytes per
+    // SM), and unrolling further would multiply NVRTC's work by the body's size.
+    std::string loads, unpack;
+    for (size_t l = 0; l < k.operands.size(); ++l) {
+      const EwOperand& in = k.operands[l];
+      const char* t = StorageTypeName(in.dtype);
+      if (space.strides[l + 1].back() == 1) {
+        absl::StrAppend(&aligned, " && kiln_vec_aligned(", in.param, ", ", vec * DTypeSize(in.dtype), ")");
+        absl::StrAppend(&loads, "const kiln_vec_pack<", t, ", ", vec, "> p", l, " = kiln_vec_ld<", vec, ">(", in.param,
+                        " + o", l + 1, ");\n");
+        absl::StrAppend(&unpack, "const ", DomainType(in.domain), " ", in.var, " = ",
+                        LoadAs(in.dtype, in.domain, absl::StrCat("p", l, ".v"), "e"), ";\n");
+      } else {  // broadcast along the innermost dim: one element per vector
+        absl::StrAppend(&loads, "const ", t, " p", l, " = ", in.param, "[o", l + 1, "];\n");
+        absl::StrAppend(&unpack, "const ", DomainType(in.domain), " ", in.var, " = ",
+                        LoadAs(in.dtype, in.domain, absl::StrCat("(&p", l, ")"), "0"), ";\n");
+      }
+    }
+    std::string stores_decl, stores_put, stores_write;
+    for (size_t o = 0; o < k.outputs.size(); ++o) {
+      const EwOutput& out = k.outputs[o];
+      absl::StrAppend(&stores_decl, "kiln_vec_pack<", StorageTypeName(out.dtype), ", ", vec, "> q", o, ";\n");
+      absl::StrAppend(&stores_put, StoreFrom(out.dtype, out.domain, absl::StrCat("q", o, ".v"), "e", out.expr), "\n");
+      absl::StrAppend(&stores_write, "kiln_vec_st<", vec, ">(", out.param, " + i, q", o, ");\n");
+    }
+    absl::StrAppend(&src, "if (", aligned, ") {\nconstexpr ", it, " kVecs = ", vecs, ";\nfor (", it, " iv = (", it,
+                    ")blockIdx.x * blockDim.x + threadIdx.x; iv < kVecs; iv += (", it,
+                    ")gridDim.x * blockDim.x) {\nconst ", it, " i = iv * ", vec, ";\n",
+                    LinearOffsetCode(space, operands, "i", it, "o"), loads, stores_decl,
+                    "#pragma unroll\nfor (int e = 0; e < ", vec, "; ++e) {\n", unpack, k.code, stores_put, "}\n",
+                    stores_write, "}\n");
+    if (flat && n % vec != 0) {
+      absl::StrAppend(&src, "// the tail after the last whole vector\n", "for (", it, " i = kVecs * ", vec, " + (", it,
+                      ")blockIdx.x * blockDim.x + threadIdx.x; i < (", it, ")", n, "; i += (", it,
+                      ")gridDim.x * blockDim.x) {\n", scalar_element("i"), "}\n");
+    }
+    absl::StrAppend(&src, "return;\n}\n// unaligned pointers: one element per thread\n");
+  }
+  absl::StrAppend(&src, GridStrideLoop(n), scalar_element("i"), "}\n}\n");
+  KernelLaunch launch;
+  launch.source = std::move(src);
+  SetGrid1D(launch, vec > 1 ? n / vec : n, block);
+  return launch;
 }
 
 absl::Status NoKernel(const Node& node, const std::string& form) {

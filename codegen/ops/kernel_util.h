@@ -67,6 +67,55 @@ std::string OffsetCode(const StridedSpace& space, const std::vector<int>& operan
 // The body of a grid-stride loop over n elements in a kernel: "for (T i = ...; i < n; ...) {".
 std::string GridStrideLoop(int64_t n, const std::string& var = "i");
 
+// The strides of a tensor of shape `view` broadcast (right-aligned, ONNX
+// multidirectional broadcasting) into `shape`: its dense stride per dim of `shape`, 0
+// where it has size 1 or no dim. False when `view` does not broadcast into `shape`.
+bool BroadcastStrides(const Shape& view, const Shape& shape, std::vector<int64_t>* strides);
+
+// Like OffsetCode, but an operand whose strides are c times the space's dense
+// strides (c >= 0) gets `i * c` (0 for c = 0) without decomposing `i`: the offset of
+// row `i` in a tensor of rows of c elements, or of a broadcast operand.
+std::string LinearOffsetCode(const StridedSpace& space, const std::vector<int>& operands, const std::string& i,
+                             const std::string& index_type, const std::string& prefix);
+
+// The widest vector (elements per access, a power of two <= 8) that keeps every
+// access of the given storage dtypes within 16 bytes.
+int MaxVectorWidth(const std::vector<DType>& dtypes);
+
+// An element-wise kernel over `shape` (dense outputs of that shape), shared by the
+// per-op pointwise kernels and fused pointwise groups (codegen/ops/pointwise.cc).
+// Operand k is read at `strides` (over `shape`; 0 where broadcast) into the register
+// variable `var` of `domain`; `code` (statements) computes from those variables;
+// each output stores its `expr`. Kernel parameters: the outputs, then the operands,
+// named by `param`.
+struct EwOperand {
+  std::string param;
+  DType dtype;
+  Domain domain;
+  std::string var;
+  std::vector<int64_t> strides;
+};
+struct EwOutput {
+  std::string param;
+  DType dtype;
+  Domain domain;
+  std::string expr;
+};
+struct EwKernel {
+  std::string comment;  // one line, after "// "
+  Shape shape;
+  std::vector<EwOperand> operands;
+  std::string code;
+  std::vector<EwOutput> outputs;
+};
+// The source and launch shape (args are the caller's). Where the collapsed space
+// allows it (every operand contiguous or broadcast along the innermost dim, its
+// extent and every outer stride a multiple of V; or one flat dim, with a scalar
+// tail) threads move V elements per load and store (16 bytes: 8 x fp16, 4 x fp32)
+// and several vectors each; a run-time check of the pointers' alignment falls back
+// to one element per thread, as do spaces that do not allow it.
+KernelLaunch EmitElementwiseKernel(const EwKernel& kernel);
+
 // Input `i` of `node` as arg index (outputs come first).
 inline int InputArg(const Node& node, int i) { return node.num_outputs() + i; }
 

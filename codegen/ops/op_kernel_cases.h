@@ -57,6 +57,24 @@ inline Tensor Ints(std::vector<int64_t> v) {
   return Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(v.size())}, v);
 }
 
+// A FusedGroup case: `body` in kiln's text format (graph/text_format.h), its inputs
+// fed in order, `members` the names of its nodes.
+inline Case GroupCase(std::string name, std::string pattern, std::string body, std::vector<CaseInput> inputs,
+                      std::vector<std::string> members, int outputs) {
+  Case g{std::move(name), "FusedGroup", std::move(inputs),
+         {{"body", std::move(body)}, {"pattern", std::move(pattern)}, {"anchor", std::string()},
+          {"members", std::move(members)}}};
+  g.num_outputs = outputs;
+  return g;
+}
+
+// "[2,3,5]" for a shape.
+inline std::string Dims(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) absl::StrAppend(&out, i ? "," : "", s[i]);
+  return out + "]";
+}
+
 inline std::vector<Case> AllCases() {
   using D = DType;
   const D f32 = D::kFloat32, f16 = D::kFloat16, bf16 = D::kBFloat16, i64 = D::kInt64, i32 = D::kInt32;
@@ -209,6 +227,96 @@ inline std::vector<Case> AllCases() {
     g.num_outputs = 2;
     c.push_back(std::move(g));
   }
+
+  // ---- Vectorised element-wise kernels (EmitElementwiseKernel): innermost extents
+  // that are and are not multiples of the vector width, broadcasts along and across
+  // the last dim, flat spaces with a tail, mixed element sizes ----
+  add("AddVecBiasF16", "Add", {R(f16, {6, 64}), R(f16, {64})});
+  add("AddVecColumnF32", "Add", {R(f32, {6, 16}), R(f32, {6, 1})});
+  add("AddVecMiddleBF16", "Add", {R(bf16, {3, 4, 16}), R(bf16, {3, 1, 16})});
+  add("AddFlatTailF16", "Add", {R(f16, {1003}), R(f16, {1003})});
+  add("MulFlatScalarBF16", "Mul", {R(bf16, {1000}), R(bf16, {})});
+  add("MulHalfVecF16", "Mul", {R(f16, {5, 12}), R(f16, {12})});
+  add("SubVecLongF32", "Sub", {R(f32, {3, 4100}), R(f32, {4100})});
+  add("CastVecF16ToF32", "Cast", {R(f16, {8, 24})}, {{"to", int64_t{1}}});
+  add("WhereVecF16", "Where", {R(D::kBool, {4, 1, 16}), R(f16, {4, 8, 16}), R(f16, {16})});
+  add("AddVecI64", "Add", {R(i64, {4, 8}), R(i64, {8})});
+  add("GreaterVecF16", "Greater", {R(f16, {4, 32}), R(f16, {32})});
+
+  // ---- Row kernels over the last axis: row lengths around the vector width and the
+  // warp, warp-per-row and block-per-row forms, rows held in registers and (longest)
+  // streamed ----
+  for (int64_t len : {1, 7, 31, 32, 33, 768, 1000, 4096, 5000}) {
+    const int64_t rows = len < 64 ? 37 : 3;
+    add(absl::StrCat("SoftmaxRow", len, "F16"), "Softmax", {R(f16, {rows, len}, -4.f, 4.f)});
+    add(absl::StrCat("LayerNormRow", len, "F16"), "LayerNormalization", {R(f16, {rows, len}), RK(f16, {len}), RK(f16, {len})});
+    if (len == 7 || len == 33 || len == 1000 || len == 5000) {
+      add(absl::StrCat("ReduceMeanRow", len, "F16"), "ReduceMean", {R(f16, {rows, len}), K(Ints({-1}))});
+    }
+  }
+  add("SoftmaxRow768F32", "Softmax", {R(f32, {5, 768}, -4.f, 4.f)});
+  add("LogSoftmaxRow1000BF16", "LogSoftmax", {R(bf16, {4, 1000})});
+  add("SoftmaxStreamF32", "Softmax", {R(f32, {2, 40000}, -8.f, 8.f)});
+  add("LogSoftmaxStreamF16", "LogSoftmax", {R(f16, {2, 65536})});
+  add("LayerNormRow4096BF16", "LayerNormalization", {R(bf16, {3, 4096}), RK(bf16, {4096}), RK(bf16, {4096})});
+  add("LayerNormRow33F32", "LayerNormalization", {R(f32, {9, 33}), RK(f32, {33}), RK(f32, {33})});
+  add("LayerNormStreamBF16", "LayerNormalization", {R(bf16, {2, 40000}), RK(bf16, {40000}), RK(bf16, {40000})});
+  add("LayerNormF32ScaleF16X", "LayerNormalization", {R(f16, {4, 64}), RK(f32, {64}), RK(f32, {64})});
+  add("LayerNormScalarScaleF16", "LayerNormalization", {R(f16, {4, 64}), RK(f16, {1})});
+  add("LayerNormAxis1StatsF16", "LayerNormalization", {R(f16, {3, 4, 16}), RK(f16, {4, 16}), RK(f16, {16})},
+      {{"axis", int64_t{1}}}, 3);
+  add("ReduceSumRow5000F32", "ReduceSum", {R(f32, {3, 5000}), K(Ints({-1}))});
+  add("ReduceMaxRow768BF16", "ReduceMax", {R(bf16, {7, 768}), K(Ints({-1}))}, {{"keepdims", int64_t{0}}});
+  add("ReduceSumTrailingF32", "ReduceSum", {R(f32, {3, 4, 5}), K(Ints({1, 2}))});
+  add("ReduceL2RowF16", "ReduceL2", {R(f16, {4, 24}), K(Ints({-1}))});
+  add("ReduceSumRowI64", "ReduceSum", {R(i64, {5, 40}), K(Ints({-1}))});
+  add("ReduceMinLongRowF16", "ReduceMin", {R(f16, {2, 70000}), K(Ints({-1}))});
+
+  // ---- Fused groups (fusion/fuse_pointwise.h) ----
+  for (DType t : {f32, f16, bf16}) {
+    const std::string ty(DTypeName(t));
+    // bias + GELU, vectorised with the bias loaded along the last dim.
+    const Shape xs = {33, 64};
+    c.push_back(GroupCase(absl::StrCat("BiasGeluGroup", ty), "pointwise",
+                          absl::StrCat("graph @g {\n  input %x : ", ty, Dims(xs), "\n  input %b : ", ty,
+                                       "[64]\n  %t = Add(%x, %b) @add\n  %y = Gelu(%t) @gelu\n  output %y\n}\n"),
+                          {R(t, xs), R(t, {64})}, {"add", "gelu"}, 1));
+    // Softmax(scores * k + mask[B,1,1,S]) over S = 128 (vectors) and S = 33 (scalars).
+    for (int64_t len : {128, 33}) {
+      const Shape ss = {2, 3, 5, len}, ms = {2, 1, 1, len};
+      c.push_back(GroupCase(
+          absl::StrCat("SoftmaxGroup", len, ty), "softmax",
+          absl::StrCat("graph @g {\n  input %s : ", ty, Dims(ss), "\n  input %m : ", ty, Dims(ms), "\n  const %k : ", ty,
+                       "[] = [0.125]\n  %a = Mul(%s, %k) @scale\n  %b = Add(%a, %m) @mask\n"
+                       "  %y = Softmax(%b) {axis = -1} @softmax\n  output %y\n}\n"),
+          {R(t, ss, -8.f, 8.f), R(t, ms, -4.f, 0.f)}, {"scale", "mask", "softmax"}, 1));
+    }
+    // Residual Add + LayerNorm writing the sum too: vectorised (768), scalar (33),
+    // streamed (40000).
+    for (int64_t len : {768, 33, 40000}) {
+      if (len == 40000 && t != bf16) continue;
+      const Shape xs2 = {len > 1000 ? 2 : 5, len};
+      c.push_back(GroupCase(
+          absl::StrCat("LayerNormGroup", len, ty), "layernorm",
+          absl::StrCat("graph @g {\n  input %x : ", ty, Dims(xs2), "\n  input %r : ", ty, Dims(xs2), "\n  input %s : ", ty,
+                       "[", len, "]\n  input %b : ", ty, "[", len,
+                       "]\n  %sum = Add(%x, %r) @add\n  %y = LayerNormalization(%sum, %s, %b) {epsilon = 1e-05} @ln\n"
+                       "  output %y\n  output %sum\n}\n"),
+          {R(t, xs2), R(t, xs2), R(t, {len}), R(t, {len})}, {"add", "ln"}, 2));
+    }
+  }
+  // A mask broadcast along the softmax axis (one value per row) and a LogSoftmax.
+  c.push_back(GroupCase("SoftmaxGroupRowMaskF16", "softmax",
+                        "graph @g {\n  input %s : f16[4,3,64]\n  input %m : f16[4,3,1]\n  %b = Add(%s, %m) @mask\n"
+                        "  %y = LogSoftmax(%b) {axis = 2} @softmax\n  output %y\n}\n",
+                        {R(f16, {4, 3, 64}), R(f16, {4, 3, 1})}, {"mask", "softmax"}, 1));
+  // LayerNorm over the last two dims with a residual broadcast inside the row (strided
+  // loads), an inlined scalar scale, and the statistics outputs.
+  c.push_back(GroupCase("LayerNormGroupAxis1F32", "layernorm",
+                        "graph @g {\n  input %x : f32[3,4,16]\n  input %r : f32[16]\n  const %s : f32[1] = [1.5]\n"
+                        "  %sum = Add(%x, %r) @add\n  %y, %mean, %inv = LayerNormalization(%sum, %s) {axis = 1} @ln\n"
+                        "  output %y\n  output %inv\n  output %mean\n}\n",
+                        {R(f32, {3, 4, 16}), R(f32, {16})}, {"add", "ln"}, 3));
   return c;
 }
 

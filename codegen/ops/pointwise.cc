@@ -1,7 +1,9 @@
 // Element-wise kernels with multidirectional broadcasting: one generated
 // expression per op over fp32 (floating inputs) or int64 (integer/bool inputs)
 // registers; each input is indexed through broadcast strides baked as constants,
-// or by the output index itself when it has the output's shape.
+// or by the output index itself when it has the output's shape. The loop, its
+// vectorised loads and stores and the scalar fallback are EmitElementwiseKernel's
+// (codegen/ops/kernel_util.h).
 #include <cctype>
 #include <functional>
 #include <map>
@@ -35,49 +37,24 @@ struct PwSpec {
 
 absl::StatusOr<std::vector<KernelLaunch>> Emit(const Node& node, const PwSpec& spec) {
   const Value* out = node.output(0);
-  const Shape& oshape = out->shape();
-  const int64_t n = out->numel();
-  StridedSpace space;
-  space.shape = oshape;
-  space.strides.push_back(DenseStrides(oshape));
-  for (const PwSpec::Input& in : spec.inputs) {
-    const Shape& v = in.view;
-    if (v.size() > oshape.size()) return NoKernel(node, "input of higher rank than the output");
-    std::vector<int64_t> s(oshape.size(), 0);
-    const std::vector<int64_t> dense = DenseStrides(v);
-    const size_t lead = oshape.size() - v.size();
-    for (size_t d = 0; d < v.size(); ++d) {
-      if (v[d] != 1 && v[d] != oshape[lead + d]) return NoKernel(node, "input does not broadcast to the output");
-      s[lead + d] = v[d] == 1 ? 0 : dense[d];
-    }
-    space.strides.push_back(s);
-  }
-  space.Collapse();
-  const char* it = IndexType(n);
+  EwKernel k;
+  k.comment = absl::StrCat(node.op_type(), " ", out->TypeString());
+  k.shape = out->shape();
   KernelLaunch launch;
-  std::string params = Param(out->dtype(), false, "out0");
   launch.args.push_back(0);
-  std::vector<int> operands;
-  for (size_t k = 0; k < spec.inputs.size(); ++k) {
-    const Value* v = node.input(spec.inputs[k].input);
-    absl::StrAppend(&params, ", ", Param(v->dtype(), true, absl::StrCat("in", k)));
-    launch.args.push_back(InputArg(node, spec.inputs[k].input));
-    operands.push_back(static_cast<int>(k) + 1);
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    const PwSpec::Input& in = spec.inputs[i];
+    EwOperand op{absl::StrCat("in", i), node.input(in.input)->dtype(), in.domain, absl::StrCat("v", i), {}};
+    if (in.view.size() > k.shape.size()) return NoKernel(node, "input of higher rank than the output");
+    if (!BroadcastStrides(in.view, k.shape, &op.strides)) return NoKernel(node, "input does not broadcast to the output");
+    k.operands.push_back(std::move(op));
+    launch.args.push_back(InputArg(node, in.input));
   }
-  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n// ", node.op_type(), " ",
-                                 out->TypeString(), "\nextern \"C\" __global__ void KILN_KERNEL(", params, ") {\n",
-                                 GridStrideLoop(n));
-  absl::StrAppend(&src, OffsetCode(space, operands, "i", it, "o"));
-  for (size_t k = 0; k < spec.inputs.size(); ++k) {
-    const Value* v = node.input(spec.inputs[k].input);
-    absl::StrAppend(&src, "const ", DomainType(spec.inputs[k].domain), " v", k, " = ",
-                    LoadAs(v->dtype(), spec.inputs[k].domain, absl::StrCat("in", k), absl::StrCat("o", k + 1)),
-                    ";\n");
-  }
-  absl::StrAppend(&src, spec.body, StoreFrom(out->dtype(), spec.result_domain, "out0", "i", spec.result), "\n}\n}\n");
-  launch.source = std::move(src);
-  SetGrid1D(launch, n);
-  return std::vector<KernelLaunch>{std::move(launch)};
+  k.code = spec.body;
+  k.outputs.push_back({"out0", out->dtype(), spec.result_domain, spec.result});
+  KernelLaunch emitted = EmitElementwiseKernel(k);
+  emitted.args = std::move(launch.args);
+  return std::vector<KernelLaunch>{std::move(emitted)};
 }
 
 PwSpec::Input In(const Node& node, int i, Domain d) { return {i, node.input(i)->shape(), d}; }
@@ -317,11 +294,19 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwise(const Node& node) {
 
 absl::Status ComposeElementwise(const Node& group, const Graph& body, const Node* skip, const Shape& shape,
                                 ComposedElementwise& out) {
+  std::vector<const Node*> members;
+  for (const Node* member : body.nodes()) {
+    if (member != skip) members.push_back(member);
+  }
+  return ComposeElementwise(group, body, members, shape, out);
+}
+
+absl::Status ComposeElementwise(const Node& group, const Graph& body, const std::vector<const Node*>& members,
+                                const Shape& shape, ComposedElementwise& out) {
   absl::flat_hash_map<const Value*, int> input_index;
   for (size_t i = 0; i < body.inputs().size(); ++i) input_index[body.inputs()[i]] = static_cast<int>(i);
   int temp = 0;
-  for (const Node* member : body.nodes()) {
-    if (member == skip) continue;
+  for (const Node* member : members) {
     if (!IsPointwiseOp(member->op_type()) || member->num_outputs() != 1 || member->output(0)->shape() != shape) {
       return NoKernel(group, absl::StrCat("member ", member->Describe(), " is not element-wise over ",
                                           ShapeToString(shape)));
@@ -374,58 +359,35 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& gro
   for (const Value* y : group.outputs()) {
     if (y->shape() != shape) return NoKernel(group, "pointwise group with outputs of different shapes");
   }
-  const int64_t n = NumElements(shape);
   ComposedElementwise composed;
   if (absl::Status st = ComposeElementwise(group, body, nullptr, shape, composed); !st.ok()) return st;
   const std::vector<ElementwiseLoad>& loads = composed.loads;
 
-  KernelLaunch launch;
-  std::string params;
-  StridedSpace space;
-  space.shape = shape;
-  std::vector<int> operands;
-  for (int o = 0; o < group.num_outputs(); ++o) {
-    absl::StrAppend(&params, o ? ", " : "", Param(group.output(o)->dtype(), false, absl::StrCat("out", o)));
-    launch.args.push_back(o);
-  }
-  space.strides.push_back(DenseStrides(shape));
-  for (size_t l = 0; l < loads.size(); ++l) {
-    const Shape& v = loads[l].view;
-    if (v.size() > shape.size()) return NoKernel(group, "input of higher rank than the output");
-    std::vector<int64_t> st(shape.size(), 0);
-    const std::vector<int64_t> dense = DenseStrides(v);
-    const size_t lead = shape.size() - v.size();
-    for (size_t d = 0; d < v.size(); ++d) {
-      if (v[d] != 1 && v[d] != shape[lead + d]) return NoKernel(group, "input does not broadcast to the output");
-      st[lead + d] = v[d] == 1 ? 0 : dense[d];
-    }
-    space.strides.push_back(st);
-    operands.push_back(static_cast<int>(l) + 1);
-    absl::StrAppend(&params, ", ", Param(group.input(loads[l].input)->dtype(), true, absl::StrCat("in", l)));
-    launch.args.push_back(InputArg(group, loads[l].input));
-  }
-  space.Collapse();
-  const char* it = IndexType(n);
-  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n// fused pointwise group ", group.name(), ": ",
-                                 body.num_nodes(), " ops over ", ShapeToString(shape),
-                                 "\nextern \"C\" __global__ void KILN_KERNEL(", params, ") {\n", GridStrideLoop(n),
-                                 OffsetCode(space, operands, "i", it, "o"));
-  for (size_t l = 0; l < loads.size(); ++l) {
-    absl::StrAppend(&src, "const ", DomainType(loads[l].domain), " g", l, " = ",
-                    LoadAs(group.input(loads[l].input)->dtype(), loads[l].domain, absl::StrCat("in", l),
-                           absl::StrCat("o", l + 1)),
-                    ";\n");
-  }
-  absl::StrAppend(&src, composed.code);
+  EwKernel k;
+  k.comment = absl::StrCat("fused pointwise group ", group.name(), ": ", body.num_nodes(), " ops over ",
+                           ShapeToString(shape));
+  k.shape = shape;
+  std::vector<int> args;
   for (int o = 0; o < group.num_outputs(); ++o) {
     auto c = composed.computed.find(body.outputs()[o]);
     if (c == composed.computed.end()) return NoKernel(group, "a group output is not computed by a member");
     const auto& [var, domain] = c->second;
-    absl::StrAppend(&src, StoreFrom(group.output(o)->dtype(), domain, absl::StrCat("out", o), "i", var), "\n");
+    k.outputs.push_back({absl::StrCat("out", o), group.output(o)->dtype(), domain, var});
+    args.push_back(o);
   }
-  absl::StrAppend(&src, "}\n}\n");
-  launch.source = std::move(src);
-  SetGrid1D(launch, n);
+  for (size_t l = 0; l < loads.size(); ++l) {
+    EwOperand op{absl::StrCat("in", l), group.input(loads[l].input)->dtype(), loads[l].domain, absl::StrCat("g", l),
+                 {}};
+    if (loads[l].view.size() > shape.size()) return NoKernel(group, "input of higher rank than the output");
+    if (!BroadcastStrides(loads[l].view, shape, &op.strides)) {
+      return NoKernel(group, "input does not broadcast to the output");
+    }
+    k.operands.push_back(std::move(op));
+    args.push_back(InputArg(group, loads[l].input));
+  }
+  k.code = composed.code;
+  KernelLaunch launch = EmitElementwiseKernel(k);
+  launch.args = std::move(args);
   return std::vector<KernelLaunch>{std::move(launch)};
 }
 

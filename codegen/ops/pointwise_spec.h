@@ -50,5 +50,9 @@ struct ComposedElementwise {
 };
 absl::Status ComposeElementwise(const Node& group, const Graph& body, const Node* skip, const Shape& shape,
                                 ComposedElementwise& out);
+// The same over exactly `members` (nodes of `body`, in the order given): the GEMM
+// composes a prologue chain per operand and the epilogue separately.
+absl::Status ComposeElementwise(const Node& group, const Graph& body, const std::vector<const Node*>& members,
+                                const Shape& shape, ComposedElementwise& out);
 
 }  // namespace kiln::codegen::ops

@@ -1,24 +1,69 @@
 // Reduction kernels: the Reduce* family over any axes set, global pools (row
-// reductions over planes), Softmax/LogSoftmax, LayerNormalization and
-// ArgMax/ArgMin. Instantiates codegen/templates/{reduce,softmax,layernorm}.cuh with a
+// reductions over planes), Softmax/LogSoftmax, LayerNormalization, their fused
+// "softmax" and "layernorm" groups, and ArgMax/ArgMin. Instantiates
+// codegen/templates/{reduce,softmax,layernorm}.cuh (after vector.cuh) with a
 // generated prefix of types, constants and load/store functions.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
+#include "codegen/ops/pointwise_spec.h"
 #include "codegen/templates.h"
+#include "graph/fused_group.h"
 #include "graph/ops/op_util.h"
 
 namespace kiln::codegen::ops {
 namespace {
 
-// Block size for a per-row loop over `len` elements: a power of two in [32, 256].
-uint32_t RowBlock(int64_t len) {
-  uint32_t b = 32;
-  while (b < 256 && b < len) b *= 2;
-  return b;
+// How a row kernel spreads rows of `len` elements over threads: `threads` per row, a
+// power of two <= 32 (`rows_per_block` rows per block of kRowBlock threads, warp
+// shuffles only) when a warp can take the row with at most `cap` elements per
+// thread; else one row per block of 64..1024 threads (shuffles, then shared memory),
+// the fewest that keep each thread within `cap`. `cache`: the row fits in registers
+// (at most `cap` elements per thread).
+constexpr uint32_t kRowBlock = 128;
+constexpr int kRowCacheElements = 32;  // softmax / LayerNorm: the row held in registers
+constexpr int kReduceElements = 64;    // reductions: elements one thread combines
+
+struct RowPlan {
+  int vec = 1;
+  int threads = 32;
+  int rows_per_block = 1;
+  bool cache = true;
+  uint32_t block = kRowBlock;
+  uint32_t grid = 1;
+};
+
+RowPlan PlanRows(int64_t rows, int64_t len, int vec, int cap) {
+  RowPlan p;
+  p.vec = vec;
+  const int64_t vecs = std::max<int64_t>(1, len / vec);
+  auto per_thread = [&](int64_t t) { return (vecs + t - 1) / t * vec; };
+  if (per_thread(32) <= cap) {
+    int64_t t = 1;
+    while (t < vecs && t < 32) t *= 2;
+    p.threads = static_cast<int>(t);
+    p.rows_per_block = static_cast<int>(kRowBlock / t);
+    p.block = kRowBlock;
+  } else {
+    int64_t t = 64;
+    while (t < 1024 && per_thread(t) > cap) t *= 2;
+    p.threads = static_cast<int>(t);
+    p.rows_per_block = 1;
+    p.block = static_cast<uint32_t>(t);
+    p.cache = per_thread(t) <= cap;
+  }
+  p.grid = static_cast<uint32_t>(std::clamp<int64_t>((rows + p.rows_per_block - 1) / p.rows_per_block, 1, kMaxGrid));
+  return p;
+}
+
+std::string RowPlanConstants(const RowPlan& p) {
+  return absl::StrCat("constexpr int kThreads = ", p.threads, ";\nconstexpr int kRowsPerBlock = ", p.rows_per_block,
+                      ";\nconstexpr int kVec = ", p.vec, ";\nconstexpr bool kCache = ", p.cache ? "true" : "false",
+                      ";\n");
 }
 
 std::string LoadFn(const std::string& name, DType dtype, Domain domain, const char* idx_t) {
@@ -109,136 +154,391 @@ absl::StatusOr<std::vector<KernelLaunch>> EmitReduce(const Node& node, Kind kind
   if (kind == Kind::kL2) finish = fl ? "sqrtf(v)" : "(kiln_i64)sqrt((double)v)";
   if (kind == Kind::kLogSum) finish = fl ? "logf(v)" : "(kiln_i64)log((double)v)";
   const char* acc = DomainType(dom);
+  // Row mode: contiguous reduced elements (one trailing run, kiln_elem(j) == j) load
+  // vectors; every row then starts at a multiple of `count`.
+  int vec = 1;
+  if (block_per_row) {
+    StridedSpace r;
+    r.shape = red;
+    r.strides = {red_s};
+    r.Collapse();
+    if (r.shape.size() == 1 && r.strides[0][0] == 1) {
+      vec = MaxVectorWidth({x->dtype()});
+      while (vec > 1 && count % vec != 0) vec /= 2;
+    }
+  }
+  const RowPlan plan = PlanRows(rows, count, vec, kReduceElements);
   std::string src = absl::StrCat(
-      "// ", node.op_type(), " ", x->TypeString(), " -> ", y->TypeString(), "\n", "typedef ",
-      StorageTypeName(x->dtype()), " kiln_in_t;\ntypedef ", StorageTypeName(y->dtype()), " kiln_out_t;\ntypedef ", acc,
-      " kiln_acc_t;\ntypedef ", it, " kiln_idx_t;\nconstexpr kiln_idx_t kRows = ", rows, ";\nconstexpr kiln_idx_t kLen = ",
-      count, ";\nconstexpr bool kBlockPerRow = ", block_per_row ? "true" : "false", ";\n",
+      "// ", node.op_type(), " ", x->TypeString(), " -> ", y->TypeString(), "\n", TemplateSource("vector.cuh"),
+      "typedef ", StorageTypeName(x->dtype()), " kiln_in_t;\ntypedef ", StorageTypeName(y->dtype()),
+      " kiln_out_t;\ntypedef ", acc, " kiln_acc_t;\ntypedef ", it, " kiln_idx_t;\nconstexpr kiln_idx_t kRows = ", rows,
+      ";\nconstexpr kiln_idx_t kLen = ", count, ";\nconstexpr bool kRowMode = ", block_per_row ? "true" : "false",
+      ";\n", RowPlanConstants(plan),
       OffsetFn("kiln_row_base", kept, kept_s, it), OffsetFn("kiln_elem", red, red_s, it),
       LoadFn("kiln_load", x->dtype(), dom, it), "static __device__ __forceinline__ ", acc,
       " kiln_identity() { return ", identity, "; }\nstatic __device__ __forceinline__ ", acc, " kiln_map(", acc,
       " x) { return ", map, "; }\nstatic __device__ __forceinline__ ", acc, " kiln_combine(", acc, " a, ", acc,
       " b) { return ", combine, "; }\n", StoreFn("kiln_store", y->dtype(), dom, it, finish),
-      TemplateSource("reduce.cuh"), "\nextern \"C\" __global__ void KILN_KERNEL(", Param(y->dtype(), false, "out"),
+      TemplateSource("reduce.cuh"), "\nextern \"C\" __global__ void __launch_bounds__(",
+      block_per_row ? plan.block : kBlock, ") KILN_KERNEL(", Param(y->dtype(), false, "out"),
       ", ", Param(x->dtype(), true, "in"), ") { kiln_reduce(out, in); }\n");
   KernelLaunch l;
   l.source = std::move(src);
   l.args = {0, InputArg(node, 0)};
   if (block_per_row) {
-    l.block = {RowBlock(count), 1, 1};
-    l.grid = {static_cast<uint32_t>(std::clamp<int64_t>(rows, 1, kMaxGrid)), 1, 1};
+    l.block = {plan.block, 1, 1};
+    l.grid = {plan.grid, 1, 1};
   } else {
     SetGrid1D(l, rows);
   }
   return std::vector<KernelLaunch>{std::move(l)};
+}
+
+// ---- Row kernels: Softmax/LogSoftmax over the last axis and LayerNormalization,
+// alone or as fused groups with their element-wise prologue ----
+
+// A tensor the row load reads, broadcast into x's shape at `strides`, as the
+// register variable `var`.
+struct RowIn {
+  std::string param;
+  DType dtype;
+  Domain domain;
+  std::string var;
+  std::vector<int64_t> strides;  // over x's shape, 0 where broadcast
+};
+// An x-shaped output computed by the prologue (`expr`), stored by the first load.
+struct RowOut {
+  std::string param;
+  DType dtype;
+  Domain domain;
+  std::string expr;
+};
+// A LayerNorm scale or bias: a pointer (broadcast into the normalised shape) or a
+// literal (a one-element constant of the group's body).
+struct RowParam {
+  std::string param;  // "" when `literal`
+  std::string literal;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> strides;  // over the normalised shape
+};
+
+// Everything a row kernel reads and writes; the kernel's parameters are, in order:
+// y, extra outputs, stats (mean, inv_std), ins, scale, bias (those present), and
+// `args` gives the tensor of each.
+struct RowKernelSpec {
+  Shape shape;   // x's
+  int64_t axis;  // rows are dims [axis, rank)
+  std::vector<RowIn> ins;
+  std::string code;    // per element: statements over the ins' variables
+  std::string x_expr;  // x's element, an fp32 expression
+  std::vector<RowOut> extra;
+  DType y_dtype;
+  // LayerNorm only.
+  RowParam scale, bias;
+  bool has_bias = false;
+  std::string mean_param, inv_param;  // "" when absent
+  DType stat_dtype = DType::kFloat32;
+  std::vector<int> args;
+};
+
+enum class InRow { kContiguous, kBroadcast, kStrided };
+
+// How operand strides run along a row of shape `row`: contiguous (j), one element
+// per row (0), or anything else.
+InRow InRowKind(const Shape& row, const std::vector<int64_t>& strides) {
+  StridedSpace s;
+  s.shape = row;
+  s.strides = {strides};
+  s.Collapse();
+  if (s.shape.empty() || (s.shape.size() == 1 && s.strides[0][0] == 1)) return InRow::kContiguous;
+  bool zero = true;
+  for (int64_t v : s.strides[0]) zero &= v == 0;
+  return zero ? InRow::kBroadcast : InRow::kStrided;
+}
+
+// The shared prefix of a row kernel: types and plan constants, kiln_args, the row
+// load with the prologue, the row store, the alignment check, LayerNorm's scale/bias
+// loads and stats store. Returns the plan through `plan`.
+std::string RowPrefix(const RowKernelSpec& k, int cap, RowPlan* plan, std::string* kernel_params,
+                      std::string* member_init) {
+  const Shape outer(k.shape.begin(), k.shape.begin() + k.axis);
+  const Shape row(k.shape.begin() + k.axis, k.shape.end());
+  const int64_t len = NumElements(row);
+  const int64_t rows = len == 0 ? 0 : NumElements(k.shape) / len;
+  const char* it = IndexType(std::max<int64_t>(NumElements(k.shape), 1));
+
+  // Vector width: every contiguous operand's rows start at multiples of it.
+  std::vector<InRow> kinds;
+  std::vector<DType> dtypes = {k.y_dtype};
+  bool strided = false;
+  for (const RowIn& in : k.ins) {
+    const std::vector<int64_t> inner(in.strides.begin() + k.axis, in.strides.end());
+    kinds.push_back(InRowKind(row, inner));
+    strided |= kinds.back() == InRow::kStrided;
+    if (kinds.back() == InRow::kContiguous) dtypes.push_back(in.dtype);
+  }
+  for (const RowOut& o : k.extra) dtypes.push_back(o.dtype);
+  auto dense_param = [&](const RowParam& p) {
+    return !p.param.empty() && InRowKind(row, p.strides) == InRow::kContiguous;
+  };
+  if (dense_param(k.scale)) dtypes.push_back(k.scale.dtype);
+  if (k.has_bias && dense_param(k.bias)) dtypes.push_back(k.bias.dtype);
+  int vec = strided ? 1 : MaxVectorWidth(dtypes);
+  for (; vec > 1; vec /= 2) {
+    bool ok = len % vec == 0;
+    for (size_t i = 0; i < k.ins.size() && ok; ++i) {
+      if (kinds[i] != InRow::kContiguous) continue;
+      for (int64_t d = 0; d < k.axis && ok; ++d) ok = k.ins[i].strides[d] % vec == 0;
+    }
+    if (ok) break;
+  }
+  *plan = PlanRows(rows, len, vec, cap);
+
+  // kiln_args, the kernel parameters and the struct's initialiser, in arg order.
+  std::string members, aligned = "true";
+  auto member = [&](DType dtype, bool is_const, const std::string& name, bool vector_access) {
+    absl::StrAppend(&members, is_const ? "const " : "", StorageTypeName(dtype), "* ", name, ";\n");
+    absl::StrAppend(kernel_params, kernel_params->empty() ? "" : ", ", Param(dtype, is_const, name));
+    absl::StrAppend(member_init, member_init->empty() ? "" : ", ", name);
+    if (vector_access) absl::StrAppend(&aligned, " && kiln_vec_aligned(a.", name, ", ", vec * DTypeSize(dtype), ")");
+  };
+  member(k.y_dtype, false, "y", true);
+  for (const RowOut& o : k.extra) member(o.dtype, false, o.param, true);
+  if (!k.mean_param.empty()) member(k.stat_dtype, false, k.mean_param, false);
+  if (!k.inv_param.empty()) member(k.stat_dtype, false, k.inv_param, false);
+  for (size_t i = 0; i < k.ins.size(); ++i) member(k.ins[i].dtype, true, k.ins[i].param, kinds[i] == InRow::kContiguous);
+  const bool is_ln = !k.scale.param.empty() || !k.scale.literal.empty();
+  if (!k.scale.param.empty()) member(k.scale.dtype, true, k.scale.param, dense_param(k.scale));
+  if (k.has_bias && !k.bias.param.empty()) member(k.bias.dtype, true, k.bias.param, dense_param(k.bias));
+
+  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), TemplateSource("vector.cuh"), "typedef ", it,
+                                 " kiln_idx_t;\nconstexpr kiln_idx_t kRows = ", rows, ";\nconstexpr kiln_idx_t kLen = ",
+                                 len, ";\nconstexpr kiln_idx_t kSize = kLen;\n", RowPlanConstants(*plan),
+                                 "struct kiln_args {\n", members, "};\n",
+                                 "static __device__ __forceinline__ bool kiln_vec_ok(const kiln_args& a) { return ",
+                                 aligned, "; }\n");
+
+  // Row offsets of the ins over the outer dims (operand 0: the dense outputs).
+  StridedSpace space;
+  space.shape = outer;
+  space.strides.push_back(std::vector<int64_t>(outer.size(), 0));
+  {
+    const std::vector<int64_t> dense = DenseStrides(k.shape);
+    for (int64_t d = 0; d < k.axis; ++d) space.strides[0][d] = dense[d];
+  }
+  std::vector<int> operands;
+  for (size_t i = 0; i < k.ins.size(); ++i) {
+    space.strides.emplace_back(k.ins[i].strides.begin(), k.ins[i].strides.begin() + k.axis);
+    operands.push_back(static_cast<int>(i) + 1);
+  }
+  space.Collapse();
+  for (size_t i = 0; i < k.ins.size(); ++i) {
+    if (kinds[i] != InRow::kStrided) continue;
+    absl::StrAppend(&src, OffsetFn(absl::StrCat("kiln_in", i, "_off"), row,
+                                   std::vector<int64_t>(k.ins[i].strides.begin() + k.axis, k.ins[i].strides.end()), it));
+  }
+  std::string load = absl::StrCat(
+      "template <int V, bool kFirst>\nstatic __device__ __forceinline__ void kiln_row_load(const kiln_args& a, "
+      "kiln_idx_t row, kiln_idx_t j, float (&x)[V]) {\n",
+      space.shape.empty() ? "" : LinearOffsetCode(space, operands, "row", "kiln_idx_t", "r"));
+  std::string unpack;
+  for (size_t i = 0; i < k.ins.size(); ++i) {
+    const RowIn& in = k.ins[i];
+    const std::string r = space.shape.empty() ? "0" : absl::StrCat("r", i + 1);
+    const char* t = StorageTypeName(in.dtype);
+    switch (kinds[i]) {
+      case InRow::kContiguous:
+        absl::StrAppend(&load, "const kiln_vec_pack<", t, ", V> p", i, " = kiln_vec_ld<V>(a.", in.param, " + ", r,
+                        " + j);\n");
+        absl::StrAppend(&unpack, "const ", DomainType(in.domain), " ", in.var, " = ",
+                        LoadAs(in.dtype, in.domain, absl::StrCat("p", i, ".v"), "e"), ";\n");
+        break;
+      case InRow::kBroadcast:
+        absl::StrAppend(&load, "const ", t, " p", i, " = a.", in.param, "[", r, "];\n");
+        absl::StrAppend(&unpack, "const ", DomainType(in.domain), " ", in.var, " = ",
+                        LoadAs(in.dtype, in.domain, absl::StrCat("(&p", i, ")"), "0"), ";\n");
+        break;
+      case InRow::kStrided:
+        absl::StrAppend(&unpack, "const ", DomainType(in.domain), " ", in.var, " = ",
+                        LoadAs(in.dtype, in.domain, absl::StrCat("a.", in.param),
+                               absl::StrCat(r, " + kiln_in", i, "_off(j + e)")),
+                        ";\n");
+        break;
+    }
+  }
+  std::string put, write;
+  for (size_t o = 0; o < k.extra.size(); ++o) {
+    const RowOut& out = k.extra[o];
+    absl::StrAppend(&load, "kiln_vec_pack<", StorageTypeName(out.dtype), ", V> q", o, ";\n");
+    absl::StrAppend(&put, StoreFrom(out.dtype, out.domain, absl::StrCat("q", o, ".v"), "e", out.expr), "\n");
+    absl::StrAppend(&write, "kiln_vec_st<V>(a.", out.param, " + row * kLen + j, q", o, ");\n");
+  }
+  absl::StrAppend(&load, "#pragma unroll\nfor (int e = 0; e < V; ++e) {\n", unpack, k.code, "x[e] = (float)(",
+                  k.x_expr, ");\n", put.empty() ? "" : absl::StrCat("if constexpr (kFirst) {\n", put, "}\n"), "}\n",
+                  write.empty() ? "" : absl::StrCat("if constexpr (kFirst) {\n", write, "}\n"), "}\n");
+  absl::StrAppend(&src, load, "template <int V>\nstatic __device__ __forceinline__ void kiln_row_store(const kiln_args& a, "
+                  "kiln_idx_t row, kiln_idx_t j, const float (&y)[V]) {\nkiln_vec_pack<", StorageTypeName(k.y_dtype),
+                  ", V> q;\n#pragma unroll\nfor (int e = 0; e < V; ++e) ",
+                  StoreFrom(k.y_dtype, Domain::kFloat, "q.v", "e", "y[e]"),
+                  "\nkiln_vec_st<V>(a.y + row * kLen + j, q);\n}\n");
+  if (!is_ln) return src;
+
+  // LayerNorm: scale and bias loads, the stats store.
+  auto param_load = [&](const std::string& fn, const RowParam& p) {
+    std::string body;
+    if (!p.literal.empty()) {
+      body = absl::StrCat("#pragma unroll\nfor (int e = 0; e < V; ++e) s[e] = ", p.literal, ";\n");
+    } else if (dense_param(p)) {
+      body = absl::StrCat("const kiln_vec_pack<", StorageTypeName(p.dtype), ", V> v = kiln_vec_ld<V>(a.", p.param,
+                          " + j);\n#pragma unroll\nfor (int e = 0; e < V; ++e) s[e] = ",
+                          LoadAs(p.dtype, Domain::kFloat, "v.v", "e"), ";\n");
+    } else {
+      absl::StrAppend(&src, OffsetFn(absl::StrCat(fn, "_off"), row, p.strides, it));
+      body = absl::StrCat("#pragma unroll\nfor (int e = 0; e < V; ++e) s[e] = ",
+                          LoadAs(p.dtype, Domain::kFloat, absl::StrCat("a.", p.param), absl::StrCat(fn, "_off(j + e)")),
+                          ";\n");
+    }
+    absl::StrAppend(&src, "template <int V>\nstatic __device__ __forceinline__ void ", fn,
+                    "(const kiln_args& a, kiln_idx_t j, float (&s)[V]) {\n", body, "}\n");
+  };
+  param_load("kiln_load_scale", k.scale);
+  if (k.has_bias) {
+    param_load("kiln_load_bias", k.bias);
+  } else {
+    absl::StrAppend(&src, "template <int V>\nstatic __device__ __forceinline__ void kiln_load_bias(const kiln_args&, "
+                          "kiln_idx_t, float (&)[V]) {}\n");
+  }
+  absl::StrAppend(&src, "constexpr bool kHasBias = ", k.has_bias ? "true" : "false",
+                  ";\nconstexpr bool kHasStats = ", k.mean_param.empty() && k.inv_param.empty() ? "false" : "true",
+                  ";\nstatic __device__ __forceinline__ void kiln_store_stats(const kiln_args& a, kiln_idx_t row, "
+                  "float mu, float inv) {\n",
+                  k.mean_param.empty() ? "" : StoreFrom(k.stat_dtype, Domain::kFloat, "a." + k.mean_param, "row", "mu"),
+                  "\n",
+                  k.inv_param.empty() ? "" : StoreFrom(k.stat_dtype, Domain::kFloat, "a." + k.inv_param, "row", "inv"),
+                  "\n}\n");
+  return src;
+}
+
+// The launch of a row kernel whose template entry is `entry(a)`.
+KernelLaunch RowLaunch(const RowKernelSpec& k, const std::string& comment, const std::string& constants,
+                       const char* tpl, const char* entry, int cap) {
+  RowPlan plan;
+  std::string params, init;
+  std::string src = absl::StrCat("// ", comment, "\n", RowPrefix(k, cap, &plan, &params, &init), constants,
+                                 TemplateSource(tpl), "\nextern \"C\" __global__ void __launch_bounds__(", plan.block,
+                                 ") KILN_KERNEL(", params, ") {\nconst kiln_args a = {", init, "};\n", entry,
+                                 "(a);\n}\n");
+  KernelLaunch l;
+  l.source = std::move(src);
+  l.args = k.args;
+  l.block = {plan.block, 1, 1};
+  l.grid = {plan.grid, 1, 1};
+  return l;
+}
+
+std::string SoftmaxConstants(bool log) { return absl::StrCat("constexpr bool kLog = ", log ? "true" : "false", ";\n"); }
+
+std::string LayerNormConstants(float epsilon) { return absl::StrCat("constexpr float kEpsilon = ", FloatLit(epsilon), ";\n"); }
+
+// Softmax over a middle axis: one thread per (outer, inner) row.
+absl::StatusOr<std::vector<KernelLaunch>> StridedSoftmax(const Node& node, int64_t axis) {
+  const Value* x = node.input(0);
+  const Value* y = node.output(0);
+  const kiln::ops::AxisSplit s = kiln::ops::SplitAtAxis(x->shape(), axis);
+  const char* it = IndexType(x->numel());
+  KernelLaunch l;
+  l.source = absl::StrCat(
+      "// ", node.op_type(), " ", x->TypeString(), " axis ", axis, "\n#define KILN_SOFTMAX_STRIDED 1\ntypedef ",
+      StorageTypeName(x->dtype()), " kiln_in_t;\ntypedef ", StorageTypeName(y->dtype()), " kiln_out_t;\ntypedef ", it,
+      " kiln_idx_t;\nconstexpr kiln_idx_t kRows = ", s.outer * s.inner, ";\nconstexpr kiln_idx_t kLen = ", s.len,
+      ";\nconstexpr kiln_idx_t kInner = ", s.inner, ";\n", SoftmaxConstants(node.op_type() == "LogSoftmax"),
+      LoadFn("kiln_load", x->dtype(), Domain::kFloat, it), StoreFn("kiln_store", y->dtype(), Domain::kFloat, it, "v"),
+      TemplateSource("softmax.cuh"), "\nextern \"C\" __global__ void KILN_KERNEL(", Param(y->dtype(), false, "out"),
+      ", ", Param(x->dtype(), true, "in"), ") { kiln_softmax_strided(out, in); }\n#undef KILN_SOFTMAX_STRIDED\n");
+  l.args = {0, InputArg(node, 0)};
+  SetGrid1D(l, s.outer * s.inner);
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
+absl::StatusOr<int64_t> NormalAxis(const Node& node, int64_t dflt) {
+  auto axis = node.GetInt("axis", dflt);
+  if (!axis.ok()) return axis.status();
+  const int64_t rank = node.input(0)->rank();
+  if (rank == 0) return int64_t{0};
+  return *axis < 0 ? *axis + rank : *axis;
+}
+
+RowIn DenseIn(const std::string& param, const Value* v) {
+  return {param, v->dtype(), Domain::kFloat, "g0", DenseStrides(v->shape())};
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> Softmax(const Node& node) {
   const Value* x = node.input(0);
   const Value* y = node.output(0);
   if (!IsFloating(x->dtype())) return NoKernel(node, "non-float input");
-  auto axis_attr = node.GetInt("axis", -1);
-  if (!axis_attr.ok()) return axis_attr.status();
-  const int64_t rank = x->rank();
-  const int64_t axis = rank == 0 ? 0 : (*axis_attr < 0 ? *axis_attr + rank : *axis_attr);
-  int64_t outer = 1, len = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d < axis) outer *= x->shape()[d];
-    else if (d == axis) len = x->shape()[d];
-    else inner *= x->shape()[d];
-  }
-  const int64_t rows = outer * inner;
-  const bool block = inner == 1;
-  const char* it = IndexType(x->numel());
-  KernelLaunch l;
-  l.source = absl::StrCat(
-      "// ", node.op_type(), " ", x->TypeString(), " axis ", axis, "\ntypedef ", StorageTypeName(x->dtype()),
-      " kiln_in_t;\ntypedef ", StorageTypeName(y->dtype()), " kiln_out_t;\ntypedef ", it,
-      " kiln_idx_t;\nconstexpr kiln_idx_t kRows = ", rows, ";\nconstexpr kiln_idx_t kLen = ", len,
-      ";\nconstexpr kiln_idx_t kInner = ", inner, ";\nconstexpr bool kLog = ",
-      node.op_type() == "LogSoftmax" ? "true" : "false", ";\nconstexpr bool kBlockPerRow = ", block ? "true" : "false",
-      ";\n", LoadFn("kiln_load", x->dtype(), Domain::kFloat, it),
-      StoreFn("kiln_store", y->dtype(), Domain::kFloat, it, "v"), TemplateSource("softmax.cuh"),
-      "\nextern \"C\" __global__ void KILN_KERNEL(", Param(y->dtype(), false, "out"), ", ",
-      Param(x->dtype(), true, "in"), ") { kiln_softmax(out, in); }\n");
-  l.args = {0, InputArg(node, 0)};
-  if (block) {
-    l.block = {RowBlock(len), 1, 1};
-    l.grid = {static_cast<uint32_t>(std::clamp<int64_t>(rows, 1, kMaxGrid)), 1, 1};
-  } else {
-    SetGrid1D(l, rows);
-  }
-  return std::vector<KernelLaunch>{std::move(l)};
+  absl::StatusOr<int64_t> axis = NormalAxis(node, -1);
+  if (!axis.ok()) return axis.status();
+  if (x->rank() > 0 && *axis != x->rank() - 1) return StridedSoftmax(node, *axis);
+  RowKernelSpec k;
+  k.shape = x->rank() == 0 ? Shape{1} : x->shape();
+  k.axis = static_cast<int64_t>(k.shape.size()) - 1;
+  k.ins = {DenseIn("x", x)};
+  k.ins[0].strides = DenseStrides(k.shape);
+  k.x_expr = "g0";
+  k.y_dtype = y->dtype();
+  k.args = {0, InputArg(node, 0)};
+  return std::vector<KernelLaunch>{RowLaunch(k, absl::StrCat(node.op_type(), " ", x->TypeString()),
+                                             SoftmaxConstants(node.op_type() == "LogSoftmax"), "softmax.cuh",
+                                             "kiln_softmax", kRowCacheElements)};
+}
+
+// A LayerNorm scale or bias `v` broadcast into the normalised shape, read through
+// the kernel parameter `param`.
+RowParam LnParam(const Value* v, const Shape& normalized, const std::string& param) {
+  RowParam p;
+  p.param = param;
+  p.dtype = v->dtype();
+  BroadcastStrides(v->shape(), normalized, &p.strides);
+  return p;
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> LayerNorm(const Node& node) {
   const Value* x = node.input(0);
-  auto axis_attr = node.GetInt("axis", -1);
-  if (!axis_attr.ok()) return axis_attr.status();
+  absl::StatusOr<int64_t> axis = NormalAxis(node, -1);
+  if (!axis.ok()) return axis.status();
   auto eps = node.GetFloat("epsilon", 1e-5f);
   if (!eps.ok()) return eps.status();
-  const int64_t rank = x->rank();
-  const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
-  const Shape normalized(x->shape().begin() + axis, x->shape().end());
-  const int64_t size = NumElements(normalized);
-  const int64_t rows = size == 0 ? 0 : x->numel() / size;
-  const char* it = IndexType(x->numel());
-  const bool has_bias = node.has_input(2);
+  const Shape normalized(x->shape().begin() + *axis, x->shape().end());
+  RowKernelSpec k;
+  k.shape = x->shape();
+  k.axis = *axis;
+  k.ins = {DenseIn("x", x)};
+  k.x_expr = "g0";
+  k.y_dtype = node.output(0)->dtype();
+  k.args = {0};
   const bool has_mean = node.num_outputs() > 1 && node.output(1) != nullptr;
   const bool has_inv = node.num_outputs() > 2 && node.output(2) != nullptr;
-  const DType stat = has_mean ? node.output(1)->dtype() : has_inv ? node.output(2)->dtype() : DType::kFloat32;
-  auto bcast = [&](const std::string& name, const Value* v) {
-    // Offset of normalised index j in a tensor broadcast (right-aligned) to `normalized`.
-    std::vector<int64_t> s(normalized.size(), 0);
-    const std::vector<int64_t> dense = DenseStrides(v->shape());
-    const size_t lead = normalized.size() - v->shape().size();
-    for (size_t d = 0; d < v->shape().size(); ++d) s[lead + d] = v->shape()[d] == 1 ? 0 : dense[d];
-    const std::string off = OffsetFn(absl::StrCat(name, "_off"), normalized, s, it);
-    return absl::StrCat(off, "static __device__ __forceinline__ float ", name, "(const ", StorageTypeName(v->dtype()),
-                        "* p, ", it, " j) { return ", LoadAs(v->dtype(), Domain::kFloat, "p", absl::StrCat(name, "_off(j)")),
-                        "; }\n");
-  };
-  const Value* scale = node.input(1);
-  const Value* bias = has_bias ? node.input(2) : nullptr;
-  std::string prefix = absl::StrCat(
-      "// LayerNormalization ", x->TypeString(), " axis ", axis, "\ntypedef ", StorageTypeName(x->dtype()),
-      " kiln_x_t;\ntypedef ", StorageTypeName(node.output(0)->dtype()), " kiln_y_t;\ntypedef ",
-      StorageTypeName(scale->dtype()), " kiln_scale_t;\ntypedef ", has_bias ? StorageTypeName(bias->dtype()) : "float",
-      " kiln_bias_t;\ntypedef ", StorageTypeName(stat), " kiln_stat_t;\ntypedef ", it,
-      " kiln_idx_t;\nconstexpr kiln_idx_t kRows = ", rows, ";\nconstexpr kiln_idx_t kSize = ", size,
-      ";\nconstexpr float kEpsilon = ", FloatLit(*eps), ";\nconstexpr bool kHasBias = ", has_bias ? "true" : "false",
-      ";\nconstexpr bool kHasMean = ", has_mean ? "true" : "false", ";\nconstexpr bool kHasInvStd = ",
-      has_inv ? "true" : "false", ";\n", LoadFn("kiln_load_x", x->dtype(), Domain::kFloat, it),
-      bcast("kiln_load_scale", scale),
-      has_bias ? bcast("kiln_load_bias", bias)
-               : absl::StrCat("static __device__ __forceinline__ float kiln_load_bias(const float*, ", it,
-                              ") { return 0.f; }\n"),
-      StoreFn("kiln_store_y", node.output(0)->dtype(), Domain::kFloat, it, "v"),
-      StoreFn("kiln_store_stat", stat, Domain::kFloat, it, "v"), TemplateSource("layernorm.cuh"));
-  KernelLaunch l;
-  std::string params = Param(node.output(0)->dtype(), false, "y");
-  l.args = {0};
   if (has_mean) {
-    absl::StrAppend(&params, ", ", Param(stat, false, "mean"));
-    l.args.push_back(1);
+    k.mean_param = "mean";
+    k.stat_dtype = node.output(1)->dtype();
+    k.args.push_back(1);
   }
   if (has_inv) {
-    absl::StrAppend(&params, ", ", Param(stat, false, "inv_std"));
-    l.args.push_back(2);
+    k.inv_param = "inv_std";
+    k.stat_dtype = node.output(2)->dtype();
+    k.args.push_back(2);
   }
-  absl::StrAppend(&params, ", ", Param(x->dtype(), true, "x"), ", ", Param(scale->dtype(), true, "scale"));
-  l.args.push_back(InputArg(node, 0));
-  l.args.push_back(InputArg(node, 1));
-  if (has_bias) {
-    absl::StrAppend(&params, ", ", Param(bias->dtype(), true, "bias"));
-    l.args.push_back(InputArg(node, 2));
+  k.args.push_back(InputArg(node, 0));
+  k.scale = LnParam(node.input(1), normalized, "scale");
+  k.args.push_back(InputArg(node, 1));
+  k.has_bias = node.has_input(2);
+  if (k.has_bias) {
+    k.bias = LnParam(node.input(2), normalized, "bias");
+    k.args.push_back(InputArg(node, 2));
   }
-  l.source = absl::StrCat(prefix, "\nextern \"C\" __global__ void KILN_KERNEL(", params, ") { kiln_layernorm(y, ",
-                          has_mean ? "mean" : "(kiln_stat_t*)0", ", ", has_inv ? "inv_std" : "(kiln_stat_t*)0",
-                          ", x, scale, ", has_bias ? "bias" : "(const float*)0", "); }\n");
-  l.block = {RowBlock(size), 1, 1};
-  l.grid = {static_cast<uint32_t>(std::clamp<int64_t>(rows, 1, kMaxGrid)), 1, 1};
-  return std::vector<KernelLaunch>{std::move(l)};
+  return std::vector<KernelLaunch>{RowLaunch(k, absl::StrCat("LayerNormalization ", x->TypeString(), " axis ", *axis),
+                                             LayerNormConstants(*eps), "layernorm.cuh", "kiln_layernorm",
+                                             kRowCacheElements)};
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> ArgReduce(const Node& node) {
@@ -269,6 +569,123 @@ absl::StatusOr<std::vector<KernelLaunch>> ArgReduce(const Node& node) {
 }
 
 }  // namespace
+
+// A "softmax" or "layernorm" FusedGroup (fusion/fuse_pointwise.h): the anchor
+// (Softmax/LogSoftmax over the last axis, or LayerNormalization) reads x computed in
+// registers by the group's element-wise members (ComposeElementwise) from the group
+// inputs; x-shaped intermediates the group outputs (the residual sum) are stored by
+// the same pass. LayerNorm's scale and bias are group inputs or one-element constants.
+absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
+  auto body_or = FusedGroupBody(group);
+  if (!body_or.ok()) return NoKernel(group, std::string(body_or.status().message()));
+  const Graph& body = **body_or;
+  const Node* anchor = nullptr;
+  for (const Node* n : body.nodes()) {
+    const std::string& op = n->op_type();
+    if (op != "Softmax" && op != "LogSoftmax" && op != "LayerNormalization") continue;
+    if (anchor != nullptr) return NoKernel(group, "two softmax/LayerNorm members");
+    anchor = n;
+  }
+  if (anchor == nullptr) return NoKernel(group, "no Softmax or LayerNormalization member");
+  const bool ln = anchor->op_type() == "LayerNormalization";
+  const Value* x = anchor->input(0);
+  if (!IsFloating(x->dtype())) return NoKernel(group, "non-float input");
+  const Shape& shape = x->shape();
+  if (shape.empty()) return NoKernel(group, "scalar input");
+  absl::StatusOr<int64_t> axis = NormalAxis(*anchor, -1);
+  if (!axis.ok()) return axis.status();
+  if (!ln && *axis != static_cast<int64_t>(shape.size()) - 1) {
+    return NoKernel(group, absl::StrCat("softmax group over axis ", *axis, " (the kernel reduces the last axis)"));
+  }
+  ComposedElementwise composed;
+  if (absl::Status st = ComposeElementwise(group, body, anchor, shape, composed); !st.ok()) return st;
+  std::string x_expr;
+  if (auto c = composed.computed.find(x); c != composed.computed.end()) {
+    x_expr = c->second.first;
+  } else {
+    const auto& ins = body.inputs();
+    const auto pos = std::find(ins.begin(), ins.end(), x);
+    if (pos == ins.end()) return NoKernel(group, "the normalised input has no source in the group");
+    composed.loads.push_back({static_cast<int>(pos - ins.begin()), Domain::kFloat, shape});
+    x_expr = absl::StrCat("g", composed.loads.size() - 1);
+  }
+
+  RowKernelSpec k;
+  k.shape = shape;
+  k.axis = *axis;
+  k.code = composed.code;
+  k.x_expr = x_expr;
+  k.y_dtype = anchor->output(0)->dtype();
+  // Outputs: y, extra x-shaped values, stats; the args follow the parameter order.
+  int y_out = -1, mean_out = -1, inv_out = -1;
+  std::vector<int> extra_out;
+  for (int o = 0; o < group.num_outputs(); ++o) {
+    const Value* v = body.outputs()[o];
+    if (v == anchor->output(0)) {
+      y_out = o;
+    } else if (ln && anchor->num_outputs() > 1 && v == anchor->output(1)) {
+      mean_out = o;
+    } else if (ln && anchor->num_outputs() > 2 && v == anchor->output(2)) {
+      inv_out = o;
+    } else if (auto c = composed.computed.find(v); c != composed.computed.end()) {
+      k.extra.push_back({absl::StrCat("out", o), group.output(o)->dtype(), c->second.second, c->second.first});
+      extra_out.push_back(o);
+    } else {
+      return NoKernel(group, absl::StrCat("group output '", v->name(), "' is not computed by a member"));
+    }
+  }
+  if (y_out < 0) return NoKernel(group, "the group does not output the normalised values");
+  k.args.push_back(y_out);
+  k.args.insert(k.args.end(), extra_out.begin(), extra_out.end());
+  if (mean_out >= 0) {
+    k.mean_param = "mean";
+    k.stat_dtype = group.output(mean_out)->dtype();
+    k.args.push_back(mean_out);
+  }
+  if (inv_out >= 0) {
+    k.inv_param = "inv_std";
+    k.stat_dtype = group.output(inv_out)->dtype();
+    k.args.push_back(inv_out);
+  }
+  for (size_t l = 0; l < composed.loads.size(); ++l) {
+    const ElementwiseLoad& load = composed.loads[l];
+    RowIn in{absl::StrCat("in", l), group.input(load.input)->dtype(), load.domain, absl::StrCat("g", l), {}};
+    if (!BroadcastStrides(load.view, shape, &in.strides)) return NoKernel(group, "input does not broadcast to x");
+    k.ins.push_back(std::move(in));
+    k.args.push_back(InputArg(group, load.input));
+  }
+  const std::string comment =
+      absl::StrCat("fused ", ln ? "layernorm" : "softmax", " group ", group.name(), ": ", body.num_nodes(), " ops over ",
+                   ShapeToString(shape));
+  if (!ln) {
+    return std::vector<KernelLaunch>{RowLaunch(k, comment, SoftmaxConstants(anchor->op_type() == "LogSoftmax"),
+                                               "softmax.cuh", "kiln_softmax", kRowCacheElements)};
+  }
+  auto eps = anchor->GetFloat("epsilon", 1e-5f);
+  if (!eps.ok()) return eps.status();
+  const Shape normalized(shape.begin() + *axis, shape.end());
+  auto param = [&](int i, const std::string& name, RowParam* p) -> absl::Status {
+    const Value* v = anchor->input(i);
+    if (v->is_constant()) {
+      if (v->numel() != 1) return NoKernel(group, absl::StrCat("constant '", v->name(), "' is not a scalar"));
+      p->literal = FloatLit(v->constant().ScalarFloat());
+      return absl::OkStatus();
+    }
+    const auto& ins = body.inputs();
+    const auto pos = std::find(ins.begin(), ins.end(), v);
+    if (pos == ins.end()) return NoKernel(group, absl::StrCat("LayerNorm's '", v->name(), "' is not a group input"));
+    *p = LnParam(v, normalized, name);
+    k.args.push_back(InputArg(group, static_cast<int>(pos - ins.begin())));
+    return absl::OkStatus();
+  };
+  if (absl::Status st = param(1, "scale", &k.scale); !st.ok()) return st;
+  k.has_bias = anchor->has_input(2);
+  if (k.has_bias) {
+    if (absl::Status st = param(2, "bias", &k.bias); !st.ok()) return st;
+  }
+  return std::vector<KernelLaunch>{RowLaunch(k, comment, LayerNormConstants(*eps), "layernorm.cuh", "kiln_layernorm",
+                                             kRowCacheElements)};
+}
 
 bool IsReduceOp(absl::string_view op) {
   static const char* const kOps[] = {"ReduceSum",   "ReduceMean", "ReduceMax",       "ReduceMin",

@@ -1,47 +1,124 @@
-// LayerNormalization template (codegen/ops/reduce.cc): one block per row of kSize
-// contiguous elements (blockDim.x a power of two <= 1024); two-pass mean and variance
-// in fp32, then y = (x - mean) * inv_std * scale + bias. The generated prefix defines
-// kiln_x_t, kiln_y_t, kiln_scale_t, kiln_bias_t, kiln_stat_t, kiln_idx_t, kRows, kSize,
-// kEpsilon, kHasBias, kHasMean, kHasInvStd, kiln_load_x, kiln_load_scale(p, j),
-// kiln_load_bias(p, j) (j: index in the normalised shape, broadcast inside),
-// kiln_store_y, kiln_store_stat.
-static __device__ __forceinline__ float kiln_ln_sum(float v, float* smem) {
-  smem[threadIdx.x] = v;
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) smem[threadIdx.x] += smem[threadIdx.x + s];
-    __syncthreads();
+// LayerNormalization template (codegen/ops/reduce.cc): rows of kSize contiguous
+// elements (the normalised dims), fp32 math, two-pass mean and variance as the CPU
+// reference, y = (x - mean) * inv_std * scale + bias. Needs vector.cuh.
+//
+// Each row is handled by a group of kThreads threads: a power of two <= 32
+// (kRowsPerBlock rows per block, warp shuffles only) or the whole block (kThreads ==
+// blockDim.x > 32, one row per block, shuffles then shared memory). Each thread
+// takes vectors of V elements at (sub + k * kThreads) * V. With kCache the row stays
+// in registers (read once: x, and for a residual group the sum it computes and
+// stores, never come back from memory); without it (very long rows) three passes.
+// The prefix defines kSize, kRows, kThreads, kRowsPerBlock, kVec, kCache, kEpsilon,
+// kHasBias, kHasStats, the kernel's argument struct kiln_args and
+//   kiln_row_load<V, kFirst>(a, row, j, float (&x)[V])   x's elements j..j+V-1 (the
+//       group's element-wise prologue applied; kFirst: also stores the group's other
+//       outputs, e.g. the residual sum),
+//   kiln_load_scale<V>(a, j, float (&s)[V]), kiln_load_bias<V>(a, j, float (&b)[V]),
+//   kiln_row_store<V>(a, row, j, const float (&y)[V]),
+//   kiln_store_stats(a, row, mean, inv_std)   (when kHasStats),
+//   kiln_vec_ok(a)   whether every pointer allows kVec-wide access.
+template <int V>
+static __device__ __forceinline__ void kiln_ln_finish(const kiln_args& a, kiln_idx_t row, kiln_idx_t j, float mu,
+                                                      float inv, float (&x)[V]) {
+  float s[V];
+  kiln_load_scale<V>(a, j, s);
+  float b[V];
+  if constexpr (kHasBias) kiln_load_bias<V>(a, j, b);
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    x[e] = (x[e] - mu) * inv * s[e];
+    if constexpr (kHasBias) x[e] += b[e];
   }
-  const float r = smem[0];
-  __syncthreads();
-  return r;
+  kiln_row_store<V>(a, row, j, x);
 }
 
-static __device__ __forceinline__ void kiln_layernorm(kiln_y_t* __restrict__ y, kiln_stat_t* __restrict__ mean,
-                                                      kiln_stat_t* __restrict__ inv_std,
-                                                      const kiln_x_t* __restrict__ x,
-                                                      const kiln_scale_t* __restrict__ scale,
-                                                      const kiln_bias_t* __restrict__ bias) {
-  __shared__ float smem[1024];
-  for (kiln_idx_t row = blockIdx.x; row < kRows; row += gridDim.x) {
-    const kiln_idx_t base = row * kSize;
-    float s = 0.f;
-    for (kiln_idx_t j = threadIdx.x; j < kSize; j += blockDim.x) s += kiln_load_x(x, base + j);
-    const float mu = kiln_ln_sum(s, smem) / (float)kSize;
-    float q = 0.f;
-    for (kiln_idx_t j = threadIdx.x; j < kSize; j += blockDim.x) {
-      const float d = kiln_load_x(x, base + j) - mu;
-      q += d * d;
+template <int V, bool kCached>
+static __device__ __forceinline__ void kiln_layernorm_rows(const kiln_args& a) {
+  constexpr kiln_idx_t kVecs = kSize / V;  // kSize % V == 0
+  constexpr int kNV = kVecs > 0 ? (int)((kVecs + kThreads - 1) / kThreads) : 1;
+  __shared__ float smem[32];
+  const int sub = kThreads > 32 ? (int)threadIdx.x : (int)threadIdx.x % kThreads;
+  const int local_row = kThreads > 32 ? 0 : (int)threadIdx.x / kThreads;
+  for (kiln_idx_t r0 = (kiln_idx_t)blockIdx.x * kRowsPerBlock; r0 < kRows; r0 += (kiln_idx_t)gridDim.x * kRowsPerBlock) {
+    const kiln_idx_t row = r0 + local_row;
+    const bool live = row < kRows;
+    float mu, inv;
+    if constexpr (kCached) {
+      float x[kNV][V];
+      float s = 0.f;
+#pragma unroll
+      for (int k = 0; k < kNV; ++k) {
+        const kiln_idx_t jv = sub + (kiln_idx_t)k * kThreads;
+        if (live && jv < kVecs) {
+          kiln_row_load<V, true>(a, row, jv * V, x[k]);
+#pragma unroll
+          for (int e = 0; e < V; ++e) s += x[k][e];
+        }
+      }
+      mu = kiln_vec_group_reduce<kThreads>(s, kiln_vec_sum(), smem) / (float)kSize;
+      float q = 0.f;
+#pragma unroll
+      for (int k = 0; k < kNV; ++k) {
+        const kiln_idx_t jv = sub + (kiln_idx_t)k * kThreads;
+        if (live && jv < kVecs) {
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            const float d = x[k][e] - mu;
+            q += d * d;
+          }
+        }
+      }
+      inv = 1.f / sqrtf(kiln_vec_group_reduce<kThreads>(q, kiln_vec_sum(), smem) / (float)kSize + kEpsilon);
+#pragma unroll
+      for (int k = 0; k < kNV; ++k) {
+        const kiln_idx_t jv = sub + (kiln_idx_t)k * kThreads;
+        if (live && jv < kVecs) kiln_ln_finish<V>(a, row, jv * V, mu, inv, x[k]);
+      }
+    } else {
+      float s = 0.f;
+      if (live) {
+        for (kiln_idx_t jv = sub; jv < kVecs; jv += kThreads) {
+          float x[V];
+          kiln_row_load<V, true>(a, row, jv * V, x);
+#pragma unroll
+          for (int e = 0; e < V; ++e) s += x[e];
+        }
+      }
+      mu = kiln_vec_group_reduce<kThreads>(s, kiln_vec_sum(), smem) / (float)kSize;
+      float q = 0.f;
+      if (live) {
+        for (kiln_idx_t jv = sub; jv < kVecs; jv += kThreads) {
+          float x[V];
+          kiln_row_load<V, false>(a, row, jv * V, x);
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            const float d = x[e] - mu;
+            q += d * d;
+          }
+        }
+      }
+      inv = 1.f / sqrtf(kiln_vec_group_reduce<kThreads>(q, kiln_vec_sum(), smem) / (float)kSize + kEpsilon);
+      if (live) {
+        for (kiln_idx_t jv = sub; jv < kVecs; jv += kThreads) {
+          float x[V];
+          kiln_row_load<V, false>(a, row, jv * V, x);
+          kiln_ln_finish<V>(a, row, jv * V, mu, inv, x);
+        }
+      }
     }
-    const float inv = 1.f / sqrtf(kiln_ln_sum(q, smem) / (float)kSize + kEpsilon);
-    for (kiln_idx_t j = threadIdx.x; j < kSize; j += blockDim.x) {
-      float v = (kiln_load_x(x, base + j) - mu) * inv * kiln_load_scale(scale, j);
-      if constexpr (kHasBias) v += kiln_load_bias(bias, j);
-      kiln_store_y(y, base + j, v);
-    }
-    if (threadIdx.x == 0) {
-      if constexpr (kHasMean) kiln_store_stat(mean, row, mu);
-      if constexpr (kHasInvStd) kiln_store_stat(inv_std, row, inv);
+    if constexpr (kHasStats) {
+      if (live && sub == 0) kiln_store_stats(a, row, mu, inv);
     }
   }
+}
+
+// Unaligned pointers (a view at an odd offset) take the compact streaming form.
+static __device__ __forceinline__ void kiln_layernorm(const kiln_args& a) {
+  if constexpr (kVec > 1) {
+    if (!kiln_vec_ok(a)) {
+      kiln_layernorm_rows<1, false>(a);
+      return;
+    }
+  }
+  kiln_layernorm_rows<kVec, kCache>(a);
 }

@@ -1,0 +1,264 @@
+// Tests of the fused attention generator (codegen/ops/attention.cc) that need no
+// GPU: every form (fp16/bf16, the four mask patterns, K stored [Sk, D] or [D, Sk]
+// with aligned and unaligned Sk, head dims 32..128 and Dv != D, partial tiles)
+// compiles with NVRTC for sm_80 and sm_90a, the largest ones without spilling; the
+// tile config verifier and heuristic; routing (every --matmul-groups mode, no library
+// kernel, not a GEMM group); a causal mask computed in the kernel instead of read.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/attention_test_cases.h"
+#include "codegen/library_kernels.h"
+#include "codegen/nvrtc_module.h"
+#include "codegen/op_kernels.h"
+#include "codegen/ops/families.h"
+
+namespace kiln::codegen {
+namespace {
+
+using test::AttnCase;
+using test::AttnMask;
+
+// One case per kernel form (dtype x K layout and load x Q scale x causal skip) plus
+// the head dims 32, 80, 96, 128 and Dv != D, odd sizes throughout.
+std::vector<AttnCase> CompileCases() {
+  std::vector<AttnCase> cases;
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    cases.push_back({dt, 2, 3, 77, 77, 64, 64, AttnMask::kAdd, true});
+    cases.push_back({dt, 2, 3, 77, 77, 64, 64, AttnMask::kCausal, true});
+    cases.push_back({dt, 2, 3, 77, 80, 64, 64, AttnMask::kCausal, false});  // K' [D, 80]: cp.async
+    cases.push_back({dt, 2, 3, 77, 77, 64, 64, AttnMask::kFill, false});    // K' [D, 77]: element loads
+    cases.push_back({dt, 2, 3, 77, 77, 64, 64, AttnMask::kFill, true});
+    cases.push_back({dt, 1, 2, 1, 13, 32, 32, AttnMask::kNone, false});     // Sq 1
+  }
+  for (int64_t d : {32, 80, 96, 128}) cases.push_back({DType::kFloat16, 1, 2, 128, 128, d, d, AttnMask::kAdd, true});
+  cases.push_back({DType::kBFloat16, 2, 2, 40, 200, 64, 40, AttnMask::kAdd, true});  // Sq != Sk, Dv != D
+  // The models' [B,S,H,D] layout through the head Transposes.
+  cases.push_back({DType::kFloat16, 2, 12, 77, 77, 64, 64, AttnMask::kAdd, true, true});
+  cases.push_back({DType::kBFloat16, 2, 4, 77, 77, 64, 64, AttnMask::kCausal, false, true});
+  return cases;
+}
+
+struct Generated {
+  std::vector<AttnCase> cases;
+  std::vector<test::AttnBuilt> built;
+  std::vector<KernelLaunch> launches;
+  std::vector<ModuleKernel> kernels;
+};
+
+void Generate(const std::vector<AttnCase>& cases, Generated& out) {
+  uint32_t seed = 1;
+  for (const AttnCase& c : cases) {
+    absl::StatusOr<test::AttnBuilt> b = test::BuildAttention(c, seed += 10);
+    ASSERT_TRUE(b.ok()) << c.Name() << ": " << b.status();
+    absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*b->group);
+    ASSERT_TRUE(l.ok()) << c.Name() << ": " << l.status();
+    ASSERT_EQ(l->size(), 1u);
+    out.cases.push_back(c);
+    out.kernels.push_back({absl::StrCat("kiln_attn_", c.Name()), (*l)[0].source});
+    out.launches.push_back((*l)[0]);
+    out.built.push_back(*std::move(b));
+  }
+}
+
+std::string Define(const KernelLaunch& l, const std::string& name) {
+  const std::string key = absl::StrCat("#define ", name, " ");
+  const size_t at = l.source.find(key);
+  if (at == std::string::npos) return "-";
+  return l.source.substr(at + key.size(), l.source.find('\n', at) - at - key.size());
+}
+
+// The value each kernel parameter points to.
+std::vector<std::string> ArgNames(const Node& node, const KernelLaunch& l) {
+  std::vector<std::string> names;
+  for (int a : l.args) {
+    names.push_back(a < node.num_outputs() ? node.output(a)->name() : node.input(a - node.num_outputs())->name());
+  }
+  return names;
+}
+
+TEST(AttentionCodegenTest, CompilesForSm80AndSm90a) {
+  Generated gen;
+  ASSERT_NO_FATAL_FAILURE(Generate(CompileCases(), gen));
+  std::set<std::string> forms;
+  for (const KernelLaunch& l : gen.launches) {
+    forms.insert(absl::StrCat(Define(l, "ATTN_BF16"), Define(l, "ATTN_K_TRANS"), Define(l, "ATTN_K_ASYNC"),
+                              Define(l, "ATTN_Q_PROLOGUE"), Define(l, "ATTN_CAUSAL_LIMIT")));
+  }
+  // Both dtypes x {K [Sk, D], K' [D, Sk] by cp.async, K' by element loads} x Q scale
+  // x causal skip, as listed in CompileCases.
+  EXPECT_GE(forms.size(), 10u);
+  // Every case for sm_80; the fp16 forms for sm_90a too (NVRTC takes ~0.3 s a kernel).
+  absl::StatusOr<std::vector<std::string>> cubins = CompileModules(gen.kernels, "sm_80", 4);
+  EXPECT_TRUE(cubins.ok()) << "sm_80: " << cubins.status();
+  std::vector<ModuleKernel> f16(gen.kernels.begin(), gen.kernels.begin() + 6);
+  cubins = CompileModules(f16, "sm_90a", 3);
+  EXPECT_TRUE(cubins.ok()) << "sm_90a: " << cubins.status();
+  std::printf("compiled %zu attention kernels (%zu forms) for sm_80, %zu of them for sm_90a\n", gen.kernels.size(),
+              forms.size(), f16.size());
+}
+
+// The register budget of VerifyAttentionConfig holds: D = Dv = 128 (the largest
+// accumulators, 32-key blocks) and D = 64, 96 (64-key blocks) do not spill, in either
+// dtype and K layout.
+TEST(AttentionCodegenTest, LargestHeadDimsDoNotSpill) {
+  Generated gen;
+  ASSERT_NO_FATAL_FAILURE(Generate({{DType::kFloat16, 4, 12, 512, 512, 128, 128, AttnMask::kAdd, true},
+                                    {DType::kBFloat16, 4, 12, 512, 512, 128, 128, AttnMask::kCausal, false},
+                                    {DType::kFloat16, 4, 12, 512, 512, 64, 64, AttnMask::kFill, true},
+                                    {DType::kFloat16, 4, 12, 512, 512, 96, 96, AttnMask::kNone, false}},
+                                   gen));
+  if (const char* dir = std::getenv("KILN_ATTN_DUMP")) {  // the module text, for ptxas/cuobjdump by hand
+    for (const ModuleKernel& k : gen.kernels) {
+      FILE* f = std::fopen(absl::StrCat(dir, "/", k.function, ".cu").c_str(), "w");
+      const std::string text = ModuleSource({k});
+      std::fwrite(text.data(), 1, text.size(), f);
+      std::fclose(f);
+    }
+  }
+  absl::StatusOr<ModuleInspection> inspected = InspectModule(gen.kernels, "sm_80");
+  ASSERT_TRUE(inspected.ok()) << inspected.status();
+  const std::vector<KernelResources> resources = ParsePtxasResources(inspected->log);
+  EXPECT_EQ(resources.size(), gen.kernels.size()) << inspected->log;
+  for (const KernelResources& r : resources) {
+    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " spills (" << r.registers << " registers)\n" << inspected->log;
+    std::printf("%-60s %d registers, %lld bytes spilled\n", r.function.c_str(), r.registers,
+                static_cast<long long>(r.spill_store_bytes));
+  }
+  for (size_t i = 0; i < gen.cases.size(); ++i) {
+    EXPECT_EQ(Define(gen.launches[i], "ATTN_BN"), gen.cases[i].d == 128 ? "32" : "64") << gen.cases[i].Name();
+  }
+}
+
+TEST(AttentionCodegenTest, ConfigVerifierAndHeuristic) {
+  using ops::AttentionConfig;
+  EXPECT_TRUE(ops::VerifyAttentionConfig(AttentionConfig{64, 64}, 64, 64, true).ok());
+  EXPECT_TRUE(ops::VerifyAttentionConfig(AttentionConfig{128, 64}, 64, 64, false).ok());
+  EXPECT_TRUE(ops::VerifyAttentionConfig(AttentionConfig{64, 32}, 128, 128, false).ok());
+  EXPECT_NE(ops::VerifyAttentionConfig(AttentionConfig{56, 64}, 64, 64, true).message().find("BM"),
+            absl::string_view::npos);
+  EXPECT_NE(ops::VerifyAttentionConfig(AttentionConfig{64, 24}, 64, 64, true).message().find("BN"),
+            absl::string_view::npos);
+  EXPECT_NE(ops::VerifyAttentionConfig(AttentionConfig{64, 64}, 136, 64, true).message().find("head dims"),
+            absl::string_view::npos);
+  // Q [BM][DP+8] + 2 K [BN][DP+8] + 2 V [BN][DVP+8], 2 bytes: 64 rows x 72 each.
+  EXPECT_EQ(ops::AttentionSharedBytes(AttentionConfig{64, 64}, 64, 64, true), 5 * 64 * 72 * 2);
+  // K' [DP][BN+8]; D = 40 and Dv = 24 round up to 48 and 32.
+  EXPECT_EQ(ops::AttentionSharedBytes(AttentionConfig{32, 64}, 40, 24, false),
+            (32 * 56 + 2 * 48 * 72 + 2 * 64 * 40) * 2);
+  const absl::Status smem = ops::VerifyAttentionConfig(AttentionConfig{128, 128}, 128, 128, true);
+  EXPECT_NE(smem.message().find("shared memory"), absl::string_view::npos) << smem;
+  // Registers: BN/2 scores + DVP/2 accumulators + DP/4 Q fragments + 12.
+  EXPECT_EQ(ops::AttentionRegisterEstimate(AttentionConfig{64, 64}, 128, 128), 32 + 64 + 32 + 12);
+  const absl::Status regs = ops::VerifyAttentionConfig(AttentionConfig{64, 64}, 128, 128, true);
+  EXPECT_NE(regs.message().find("registers"), absl::string_view::npos) << regs;
+
+  // BERT-base at batch 32 (384 heads x 2 blocks of 64 rows) keeps 64 rows; at batch 1
+  // (12 heads) the tile shrinks to one warp for 96 CTAs; one query row takes one warp.
+  EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 64, 64, true).bm, 64);
+  EXPECT_EQ(ops::PickAttentionConfig(12, 128, 128, 64, 64, true).bm, 16);
+  EXPECT_EQ(ops::PickAttentionConfig(4096, 1, 128, 64, 64, true).bm, 16);
+  EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 64, 64, true).bn, 64);
+  EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 96, 96, true).bn, 64);
+  EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 128, 128, true).bn, 32);
+  for (int64_t d : {32, 64, 80, 96, 128}) {
+    const AttentionConfig c = ops::PickAttentionConfig(8, 300, 300, d, d, false);
+    EXPECT_TRUE(ops::VerifyAttentionConfig(c, d, d, false).ok()) << d;
+  }
+  // The fusion pass and the kernel agree on the head dims.
+  EXPECT_EQ(FuseAttention::kMaxHeadDim, ops::kAttentionMaxHeadDim);
+}
+
+TEST(AttentionCodegenTest, RoutedToTheKernelInEveryMode) {
+  absl::StatusOr<test::AttnBuilt> b = test::BuildAttention({DType::kFloat16, 1, 12, 128, 128, 64, 64, AttnMask::kAdd}, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const Node& group = *b->group;
+  EXPECT_EQ(group.GetString("pattern", "").value_or(""), "attention");
+  EXPECT_FALSE(IsMatMulGroup(group));
+  EXPECT_EQ(LibraryKernelName(group), "");
+  for (bool gemm : {false, true}) {
+    KernelOptions options;
+    options.gemm_template = gemm;
+    absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(group, options);
+    ASSERT_TRUE(l.ok()) << l.status();
+    ASSERT_EQ(l->size(), 1u);
+    const KernelLaunch& k = (*l)[0];
+    EXPECT_NE(k.source.find("kiln_attn_score"), std::string::npos);
+    // O, Q, K, V, the mask; grid (Sq / 16 rows, 12 heads), one warp.
+    EXPECT_EQ(ArgNames(group, k), (std::vector<std::string>{"context_out", "q", "k", "v", "mask"}));
+    EXPECT_EQ(k.grid, (std::array<uint32_t, 3>{8, 12, 1}));
+    EXPECT_EQ(k.block, (std::array<uint32_t, 3>{32, 1, 1}));
+  }
+  // A config override is verified.
+  ops::AttentionConfig bad{40, 64};
+  EXPECT_EQ(ops::GenerateAttentionGroup(group, &bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AttentionCodegenTest, CausalMaskIsComputedAndSkipsKeys) {
+  absl::StatusOr<test::AttnBuilt> b =
+      test::BuildAttention({DType::kBFloat16, 2, 2, 100, 100, 32, 32, AttnMask::kCausal}, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*b->group);
+  ASSERT_TRUE(l.ok()) << l.status();
+  const KernelLaunch& k = (*l)[0];
+  EXPECT_EQ(Define(k, "ATTN_CAUSAL_LIMIT"), "1");
+  EXPECT_NE(k.source.find("col <= row"), std::string::npos);
+  EXPECT_EQ(ArgNames(*b->group, k), (std::vector<std::string>{"context_out", "q", "k", "v"}));  // no mask read
+  // Where(cond, fill, scores) with a full-shape condition input is read, not skipped.
+  b = test::BuildAttention({DType::kFloat16, 2, 2, 100, 100, 32, 32, AttnMask::kFill}, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  l = GenerateNodeKernels(*b->group);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(Define((*l)[0], "ATTN_CAUSAL_LIMIT"), "0");
+  EXPECT_EQ(Define((*l)[0], "ATTN_Q_PROLOGUE"), "1");
+  EXPECT_EQ(ArgNames(*b->group, (*l)[0]), (std::vector<std::string>{"context_out", "q", "k", "v", "cond"}));
+}
+
+// Q, K, V and the output in [B,S,H,D]: the group reads the head-split inputs and
+// writes the merged output through row pitches of H * D; K' = Transpose [0,2,3,1] is
+// read by rows of keys like K with trans_b.
+TEST(AttentionCodegenTest, HeadLayoutThroughStrides) {
+  for (bool k_trans : {true, false}) {
+    SCOPED_TRACE(k_trans);
+    absl::StatusOr<test::AttnBuilt> b =
+        test::BuildAttention({DType::kFloat16, 2, 12, 128, 128, 64, 64, AttnMask::kAdd, k_trans, true}, 1);
+    ASSERT_TRUE(b.ok()) << b.status();
+    absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*b->group);
+    ASSERT_TRUE(l.ok()) << l.status();
+    const KernelLaunch& k = (*l)[0];
+    EXPECT_EQ(ArgNames(*b->group, k), (std::vector<std::string>{"merge_heads_out", "q", "k", "v", "mask"}));
+    for (const char* ld : {"ATTN_Q_LD", "ATTN_K_LD", "ATTN_V_LD", "ATTN_O_LD"}) EXPECT_EQ(Define(k, ld), "768") << ld;
+    EXPECT_EQ(Define(k, "ATTN_K_TRANS"), "1");
+    EXPECT_EQ(Define(k, "ATTN_K_ASYNC"), "1");
+    // Batch entry (b, h) starts at b * S * H * D + h * D.
+    EXPECT_NE(k.source.find("kiln_attn_q_offset(int batch) { return (kiln_index)((batch / 1) % 12) * 64LL + "
+                            "(kiln_index)((batch / 12) % 2) * 98304LL; }"),
+              std::string::npos)
+        << k.source.substr(k.source.find("kiln_attn_q_offset"), 200);
+  }
+}
+
+TEST(AttentionCodegenTest, UnsupportedGroupsAreUnimplemented) {
+  // An f32 attention group (the pass refuses it; formed by hand here).
+  absl::StatusOr<test::AttnBuilt> b =
+      test::BuildAttention({DType::kFloat16, 1, 2, 16, 16, 32, 32, AttnMask::kNone}, 1, /*fuse=*/false);
+  ASSERT_TRUE(b.ok()) << b.status();
+  Graph& g = *b->graph;
+  for (Value* v : g.values()) {
+    if (v->has_type() && v->dtype() == DType::kFloat16) v->SetType(DType::kFloat32, v->shape());
+  }
+  for (Value* c : g.constants()) g.SetConstant(c, Tensor::FromFloat(DType::kFloat32, c->shape(), c->constant().ToFloat()));
+  std::vector<Node*> members = g.nodes();
+  absl::StatusOr<Node*> group = FormFusedGroup(g, members, "attention", members[0]);
+  ASSERT_TRUE(group.ok()) << group.status();
+  const absl::Status st = GenerateNodeKernels(**group).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
+  EXPECT_NE(st.message().find("f32"), absl::string_view::npos) << st;
+}
+
+}  // namespace
+}  // namespace kiln::codegen

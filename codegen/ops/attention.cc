@@ -1,0 +1,512 @@
+// The fused attention kernel (codegen/templates/attention_sm80.cuh) for "attention"
+// FusedGroups (fusion/fuse_attention.h): the group's body is read back into Q, K, V,
+// the element-wise ops on the scores (generated into the score functor by
+// ComposeElementwise, like the GEMM epilogue), an optional scale on Q (the Q
+// prologue functor) and the shapes, which are baked into the kernel.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "codegen/ops/families.h"
+#include "codegen/ops/kernel_util.h"
+#include "codegen/ops/pointwise_spec.h"
+#include "codegen/templates.h"
+#include "graph/fused_group.h"
+
+namespace kiln::codegen::ops {
+namespace {
+
+int64_t RoundUp16(int64_t x) { return (x + 15) / 16 * 16; }
+
+// Elements of the K tile: [BN][DP + 8] (trans_b) or [DP][BN + 8].
+int64_t KTile(const AttentionConfig& c, int64_t d, bool k_trans) {
+  const int64_t dp = RoundUp16(d);
+  return k_trans ? c.bn * (dp + 8) : dp * (c.bn + 8);
+}
+
+}  // namespace
+
+int64_t AttentionSharedBytes(const AttentionConfig& c, int64_t d, int64_t dv, bool k_trans) {
+  const int64_t q = c.bm * (RoundUp16(d) + 8);
+  const int64_t v = c.bn * (RoundUp16(dv) + 8);
+  return (q + 2 * KTile(c, d, k_trans) + 2 * v) * 2;
+}
+
+int AttentionRegisterEstimate(const AttentionConfig& c, int64_t d, int64_t dv) {
+  // Scores (BN/8 fragments of 4), output accumulators (DVP/8 x 4), Q fragments
+  // (DP/16 x 4), one P fragment, row max/sum/alpha/base.
+  return static_cast<int>(c.bn / 2 + RoundUp16(dv) / 2 + RoundUp16(d) / 4 + 4 + 8);
+}
+
+absl::Status VerifyAttentionConfig(const AttentionConfig& c, int64_t d, int64_t dv, bool k_trans) {
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attention tile config BM ", c.bm, " BN ", c.bn, " (D ", d, ", Dv ", dv, k_trans ? ", K [Sk, D]" : ", K' [D, Sk]", "): ", why));
+  };
+  if (c.bm < 16 || c.bm > 128 || c.bm % 16 != 0) {
+    return bad("BM must be a multiple of 16 (one warp per 16 query rows) in [16, 128]");
+  }
+  if (c.bn < 16 || c.bn > 128 || c.bn % 16 != 0) return bad("BN must be a multiple of 16 (the P V mma's k) in [16, 128]");
+  if (d <= 0 || dv <= 0 || d % 8 != 0 || dv % 8 != 0 || d > kAttentionMaxHeadDim || dv > kAttentionMaxHeadDim) {
+    return bad(absl::StrCat("head dims must be multiples of 8 up to ", kAttentionMaxHeadDim));
+  }
+  const int threads = c.bm / 16 * 32;
+  if (threads > 1024) return bad(absl::StrCat(threads, " threads per block (> 1024)"));
+  const int64_t smem = AttentionSharedBytes(c, d, dv, k_trans);
+  if (smem > kAttentionMaxSharedBytes) {
+    return bad(absl::StrCat(smem, " bytes of shared memory (> ", kAttentionMaxSharedBytes, ", 99 KiB)"));
+  }
+  const int regs = AttentionRegisterEstimate(c, d, dv);
+  if (regs > kAttentionRegisterBudget) {
+    return bad(absl::StrCat(regs, " registers per thread for scores, accumulators and fragments (> ",
+                            kAttentionRegisterBudget, ")"));
+  }
+  return absl::OkStatus();
+}
+
+AttentionConfig PickAttentionConfig(int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv, bool k_trans) {
+  (void)sk;
+  // Enough CTAs to fill an H100's 132 SMs where the problem allows it: a CTA per 64
+  // query rows, halved (down to one warp) while the grid is smaller than that or the
+  // tile is twice the queries.
+  constexpr int64_t kTargetCtas = 132;
+  auto ctas = [&](int bm) { return batch * ((sq + bm - 1) / bm); };
+  AttentionConfig c{64, 64};
+  while (c.bm > 16 && (ctas(c.bm) < kTargetCtas || c.bm / 2 >= sq)) c.bm /= 2;
+  for (int bn : {64, 32, 16}) {
+    c.bn = bn;
+    if (VerifyAttentionConfig(c, d, dv, k_trans).ok()) return c;
+  }
+  return AttentionConfig{16, 16};
+}
+
+namespace {
+
+// Offset of element (batch, row, col) of a tensor of shape `view` broadcast against
+// `shape` ([batch..., R, C]); `batch` is the flat index over shape's batch dims.
+absl::StatusOr<std::string> BroadcastOffset(const Node& node, const Shape& view, const Shape& shape) {
+  std::vector<int64_t> st;
+  if (view.size() > shape.size() || !BroadcastStrides(view, shape, &st)) {
+    return NoKernel(node, absl::StrCat("an input of shape ", ShapeToString(view), " does not broadcast into ",
+                                       ShapeToString(shape)));
+  }
+  const size_t r = shape.size();
+  std::vector<std::string> terms;
+  int64_t inner = 1;
+  for (size_t d = r - 2; d-- > 0;) {
+    if (st[d] != 0) terms.push_back(absl::StrCat("(kiln_index)((batch / ", inner, ") % ", shape[d], ") * ", st[d], "LL"));
+    inner *= shape[d];
+  }
+  if (st[r - 2] != 0) terms.push_back(absl::StrCat("(kiln_index)row * ", st[r - 2], "LL"));
+  if (st[r - 1] != 0) terms.push_back(absl::StrCat("(kiln_index)col * ", st[r - 1], "LL"));
+  if (terms.empty()) return std::string("0");
+  std::string out;
+  for (size_t i = 0; i < terms.size(); ++i) absl::StrAppend(&out, i ? " + " : "", terms[i]);
+  return out;
+}
+
+// How the kernel reaches an operand (or the output): the group input (output) it
+// reads (writes), the logical matrix shape [batch..., R, C] the MatMul sees, and the
+// memory stride of each logical dim: dense, or through a layout Transpose member
+// (the head split / merge of [B, S, H] activations, fusion/fuse_attention.h).
+struct Layout {
+  int index = -1;  // group input (or output) index
+  Shape shape;
+  std::vector<int64_t> strides;
+};
+
+// The element offset of batch entry `batch` (flat over `batch_shape`, which the
+// layout's batch dims broadcast into: stride 0 where they have size 1 or no dim).
+absl::StatusOr<std::string> BatchOffset(const Node& node, const Layout& l, const Shape& batch_shape) {
+  const int own = static_cast<int>(l.shape.size()) - 2, rank = static_cast<int>(batch_shape.size());
+  if (own > rank) return NoKernel(node, "an attention operand with more batch dims than the scores");
+  std::vector<std::string> terms;
+  int64_t inner = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    const int od = d - (rank - own);
+    if (od >= 0 && l.shape[od] != 1) {
+      if (l.shape[od] != batch_shape[d]) return NoKernel(node, "an attention operand's batch dims do not broadcast");
+      if (l.strides[od] != 0) {
+        terms.push_back(absl::StrCat("(kiln_index)((batch / ", inner, ") % ", batch_shape[d], ") * ", l.strides[od], "LL"));
+      }
+    }
+    inner *= batch_shape[d];
+  }
+  if (terms.empty()) return std::string("0");
+  std::string out;
+  for (size_t i = 0; i < terms.size(); ++i) absl::StrAppend(&out, i ? " + " : "", terms[i]);
+  return out;
+}
+
+// Whether every non-zero batch stride of `l` is a multiple of 8 (16-byte aligned
+// matrices for cp.async).
+bool BatchStridesAligned(const Layout& l) {
+  for (size_t d = 0; d + 2 < l.shape.size(); ++d) {
+    if (l.shape[d] != 1 && l.strides[d] % 8 != 0) return false;
+  }
+  return true;
+}
+
+// The normalised perm of a Transpose.
+absl::StatusOr<std::vector<int64_t>> PermOf(const Node& t) {
+  const int64_t r = t.input(0)->rank();
+  std::vector<int64_t> dflt;
+  for (int64_t i = r - 1; i >= 0; --i) dflt.push_back(i);
+  absl::StatusOr<std::vector<int64_t>> perm = t.GetInts("perm", dflt);
+  if (!perm.ok()) return perm.status();
+  if (static_cast<int64_t>(perm->size()) != r) return NoKernel(t, "perm of the wrong rank");
+  for (int64_t& p : *perm) p = p < 0 ? p + r : p;
+  return *perm;
+}
+
+// Whether `v` is a constant [1..., rows, cols] of zeros and ones with v[i][j] = j <= i
+// (a causal mask): the kernel computes it instead of reading it.
+bool IsCausalMask(const Value* v, int64_t rows, int64_t cols) {
+  if (v == nullptr || !v->is_constant() || v->rank() < 2) return false;
+  const Shape& s = v->shape();
+  if (s[s.size() - 2] != rows || s.back() != cols || v->numel() != rows * cols) return false;
+  if (v->dtype() != DType::kBool && !IsFloating(v->dtype()) && v->dtype() != DType::kInt64) return false;
+  const std::vector<int64_t> data = v->dtype() == DType::kBool || v->dtype() == DType::kInt64 ? v->constant().ToInt64()
+                                                                                                : std::vector<int64_t>{};
+  if (data.empty()) return false;
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      if (data[i * cols + j] != (j <= i ? 1 : 0)) return false;
+    }
+  }
+  return true;
+}
+
+bool IsFlagSet(const Node& mm, const char* name) {
+  absl::StatusOr<int64_t> v = mm.GetInt(name, 0);
+  return !v.ok() || *v != 0;
+}
+
+struct AttentionPlan {
+  std::unique_ptr<Graph> body;
+  const Node* mm1 = nullptr;
+  const Node* mm2 = nullptr;
+  const Node* softmax = nullptr;
+  Layout q, k, v, o;                // q: the tensor the Q prologue starts from
+  const Value* q_start = nullptr;   // that tensor in the body (a Transpose output or a body input)
+  std::vector<const Node*> q_chain;
+  std::vector<const Node*> score_members;
+  std::vector<const Node*> layout_members;  // Transposes read or written through strides
+  bool k_trans = false;
+};
+
+absl::Status PlanAttention(const Node& group, AttentionPlan& plan) {
+  auto body_or = FusedGroupBody(group);
+  if (!body_or.ok()) return NoKernel(group, std::string(body_or.status().message()));
+  plan.body = *std::move(body_or);
+  const Graph& body = *plan.body;
+  if (group.num_outputs() != 1 || body.outputs().size() != 1) return NoKernel(group, "attention group with several outputs");
+  absl::flat_hash_map<const Value*, int> input_index;
+  for (size_t i = 0; i < body.inputs().size(); ++i) input_index[body.inputs()[i]] = static_cast<int>(i);
+
+  std::vector<const Node*> mms;
+  for (const Node* n : body.nodes()) {
+    if (n->op_type() == "MatMul") mms.push_back(n);
+    if (n->op_type() == "Softmax") {
+      if (plan.softmax != nullptr) return NoKernel(group, "attention group with two Softmax nodes");
+      plan.softmax = n;
+    }
+  }
+  if (mms.size() != 2 || plan.softmax == nullptr) return NoKernel(group, "attention group without two MatMuls and a Softmax");
+  const Value* p = plan.softmax->output(0);
+  for (const Node* mm : mms) (mm->input(0) == p ? plan.mm2 : plan.mm1) = mm;
+  if (plan.mm1 == nullptr || plan.mm2 == nullptr) return NoKernel(group, "no MatMul reads the Softmax output as A");
+  const Value* x = plan.softmax->input(0);
+  const int rank = x->rank();
+  absl::StatusOr<int64_t> axis = plan.softmax->GetInt("axis", -1);
+  if (!axis.ok()) return axis.status();
+  if ((*axis < 0 ? *axis + rank : *axis) != rank - 1) return NoKernel(group, "a Softmax not over the last axis");
+  if (IsFlagSet(*plan.mm1, "trans_a") || IsFlagSet(*plan.mm2, "trans_a") || IsFlagSet(*plan.mm2, "trans_b")) {
+    return NoKernel(group, "attention MatMuls with trans_a, or a transposed V");
+  }
+  plan.k_trans = IsFlagSet(*plan.mm1, "trans_b");
+
+  // An operand value: a group input, or a layout Transpose of one.
+  auto operand = [&](const Value* v, const char* what, Layout& l) -> absl::Status {
+    l.shape = v->shape();
+    if (auto it = input_index.find(v); it != input_index.end()) {
+      l.index = it->second;
+      l.strides = DenseStrides(l.shape);
+      return absl::OkStatus();
+    }
+    const Node* t = v->producer();
+    if (t == nullptr || t->op_type() != "Transpose" || input_index.find(t->input(0)) == input_index.end()) {
+      return NoKernel(group, absl::StrCat(what, " is computed inside the group"));
+    }
+    absl::StatusOr<std::vector<int64_t>> perm = PermOf(*t);
+    if (!perm.ok()) return perm.status();
+    const std::vector<int64_t> in = DenseStrides(t->input(0)->shape());
+    l.index = input_index.at(t->input(0));
+    for (int64_t a : *perm) l.strides.push_back(in[a]);
+    plan.layout_members.push_back(t);
+    return absl::OkStatus();
+  };
+  if (absl::Status st = operand(plan.mm1->input(1), "K", plan.k); !st.ok()) return st;
+  if (absl::Status st = operand(plan.mm2->input(1), "V", plan.v); !st.ok()) return st;
+
+  // Q, through its element-wise prologue members (Q's shape) up to a group input or a
+  // layout Transpose.
+  const Value* q = plan.mm1->input(0);
+  std::vector<const Node*> chain;  // nearest the MatMul first
+  auto is_start = [&](const Value* v) {
+    return input_index.contains(v) || (v->producer() != nullptr && v->producer()->op_type() == "Transpose");
+  };
+  while (!is_start(q)) {
+    const Node* n = q->producer();
+    const Shape& qs = plan.mm1->input(0)->shape();
+    if (n == nullptr || n->num_outputs() != 1 || n->output(0)->shape() != qs) {
+      return NoKernel(group, "Q is neither a group input nor an element-wise chain over Q's shape");
+    }
+    const Value* next = nullptr;
+    for (const Value* in : n->inputs()) {
+      if (in != nullptr && !in->is_constant() && in->shape() == qs) next = next ? next : in;
+    }
+    if (next == nullptr) return NoKernel(group, absl::StrCat("Q prologue member ", n->Describe(), " transforms no Q"));
+    chain.push_back(n);
+    q = next;
+  }
+  plan.q_start = q;
+  if (absl::Status st = operand(q, "Q", plan.q); !st.ok()) return st;
+  plan.q_chain.assign(chain.rbegin(), chain.rend());
+
+  // The output: the P V product, or a layout Transpose of it.
+  const Value* y = body.outputs()[0];
+  plan.o.index = 0;
+  if (y == plan.mm2->output(0)) {
+    plan.o.shape = y->shape();
+    plan.o.strides = DenseStrides(y->shape());
+  } else {
+    const Node* t = y->producer();
+    if (t == nullptr || t->op_type() != "Transpose" || t->input(0) != plan.mm2->output(0)) {
+      return NoKernel(group, "the group output is not the P V product");
+    }
+    absl::StatusOr<std::vector<int64_t>> perm = PermOf(*t);
+    if (!perm.ok()) return perm.status();
+    const std::vector<int64_t> out = DenseStrides(y->shape());
+    plan.o.shape = t->input(0)->shape();
+    plan.o.strides.assign(perm->size(), 0);
+    for (size_t i = 0; i < perm->size(); ++i) plan.o.strides[(*perm)[i]] = out[i];
+    plan.layout_members.push_back(t);
+  }
+
+  absl::flat_hash_set<const Node*> other(plan.q_chain.begin(), plan.q_chain.end());
+  other.insert(plan.layout_members.begin(), plan.layout_members.end());
+  other.insert({plan.mm1, plan.mm2, plan.softmax});
+  for (const Node* n : body.nodes()) {
+    if (!other.contains(n)) plan.score_members.push_back(n);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& group, const AttentionConfig* config) {
+  if (!IsFusedGroup(group)) return NoKernel(group, "not an attention group");
+  AttentionPlan plan;
+  if (absl::Status st = PlanAttention(group, plan); !st.ok()) return st;
+  const Value* q_in = group.input(plan.q.index);
+  const Value* k_in = group.input(plan.k.index);
+  const Value* v_in = group.input(plan.v.index);
+  const Value* y = group.output(0);
+  const Value* s = plan.mm1->output(0);
+  const DType dt = y->dtype();
+  if (dt != DType::kFloat16 && dt != DType::kBFloat16) {
+    return NoKernel(group, absl::StrCat("attention in ", DTypeName(dt), " (the kernel takes f16 or bf16)"));
+  }
+  for (const Value* t : {static_cast<const Value*>(plan.mm1->input(0)), q_in, k_in, v_in}) {
+    if (t->dtype() != dt) {
+      return NoKernel(group, absl::StrCat("attention operands of different dtypes (", DTypeName(t->dtype()), " and ",
+                                          DTypeName(dt), ")"));
+    }
+  }
+  for (const Layout* l : {&plan.q, &plan.k, &plan.v, &plan.o}) {
+    if (l->shape.size() < 2) return NoKernel(group, "attention on vectors");
+  }
+  if (s->rank() < 2) return NoKernel(group, "attention on vectors");
+  const Shape& ss = s->shape();
+  const Shape batch_shape(ss.begin(), ss.end() - 2);
+  const int64_t batch = NumElements(batch_shape);
+  const int64_t sq = ss[ss.size() - 2], sk = ss.back();
+  const int64_t d = plan.q.shape.back(), dv = plan.v.shape.back();
+  Shape want_o = batch_shape;
+  want_o.push_back(sq);
+  want_o.push_back(dv);
+  if (plan.o.shape != want_o) return NoKernel(group, "attention output is not [batch..., Sq, Dv]");
+  if (d % 8 != 0 || dv % 8 != 0 || d > kAttentionMaxHeadDim || dv > kAttentionMaxHeadDim) {
+    return NoKernel(group, absl::StrCat("attention with head dims D = ", d, ", Dv = ", dv,
+                                        " (the kernel takes multiples of 8 up to ", kAttentionMaxHeadDim, ")"));
+  }
+  if (sq <= 0 || sk <= 0 || batch <= 0) return NoKernel(group, "empty attention");
+  if (batch > 65535) return NoKernel(group, "attention over more than 65535 batch entries");
+  for (const Value* t : {q_in, k_in, v_in, y}) {
+    if (t->numel() >= (int64_t{1} << 31)) return NoKernel(group, "attention tensors of 2^31 or more elements");
+  }
+
+  // Row pitches. Q, V and O rows are contiguous; K is read by rows of keys (its head
+  // dim contiguous, ATTN_K_TRANS 1) or by rows of the head dim (keys contiguous).
+  auto pitch = [&](const Layout& l, const char* what) -> absl::StatusOr<int64_t> {
+    const size_t r = l.shape.size();
+    if (l.strides[r - 1] != 1 || l.strides[r - 2] % 8 != 0 || !BatchStridesAligned(l)) {
+      return NoKernel(group, absl::StrCat(what, " rows are not contiguous and 16-byte aligned"));
+    }
+    return l.strides[r - 2];
+  };
+  absl::StatusOr<int64_t> q_ld = pitch(plan.q, "Q"), v_ld = pitch(plan.v, "V"), o_ld = pitch(plan.o, "the output");
+  for (const auto* ld : {&q_ld, &v_ld, &o_ld}) {
+    if (!ld->ok()) return ld->status();
+  }
+  const size_t kr = plan.k.shape.size();
+  const int64_t key_stride = plan.k.strides[plan.k_trans ? kr - 2 : kr - 1];
+  const int64_t d_stride = plan.k.strides[plan.k_trans ? kr - 1 : kr - 2];
+  bool k_rows_are_keys = false;
+  int64_t k_ld = 0;
+  if (d_stride == 1) {
+    k_rows_are_keys = true;
+    k_ld = key_stride;
+  } else if (key_stride == 1) {
+    k_ld = d_stride;
+  } else {
+    return NoKernel(group, "K is contiguous along neither the keys nor the head dim");
+  }
+  const bool k_async = k_ld % 8 == 0 && BatchStridesAligned(plan.k) && (k_rows_are_keys || sk % 8 == 0);
+
+  const AttentionConfig cfg = config != nullptr ? *config : PickAttentionConfig(batch, sq, sk, d, dv, k_rows_are_keys);
+  if (absl::Status valid = VerifyAttentionConfig(cfg, d, dv, k_rows_are_keys); !valid.ok()) {
+    if (config != nullptr) return valid;
+    return NoKernel(group, absl::StrCat("no tile config: ", valid.message()));
+  }
+
+  // The score functor: the members between the MatMul and the Softmax, from `acc`.
+  ComposedElementwise scores;
+  scores.computed[s] = {"acc", Domain::kFloat};
+  if (absl::Status st = ComposeElementwise(group, *plan.body, plan.score_members, ss, scores); !st.ok()) return st;
+  std::string score_result = "acc";
+  if (plan.softmax->input(0) != s) {
+    auto it = scores.computed.find(plan.softmax->input(0));
+    if (it == scores.computed.end() || it->second.second != Domain::kFloat) {
+      return NoKernel(group, "the Softmax input is not a float computed from the scores");
+    }
+    score_result = it->second.first;
+  }
+  // The Q prologue.
+  ComposedElementwise qpro;
+  std::string q_result = "x";
+  const Value* q = plan.mm1->input(0);
+  if (!plan.q_chain.empty()) {
+    qpro.computed[plan.q_start] = {"x", Domain::kFloat};
+    if (absl::Status st = ComposeElementwise(group, *plan.body, plan.q_chain, q->shape(), qpro); !st.ok()) return st;
+    auto it = qpro.computed.find(q);
+    if (it == qpro.computed.end() || it->second.second != Domain::kFloat) {
+      return NoKernel(group, "the Q prologue result is not floating point");
+    }
+    q_result = it->second.first;
+  }
+
+  // A causal mask read as a Where condition is computed (col <= row); when that Where
+  // feeds the Softmax, keeps the scores where the mask is set and fills the rest with
+  // a value that exp() takes to 0, the keys past a CTA's last row are skipped.
+  absl::flat_hash_set<int> causal_inputs;
+  for (int i = 0; i < group.num_inputs(); ++i) {
+    if (IsCausalMask(group.input(i), sq, sk)) causal_inputs.insert(i);
+  }
+  bool causal_limit = false;
+  if (const Node* w = plan.softmax->input(0)->producer(); w != nullptr && w->op_type() == "Where") {
+    const Value* cond = w->input(0);
+    const Value* fill = w->input(2);
+    for (size_t i = 0; i < plan.body->inputs().size(); ++i) {
+      if (plan.body->inputs()[i] == cond && causal_inputs.contains(static_cast<int>(i)) && fill->is_constant() &&
+          fill->numel() == 1 && fill->constant().ScalarFloat() <= -1e30f && w->input(1)->shape() == ss) {
+        causal_limit = true;
+      }
+    }
+  }
+
+  KernelLaunch launch;
+  launch.args = {0, InputArg(group, plan.q.index), InputArg(group, plan.k.index), InputArg(group, plan.v.index)};
+  std::string params, args, score_loads, q_loads;
+  // Loads of group inputs: e<l> for the score functor, p<l> for the Q prologue.
+  auto emit_loads = [&](const std::vector<ElementwiseLoad>& loads, const char* prefix, const Shape& shape,
+                        std::string& code) -> absl::Status {
+    for (size_t l = 0; l < loads.size(); ++l) {
+      const ElementwiseLoad& ld = loads[l];
+      const Value* in = group.input(ld.input);
+      if (prefix[0] == 'e' && causal_inputs.contains(ld.input)) {
+        absl::StrAppend(&code, "  const ", DomainType(ld.domain), " g", l, " = (", DomainType(ld.domain),
+                        ")(col <= row ? 1 : 0);  // causal mask ", in->name(), "\n");
+        continue;
+      }
+      const std::string p = absl::StrCat(prefix, l);
+      absl::StrAppend(&params, ", ", Param(in->dtype(), true, p));
+      absl::StrAppend(&args, ", ", p);
+      absl::StatusOr<std::string> off = BroadcastOffset(group, ld.view, shape);
+      if (!off.ok()) return off.status();
+      absl::StrAppend(&code, "  const ", DomainType(ld.domain), " g", l, " = ", LoadAs(in->dtype(), ld.domain, p, *off),
+                      ";\n");
+      launch.args.push_back(InputArg(group, ld.input));
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status st = emit_loads(scores.loads, "e", ss, score_loads); !st.ok()) return st;
+  Shape q_iter = batch_shape;  // Q broadcast over the scores' batch dims
+  q_iter.push_back(sq);
+  q_iter.push_back(d);
+  if (absl::Status st = emit_loads(qpro.loads, "p", q_iter, q_loads); !st.ok()) return st;
+
+  absl::StatusOr<std::string> q_off = BatchOffset(group, plan.q, batch_shape);
+  absl::StatusOr<std::string> k_off = BatchOffset(group, plan.k, batch_shape);
+  absl::StatusOr<std::string> v_off = BatchOffset(group, plan.v, batch_shape);
+  absl::StatusOr<std::string> o_off = BatchOffset(group, plan.o, batch_shape);
+  for (const auto* o : {&q_off, &k_off, &v_off, &o_off}) {
+    if (!o->ok()) return o->status();
+  }
+
+  auto describe = [&](const Layout& l, const Value* v) {
+    const bool dense = l.strides == DenseStrides(l.shape);
+    return absl::StrCat(DTypeName(dt), ShapeToString(l.shape), dense ? "" : absl::StrCat(" read from ", v->TypeString()));
+  };
+  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n// fused group ", group.name(),
+                                 " (attention): Q ", describe(plan.q, q_in), plan.q_chain.empty() ? "" : " (scaled)",
+                                 ", K ", describe(plan.k, k_in), plan.k_trans ? " (trans_b)" : "", ", V ",
+                                 describe(plan.v, v_in), " -> ", describe(plan.o, y), causal_limit ? "; causal" : "", "\n");
+  absl::StrAppend(&src, "#define ATTN_BF16 ", dt == DType::kBFloat16 ? 1 : 0, "\n#define ATTN_SQ ", sq,
+                  "\n#define ATTN_SK ", sk, "\n#define ATTN_D ", d, "\n#define ATTN_DV ", dv, "\n#define ATTN_DP ",
+                  RoundUp16(d), "\n#define ATTN_DVP ", RoundUp16(dv), "\n#define ATTN_Q_LD ", *q_ld,
+                  "\n#define ATTN_K_LD ", k_ld, "\n#define ATTN_V_LD ", *v_ld, "\n#define ATTN_O_LD ", *o_ld,
+                  "\n#define ATTN_K_TRANS ", k_rows_are_keys ? 1 : 0, "\n#define ATTN_K_ASYNC ", k_async ? 1 : 0,
+                  "\n#define ATTN_BM ", cfg.bm, "\n#define ATTN_BN ", cfg.bn, "\n#define ATTN_Q_PROLOGUE ",
+                  plan.q_chain.empty() ? 0 : 1, "\n#define ATTN_CAUSAL_LIMIT ", causal_limit ? 1 : 0,
+                  "\n#define ATTN_T ", StorageTypeName(dt), "\n#define KILN_ATTN_PARAMS ", params,
+                  "\n#define KILN_ATTN_ARGS ", args, "\n");
+  absl::StrAppend(&src, "static __device__ __forceinline__ kiln_index kiln_attn_q_offset(int batch) { return ", *q_off,
+                  "; }\nstatic __device__ __forceinline__ kiln_index kiln_attn_k_offset(int batch) { return ", *k_off,
+                  "; }\nstatic __device__ __forceinline__ kiln_index kiln_attn_v_offset(int batch) { return ", *v_off,
+                  "; }\nstatic __device__ __forceinline__ kiln_index kiln_attn_o_offset(int batch) { return ", *o_off,
+                  "; }\n");
+  absl::StrAppend(&src,
+                  "static __device__ __forceinline__ float kiln_attn_score(float acc, int row, int col, int batch "
+                  "KILN_ATTN_PARAMS) {\n",
+                  score_loads, scores.code, "  return ", score_result, ";\n}\n");
+  if (!plan.q_chain.empty()) {
+    absl::StrAppend(&src,
+                    "static __device__ __forceinline__ float kiln_attn_q_prologue(float x, int row, int col, int batch "
+                    "KILN_ATTN_PARAMS) {\n",
+                    q_loads, qpro.code, "  return ", q_result, ";\n}\n");
+  }
+  absl::StrAppend(&src, TemplateSource("mma_sm80.cuh"), TemplateSource("attention_sm80.cuh"));
+  launch.source = std::move(src);
+  launch.grid = {static_cast<uint32_t>((sq + cfg.bm - 1) / cfg.bm), static_cast<uint32_t>(batch), 1};
+  launch.block = {static_cast<uint32_t>(cfg.bm / 16 * 32), 1, 1};
+  launch.shared_bytes = static_cast<uint32_t>(AttentionSharedBytes(cfg, d, dv, k_rows_are_keys));
+  return std::vector<KernelLaunch>{std::move(launch)};
+}
+
+}  // namespace kiln::codegen::ops

@@ -1,0 +1,89 @@
+// Ampere-class (sm_80 and later) tensor-core primitives shared by kiln's kernel
+// templates: cp.async copies into shared memory, ldmatrix, mma.sync m16n8k16 with
+// fp32 accumulators, and fp32 -> f16x2/bf16x2 packing. No macros: the element type
+// is a template argument (BF16 = true for bfloat16 inputs, false for fp16), so a
+// template that includes this text configures nothing here. Used by
+// attention_sm80.cuh (codegen/ops/attention.cc prepends it).
+
+typedef unsigned short kiln_mma_t;  // fp16 or bf16 bits
+
+static __device__ __forceinline__ unsigned kiln_mma_smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte global -> shared copy; bytes past src_bytes (0 or 16) are zero-filled.
+static __device__ __forceinline__ void kiln_mma_cp16(void* smem, const void* gmem, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(kiln_mma_smem_addr(smem)), "l"(gmem),
+               "r"(src_bytes));
+}
+static __device__ __forceinline__ void kiln_mma_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most N committed groups of this thread are still in flight.
+template <int N>
+static __device__ __forceinline__ void kiln_mma_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Four 8x8 b16 matrices; lane l supplies the address of row l % 8 of matrix l / 8.
+static __device__ __forceinline__ void kiln_mma_ldsm_x4(unsigned (&r)[4], const void* smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(kiln_mma_smem_addr(smem)));
+}
+static __device__ __forceinline__ void kiln_mma_ldsm_x4_trans(unsigned (&r)[4], const void* smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(kiln_mma_smem_addr(smem)));
+}
+
+// d += a * b for one m16n8k16 fragment (A row-major 16x16, B column-major 16x8).
+// Fragment layouts (g = lane / 4, t = lane % 4): a[0] = A[g][2t..2t+1], a[1] =
+// A[g+8][2t..], a[2] = A[g][2t+8..], a[3] = A[g+8][2t+8..]; b0 = B[2t..2t+1][g],
+// b1 = B[2t+8..][g]; d[0..1] = D[g][2t..2t+1], d[2..3] = D[g+8][2t..2t+1].
+template <bool BF16>
+static __device__ __forceinline__ void kiln_mma_m16n8k16(float (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                                         unsigned b1) {
+  if constexpr (BF16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Two fp32 values as one register of two f16/bf16 (round to nearest even), `lo` in
+// the low half: the element of the lower column index in an mma fragment.
+template <bool BF16>
+static __device__ __forceinline__ unsigned kiln_mma_pack(float lo, float hi) {
+  unsigned r;
+  if constexpr (BF16) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  } else {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  }
+  return r;
+}
+
+// An element of the tensor-core type as fp32, and fp32 as its bits.
+template <bool BF16>
+static __device__ __forceinline__ float kiln_mma_to_f32(kiln_mma_t bits) {
+  if constexpr (BF16) {
+    return kiln_bf16_to_f32(bits);
+  } else {
+    return kiln_f16_to_f32(bits);
+  }
+}
+template <bool BF16>
+static __device__ __forceinline__ kiln_mma_t kiln_mma_from_f32(float v) {
+  if constexpr (BF16) {
+    return kiln_f32_to_bf16(v);
+  } else {
+    return kiln_f32_to_f16(v);
+  }
+}

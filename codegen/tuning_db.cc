@@ -1,0 +1,261 @@
+// The GEMM tuning database: keys, the tab-separated file, merges and atomic rewrites.
+#include "codegen/tuning_db.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "codegen/kernel_cache.h"
+
+namespace kiln::codegen {
+namespace {
+
+constexpr char kHeader[] =
+    "# kiln tuning database v1 (kiln compile --tune); one entry per line, tab-separated:\n"
+    "# arch\tdtype\tM\tN\tK\tbatch\tlayout\tsignature\tconfig\ttuned_ms\theuristic_config\theuristic_ms\tdevice\n";
+constexpr int kFields = 13;
+
+// A field may hold neither tabs nor line breaks.
+std::string Clean(absl::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  }
+  return out;
+}
+
+std::string Ms(double ms) { return absl::StrFormat("%.6g", ms); }
+
+// An advisory lock on `path` (flock), released on destruction; a no-op when the lock
+// file cannot be opened (a read-only directory: Save fails later with the reason).
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~FileLock() {
+    if (fd_ >= 0) {
+      ::flock(fd_, LOCK_UN);
+      ::close(fd_);
+    }
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
+std::string TuningKey::ToString() const {
+  return absl::StrCat(arch, "\t", dtype, "\t", m, "\t", n, "\t", k, "\t", batch, "\t", layout, "\t", signature);
+}
+
+std::string TuningKey::ShapeText() const {
+  std::string s = absl::StrCat(m, "x", n, "x", k, " ", dtype, " ", layout);
+  if (batch > 1) absl::StrAppend(&s, " batch ", batch);
+  return s;
+}
+
+TuningKey GemmTuningKey(absl::string_view arch, const ops::GemmProblem& p) {
+  TuningKey key;
+  key.arch = std::string(arch);
+  key.dtype = std::string(DTypeName(p.dtype));
+  key.m = p.m;
+  key.n = p.n;
+  key.k = absl::StrJoin(p.k, "+");
+  key.batch = p.batch;
+  key.layout = Clean(p.layout);
+  key.signature = Clean(p.signature);
+  return key;
+}
+
+std::string DefaultTuningDbPath(const std::string& kernel_cache_dir) {
+  if (const char* env = std::getenv("KILN_TUNING_DB"); env != nullptr && env[0] != '\0') return env;
+  const std::string dir = kernel_cache_dir.empty() ? DefaultKernelCacheDir() : kernel_cache_dir;
+  if (dir.empty()) return "";
+  return (std::filesystem::path(dir) / "tuning.tsv").string();
+}
+
+absl::StatusOr<TuningEntry> TuningDb::ParseLine(absl::string_view line) {
+  std::vector<absl::string_view> f = absl::StrSplit(line, '\t');
+  if (f.size() != kFields) {
+    return absl::InvalidArgumentError(absl::StrCat(f.size(), " tab-separated fields, expected ", kFields));
+  }
+  TuningEntry e;
+  TuningKey& k = e.key;
+  k.arch = std::string(f[0]);
+  k.dtype = std::string(f[1]);
+  if (k.arch.empty() || k.dtype.empty() || f[6].empty() || f[7].empty()) {
+    return absl::InvalidArgumentError("an empty arch, dtype, layout or signature");
+  }
+  if (!absl::SimpleAtoi(f[2], &k.m) || !absl::SimpleAtoi(f[3], &k.n) || !absl::SimpleAtoi(f[5], &k.batch) ||
+      k.m <= 0 || k.n <= 0 || k.batch <= 0) {
+    return absl::InvalidArgumentError("M, N and batch must be positive integers");
+  }
+  for (absl::string_view part : absl::StrSplit(f[4], '+')) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(part, &v) || v <= 0) return absl::InvalidArgumentError(absl::StrCat("bad K '", f[4], "'"));
+  }
+  k.k = std::string(f[4]);
+  k.layout = std::string(f[6]);
+  k.signature = std::string(f[7]);
+  absl::StatusOr<ops::GemmConfig> config = ops::ParseGemmConfig(f[8]);
+  if (!config.ok()) return config.status();
+  e.config = *config;
+  absl::StatusOr<ops::GemmConfig> heuristic = ops::ParseGemmConfig(f[10]);
+  if (!heuristic.ok()) return heuristic.status();
+  e.heuristic = *heuristic;
+  if (!absl::SimpleAtod(f[9], &e.tuned_ms) || !absl::SimpleAtod(f[11], &e.heuristic_ms) ||
+      !std::isfinite(e.tuned_ms) || !std::isfinite(e.heuristic_ms) || e.tuned_ms < 0 || e.heuristic_ms < 0) {
+    return absl::InvalidArgumentError("times must be non-negative numbers (milliseconds)");
+  }
+  e.device = std::string(f[12]);
+  return e;
+}
+
+std::string TuningDb::Format(const std::map<std::string, TuningEntry>& entries) {
+  std::string out = kHeader;
+  for (const auto& [key, e] : entries) {
+    absl::StrAppend(&out, e.key.ToString(), "\t", ops::GemmConfigString(e.config), "\t", Ms(e.tuned_ms), "\t",
+                    ops::GemmConfigString(e.heuristic), "\t", Ms(e.heuristic_ms), "\t", Clean(e.device), "\n");
+  }
+  return out;
+}
+
+void TuningDb::Parse(absl::string_view text, std::map<std::string, TuningEntry>& out) {
+  int number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || line[0] == '#') continue;
+    absl::StatusOr<TuningEntry> e = ParseLine(line);
+    if (!e.ok()) {
+      std::string w =
+          absl::StrCat("tuning database ", path_, " line ", number, ": ", e.status().message(), "; skipped");
+      if (std::find(warnings_.begin(), warnings_.end(), w) == warnings_.end()) warnings_.push_back(std::move(w));
+      continue;
+    }
+    std::string key = e->key.ToString();
+    out[key] = *std::move(e);
+  }
+}
+
+absl::Status TuningDb::Load() {
+  entries_.clear();
+  put_.clear();
+  warnings_.clear();
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path_, ec)) return absl::OkStatus();
+    return absl::UnavailableError(absl::StrCat("tuning database ", path_, ": cannot read it: ", std::strerror(errno)));
+  }
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return absl::UnavailableError(absl::StrCat("tuning database ", path_, ": read error"));
+  Parse(text, entries_);
+  return absl::OkStatus();
+}
+
+const TuningEntry* TuningDb::Find(const TuningKey& key) const {
+  auto it = entries_.find(key.ToString());
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+void TuningDb::Put(TuningEntry entry) {
+  entry.key.layout = Clean(entry.key.layout);
+  entry.key.signature = Clean(entry.key.signature);
+  std::string key = entry.key.ToString();
+  entries_[key] = std::move(entry);
+  put_.push_back(std::move(key));
+}
+
+absl::Status TuningDb::Save() {
+  namespace fs = std::filesystem;
+  const fs::path path(path_);
+  std::error_code ec;
+  if (path.has_parent_path()) {
+    fs::create_directories(path.parent_path(), ec);
+    if (ec) {
+      return absl::UnavailableError(
+          absl::StrCat("tuning database: cannot create ", path.parent_path().string(), ": ", ec.message()));
+    }
+  }
+  FileLock lock(path_ + ".lock");
+  // Merge: what is on disk now (other processes' entries), then ours on top.
+  std::map<std::string, TuningEntry> merged;
+  {
+    std::ifstream in(path_, std::ios::binary);
+    if (in) {
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      Parse(text, merged);
+    }
+  }
+  for (const std::string& key : put_) merged[key] = entries_.at(key);
+  const std::string text = Format(merged);
+
+  static std::atomic<uint64_t> counter{0};
+  const std::string tmp = absl::StrCat(path_, ".tmp.", getpid(), ".", counter.fetch_add(1));
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) {
+    return absl::UnavailableError(absl::StrCat("tuning database: cannot write ", tmp, ": ", std::strerror(errno)));
+  }
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  int saved_errno = errno;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) saved_errno = errno != 0 ? errno : saved_errno;
+  if (ok && std::rename(tmp.c_str(), path_.c_str()) != 0) {
+    ok = false;
+    saved_errno = errno;
+  }
+  if (!ok) {
+    std::remove(tmp.c_str());
+    return absl::UnavailableError(
+        absl::StrCat("tuning database: cannot write ", path_, ": ", std::strerror(saved_errno)));
+  }
+  entries_ = std::move(merged);
+  put_.clear();
+  return absl::OkStatus();
+}
+
+std::string GemmChoice::Describe() const {
+  return absl::StrCat(ops::GemmConfigString(config), from_db ? " (tuning database)" : " (heuristic)");
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupWithDb(const Node& node, absl::string_view arch,
+                                                                    const TuningDb* db, GemmChoice* choice) {
+  absl::StatusOr<ops::GemmProblem> problem = ops::DescribeMatMulGroup(node);
+  if (!problem.ok()) return problem.status();
+  const TuningKey key = GemmTuningKey(arch, *problem);
+  choice->key = key.ToString();
+  choice->from_db = false;
+  choice->config = ops::HeuristicGemmConfig(*problem);
+  if (db != nullptr) {
+    if (const TuningEntry* e = db->Find(key); e != nullptr && ops::VerifyGemmConfig(e->config, problem->variant).ok()) {
+      choice->config = e->config;
+      choice->from_db = true;
+      return ops::GenerateMatMulGroup(node, &choice->config);
+    }
+  }
+  // The heuristic path exactly as without a database (a config the heuristic cannot
+  // fit is "no kernel", Unimplemented, not an error).
+  return ops::GenerateMatMulGroup(node);
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,115 @@
+// The GEMM tuning database: tile configs that `kiln compile --tune` measured to be
+// the fastest on a GPU, so that later compiles (on any machine, no GPU needed) use
+// them instead of the shape heuristic (ops::PickGemmConfig).
+//
+// An entry is keyed by (arch, dtype, M, N, K, batch, layout, group signature): the
+// fields of ops::GemmProblem, so a GEMM with another epilogue, prologue, layout or
+// dtype tunes separately. Its value: the winning config, its measured time, the
+// heuristic's config and time, and the GPU that measured them.
+//
+// File: one text file, `tuning.tsv`, next to the kernel cache (DefaultTuningDbPath).
+// Lines starting with '#' are comments; every other line is one entry of 13
+// tab-separated fields:
+//   arch dtype M N K batch layout signature config tuned_ms heuristic_config heuristic_ms device
+// e.g. "sm_90a f16 128 768 768 1 NN matmul+epilogue[MatMul,Add,Add]#5f1c... 64x32x32 w2x1 s4 0.0061
+//       64x64x32 w2x2 s4 0.0083 NVIDIA H100 80GB HBM3" (K of a dual-matmul: "768+3072").
+// A line that does not parse is skipped with a warning naming the file and line (the
+// rest of the file is used). Save() rewrites the file atomically (temporary file in
+// the same directory, then rename) under an advisory lock (flock on `<path>.lock`)
+// and merges: it re-reads the file first, so entries other processes stored since
+// Load() are kept; this process's Put() entries win for the same key.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "codegen/op_kernels.h"
+#include "codegen/ops/families.h"
+
+namespace kiln::codegen {
+
+struct TuningKey {
+  std::string arch;   // "sm_90a"
+  std::string dtype;  // "f16", "bf16"
+  int64_t m = 0, n = 0;
+  std::string k;  // "768", or "768+3072" (dual-matmul)
+  int64_t batch = 1;
+  std::string layout;     // ops::GemmProblem::layout
+  std::string signature;  // ops::GemmProblem::signature
+  // The first 8 fields of the entry's line, tab-separated (the map key).
+  std::string ToString() const;
+  // "128x768x768 f16 NN" (+ " batch 3" when batched).
+  std::string ShapeText() const;
+};
+TuningKey GemmTuningKey(absl::string_view arch, const ops::GemmProblem& problem);
+
+struct TuningEntry {
+  TuningKey key;
+  ops::GemmConfig config;
+  double tuned_ms = 0;
+  ops::GemmConfig heuristic;
+  double heuristic_ms = 0;
+  std::string device;  // "NVIDIA H100 80GB HBM3"
+};
+
+// The database file when none is named: $KILN_TUNING_DB, else `kernel_cache_dir`/
+// tuning.tsv (kernel_cache_dir: the kernel cache's, codegen::DefaultKernelCacheDir()
+// when ""), else "" (no database).
+std::string DefaultTuningDbPath(const std::string& kernel_cache_dir = "");
+
+class TuningDb {
+ public:
+  explicit TuningDb(std::string path) : path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+
+  // Reads the file; a missing file is an empty database. Lines that do not parse
+  // become warnings(). Errors: the file exists but cannot be read.
+  absl::Status Load();
+  // nullptr when there is no entry for `key`.
+  const TuningEntry* Find(const TuningKey& key) const;
+  // Adds or replaces the entry of entry.key (written by the next Save()).
+  void Put(TuningEntry entry);
+  // Merges with the file's current entries (ours win for keys we Put) and rewrites it
+  // atomically, creating its directory. Errors name the path and the reason.
+  absl::Status Save();
+
+  size_t size() const { return entries_.size(); }
+  const std::map<std::string, TuningEntry>& entries() const { return entries_; }
+  // One sentence per skipped line: "tuning database PATH line N: <why>; skipped".
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  // The text of entries (the file's exact contents, header included), and the
+  // parse of one line (InvalidArgument saying what is wrong).
+  static std::string Format(const std::map<std::string, TuningEntry>& entries);
+  static absl::StatusOr<TuningEntry> ParseLine(absl::string_view line);
+
+ private:
+  // Parses `text` into `out`, appending warnings for bad lines.
+  void Parse(absl::string_view text, std::map<std::string, TuningEntry>& out);
+
+  std::string path_;
+  std::map<std::string, TuningEntry> entries_;  // by TuningKey::ToString()
+  std::vector<std::string> put_;                // keys Put since Load/Save
+  std::vector<std::string> warnings_;
+};
+
+// How the GEMM of a MatMul group got its tile config.
+struct GemmChoice {
+  ops::GemmConfig config;
+  bool from_db = false;
+  std::string key;  // TuningKey::ToString()
+  // "128x128x32 w2x2 s3 (tuning database)" or "... (heuristic)"; the launch's config.
+  std::string Describe() const;
+};
+// GenerateMatMulGroup for `node` with the config `db` holds for it on `arch` (when it
+// has one that VerifyGemmConfig accepts), else the heuristic's. `db` may be nullptr.
+// Errors as GenerateMatMulGroup's.
+absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupWithDb(const Node& node, absl::string_view arch,
+                                                                    const TuningDb* db, GemmChoice* choice);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,361 @@
+// Tests of the GEMM tuning database (codegen/tuning_db.h) and of the GEMM problem
+// description, candidates and config strings it is keyed by (codegen/ops/families.h).
+// NVRTC only: no GPU needed.
+#include "codegen/tuning_db.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "codegen/nvrtc_module.h"
+#include "gmock/gmock.h"
+#include "graph/fused_group.h"
+#include "graph/text_format.h"
+#include "gtest/gtest.h"
+
+namespace kiln::codegen {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ops::GemmConfig;
+
+std::string TestPath(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / absl::StrCat("kiln_tuning_db_", ::getpid());
+  fs::create_directories(dir);
+  const fs::path p = dir / name;
+  fs::remove(p);
+  return p.string();
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void Write(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// A "matmul+epilogue" group MatMul(x, w [trans_b]) -> Add(bias) -> ACT of DTYPE; the
+// node names carry `tag`, which must not change the problem.
+struct Built {
+  std::unique_ptr<Graph> graph;
+  Node* group = nullptr;
+};
+Built MakeGroup(const std::string& dtype, int64_t m, int64_t n, int64_t k, const std::string& act, bool trans_b,
+                const std::string& tag = "") {
+  const std::string w = trans_b ? absl::StrCat("[", n, ",", k, "]") : absl::StrCat("[", k, ",", n, "]");
+  std::string text = absl::StrCat("graph @g {\n  input %x : D[", m, ",", k, "]\n  input %w : D", w,
+                                  "\n  input %b : D[", n, "]\n  %mm : D[", m, ",", n, "] = MatMul(%x, %w)",
+                                  trans_b ? " {trans_b = 1}" : "", " @mm", tag, "\n  %add : D[", m, ",", n,
+                                  "] = Add(%mm, %b) @bias", tag, "\n  %y : D[", m, ",", n, "] = ", act,
+                                  "(%add) @act", tag, "\n  output %y\n}");
+  text = absl::StrReplaceAll(text, {{"D[", absl::StrCat(dtype, "[")}});
+  Built b;
+  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(text);
+  EXPECT_TRUE(g.ok()) << g.status() << "\n" << text;
+  if (!g.ok()) return b;
+  b.graph = *std::move(g);
+  std::vector<Node*> members = b.graph->nodes();
+  absl::StatusOr<Node*> group = FormFusedGroup(*b.graph, members, "matmul+epilogue", members[0]);
+  EXPECT_TRUE(group.ok()) << group.status();
+  if (group.ok()) b.group = *group;
+  return b;
+}
+
+TuningKey KeyOf(const Built& b, const std::string& arch = "sm_80") {
+  absl::StatusOr<ops::GemmProblem> p = ops::DescribeMatMulGroup(*b.group);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? GemmTuningKey(arch, *p) : TuningKey{};
+}
+
+TuningEntry Entry(const TuningKey& key, const GemmConfig& config, double ms) {
+  TuningEntry e;
+  e.key = key;
+  e.config = config;
+  e.tuned_ms = ms;
+  e.heuristic = GemmConfig{64, 64, 32, 2, 2, 4};
+  e.heuristic_ms = 2 * ms;
+  e.device = "Test GPU";
+  return e;
+}
+
+TEST(GemmProblemTest, DescribesShapeLayoutAndSignature) {
+  Built b = MakeGroup("f16", 128, 3072, 768, "Relu", false);
+  ASSERT_NE(b.group, nullptr);
+  absl::StatusOr<ops::GemmProblem> p = ops::DescribeMatMulGroup(*b.group);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->m, 128);
+  EXPECT_EQ(p->n, 3072);
+  EXPECT_EQ(p->k, std::vector<int64_t>{768});
+  EXPECT_EQ(p->batch, 1);
+  EXPECT_EQ(p->dtype, DType::kFloat16);
+  EXPECT_EQ(p->layout, "NN");
+  EXPECT_TRUE(absl::StartsWith(p->signature, "matmul+epilogue[MatMul,Add,Relu]#")) << p->signature;
+  EXPECT_EQ(p->signature.size(), std::string("matmul+epilogue[MatMul,Add,Relu]#").size() + 16);
+  const TuningKey key = GemmTuningKey("sm_80", *p);
+  EXPECT_EQ(key.k, "768");
+  EXPECT_EQ(key.dtype, "f16");
+  EXPECT_EQ(key.ShapeText(), "128x3072x768 f16 NN");
+}
+
+TEST(GemmProblemTest, KeysSeparateEpilogueLayoutAndDtypeButNotNames) {
+  const TuningKey base = KeyOf(MakeGroup("f16", 128, 768, 768, "Relu", false));
+  const TuningKey renamed = KeyOf(MakeGroup("f16", 128, 768, 768, "Relu", false, "_other"));
+  const TuningKey gelu = KeyOf(MakeGroup("f16", 128, 768, 768, "Gelu", false));
+  const TuningKey trans = KeyOf(MakeGroup("f16", 128, 768, 768, "Relu", true));
+  const TuningKey bf16 = KeyOf(MakeGroup("bf16", 128, 768, 768, "Relu", false));
+  EXPECT_EQ(base.ToString(), renamed.ToString());
+  EXPECT_NE(base.signature, gelu.signature);
+  EXPECT_EQ(trans.layout, "NT");
+  EXPECT_NE(base.ToString(), trans.ToString());
+  EXPECT_EQ(bf16.dtype, "bf16");
+  EXPECT_NE(base.ToString(), bf16.ToString());
+  EXPECT_NE(base.ToString(), KeyOf(MakeGroup("f16", 128, 768, 768, "Relu", false), "sm_90a").ToString());
+
+  // In a database, each key finds its own entry and nothing else.
+  TuningDb db(TestPath("keys.tsv"));
+  db.Put(Entry(base, GemmConfig{32, 64, 32, 1, 2, 4}, 1));
+  db.Put(Entry(gelu, GemmConfig{64, 32, 32, 2, 1, 4}, 2));
+  db.Put(Entry(bf16, GemmConfig{128, 64, 32, 2, 2, 3}, 3));
+  ASSERT_NE(db.Find(base), nullptr);
+  EXPECT_EQ(db.Find(base)->tuned_ms, 1);
+  EXPECT_EQ(db.Find(renamed)->tuned_ms, 1);
+  EXPECT_EQ(db.Find(gelu)->tuned_ms, 2);
+  EXPECT_EQ(db.Find(bf16)->tuned_ms, 3);
+  EXPECT_EQ(db.Find(trans), nullptr);
+}
+
+TEST(GemmProblemTest, CandidatesVerifyAndStartWithTheHeuristic) {
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{128, 768, 768}, {4096, 4096, 1024}, {7, 33, 8}}) {
+    SCOPED_TRACE(absl::StrCat(m, "x", n, "x", k));
+    Built b = MakeGroup("f16", m, n, k, "Relu", false);
+    absl::StatusOr<ops::GemmProblem> p = ops::DescribeMatMulGroup(*b.group);
+    ASSERT_TRUE(p.ok()) << p.status();
+    const std::vector<GemmConfig> c = ops::GemmCandidateConfigs(*p);
+    ASSERT_FALSE(c.empty());
+    EXPECT_TRUE(c[0] == ops::HeuristicGemmConfig(*p));
+    for (size_t i = 0; i < c.size(); ++i) {
+      EXPECT_TRUE(ops::VerifyGemmConfig(c[i], p->variant).ok()) << ops::GemmConfigString(c[i]);
+      for (size_t j = 0; j < i; ++j) EXPECT_FALSE(c[i] == c[j]) << ops::GemmConfigString(c[i]);
+      if (i > 0) {
+        EXPECT_LT(c[i].bm, 2 * ((m + 15) / 16 * 16)) << ops::GemmConfigString(c[i]);
+        EXPECT_LT(c[i].bn, 2 * ((n + 15) / 16 * 16)) << ops::GemmConfigString(c[i]);
+      }
+    }
+    if (m >= 4096) {
+      EXPECT_GE(c.size(), 12u);
+    }
+    EXPECT_LE(c.size(), 16u);
+  }
+}
+
+// Every candidate of one problem generates and compiles (one module, sm_80).
+TEST(GemmProblemTest, CandidatesCompile) {
+  Built b = MakeGroup("f16", 1024, 1024, 200, "Relu", true);
+  absl::StatusOr<ops::GemmProblem> p = ops::DescribeMatMulGroup(*b.group);
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::vector<ModuleKernel> kernels;
+  for (const GemmConfig& c : ops::GemmCandidateConfigs(*p)) {
+    auto launches = ops::GenerateMatMulGroup(*b.group, &c);
+    ASSERT_TRUE(launches.ok()) << ops::GemmConfigString(c) << ": " << launches.status();
+    ASSERT_EQ(launches->size(), 1u);
+    EXPECT_EQ((*launches)[0].block[0], static_cast<uint32_t>(c.warps_m * c.warps_n * 32));
+    kernels.push_back({absl::StrCat("cand", kernels.size(), "_", c.bm, "x", c.bn, "x", c.bk, "_w", c.warps_m, "x", c.warps_n, "_s", c.stages), (*launches)[0].source});
+  }
+  EXPECT_GE(kernels.size(), 12u);
+  auto module = InspectModule(kernels, "sm_80");
+  ASSERT_TRUE(module.ok()) << module.status();
+  // ptxas: no candidate spills (the verifier's register estimate keeps them in budget).
+  const std::vector<KernelResources> resources = ParsePtxasResources(module->log);
+  EXPECT_EQ(resources.size(), kernels.size());
+  for (const KernelResources& r : resources) {
+    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " (" << r.registers << " registers)";
+    EXPECT_EQ(r.spill_load_bytes, 0) << r.function;
+  }
+}
+
+TEST(GemmConfigStringTest, RoundTripsAndRejectsGarbage) {
+  const GemmConfig c{128, 64, 32, 2, 4, 3};
+  EXPECT_EQ(ops::GemmConfigString(c), "128x64x32 w2x4 s3");
+  absl::StatusOr<GemmConfig> back = ops::ParseGemmConfig("128x64x32 w2x4 s3");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(*back == c);
+  for (const char* bad : {"", "128x64 w2x2 s3", "128x64x32 w2x2", "128x64x32 2x2 s3", "128x64x32 w2x2 s0",
+                          "axbxc w1x1 s2", "128x64x32 w2x2 s3 extra", "-64x64x32 w2x2 s3"}) {
+    EXPECT_FALSE(ops::ParseGemmConfig(bad).ok()) << bad;
+  }
+}
+
+TEST(TuningDbTest, RoundTrip) {
+  const std::string path = TestPath("round_trip.tsv");
+  const TuningKey a = KeyOf(MakeGroup("f16", 128, 768, 768, "Relu", false));
+  const TuningKey b = KeyOf(MakeGroup("bf16", 256, 512, 64, "Gelu", true));
+  {
+    TuningDb db(path);
+    ASSERT_TRUE(db.Load().ok());  // no file yet: empty
+    EXPECT_EQ(db.size(), 0u);
+    db.Put(Entry(a, GemmConfig{32, 64, 32, 1, 2, 4}, 0.0123));
+    db.Put(Entry(b, GemmConfig{128, 128, 32, 2, 4, 3}, 1.5));
+    ASSERT_TRUE(db.Save().ok());
+  }
+  const std::string text = Slurp(path);
+  EXPECT_TRUE(absl::StartsWith(text, "# kiln tuning database v1")) << text;
+  EXPECT_THAT(text, HasSubstr("\t32x64x32 w1x2 s4\t0.0123\t64x64x32 w2x2 s4\t0.0246\tTest GPU\n"));
+  TuningDb db(path);
+  ASSERT_TRUE(db.Load().ok());
+  EXPECT_TRUE(db.warnings().empty());
+  ASSERT_EQ(db.size(), 2u);
+  const TuningEntry* e = db.Find(a);
+  ASSERT_NE(e, nullptr);
+  EXPECT_TRUE(e->config == (GemmConfig{32, 64, 32, 1, 2, 4}));
+  EXPECT_TRUE(e->heuristic == (GemmConfig{64, 64, 32, 2, 2, 4}));
+  EXPECT_DOUBLE_EQ(e->tuned_ms, 0.0123);
+  EXPECT_DOUBLE_EQ(e->heuristic_ms, 0.0246);
+  EXPECT_EQ(e->device, "Test GPU");
+  EXPECT_EQ(e->key.ToString(), a.ToString());
+  ASSERT_NE(db.Find(b), nullptr);
+  EXPECT_TRUE(db.Find(b)->config == (GemmConfig{128, 128, 32, 2, 4, 3}));
+  // Saving again without changes writes the same bytes.
+  ASSERT_TRUE(db.Save().ok());
+  EXPECT_EQ(Slurp(path), text);
+}
+
+TEST(TuningDbTest, CorruptLinesAreSkippedWithAWarning) {
+  const std::string path = TestPath("corrupt.tsv");
+  const TuningKey a = KeyOf(MakeGroup("f16", 128, 768, 768, "Relu", false));
+  {
+    TuningDb db(path);
+    db.Put(Entry(a, GemmConfig{32, 64, 32, 1, 2, 4}, 0.5));
+    ASSERT_TRUE(db.Save().ok());
+  }
+  const std::string good = Slurp(path);
+  Write(path, absl::StrCat(good, "garbage line\n",                                             // line 4
+                           "sm_80\tf16\t1\t2\t3\t1\tNN\tsig\t64x64 w2 s3\t1\t64x64x32 w2x2 s4\t2\tG\n",  // 5: config
+                           "sm_80\tf16\t1\t2\t3\t1\tNN\tsig\t64x64x32 w2x2 s3\t-1\t64x64x32 w2x2 s4\t2\tG\n",  // 6
+                           "sm_80\tf16\t0\t2\t3\t1\tNN\tsig\t64x64x32 w2x2 s3\t1\t64x64x32 w2x2 s4\t2\tG\n",  // 7
+                           "\n# a comment\n",
+                           "sm_80\tf16\t1\t2\t3\t1\tNN\tsig\t64x64x32 w2x2 s3\t1\t64x64x32 w2x2 s4\t2\tG"));  // 10
+  TuningDb db(path);
+  ASSERT_TRUE(db.Load().ok());
+  ASSERT_EQ(db.size(), 2u);  // the good entry and the last line (no newline at the end)
+  EXPECT_NE(db.Find(a), nullptr);
+  ASSERT_EQ(db.warnings().size(), 4u);
+  EXPECT_THAT(db.warnings()[0], HasSubstr(absl::StrCat("tuning database ", path, " line 4: 1 tab-separated fields")));
+  EXPECT_THAT(db.warnings()[1], HasSubstr("line 5: '64x64 w2 s3' is not a GEMM config"));
+  EXPECT_THAT(db.warnings()[2], HasSubstr("line 6: times must be non-negative"));
+  EXPECT_THAT(db.warnings()[3], HasSubstr("line 7: M, N and batch must be positive"));
+  EXPECT_THAT(db.warnings()[3], HasSubstr("skipped"));
+  // A save drops the unreadable lines and keeps the rest.
+  db.Put(Entry(a, GemmConfig{64, 32, 32, 2, 1, 4}, 0.25));
+  ASSERT_TRUE(db.Save().ok());
+  TuningDb again(path);
+  ASSERT_TRUE(again.Load().ok());
+  EXPECT_TRUE(again.warnings().empty());
+  EXPECT_EQ(again.size(), 2u);
+  EXPECT_TRUE(again.Find(a)->config == (GemmConfig{64, 32, 32, 2, 1, 4}));
+}
+
+TEST(TuningDbTest, SaveMergesEntriesOfOtherWriters) {
+  const std::string path = TestPath("merge.tsv");
+  const TuningKey a = KeyOf(MakeGroup("f16", 128, 768, 768, "Relu", false));
+  const TuningKey b = KeyOf(MakeGroup("f16", 128, 3072, 768, "Gelu", false));
+  TuningDb first(path), second(path);
+  ASSERT_TRUE(first.Load().ok());
+  ASSERT_TRUE(second.Load().ok());
+  second.Put(Entry(b, GemmConfig{64, 128, 32, 2, 2, 3}, 2));
+  second.Put(Entry(a, GemmConfig{64, 128, 32, 2, 2, 3}, 9));
+  ASSERT_TRUE(second.Save().ok());
+  first.Put(Entry(a, GemmConfig{32, 64, 32, 1, 2, 4}, 1));  // loaded before second saved
+  ASSERT_TRUE(first.Save().ok());
+  TuningDb db(path);
+  ASSERT_TRUE(db.Load().ok());
+  ASSERT_EQ(db.size(), 2u);
+  EXPECT_EQ(db.Find(a)->tuned_ms, 1);  // the last writer's entry for its key
+  EXPECT_EQ(db.Find(b)->tuned_ms, 2);  // the other writer's entry kept
+  EXPECT_EQ(first.size(), 2u);         // Save also brought the other entries in
+  // No temporary files are left behind.
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(path).parent_path())) {
+    files += absl::StartsWith(e.path().filename().string(), "merge.tsv.tmp") ? 1 : 0;
+  }
+  EXPECT_EQ(files, 0);
+}
+
+TEST(TuningDbTest, UnwritableDirectoryIsAnError) {
+  const std::string blocker = TestPath("not_a_dir");
+  Write(blocker, "x");
+  TuningDb db(blocker + "/sub/tuning.tsv");
+  ASSERT_TRUE(db.Load().ok());
+  db.Put(Entry(KeyOf(MakeGroup("f16", 16, 16, 16, "Relu", false)), GemmConfig{}, 1));
+  absl::Status st = db.Save();
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("tuning database: cannot create"));
+}
+
+TEST(TuningDbTest, DefaultPath) {
+  const char* saved[3] = {std::getenv("KILN_TUNING_DB"), std::getenv("KILN_CACHE_DIR"), std::getenv("HOME")};
+  const std::string keep[3] = {saved[0] ? saved[0] : "", saved[1] ? saved[1] : "", saved[2] ? saved[2] : ""};
+  setenv("KILN_TUNING_DB", "/t/db.tsv", 1);
+  EXPECT_EQ(DefaultTuningDbPath(), "/t/db.tsv");
+  EXPECT_EQ(DefaultTuningDbPath("/cache"), "/t/db.tsv");
+  unsetenv("KILN_TUNING_DB");
+  EXPECT_EQ(DefaultTuningDbPath("/cache"), "/cache/tuning.tsv");
+  setenv("KILN_CACHE_DIR", "/k", 1);
+  EXPECT_EQ(DefaultTuningDbPath(), "/k/tuning.tsv");
+  const char* names[3] = {"KILN_TUNING_DB", "KILN_CACHE_DIR", "HOME"};
+  for (int i = 0; i < 3; ++i) {
+    if (saved[i] != nullptr) {
+      setenv(names[i], keep[i].c_str(), 1);
+    } else {
+      unsetenv(names[i]);
+    }
+  }
+}
+
+// Generation takes the database's config (no GPU involved), and falls back to the
+// heuristic for a missing entry or one the verifier rejects.
+TEST(TuningDbTest, GenerationUsesTheDatabaseConfig) {
+  Built b = MakeGroup("f16", 128, 768, 768, "Relu", false);
+  const TuningKey key = KeyOf(b);
+  TuningDb db(TestPath("generate.tsv"));
+  GemmChoice choice;
+  auto heuristic = GenerateMatMulGroupWithDb(*b.group, "sm_80", &db, &choice);
+  ASSERT_TRUE(heuristic.ok()) << heuristic.status();
+  EXPECT_FALSE(choice.from_db);
+  EXPECT_EQ(choice.Describe(), "64x64x32 w2x2 s4 (heuristic)");
+  EXPECT_THAT((*heuristic)[0].source, HasSubstr("#define BM 64\n#define BN 64\n"));
+
+  db.Put(Entry(key, GemmConfig{32, 64, 32, 1, 2, 4}, 1));
+  auto tuned = GenerateMatMulGroupWithDb(*b.group, "sm_80", &db, &choice);
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  EXPECT_TRUE(choice.from_db);
+  EXPECT_EQ(choice.key, key.ToString());
+  EXPECT_EQ(choice.Describe(), "32x64x32 w1x2 s4 (tuning database)");
+  EXPECT_THAT((*tuned)[0].source,
+              HasSubstr("#define BM 32\n#define BN 64\n#define BK 32\n#define WARPS_M 1\n#define WARPS_N 2\n"
+                        "#define STAGES 4\n"));
+  EXPECT_EQ((*tuned)[0].block[0], 64u);
+  // Another arch's entry is not used.
+  auto other_arch = GenerateMatMulGroupWithDb(*b.group, "sm_90a", &db, &choice);
+  ASSERT_TRUE(other_arch.ok());
+  EXPECT_FALSE(choice.from_db);
+
+  // An entry the verifier rejects (too much shared memory): the heuristic.
+  db.Put(Entry(key, GemmConfig{256, 256, 64, 2, 2, 8}, 1));
+  auto rejected = GenerateMatMulGroupWithDb(*b.group, "sm_80", &db, &choice);
+  ASSERT_TRUE(rejected.ok()) << rejected.status();
+  EXPECT_FALSE(choice.from_db);
+  EXPECT_EQ((*rejected)[0].source, (*heuristic)[0].source);
+}
+
+}  // namespace
+}  // namespace kiln::codegen

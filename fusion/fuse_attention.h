@@ -1,0 +1,76 @@
+// FuseAttention ("fuse-attention"): scaled dot-product attention, the chain
+// MatMul -> scale -> (mask) -> Softmax -> MatMul, becomes one FusedGroup (pattern
+// "attention", anchored at the scores MatMul) that codegen runs as one
+// flash-attention kernel (codegen/ops/attention.cc): the scores never reach memory.
+//
+// Pattern (found from each Softmax P = Softmax(X) that a MatMul reads as its A):
+//   S  = MatMul(Q, K')        Q [..., Sq, D], no trans_a; K' the keys either as
+//                             [..., D, Sk] (a Transpose output) or stored [..., Sk, D]
+//                             with trans_b = 1 (fold-transpose-into-matmul's form)
+//   X  = element-wise ops on S only, in any order and number, each writing S's shape:
+//          Mul(S, c) / Mul(c, S) / Div(S, c)   c of one element (the 1/sqrt(D) scale)
+//          Add(S, M) / Add(M, S)               M broadcasts into S (BERT's additive
+//                                              [B,1,1,Sk] mask)
+//          Where(C, S, f) / Where(C, f, S)     f of one element, C broadcasts into S
+//                                              (GPT-2's causal mask, DistilBERT's
+//                                              masked_fill)
+//   P  = Softmax(X) over the last axis (the keys)
+//   Y  = MatMul(P, V)         V [..., Sk, Dv], no trans flags
+// and, when present, a scale on Q: Q = Mul(Q0, c) / Mul(c, Q0) / Div(Q0, c) with c of
+// one element (DistilBERT scales q, not the scores). Batch dims of Q, K', V and the
+// mask broadcast into S's. Math: unchanged (the group's body is the members, which the
+// CPU reference evaluates).
+//
+// Layout Transposes join too, so that the kernel reads the head split and writes the
+// head merge through strides instead of four copy kernels: a Transpose producing Q
+// (or Q0), V, or consumed as the only reader of Y, whose perm keeps the last axis last
+// (rows stay contiguous: BERT's [B,S,A,D] -> [B,A,S,D] with perm [0,2,1,3]); and one
+// producing K' whose perm keeps either trailing axis innermost ([0,2,1,3] with
+// trans_b, or [0,2,3,1]). Each is taken only when its output is read by the next
+// member alone. The Reshapes around them stay outside (views).
+//
+// Preconditions for a group, each refused with a report entry (the members then go
+// on to the later passes: the scores MatMul gets its epilogue, the Softmax its scale
+// and mask, as before this pass existed):
+//   - every intermediate (S, each X step, P, a scaled Q) is read only by the next
+//     member and is not a graph output ("other consumers: ");
+//   - the Softmax normalises the last axis; only the ops above sit between the MatMuls
+//     ("unsupported op: ");
+//   - Q, K', V, S and Y share one dtype, f16 or bf16 ("dtype: ": the kernel runs the
+//     tensor cores of those; f32 attention stays batched MatMuls and a softmax group);
+//   - D and Dv are multiples of kHeadDimMultiple up to kMaxHeadDim, and the operands'
+//     batch dims broadcast into S's without growing it ("shape: ").
+// A Softmax that no MatMul reads, or whose input no MatMul computes through such ops,
+// is not a candidate and is not reported.
+//
+// Runs after fuse-siblings and before fuse-prologue and fuse-epilogue, which would
+// otherwise take the scale and mask into the scores MatMul's epilogue (and the Q scale
+// into its prologue). Nodes already inside a FusedGroup are never touched.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "fusion/fusion_report.h"
+#include "graph/graph.h"
+
+namespace kiln {
+
+class FuseAttention {
+ public:
+  // Head dims the fused kernel takes (codegen/ops/attention.cc checks the same).
+  static constexpr int64_t kMaxHeadDim = 128;
+  static constexpr int64_t kHeadDimMultiple = 8;
+
+  explicit FuseAttention(FusionReport* report = nullptr) : report_(report) {}
+  absl::string_view name() const { return "fuse-attention"; }
+  absl::StatusOr<bool> Run(Graph& graph);
+
+ private:
+  absl::StatusOr<bool> TryFuse(Graph& graph, Node* softmax);
+
+  FusionReport* report_;
+};
+
+}  // namespace kiln

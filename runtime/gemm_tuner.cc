@@ -1,0 +1,460 @@
+// GEMM autotuning on the local GPU: candidates compiled by NVRTC, loaded with
+// cudaLibraryLoadData, timed with CUDA events, checked against the heuristic's output.
+#include "runtime/gemm_tuner.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "codegen/nvrtc_module.h"
+#include "codegen/op_kernels.h"
+#include "common/status_macros.h"
+#include "graph/tensor.h"
+#include "runtime/cuda_util.h"
+
+namespace kiln {
+namespace ops = codegen::ops;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+absl::Status Cuda(cudaError_t e, const std::string& what) { return CudaStatus(static_cast<int>(e), what); }
+
+// Device buffers for one problem's group inputs and outputs, freed on destruction.
+class Buffers {
+ public:
+  ~Buffers() {
+    for (void* p : ptrs_) cudaFree(p);
+  }
+  absl::StatusOr<void*> Alloc(size_t bytes) {
+    void* p = nullptr;
+    KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&p, std::max<size_t>(bytes, 256)), "tuning: cudaMalloc"));
+    ptrs_.push_back(p);
+    return p;
+  }
+
+ private:
+  std::vector<void*> ptrs_;
+};
+
+// cudaLibrary handles, unloaded on destruction.
+class Libraries {
+ public:
+  ~Libraries() {
+    for (cudaLibrary_t l : libs_) cudaLibraryUnload(l);
+  }
+  absl::StatusOr<cudaKernel_t> Load(const std::string& cubin, const std::string& function, uint32_t shared_bytes) {
+    cudaLibrary_t lib = nullptr;
+    KILN_RETURN_IF_ERROR(Cuda(cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+                              "loading the candidate's cubin"));
+    libs_.push_back(lib);
+    cudaKernel_t kernel = nullptr;
+    KILN_RETURN_IF_ERROR(Cuda(cudaLibraryGetKernel(&kernel, lib, function.c_str()), "cudaLibraryGetKernel"));
+    if (shared_bytes > 48 * 1024) {
+      KILN_RETURN_IF_ERROR(Cuda(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     static_cast<int>(shared_bytes)),
+                                "setting the dynamic shared memory size"));
+    }
+    return kernel;
+  }
+
+ private:
+  std::vector<cudaLibrary_t> libs_;
+};
+
+class Events {
+ public:
+  ~Events() {
+    if (start != nullptr) cudaEventDestroy(start);
+    if (stop != nullptr) cudaEventDestroy(stop);
+  }
+  absl::Status Create() {
+    KILN_RETURN_IF_ERROR(Cuda(cudaEventCreate(&start), "cudaEventCreate"));
+    return Cuda(cudaEventCreate(&stop), "cudaEventCreate");
+  }
+  cudaEvent_t start = nullptr, stop = nullptr;
+};
+
+// A sticky CUDA error leaves the context unusable: tuning stops there.
+bool IsSticky(cudaError_t e) {
+  return e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorMisalignedAddress ||
+         e == cudaErrorIllegalInstruction || e == cudaErrorHardwareStackError || e == cudaErrorInvalidPc ||
+         e == cudaErrorAssert || e == cudaErrorInvalidAddressSpace || e == cudaErrorUnknown;
+}
+
+// One problem on the device: its representative node, buffers and launch arguments.
+struct Problem {
+  codegen::TuningKey key;
+  ops::GemmProblem gemm;
+  const Node* node = nullptr;
+  std::vector<std::string> groups;
+};
+
+struct Candidate {
+  ops::GemmConfig config;
+  codegen::KernelLaunch launch;
+  cudaKernel_t kernel = nullptr;
+  double ms = 0;
+  double error = 0;
+  std::string failure;  // why it was left out ("" when measured and correct)
+};
+
+class ProblemRunner {
+ public:
+  ProblemRunner(const Node& node, cudaStream_t stream) : node_(node), stream_(stream) {}
+
+  absl::Status Setup() {
+    std::mt19937 rng(20240805);
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    for (const Value* v : node_.outputs()) {
+      KILN_ASSIGN_OR_RETURN(void* p, buffers_.Alloc(v->numel() * DTypeSize(v->dtype())));
+      outputs_.push_back(p);
+    }
+    for (const Value* v : node_.inputs()) {
+      if (v == nullptr) {
+        inputs_.push_back(nullptr);
+        continue;
+      }
+      Tensor t(v->dtype(), v->shape());
+      if (IsFloating(v->dtype())) {
+        std::vector<float> values(v->numel());
+        for (float& x : values) x = dist(rng);
+        t = Tensor::FromFloat(v->dtype(), v->shape(), values);
+      }
+      KILN_ASSIGN_OR_RETURN(void* p, buffers_.Alloc(t.nbytes()));
+      if (t.nbytes() > 0) {
+        KILN_RETURN_IF_ERROR(Cuda(cudaMemcpy(p, t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice),
+                                  "tuning: uploading random inputs"));
+      }
+      inputs_.push_back(p);
+    }
+    return absl::OkStatus();
+  }
+
+  cudaError_t Launch(const Candidate& c) {
+    const codegen::KernelLaunch& l = c.launch;
+    std::vector<void*> ptrs(l.args.size());
+    std::vector<void*> params(l.args.size());
+    const int outs = static_cast<int>(outputs_.size());
+    for (size_t i = 0; i < l.args.size(); ++i) {
+      const int a = l.args[i];
+      ptrs[i] = a < outs ? outputs_[a] : inputs_[a - outs];
+      params[i] = &ptrs[i];
+    }
+    return cudaLaunchKernel(reinterpret_cast<const void*>(c.kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
+                            dim3(l.block[0], l.block[1], l.block[2]), params.data(), l.shared_bytes, stream_);
+  }
+
+  // Output 0 as floats (after the launches so far).
+  absl::StatusOr<std::vector<float>> Output() {
+    const Value* y = node_.output(0);
+    Tensor t(y->dtype(), y->shape());
+    KILN_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "tuning: synchronising"));
+    KILN_RETURN_IF_ERROR(
+        Cuda(cudaMemcpy(t.mutable_raw_data(), outputs_[0], t.nbytes(), cudaMemcpyDeviceToHost), "tuning: output"));
+    return t.ToFloat();
+  }
+
+  // Median per-launch milliseconds; a CUDA error is returned as is.
+  cudaError_t Time(const Candidate& c, const GemmTuneOptions& o, Events& ev, double* ms) {
+    cudaError_t e = Launch(c);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);
+    if (e != cudaSuccess) return e;
+    // One timed launch decides the batch size.
+    float t = 0;
+    cudaEventRecord(ev.start, stream_);
+    e = Launch(c);
+    cudaEventRecord(ev.stop, stream_);
+    if (e == cudaSuccess) e = cudaEventSynchronize(ev.stop);
+    if (e == cudaSuccess) e = cudaEventElapsedTime(&t, ev.start, ev.stop);
+    if (e != cudaSuccess) return e;
+    const int reps = std::clamp(static_cast<int>(std::ceil(o.min_sample_ms / std::max(t, 1e-3f))), 1, 1000);
+    std::vector<double> samples;
+    for (int s = 0; s < o.samples; ++s) {
+      cudaEventRecord(ev.start, stream_);
+      for (int r = 0; r < reps && e == cudaSuccess; ++r) e = Launch(c);
+      cudaEventRecord(ev.stop, stream_);
+      if (e == cudaSuccess) e = cudaEventSynchronize(ev.stop);
+      if (e == cudaSuccess) e = cudaEventElapsedTime(&t, ev.start, ev.stop);
+      if (e != cudaSuccess) return e;
+      samples.push_back(static_cast<double>(t) / reps);
+    }
+    std::sort(samples.begin(), samples.end());
+    *ms = samples[samples.size() / 2];
+    return cudaSuccess;
+  }
+
+ private:
+  const Node& node_;
+  cudaStream_t stream_;
+  Buffers buffers_;
+  std::vector<void*> outputs_, inputs_;
+};
+
+// max |got - want| / max |want| (finite want); infinity where got is NaN and want is
+// not, or the sizes differ.
+double MaxRelError(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return INFINITY;
+  double scale = 0, err = 0;
+  for (float w : want) {
+    if (std::isfinite(w)) scale = std::max(scale, static_cast<double>(std::fabs(w)));
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float g = got[i], w = want[i];
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (std::isinf(w) && g == w) continue;
+    if (!std::isfinite(g) || !std::isfinite(w)) return INFINITY;
+    err = std::max(err, static_cast<double>(std::fabs(g - w)));
+  }
+  return scale > 0 ? err / scale : err;
+}
+
+std::string Ms(double ms) { return ms > 0 ? absl::StrFormat("%.4f", ms) : std::string("-"); }
+
+}  // namespace
+
+absl::Status CheckTuningDevice(const std::string& arch) {
+  absl::StatusOr<GpuInfo> gpu = LocalGpu();
+  if (!gpu.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--tune needs a GPU; ", gpu.status().message(),
+                     ". Compile without --tune (tile configs then come from the tuning database, where "
+                     "an earlier --tune on a GPU of this arch stored them, else from the heuristic)"));
+  }
+  const std::string local = gpu->arch;
+  // sm_80 code runs on 8.6/8.9 too, but it is tuned where it will run: the same arch.
+  if (local != arch) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--tune measures on the local GPU (", gpu->name, ", ", local.empty() ? "no kiln arch" : local,
+        ") but the bundle is compiled for --arch ", arch, "; tune with --arch ",
+        local.empty() ? "<the local GPU's>" : local, " here, or on a machine with a ", arch, " GPU"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, codegen::TuningDb& db,
+                                              const GemmTuneOptions& options) {
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(std::max(options.budget_seconds, 0.0)));
+  KILN_RETURN_IF_ERROR(CheckTuningDevice(options.arch));
+  KILN_ASSIGN_OR_RETURN(GpuInfo gpu, LocalGpu());
+  GemmTuneReport report;
+  report.tuned = true;
+  report.device = gpu.name;
+  report.db_path = db.path();
+  report.budget_seconds = options.budget_seconds;
+
+  // Distinct problems, largest first (stable: first use breaks ties).
+  std::vector<Problem> problems;
+  std::map<std::string, size_t> index;
+  for (const Node* node : nodes) {
+    if (!codegen::IsMatMulGroup(*node)) continue;
+    absl::StatusOr<ops::GemmProblem> p = ops::DescribeMatMulGroup(*node);
+    if (!p.ok()) continue;  // expanded or left to the heuristic's "no kernel" path
+    codegen::TuningKey key = codegen::GemmTuningKey(options.arch, *p);
+    auto [it, inserted] = index.try_emplace(key.ToString(), problems.size());
+    if (inserted) problems.push_back(Problem{key, *p, node, {}});
+    problems[it->second].groups.push_back(node->name());
+  }
+  std::stable_sort(problems.begin(), problems.end(),
+                   [](const Problem& a, const Problem& b) { return a.gemm.Flops() > b.gemm.Flops(); });
+  if (problems.empty()) {
+    report.note = "no MatMul group runs on kiln's generated GEMM: nothing to tune";
+    return report;
+  }
+
+  cudaStream_t stream = nullptr;
+  KILN_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() { cudaStreamDestroy(s); }
+  } stream_guard{stream};
+  Events ev;
+  KILN_RETURN_IF_ERROR(ev.Create());
+
+  std::string stopped;  // a sticky CUDA error: nothing more can run
+  for (const Problem& problem : problems) {
+    GemmTuneRow row;
+    row.key = problem.key;
+    row.groups = problem.groups;
+    row.heuristic = row.best = ops::HeuristicGemmConfig(problem.gemm);
+    if (!stopped.empty()) {
+      row.note = "not tuned: tuning stopped (see above)";
+      report.rows.push_back(std::move(row));
+      continue;
+    }
+    if (Clock::now() >= deadline) {
+      report.budget_exhausted = true;
+      row.note = "not tuned: the budget was spent";
+      report.rows.push_back(std::move(row));
+      continue;
+    }
+    // Generate and compile every candidate (one module each: parallel, cacheable).
+    std::vector<Candidate> cands;
+    std::vector<codegen::ModuleKernel> kernels;
+    std::vector<std::string> notes;
+    for (const ops::GemmConfig& config : ops::GemmCandidateConfigs(problem.gemm)) {
+      absl::StatusOr<std::vector<codegen::KernelLaunch>> launches = ops::GenerateMatMulGroup(*problem.node, &config);
+      if (!launches.ok() || launches->size() != 1) {
+        notes.push_back(absl::StrCat(ops::GemmConfigString(config), ": ",
+                                     launches.ok() ? "not one launch" : launches.status().message()));
+        continue;
+      }
+      Candidate c;
+      c.config = config;
+      c.launch = std::move((*launches)[0]);
+      kernels.push_back({absl::StrCat("kiln_tune_", kernels.size()), c.launch.source});
+      cands.push_back(std::move(c));
+    }
+    if (cands.empty() || !(cands[0].config == row.heuristic)) {
+      row.note = absl::StrCat("not tuned: the heuristic's config does not generate; ", absl::StrJoin(notes, "; "));
+      report.rows.push_back(std::move(row));
+      continue;
+    }
+    codegen::CompileModulesOptions mo;
+    mo.max_per_module = 1;
+    mo.cache = options.cache;
+    absl::StatusOr<std::vector<std::string>> cubins = codegen::CompileModules(kernels, options.arch, mo);
+    std::vector<absl::StatusOr<std::string>> compiled;
+    if (cubins.ok()) {
+      for (std::string& c : *cubins) compiled.push_back(std::move(c));
+    } else {  // find the culprits one by one
+      for (const codegen::ModuleKernel& k : kernels) compiled.push_back(codegen::CompileModule({k}, options.arch));
+    }
+    row.candidates = static_cast<int>(cands.size());
+    Libraries libs;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if (!compiled[i].ok()) {
+        cands[i].failure = absl::StrCat("NVRTC failed: ", compiled[i].status().message().substr(0, 200));
+        continue;
+      }
+      absl::StatusOr<cudaKernel_t> k = libs.Load(*compiled[i], kernels[i].function, cands[i].launch.shared_bytes);
+      if (!k.ok()) {
+        cands[i].failure = std::string(k.status().message());
+        continue;
+      }
+      cands[i].kernel = *k;
+    }
+    if (!cands[0].failure.empty()) {
+      row.note = absl::StrCat("not tuned: the heuristic's kernel: ", cands[0].failure);
+      report.rows.push_back(std::move(row));
+      continue;
+    }
+
+    ProblemRunner runner(*problem.node, stream);
+    KILN_RETURN_IF_ERROR(runner.Setup());
+    std::vector<float> reference;
+    int best = -1;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      Candidate& c = cands[i];
+      if (!c.failure.empty()) continue;
+      if (i > 0 && Clock::now() >= deadline) {
+        report.budget_exhausted = true;
+        notes.push_back(absl::StrCat("the budget was spent after ", row.timed, " of ", cands.size(),
+                                     " candidates; best so far kept"));
+        break;
+      }
+      const cudaError_t e = runner.Time(c, options, ev, &c.ms);
+      if (e != cudaSuccess) {
+        c.failure = absl::StrCat(cudaGetErrorName(e), ": ", cudaGetErrorString(e));
+        cudaGetLastError();
+        if (IsSticky(e)) {
+          stopped = absl::StrCat("tuning stopped: ", problem.key.ShapeText(), " config ",
+                                 ops::GemmConfigString(c.config), ": ", c.failure);
+          break;
+        }
+        if (i == 0) break;
+        continue;
+      }
+      ++row.timed;
+      absl::StatusOr<std::vector<float>> out = runner.Output();
+      if (!out.ok()) return out.status();
+      if (i == 0) {
+        reference = *std::move(out);
+        row.heuristic_ms = c.ms;
+        best = 0;
+        continue;
+      }
+      c.error = MaxRelError(*out, reference);
+      const double tolerance = problem.node->output(0)->dtype() == DType::kBFloat16 ? 5e-2 : 1e-2;
+      if (!(c.error <= tolerance)) {
+        c.failure = absl::StrFormat("output differs from the heuristic config's (max rel error %.3g)", c.error);
+        continue;
+      }
+      if (c.ms < cands[best].ms) best = static_cast<int>(i);
+    }
+    for (const Candidate& c : cands) {
+      if (!c.failure.empty()) notes.push_back(absl::StrCat(ops::GemmConfigString(c.config), " left out: ", c.failure));
+    }
+    if (best < 0) {
+      row.note = absl::StrCat("not tuned: ", absl::StrJoin(notes, "; "));
+      if (!stopped.empty()) row.note = stopped;
+      report.rows.push_back(std::move(row));
+      continue;
+    }
+    // Noise guard: the heuristic stays unless the best is at least 1% faster.
+    if (best > 0 && cands[best].ms > 0.99 * cands[0].ms) best = 0;
+    row.best = cands[best].config;
+    row.best_ms = cands[best].ms;
+    row.max_rel_error = cands[best].error;
+    if (row.timed >= 2) {
+      codegen::TuningEntry entry;
+      entry.key = problem.key;
+      entry.config = row.best;
+      entry.tuned_ms = row.best_ms;
+      entry.heuristic = row.heuristic;
+      entry.heuristic_ms = row.heuristic_ms;
+      entry.device = gpu.name;
+      db.Put(std::move(entry));
+      row.stored = true;
+    } else {
+      notes.push_back("only the heuristic was measured: nothing stored");
+    }
+    if (!stopped.empty()) notes.push_back(stopped);
+    row.note = absl::StrJoin(notes, "; ");
+    report.rows.push_back(std::move(row));
+  }
+  if (!stopped.empty()) report.note = stopped;
+  KILN_RETURN_IF_ERROR(db.Save());
+  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return report;
+}
+
+std::string GemmTuneTable(const GemmTuneReport& r) {
+  std::string out;
+  if (!r.tuned) return out;
+  absl::StrAppend(&out, "GEMM tuning on ", r.device, " (database ", r.db_path.empty() ? "none" : r.db_path, ")\n");
+  if (!r.note.empty()) absl::StrAppend(&out, "  ", r.note, "\n");
+  if (r.rows.empty()) return out;
+  absl::StrAppend(&out, absl::StrFormat("  %-40s %-20s %10s %-20s %10s %8s %s\n", "problem (MxNxK dtype layout)",
+                                        "heuristic", "ms", "best", "ms", "speedup", "groups"));
+  for (const GemmTuneRow& row : r.rows) {
+    const std::string speedup =
+        row.best_ms > 0 && row.heuristic_ms > 0 ? absl::StrFormat("%.2fx", row.heuristic_ms / row.best_ms) : "-";
+    absl::StrAppend(&out, absl::StrFormat("  %-40s %-20s %10s %-20s %10s %8s %s\n", row.key.ShapeText(),
+                                          ops::GemmConfigString(row.heuristic), Ms(row.heuristic_ms),
+                                          row.best_ms > 0 ? ops::GemmConfigString(row.best) : "-", Ms(row.best_ms),
+                                          speedup, absl::StrJoin(row.groups, ", ")));
+    absl::StrAppend(&out, "    ", row.key.signature, ": ", row.timed, "/", row.candidates, " configs measured",
+                    row.stored ? ", stored" : ", not stored",
+                    row.timed >= 2 ? absl::StrFormat(", max rel error vs heuristic %.2g", row.max_rel_error) : "",
+                    row.note.empty() ? "" : "; ", row.note, "\n");
+  }
+  absl::StrAppend(&out, absl::StrFormat("  %.1f s of a %.0f s budget%s\n", r.seconds, r.budget_seconds,
+                                        r.budget_exhausted ? " (spent: the budget stopped tuning early; "
+                                                             "rerun with a larger --tune-budget to measure the rest)"
+                                                           : ""));
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,139 @@
+// `--tune` on the GPU (ctest label gpu; skips without one): tuning a small MatMul
+// group stores an entry, the next compile (no --tune) uses it, and the bundle with the
+// tuned kernel matches the CPU backend.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "graph/text_format.h"
+#include "gtest/gtest.h"
+#include "runtime/bundle.h"
+#include "runtime/compiler.h"
+#include "runtime/cpu_executor.h"
+#include "runtime/cuda_util.h"
+#include "runtime/gemm_tuner.h"
+#include "runtime/gpu_executor.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// MatMul + bias + GELU over weights that are graph inputs (random in the test).
+constexpr char kGraph[] = R"(graph @tune_gpu {
+  input %x : f32[200,512]
+  input %w : f32[512,384]
+  input %b : f32[384]
+  %mm : f32[200,384] = MatMul(%x, %w) @matmul
+  %add : f32[200,384] = Add(%mm, %b) @bias
+  %y : f32[200,384] = Gelu(%add) @gelu
+  output %y
+})";
+
+Tensor Random(const Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  std::vector<float> v(NumElements(shape));
+  for (float& x : v) x = uni(rng);
+  return Tensor::FromFloat(DType::kFloat32, shape, v);
+}
+
+TEST(GemmTunerGpuTest, TunedEntryIsStoredReusedAndCorrect) {
+  absl::StatusOr<GpuInfo> gpu = LocalGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "skipped: " << gpu.status().message();
+  ASSERT_FALSE(gpu->arch.empty()) << "no kiln arch for " << gpu->name;
+  const fs::path dir = fs::path(::testing::TempDir()) / absl::StrCat("kiln_tuner_gpu_", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto graph = ParseGraph(kGraph);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+
+  CompileOptions options;
+  options.arch = gpu->arch;
+  options.matmul_groups = "generated";
+  options.tuning_db_path = (dir / "tuning.tsv").string();
+  options.kernel_cache_dir = (dir / "cache").string();
+  options.tune = true;
+  options.tune_budget_seconds = 60;
+  GemmTuneReport report;
+  options.tuning_report = &report;
+  auto tuned = BuildBundle(**graph, options, "tune.onnx", "bytes");
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  std::cout << GemmTuneTable(report);
+  ASSERT_TRUE(report.tuned);
+  ASSERT_EQ(report.rows.size(), 1u) << report.note;
+  const GemmTuneRow& row = report.rows[0];
+  EXPECT_EQ(row.key.m, 200);
+  EXPECT_EQ(row.key.n, 384);
+  EXPECT_EQ(row.key.k, "512");
+  EXPECT_GE(row.candidates, 8);
+  EXPECT_EQ(row.timed, row.candidates) << row.note;  // a 60 s budget measures them all
+  EXPECT_GT(row.heuristic_ms, 0);
+  EXPECT_GT(row.best_ms, 0);
+  EXPECT_LE(row.best_ms, row.heuristic_ms);
+  EXPECT_LE(row.max_rel_error, 1e-2);
+  EXPECT_TRUE(row.stored) << row.note;
+  EXPECT_FALSE(report.budget_exhausted);
+
+  // The database holds it; the tuned compile already used it.
+  codegen::TuningDb db(options.tuning_db_path);
+  ASSERT_TRUE(db.Load().ok());
+  const codegen::TuningEntry* e = db.Find(row.key);
+  ASSERT_NE(e, nullptr);
+  EXPECT_TRUE(e->config == row.best);
+  EXPECT_EQ(e->device, gpu->name);
+  const std::string expected = codegen::ops::GemmConfigString(row.best) + " (tuning database)";
+  auto config_of = [](const BundleContents& b) {
+    for (const auto& s : b.manifest.steps()) {
+      for (const auto& l : s.launches()) {
+        if (!l.config().empty()) return l.config();
+      }
+    }
+    return std::string();
+  };
+  EXPECT_EQ(config_of(*tuned), expected);
+
+  // A later compile without --tune reuses it, and the bundle is right.
+  options.tune = false;
+  auto again = BuildBundle(**graph, options, "tune.onnx", "bytes");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(config_of(*again), expected);
+  const std::string path = (dir / "tuned.kiln").string();
+  ASSERT_TRUE(WriteBundle(*std::move(again), path).ok());
+  auto bundle = Bundle::Load(path);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  auto host = CpuProgram::Create(**bundle);
+  ASSERT_TRUE(host.ok()) << host.status();
+  auto program = GpuProgram::Create(*host);
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto gpu_exec = GpuExecutor::Create(*program);
+  ASSERT_TRUE(gpu_exec.ok()) << gpu_exec.status();
+  auto cpu_exec = CpuExecutor::Create(*host);
+  ASSERT_TRUE(cpu_exec.ok()) << cpu_exec.status();
+  const TensorMap feeds = {{"x", Random({200, 512}, 1)}, {"w", Random({512, 384}, 2)}, {"b", Random({384}, 3)}};
+  auto got = (*gpu_exec)->Run(feeds);
+  ASSERT_TRUE(got.ok()) << got.status();
+  auto want = (*cpu_exec)->Run(feeds);
+  ASSERT_TRUE(want.ok()) << want.status();
+  const std::vector<float> g = (*got)[0].ToFloat(), w = (*want)[0].ToFloat();
+  ASSERT_EQ(g.size(), w.size());
+  double err = 0, scale = 1e-6;
+  for (size_t i = 0; i < g.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(g[i])) << i;
+    err = std::max(err, static_cast<double>(std::fabs(g[i] - w[i])));
+    scale = std::max(scale, static_cast<double>(std::fabs(w[i])));
+  }
+  std::cout << "[ gpu ] tuned " << expected << ": rel. error " << err / scale << " vs the CPU backend\n";
+  EXPECT_LE(err / scale, 3e-2);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,234 @@
+// The tuning database as the compiler uses it (no GPU needed): a compile takes a
+// stored config for its GEMM and records where it came from; --tune without a GPU is
+// a clear error.
+#include "runtime/gemm_tuner.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/op_kernels.h"
+#include "gmock/gmock.h"
+#include "graph/text_format.h"
+#include "gtest/gtest.h"
+#include "runtime/compiler.h"
+#include "runtime/cuda_util.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using codegen::ops::GemmConfig;
+
+// MatMul + bias + Relu: one matmul+epilogue group on the generated GEMM.
+constexpr char kGraph[] = R"(graph @tune {
+  input %x : f32[96,256]
+  const %w : f32[256,192] = splat(0.5)
+  const %b : f32[192] = splat(0.25)
+  %mm : f32[96,192] = MatMul(%x, %w) @matmul
+  %add : f32[96,192] = Add(%mm, %b) @bias
+  %y : f32[96,192] = Relu(%add) @relu
+  output %y
+})";
+
+std::string TestDir(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / absl::StrCat("kiln_tuning_", name, "_", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+absl::StatusOr<BundleContents> Build(const CompileOptions& options) {
+  auto graph = ParseGraph(kGraph);
+  if (!graph.ok()) return graph.status();
+  return BuildBundle(**graph, options, "tune.onnx", "bytes");
+}
+
+CompileOptions Options(const std::string& db) {
+  CompileOptions options;
+  options.arch = "sm_80";
+  options.matmul_groups = "generated";
+  options.kernel_cache = false;
+  options.tuning_db_path = db;
+  return options;
+}
+
+// The one GEMM launch of a bundle.
+const bundle::Launch* GemmLaunch(const BundleContents& b) {
+  for (const bundle::Step& s : b.manifest.steps()) {
+    for (const bundle::Launch& l : s.launches()) {
+      if (!l.config().empty()) return &l;
+    }
+  }
+  return nullptr;
+}
+
+// The tuning key of the bundle's MatMul group, from its graph text.
+absl::StatusOr<codegen::TuningKey> GroupKey(const BundleContents& b, const std::string& arch) {
+  auto graph = ParseGraph(b.manifest.graph_text());
+  if (!graph.ok()) return graph.status();
+  for (const Node* n : (*graph)->nodes()) {
+    if (!codegen::IsMatMulGroup(*n)) continue;
+    auto p = codegen::ops::DescribeMatMulGroup(*n);
+    if (!p.ok()) return p.status();
+    return codegen::GemmTuningKey(arch, *p);
+  }
+  return absl::NotFoundError("no MatMul group");
+}
+
+TEST(GemmTuningCompileTest, CompileReusesADatabaseEntryWithoutAGpu) {
+  const std::string dir = TestDir("reuse");
+  const std::string db_path = dir + "/tuning.tsv";
+  GemmTuneReport report;
+  CompileOptions options = Options(db_path);
+  options.tuning_report = &report;
+  auto heuristic = Build(options);
+  ASSERT_TRUE(heuristic.ok()) << heuristic.status();
+  ASSERT_NE(GemmLaunch(*heuristic), nullptr);
+  EXPECT_EQ(GemmLaunch(*heuristic)->config(), "64x64x32 w2x2 s4 (heuristic)");
+  EXPECT_EQ(report.db_path, db_path);
+  EXPECT_FALSE(report.tuned);
+  EXPECT_TRUE(report.warnings.empty());
+  EXPECT_FALSE(fs::exists(db_path));  // a compile without --tune writes nothing
+
+  // Store another config for exactly this problem, as --tune would.
+  auto key = GroupKey(*heuristic, "sm_80");
+  ASSERT_TRUE(key.ok()) << key.status();
+  EXPECT_EQ(key->ShapeText(), "96x192x256 f16 NN");
+  {
+    codegen::TuningDb db(db_path);
+    codegen::TuningEntry e;
+    e.key = *key;
+    e.config = GemmConfig{32, 64, 32, 2, 2, 4};
+    e.tuned_ms = 0.004;
+    e.heuristic = GemmConfig{64, 64, 32, 2, 2, 4};
+    e.heuristic_ms = 0.005;
+    e.device = "Test GPU";
+    db.Put(e);
+    ASSERT_TRUE(db.Save().ok());
+  }
+  options.dump_kernels_dir = dir + "/dump";
+  auto tuned = Build(options);
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  const bundle::Launch* l = GemmLaunch(*tuned);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->config(), "32x64x32 w2x2 s4 (tuning database)");
+  EXPECT_EQ(l->block(0), 128u);
+  EXPECT_EQ(l->grid(0), 3u * 3u);  // ceil(96/32) x ceil(192/64) tiles
+  // The dump shows the kernel's #defines and where the config came from.
+  fs::path launch_txt, cu;
+  for (const auto& e : fs::recursive_directory_iterator(dir + "/dump/steps")) {
+    if (e.path().filename() == "launch.txt" && Slurp(e.path()).find("GEMM tile") != std::string::npos) {
+      launch_txt = e.path();
+      cu = e.path().parent_path() / (l->function() + ".cu");
+    }
+  }
+  ASSERT_FALSE(launch_txt.empty());
+  const std::string text = Slurp(launch_txt);
+  EXPECT_THAT(text, HasSubstr("GEMM tile: BM=32 BN=64 BK=32 WARPS_M=2 WARPS_N=2 STAGES=4"));
+  EXPECT_THAT(text, HasSubstr("GEMM config: 32x64x32 w2x2 s4 (tuning database)"));
+  EXPECT_THAT(Slurp(cu), HasSubstr("#define BM 32\n#define BN 64\n"));
+
+  // Another arch, or --no-tuning-db: the heuristic.
+  options.dump_kernels_dir.clear();
+  options.arch = "sm_86";
+  auto other_arch = Build(options);
+  ASSERT_TRUE(other_arch.ok()) << other_arch.status();
+  EXPECT_EQ(GemmLaunch(*other_arch)->config(), "64x64x32 w2x2 s4 (heuristic)");
+  options.arch = "sm_80";
+  options.tuning_db = false;
+  auto no_db = Build(options);
+  ASSERT_TRUE(no_db.ok()) << no_db.status();
+  EXPECT_EQ(GemmLaunch(*no_db)->config(), "64x64x32 w2x2 s4 (heuristic)");
+}
+
+TEST(GemmTuningCompileTest, CorruptDatabaseLinesAreWarnings) {
+  const std::string dir = TestDir("corrupt");
+  const std::string db_path = dir + "/tuning.tsv";
+  std::ofstream(db_path) << "# kiln tuning database v1\nnot an entry\n";
+  GemmTuneReport report;
+  CompileOptions options = Options(db_path);
+  options.tuning_report = &report;
+  auto bundle = Build(options);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  EXPECT_EQ(GemmLaunch(*bundle)->config(), "64x64x32 w2x2 s4 (heuristic)");
+  ASSERT_EQ(report.warnings.size(), 1u);
+  EXPECT_THAT(report.warnings[0], HasSubstr(absl::StrCat("tuning database ", db_path, " line 2:")));
+  EXPECT_THAT(report.warnings[0], HasSubstr("skipped"));
+}
+
+TEST(GemmTuningCompileTest, TuneWithoutAGpuIsAClearError) {
+  if (HasGpu()) GTEST_SKIP() << "skipped: this machine has a GPU (the gpu-labelled test tunes there)";
+  CompileOptions options = Options(TestDir("no_gpu") + "/tuning.tsv");
+  options.tune = true;
+  auto bundle = Build(options);
+  ASSERT_FALSE(bundle.ok());
+  EXPECT_EQ(bundle.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(bundle.status().message(), HasSubstr("--tune needs a GPU; no CUDA GPU"));
+  EXPECT_THAT(bundle.status().message(), HasSubstr("Compile without --tune"));
+  EXPECT_FALSE(CheckTuningDevice("sm_80").ok());
+}
+
+TEST(GemmTuningCompileTest, TuneOptionsAreValidated) {
+  CompileOptions options = Options("");
+  options.tune = true;
+  options.tuning_db = false;
+  absl::Status st = ValidateCompileOptions(options);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("drop --no-tuning-db"));
+  options.tuning_db = true;
+  options.tune_budget_seconds = 0;
+  st = ValidateCompileOptions(options);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("--tune-budget must be a positive number"));
+}
+
+TEST(GemmTuningCompileTest, TableSaysWhatWasMeasured) {
+  GemmTuneReport r;
+  r.tuned = true;
+  r.device = "Test GPU";
+  r.db_path = "/db/tuning.tsv";
+  r.budget_seconds = 60;
+  r.seconds = 3.25;
+  GemmTuneRow row;
+  row.key.m = 128;
+  row.key.n = 768;
+  row.key.k = "768";
+  row.key.dtype = "f16";
+  row.key.layout = "NN";
+  row.key.signature = "matmul+epilogue[MatMul,Add,Add]#0123456789abcdef";
+  row.groups = {"group_a", "group_b"};
+  row.heuristic = GemmConfig{64, 64, 32, 2, 2, 4};
+  row.best = GemmConfig{32, 64, 32, 2, 2, 4};
+  row.heuristic_ms = 0.010;
+  row.best_ms = 0.008;
+  row.candidates = 12;
+  row.timed = 12;
+  row.stored = true;
+  r.rows.push_back(row);
+  const std::string table = GemmTuneTable(r);
+  EXPECT_THAT(table, HasSubstr("GEMM tuning on Test GPU (database /db/tuning.tsv)"));
+  EXPECT_THAT(table, HasSubstr("128x768x768 f16 NN"));
+  EXPECT_THAT(table, HasSubstr("64x64x32 w2x2 s4"));
+  EXPECT_THAT(table, HasSubstr("0.0100"));
+  EXPECT_THAT(table, HasSubstr("32x64x32 w2x2 s4"));
+  EXPECT_THAT(table, HasSubstr("1.25x"));
+  EXPECT_THAT(table, HasSubstr("group_a, group_b"));
+  EXPECT_THAT(table, HasSubstr("12/12 configs measured, stored"));
+  EXPECT_THAT(table, HasSubstr("3.2 s of a 60 s budget\n"));
+  r.budget_exhausted = true;
+  EXPECT_THAT(GemmTuneTable(r), HasSubstr("rerun with a larger --tune-budget"));
+  EXPECT_EQ(GemmTuneTable(GemmTuneReport{}), "");  // no --tune: no table
+}
+
+}  // namespace
+}  // namespace kiln
