@@ -2,6 +2,7 @@
 // (codegen/ops/{pointwise,movement,reduce,pool}.cc).
 #include "codegen/op_kernels.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
@@ -47,6 +48,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
           "no fused GPU kernel for '", *pattern, "' groups with --matmul-groups library (cuBLASLt takes ",
           "matmul+epilogue groups of a bias and Relu/tanh-Gelu only; --matmul-groups generated runs every ",
           "MatMul group on kiln's tensor-core GEMM)"));
+    }
+    if (pattern.ok() && absl::StartsWith(*pattern, "conv")) {
+      return absl::UnimplementedError(absl::StrCat(
+          "no generated kernel for '", *pattern, "' groups yet; cuDNN's fused conv-bias-activation call is off "
+          "(slower than the convolution plus one pointwise kernel on the H100; --conv-groups cudnn turns it on)"));
     }
     return absl::UnimplementedError(absl::StrCat("no fused GPU kernel for '", pattern.ok() ? *pattern : "?",
                                                  "' groups yet (kiln's tensor-core templates come next)"));

@@ -42,6 +42,13 @@ struct KernelOptions {
   // epilogue generated into it. Off: they have no generated kernel (the caller uses
   // a library epilogue or expands them).
   bool gemm_template = false;
+  // "conv+epilogue" groups run as one cudnnConvolutionBiasActivationForward call
+  // (cudnn:FusedConv). Off by default: on the H100 that call measured slower than
+  // cudnnConvolutionForward plus one generated pointwise kernel for the epilogue
+  // (ResNet-50 batch 1: 0.833 ms fused this way vs 0.706 ms unfused; MobileNetV2
+  // 0.381 vs 0.357). Off, the groups are expanded and their epilogue fused again as
+  // a pointwise group (runtime/compiler.cc). `kiln compile --conv-groups cudnn`.
+  bool cudnn_fused_conv = false;
 };
 
 // The launches that compute `node`'s outputs from its inputs, in order. `node` has

@@ -45,7 +45,9 @@ bool IsAliasedView(const bundle::Step& step, const Node& node) {
 
 bool UsesLibraryKernel(const Node& node, const codegen::KernelOptions& kernel_options) {
   if (kernel_options.gemm_template && codegen::IsMatMulGroup(node)) return false;
-  return !codegen::LibraryKernelName(node).empty();
+  const std::string name = codegen::LibraryKernelName(node);
+  if (name == "cudnn:FusedConv" && !kernel_options.cudnn_fused_conv) return false;
+  return !name.empty();
 }
 
 absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& nodes, const std::string& arch,

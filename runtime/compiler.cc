@@ -123,6 +123,7 @@ codegen::KernelOptions KernelOptionsFor(const CompileOptions& options) {
   codegen::KernelOptions k;
   k.gemm_template = options.matmul_groups == "generated" ||
                     (options.matmul_groups == "auto" && options.arch != "sm_90a");
+  k.cudnn_fused_conv = options.conv_groups == "cudnn";
   return k;
 }
 
@@ -151,6 +152,10 @@ absl::Status ValidateCompileOptions(const CompileOptions& options) {
   if (options.matmul_groups != "auto" && options.matmul_groups != "library" && options.matmul_groups != "generated") {
     return absl::InvalidArgumentError(absl::StrCat("unsupported --matmul-groups '", options.matmul_groups,
                                                    "': choose auto, library or generated"));
+  }
+  if (options.conv_groups != "expand" && options.conv_groups != "cudnn") {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported --conv-groups '", options.conv_groups,
+                                                   "': choose expand or cudnn"));
   }
   if (options.tune && !options.tuning_db) {
     return absl::InvalidArgumentError("--tune stores its results in the tuning database: drop --no-tuning-db");

@@ -51,6 +51,11 @@ struct CompileOptions {
   // expanded) or "auto": generated for sm_80/86/89, library for sm_90a, where the
   // sm_80-class kernel reaches only ~0.35-0.55x cuBLASLt (Hopper kernels: next).
   std::string matmul_groups = "auto";
+  // Which kernel runs "conv+epilogue" groups: "expand" (default: cuDNN's plain
+  // convolution, the epilogue fused again as one pointwise kernel) or "cudnn" (one
+  // cudnnConvolutionBiasActivationForward call; codegen::KernelOptions::
+  // cudnn_fused_conv says why it is not the default).
+  std::string conv_groups = "expand";
   // Called after every pass of the pipeline (and "lower-precision") with the graph:
   // --dump-after.
   std::function<void(const std::string& pass, const Graph& graph)> after_pass;

@@ -346,6 +346,43 @@ TEST(CpuExecutorTest, LibraryModeKeepsBiasInCublasLtAndRefusesTheTail) {
   ExpectBundleMatchesReference(**graph, "bert_layer", "fp16");
 }
 
+// Conv groups: by default cuDNN's plain convolution runs and the epilogue (residual
+// add, Relu) becomes one generated kernel; --conv-groups cudnn gives the one fused
+// cuDNN call instead. Both compute the model.
+TEST(CpuExecutorTest, ConvGroupsExpandByDefaultAndUseCudnnOnRequest) {
+  models::ModelOptions options;
+  options.batch = 1;
+  auto model = models::MakeModel("tiny_cnn", options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto graph = ImportOnnxModel(*std::move(model), ".");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  for (const char* mode : {"expand", "cudnn"}) {
+    SCOPED_TRACE(mode);
+    CompileOptions compile = WithPrecision("fp16");
+    compile.conv_groups = mode;
+    auto contents = BuildBundle(**graph, compile, "tiny_cnn", "");
+    ASSERT_TRUE(contents.ok()) << contents.status();
+    int fused_convs = 0, relus = 0;
+    for (const bundle::Step& step : contents->manifest.steps()) {
+      fused_convs += step.kernel() == "cudnn:FusedConv";
+      relus += step.op_type() == "Relu";
+    }
+    // tiny_cnn: two conv+Relu groups; expanded, each Relu is the one kernel its
+    // epilogue becomes (with a residual add it would be one pointwise group).
+    if (std::string(mode) == "cudnn") {
+      EXPECT_EQ(fused_convs, 2);
+      EXPECT_EQ(relus, 0);
+    } else {
+      EXPECT_EQ(fused_convs, 0);
+      EXPECT_EQ(relus, 2);
+    }
+  }
+  CompileOptions bad;
+  bad.conv_groups = "fast";
+  EXPECT_THAT(std::string(ValidateCompileOptions(bad).message()), ::testing::HasSubstr("--conv-groups 'fast'"));
+  ExpectBundleMatchesReference(**graph, "tiny_cnn", "fp16");
+}
+
 TEST(CpuExecutorDataTest, LightModels) {
   const char* data = std::getenv("KILN_ONNX_DATA");
   if (data == nullptr || *data == '\0') {

@@ -49,6 +49,7 @@ constexpr char kUsage[] =
     "  fused      the default compile (fusion on, --matmul-groups auto)\n"
     "  generated  fusion on, MatMul groups on kiln's generated GEMM (--matmul-groups generated)\n"
     "  library    fusion on, MatMul groups on cuBLASLt epilogues (--matmul-groups library)\n"
+    "  cudnn-conv fusion on, conv groups as one cuDNN fused call (--conv-groups cudnn)\n"
     "On the GPU (the default when there is one) the latency is device time per run on\n"
     "data already in the arena (CUDA graph replay); device memory is what creating the\n"
     "session took (weights, arena, library workspaces: cudaMemGetInfo before and after).\n"
@@ -104,9 +105,11 @@ absl::StatusOr<std::vector<Config>> ParseConfigs(const std::string& spec, const 
     } else if (c.name == "fused") {
     } else if (c.name == "generated" || c.name == "library") {
       c.options.matmul_groups = c.name;
+    } else if (c.name == "cudnn-conv") {
+      c.options.conv_groups = "cudnn";
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--compare: unknown configuration '", c.name,
-                                                     "' (fused, unfused, generated, library)"));
+                                                     "' (fused, unfused, generated, library, cudnn-conv)"));
     }
     for (const Config& other : configs) {
       if (other.name == c.name) return absl::InvalidArgumentError(absl::StrCat("--compare names '", c.name, "' twice"));

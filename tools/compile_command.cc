@@ -30,6 +30,7 @@ constexpr char kUsage[] =
     "                    [--precision fp16|bf16|fp32] [--input-shape NAME=1x128]...\n"
     "                    [--calibrate NAME=SOURCE]... [--no-fuse] [--report]\n"
     "                    [--dump-after PASS|all] [--matmul-groups auto|library|generated]\n"
+    "                    [--conv-groups expand|cudnn]\n"
     "                    [--no-kernel-cache] [--dump-kernels DIR]\n"
     "                    [--tune [--tune-budget SECONDS]] [--tuning-db FILE] [--no-tuning-db]\n"
     "Compiles the model into a bundle (manifest, kernels, weights) for the named GPU arch.\n"
@@ -47,8 +48,12 @@ constexpr char kUsage[] =
     "--dump-after PASS: the graph in kiln's text form after PASS (its last run), or after\n"
     "every pass with 'all'; the passes in order: kiln compile --dump-after help.\n"
     "--matmul-groups: fused MatMul groups run kiln's generated tensor-core GEMM with their\n"
-    "epilogue (generated), or cuBLASLt with its fused epilogues where it has one, the rest\n"
-    "expanded (library); auto (default): generated for sm_80/86/89, library for sm_90a.\n"
+    "prologues and epilogue (generated), or cuBLASLt with the bias/activation epilogue it\n"
+    "has, the rest of the group fused again as pointwise work (library); auto (default):\n"
+    "generated for sm_80/86/89, library for sm_90a.\n"
+    "--conv-groups: conv+epilogue groups run as cuDNN's convolution plus one generated\n"
+    "pointwise kernel for the epilogue (expand, default), or as one cuDNN fused\n"
+    "conv-bias-activation call (cudnn), which measured slower on the H100.\n"
     "--no-kernel-cache: compile every kernel module with NVRTC. By default compiled modules\n"
     "are cached on disk, keyed by source, arch, NVRTC version and options, in $KILN_CACHE_DIR,\n"
     "else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.\n"
@@ -80,7 +85,7 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   }
   KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded,
                                                {"output", "arch", "precision", "input-shape", "calibrate",
-                                                "dump-after", "matmul-groups", "dump-kernels", "tune-budget",
+                                                "dump-after", "matmul-groups", "conv-groups", "dump-kernels", "tune-budget",
                                                 "tuning-db"},
                                                {"help", "no-fuse", "report", "no-kernel-cache", "tune",
                                                 "no-tuning-db"}));
@@ -107,6 +112,7 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
   options.fuse = !args.Has("no-fuse");
   options.matmul_groups = args.Get("matmul-groups", "auto");
+  options.conv_groups = args.Get("conv-groups", "expand");
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
   options.kernel_cache = !args.Has("no-kernel-cache");
   options.dump_kernels_dir = args.Get("dump-kernels");
