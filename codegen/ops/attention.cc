@@ -94,19 +94,7 @@ absl::StatusOr<std::string> BroadcastOffset(const Node& node, const Shape& view,
     return NoKernel(node, absl::StrCat("an input of shape ", ShapeToString(view), " does not broadcast into ",
                                        ShapeToString(shape)));
   }
-  const size_t r = shape.size();
-  std::vector<std::string> terms;
-  int64_t inner = 1;
-  for (size_t d = r - 2; d-- > 0;) {
-    if (st[d] != 0) terms.push_back(absl::StrCat("(kiln_index)((batch / ", inner, ") % ", shape[d], ") * ", st[d], "LL"));
-    inner *= shape[d];
-  }
-  if (st[r - 2] != 0) terms.push_back(absl::StrCat("(kiln_index)row * ", st[r - 2], "LL"));
-  if (st[r - 1] != 0) terms.push_back(absl::StrCat("(kiln_index)col * ", st[r - 1], "LL"));
-  if (terms.empty()) return std::string("0");
-  std::string out;
-  for (size_t i = 0; i < terms.size(); ++i) absl::StrAppend(&out, i ? " + " : "", terms[i]);
-  return out;
+  return BatchRowColOffset(shape, st);
 }
 
 // How the kernel reaches an operand (or the output): the group input (output) it

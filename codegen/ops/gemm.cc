@@ -152,20 +152,7 @@ absl::StatusOr<std::string> BroadcastOffset(const Node& node, const Shape& view,
     if (view[d] != 1 && view[d] != shape[lead + d]) return NoKernel(node, "an element-wise input does not broadcast");
     st[lead + d] = view[d] == 1 ? 0 : dense[d];
   }
-  std::vector<std::string> terms;
-  int64_t inner = 1;
-  for (size_t d = r - 2; d-- > 0;) {
-    if (st[d] != 0) {
-      terms.push_back(absl::StrCat("(kiln_index)((batch / ", inner, ") % ", shape[d], ") * ", st[d], "LL"));
-    }
-    inner *= shape[d];
-  }
-  if (st[r - 2] != 0) terms.push_back(absl::StrCat("(kiln_index)row * ", st[r - 2], "LL"));
-  if (st[r - 1] != 0) terms.push_back(absl::StrCat("(kiln_index)col * ", st[r - 1], "LL"));
-  if (terms.empty()) return std::string("0");
-  std::string out;
-  for (size_t i = 0; i < terms.size(); ++i) absl::StrAppend(&out, i ? " + " : "", terms[i]);
-  return out;
+  return BatchRowColOffset(shape, st);
 }
 
 absl::StatusOr<bool> Flag(const Node& mm, const char* name) {
@@ -625,7 +612,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   absl::StrAppend(&src,
                   "static __device__ __forceinline__ float kiln_epilogue(float acc, int row, int col, int batch "
                   "KILN_EPILOGUE_PARAMS) {\n",
-                  loads, plan.epilogue_code, "  return ", plan.result, ";\n}\n", TemplateSource("gemm_sm80.cuh"));
+                  loads, plan.epilogue_code, "  return ", plan.result, ";\n}\n", TemplateSource("mma_sm80.cuh"),
+                  TemplateSource("gemm_sm80.cuh"));
   launch.source = std::move(src);
   launch.grid = {static_cast<uint32_t>(tiles), 1, static_cast<uint32_t>(batch)};
   launch.block = {static_cast<uint32_t>(cfg.warps_m * cfg.warps_n * 32), 1, 1};

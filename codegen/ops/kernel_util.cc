@@ -329,4 +329,22 @@ absl::Status NoKernel(const Node& node, const std::string& form) {
                                                node.name(), "')"));
 }
 
+std::string BatchRowColOffset(const Shape& shape, const std::vector<int64_t>& strides) {
+  const size_t r = shape.size();
+  std::vector<std::string> terms;
+  int64_t inner = 1;
+  for (size_t d = r - 2; d-- > 0;) {
+    if (strides[d] != 0) {
+      terms.push_back(absl::StrCat("(kiln_index)((batch / ", inner, ") % ", shape[d], ") * ", strides[d], "LL"));
+    }
+    inner *= shape[d];
+  }
+  if (strides[r - 2] != 0) terms.push_back(absl::StrCat("(kiln_index)row * ", strides[r - 2], "LL"));
+  if (strides[r - 1] != 0) terms.push_back(absl::StrCat("(kiln_index)col * ", strides[r - 1], "LL"));
+  if (terms.empty()) return std::string("0");
+  std::string out;
+  for (size_t i = 0; i < terms.size(); ++i) absl::StrAppend(&out, i ? " + " : "", terms[i]);
+  return out;
+}
+
 }  // namespace kiln::codegen::ops

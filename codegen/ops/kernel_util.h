@@ -122,4 +122,10 @@ inline int InputArg(const Node& node, int i) { return node.num_outputs() + i; }
 // Unimplemented("no generated GPU kernel for <Op> (<form>)").
 absl::Status NoKernel(const Node& node, const std::string& form);
 
+// The C expression of the element offset of (batch, row, col) in an operand of
+// logical shape [batch..., R, C] whose dims have memory strides `strides` (0: the
+// dim is broadcast); `batch` is the flat index over the batch dims. Used by the
+// tensor-core templates' functors (GEMM epilogue and prologue, attention scores).
+std::string BatchRowColOffset(const Shape& shape, const std::vector<int64_t>& strides);
+
 }  // namespace kiln::codegen::ops

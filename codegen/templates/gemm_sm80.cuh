@@ -72,50 +72,8 @@
 #define GEMM_DUAL 0
 #endif
 
-typedef unsigned short kiln_gemm_t;  // fp16 or bf16 bits
-
-static __device__ __forceinline__ unsigned kiln_gemm_smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte global -> shared copy; bytes past src_bytes (0 or 16) are zero-filled.
-static __device__ __forceinline__ void kiln_gemm_cp16(void* smem, const void* gmem, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(kiln_gemm_smem_addr(smem)), "l"(gmem),
-               "r"(src_bytes));
-}
-static __device__ __forceinline__ void kiln_gemm_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-static __device__ __forceinline__ void kiln_gemm_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-static __device__ __forceinline__ void kiln_gemm_ldsm_x4(unsigned (&r)[4], const void* smem) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(kiln_gemm_smem_addr(smem)));
-}
-static __device__ __forceinline__ void kiln_gemm_ldsm_x4_trans(unsigned (&r)[4], const void* smem) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(kiln_gemm_smem_addr(smem)));
-}
-
-// d += a * b for one m16n8k16 fragment.
-static __device__ __forceinline__ void kiln_gemm_mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-#if GEMM_BF16
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-}
+// The tensor-core primitives (cp.async, ldmatrix, mma.sync) are in mma_sm80.cuh,
+// which codegen/ops/gemm.cc puts before this text.
 
 constexpr int kiln_gemm_mma_kind = GEMM_BF16 ? 1 : 0;
 
@@ -150,7 +108,7 @@ struct kiln_gemm_identity {
 // cp.async: chunks of 8 elements (LIM_C % 8 == 0, so a chunk is all in or all out),
 // out-of-range chunks zero-filled.
 template <int ROWS, int COLS, int LIM_R, int LIM_C>
-static __device__ __forceinline__ void kiln_gemm_load_async(kiln_gemm_t* s, const kiln_gemm_t* __restrict__ g, int r0,
+static __device__ __forceinline__ void kiln_gemm_load_async(kiln_mma_t* s, const kiln_mma_t* __restrict__ g, int r0,
                                                             int c0) {
   constexpr int kChunks = ROWS * COLS / 8;
   constexpr int kIters = (kChunks + GEMM_THREADS - 1) / GEMM_THREADS;
@@ -160,8 +118,8 @@ static __device__ __forceinline__ void kiln_gemm_load_async(kiln_gemm_t* s, cons
     if (kChunks % GEMM_THREADS != 0 && c >= kChunks) break;
     const int r = c / (COLS / 8), k = (c % (COLS / 8)) * 8;
     const bool ok = r0 + r < LIM_R && c0 + k < LIM_C;
-    const kiln_gemm_t* src = ok ? g + (kiln_index)(r0 + r) * LIM_C + (c0 + k) : g;
-    kiln_gemm_cp16(s + r * (COLS + 8) + k, src, ok ? 16 : 0);
+    const kiln_mma_t* src = ok ? g + (kiln_index)(r0 + r) * LIM_C + (c0 + k) : g;
+    kiln_mma_cp16(s + r * (COLS + 8) + k, src, ok ? 16 : 0);
   }
 }
 
@@ -193,7 +151,7 @@ struct kiln_gemm_stage {
           raw[it][0] = v0.x, raw[it][1] = v0.y, raw[it][2] = v0.z, raw[it][3] = v0.w;
           raw[it][4] = v1.x, raw[it][5] = v1.y, raw[it][6] = v1.z, raw[it][7] = v1.w;
         } else {
-          const uint4 v = ok ? *reinterpret_cast<const uint4*>(static_cast<const kiln_gemm_t*>(g) + off)
+          const uint4 v = ok ? *reinterpret_cast<const uint4*>(static_cast<const kiln_mma_t*>(g) + off)
                              : uint4{0, 0, 0, 0};
           raw[it][0] = v.x, raw[it][1] = v.y, raw[it][2] = v.z, raw[it][3] = v.w;
         }
@@ -201,7 +159,7 @@ struct kiln_gemm_stage {
         if constexpr (KIND == 2) {
           raw[it][0] = ok ? __float_as_uint(static_cast<const float*>(g)[off]) : 0u;
         } else {
-          raw[it][0] = ok ? static_cast<unsigned>(static_cast<const kiln_gemm_t*>(g)[off]) : 0u;
+          raw[it][0] = ok ? static_cast<unsigned>(static_cast<const kiln_mma_t*>(g)[off]) : 0u;
         }
       }
     }
@@ -219,7 +177,7 @@ struct kiln_gemm_stage {
   }
 
   template <typename F>
-  __device__ __forceinline__ void store(kiln_gemm_t* s, int r0, int c0, int batch, const F& f) const {
+  __device__ __forceinline__ void store(kiln_mma_t* s, int r0, int c0, int batch, const F& f) const {
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
       const int item = threadIdx.x + it * GEMM_THREADS;
@@ -235,12 +193,12 @@ struct kiln_gemm_stage {
           h[e] = ok ? kiln_gemm_from_f32(f(kiln_gemm_to_f32<KIND>(bits(it, e)), r0 + r, c0 + c + e, batch)) : 0u;
         }
       }
-      kiln_gemm_t* dst = s + r * (COLS + 8) + c;
+      kiln_mma_t* dst = s + r * (COLS + 8) + c;
       if constexpr (VEC) {
         *reinterpret_cast<uint4*>(dst) = uint4{h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16),
                                                h[6] | (h[7] << 16)};
       } else {
-        *dst = static_cast<kiln_gemm_t>(h[0]);
+        *dst = static_cast<kiln_mma_t>(h[0]);
       }
     }
   }
@@ -284,33 +242,33 @@ struct kiln_gemm_operand {
 // as memory rows: plain ldmatrix. A k-major A tile and a k-major B tile hold them
 // transposed: ldmatrix .trans.
 template <bool TA, bool TB, int A_TILE>
-static __device__ __forceinline__ void kiln_gemm_compute(float (&acc)[GEMM_MI][GEMM_NI][4], const kiln_gemm_t* sa,
+static __device__ __forceinline__ void kiln_gemm_compute(float (&acc)[GEMM_MI][GEMM_NI][4], const kiln_mma_t* sa,
                                                          int wm, int wn, int lane) {
-  const kiln_gemm_t* sb = sa + A_TILE;
+  const kiln_mma_t* sb = sa + A_TILE;
 #pragma unroll
   for (int kk = 0; kk < BK; kk += 16) {
     unsigned a[GEMM_MI][4];
 #pragma unroll
     for (int i = 0; i < GEMM_MI; ++i) {
       if constexpr (!TA) {  // [BM][BK + 8]
-        kiln_gemm_ldsm_x4(a[i], sa + (wm + i * 16 + (lane % 16)) * (BK + 8) + kk + (lane / 16) * 8);
+        kiln_mma_ldsm_x4(a[i], sa + (wm + i * 16 + (lane % 16)) * (BK + 8) + kk + (lane / 16) * 8);
       } else {  // [BK][BM + 8]
         const int k = kk + (lane % 8) + (lane / 16) * 8, m = wm + i * 16 + ((lane / 8) % 2) * 8;
-        kiln_gemm_ldsm_x4_trans(a[i], sa + k * (BM + 8) + m);
+        kiln_mma_ldsm_x4_trans(a[i], sa + k * (BM + 8) + m);
       }
     }
 #pragma unroll
     for (int j = 0; j < GEMM_NI; j += 2) {
       unsigned b[4];
       if constexpr (!TB) {  // [BK][BN + 8]
-        kiln_gemm_ldsm_x4_trans(b, sb + (kk + (lane % 16)) * (BN + 8) + wn + j * 8 + (lane / 16) * 8);
+        kiln_mma_ldsm_x4_trans(b, sb + (kk + (lane % 16)) * (BN + 8) + wn + j * 8 + (lane / 16) * 8);
       } else {  // [BN][BK + 8]
-        kiln_gemm_ldsm_x4(b, sb + (wn + j * 8 + (lane % 8) + (lane / 16) * 8) * (BK + 8) + kk + ((lane / 8) % 2) * 8);
+        kiln_mma_ldsm_x4(b, sb + (wn + j * 8 + (lane % 8) + (lane / 16) * 8) * (BK + 8) + kk + ((lane / 8) % 2) * 8);
       }
 #pragma unroll
       for (int i = 0; i < GEMM_MI; ++i) {
-        kiln_gemm_mma(acc[i][j], a[i], b[0], b[1]);
-        kiln_gemm_mma(acc[i][j + 1], a[i], b[2], b[3]);
+        kiln_mma_m16n8k16<(GEMM_BF16) != 0>(acc[i][j], a[i], b[0], b[1]);
+        kiln_mma_m16n8k16<(GEMM_BF16) != 0>(acc[i][j + 1], a[i], b[2], b[3]);
       }
     }
   }
@@ -320,7 +278,7 @@ static __device__ __forceinline__ void kiln_gemm_compute(float (&acc)[GEMM_MI][G
 // is the A tile then the B tile. Ends with no copy in flight; the caller
 // synchronises before shared memory is reused.
 template <int K, bool TA, bool TB, int A_MODE, int B_MODE, int A_KIND, int B_KIND, typename FA, typename FB>
-static __device__ __forceinline__ void kiln_gemm_mainloop(float (&acc)[GEMM_MI][GEMM_NI][4], kiln_gemm_t* smem,
+static __device__ __forceinline__ void kiln_gemm_mainloop(float (&acc)[GEMM_MI][GEMM_NI][4], kiln_mma_t* smem,
                                                           const void* __restrict__ A, const void* __restrict__ B,
                                                           int m0, int n0, int batch, const FA& fa, const FB& fb) {
   typedef kiln_gemm_operand<true, TA, K, A_MODE, A_KIND> OpA;
@@ -338,23 +296,23 @@ static __device__ __forceinline__ void kiln_gemm_mainloop(float (&acc)[GEMM_MI][
 
   // Issues tile kt's copies into stage s: cp.async, or global loads into registers.
   auto issue = [&](int s, int kt) {
-    kiln_gemm_t* sa = smem + s * kStage;
+    kiln_mma_t* sa = smem + s * kStage;
     if constexpr (A_MODE == 0) {
       kiln_gemm_load_async<OpA::kRows, OpA::kCols, OpA::kLimR, OpA::kLimC>(
-          sa, static_cast<const kiln_gemm_t*>(A), OpA::r0(m0, kt * BK), OpA::c0(m0, kt * BK));
+          sa, static_cast<const kiln_mma_t*>(A), OpA::r0(m0, kt * BK), OpA::c0(m0, kt * BK));
     } else {
       stage_a.fetch(A, OpA::r0(m0, kt * BK), OpA::c0(m0, kt * BK));
     }
     if constexpr (B_MODE == 0) {
       kiln_gemm_load_async<OpB::kRows, OpB::kCols, OpB::kLimR, OpB::kLimC>(
-          sa + OpA::kTile, static_cast<const kiln_gemm_t*>(B), OpB::r0(n0, kt * BK), OpB::c0(n0, kt * BK));
+          sa + OpA::kTile, static_cast<const kiln_mma_t*>(B), OpB::r0(n0, kt * BK), OpB::c0(n0, kt * BK));
     } else {
       stage_b.fetch(B, OpB::r0(n0, kt * BK), OpB::c0(n0, kt * BK));
     }
   };
   // Completes the register-staged part of tile kt into stage s.
   auto finish = [&](int s, int kt) {
-    kiln_gemm_t* sa = smem + s * kStage;
+    kiln_mma_t* sa = smem + s * kStage;
     if constexpr (A_MODE != 0) stage_a.store(sa, OpA::r0(m0, kt * BK), OpA::c0(m0, kt * BK), batch, fa);
     if constexpr (B_MODE != 0) stage_b.store(sa + OpA::kTile, OpB::r0(n0, kt * BK), OpB::c0(n0, kt * BK), batch, fb);
   };
@@ -366,7 +324,7 @@ static __device__ __forceinline__ void kiln_gemm_mainloop(float (&acc)[GEMM_MI][
       issue(s, s);
       finish(s, s);
     }
-    kiln_gemm_commit();
+    kiln_mma_commit();
   }
 
   for (int kt = 0; kt < k_tiles; ++kt) {
@@ -374,27 +332,27 @@ static __device__ __forceinline__ void kiln_gemm_mainloop(float (&acc)[GEMM_MI][
     // barrier also ends every warp's reads of stage (kt - 1) % STAGES, refilled below
     // (register-staged parts are written after this tile's mma, still before the
     // barrier of the iteration that reads them).
-    kiln_gemm_wait<STAGES - 2>();
+    kiln_mma_wait<STAGES - 2>();
     __syncthreads();
     const int next = kt + STAGES - 1;
     if (next < k_tiles) issue(next % STAGES, next);
-    kiln_gemm_commit();
+    kiln_mma_commit();
     kiln_gemm_compute<TA, TB, OpA::kTile>(acc, smem + (kt % STAGES) * kStage, wm, wn, lane);
     if constexpr (A_MODE != 0 || B_MODE != 0) {
       if (next < k_tiles) finish(next % STAGES, next);
     }
   }
-  kiln_gemm_wait<0>();
+  kiln_mma_wait<0>();
 }
 
 extern "C" __global__ void __launch_bounds__(GEMM_THREADS)
     KILN_KERNEL(GEMM_OUT_T* __restrict__ C, const GEMM_A_T* __restrict__ A, const GEMM_B_T* __restrict__ B
 #if GEMM_DUAL
-                , const kiln_gemm_t* __restrict__ A2, const kiln_gemm_t* __restrict__ B2
+                , const kiln_mma_t* __restrict__ A2, const kiln_mma_t* __restrict__ B2
 #endif
                     KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS) {
   extern __shared__ __align__(128) unsigned char kiln_gemm_smem[];
-  kiln_gemm_t* smem = reinterpret_cast<kiln_gemm_t*>(kiln_gemm_smem);
+  kiln_mma_t* smem = reinterpret_cast<kiln_mma_t*>(kiln_gemm_smem);
 
   // Grouped tile order: GEMM_GROUP_M row tiles sweep the column tiles together, so
   // the B panels they share stay in L2.

@@ -2,8 +2,8 @@
 // templates: cp.async copies into shared memory, ldmatrix, mma.sync m16n8k16 with
 // fp32 accumulators, and fp32 -> f16x2/bf16x2 packing. No macros: the element type
 // is a template argument (BF16 = true for bfloat16 inputs, false for fp16), so a
-// template that includes this text configures nothing here. Used by
-// attention_sm80.cuh (codegen/ops/attention.cc prepends it).
+// template that includes this text configures nothing here. Used by gemm_sm80.cuh
+// and attention_sm80.cuh (codegen/ops/gemm.cc and attention.cc put it first).
 
 typedef unsigned short kiln_mma_t;  // fp16 or bf16 bits
 
