@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "frontend/onnx_importer.h"
 #include "graph/lower_precision.h"
+#include "graph/pad_matmul_width.h"
 #include "graph/text_format.h"
 #include "codegen/kernel_cache.h"
 #include "codegen/tuning_db.h"
@@ -187,6 +188,11 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   pipeline.after_pass = options.after_pass;
   // 1. Canonicalisation (fusion/pipeline.h).
   if (absl::Status st = RunCanonicalization(graph, pipeline); !st.ok()) return where("canonicalisation", st);
+  if (absl::StatusOr<bool> padded = PadMatMulWidth().Run(graph); !padded.ok()) {
+    return where("pad-matmul-width", padded.status());
+  } else if (*padded && options.after_pass) {
+    options.after_pass("pad-matmul-width", graph);
+  }
 
   // 2. Precision: the bundle carries the graph lowered to its storage dtype (f32 stays
   // only at the API boundary; see graph/lower_precision.h), so the memory plan, the

@@ -97,6 +97,9 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
     int width = 0;  // the longest pass name, so that the reasons line up
     for (const PassInfo& p : PipelinePasses()) width = std::max(width, static_cast<int>(p.name.size()));
     for (const PassInfo& p : PipelinePasses()) std::cout << absl::StrFormat("  %-*s %s\n", width, p.name, p.why);
+    std::cout << absl::StrFormat("  %-*s %s\n", width, "pad-matmul-width",
+                                 "after canonicalisation: odd-width weights padded to a multiple of 8, product sliced "
+                                 "back (graph/pad_matmul_width.h)");
     std::cout << absl::StrFormat("  %-*s %s\n", width, "lower-precision",
                                  "after canonicalisation, before fusion (fp16/bf16 only): storage dtypes and Casts");
     return absl::OkStatus();
@@ -137,7 +140,9 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   const std::string dump_after = args.Get("dump-after");
   std::map<std::string, std::string> dumps;  // pass -> the graph after its last run
   if (!dump_after.empty()) {
-    if (dump_after != "all" && dump_after != "lower-precision") KILN_RETURN_IF_ERROR(CheckPassName(dump_after));
+    if (dump_after != "all" && dump_after != "lower-precision" && dump_after != "pad-matmul-width") {
+      KILN_RETURN_IF_ERROR(CheckPassName(dump_after));
+    }
     options.after_pass = [&dumps, dump_after](const std::string& pass, const Graph& graph) {
       if (dump_after == "all" || dump_after == pass) dumps[pass] = PrintGraph(graph);
     };
@@ -188,8 +193,8 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   for (const PassInfo& p : PipelinePasses()) {
     if (auto it = dumps.find(p.name); it != dumps.end()) std::cout << "// after " << p.name << "\n" << it->second;
   }
-  if (auto it = dumps.find("lower-precision"); it != dumps.end()) {
-    std::cout << "// after lower-precision\n" << it->second;
+  for (const char* pass : {"pad-matmul-width", "lower-precision"}) {
+    if (auto it = dumps.find(pass); it != dumps.end()) std::cout << "// after " << pass << "\n" << it->second;
   }
   if (!dump_after.empty() && dumps.empty()) std::cout << "// " << dump_after << " did not run\n";
   const bundle::FusionReport& fr = m.fusion();
