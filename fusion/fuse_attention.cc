@@ -319,13 +319,7 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
   for (const Node* n : graph.nodes()) {
     if (n->name() == group_name) group_name.clear();  // FormFusedGroup picks one
   }
-  absl::StatusOr<Node*> group = FormFusedGroup(graph, members, "attention", mm1, group_name);
-  if (!group.ok()) {
-    ReportRejection(report_, name(), NodeNames(members), absl::StrCat("not convex: ", group.status().message()));
-    return false;
-  }
-  ReportGroup(report_, name(), **group);
-  return true;
+  return FormAndReportGroup(graph, report_, name(), members, "attention", mm1, group_name);
 }
 
 }  // namespace kiln

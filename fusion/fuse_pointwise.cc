@@ -74,14 +74,8 @@ absl::StatusOr<bool> FusePointwise::FuseLayerNorms(Graph& graph) {
       ReportRejection(report_, name(), {ln->name(), add->name()}, problem);
       continue;
     }
-    absl::StatusOr<Node*> group = FormFusedGroup(graph, {add, ln}, "layernorm", nullptr);
-    if (!group.ok()) {
-      ReportRejection(report_, name(), {ln->name(), add->name()},
-                      absl::StrCat("not convex: ", group.status().message()));
-      continue;
-    }
-    ReportGroup(report_, name(), **group);
-    changed = true;
+    changed |= FormAndReportGroup(graph, report_, name(), {add, ln}, "layernorm", nullptr, "",
+                                  {ln->name(), add->name()});
   }
   return changed;
 }
@@ -150,13 +144,7 @@ absl::StatusOr<bool> FusePointwise::FuseSoftmaxes(Graph& graph) {
       }
     }
     if (members.size() < 2) continue;
-    absl::StatusOr<Node*> group = FormFusedGroup(graph, members, "softmax", nullptr);
-    if (!group.ok()) {
-      ReportRejection(report_, name(), NodeNames(members), absl::StrCat("not convex: ", group.status().message()));
-      continue;
-    }
-    ReportGroup(report_, name(), **group);
-    changed = true;
+    changed |= FormAndReportGroup(graph, report_, name(), members, "softmax", nullptr);
   }
   return changed;
 }
@@ -231,13 +219,7 @@ absl::StatusOr<bool> FusePointwise::FuseElementwise(Graph& graph) {
   bool changed = false;
   for (const std::vector<Node*>& members : groups) {
     if (members.size() < 2) continue;
-    absl::StatusOr<Node*> group = FormFusedGroup(graph, members, "pointwise", nullptr);
-    if (!group.ok()) {
-      ReportRejection(report_, name(), NodeNames(members), absl::StrCat("not convex: ", group.status().message()));
-      continue;
-    }
-    ReportGroup(report_, name(), **group);
-    changed = true;
+    changed |= FormAndReportGroup(graph, report_, name(), members, "pointwise", nullptr);
   }
   return changed;
 }

@@ -105,13 +105,7 @@ absl::StatusOr<bool> FusePrologue::Run(Graph& graph) {
     }
     if (members.empty()) continue;
     members.push_back(mm);
-    absl::StatusOr<Node*> group = FormFusedGroup(graph, members, "prologue+matmul", mm);
-    if (!group.ok()) {
-      ReportRejection(report_, name(), NodeNames(members), absl::StrCat("not convex: ", group.status().message()));
-      continue;
-    }
-    ReportGroup(report_, name(), **group);
-    changed = true;
+    changed |= FormAndReportGroup(graph, report_, name(), members, "prologue+matmul", mm);
   }
   return changed;
 }

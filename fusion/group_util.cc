@@ -123,6 +123,19 @@ void ReportGroup(FusionReport* report, absl::string_view pass, const Node& group
   report->groups.push_back(std::move(g));
 }
 
+bool FormAndReportGroup(Graph& graph, FusionReport* report, absl::string_view pass,
+                        const std::vector<Node*>& members, absl::string_view pattern, const Node* anchor,
+                        const std::string& group_name, std::vector<std::string> candidate) {
+  if (candidate.empty()) candidate = NodeNames(members);
+  absl::StatusOr<Node*> group = FormFusedGroup(graph, members, pattern, anchor, group_name);
+  if (!group.ok()) {
+    ReportRejection(report, pass, std::move(candidate), absl::StrCat("not convex: ", group.status().message()));
+    return false;
+  }
+  ReportGroup(report, pass, **group);
+  return true;
+}
+
 void ReportRejection(FusionReport* report, absl::string_view pass, std::vector<std::string> nodes,
                      std::string reason) {
   if (report == nullptr) return;

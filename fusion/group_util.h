@@ -47,6 +47,13 @@ void ReportGroup(FusionReport* report, absl::string_view pass, const Node& group
 void ReportRejection(FusionReport* report, absl::string_view pass, std::vector<std::string> nodes,
                      std::string reason);
 
+// FormFusedGroup, then the report entry: the group on success, else a "not convex: "
+// rejection naming `candidate` (default: NodeNames(members)). Returns whether the
+// group was formed.
+bool FormAndReportGroup(Graph& graph, FusionReport* report, absl::string_view pass,
+                        const std::vector<Node*>& members, absl::string_view pattern, const Node* anchor,
+                        const std::string& group_name = "", std::vector<std::string> candidate = {});
+
 // Which operands MatMul `matmul` reads transposed through its layout flags
 // (trans_a / trans_b, graph/ops/mat_mul.cc): "" for none, else "A (trans_a)",
 // "B (trans_b)" or "A and B (trans_a, trans_b)"; a flag that is not 0 counts as set.
