@@ -110,6 +110,19 @@ TEST(OpKernelsTest, VectorWidthFollowsShapes) {
   EXPECT_NE(CaseLaunch("ReduceMeanRow1000F16").source.find("constexpr int kVec = 8;"), std::string::npos);
 }
 
+// A pointwise group reads a Slice member's input from the slice's first element, with
+// vectors when the kept width allows them (16 of 24: 4 x f32 out), one element per
+// thread when not (21); a Transpose member becomes strided loads, no copy kernel.
+TEST(OpKernelsTest, PointwiseGroupsReadThroughViews) {
+  const KernelLaunch aligned = CaseLaunch("SliceCastGroup16");
+  EXPECT_NE(aligned.source.find("in0 += 8;"), std::string::npos) << aligned.source;
+  EXPECT_NE(aligned.source.find("(4 elements per vector)"), std::string::npos) << aligned.source;
+  const KernelLaunch odd = CaseLaunch("SliceCastGroup21");
+  EXPECT_NE(odd.source.find("in0 += 3;"), std::string::npos) << odd.source;
+  EXPECT_EQ(odd.source.find("elements per vector"), std::string::npos) << odd.source;
+  EXPECT_EQ(CaseLaunch("TransposeAddGroupBF16").args, (std::vector<int>{0, 1, 2}));
+}
+
 // Softmax and LayerNorm groups are one kernel each; the residual group stores the sum
 // from the same pass.
 TEST(OpKernelsTest, RowGroupsAreOneKernel) {

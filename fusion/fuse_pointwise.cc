@@ -12,6 +12,7 @@
 #include "fusion/group_util.h"
 #include "graph/fused_group.h"
 #include "graph/op_registry.h"
+#include "graph/ops/op_util.h"
 
 namespace kiln {
 namespace {
@@ -40,6 +41,14 @@ std::string PointwiseProblem(const Node& n) {
     }
   }
   return "";
+}
+
+// A Transpose, Expand or Slice with constant arguments: a strided view of its input
+// that a pointwise kernel can read through (codegen::ops::ViewOf).
+bool IsStridedView(const Node& n) {
+  if (IsFusedGroup(n) || n.num_outputs() != 1 || !n.output(0)->has_type() || !n.input(0)->has_type()) return false;
+  if (n.op_type() == "Transpose" || n.op_type() == "Expand") return true;
+  return n.op_type() == "Slice" && ops::ConstantSlicePlan(n).ok();
 }
 
 // Whether `v` is read only by `reader` and is not a graph output.
@@ -214,6 +223,32 @@ absl::StatusOr<bool> FusePointwise::FuseElementwise(Graph& graph) {
       groups.push_back({n});
       shapes.push_back(shape);
       group_of[n] = static_cast<int>(groups.size()) - 1;
+    }
+  }
+  // Strided views feeding a group (rule 4 of the header): the group reads through them.
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<Node*>& members = groups[g];
+    if (members.empty()) continue;
+    const std::vector<Node*> elementwise = members;
+    for (Node* m : elementwise) {
+      for (const Value* v : m->inputs()) {
+        Node* view = v == nullptr ? nullptr : v->producer();
+        if (view == nullptr || !IsStridedView(*view) || group_of.contains(view) ||
+            std::find(members.begin(), members.end(), view) != members.end()) {
+          continue;
+        }
+        const Node* source = view->input(0)->producer();
+        if (HasOutsideUse(graph, v, members) ||
+            std::find(members.begin(), members.end(), source) != members.end() || !PointwiseDType(v->dtype()) ||
+            !BroadcastsInto(v->shape(), shapes[g])) {
+          continue;
+        }
+        std::vector<Node*> with = members;
+        with.push_back(view);
+        if (!IsConvex(graph, with)) continue;
+        // Before its first reader, so that the members stay in graph order.
+        members.insert(std::find(members.begin(), members.end(), m), view);
+      }
     }
   }
   bool changed = false;

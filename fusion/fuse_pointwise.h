@@ -21,6 +21,13 @@
 //     shape (all of them when the union stays convex, else the largest one that
 //     stays convex, else it starts a group). Intermediates read outside become extra
 //     outputs. Groups of one node are not formed.
+//  4. A pointwise group (or a single element-wise node) also takes the Transposes,
+//     Expands and constant-argument Slices that feed it from outside, when the group
+//     is their only reader and the set stays convex: the kernel reads the view's
+//     input through its strides instead of a copy kernel writing it out first
+//     (GPT-2's logits: Cast(Slice(padded MatMul)) in one pass; a Transpose at a
+//     layout boundary next to a residual add). Views of values computed inside the
+//     group are not taken.
 // Math: unchanged (the group's body is its members).
 //
 // Reported: element-wise producers of another shape next to a group ("shape: " —

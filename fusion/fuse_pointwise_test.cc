@@ -76,6 +76,59 @@ graph @main {
   ExpectOneRejection(report, {"exp", "add"}, "shape: ");
 }
 
+TEST(FusePointwiseTest, TakesStridedViewsItIsTheOnlyReaderOf) {
+  // GPT-2's padded logits: Cast(Slice(x)) is one kernel; a Transpose and an Expand
+  // feeding a chain join it; the Slice of %x read by the group and outside does not.
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f16[4,24]
+  input %p : f32[2,3,5]
+  input %q : f32[2,1,3]
+  const %st : i64[1] = [0]
+  const %en : i64[1] = [21]
+  const %ax : i64[1] = [1]
+  const %shape : i64[3] = [2,5,3]
+  %s = Slice(%x, %st, %en, %ax) @slice
+  %y = Cast(%s) {to = 1} @cast
+  %t = Transpose(%p) {perm = [0, 2, 1]} @transpose
+  %e = Expand(%q, %shape) @expand
+  %a = Add(%t, %e) @add
+  %r = Relu(%a) @relu
+  %s2 = Slice(%x, %st, %en, %ax) @slice2
+  %n = Neg(%s2) @neg
+  %m = Exp(%n) @exp
+  output %y
+  output %r
+  output %m
+  output %s2
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g),
+            "Slice @slice2\n"
+            "FusedGroup pointwise [slice, cast] anchor=\n"
+            "FusedGroup pointwise [transpose, expand, add, relu] anchor=\n"
+            "FusedGroup pointwise [neg, exp] anchor=\n");
+}
+
+TEST(FusePointwiseTest, DoesNotTakeAViewOfAValueComputedInTheGroup) {
+  // The kernel reads group inputs through views, never a member's registers: relu ->
+  // transpose -> add cannot be one group (not convex without the Transpose), and the
+  // Transpose joins add's group reading relu's stored output.
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[4,4]
+  %a = Relu(%x) @relu
+  %t = Transpose(%a) {perm = [1, 0]} @transpose
+  %y = Add(%a, %t) @add
+  output %y
+}
+)",
+                        nullptr);
+  EXPECT_EQ(Summary(*g), "Relu @relu\nFusedGroup pointwise [transpose, add] anchor=\n");
+}
+
 TEST(FusePointwiseTest, MustNotFire) {
   // One element-wise op alone; a merge that would not be convex (Softmax sits
   // between exp and add); integer arithmetic.

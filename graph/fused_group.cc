@@ -12,6 +12,12 @@
 
 namespace kiln {
 
+bool InlinedIntoGroupBody(const Value& v) {
+  if (!v.is_constant()) return false;
+  if (v.numel() <= kMaxInlinedConstantElements) return true;
+  return (v.dtype() == DType::kInt64 || v.dtype() == DType::kInt32) && v.numel() <= kMaxInlinedIntegerArgumentElements;
+}
+
 bool IsFusedGroup(const Node& node) { return node.op_type() == kFusedGroupOp; }
 
 std::vector<std::string> FusedGroupMembers(const Node& node) {
@@ -82,7 +88,7 @@ absl::StatusOr<Node*> FormFusedGroup(Graph& graph, const std::vector<Node*>& mem
     for (Value* v : n->inputs()) {
       if (v == nullptr || mapped.contains(v)) continue;
       if (v->producer() != nullptr && member_set.contains(v->producer())) continue;  // mapped when produced
-      if (v->is_constant() && v->numel() <= kMaxInlinedConstantElements) {
+      if (InlinedIntoGroupBody(*v)) {
         mapped[v] = body->AddConstant(v->name(), v->constant());
         continue;
       }

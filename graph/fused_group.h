@@ -31,7 +31,12 @@ namespace kiln {
 
 inline constexpr char kFusedGroupOp[] = "FusedGroup";
 inline constexpr char kKilnDomain[] = "kiln";
+// Constants a group's members read that are copied into its body instead of
+// becoming group inputs: scalars, and the small integer arguments (a Slice's starts,
+// an Expand's shape) that shape inference needs to see as constants.
 inline constexpr int64_t kMaxInlinedConstantElements = 1;
+inline constexpr int64_t kMaxInlinedIntegerArgumentElements = 8;
+bool InlinedIntoGroupBody(const Value& constant);
 
 bool IsFusedGroup(const Node& node);
 

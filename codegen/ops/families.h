@@ -24,6 +24,16 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& gro
 bool IsMovementOp(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node);
 
+// Transpose, Expand and Slice read their input through a strided view: output
+// element i (over the output shape) is input element offset + sum_d i_d * strides[d]
+// (strides may be 0 or negative-free steps). Pointwise groups read a group input
+// through such a member instead of launching the copy (codegen/ops/pointwise.cc).
+struct MovementView {
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+absl::StatusOr<MovementView> ViewOf(const Node& node);
+
 // Reductions, Softmax/LogSoftmax, LayerNormalization, global pools, ArgMax/ArgMin
 // (codegen/ops/reduce.cc).
 bool IsReduceOp(absl::string_view op);

@@ -271,6 +271,9 @@ KernelLaunch EmitElementwiseKernel(const EwKernel& k) {
                                  vec > 1 ? absl::StrCat(" (", vec, " elements per vector)") : "",
                                  "\nextern \"C\" __global__ void __launch_bounds__(", block, ") KILN_KERNEL(", params,
                                  ") {\n");
+  for (const EwOperand& in : k.operands) {
+    if (in.offset != 0) absl::StrAppend(&src, in.param, " += ", in.offset, ";\n");
+  }
   if (vec > 1) {
     const int64_t vecs = n / vec;
     std::string aligned = "true";

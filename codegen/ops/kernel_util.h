@@ -94,6 +94,7 @@ struct EwOperand {
   Domain domain;
   std::string var;
   std::vector<int64_t> strides;
+  int64_t offset = 0;  // element of the operand at index 0 (a Slice's start)
 };
 struct EwOutput {
   std::string param;

@@ -43,29 +43,6 @@ KernelLaunch Gather(const Node& node, int out, int in, const Shape& shape, std::
                                                                               node.output(out)->TypeString()));
 }
 
-absl::StatusOr<std::vector<KernelLaunch>> Slice(const Node& node) {
-  auto plan = kiln::ops::ConstantSlicePlan(node);
-  if (!plan.ok()) return NoKernel(node, std::string(plan.status().message()));
-  const Shape& shape = node.input(0)->shape();
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  std::vector<int64_t> start(rank, 0), step(rank, 1);
-  for (int64_t a = 0; a < rank; ++a) {
-    if ((*plan)[a].count != node.output(0)->shape()[a]) {
-      return NoKernel(node, "slice plan disagrees with the output shape");
-    }
-    start[a] = (*plan)[a].start;
-    step[a] = (*plan)[a].step;
-  }
-  const std::vector<int64_t> in_strides = DenseStrides(shape);
-  std::vector<int64_t> strides(rank);
-  int64_t base = 0;
-  for (int64_t d = 0; d < rank; ++d) {
-    base += start[d] * in_strides[d];
-    strides[d] = step[d] * in_strides[d];
-  }
-  return std::vector<KernelLaunch>{Gather(node, 0, 0, node.output(0)->shape(), strides, base)};
-}
-
 absl::StatusOr<std::vector<KernelLaunch>> GatherOp(const Node& node) {
   auto axis_attr = node.GetInt("axis", 0);
   if (!axis_attr.ok()) return axis_attr.status();
@@ -188,6 +165,43 @@ bool IsMovementOp(absl::string_view op) {
   return false;
 }
 
+absl::StatusOr<MovementView> ViewOf(const Node& node) {
+  const std::string& op = node.op_type();
+  const Shape& ishape = node.input(0)->shape();
+  const Shape& oshape = node.output(0)->shape();
+  const int64_t rank = static_cast<int64_t>(ishape.size());
+  const std::vector<int64_t> dense = DenseStrides(ishape);
+  MovementView view;
+  if (op == "Transpose") {
+    std::vector<int64_t> dflt(rank);
+    for (int64_t i = 0; i < rank; ++i) dflt[i] = rank - 1 - i;
+    auto perm = node.GetInts("perm", dflt);
+    if (!perm.ok()) return perm.status();
+    if (static_cast<int64_t>(perm->size()) != rank) return NoKernel(node, "bad perm");
+    view.strides.resize(rank);
+    for (int64_t i = 0; i < rank; ++i) view.strides[i] = dense[(*perm)[i] < 0 ? (*perm)[i] + rank : (*perm)[i]];
+    return view;
+  }
+  if (op == "Expand") {
+    view.strides.assign(oshape.size(), 0);
+    const size_t lead = oshape.size() - ishape.size();
+    for (size_t d = 0; d < ishape.size(); ++d) view.strides[lead + d] = ishape[d] == 1 ? 0 : dense[d];
+    return view;
+  }
+  if (op == "Slice") {
+    auto plan = kiln::ops::ConstantSlicePlan(node);
+    if (!plan.ok()) return NoKernel(node, std::string(plan.status().message()));
+    view.strides.resize(rank);
+    for (int64_t d = 0; d < rank; ++d) {
+      if ((*plan)[d].count != oshape[d]) return NoKernel(node, "slice plan disagrees with the output shape");
+      view.offset += (*plan)[d].start * dense[d];
+      view.strides[d] = (*plan)[d].step * dense[d];
+    }
+    return view;
+  }
+  return NoKernel(node, "not a strided view of its input");
+}
+
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node) {
   const std::string& op = node.op_type();
   const Value* out = node.output(0);
@@ -211,26 +225,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node) {
     }
     return ls;
   }
-  if (op == "Transpose") {
-    const Shape& ishape = node.input(0)->shape();
-    const int64_t rank = static_cast<int64_t>(ishape.size());
-    std::vector<int64_t> dflt(rank);
-    for (int64_t i = 0; i < rank; ++i) dflt[i] = rank - 1 - i;
-    auto perm = node.GetInts("perm", dflt);
-    if (!perm.ok()) return perm.status();
-    if (static_cast<int64_t>(perm->size()) != rank) return NoKernel(node, "bad perm");
-    const std::vector<int64_t> s = DenseStrides(ishape);
-    std::vector<int64_t> strides(rank);
-    for (int64_t i = 0; i < rank; ++i) strides[i] = s[(*perm)[i] < 0 ? (*perm)[i] + rank : (*perm)[i]];
-    return std::vector<KernelLaunch>{Gather(node, 0, 0, oshape, strides, 0)};
-  }
-  if (op == "Expand") {
-    const Shape& ishape = node.input(0)->shape();
-    const std::vector<int64_t> s = DenseStrides(ishape);
-    std::vector<int64_t> strides(oshape.size(), 0);
-    const size_t lead = oshape.size() - ishape.size();
-    for (size_t d = 0; d < ishape.size(); ++d) strides[lead + d] = ishape[d] == 1 ? 0 : s[d];
-    return std::vector<KernelLaunch>{Gather(node, 0, 0, oshape, strides, 0)};
+  if (op == "Transpose" || op == "Expand" || op == "Slice") {
+    absl::StatusOr<MovementView> view = ViewOf(node);
+    if (!view.ok()) return view.status();
+    return std::vector<KernelLaunch>{Gather(node, 0, 0, oshape, view->strides, view->offset)};
   }
   if (op == "Tile") {
     const Shape& ishape = node.input(0)->shape();
@@ -279,7 +277,6 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node) {
     }
     return ls;
   }
-  if (op == "Slice") return Slice(node);
   if (op == "Gather") return GatherOp(node);
   if (op == "Pad") return Pad(node);
   return NoKernel(node, "");

@@ -317,6 +317,26 @@ inline std::vector<Case> AllCases() {
                         "  %sum = Add(%x, %r) @add\n  %y, %mean, %inv = LayerNormalization(%sum, %s) {axis = 1} @ln\n"
                         "  output %y\n  output %inv\n  output %mean\n}\n",
                         {R(f32, {3, 4, 16}), R(f32, {16})}, {"add", "ln"}, 3));
+  // Pointwise groups reading through strided views (fuse-pointwise rule 4): GPT-2's
+  // logits, Cast(Slice(padded)) with an odd kept width (scalar path) and an aligned
+  // one (vectors from an offset start); a Transpose and an Expand into an Add.
+  for (int64_t keep : {21, 16}) {
+    c.push_back(GroupCase(absl::StrCat("SliceCastGroup", keep), "pointwise",
+                          absl::StrCat("graph @g {\n  input %x : f16[5,24]\n  const %st : i64[1] = [", 24 - keep,
+                                       "]\n  const %en : i64[1] = [24]\n  const %ax : i64[1] = [1]\n"
+                                       "  %s = Slice(%x, %st, %en, %ax) @slice\n  %y = Cast(%s) {to = 1} @cast\n"
+                                       "  output %y\n}\n"),
+                          {R(f16, {5, 24})}, {"slice", "cast"}, 1));
+  }
+  c.push_back(GroupCase("TransposeAddGroupBF16", "pointwise",
+                        "graph @g {\n  input %x : bf16[3,8,5]\n  input %r : bf16[3,5,8]\n"
+                        "  %t = Transpose(%x) {perm = [0, 2, 1]} @transpose\n  %y = Add(%t, %r) @add\n"
+                        "  %z = Relu(%y) @relu\n  output %z\n}\n",
+                        {R(bf16, {3, 8, 5}), R(bf16, {3, 5, 8})}, {"transpose", "add", "relu"}, 1));
+  c.push_back(GroupCase("ExpandMulGroupF16", "pointwise",
+                        "graph @g {\n  input %x : f16[4,1,16]\n  input %r : f16[4,3,16]\n  const %sh : i64[3] = [4, 3, 16]\n"
+                        "  %e = Expand(%x, %sh) @expand\n  %y = Mul(%e, %r) @mul\n  output %y\n}\n",
+                        {R(f16, {4, 1, 16}), R(f16, {4, 3, 16})}, {"expand", "mul"}, 1));
   return c;
 }
 

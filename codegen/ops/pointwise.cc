@@ -305,8 +305,26 @@ absl::Status ComposeElementwise(const Node& group, const Graph& body, const std:
                                 const Shape& shape, ComposedElementwise& out) {
   absl::flat_hash_map<const Value*, int> input_index;
   for (size_t i = 0; i < body.inputs().size(); ++i) input_index[body.inputs()[i]] = static_cast<int>(i);
+  // Values that are strided views of a group input: (input, strides over the value's
+  // own shape, first element).
+  struct View {
+    int input;
+    std::vector<int64_t> strides;
+    int64_t offset;
+  };
+  absl::flat_hash_map<const Value*, View> views;
   int temp = 0;
   for (const Node* member : members) {
+    if (out.allow_views && IsMovementOp(member->op_type()) && member->num_outputs() == 1) {
+      auto gi = input_index.find(member->input(0));
+      if (gi == input_index.end()) {
+        return NoKernel(group, absl::StrCat("member ", member->Describe(), " views a value computed in the group"));
+      }
+      absl::StatusOr<MovementView> view = ViewOf(*member);
+      if (!view.ok()) return view.status();
+      views[member->output(0)] = {gi->second, std::move(view->strides), view->offset};
+      continue;
+    }
     if (!IsPointwiseOp(member->op_type()) || member->num_outputs() != 1 || member->output(0)->shape() != shape) {
       return NoKernel(group, absl::StrCat("member ", member->Describe(), " is not element-wise over ",
                                           ShapeToString(shape)));
@@ -325,13 +343,30 @@ absl::Status ComposeElementwise(const Node& group, const Graph& body, const std:
       } else if (auto c = out.computed.find(v); c != out.computed.end()) {
         expr = c->second.second == in.domain ? c->second.first
                                              : absl::StrCat("(", DomainType(in.domain), ")(", c->second.first, ")");
-      } else if (auto gi = input_index.find(v); gi != input_index.end()) {
+      } else if (auto gi = input_index.find(v); gi != input_index.end() || views.contains(v)) {
+        ElementwiseLoad load{0, in.domain, in.view, {}, 0};
+        if (auto vw = views.find(v); vw != views.end()) {
+          // The view's strides over its shape, broadcast like `in.view` into `shape`.
+          const Shape& vs = v->shape();
+          if (in.view != vs || vs.size() > shape.size()) {
+            return NoKernel(group, absl::StrCat("view '", v->name(), "' is not read at its own shape"));
+          }
+          load.input = vw->second.input;
+          load.offset = vw->second.offset;
+          load.strides.assign(shape.size(), 0);
+          const size_t lead = shape.size() - vs.size();
+          for (size_t d = 0; d < vs.size(); ++d) load.strides[lead + d] = vs[d] == 1 ? 0 : vw->second.strides[d];
+        } else {
+          load.input = gi->second;
+        }
         size_t l = 0;
-        while (l < out.loads.size() && !(out.loads[l].input == gi->second && out.loads[l].domain == in.domain &&
-                                         out.loads[l].view == in.view)) {
+        while (l < out.loads.size() &&
+               !(out.loads[l].input == load.input && out.loads[l].domain == load.domain &&
+                 out.loads[l].view == load.view && out.loads[l].strides == load.strides &&
+                 out.loads[l].offset == load.offset)) {
           ++l;
         }
-        if (l == out.loads.size()) out.loads.push_back({gi->second, in.domain, in.view});
+        if (l == out.loads.size()) out.loads.push_back(std::move(load));
         expr = absl::StrCat("g", l);
       } else {
         return NoKernel(group, absl::StrCat("value '", v->name(), "' has no source in the group"));
@@ -360,6 +395,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& gro
     if (y->shape() != shape) return NoKernel(group, "pointwise group with outputs of different shapes");
   }
   ComposedElementwise composed;
+  composed.allow_views = true;
   if (absl::Status st = ComposeElementwise(group, body, nullptr, shape, composed); !st.ok()) return st;
   const std::vector<ElementwiseLoad>& loads = composed.loads;
 
@@ -377,10 +413,12 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& gro
   }
   for (size_t l = 0; l < loads.size(); ++l) {
     EwOperand op{absl::StrCat("in", l), group.input(loads[l].input)->dtype(), loads[l].domain, absl::StrCat("g", l),
-                 {}};
-    if (loads[l].view.size() > shape.size()) return NoKernel(group, "input of higher rank than the output");
-    if (!BroadcastStrides(loads[l].view, shape, &op.strides)) {
-      return NoKernel(group, "input does not broadcast to the output");
+                 loads[l].strides, loads[l].offset};
+    if (op.strides.empty()) {
+      if (loads[l].view.size() > shape.size()) return NoKernel(group, "input of higher rank than the output");
+      if (!BroadcastStrides(loads[l].view, shape, &op.strides)) {
+        return NoKernel(group, "input does not broadcast to the output");
+      }
     }
     k.operands.push_back(std::move(op));
     args.push_back(InputArg(group, loads[l].input));

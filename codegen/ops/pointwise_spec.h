@@ -42,8 +42,16 @@ struct ElementwiseLoad {
   int input;  // group input index
   Domain domain;
   Shape view;
+  // Read through a Transpose/Expand/Slice member (allow_views): element strides over
+  // the composed shape and the first element; empty: `view` broadcast, dense.
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
 };
 struct ComposedElementwise {
+  // Set by the caller: members that are strided views of a group input (ViewOf in
+  // codegen/ops/families.h) are folded into the loads of their readers instead of
+  // being refused. Only the pointwise group kernel reads loads with strides.
+  bool allow_views = false;
   std::string code;
   std::vector<ElementwiseLoad> loads;
   absl::flat_hash_map<const Value*, std::pair<std::string, Domain>> computed;
