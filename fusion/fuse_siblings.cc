@@ -390,6 +390,16 @@ absl::StatusOr<bool> FuseSiblings::StackSplitMatMuls(Graph& graph) {
     }
     const int64_t n = v->shape().back() / s;
     if (!equal || n <= 0 || split->output(0)->shape().back() != n) continue;
+    // ... possibly through a Reshape that keeps the last dim (GPT-2's Conv1D export:
+    // Gemm on [B*T, K], then Reshape to [B, T, S*N]), ...
+    Node* reshape = nullptr;
+    if (Node* r = v->producer(); r != nullptr && r->op_type() == "Reshape" && r->domain().empty() &&
+                                 r->input(0) != nullptr && r->input(0)->has_type() && r->input(0)->rank() >= 1 &&
+                                 r->input(0)->shape().back() == v->shape().back() &&
+                                 r->input(0)->uses().size() == 1 && !graph.IsGraphOutput(r->input(0))) {
+      reshape = r;
+      v = r->input(0);
+    }
     // ... of MatMul(X, W [K, S*N] constant) or of its Add with a constant bias.
     Node* producer = v->producer();
     Node* add = nullptr;
@@ -439,8 +449,10 @@ absl::StatusOr<bool> FuseSiblings::StackSplitMatMuls(Graph& graph) {
     }
     std::vector<std::string> names = {mm->name()};
     if (add != nullptr) names.push_back(add->name());
+    if (reshape != nullptr) names.push_back(reshape->name());
     names.push_back(split->name());
     graph.RemoveNode(split);
+    if (reshape != nullptr) graph.RemoveNode(reshape);
     if (add != nullptr) graph.RemoveNode(add);
     graph.RemoveNode(mm);
     KILN_ASSIGN_OR_RETURN(Node* matmul, BuildStacked(graph, spec));

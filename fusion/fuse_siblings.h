@@ -40,9 +40,10 @@
 // (a') Split matmul: a MatMul(X, W) with a constant W [K, S*N], optionally followed
 // by an Add of a constant bias [S*N] or [1, S*N], whose result is read only by a
 // Split along the last axis into S >= 2 equal parts (GPT-2's c_attn: siblings merged
-// by the model's author) gets the same stacked layout, with W's column blocks as the
-// W_i. Reported with pattern "split-matmul" (members: the MatMul, the Add, the
-// Split). Not fired, silently: unequal parts, another axis, a computed weight, a
+// by the model's author), possibly through a Reshape that keeps the last dim between
+// them (the Conv1D export's [B*T, S*N] -> [B, T, S*N]), gets the same stacked layout,
+// with W's column blocks as the W_i. Reported with pattern "split-matmul" (members:
+// the MatMul, the Add, the Reshape, the Split). Not fired, silently: unequal parts, another axis, a computed weight, a
 // layout flag, an intermediate read elsewhere.
 //
 // (b) Dual matmul: Add(P, Q) where P and Q are outputs of two different MatMul/Gemm

@@ -290,6 +290,32 @@ graph @main {
 )",
                         &plain);
   EXPECT_EQ(Summary(*h), "MatMul @c_attn/stacked\nSplit @c_attn/split\nMul @prod\n");
+
+  // GPT-2's Conv1D export: the product of [B*T, K] rows is reshaped to [B, T, S*N]
+  // before the Split; the Reshape goes with the rewrite.
+  FusionReport conv1d;
+  auto c = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[6,4]
+  const %w : f32[4,6] = splat(0.5)
+  const %b : f32[6] = splat(0.1)
+  const %bt : i64[3] = [2, 3, 6]
+  %p = MatMul(%x, %w) @c_attn
+  %pb = Add(%p, %b) @c_attn_bias
+  %r = Reshape(%pb, %bt) @c_attn_reshape
+  %q, %k, %v = Split(%r) {axis = 2, num_outputs = 3} @split
+  %s = Add(%q, %k) @sum
+  %y = Mul(%s, %v) @prod
+  output %y
+}
+)",
+                        &conv1d);
+  EXPECT_EQ(Summary(*c),
+            "MatMul @c_attn/stacked\nAdd @c_attn/stacked_bias_add\nSplit @c_attn/split\nReshape @c_attn/unstack0\n"
+            "Reshape @c_attn/unstack1\nAdd @sum\nReshape @c_attn/unstack2\nMul @prod\n");
+  ASSERT_EQ(conv1d.groups.size(), 1u);
+  EXPECT_EQ(conv1d.groups[0].members,
+            (std::vector<std::string>{"c_attn", "c_attn_bias", "c_attn_reshape", "split"}));
 }
 
 TEST(FuseSiblingsTest, SplitMatMulMustNotFire) {
