@@ -260,6 +260,9 @@ struct ConvPlan {
   int pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
   int group = 1;
   bool has_bias = false;
+  // channels_last=1 (graph/ops/op_util.h): X, Y and the bias are NHWC tensors and W
+  // is KRSC ([M, KH, KW, C/group]); the fields above keep their NCHW meaning.
+  bool nhwc = false;
   // Fused groups (cudnnConvolutionBiasActivationForward): launch inputs of X, W, the
   // bias (-1: none, a zero bias in the workspace is used) and the residual Z (-1: none).
   bool fused = false;
@@ -269,9 +272,17 @@ struct ConvPlan {
 
 absl::StatusOr<ConvPlan> PlanConv(const Node& node) {
   if (absl::Status s = CheckTypes(node, 2, 3); !s.ok()) return s;
-  const Shape& x = node.input(0)->shape();
-  const Shape& wt = node.input(1)->shape();
-  const Shape& y = node.output(0)->shape();
+  absl::StatusOr<int64_t> channels_last = node.GetInt("channels_last", 0);
+  if (!channels_last.ok()) return channels_last.status();
+  const bool nhwc = *channels_last == 1;
+  if (nhwc && node.input(0)->rank() != 4) {
+    return node.Unsupported(absl::StrCat("channels_last=1 needs a 2-D convolution (", ShapesOf(node), ")"));
+  }
+  // The shapes in NCHW order ([N, C, H, W], [M, C/g, KH, KW], [N, M, OH, OW]).
+  auto nchw = [&](const Shape& s) { return nhwc && s.size() == 4 ? Shape{s[0], s[3], s[1], s[2]} : s; };
+  const Shape x = nchw(node.input(0)->shape());
+  const Shape wt = nchw(node.input(1)->shape());
+  const Shape y = nchw(node.output(0)->shape());
   if (x.size() != 3 && x.size() != 4) {
     return node.Unsupported(absl::StrCat("only 1-D and 2-D convolutions have a library kernel (", ShapesOf(node), ")"));
   }
@@ -327,6 +338,7 @@ absl::StatusOr<ConvPlan> PlanConv(const Node& node) {
     }
   }
   ConvPlan p;
+  p.nhwc = nhwc;
   p.dtype = node.output(0)->dtype();
   p.group = static_cast<int>(*group);
   p.batch = static_cast<int>(x[0]);
@@ -696,8 +708,10 @@ class CudnnConvKernel : public LibraryKernel {
     KILN_DNN(cudnnCreateTensorDescriptor(&y_), "cudnnCreateTensorDescriptor");
     KILN_DNN(cudnnCreateFilterDescriptor(&w_), "cudnnCreateFilterDescriptor");
     KILN_DNN(cudnnCreateConvolutionDescriptor(&conv_), "cudnnCreateConvolutionDescriptor");
-    KILN_DNN(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, t, p.batch, p.c, p.h, p.w), "set X descriptor");
-    KILN_DNN(cudnnSetFilter4dDescriptor(w_, t, CUDNN_TENSOR_NCHW, p.m, p.cg, p.kh, p.kw), "set W descriptor");
+    // NHWC activations and KRSC filters (channels_last) are cuDNN's fast tensor-core path.
+    const cudnnTensorFormat_t format = p.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    KILN_DNN(cudnnSetTensor4dDescriptor(x_, format, t, p.batch, p.c, p.h, p.w), "set X descriptor");
+    KILN_DNN(cudnnSetFilter4dDescriptor(w_, t, format, p.m, p.cg, p.kh, p.kw), "set W descriptor");
     KILN_DNN(cudnnSetConvolution2dDescriptor(conv_, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dil_h, p.dil_w,
                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
              "cudnnSetConvolution2dDescriptor");
@@ -713,10 +727,11 @@ class CudnnConvKernel : public LibraryKernel {
       return absl::InternalError(absl::StrCat(where_, ": cuDNN computes output [", n, ",", c, ",", h, ",", w,
                                               "], the graph says [", p.batch, ",", p.m, ",", p.oh, ",", p.ow, "]"));
     }
-    KILN_DNN(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, t, p.batch, p.m, p.oh, p.ow), "set Y descriptor");
+    KILN_DNN(cudnnSetTensor4dDescriptor(y_, format, t, p.batch, p.m, p.oh, p.ow), "set Y descriptor");
     if (p.has_bias || p.fused) {
+      // [1, M, 1, 1]: the same bytes in either format.
       KILN_DNN(cudnnCreateTensorDescriptor(&bias_), "cudnnCreateTensorDescriptor");
-      KILN_DNN(cudnnSetTensor4dDescriptor(bias_, CUDNN_TENSOR_NCHW, t, 1, p.m, 1, 1), "set bias descriptor");
+      KILN_DNN(cudnnSetTensor4dDescriptor(bias_, format, t, 1, p.m, 1, 1), "set bias descriptor");
     }
     if (p.fused) {
       KILN_DNN(cudnnCreateActivationDescriptor(&act_), "cudnnCreateActivationDescriptor");
@@ -1009,7 +1024,8 @@ absl::StatusOr<GemmPlan> PlanFusedMatMul(const Node& group) {
 }
 
 // "conv+epilogue": Conv(X, W[, B]) then Add(residual Z of the output's shape) or
-// Add(bias broadcast as [1, C, 1, 1] when the Conv has no B), then optionally Relu;
+// Add(bias broadcast as [1, C, 1, 1], or [1, 1, 1, C] / [C] for a channels_last Conv,
+// when the Conv has no B), then optionally Relu;
 // at least one epilogue node. One cudnnConvolutionBiasActivationForward call:
 // y = act(conv(x) + z + bias), a zero bias when the body has none.
 absl::StatusOr<ConvPlan> PlanFusedConv(const Node& group) {
@@ -1041,7 +1057,7 @@ absl::StatusOr<ConvPlan> PlanFusedConv(const Node& group) {
     Shape padded = other->shape();
     if (padded.size() <= y.size()) padded.insert(padded.begin(), y.size() - padded.size(), 1);
     Shape bias_shape(y.size(), 1);
-    bias_shape[1] = p.m;
+    bias_shape[p.nhwc ? y.size() - 1 : 1] = p.m;
     if (other->shape() == y) {
       p.in_z = index;  // residual
     } else if (padded == bias_shape && !p.has_bias) {

@@ -166,6 +166,7 @@ GroupGraph MatMulGroup(DType dt, Shape x, Shape w, const std::vector<std::string
 }
 
 // Conv(x, w[, cb]) then `epilogue`: "bias" (Add of b [1,C,1,1]), "bias3" (b [C,1,1]),
+// "bias_nhwc" (b [1,1,1,C]) and "bias_c" (b [C]) for channels_last convs,
 // "res" (Add of z, the output's shape), "res_first" (Add(z, conv)), "relu", "sigmoid".
 GroupGraph ConvGroup(DType dt, Shape x, Shape w, bool conv_bias, const Attrs& attrs,
                      const std::vector<std::string>& epilogue) {
@@ -181,7 +182,10 @@ GroupGraph ConvGroup(DType dt, Shape x, Shape w, bool conv_bias, const Attrs& at
   for (size_t i = 0; i < epilogue.size(); ++i) {
     const std::string prev = "v" + std::to_string(i), out = "v" + std::to_string(i + 1);
     const std::string& e = epilogue[i];
-    if (e == "bias" || e == "bias3") {
+    if (e == "bias_nhwc" || e == "bias_c") {  // channels_last Conv: b [1,1,1,C] or [C]
+      inputs.push_back({"b", e == "bias_c" ? Shape{w[0]} : Shape{1, 1, 1, w[0]}});
+      nodes.push_back({"Add", {prev, "b"}, out});
+    } else if (e == "bias" || e == "bias3") {
       Shape b(y.size() - (e == "bias3" ? 1 : 0), 1);
       b[e == "bias3" ? 0 : 1] = w[0];
       inputs.push_back({"b", b});
@@ -305,6 +309,17 @@ TEST(LibraryKernelName, ConvForms) {
             "");
   // 3-D convolution.
   EXPECT_EQ(Name("Conv", kF16, {Shape{1, 3, 5, 5, 5}, Shape{4, 3, 3, 3, 3}}), "");
+  // channels_last: X [N, H, W, C], W [M, KH, KW, C/group] (cuDNN NHWC / KRSC).
+  const Attrs nhwc = {{"channels_last", 1}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  for (DType dt : {kF32, kF16, kBF16}) {
+    EXPECT_EQ(Name("Conv", dt, {Shape{1, 9, 9, 3}, Shape{4, 3, 3, 3}, Shape{4}}, nhwc), "cudnn:Conv");
+    EXPECT_EQ(Name("Conv", dt, {Shape{2, 7, 5, 8}, Shape{8, 3, 3, 1}},
+                   {{"channels_last", 1}, {"group", 8}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+              "cudnn:Conv");
+  }
+  EXPECT_EQ(Name("Conv", kF16, {Shape{1, 8, 8, 3}, Shape{4, 2, 2, 3}},
+                 {{"channels_last", 1}, {"pads", std::vector<int64_t>{0, 1, 1, 1}}}),
+            "");  // asymmetric padding
   // Other ops.
   EXPECT_EQ(Name("Relu", kF16, {Shape{4, 4}}), "");
 }
@@ -413,6 +428,15 @@ TEST(LibraryKernelName, FusedConvForms) {
               "cudnn:FusedConv");
   }
   const Shape x{2, 3, 9, 11}, w{5, 3, 3, 3};
+  // channels_last groups: the per-channel bias is [1,1,1,C] or [C].
+  {
+    const Attrs nhwc = {{"channels_last", 1}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+    const Shape xn{2, 9, 11, 3}, wn{5, 3, 3, 3};
+    EXPECT_EQ(GroupName(ConvGroup(kF16, xn, wn, false, nhwc, {"bias_nhwc", "relu"})), "cudnn:FusedConv");
+    EXPECT_EQ(GroupName(ConvGroup(kF16, xn, wn, false, nhwc, {"bias_c", "relu"})), "cudnn:FusedConv");
+    EXPECT_EQ(GroupName(ConvGroup(kF16, xn, wn, true, nhwc, {"res", "relu"})), "cudnn:FusedConv");
+    EXPECT_EQ(GroupName(ConvGroup(kF16, xn, wn, true, nhwc, {"bias_nhwc", "relu"})), "");  // two biases
+  }
   // Two biases (the Conv's and an Add's), a spatial addend, other epilogue ops.
   EXPECT_EQ(GroupName(ConvGroup(kF16, x, w, true, kPad1, {"bias", "relu"})), "");
   EXPECT_EQ(GroupName(ConvGroup(kF16, x, w, false, kPad1, {"spatial", "relu"})), "");
@@ -717,6 +741,39 @@ TEST_F(LibraryKernelGpuTest, Conv2D) {
           {{"group", 8}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
     Check("Conv", dt, {Shape{2, 16, 7, 9}, Shape{33, 16, 1, 1}});  // pointwise, no bias
     Check("Conv", dt, {Shape{1, 3, 9, 9}, Shape{4, 3, 3, 3}}, {{"auto_pad", "SAME_UPPER"}, {"strides", std::vector<int64_t>{2, 2}}});
+  }
+}
+
+// channels_last=1: NHWC activations, KRSC filters; the reference is the CPU NHWC Conv.
+TEST_F(LibraryKernelGpuTest, Conv2DChannelsLast) {
+  for (DType dt : {kF32, kF16, kBF16}) {
+    Check("Conv", dt, {Shape{1, 13, 13, 3}, Shape{5, 5, 5, 3}, Shape{5}},  // stem-like, C = 3
+          {{"channels_last", 1}, {"pads", std::vector<int64_t>{2, 2, 2, 2}}, {"strides", std::vector<int64_t>{2, 1}}});
+    Check("Conv", dt, {Shape{2, 9, 11, 6}, Shape{4, 3, 3, 3}, Shape{4}},
+          {{"channels_last", 1}, {"group", 2}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+           {"dilations", std::vector<int64_t>{2, 2}}});
+    Check("Conv", dt, {Shape{1, 7, 7, 8}, Shape{8, 3, 3, 1}, Shape{8}},  // depthwise
+          {{"channels_last", 1}, {"group", 8}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+    Check("Conv", dt, {Shape{2, 7, 9, 16}, Shape{32, 1, 1, 16}}, {{"channels_last", 1}});  // pointwise, no bias
+    Check("Conv", dt, {Shape{3, 10, 6, 24}, Shape{40, 3, 3, 24}, Shape{40}},
+          {{"channels_last", 1}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}});
+    Check("Conv", dt, {Shape{1, 9, 9, 3}, Shape{4, 3, 3, 3}},
+          {{"channels_last", 1}, {"auto_pad", "SAME_UPPER"}, {"strides", std::vector<int64_t>{2, 2}}});
+  }
+  Check("Conv", kF16, {Shape{2, 9, 11, 8}, Shape{8, 3, 3, 8}, Shape{8}},
+        {{"channels_last", 1}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}, {.cuda_graph = true});
+}
+
+TEST_F(LibraryKernelGpuTest, FusedConvChannelsLast) {
+  const std::string name = "cudnn:FusedConv";
+  const Attrs nhwc = {{"channels_last", 1}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  for (DType dt : {kF32, kF16, kBF16}) {
+    const Shape x{2, 9, 11, 8}, w{16, 3, 3, 8};
+    CheckGroup(ConvGroup(dt, x, w, false, nhwc, {"bias_nhwc", "relu"}), name);
+    CheckGroup(ConvGroup(dt, x, w, false, nhwc, {"bias_c", "relu"}), name);
+    CheckGroup(ConvGroup(dt, x, w, true, nhwc, {"res", "relu"}), name);
+    CheckGroup(ConvGroup(dt, x, w, false, nhwc, {"relu"}), name);
+    CheckGroup(ConvGroup(dt, Shape{1, 7, 9, 16}, Shape{32, 1, 1, 16}, true, {{"channels_last", 1}}, {"res"}), name);
   }
 }
 

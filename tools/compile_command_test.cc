@@ -74,6 +74,33 @@ TEST_F(CompileCommandTest, UsageListsTheNewFlags) {
   EXPECT_THAT(r.out, HasSubstr("KILN_CACHE_DIR"));
 }
 
+TEST_F(CompileCommandTest, LayoutFlag) {
+  Result help = Kiln("compile --help", dir_ + "/cache");
+  EXPECT_THAT(help.out, HasSubstr("--layout auto|nchw|nhwc"));
+  Result passes = Kiln("compile --dump-after help", dir_ + "/cache");
+  EXPECT_THAT(passes.out, HasSubstr("to-channels-last"));
+  Result bad = Kiln(Compile("--layout chwn"), dir_ + "/cache");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("unsupported --layout 'chwn': choose auto, nchw or nhwc"));
+  // A small CNN: the dump after the pass shows channels-last convs; nchw has none.
+  const std::string cnn = dir_ + "/cnn.onnx";
+  auto model = models::MakeModel("tiny_cnn", {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_TRUE(models::WriteModel(*model, cnn).ok());
+  const std::string base = absl::StrCat("compile ", cnn, " -o ", dir_, "/cnn.kiln --arch sm_80 --dump-after all ");
+  Result nhwc = Kiln(base + "--layout nhwc", dir_ + "/cache");
+  ASSERT_EQ(nhwc.exit_code, 0) << nhwc.err;
+  EXPECT_THAT(nhwc.out, HasSubstr("// after to-channels-last"));
+  EXPECT_THAT(nhwc.out, HasSubstr("channels_last = 1"));
+  Result only = Kiln(absl::StrCat("compile ", cnn, " -o ", dir_, "/cnn2.kiln --arch sm_80 --dump-after to-channels-last"),
+                     dir_ + "/cache");
+  ASSERT_EQ(only.exit_code, 0) << only.err;
+  EXPECT_THAT(only.out, HasSubstr("// after to-channels-last"));
+  Result nchw = Kiln(base + "--layout nchw", dir_ + "/cache");
+  ASSERT_EQ(nchw.exit_code, 0) << nchw.err;
+  EXPECT_THAT(nchw.out + nchw.err, Not(HasSubstr("channels_last")));
+}
+
 TEST_F(CompileCommandTest, SecondCompileComesFromTheCacheAndLogsStayClean) {
   const std::string cache = dir_ + "/cache";
   Result cold = Kiln(Compile(), cache);

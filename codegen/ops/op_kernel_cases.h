@@ -192,6 +192,9 @@ inline std::vector<Case> AllCases() {
       {{"axis", int64_t{2}}, {"epsilon", 1e-3f}}, 3);
   add("GlobalAveragePoolF16", "GlobalAveragePool", {R(f16, {2, 3, 7, 7})});
   add("GlobalMaxPoolF32", "GlobalMaxPool", {R(f32, {2, 3, 5, 4})});
+  // channels_last=1 (NHWC [N, H, W, C]): C % 8 == 0, and an odd C.
+  add("GlobalAveragePoolNhwcF16", "GlobalAveragePool", {R(f16, {2, 7, 7, 16})}, {{"channels_last", int64_t{1}}});
+  add("GlobalAveragePoolNhwcOddF32", "GlobalAveragePool", {R(f32, {3, 5, 4, 7})}, {{"channels_last", int64_t{1}}});
   add("ArgMaxF32", "ArgMax", {R(f32, {3, 7, 4})}, {{"axis", int64_t{1}}});
   add("ArgMinLastI64", "ArgMin", {R(i64, {3, 7})}, {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}},
                                                    {"select_last_index", int64_t{1}}});
@@ -211,6 +214,20 @@ inline std::vector<Case> AllCases() {
   add("AvgPoolInclPadF16", "AveragePool", {R(f16, {2, 2, 6, 5})},
       {{"kernel_shape", std::vector<int64_t>{3, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
        {"count_include_pad", int64_t{1}}});
+  // channels_last=1 (NHWC [N, H, W, C]).
+  add("MaxPoolNhwc3x3s2F16", "MaxPool", {R(f16, {2, 9, 9, 16})},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+       {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"channels_last", int64_t{1}}});
+  add("MaxPoolNhwcCeilDilBF16", "MaxPool", {R(bf16, {1, 10, 8, 3})},
+      {{"kernel_shape", std::vector<int64_t>{2, 3}}, {"strides", std::vector<int64_t>{3, 2}},
+       {"dilations", std::vector<int64_t>{2, 1}}, {"ceil_mode", int64_t{1}}, {"pads", std::vector<int64_t>{0, 1, 1, 0}},
+       {"channels_last", int64_t{1}}});
+  add("AvgPoolNhwcExclPadF32", "AveragePool", {R(f32, {2, 7, 7, 5})},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+       {"pads", std::vector<int64_t>{1, 0, 2, 1}}, {"ceil_mode", int64_t{1}}, {"channels_last", int64_t{1}}});
+  add("AvgPoolNhwcInclPadF16", "AveragePool", {R(f16, {2, 6, 5, 8})},
+      {{"kernel_shape", std::vector<int64_t>{3, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+       {"count_include_pad", int64_t{1}}, {"channels_last", int64_t{1}}});
   add("LrnF32", "LRN", {R(f32, {1, 7, 3, 3})}, {{"size", int64_t{5}}, {"alpha", 1e-2f}, {"beta", 0.75f}, {"bias", 2.f}});
   add("LrnF16", "LRN", {R(f16, {2, 4, 5})}, {{"size", int64_t{2}}});
   // A fused pointwise group (graph/fused_group.h): a broadcast bias, a scalar, a

@@ -1,6 +1,7 @@
-// Windowed kernels: MaxPool and AveragePool over 1 to 3 spatial dims (window
-// geometry resolved by kiln::ops::ComputeWindow, as the CPU reference does; the
-// template is codegen/templates/pool.cuh), and LRN across channels.
+// Windowed kernels: MaxPool and AveragePool over 1 to 3 spatial dims, NCHW or
+// channels_last NHWC (window geometry resolved by kiln::ops::ComputeWindow, as the
+// CPU reference does; the template is codegen/templates/pool.cuh), and LRN across
+// channels.
 #include <algorithm>
 #include <string>
 
@@ -28,16 +29,22 @@ absl::StatusOr<std::vector<KernelLaunch>> Pool(const Node& node) {
   if (!ceil_mode.ok()) return ceil_mode.status();
   auto count_pad = node.GetInt("count_include_pad", 0);
   if (!count_pad.ok()) return count_pad.status();
+  auto channels_last = kiln::ops::ChannelsLast(node);
+  if (!channels_last.ok()) return channels_last.status();
   const Shape& xs = x->shape();
-  const Shape spatial(xs.begin() + 2, xs.end());
+  // NCHW: planes = N * C, one channel per plane (kC = 1); channels_last (NHWC):
+  // planes = N, the C channels innermost.
+  const Shape spatial = *channels_last ? Shape(xs.begin() + 1, xs.end() - 1) : Shape(xs.begin() + 2, xs.end());
   auto win = kiln::ops::ComputeWindow(node, spatial, *kernel, /*use_dilations=*/true, *ceil_mode != 0);
   if (!win.ok()) return win.status();
   const kiln::ops::Window3 g = kiln::ops::LiftWindow(spatial, *win);
-  const int64_t planes = xs[0] * xs[1];
+  const int64_t planes = *channels_last ? xs[0] : xs[0] * xs[1];
+  const int64_t channels = *channels_last ? xs[3] : 1;
   const char* it = IndexType(std::max(x->numel(), y->numel()));
   std::string prefix = absl::StrCat("// ", node.op_type(), " ", x->TypeString(), " -> ", y->TypeString(), "\ntypedef ",
                                     StorageTypeName(x->dtype()), " kiln_in_t;\ntypedef ", StorageTypeName(y->dtype()),
                                     " kiln_out_t;\ntypedef ", it, " kiln_idx_t;\nconstexpr kiln_idx_t kPlanes = ", planes,
+                                    ";\nconstexpr int kC = ", channels,
                                     ";\nconstexpr bool kIsMax = ", is_max ? "true" : "false",
                                     ";\nconstexpr bool kCountPad = ", *count_pad ? "true" : "false", ";\n");
   auto dims = [&](const char* name, const int64_t* v) {

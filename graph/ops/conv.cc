@@ -1,5 +1,7 @@
 // Conv: 1-D/2-D/3-D grouped convolution (strides, dilations, pads/auto_pad, optional bias)
 // as one GEMM per image and group over an implicit im2col; depthwise convs run directly.
+// With the kiln-internal attribute channels_last=1 (2-D only), X is [N, H, W, C], W is
+// [OC, KH, KW, C/group] and Y is [N, OH, OW, OC]; the reference permutes to NCHW and back.
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -67,19 +69,42 @@ struct Im2Col {
   }
 };
 
-absl::StatusOr<WindowGeometry> Window(const Node& node) {
-  const Shape& x = node.input(0)->shape();
-  const Shape& w = node.input(1)->shape();
-  std::vector<int64_t> kernel(w.begin() + 2, w.end());
+// Where the dims of X and W sit: NCHW / OIHW, or NHWC / OHWI with channels_last.
+struct ConvDims {
+  bool channels_last = false;
+  int64_t channels = 0;           // C of X
+  int64_t weight_channels = 0;    // C/group of W
+  Shape spatial;                  // spatial dims of X
+  std::vector<int64_t> kernel;    // spatial dims of W
+};
+
+ConvDims Dims(const Shape& x, const Shape& w, bool channels_last) {
+  ConvDims d;
+  d.channels_last = channels_last;
+  if (channels_last) {
+    d.channels = x[3];
+    d.weight_channels = w[3];
+    d.spatial = Shape(x.begin() + 1, x.end() - 1);
+    d.kernel.assign(w.begin() + 1, w.end() - 1);
+  } else {
+    d.channels = x[1];
+    d.weight_channels = w[1];
+    d.spatial = Shape(x.begin() + 2, x.end());
+    d.kernel.assign(w.begin() + 2, w.end());
+  }
+  return d;
+}
+
+absl::StatusOr<WindowGeometry> Window(const Node& node, const ConvDims& d) {
   if (node.has_attr("kernel_shape")) {
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> attr, node.GetInts("kernel_shape"));
-    if (attr != kernel) {
+    if (attr != d.kernel) {
       return node.Error(absl::StrCat("kernel_shape ", ShapeToString(attr), " does not match the weights ",
-                                     ShapeToString(w)));
+                                     ShapeToString(node.input(1)->shape()),
+                                     d.channels_last ? " ([OC, KH, KW, C/group] with channels_last=1)" : ""));
     }
   }
-  return ComputeWindow(node, Shape(x.begin() + 2, x.end()), kernel, /*use_dilations=*/true,
-                       /*ceil_mode=*/false);
+  return ComputeWindow(node, d.spatial, d.kernel, /*use_dilations=*/true, /*ceil_mode=*/false);
 }
 
 absl::Status Infer(Node& node) {
@@ -96,16 +121,20 @@ absl::Status Infer(Node& node) {
     return node.Error(
         absl::StrCat("input X must be [N, C, spatial...] with 1 to 3 spatial dims, got ", x->TypeString()));
   }
+  KILN_ASSIGN_OR_RETURN(const bool channels_last, ChannelsLast(node));
   if (w->rank() != x->rank()) {
     return node.Error(
         absl::StrCat("weights W ", w->TypeString(), " must have the rank of X ", x->TypeString()));
   }
   KILN_ASSIGN_OR_RETURN(int64_t group, node.GetInt("group", 1));
-  const int64_t c = x->shape()[1], m = w->shape()[0];
+  const ConvDims d = Dims(x->shape(), w->shape(), channels_last);
+  const int64_t c = d.channels, m = w->shape()[0];
   if (group < 1) return node.Error(absl::StrCat("group must be positive, got ", group));
-  if (w->shape()[1] * group != c) {
+  if (d.weight_channels * group != c) {
     return node.Error(absl::StrCat("X has ", c, " channels but W ", ShapeToString(w->shape()), " with group ",
-                                   group, " expects ", w->shape()[1] * group));
+                                   group, " expects ", d.weight_channels * group,
+                                   channels_last ? " (channels_last=1: X is [N, H, W, C], W [OC, KH, KW, C/group])"
+                                                 : ""));
   }
   if (m % group != 0) {
     return node.Error(absl::StrCat("W has ", m, " output channels, not divisible by group ", group));
@@ -113,9 +142,11 @@ absl::Status Infer(Node& node) {
   if (node.has_input(2) && node.input(2)->shape() != Shape{m}) {
     return node.Error(absl::StrCat("bias B must be [", m, "], got ", node.input(2)->TypeString()));
   }
-  KILN_ASSIGN_OR_RETURN(WindowGeometry win, Window(node));
-  Shape out = {x->shape()[0], m};
+  KILN_ASSIGN_OR_RETURN(WindowGeometry win, Window(node, d));
+  Shape out = {x->shape()[0]};
+  if (!channels_last) out.push_back(m);
   out.insert(out.end(), win.output.begin(), win.output.end());
+  if (channels_last) out.push_back(m);
   node.output(0)->SetType(x->dtype(), out);
   return absl::OkStatus();
 }
@@ -161,11 +192,12 @@ void DirectConv(const float* x, const float* w, float* y, int64_t batch, int64_t
   });
 }
 
-absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
-  KILN_ASSIGN_OR_RETURN(WindowGeometry win, Window(node));
-  KILN_ASSIGN_OR_RETURN(int64_t group, node.GetInt("group", 1));
+// The NCHW computation: in[0] is X [N, C, spatial...], in[1] is W [M, C/group, kernel...].
+absl::Status EvalNchw(const Node& node, absl::Span<const Tensor* const> in, Tensor& result) {
   const Shape& xs = in[0]->shape();
   const Shape& ws = in[1]->shape();
+  KILN_ASSIGN_OR_RETURN(WindowGeometry win, Window(node, Dims(xs, ws, /*channels_last=*/false)));
+  KILN_ASSIGN_OR_RETURN(int64_t group, node.GetInt("group", 1));
   const Window3 g = LiftWindow(Shape(xs.begin() + 2, xs.end()), win);
   const int64_t batch = xs[0], c = xs[1], m = ws[0];
   const int64_t cg = c / group, mg = m / group;
@@ -174,7 +206,7 @@ absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Sp
   const int64_t kg = cg * g.kernel[0] * g.kernel[1] * g.kernel[2];
 
   const FloatView x(*in[0]), w(*in[1]);
-  FloatSink sink(out[0]);
+  FloatSink sink(result);
   float* y = sink.data();
   const bool has_bias = in.size() > 2 && in[2] != nullptr;
 
@@ -217,6 +249,21 @@ absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Sp
     cpu::Gemm(problems);
   }
   sink.Commit();
+  return absl::OkStatus();
+}
+
+absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  KILN_ASSIGN_OR_RETURN(const bool channels_last, ChannelsLast(node));
+  if (!channels_last) return EvalNchw(node, in, out[0]);
+  // NHWC -> NCHW, W [OC, KH, KW, C/g] -> [OC, C/g, KH, KW], compute, and back.
+  const Tensor x = PermuteAxes(*in[0], kNhwcToNchw);
+  const Tensor w = PermuteAxes(*in[1], kNhwcToNchw);
+  const Shape& ys = out[0].shape();
+  Tensor y(out[0].dtype(), {ys[0], ys[3], ys[1], ys[2]});
+  std::vector<const Tensor*> nchw = {&x, &w};
+  if (in.size() > 2) nchw.push_back(in[2]);
+  KILN_RETURN_IF_ERROR(EvalNchw(node, nchw, y));
+  out[0] = PermuteAxes(y, kNchwToNhwc);
   return absl::OkStatus();
 }
 

@@ -1,12 +1,24 @@
-// GlobalAveragePool: mean over all spatial positions of each channel, [N, C, ...] -> [N, C, 1, ...].
+// GlobalAveragePool: mean over all spatial positions of each channel, [N, C, ...] -> [N, C, 1, ...];
+// with the kiln-internal attribute channels_last=1, [N, H, W, C] -> [N, 1, 1, C].
 #include "graph/op_registry.h"
 #include "graph/ops/op_util.h"
 
 namespace kiln::ops {
 namespace {
 
-absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
-  EvalPerPlane(*in[0], out[0], [](const float* p, int64_t size) {
+absl::Status Infer(Node& node) {
+  KILN_RETURN_IF_ERROR(InferGlobalPool(node));
+  KILN_ASSIGN_OR_RETURN(const bool channels_last, ChannelsLast(node));
+  if (channels_last) {
+    const Shape& x = node.input(0)->shape();
+    node.output(0)->SetType(node.input(0)->dtype(), {x[0], 1, 1, x[3]});
+  }
+  return absl::OkStatus();
+}
+
+// Mean of each plane of an NCHW-ordered input.
+void EvalMean(const Tensor& in, Tensor& out) {
+  EvalPerPlane(in, out, [](const float* p, int64_t size) {
     // Eight partial sums: vectorisable, and less rounding error on large planes.
     float part[8] = {};
     int64_t i = 0;
@@ -18,6 +30,19 @@ absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Sp
     for (float v : part) sum += v;
     return sum / static_cast<float>(size);
   });
+}
+
+absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  KILN_ASSIGN_OR_RETURN(const bool channels_last, ChannelsLast(node));
+  if (!channels_last) {
+    EvalMean(*in[0], out[0]);
+    return absl::OkStatus();
+  }
+  // [N, C, 1, 1] and [N, 1, 1, C] hold the same bytes.
+  const Shape ys = out[0].shape();
+  Tensor y(out[0].dtype(), {ys[0], ys[3], 1, 1});
+  EvalMean(PermuteAxes(*in[0], kNhwcToNchw), y);
+  out[0] = y.Reshaped(ys);
   return absl::OkStatus();
 }
 
@@ -25,5 +50,5 @@ absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Sp
 }  // namespace kiln::ops
 
 KILN_OP_FILE(global_average_pool) {
-  registry.Register({.name = "GlobalAveragePool", .infer = ops::InferGlobalPool, .eval = ops::Eval});
+  registry.Register({.name = "GlobalAveragePool", .infer = ops::Infer, .eval = ops::Eval});
 }

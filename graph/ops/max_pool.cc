@@ -1,5 +1,6 @@
 // MaxPool: max over sliding windows of 1-D/2-D/3-D inputs (pads, auto_pad, dilations,
-// ceil_mode); the optional Indices output is not supported.
+// ceil_mode); the optional Indices output is not supported. With the kiln-internal
+// attribute channels_last=1 (2-D only), X is [N, H, W, C] and Y [N, OH, OW, C].
 #include <limits>
 #include <vector>
 
@@ -10,11 +11,15 @@
 namespace kiln::ops {
 namespace {
 
-absl::StatusOr<WindowGeometry> Window(const Node& node) {
-  const Shape& x = node.input(0)->shape();
+// Spatial dims of X: [N, C, spatial...], or [N, H, W, C] with channels_last.
+Shape Spatial(const Shape& x, bool channels_last) {
+  return channels_last ? Shape(x.begin() + 1, x.end() - 1) : Shape(x.begin() + 2, x.end());
+}
+
+absl::StatusOr<WindowGeometry> Window(const Node& node, const Shape& spatial) {
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, node.GetInts("kernel_shape"));
   KILN_ASSIGN_OR_RETURN(int64_t ceil_mode, node.GetInt("ceil_mode", 0));
-  return ComputeWindow(node, Shape(x.begin() + 2, x.end()), kernel, /*use_dilations=*/true, ceil_mode != 0);
+  return ComputeWindow(node, spatial, kernel, /*use_dilations=*/true, ceil_mode != 0);
 }
 
 absl::Status Infer(Node& node) {
@@ -32,19 +37,32 @@ absl::Status Infer(Node& node) {
         absl::StrCat("input X must be [N, C, spatial...] with 1 to 3 spatial dims, got ", x->TypeString()));
   }
   KILN_RETURN_IF_ERROR(node.GetInt("storage_order", 0).status());
-  KILN_ASSIGN_OR_RETURN(WindowGeometry win, Window(node));
-  Shape out = {x->shape()[0], x->shape()[1]};
+  KILN_ASSIGN_OR_RETURN(const bool channels_last, ChannelsLast(node));
+  KILN_ASSIGN_OR_RETURN(WindowGeometry win, Window(node, Spatial(x->shape(), channels_last)));
+  Shape out = {x->shape()[0]};
+  if (!channels_last) out.push_back(x->shape()[1]);
   out.insert(out.end(), win.output.begin(), win.output.end());
+  if (channels_last) out.push_back(x->shape()[3]);
   node.output(0)->SetType(dtype, out);
   return absl::OkStatus();
 }
 
-absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
-  KILN_ASSIGN_OR_RETURN(WindowGeometry win, Window(node));
+absl::Status EvalNchw(const Node& node, const Tensor& in, Tensor& out) {
+  KILN_ASSIGN_OR_RETURN(WindowGeometry win, Window(node, Spatial(in.shape(), /*channels_last=*/false)));
   EvalWindowPool(
-      *in[0], out[0], win, -std::numeric_limits<float>::infinity(),
+      in, out, win, -std::numeric_limits<float>::infinity(),
       [](float m, float v) { return (v > m || v != v) ? v : m; },  // NaN propagates
       [](float m, const TapRange&, const TapRange&, const TapRange&) { return m; });
+  return absl::OkStatus();
+}
+
+absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  KILN_ASSIGN_OR_RETURN(const bool channels_last, ChannelsLast(node));
+  if (!channels_last) return EvalNchw(node, *in[0], out[0]);
+  const Shape& ys = out[0].shape();
+  Tensor y(out[0].dtype(), {ys[0], ys[3], ys[1], ys[2]});
+  KILN_RETURN_IF_ERROR(EvalNchw(node, PermuteAxes(*in[0], kNhwcToNchw), y));
+  out[0] = PermuteAxes(y, kNchwToNhwc);
   return absl::OkStatus();
 }
 

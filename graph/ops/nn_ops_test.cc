@@ -16,6 +16,7 @@
 #include "graph/graph.h"
 #include "graph/infer_shapes.h"
 #include "graph/ops/cpu_gemm.h"
+#include "graph/ops/op_util.h"
 
 namespace kiln {
 namespace {
@@ -444,6 +445,70 @@ TEST(NnConvTest, Errors) {
   EXPECT_NE(e.find("strides [1] must have 2 entries"), std::string::npos) << e;
 }
 
+
+// channels_last=1: X [N, H, W, C], W [OC, KH, KW, C/group], Y [N, OH, OW, OC]; the
+// result must equal the NCHW conv permuted to NHWC (against the definition too).
+TEST(NnConvTest, ChannelsLastMatchesNaive) {
+  const std::vector<ConvSpec> specs = {
+      {2, 3, 7, 6, 4, 3, 2, 1, 2, 1, 1, 2, 1, 0, 2, 1},      // strided, dilated, asymmetric pads
+      {1, 6, 9, 11, 4, 3, 3, 2, 1, 2, 2, 1, 2, 2, 1, 0},     // grouped
+      {1, 5, 4, 4, 7, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      // pointwise
+      {1, 4, 13, 13, 4, 3, 3, 4, 2, 2, 1, 1, 1, 1, 1, 1},    // depthwise, strided
+      {2, 4, 6, 5, 8, 3, 2, 4, 1, 1, 1, 1, 0, 1, 1, 0},      // depthwise with multiplier 2
+      {3, 16, 5, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},    // K = 144, odd spatial dims
+      {1, 3, 11, 9, 5, 7, 7, 1, 2, 2, 1, 1, 3, 3, 3, 3},     // stem-like 7x7 stride 2
+  };
+  uint32_t seed = 300;
+  for (const ConvSpec& s : specs) {
+    SCOPED_TRACE(testing::Message() << "c=" << s.c << " m=" << s.m << " group=" << s.group);
+    const std::vector<float> x = Random(s.n * s.c * s.h * s.w, seed++);
+    const std::vector<float> w = Random(s.m * (s.c / s.group) * s.kh * s.kw, seed++);
+    const std::vector<float> bias = Random(s.m, seed++);
+    int64_t oh, ow;
+    const std::vector<float> y_nchw = NaiveConv(s, x, w, bias, &oh, &ow);
+    const Tensor y_nhwc = ops::PermuteAxes(F32({s.n, s.m, oh, ow}, y_nchw), ops::kNchwToNhwc);
+    const Tensor x_nhwc = ops::PermuteAxes(F32({s.n, s.c, s.h, s.w}, x), ops::kNchwToNhwc);
+    const Tensor w_krsc = ops::PermuteAxes(F32({s.m, s.c / s.group, s.kh, s.kw}, w), ops::kNchwToNhwc);
+    EXPECT_EQ(w_krsc.shape(), (Shape{s.m, s.kh, s.kw, s.c / s.group}));
+    Attrs attrs = {{"group", s.group},
+                   {"strides", std::vector<int64_t>{s.sh, s.sw}},
+                   {"dilations", std::vector<int64_t>{s.dh, s.dw}},
+                   {"pads", std::vector<int64_t>{s.pt, s.pl, s.pb, s.pr}},
+                   {"kernel_shape", std::vector<int64_t>{s.kh, s.kw}},
+                   {"channels_last", 1}};
+    Tensor y = Run1("Conv", {X(x_nhwc), C(w_krsc), C(F32({s.m}, bias))}, attrs);
+    ExpectNear(y, {s.n, oh, ow, s.m}, y_nhwc.ToFloat(), 1e-4f);
+    // Without bias, in f16 (stored rounded, so compare with a looser tolerance).
+    Tensor h = Run1("Conv", {X(F16(x_nhwc.shape(), x_nhwc.ToFloat())), C(F16(w_krsc.shape(), w_krsc.ToFloat()))},
+                    attrs);
+    EXPECT_EQ(h.dtype(), DType::kFloat16);
+    std::vector<float> no_bias = y_nhwc.ToFloat();
+    for (size_t i = 0; i < no_bias.size(); ++i) no_bias[i] -= bias[i % s.m];
+    ExpectNear(h, {s.n, oh, ow, s.m}, no_bias, 2e-2f);
+  }
+}
+
+TEST(NnConvTest, ChannelsLastAutoPadAndErrors) {
+  // SAME_UPPER on a 4x4 single-channel image: layout does not matter with C = 1.
+  Tensor x = F32({1, 4, 4, 1}, Iota(16));
+  Tensor w = F32({1, 2, 2, 1}, {1, 1, 1, 1});
+  ExpectNear(Run1("Conv", {X(x), C(w)}, {{"auto_pad", "SAME_UPPER"}, {"channels_last", 1}}), {1, 4, 4, 1},
+             {10, 14, 18, 10, 26, 30, 34, 18, 42, 46, 50, 26, 25, 27, 29, 15});
+  std::string e = ErrorOf("Conv", {X(F32({1, 2, 5}, Iota(10))), C(F32({1, 2, 1}, {1, 1}))}, {{"channels_last", 1}});
+  EXPECT_NE(e.find("channels_last=1 needs a 4-D input X [N, H, W, C]"), std::string::npos) << e;
+  e = ErrorOf("Conv", {X(x), C(w)}, {{"channels_last", 2}});
+  EXPECT_NE(e.find("channels_last must be 0 or 1, got 2"), std::string::npos) << e;
+  // An NCHW-shaped weight under channels_last: C/group is W's last dim.
+  e = ErrorOf("Conv", {X(F32({1, 4, 4, 3}, Iota(48))), C(F32({2, 3, 2, 2}, Iota(24)))}, {{"channels_last", 1}});
+  EXPECT_NE(e.find("X has 3 channels but W [2,3,2,2] with group 1 expects 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("W [OC, KH, KW, C/group]"), std::string::npos) << e;
+  auto r = RunOp("Conv", {X(F32({1, 4, 4, 4}, Iota(64))), C(F32({2, 1, 1, 4}, Iota(8)))},
+                 {{"channels_last", 1}, {"kernel_shape", std::vector<int64_t>{1, 2}}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("does not match the weights"), std::string::npos) << r.status();
+}
+
 // ---------------------------------------------------------------------------
 // Pooling.
 
@@ -546,6 +611,55 @@ TEST(NnPoolTest, Errors) {
   EXPECT_NE(e.find("pads [1,1] must have 4 entries"), std::string::npos) << e;
   e = ErrorOf("GlobalMaxPool", {X(F32({4}, Iota(4)))});
   EXPECT_NE(e.find("[N, C, spatial...]"), std::string::npos) << e;
+}
+
+
+// Pools with channels_last=1 equal the NCHW pool permuted to NHWC.
+TEST(NnPoolTest, ChannelsLastMatchesNchw) {
+  struct Case {
+    std::string op;
+    Shape x;  // NCHW
+    Attrs attrs;
+  };
+  const std::vector<Case> cases = {
+      {"MaxPool", {2, 5, 9, 7},
+       {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+        {"pads", std::vector<int64_t>{1, 1, 1, 1}}}},
+      {"MaxPool", {1, 3, 10, 8},
+       {{"kernel_shape", std::vector<int64_t>{3, 2}}, {"strides", std::vector<int64_t>{2, 3}},
+        {"dilations", std::vector<int64_t>{2, 1}}, {"ceil_mode", 1}}},
+      {"AveragePool", {2, 3, 7, 7},
+       {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 0, 1, 2}}}},
+      {"AveragePool", {1, 4, 6, 5},
+       {{"kernel_shape", std::vector<int64_t>{2, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+        {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"count_include_pad", 1}, {"ceil_mode", 1}}},
+      {"AveragePool", {1, 2, 5, 5}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"auto_pad", "SAME_UPPER"}}},
+      {"GlobalAveragePool", {3, 5, 7, 3}, {}},
+      {"GlobalAveragePool", {2, 16, 4, 4}, {}},
+  };
+  uint32_t seed = 400;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << c.op << " " << ShapeToString(c.x));
+    const Tensor x = F32(c.x, Random(NumElements(c.x), seed++));
+    const Tensor want = ops::PermuteAxes(Run1(c.op, {X(x)}, c.attrs), ops::kNchwToNhwc);
+    Attrs attrs = c.attrs;
+    attrs["channels_last"] = 1;
+    const Tensor got = Run1(c.op, {X(ops::PermuteAxes(x, ops::kNchwToNhwc))}, attrs);
+    ExpectNear(got, want.shape(), want.ToFloat(), 1e-5f);
+  }
+  // uint8 MaxPool keeps its dtype.
+  Tensor u8 = Tensor::FromInt64(DType::kUInt8, {1, 2, 2, 2}, {3, 9, 250, 1, 7, 2, 1, 4});
+  Tensor y = Run1("MaxPool", {X(u8)}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"channels_last", 1}});
+  EXPECT_EQ(y.dtype(), DType::kUInt8);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 1, 2}));
+  EXPECT_EQ(y.ToInt64(), (std::vector<int64_t>{250, 9}));
+  // Rank other than 4 is rejected with the layout named.
+  for (const char* op : {"MaxPool", "AveragePool", "GlobalAveragePool"}) {
+    Attrs a = {{"channels_last", 1}};
+    if (std::string(op) != "GlobalAveragePool") a["kernel_shape"] = std::vector<int64_t>{2};
+    std::string e = ErrorOf(op, {X(F32({1, 4, 3}, Iota(12)))}, a);
+    EXPECT_NE(e.find("channels_last=1 needs a 4-D input X [N, H, W, C]"), std::string::npos) << op << ": " << e;
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -965,3 +965,32 @@ absl::Status EvalSoftmaxNode(const Node& node, const Tensor& in, bool log, Tenso
 }
 
 }  // namespace kiln::ops
+
+// ---- Channels-last layout -----------------------------------------------------
+namespace kiln::ops {
+
+absl::StatusOr<bool> ChannelsLast(const Node& node) {
+  KILN_ASSIGN_OR_RETURN(int64_t cl, node.GetInt("channels_last", 0));
+  if (cl != 0 && cl != 1) return node.Error(absl::StrCat("channels_last must be 0 or 1, got ", cl));
+  if (cl == 1 && node.input(0)->rank() != 4) {
+    return node.Error(absl::StrCat("channels_last=1 needs a 4-D input X [N, H, W, C] (2-D spatial only), got ",
+                                   node.input(0)->TypeString()));
+  }
+  return cl == 1;
+}
+
+Tensor PermuteAxes(const Tensor& t, absl::Span<const int64_t> perm) {
+  const Shape& in = t.shape();
+  const std::vector<int64_t> in_strides = Strides(in);
+  Shape shape(perm.size());
+  std::vector<int64_t> strides(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    shape[i] = in[perm[i]];
+    strides[i] = in_strides[perm[i]];
+  }
+  Tensor out(t.dtype(), shape);
+  CopyToDense(t.raw_data(), StridedTables(shape, strides), out.mutable_raw_data(), shape, DTypeSize(t.dtype()));
+  return out;
+}
+
+}  // namespace kiln::ops

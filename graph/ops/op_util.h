@@ -300,3 +300,22 @@ absl::Status InferSoftmaxNode(Node& node);
 absl::Status EvalSoftmaxNode(const Node& node, const Tensor& in, bool log, Tensor& out);
 
 }  // namespace kiln::ops
+
+// ---- Channels-last layout (kiln-internal) -------------------------------------
+namespace kiln::ops {
+
+// The kiln-internal int attribute `channels_last` of Conv, MaxPool, AveragePool and
+// GlobalAveragePool (default 0; set by the to-channels-last pass). When 1, X is
+// [N, H, W, C] and the output is [N, OH, OW, OC]; Conv's W is [OC, KH, KW, C/group]
+// (cuDNN's KRSC). Fails unless the value is 0 or 1, and, for 1, unless input 0 has
+// rank 4 (channels-last covers 2-D spatial ops only).
+absl::StatusOr<bool> ChannelsLast(const Node& node);
+
+// Axis permutations between NCHW and NHWC: out.shape[i] = in.shape[perm[i]].
+inline constexpr int64_t kNchwToNhwc[4] = {0, 2, 3, 1};
+inline constexpr int64_t kNhwcToNchw[4] = {0, 3, 1, 2};
+
+// `t` with its axes permuted (any dtype): out.shape[i] = t.shape[perm[i]].
+Tensor PermuteAxes(const Tensor& t, absl::Span<const int64_t> perm);
+
+}  // namespace kiln::ops
