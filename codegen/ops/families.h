@@ -66,8 +66,10 @@ struct GemmConfig {
 };
 // How an operand reaches shared memory: cp.async (16 bytes; its contiguous dim a
 // multiple of 8, no prologue), or through registers (a prologue, or rows that are not
-// 16-byte aligned) 8 elements per load or one.
-enum class GemmLoad { kAsync, kStagedVector, kStagedScalar };
+// 16-byte aligned) 8 elements per load or one. The im2col gathers are A of an
+// implicit-GEMM convolution (codegen/ops/conv.cc): cp.async 16 bytes (C % 8 == 0) or
+// register-staged one element per load.
+enum class GemmLoad { kAsync, kStagedVector, kStagedScalar, kIm2colAsync, kIm2colScalar };
 struct GemmOperand {
   bool trans = false;  // A stored [K, M] / B stored [N, K]
   GemmLoad load = GemmLoad::kAsync;
@@ -145,6 +147,33 @@ std::vector<GemmConfig> GemmCandidateConfigs(const GemmProblem& problem);
 std::string GemmConfigString(const GemmConfig& config);
 absl::StatusOr<GemmConfig> ParseGemmConfig(absl::string_view text);
 bool operator==(const GemmConfig& a, const GemmConfig& b);
+
+// Convolutions (codegen/ops/conv.cc) of NHWC Conv nodes (the kiln attribute
+// channels_last = 1: X [N, H, W, C], W [OC, KH, KW, C/group], Y [N, OH, OW, OC]) of
+// f16 or bf16 with 2 spatial dims, and of "conv+epilogue" FusedGroups anchored on
+// one (one output; the Conv's X, W and B group inputs; the element-wise chain after
+// it composed into the epilogue functor, its inputs broadcast against Y):
+//   - group == 1: implicit GEMM on the tensor-core template (gemm_sm80.cuh with
+//     GEMM_CONV), M = N*OH*OW, N = OC, K = KH*KW*C; A gathered from X (cp.async when
+//     C % 8 == 0, else register-staged one element per load), B = W as [OC, K]
+//     (trans_b); the output [M, OC] is Y;
+//   - group == C == OC (depthwise): templates/conv_depthwise.cuh, one thread per
+//     (output pixel, 8 channels) with 16-byte loads when C % 8 == 0 and X and Y are
+//     2-byte dtypes, else one channel; f32 too.
+// Any strides, pads (auto_pad included), dilations and kernel sizes. Unimplemented,
+// with the reason, for NCHW convs, other groupings, 1-D/3-D convs and other dtypes:
+// those run on cuDNN.
+absl::Status ConvKernelFits(const Node& node);
+// Whether the kernel ConvKernelFits accepts is the depthwise one (else implicit GEMM).
+absl::StatusOr<bool> ConvKernelIsDepthwise(const Node& node);
+// One launch; `config` overrides the GEMM heuristic (implicit-GEMM convs only):
+// PickGemmConfig's tiles, or smaller ones (64x32, 32x64, 32x32) when it picks 64x64
+// tiles that do not fill one wave of `sm_count` SMs (0: 132, an H100 SXM).
+absl::StatusOr<std::vector<KernelLaunch>> GenerateConv(const Node& node, const GemmConfig* config = nullptr,
+                                                       int sm_count = 0);
+// VerifyGemmConfig, and for the register-staged im2col gather: each thread's run of
+// BM*BK/threads consecutive k's of one row must divide BK.
+absl::Status VerifyConvGemmConfig(const GemmConfig& config, const GemmVariant& variant);
 
 // Fused attention (codegen/ops/attention.cc, template codegen/templates/
 // attention_sm80.cuh, mma.sync m16n8k16 for sm_80 and later; the primitives are in

@@ -14,6 +14,9 @@
 //                        0 cp.async, 16 bytes (the contiguous dim is a multiple of 8),
 //                        1 register-staged, 8 elements per 16/32-byte load (same rule),
 //                        2 register-staged, one element per load (any size)
+//                        A only, with GEMM_CONV 1 (implicit-GEMM convolution):
+//                        3 im2col gather by cp.async, 16 bytes (CONV_C % 8 == 0),
+//                        4 im2col gather register-staged, one element per load
 //   GEMM_A_KIND, GEMM_B_KIND     element type of the loaded tensor: 0 fp16, 1 bf16,
 //                        2 fp32 (a prologue may start from another dtype, e.g. a Cast;
 //                        mode 0 needs the tensor-core type)
@@ -26,6 +29,11 @@
 //                        the same accumulators, with GEMM_K2, GEMM_A2_BATCH,
 //                        GEMM_B2_BATCH, GEMM_TRANS_A2, GEMM_TRANS_B2, GEMM_A2_MODE,
 //                        GEMM_B2_MODE (modes 0 or 2)
+//   GEMM_CONV            1: A is the im2col matrix of an NHWC convolution input
+//                        (modes 3 and 4, GEMM_TRANS_A 0, no prologue, no batch), with
+//                        CONV_N, CONV_H, CONV_W, CONV_C (X [N, H, W, C]), CONV_OH,
+//                        CONV_OW, CONV_KW, CONV_SH, CONV_SW, CONV_PT, CONV_PL,
+//                        CONV_DH, CONV_DW (see kiln_conv_a)
 //   BM, BN, BK, WARPS_M, WARPS_N, STAGES   tile configuration (verified by the
 //                        generator: BM % (16*WARPS_M) == 0, BN % (16*WARPS_N) == 0,
 //                        BK % 16 == 0, 2 <= STAGES <= 8)
@@ -70,6 +78,9 @@
 #define GEMM_GROUP_M 8
 #ifndef GEMM_DUAL
 #define GEMM_DUAL 0
+#endif
+#ifndef GEMM_CONV
+#define GEMM_CONV 0
 #endif
 
 // The tensor-core primitives (cp.async, ldmatrix, mma.sync) are in mma_sm80.cuh,
@@ -204,6 +215,117 @@ struct kiln_gemm_stage {
   }
 };
 
+// Implicit-GEMM convolution (GEMM_CONV 1, codegen/ops/conv.cc): A is the im2col
+// matrix of X [CONV_N, CONV_H, CONV_W, CONV_C] (NHWC), gathered on the fly. Row m =
+// (n, oh, ow), column k = (kh, kw, c); element (m, k) is
+// X[n, oh*CONV_SH - CONV_PT + kh*CONV_DH, ow*CONV_SW - CONV_PL + kw*CONV_DW, c], zero
+// outside the image. A tile is BM rows x BK columns ([BM][BK+8] in shared memory, as
+// an m-major A). Each thread decomposes the rows it loads once per output tile (the
+// divisions are by constants) and per k step only its k's.
+//   ASYNC (mode 3, CONV_C % 8 == 0): cp.async chunks of 8 k's, which are one tap and
+//     8 consecutive channels (16-byte aligned), zero-filled outside the image/K;
+//     thread/iteration -> (row, chunk) as kiln_gemm_load_async.
+//   !ASYNC (mode 4, any C): register-staged like mode 2, each thread a run of
+//     ROWS*COLS/GEMM_THREADS consecutive k's of one row (the generator checks that
+//     the run divides COLS), so one row decomposition per thread.
+template <int ROWS, int COLS, int LIM_K, bool ASYNC>
+struct kiln_conv_a;
+
+#if GEMM_CONV
+template <int ROWS, int COLS, int LIM_K, bool ASYNC>
+struct kiln_conv_a {
+  // Row m's window origin (ih, iw) and the element offset of X[n, ih, iw, 0] (which
+  // may lie outside the image); rows >= GEMM_M get an origin no tap reaches.
+  struct Row {
+    int off, ih, iw;
+  };
+  static __device__ __forceinline__ Row row_of(int m) {
+    Row r;
+    if (m < GEMM_M) {
+      const int n = m / (CONV_OH * CONV_OW), rem = m % (CONV_OH * CONV_OW);
+      r.ih = (rem / CONV_OW) * CONV_SH - CONV_PT;
+      r.iw = (rem % CONV_OW) * CONV_SW - CONV_PL;
+      r.off = ((n * CONV_H + r.ih) * CONV_W + r.iw) * CONV_C;
+    } else {
+      r.ih = -(1 << 28);
+      r.iw = 0;
+      r.off = 0;
+    }
+    return r;
+  }
+  // Whether column k of row r is inside K and the image; `off` its element offset.
+  static __device__ __forceinline__ bool tap(const Row& r, int k, int& off) {
+    const int c = k % CONV_C, t = k / CONV_C, kw = t % CONV_KW, kh = t / CONV_KW;
+    const int ih = r.ih + kh * CONV_DH, iw = r.iw + kw * CONV_DW;
+    off = r.off + (kh * CONV_DH * CONV_W + kw * CONV_DW) * CONV_C + c;
+    return k < LIM_K && static_cast<unsigned>(ih) < static_cast<unsigned>(CONV_H) &&
+           static_cast<unsigned>(iw) < static_cast<unsigned>(CONV_W);
+  }
+
+  static constexpr int kItems = ASYNC ? ROWS * COLS / 8 : GEMM_THREADS;
+  static constexpr int kIters = ASYNC ? (kItems + GEMM_THREADS - 1) / GEMM_THREADS : 1;
+  static constexpr int kRun = ASYNC ? 8 : ROWS * COLS / GEMM_THREADS;  // consecutive k's per item
+  static_assert(ASYNC || (ROWS * COLS % GEMM_THREADS == 0 && COLS % kRun == 0), "conv gather: run must divide BK");
+  Row rows[kIters];
+  unsigned raw[ASYNC ? 1 : kRun];
+
+  // Tile row and first column of item `it` of this thread.
+  static __device__ __forceinline__ int item_row(int it) {
+    return ASYNC ? (threadIdx.x + it * GEMM_THREADS) / (COLS / 8) : threadIdx.x * kRun / COLS;
+  }
+  static __device__ __forceinline__ int item_col(int it) {
+    return ASYNC ? ((threadIdx.x + it * GEMM_THREADS) % (COLS / 8)) * 8 : threadIdx.x * kRun % COLS;
+  }
+
+  __device__ __forceinline__ void init(int m0) {
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      if (ASYNC && kItems % GEMM_THREADS != 0 && threadIdx.x + it * GEMM_THREADS >= kItems) break;
+      rows[it] = row_of(m0 + item_row(it));
+    }
+  }
+
+  // Mode 3: the tile at column k0 into shared memory s.
+  __device__ __forceinline__ void load_async(kiln_mma_t* s, const kiln_mma_t* __restrict__ g, int k0) const {
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      if (kItems % GEMM_THREADS != 0 && threadIdx.x + it * GEMM_THREADS >= kItems) break;
+      const int r = item_row(it), k = item_col(it);
+      int off;
+      const bool ok = tap(rows[it], k0 + k, off);
+      kiln_mma_cp16(s + r * (COLS + 8) + k, ok ? g + off : g, ok ? 16 : 0);
+    }
+  }
+
+  // Mode 4, as kiln_gemm_stage (c0 is the tile's first k; r0 and the functor are
+  // unused: a conv operand has no prologue).
+  __device__ __forceinline__ void fetch(const void* __restrict__ g, int r0, int c0) {
+    (void)r0;
+    const int k = c0 + item_col(0);
+#pragma unroll
+    for (int e = 0; e < kRun; ++e) {
+      int off;
+      const bool ok = tap(rows[0], k + e, off);
+      raw[e] = ok ? static_cast<unsigned>(static_cast<const kiln_mma_t*>(g)[off]) : 0u;
+    }
+  }
+  template <typename F>
+  __device__ __forceinline__ void store(kiln_mma_t* s, int, int, int, const F&) const {
+    kiln_mma_t* dst = s + item_row(0) * (COLS + 8) + item_col(0);
+    if constexpr (kRun % 8 == 0) {
+#pragma unroll
+      for (int e = 0; e < kRun; e += 8) {
+        *reinterpret_cast<uint4*>(dst + e) = uint4{raw[e] | (raw[e + 1] << 16), raw[e + 2] | (raw[e + 3] << 16),
+                                                   raw[e + 4] | (raw[e + 5] << 16), raw[e + 6] | (raw[e + 7] << 16)};
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < kRun; ++e) dst[e] = static_cast<kiln_mma_t>(raw[e]);
+    }
+  }
+};
+#endif  // GEMM_CONV
+
 template <bool C, typename T, typename F>
 struct kiln_gemm_cond {
   typedef T type;
@@ -227,8 +349,11 @@ struct kiln_gemm_operand {
   static constexpr int kLimR = kMOrNOuter ? kLimMN : K;
   static constexpr int kLimC = kMOrNOuter ? K : kLimMN;
   static constexpr int kTile = kRows * (kCols + 8);  // elements in shared memory
-  typedef typename kiln_gemm_cond<MODE == 0, kiln_gemm_no_stage,
-                                  kiln_gemm_stage<kRows, kCols, kLimR, kLimC, MODE == 1, KIND>>::type Stage;
+  // Modes 3 and 4 (A of a convolution): the im2col gather, whose rows are m.
+  typedef typename kiln_gemm_cond<
+      MODE == 0, kiln_gemm_no_stage,
+      typename kiln_gemm_cond<MODE >= 3, kiln_conv_a<kRows, kCols, K, MODE == 3>,
+                              kiln_gemm_stage<kRows, kCols, kLimR, kLimC, MODE == 1, KIND>>::type>::type Stage;
   // Tile origin in the stored matrix for block origin mn0 (m0 or n0) and k0.
   static __device__ __forceinline__ int r0(int mn0, int k0) { return kMOrNOuter ? mn0 : k0; }
   static __device__ __forceinline__ int c0(int mn0, int k0) { return kMOrNOuter ? k0 : mn0; }
@@ -293,6 +418,9 @@ static __device__ __forceinline__ void kiln_gemm_mainloop(float (&acc)[GEMM_MI][
   typename OpB::Stage stage_b;
   (void)stage_a;
   (void)stage_b;
+  // Register-staged operands (modes 1, 2 and 4) are completed after the mma.
+  constexpr bool kStagedA = A_MODE != 0 && A_MODE != 3, kStagedB = B_MODE != 0;
+  if constexpr (A_MODE >= 3) stage_a.init(m0);
 
   // Issues tile kt's copies into stage s: cp.async, or global loads into registers.
   auto issue = [&](int s, int kt) {
@@ -300,6 +428,8 @@ static __device__ __forceinline__ void kiln_gemm_mainloop(float (&acc)[GEMM_MI][
     if constexpr (A_MODE == 0) {
       kiln_gemm_load_async<OpA::kRows, OpA::kCols, OpA::kLimR, OpA::kLimC>(
           sa, static_cast<const kiln_mma_t*>(A), OpA::r0(m0, kt * BK), OpA::c0(m0, kt * BK));
+    } else if constexpr (A_MODE == 3) {
+      stage_a.load_async(sa, static_cast<const kiln_mma_t*>(A), kt * BK);
     } else {
       stage_a.fetch(A, OpA::r0(m0, kt * BK), OpA::c0(m0, kt * BK));
     }
@@ -313,8 +443,8 @@ static __device__ __forceinline__ void kiln_gemm_mainloop(float (&acc)[GEMM_MI][
   // Completes the register-staged part of tile kt into stage s.
   auto finish = [&](int s, int kt) {
     kiln_mma_t* sa = smem + s * kStage;
-    if constexpr (A_MODE != 0) stage_a.store(sa, OpA::r0(m0, kt * BK), OpA::c0(m0, kt * BK), batch, fa);
-    if constexpr (B_MODE != 0) stage_b.store(sa + OpA::kTile, OpB::r0(n0, kt * BK), OpB::c0(n0, kt * BK), batch, fb);
+    if constexpr (kStagedA) stage_a.store(sa, OpA::r0(m0, kt * BK), OpA::c0(m0, kt * BK), batch, fa);
+    if constexpr (kStagedB) stage_b.store(sa + OpA::kTile, OpB::r0(n0, kt * BK), OpB::c0(n0, kt * BK), batch, fb);
   };
 
   // Fill: STAGES-1 tiles in flight (one commit group each, possibly empty).
@@ -338,7 +468,7 @@ static __device__ __forceinline__ void kiln_gemm_mainloop(float (&acc)[GEMM_MI][
     if (next < k_tiles) issue(next % STAGES, next);
     kiln_mma_commit();
     kiln_gemm_compute<TA, TB, OpA::kTile>(acc, smem + (kt % STAGES) * kStage, wm, wn, lane);
-    if constexpr (A_MODE != 0 || B_MODE != 0) {
+    if constexpr (kStagedA || kStagedB) {
       if (next < k_tiles) finish(next % STAGES, next);
     }
   }
@@ -417,6 +547,20 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS)
 #undef GEMM_NI
 #undef GEMM_GROUP_M
 #undef GEMM_DUAL
+#undef GEMM_CONV
+#undef CONV_N
+#undef CONV_H
+#undef CONV_W
+#undef CONV_C
+#undef CONV_OH
+#undef CONV_OW
+#undef CONV_KW
+#undef CONV_SH
+#undef CONV_SW
+#undef CONV_PT
+#undef CONV_PL
+#undef CONV_DH
+#undef CONV_DW
 #undef GEMM_BF16
 #undef GEMM_M
 #undef GEMM_N

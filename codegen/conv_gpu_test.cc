@@ -1,0 +1,143 @@
+// GPU test of the generated convolutions (codegen/ops/conv.cc): every case of
+// codegen/conv_test_cases.h (implicit GEMM with both gathers and tile sizes, odd
+// shapes, OC not a multiple of 8, C = 3 and 5, strides, asymmetric pads, dilation,
+// 1x1 to 7x7, batch 1 and 2-4, epilogues; depthwise 3x3 and 5x5, strides 1 and 2),
+// implicit GEMMs with the heuristic's tiles and with 64x64 ones, against the CPU
+// reference (EvaluateNode of the Conv or the group, NHWC). Skips without a device.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/conv_test_cases.h"
+#include "codegen/gpu_test_util.h"
+#include "codegen/nvrtc_module.h"
+#include "codegen/op_kernels.h"
+#include "codegen/ops/families.h"
+#include "graph/evaluate.h"
+
+namespace kiln::codegen {
+namespace {
+
+constexpr int kPerModule = 8;
+
+TEST(ConvGpuTest, MatchesCpuReference) {
+  KILN_ARCH_OR_SKIP(arch);
+
+  // Each case with the heuristic's config and, for an implicit GEMM where that differs,
+  // again with 64x64 tiles (small problems get 64x32 / 32x64 / 32x32 tiles).
+  std::vector<test::ConvCase> cases;
+  std::vector<std::string> names;
+  std::vector<test::ConvBuilt> built;
+  std::vector<KernelLaunch> launches;
+  std::vector<ModuleKernel> kernels;
+  uint32_t seed = 1;
+  KernelOptions options;
+  options.conv_template = true;
+  const ops::GemmConfig tiles64{64, 64, 32, 2, 2, 4};
+  for (const test::ConvCase& c : test::ConvCases()) {
+    for (int forced = 0; forced < 2; ++forced) {
+      absl::StatusOr<test::ConvBuilt> b = test::BuildConv(c, seed += 10);
+      ASSERT_TRUE(b.ok()) << c.Name() << ": " << b.status();
+      absl::StatusOr<std::vector<KernelLaunch>> l =
+          forced ? ops::GenerateConv(*b->node, &tiles64) : GenerateNodeKernels(*b->node, options);
+      ASSERT_TRUE(l.ok()) << c.Name() << ": " << l.status();
+      ASSERT_EQ(l->size(), 1u);
+      const std::string& src = (*l)[0].source;
+      if (forced && (src.find("#define GEMM_CONV 1") == std::string::npos || src == launches.back().source)) continue;
+      const std::string name = absl::StrCat(c.Name(), forced ? "_tiles64" : "");
+      cases.push_back(c);
+      names.push_back(name);
+      kernels.push_back({absl::StrCat("kiln_conv_", name), src});
+      launches.push_back((*l)[0]);
+      built.push_back(*std::move(b));
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> cubins = CompileModules(kernels, arch, kPerModule);
+  ASSERT_TRUE(cubins.ok()) << cubins.status();
+  std::vector<cudaLibrary_t> libs(cubins->size());
+  for (size_t i = 0; i < cubins->size(); ++i) {
+    KILN_CUDA_OK(cudaLibraryLoadData(&libs[i], (*cubins)[i].data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  }
+  int failures = 0;
+  std::map<std::string, std::pair<int, float>> per_kind;  // kind -> cases, worst error
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const std::string& name = names[ci];
+    SCOPED_TRACE(name);
+    const Node& node = *built[ci].node;
+    const KernelLaunch& l = launches[ci];
+    std::vector<void*> dev(1 + node.num_inputs(), nullptr);
+    const Value* y = node.output(0);
+    const size_t ybytes = y->numel() * DTypeSize(y->dtype());
+    KILN_CUDA_OK(cudaMalloc(&dev[0], ybytes));
+    KILN_CUDA_OK(cudaMemset(dev[0], 0xA5, ybytes));
+    std::vector<Tensor> in_tensors;
+    for (int i = 0; i < node.num_inputs(); ++i) {
+      const Value* v = node.input(i);
+      in_tensors.push_back(v->is_constant() ? v->constant() : built[ci].feeds.at(v->name()));
+    }
+    std::vector<const Tensor*> ref_in;
+    for (int i = 0; i < node.num_inputs(); ++i) {
+      const Tensor& t = in_tensors[i];
+      ref_in.push_back(&t);
+      KILN_CUDA_OK(cudaMalloc(&dev[1 + i], std::max<size_t>(1, t.nbytes())));
+      KILN_CUDA_OK(cudaMemcpy(dev[1 + i], t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice));
+    }
+    cudaKernel_t kernel;
+    KILN_CUDA_OK(cudaLibraryGetKernel(&kernel, libs[ci / kPerModule], kernels[ci].function.c_str()));
+    if (l.shared_bytes > 48 * 1024) {
+      KILN_CUDA_OK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(l.shared_bytes)));
+    }
+    std::vector<void*> params(l.args.size());
+    for (size_t j = 0; j < l.args.size(); ++j) params[j] = &dev[l.args[j]];
+    KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
+                                  dim3(l.block[0], l.block[1], l.block[2]), params.data(), l.shared_bytes, nullptr));
+    KILN_CUDA_OK(cudaDeviceSynchronize());
+    absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, ref_in);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    Tensor got(y->dtype(), y->shape());
+    KILN_CUDA_OK(cudaMemcpy(got.mutable_raw_data(), dev[0], ybytes, cudaMemcpyDeviceToHost));
+    const std::vector<float> g = got.ToFloat(), w = (*ref)[0].ToFloat();
+    // The reference rounds the conv output to the storage dtype before the epilogue
+    // (the kernel does not), so errors of a few storage ulps of |y| are expected.
+    const float tol = y->dtype() == DType::kFloat16 ? 2e-2f : y->dtype() == DType::kBFloat16 ? 6e-2f : 1e-4f;
+    float worst = 0.f;
+    size_t worst_i = 0;
+    for (size_t i = 0; i < w.size(); ++i) {
+      const float err = std::isnan(g[i]) ? INFINITY : std::fabs(g[i] - w[i]) / std::max(1.f, std::fabs(w[i]));
+      if (err > worst) {
+        worst = err;
+        worst_i = i;
+      }
+    }
+    const bool ok = worst <= tol;
+    EXPECT_TRUE(ok) << name << ": max scaled |err| " << worst << " at " << worst_i << " (got " << g[worst_i]
+                    << ", want " << w[worst_i] << ")";
+    failures += !ok;
+    const bool gemm = l.source.find("#define GEMM_CONV 1") != std::string::npos;
+    auto& [count, kind_worst] = per_kind[absl::StrCat(gemm ? "implicit GEMM " : "depthwise ", DTypeName(y->dtype()))];
+    ++count;
+    kind_worst = std::max(kind_worst, worst);
+    if (!ok || std::getenv("KILN_CONV_TEST_VERBOSE") != nullptr) {
+      std::printf("%-80s grid %u block %u smem %u: max scaled err %.3g %s\n", name.c_str(), l.grid[0], l.block[0],
+                  l.shared_bytes, worst, ok ? "ok" : "FAIL");
+    }
+    for (void* p : dev) cudaFree(p);
+  }
+  for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
+  for (const auto& [kind, r] : per_kind) {
+    std::printf("  %-28s %4d cases, worst scaled err %.3g\n", kind.c_str(), r.first, r.second);
+  }
+  std::printf("ran %zu conv cases on %s (%s): %d failing\n", cases.size(), test::DeviceName().c_str(), arch.c_str(),
+              failures);
+}
+
+}  // namespace
+}  // namespace kiln::codegen

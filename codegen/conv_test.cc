@@ -1,0 +1,199 @@
+// Tests of the generated convolutions (codegen/ops/conv.cc) that need no GPU: every
+// form (im2col gather by cp.async or register-staged, W by cp.async or staged, the
+// 128x128 tiles, depthwise with 8-channel vectors or one channel, fp16/bf16/fp32,
+// epilogues) compiles with NVRTC for sm_80 and sm_90a, the 128x128 implicit-GEMM
+// kernels do not spill, the gather's config check, and routing (what the kernels
+// take, what stays on cuDNN and why). codegen/conv_gpu_test.cc runs them.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "codegen/conv_test_cases.h"
+#include "codegen/nvrtc_module.h"
+#include "codegen/op_kernels.h"
+#include "codegen/ops/families.h"
+
+namespace kiln::codegen {
+namespace {
+
+using test::BuildConv;
+using test::ConvCase;
+using test::ConvEpi;
+
+std::string Define(const std::string& src, const std::string& name) {
+  const std::string key = absl::StrCat("#define ", name, " ");
+  const size_t at = src.find(key);
+  if (at == std::string::npos) return "-";
+  return src.substr(at + key.size(), src.find('\n', at) - at - key.size());
+}
+
+// The kernel's form: implicit GEMM (dtype, A and B modes, 128-wide tiles) or
+// depthwise (dtype, vector width).
+std::string Form(const std::string& src) {
+  if (Define(src, "GEMM_CONV") == "1") {
+    return absl::StrCat("gemm bf16=", Define(src, "GEMM_BF16"), " a=", Define(src, "GEMM_A_MODE"),
+                        " b=", Define(src, "GEMM_B_MODE"), " tile=", Define(src, "BM"), "x", Define(src, "BN"));
+  }
+  return absl::StrCat("depthwise ", Define(src, "DW_T"), " vec=", Define(src, "DW_VEC"));
+}
+
+KernelOptions ConvOn() {
+  KernelOptions o;
+  o.conv_template = true;
+  return o;
+}
+
+TEST(ConvCodegenTest, CompilesForSm80AndSm90a) {
+  std::vector<ModuleKernel> kernels;
+  std::set<std::string> forms;
+  uint32_t seed = 1;
+  for (const ConvCase& c : test::ConvCases()) {
+    absl::StatusOr<test::ConvBuilt> b = BuildConv(c, seed += 10);
+    ASSERT_TRUE(b.ok()) << c.Name() << ": " << b.status();
+    ASSERT_TRUE(ConvKernelFits(*b->node).ok()) << c.Name() << ": " << ConvKernelFits(*b->node);
+    // The heuristic's tiles, and 64x64 ones (which it gives these small problems only
+    // on GPUs with few SMs).
+    const ops::GemmConfig tiles64{64, 64, 32, 2, 2, 4};
+    for (int forced = 0; forced < 2; ++forced) {
+      absl::StatusOr<std::vector<KernelLaunch>> l =
+          forced ? ops::GenerateConv(*b->node, &tiles64) : GenerateNodeKernels(*b->node, ConvOn());
+      ASSERT_TRUE(l.ok()) << c.Name() << ": " << l.status();
+      ASSERT_EQ(l->size(), 1u);
+      // A kernel when it adds a form or an epilogue kind, which keeps the test to seconds
+      // (the tile and load forms are checked in fp16; bf16 changes only the mma type).
+      const std::string form = Form((*l)[0].source);
+      const bool new_form = forms.insert(form.rfind("gemm bf16=1", 0) == 0 ? "gemm bf16=1" : form).second;
+      const bool new_epi = forms.insert(absl::StrCat("epilogue ", static_cast<int>(c.epi), c.bias)).second;
+      if (!new_form && !new_epi) continue;
+      kernels.push_back({absl::StrCat("kiln_conv_", c.Name(), forced ? "_tiles64" : ""), (*l)[0].source});
+    }
+  }
+  std::set<std::string> distinct;
+  for (const ModuleKernel& k : kernels) distinct.insert(Form(k.source));
+  // Implicit GEMM: {cp.async gather with cp.async W, staged gather with staged W
+  // (C = 3, 5: K % 8 != 0)} x {32x32, 64x64, 128x128} tiles in fp16, and bf16;
+  // depthwise: f16/bf16 x {8 channels, 1}, and f32.
+  EXPECT_GE(distinct.size(), 12u) << absl::StrJoin(distinct, "\n");
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    absl::StatusOr<std::vector<std::string>> cubins = CompileModules(kernels, arch, 8);
+    EXPECT_TRUE(cubins.ok()) << arch << ": " << cubins.status();
+  }
+  std::printf("compiled %zu conv kernels (%zu forms) for sm_80 and sm_90a:\n  %s\n", kernels.size(), distinct.size(),
+              absl::StrJoin(distinct, "\n  ").c_str());
+}
+
+// The register estimate (GemmRegisterEstimate with the gather's rows) holds for the
+// 128x128 implicit-GEMM kernels of both gathers: no spills.
+TEST(ConvCodegenTest, LargeTilesDoNotSpill) {
+  std::vector<ModuleKernel> heavy;
+  uint32_t seed = 1;
+  for (const ConvCase& c : test::ConvCases()) {
+    if (c.dtype != DType::kFloat16) continue;
+    absl::StatusOr<test::ConvBuilt> b = BuildConv(c, seed += 10);
+    ASSERT_TRUE(b.ok()) << b.status();
+    absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*b->node, ConvOn());
+    ASSERT_TRUE(l.ok()) << l.status();
+    if (Define((*l)[0].source, "BM") == "128") heavy.push_back({absl::StrCat("kiln_conv_", c.Name()), (*l)[0].source});
+  }
+  ASSERT_EQ(heavy.size(), 2u);
+  EXPECT_NE(Define(heavy[0].source, "GEMM_A_MODE"), Define(heavy[1].source, "GEMM_A_MODE"));
+  absl::StatusOr<ModuleInspection> inspected = InspectModule(heavy, "sm_80");
+  ASSERT_TRUE(inspected.ok()) << inspected.status();
+  for (const KernelResources& r : ParsePtxasResources(inspected->log)) {
+    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " spills (" << r.registers << " registers)";
+    std::printf("%-60s %d registers, %lld bytes spilled\n", r.function.c_str(), r.registers,
+                static_cast<long long>(r.spill_store_bytes));
+  }
+}
+
+TEST(ConvCodegenTest, GatherConfigCheck) {
+  ops::GemmVariant scalar;
+  scalar.mainloops[0].a.load = ops::GemmLoad::kIm2colScalar;
+  scalar.mainloops[0].b.trans = true;
+  EXPECT_TRUE(ops::VerifyConvGemmConfig(ops::GemmConfig{64, 64, 32, 2, 2, 4}, scalar).ok());
+  EXPECT_TRUE(ops::VerifyConvGemmConfig(ops::GemmConfig{128, 128, 32, 2, 2, 3}, scalar).ok());
+  // 128 threads, a 256 x 16 A tile: runs of 32 k's do not fit in BK = 16.
+  const ops::GemmConfig wide{256, 32, 16, 4, 1, 3};
+  ASSERT_TRUE(ops::VerifyGemmConfig(wide, scalar).ok()) << ops::VerifyGemmConfig(wide, scalar);
+  const absl::Status bad = ops::VerifyConvGemmConfig(wide, scalar);
+  EXPECT_NE(bad.message().find("must divide BK"), absl::string_view::npos) << bad;
+  ops::GemmVariant async = scalar;
+  async.mainloops[0].a.load = ops::GemmLoad::kIm2colAsync;
+  EXPECT_TRUE(ops::VerifyConvGemmConfig(wide, async).ok());
+  // The gather's registers count: 3 per row decomposed (+ the staged elements).
+  EXPECT_EQ(ops::GemmRegisterEstimate(ops::GemmConfig{128, 128, 32, 2, 2, 3}, async), 148 + 3 * 4);
+  EXPECT_EQ(ops::GemmRegisterEstimate(ops::GemmConfig{128, 128, 32, 2, 2, 3}, scalar), 148 + 3 + 32);
+}
+
+// The implicit GEMM's source: problem size, gather and the bias in the epilogue.
+TEST(ConvCodegenTest, ImplicitGemmSource) {
+  ConvCase c{DType::kFloat16, 2, 17, 19, 32, 48};
+  c.epi = ConvEpi::kResidualRelu;
+  absl::StatusOr<test::ConvBuilt> b = BuildConv(c, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_TRUE(IsConvGroup(*b->node));
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*b->node, ConvOn());
+  ASSERT_TRUE(l.ok()) << l.status();
+  const std::string& src = (*l)[0].source;
+  EXPECT_EQ(Define(src, "GEMM_M"), "646");  // 2 * 17 * 19
+  EXPECT_EQ(Define(src, "GEMM_N"), "48");
+  EXPECT_EQ(Define(src, "GEMM_K"), "288");  // 3 * 3 * 32
+  EXPECT_EQ(Define(src, "GEMM_A_MODE"), "3");
+  EXPECT_EQ(Define(src, "GEMM_B_MODE"), "0");
+  EXPECT_EQ(Define(src, "CONV_PT"), "1");
+  // 11 tiles of 64x64 fill no wave of 132 SMs: the 32x32 tiles give the most (42).
+  EXPECT_EQ(Define(src, "BM"), "32");
+  EXPECT_EQ(Define(src, "BN"), "32");
+  absl::StatusOr<std::vector<KernelLaunch>> few_sms = ops::GenerateConv(*b->node, nullptr, /*sm_count=*/8);
+  ASSERT_TRUE(few_sms.ok()) << few_sms.status();
+  EXPECT_EQ(Define((*few_sms)[0].source, "BM"), "64");
+  EXPECT_EQ(Define((*few_sms)[0].source, "BN"), "64");
+  EXPECT_NE(src.find("const float cb = acc + g0;"), std::string::npos);
+  // Y, X, W, then the epilogue's bias and residual.
+  EXPECT_EQ((*l)[0].args.size(), 5u);
+  EXPECT_EQ((*l)[0].args[0], 0);
+}
+
+// What the generated kernels take and what stays on cuDNN, with the reason.
+TEST(ConvCodegenTest, Routing) {
+  auto status = [](const ConvCase& c, const KernelOptions& o) {
+    absl::StatusOr<test::ConvBuilt> b = BuildConv(c, 1);
+    EXPECT_TRUE(b.ok()) << c.Name() << ": " << b.status();
+    if (!b.ok()) return b.status();
+    return GenerateNodeKernels(*b->node, o).status();
+  };
+  ConvCase nhwc{DType::kFloat16, 1, 8, 8, 16, 16};
+  EXPECT_TRUE(status(nhwc, ConvOn()).ok());
+  // Off: a Conv has no generated kernel (cuDNN), a conv group names the option.
+  EXPECT_EQ(status(nhwc, KernelOptions{}).code(), absl::StatusCode::kUnimplemented);
+  ConvCase group = nhwc;
+  group.epi = ConvEpi::kRelu;
+  const absl::Status off = status(group, KernelOptions{});
+  EXPECT_EQ(off.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(off.message().find("--conv-groups generated"), absl::string_view::npos) << off;
+  // NCHW convs and groups stay on cuDNN.
+  ConvCase nchw = group;
+  nchw.nchw = true;
+  const absl::Status n = status(nchw, ConvOn());
+  EXPECT_EQ(n.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(n.message().find("NCHW"), absl::string_view::npos) << n;
+  // Grouped, not depthwise.
+  ConvCase grouped = nhwc;
+  grouped.group = 2;
+  const absl::Status g = status(grouped, ConvOn());
+  EXPECT_EQ(g.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(g.message().find("not depthwise"), absl::string_view::npos) << g;
+  // fp32 implicit GEMM: no tensor-core path (depthwise fp32 is generated).
+  ConvCase f32 = nhwc;
+  f32.dtype = DType::kFloat32;
+  EXPECT_EQ(status(f32, ConvOn()).code(), absl::StatusCode::kUnimplemented);
+  f32.group = 16;
+  EXPECT_TRUE(status(f32, ConvOn()).ok());
+}
+
+}  // namespace
+}  // namespace kiln::codegen
