@@ -29,6 +29,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <memory>
 #include <random>
 #include <string>
@@ -41,8 +42,10 @@
 #include "absl/strings/str_split.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
+#include "codegen/ops/gemm_sm90.h"
 #include "graph/fused_group.h"
 #include "graph/infer_shapes.h"
+#include "runtime/tensor_map.h"
 
 namespace kiln {
 namespace {
@@ -305,6 +308,10 @@ std::string Define(const std::string& source, const std::string& name) {
 
 std::string DescribeLaunch(const codegen::KernelLaunch& l) {
   const std::string bm = Define(l.source, "BM");
+  if (l.family == "gemm_sm90") {
+    return absl::StrCat("sm90_", bm, "x", Define(l.source, "BN"), Define(l.source, "GEMM_PINGPONG") == "1" ? "_p" : "_c", Define(l.source, "CONSUMERS"), "x",
+                        Define(l.source, "WG_M"), "_s", Define(l.source, "STAGES"), "_g", l.grid[0]);
+  }
   if (!bm.empty()) {
     return absl::StrCat(bm, "x", Define(l.source, "BN"), "x", Define(l.source, "BK"), "_w", Define(l.source, "WARPS_M"),
                         "x", Define(l.source, "WARPS_N"), "_s", Define(l.source, "STAGES"));
@@ -313,11 +320,18 @@ std::string DescribeLaunch(const codegen::KernelLaunch& l) {
                       "_smem", l.shared_bytes);
 }
 
-// Kernels for `node` through codegen's public entry point (the GEMM template on).
-absl::StatusOr<Generated> Generate(const Node& node, KernelTable& table) {
+// Kernels for `node` through codegen's public entry point (the GEMM template on;
+// `hopper`: the sm90 family for the groups it takes, KernelOptions::hopper).
+absl::StatusOr<Generated> Generate(const Node& node, KernelTable& table, bool hopper = false, int sm_count = 0,
+                                   const codegen::ops::Sm90GemmConfig* sm90_config = nullptr) {
   codegen::KernelOptions options;
   options.gemm_template = true;
-  absl::StatusOr<std::vector<codegen::KernelLaunch>> launches = codegen::GenerateNodeKernels(node, options);
+  options.hopper = hopper;
+  options.sm_count = sm_count;
+  absl::StatusOr<std::vector<codegen::KernelLaunch>> launches =
+      hopper && sm90_config != nullptr && codegen::ops::Sm90Eligible(node).ok()
+          ? codegen::ops::GenerateMatMulGroupSm90(node, sm90_config, sm_count)
+          : codegen::GenerateNodeKernels(node, options);
   if (!launches.ok()) return launches.status();
   if (launches->empty()) return absl::InternalError("GenerateNodeKernels returned no launch");
   Generated g;
@@ -340,15 +354,19 @@ class Bound {
       auto launch = std::make_unique<Launch>();
       launch->kernel = table.handle(g.kernel_ids[i]);
       launch->l = &l;
-      for (int arg : l.args) {
+      absl::StatusOr<LaunchArgs> args = LaunchArgs::Build(l, [&](int arg) -> void* {
         auto it = buffers.find(g.value_names[arg]);
         if (it == buffers.end()) {
           std::fprintf(stderr, "no buffer bound to '%s'\n", g.value_names[arg].c_str());
           std::exit(1);
         }
-        launch->pointers.push_back(it->second);
+        return it->second;
+      });
+      if (!args.ok()) {
+        std::fprintf(stderr, "launch arguments: %s\n", std::string(args.status().message()).c_str());
+        std::exit(1);
       }
-      for (void*& p : launch->pointers) launch->params.push_back(&p);
+      launch->args = *std::move(args);
       if (l.shared_bytes > 48 * 1024) {
         CHECK_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(launch->kernel),
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, l.shared_bytes));
@@ -361,7 +379,7 @@ class Bound {
       const codegen::KernelLaunch& l = *launch->l;
       CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(launch->kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
                                   dim3(l.block[0], l.block[1], l.block[2]),
-                                  const_cast<void**>(launch->params.data()), l.shared_bytes, stream));
+                                  launch->args.params(), l.shared_bytes, stream));
     }
   }
 
@@ -369,8 +387,7 @@ class Bound {
   struct Launch {
     cudaKernel_t kernel;
     const codegen::KernelLaunch* l;
-    std::vector<void*> pointers;
-    std::vector<void*> params;  // &pointers[i]
+    LaunchArgs args;  // pointers, then encoded tensor maps
   };
   std::vector<std::unique_ptr<Launch>> launches_;
 };
@@ -496,6 +513,9 @@ struct Options {
   std::string csv = "gemm.csv";
   std::string arch;  // default: the device's
   bool compile_only = false;
+  std::string family = "sm80";  // GEMM family of kiln's kernels: sm80, or sm90 (sm_90a only)
+  std::string sm90_config;      // forced sm90 tile config ("" : the heuristic)
+  int sm_count = 0;             // the device's (the sm90 family's persistent grid)
 };
 
 class Timer {
@@ -703,7 +723,13 @@ ProblemKernels GenerateProblem(const Options& o, const Problem& p, KernelTable& 
   // Generated keeps no pointer into the graph, which is dropped here.
   auto gen = [&](const absl::StatusOr<Built>& b) -> absl::StatusOr<Generated> {
     if (!b.ok()) return b.status();
-    return Generate(*b->node, table);
+    std::optional<codegen::ops::Sm90GemmConfig> forced;
+    if (!o.sm90_config.empty()) {
+      absl::StatusOr<codegen::ops::Sm90GemmConfig> c = codegen::ops::ParseSm90GemmConfig(o.sm90_config);
+      if (!c.ok()) return c.status();
+      forced = *c;
+    }
+    return Generate(*b->node, table, o.family == "sm90", o.sm_count, forced ? &*forced : nullptr);
   };
   for (Idiom i : o.idioms) pk.kiln.emplace(i, gen(KilnGroup(i, p.m, p.n, p.k)));
   if (Has(o, Idiom::kBiasRelu)) pk.bias_relu = gen(BiasActGroup(false, p.m, p.n));
@@ -720,7 +746,7 @@ void RequireOk(const absl::StatusOr<Generated>& g, const char* what) {
   }
 }
 
-int Main(const Options& o) {
+int Main(Options o) {
   std::vector<Problem> problems;
   for (const std::string& set : o.sets) {
     std::vector<Problem> p = set == "squares"       ? Squares()
@@ -744,6 +770,11 @@ int Main(const Options& o) {
     if (arch.empty()) arch = prop.major == 9 ? "sm_90a" : prop.major == 8 ? absl::StrCat("sm_8", prop.minor) : "sm_80";
   }
   if (arch.empty()) arch = "sm_90a";
+  if (have_gpu) o.sm_count = prop.multiProcessorCount;
+  if (o.family == "sm90" && arch != "sm_90a") {
+    std::fprintf(stderr, "--family sm90 needs an sm_90a target (this is %s)\n", arch.c_str());
+    return 1;
+  }
 
   // 1. Generate every kernel and compile them all, in parallel, before timing.
   const auto t0 = std::chrono::steady_clock::now();
@@ -974,7 +1005,7 @@ constexpr char kUsage[] =
     "usage: kiln_gemm_bench [--set squares|transformer|random|all[,...]] [--smoke]\n"
     "                       [--idioms gemm,bias_relu,bias_gelu,relu_gemm,dual_gemm] [--reps N] [--warmup N]\n"
     "                       [--no-flush] [--seed S] [--count N] [--tol X] [--csv out.csv]\n"
-    "                       [--compile-only [--arch sm_90a|sm_89|sm_86|sm_80]]\n"
+    "                       [--compile-only [--arch sm_90a|sm_89|sm_86|sm_80]] [--family sm80|sm90]\n"
     "  --set      shape sets (default all): squares 1024..8192; transformer tokens {128..16384} x (N, K)\n"
     "             of BERT/GPT-2 layers; random: the seed protocol (--count problems, multiples of 128 up to\n"
     "             4096, drawn from --seed)\n"
@@ -982,6 +1013,9 @@ constexpr char kUsage[] =
     "  --reps     timed runs per measurement, the median is reported (default 20); --warmup (default 3)\n"
     "  --no-flush keep L2 warm between timed runs (default: flushed before every run)\n"
     "  --compile-only  generate and NVRTC-compile everything, print the compile time, no GPU needed\n"
+    "  --family   kiln's GEMM template family (default sm80): sm90 is the Hopper TMA + wgmma family\n"
+    "             (sm_90a only) for the groups it takes, the others stay on sm80; the config column says\n"
+    "             which ran (sm90_... or the sm80 tile); --sm90-config \"64x256 p2x1 s5\" forces a tile config\n"
     "exit status: 0, or 2 when some kiln result failed validation\n";
 
 int ParseAndRun(int argc, char** argv) {
@@ -1049,6 +1083,14 @@ int ParseAndRun(int argc, char** argv) {
       o.csv = value();
     } else if (arg == "--arch") {
       o.arch = value();
+    } else if (arg == "--family") {
+      o.family = value();
+      if (o.family != "sm80" && o.family != "sm90") {
+        std::fprintf(stderr, "--family: sm80 or sm90, got '%s'\n", o.family.c_str());
+        return 1;
+      }
+    } else if (arg == "--sm90-config") {
+      o.sm90_config = value();
     } else if (arg == "--compile-only") {
       o.compile_only = true;
     } else if (arg == "--help" || arg == "-h") {

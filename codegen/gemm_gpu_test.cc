@@ -24,9 +24,11 @@
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
 #include "codegen/ops/families.h"
+#include "codegen/ops/gemm_sm90.h"
 #include "graph/evaluate.h"
 #include "graph/fused_group.h"
 #include "graph/infer_shapes.h"
+#include "runtime/tensor_map.h"
 
 namespace kiln::codegen {
 namespace {
@@ -346,23 +348,76 @@ std::string Form(const KernelLaunch& l);
 // kind (`heavy`: the 1536x1024 cases, which take the 128x128 tiles, else the rest).
 enum class Select { kAll, kFormsLight, kFormsHeavy };
 
-void Generate(Generated& out, Select select) {
+// Which GEMM family generates the cases: the sm_80 template, or the Hopper family
+// (only the cases it takes, Sm90Eligible; the others are counted in *routed).
+enum class Family { kSm80, kSm90 };
+
+void Generate(Generated& out, Select select, Family family = Family::kSm80, int* routed = nullptr) {
   uint32_t seed = 1;
   std::set<std::string> seen;
   for (const GemmCase& c : Cases()) {
     seed += 10;
-    if (select != Select::kAll && (c.m == 1536) != (select == Select::kFormsHeavy)) continue;
+    if (family == Family::kSm80 && select != Select::kAll && (c.m == 1536) != (select == Select::kFormsHeavy)) {
+      continue;
+    }
     if (select == Select::kFormsHeavy && c.dtype != DType::kFloat16) continue;  // registers do not depend on it
     const bool dedupe = select == Select::kFormsLight;
     absl::StatusOr<Built> b = Build(c, seed);
     ASSERT_TRUE(b.ok()) << c.Name() << ": " << b.status();
     KernelOptions options;
     options.gemm_template = true;
-    absl::StatusOr<std::vector<KernelLaunch>> l =
-        IsFusedGroup(*b->node) ? GenerateNodeKernels(*b->node, options) : ops::GenerateMatMulGroup(*b->node);
+    absl::StatusOr<std::vector<KernelLaunch>> l;
+    if (family == Family::kSm90) {
+      if (!ops::Sm90Eligible(*b->node).ok()) {
+        if (routed != nullptr) ++*routed;
+        continue;
+      }
+      options.hopper = true;
+      l = ops::GenerateGemm(*b->node, options);
+      if (l.ok()) EXPECT_EQ((*l)[0].family, "gemm_sm90") << c.Name();
+      if (select == Select::kFormsHeavy) {
+        if (c.m < 1024) continue;
+      } else if (dedupe && l.ok()) {
+        // One per (dtype, layout, group kind, config).
+        const std::string src = (*l)[0].source;
+        auto define = [&](const std::string& d) {
+          const size_t at = src.find(absl::StrCat("#define ", d, " "));
+          return at == std::string::npos ? std::string("-") : src.substr(at, src.find('\n', at) - at);
+        };
+        const std::string key = absl::StrCat(define("GEMM_BF16"), define("GEMM_TRANS_A"), define("GEMM_TRANS_B"),
+                                             define("BN"), define("CONSUMERS"), define("GEMM_TMA_STORE"), c.Kind());
+        if (!seen.insert(key).second) continue;
+      }
+    } else {
+      l = IsFusedGroup(*b->node) ? GenerateNodeKernels(*b->node, options) : ops::GenerateMatMulGroup(*b->node);
+    }
     ASSERT_TRUE(l.ok()) << c.Name() << ": " << l.status();
     ASSERT_EQ(l->size(), 1u);
-    if (dedupe) {
+    if (family == Family::kSm90) {
+      // The heuristic's config, then each other tile shape on the same case.
+      std::vector<KernelLaunch> all = {(*l)[0]};
+      for (const ops::Sm90GemmConfig& cfg : {ops::Sm90GemmConfig{128, 256, 2, 1, 3}, ops::Sm90GemmConfig{128, 128, 2, 1, 4},
+                                             ops::Sm90GemmConfig{256, 128, 2, 2, 3}, ops::Sm90GemmConfig{64, 128, 1, 1, 8},
+                                             ops::Sm90GemmConfig{128, 64, 2, 1, 3},
+                                             ops::Sm90GemmConfig{64, 256, 2, 1, 4, true},
+                                             ops::Sm90GemmConfig{128, 128, 2, 2, 4, true}}) {
+        if (select != Select::kAll && select != Select::kFormsHeavy) break;
+        // A grid of 3 blocks: each walks many tiles (ring wrap-around, ping-pong turns).
+        absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroupSm90(*b->node, &cfg, 3);
+        ASSERT_TRUE(x.ok()) << c.Name() << ": " << x.status();
+        if ((*x)[0].source != all[0].source) all.push_back((*x)[0]);
+      }
+      for (size_t i = 0; i < all.size(); ++i) {
+        out.cases.push_back(c);
+        out.kernels.push_back({absl::StrCat("kiln_gemm_", c.Name(), "_cfg", i), all[i].source});
+        out.launches.push_back(all[i]);
+        absl::StatusOr<Built> again = Build(c, seed);  // each case keeps its own graph
+        ASSERT_TRUE(again.ok());
+        out.built.push_back(*std::move(again));
+      }
+      continue;
+    }
+    if (dedupe && family == Family::kSm80) {
       // Kept when it adds a feature: an operand's (layout, load mode, loaded kind),
       // or the (dtype, group kind) pair.
       const std::string f = Form((*l)[0]);
@@ -432,6 +487,125 @@ TEST(GemmCodegenTest, LargeTilesDoNotSpill) {
     EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " spills (" << r.registers << " registers)";
     std::printf("%-60s %d registers, %lld bytes spilled\n", r.function.c_str(), r.registers,
                 static_cast<long long>(r.spill_store_bytes));
+  }
+}
+
+// Every sm90 form (dtype x layouts x group kind x tile config) compiles for sm_90a
+// with NVRTC, without spills, with setmaxnreg honoured (no ptxas warning C7508) and
+// with the wgmma instructions (SASS HGMMA) rather than a fallback.
+TEST(GemmCodegenTest, Sm90CompilesForSm90a) {
+  Generated gen;
+  int routed = 0;
+  ASSERT_NO_FATAL_FAILURE(Generate(gen, Select::kFormsLight, Family::kSm90, &routed));
+  EXPECT_GE(gen.kernels.size(), 12u);
+  EXPECT_GT(routed, 0);
+  absl::StatusOr<ModuleInspection> inspected = InspectModule(gen.kernels, "sm_90a");
+  ASSERT_TRUE(inspected.ok()) << inspected.status();
+  EXPECT_EQ(inspected->log.find("C7508"), std::string::npos) << inspected->log;
+  EXPECT_NE(inspected->ptx.find("wgmma.mma_async"), std::string::npos);
+  EXPECT_NE(inspected->ptx.find("cp.async.bulk.tensor.3d"), std::string::npos);
+  for (const KernelResources& r : ParsePtxasResources(inspected->log)) {
+    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " spills (" << r.registers << " registers)";
+    EXPECT_EQ(r.stack_bytes, 0) << r.function << " has a stack frame";
+  }
+  std::printf("compiled %zu sm90 GEMM kernels for sm_90a (%d cases routed to sm80)\n", gen.kernels.size(), routed);
+}
+
+// Every tile config (up to 128 accumulators a thread with setmaxnreg 232) on the
+// large cases in each layout: no spills, no stack.
+TEST(GemmCodegenTest, Sm90LargeTilesDoNotSpill) {
+  Generated gen;
+  ASSERT_NO_FATAL_FAILURE(Generate(gen, Select::kFormsHeavy, Family::kSm90));
+  ASSERT_GE(gen.kernels.size(), 20u);
+  absl::StatusOr<ModuleInspection> inspected = InspectModule(gen.kernels, "sm_90a");
+  ASSERT_TRUE(inspected.ok()) << inspected.status();
+  EXPECT_EQ(inspected->log.find("C7508"), std::string::npos) << inspected->log;
+  // ptxas' "wgmma.mma_async instructions are serialized" (C7510/C7515) would cost the overlap.
+  EXPECT_EQ(inspected->log.find("serialized"), std::string::npos) << inspected->log;
+  for (const KernelResources& r : ParsePtxasResources(inspected->log)) {
+    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " spills (" << r.registers << " registers)";
+    EXPECT_EQ(r.stack_bytes, 0) << r.function << " has a stack frame";
+    if (std::getenv("KILN_GEMM_TEST_VERBOSE") != nullptr) {
+      std::printf("%-60s %d registers, %lld bytes spilled\n", r.function.c_str(), r.registers,
+                  static_cast<long long>(r.spill_store_bytes));
+    }
+  }
+}
+
+TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
+  EXPECT_TRUE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{128, 256, 2, 1, 3}).ok());
+  EXPECT_TRUE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{128, 256, 2, 1, 4}, /*tma_store=*/false).ok());
+  EXPECT_FALSE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{128, 256, 2, 1, 4}).ok());  // + 64 KiB of C tiles
+  EXPECT_TRUE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{64, 128, 1, 1, 8}).ok());
+  EXPECT_EQ(ops::Sm90GemmSharedBytes(ops::Sm90GemmConfig{128, 256, 2, 1, 4}, false), 1024 + 4 * 384 * 128 + 64 + 16);
+  EXPECT_EQ(ops::Sm90GemmSharedBytes(ops::Sm90GemmConfig{128, 256, 2, 1, 3}), 1024 + 3 * 384 * 128 + 128 * 256 * 2 + 48 + 16);
+  const absl::Status smem = ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{128, 256, 2, 1, 5}, false);
+  EXPECT_NE(smem.message().find("shared memory"), absl::string_view::npos) << smem;
+  EXPECT_NE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{128, 96, 2, 1, 4}).message().find("multiple of 64"),
+            absl::string_view::npos);
+  EXPECT_NE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{256, 256, 2, 2, 2}).message().find("accumulator"),
+            absl::string_view::npos);
+  EXPECT_NE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{128, 128, 1, 1, 4}).message().find("64 * WG_M"),
+            absl::string_view::npos);
+  EXPECT_FALSE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{128, 128, 2, 1, 1}).ok());
+  EXPECT_TRUE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{64, 256, 2, 1, 4, true}).ok());
+  EXPECT_NE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{128, 256, 2, 1, 4, true}).message().find("ping-pong"),
+            absl::string_view::npos);
+  for (const char* text : {"128x256 c2x1 s3", "64x256 p2x1 s4", "64x128 c1x1 s8"}) {
+    absl::StatusOr<ops::Sm90GemmConfig> c = ops::ParseSm90GemmConfig(text);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(ops::Sm90GemmConfigString(*c), text);
+  }
+  EXPECT_FALSE(ops::ParseSm90GemmConfig("128x256 x2x1 s4").ok());
+  EXPECT_FALSE(ops::ParseSm90GemmConfig("128x256 c2x1 s9").ok());
+  for (auto [m, n, k] : {std::array<int64_t, 3>{4096, 4096, 4096}, {1, 64, 8}, {128, 768, 768}, {8192, 3072, 768}}) {
+    const ops::Sm90GemmConfig c = ops::PickSm90GemmConfig(m, n, k, 1, 132);
+    EXPECT_TRUE(ops::VerifySm90GemmConfig(c).ok()) << ops::Sm90GemmConfigString(c);
+  }
+  EXPECT_EQ(ops::PickSm90GemmConfig(4096, 4096, 4096, 1, 132).bn, 256);
+}
+
+// With `hopper`, GenerateNodeKernels gives the sm90 family what it takes and the
+// sm_80 template the rest: rows that are not 16-byte aligned (TMA), prologues, dual.
+TEST(GemmCodegenTest, Sm90Routing) {
+  KernelOptions hopper;
+  hopper.gemm_template = true;
+  hopper.hopper = true;
+  struct Route {
+    GemmCase c;
+    const char* family;
+    const char* why;  // in Sm90Eligible's message when routed
+  };
+  GemmCase dual{DType::kFloat16, {}, 64, 64, 64};
+  dual.dual = true;
+  dual.k2 = 32;
+  GemmCase pro{DType::kFloat16, {}, 64, 64, 64};
+  pro.pro = Pro::kReluA;
+  for (const Route& r : {Route{GemmCase{DType::kFloat16, {}, 256, 512, 128}, "gemm_sm90", ""},
+                         Route{GemmCase{DType::kBFloat16, {3}, 64, 136, 72, true, true, true, Epi::kBiasGelu},
+                               "gemm_sm90", ""},
+                         Route{GemmCase{DType::kFloat16, {}, 1, 64, 8}, "gemm_sm90", ""},
+                         Route{GemmCase{DType::kFloat16, {}, 37, 129, 64}, "gemm_sm80", "multiple of 8"},
+                         Route{GemmCase{DType::kFloat16, {}, 37, 128, 65}, "gemm_sm80", "multiple of 8"},
+                         Route{pro, "gemm_sm80", "prologue"}, Route{dual, "gemm_sm80", "dual"}}) {
+    absl::StatusOr<Built> b = Build(r.c, 1);
+    ASSERT_TRUE(b.ok()) << b.status();
+    absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(*b->node, hopper);
+    ASSERT_TRUE(l.ok()) << r.c.Name() << ": " << l.status();
+    EXPECT_EQ((*l)[0].family, r.family) << r.c.Name();
+    const absl::Status eligible = ops::Sm90Eligible(*b->node);
+    EXPECT_EQ(eligible.ok(), std::string(r.family) == "gemm_sm90") << r.c.Name();
+    if (!eligible.ok()) EXPECT_NE(eligible.message().find(r.why), absl::string_view::npos) << eligible;
+    if ((*l)[0].family == "gemm_sm90") {
+      EXPECT_EQ((*l)[0].tensor_maps.size(), 3u);  // A, B and C (TMA store: N % 8 == 0)
+      EXPECT_LE((*l)[0].grid[0], 132u);
+    }
+    // Without `hopper` the sm_80 template takes everything.
+    KernelOptions sm80;
+    sm80.gemm_template = true;
+    absl::StatusOr<std::vector<KernelLaunch>> l80 = ops::GenerateGemm(*b->node, sm80);
+    ASSERT_TRUE(l80.ok());
+    EXPECT_EQ((*l80)[0].family, "gemm_sm80");
   }
 }
 
@@ -539,11 +713,14 @@ TEST(GemmCodegenTest, RoutesPrologueAndDualGroups) {
   EXPECT_EQ((*l)[0].args, (std::vector<int>{0, 1, 2, 3, 4}));  // C, A, B, A2, B2
 }
 
-TEST(GemmGpuTest, MatchesCpuReference) {
+void RunOnGpu(Family family) {
   KILN_ARCH_OR_SKIP(arch);
+  if (family == Family::kSm90 && arch != "sm_90a") GTEST_SKIP() << "skipped: the sm90 GEMM family needs sm_90a, not " << arch;
 
   Generated gen;
-  ASSERT_NO_FATAL_FAILURE(Generate(gen, Select::kAll));
+  int routed = 0;
+  ASSERT_NO_FATAL_FAILURE(Generate(gen, Select::kAll, family, &routed));
+  if (family == Family::kSm90) std::printf("sm90 family: %zu cases, %d routed to sm80\n", gen.cases.size(), routed);
   absl::StatusOr<std::vector<std::string>> cubins = CompileModules(gen.kernels, arch, kPerModule);
   ASSERT_TRUE(cubins.ok()) << cubins.status();
   std::vector<cudaLibrary_t> libs(cubins->size());
@@ -580,10 +757,11 @@ TEST(GemmGpuTest, MatchesCpuReference) {
       KILN_CUDA_OK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(l.shared_bytes)));
     }
-    std::vector<void*> params(l.args.size());
-    for (size_t j = 0; j < l.args.size(); ++j) params[j] = &dev[l.args[j]];
+    absl::StatusOr<LaunchArgs> args = LaunchArgs::Build(l, [&](int v) { return dev[v]; });
+    ASSERT_TRUE(args.ok()) << args.status();
     KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
-                                  dim3(l.block[0], l.block[1], l.block[2]), params.data(), l.shared_bytes, nullptr));
+                                  dim3(l.block[0], l.block[1], l.block[2]), args->params(), l.shared_bytes, nullptr));
+    KILN_CUDA_OK(cudaGetLastError());
     KILN_CUDA_OK(cudaDeviceSynchronize());
     absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, ref_in);
     ASSERT_TRUE(ref.ok()) << ref.status();
@@ -633,9 +811,14 @@ TEST(GemmGpuTest, MatchesCpuReference) {
   for (const auto& [kind, r] : per_kind) {
     std::printf("  %-32s %4d cases, worst scaled err %.3g\n", kind.c_str(), r.first, r.second);
   }
-  std::printf("ran %zu GEMM cases on %s (%s): %d failing\n", gen.cases.size(), test::DeviceName().c_str(), arch.c_str(),
-              failures);
+  std::printf("ran %zu GEMM cases (%s family) on %s (%s): %d failing\n", gen.cases.size(),
+              family == Family::kSm90 ? "sm90" : "sm80", test::DeviceName().c_str(), arch.c_str(), failures);
 }
+
+TEST(GemmGpuTest, MatchesCpuReference) { RunOnGpu(Family::kSm80); }
+
+// The Hopper family on every case it takes (skips off sm_90a).
+TEST(GemmGpuTest, Sm90MatchesCpuReference) { RunOnGpu(Family::kSm90); }
 
 }  // namespace
 }  // namespace kiln::codegen

@@ -4,7 +4,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "codegen/library_kernels.h"
 #include "codegen/ops/families.h"
+#include "codegen/ops/gemm_sm90.h"
 #include "codegen/ops/kernel_util.h"
 #include "graph/fused_group.h"
 
@@ -35,6 +37,23 @@ bool IsMatMulGroup(const Node& node) {
   return false;
 }
 
+bool IsConvGroup(const Node& node) {
+  if (!IsFusedGroup(node)) return false;
+  auto pattern = node.GetString("pattern", "");
+  return pattern.ok() && *pattern == "conv+epilogue";
+}
+
+absl::Status ConvKernelFits(const Node& node) { return ops::ConvKernelFits(node); }
+
+bool ConvTemplateTakes(const Node& node, const KernelOptions& options) {
+  if (node.op_type() != "Conv" && !IsConvGroup(node)) return false;
+  if (options.conv_template) return true;
+  if (!options.conv_template_auto) return false;
+  absl::StatusOr<bool> depthwise = ops::ConvKernelIsDepthwise(node);
+  if (!depthwise.ok()) return false;
+  return *depthwise || (IsConvGroup(node) && LibraryKernelName(node) != "cudnn:FusedConv");
+}
+
 absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, const KernelOptions& options) {
   const std::string& op = node.op_type();
   if (IsFusedGroup(node)) {
@@ -43,16 +62,22 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
     if (pattern.ok() && (*pattern == "softmax" || *pattern == "layernorm")) return ops::GenerateRowGroup(node);
     if (pattern.ok() && *pattern == "attention") return ops::GenerateAttentionGroup(node);  // every mode
     if (IsMatMulGroup(node)) {
-      if (options.gemm_template) return ops::GenerateMatMulGroup(node);
+      if (options.gemm_template) return ops::GenerateGemm(node, options);
       return absl::UnimplementedError(absl::StrCat(
           "no fused GPU kernel for '", *pattern, "' groups with --matmul-groups library (cuBLASLt takes ",
           "matmul+epilogue groups of a bias and Relu/tanh-Gelu only; --matmul-groups generated runs every ",
           "MatMul group on kiln's tensor-core GEMM)"));
     }
+    if (IsConvGroup(node) && ConvTemplateTakes(node, options)) {
+      return ops::GenerateConv(node, nullptr, options.sm_count);
+    }
     if (pattern.ok() && absl::StartsWith(*pattern, "conv")) {
       return absl::UnimplementedError(absl::StrCat(
-          "no generated kernel for '", *pattern, "' groups yet; cuDNN's fused conv-bias-activation call is off "
-          "(slower than the convolution plus one pointwise kernel on the H100; --conv-groups cudnn turns it on)"));
+          "no generated kernel for '", *pattern, "' groups without --conv-groups generated (which runs NHWC ",
+          "conv groups on kiln's kernels); ",
+          options.cudnn_fused_conv
+              ? "cuDNN's fused conv-bias-activation call takes a bias, a residual Add and Relu, not this epilogue"
+              : "cuDNN's fused conv-bias-activation call is off (--conv-groups expand)"));
     }
     return absl::UnimplementedError(absl::StrCat("no fused GPU kernel for '", pattern.ok() ? *pattern : "?",
                                                  "' groups yet (kiln's tensor-core templates come next)"));
@@ -65,6 +90,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
   if (ops::IsMovementOp(op)) return ops::GenerateMovement(node);
   if (ops::IsReduceOp(op)) return ops::GenerateReduce(node);
   if (ops::IsPoolOp(op)) return ops::GeneratePool(node);
+  if (op == "Conv" && ConvTemplateTakes(node, options)) return ops::GenerateConv(node, nullptr, options.sm_count);
   return ops::NoKernel(node, "");
 }
 

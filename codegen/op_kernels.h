@@ -15,7 +15,13 @@
 // Parameters. Entry j of `args` names the tensor that parameter j points to:
 // a value v < num_outputs is output v, else input (v - num_outputs). Pointers are
 // typed by the value's storage dtype (kiln_f16*, float*, kiln_i64*, ...). Absent
-// optional inputs are never passed.
+// optional inputs are never passed. After the pointer parameters come the launch's
+// `tensor_maps`, one parameter each, in order: a CUtensorMap passed by value,
+//   const __grid_constant__ kiln_tensor_map name
+// where kiln_tensor_map is a 64-byte aligned struct of 128 bytes the kernel's
+// template defines (no CUDA headers: see codegen/templates/gemm_sm90.cuh). The host
+// encodes each map from its TensorMapSpec and the tensor's address
+// (runtime/tensor_map.h), once per session (buffer addresses are fixed then).
 #pragma once
 
 #include <array>
@@ -28,12 +34,32 @@
 
 namespace kiln::codegen {
 
+// A TMA tensor map over one tensor of the launch (cuTensorMapEncodeTiled's
+// arguments but the address): a tiled view of `rank` dims, innermost first, with
+// 128-byte swizzle or none and zero fill out of bounds. TMA needs the tensor's
+// address and every stride 16-byte aligned; generators only emit maps whose strides
+// are (and route other shapes to kernels without TMA), and buffers are 256-byte
+// aligned.
+struct TensorMapSpec {
+  int tensor = 0;  // as an entry of `args`: output v, or input v - num_outputs
+  int rank = 0;    // 1..5
+  std::array<uint64_t, 5> dims{};           // elements, innermost first
+  std::array<uint64_t, 4> strides_bytes{};  // of dims 1..rank-1
+  std::array<uint32_t, 5> box{};            // elements per TMA copy, each <= 256
+  DType dtype = DType::kFloat16;            // element type (f16, bf16, f32)
+  int swizzle_bytes = 128;                  // 0 (none), 32, 64 or 128
+};
+
 struct KernelLaunch {
   std::string source;
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
   uint32_t shared_bytes = 0;
   std::vector<int> args;
+  std::vector<TensorMapSpec> tensor_maps;  // kernel parameters after the pointers
+  // The kernel family that generated it, for reports: "gemm_sm80", "gemm_sm90", or
+  // "" for the others.
+  std::string family;
 };
 
 struct KernelOptions {
@@ -43,12 +69,35 @@ struct KernelOptions {
   // a library epilogue or expands them).
   bool gemm_template = false;
   // "conv+epilogue" groups run as one cudnnConvolutionBiasActivationForward call
-  // (cudnn:FusedConv). Off by default: on the H100 that call measured slower than
-  // cudnnConvolutionForward plus one generated pointwise kernel for the epilogue
-  // (ResNet-50 batch 1: 0.833 ms fused this way vs 0.706 ms unfused; MobileNetV2
-  // 0.381 vs 0.357). Off, the groups are expanded and their epilogue fused again as
-  // a pointwise group (runtime/compiler.cc). `kiln compile --conv-groups cudnn`.
+  // (cudnn:FusedConv). On the H100 that call is slower than cudnnConvolutionForward
+  // plus one generated pointwise kernel in NCHW (ResNet-50 batch 1: 0.833 vs 0.706
+  // ms) and much faster in NHWC (0.327 vs 0.486 ms; batch 128: 5.98 vs 11.74 ms), the
+  // layout convs run in by default (graph/to_channels_last.h). Off, the groups are
+  // expanded and their epilogue fused again as a pointwise group
+  // (runtime/compiler.cc). On with `--conv-groups auto` (default) and `cudnn`.
   bool cudnn_fused_conv = false;
+  // NHWC Conv nodes (channels_last = 1) and "conv+epilogue" groups anchored on one
+  // get kiln's generated conv kernels (codegen/ops/conv.cc): implicit GEMM on the
+  // tensor-core template for group == 1, a direct depthwise kernel for group == C ==
+  // OC, the group's epilogue generated into either. NCHW and other grouped convs stay
+  // on cuDNN (ConvKernelFits says why). `kiln compile --conv-groups generated`.
+  bool conv_template = false;
+  // The default (`--conv-groups auto`, with cudnn_fused_conv): of the above, only
+  // depthwise convs and their groups, and the conv groups cuDNN's fused call cannot
+  // take (a Clip/ReLU6 or BatchNorm-like epilogue: MobileNetV2, DenseNet), which would
+  // otherwise run as cuDNN's convolution plus a pointwise kernel. Measured on the
+  // H100, fp16 NHWC: MobileNetV2 batch 1 runs 0.219 ms with every conv generated
+  // against 0.443 ms with cuDNN's fused call (0.467 expanded), while ResNet-50 (bias
+  // + residual + ReLU epilogues cuDNN takes) runs 0.327 ms (batch 1) and 5.98 ms
+  // (batch 128) on cuDNN's fused call against 0.555 and 11.50 ms on the implicit GEMM.
+  bool conv_template_auto = false;
+  // The target is sm_90a (CompileOptions::arch): MatMul groups the Hopper family
+  // takes (codegen/ops/gemm_sm90.h: TMA-readable fp16/bf16 operands, no prologue or
+  // dual mainloop) get it instead of the sm_80 template (with gemm_template on).
+  bool hopper = false;
+  // Multiprocessors of the target GPU: the Hopper family's persistent grid size
+  // (0: 132, an H100 SXM).
+  int sm_count = 0;
 };
 
 // The launches that compute `node`'s outputs from its inputs, in order. `node` has
@@ -61,6 +110,17 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
 
 // Whether `node` is a FusedGroup the GEMM template takes (a MatMul anchor).
 bool IsMatMulGroup(const Node& node);
+
+// Whether `node` is a "conv+epilogue" FusedGroup (a Conv anchor).
+bool IsConvGroup(const Node& node);
+// OK when the generated conv kernels (KernelOptions::conv_template) take `node`, a
+// Conv or a conv group; else Unimplemented saying why (an NCHW conv, a grouped conv
+// that is not depthwise, ...): cuDNN runs it.
+absl::Status ConvKernelFits(const Node& node);
+// Whether the options send `node` (a Conv or conv group) to the generated conv
+// kernels: conv_template, or conv_template_auto and a depthwise conv or a conv group
+// that cuDNN's fused call does not take.
+bool ConvTemplateTakes(const Node& node, const KernelOptions& options);
 
 // The C type name of a storage dtype in generated code: "float", "kiln_f16",
 // "kiln_bf16", "kiln_i64", "kiln_i32", "kiln_i8", "kiln_u8", "kiln_bool".

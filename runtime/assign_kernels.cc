@@ -9,6 +9,7 @@
 #include "codegen/library_kernels.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
+#include "codegen/ops/gemm_sm90.h"
 #include "runtime/kernel_dump.h"
 #include "runtime/memory_planner.h"
 
@@ -45,6 +46,11 @@ bool IsAliasedView(const bundle::Step& step, const Node& node) {
 
 bool UsesLibraryKernel(const Node& node, const codegen::KernelOptions& kernel_options) {
   if (kernel_options.gemm_template && codegen::IsMatMulGroup(node)) return false;
+  // Generated conv kernels take NHWC convs and conv groups (ConvKernelFits); the
+  // others stay on cuDNN.
+  if (codegen::ConvTemplateTakes(node, kernel_options) && codegen::ConvKernelFits(node).ok()) {
+    return false;
+  }
   const std::string name = codegen::LibraryKernelName(node);
   if (name == "cudnn:FusedConv" && !kernel_options.cudnn_fused_conv) return false;
   return !name.empty();
@@ -80,7 +86,10 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
     }
     absl::StatusOr<std::vector<codegen::KernelLaunch>> launches;
     std::optional<codegen::GemmChoice> gemm;
-    if (kernel_options.gemm_template && codegen::IsMatMulGroup(node)) {
+    if (kernel_options.gemm_template && kernel_options.hopper && codegen::IsMatMulGroup(node) &&
+        codegen::ops::Sm90Eligible(node).ok()) {
+      launches = codegen::GenerateNodeKernels(node, kernel_options);  // the sm90 family (codegen/ops/gemm_sm90.h)
+    } else if (kernel_options.gemm_template && codegen::IsMatMulGroup(node)) {
       launches = codegen::GenerateMatMulGroupWithDb(node, arch, compile_options.tuning_db, &gemm.emplace());
     } else {
       launches = codegen::GenerateNodeKernels(node, kernel_options);
@@ -114,6 +123,7 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
       launch->set_shared_bytes(kl.shared_bytes);
       for (int a : kl.args) launch->add_args(a);
       if (gemm.has_value()) launch->set_config(gemm->Describe());
+      SetLaunchTensorMaps(kl, launch);
       pending.emplace_back(launch, it->second);
     }
     step->set_kernel(absl::StrCat("nvrtc:", step->launches(0).function()));

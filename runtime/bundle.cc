@@ -334,4 +334,46 @@ absl::Status CheckFeeds(const Bundle& bundle, const absl::flat_hash_map<std::str
   return absl::OkStatus();
 }
 
+void SetLaunchTensorMaps(const codegen::KernelLaunch& launch, bundle::Launch* out) {
+  out->set_family(launch.family);
+  for (const codegen::TensorMapSpec& t : launch.tensor_maps) {
+    bundle::TensorMap* m = out->add_tensor_maps();
+    m->set_tensor(t.tensor);
+    m->set_rank(t.rank);
+    for (int d = 0; d < t.rank; ++d) {
+      m->add_dims(t.dims[d]);
+      m->add_box(t.box[d]);
+      if (d + 1 < t.rank) m->add_strides_bytes(t.strides_bytes[d]);
+    }
+    m->set_dtype(std::string(DTypeName(t.dtype)));
+    m->set_swizzle_bytes(t.swizzle_bytes);
+  }
+}
+
+absl::StatusOr<std::vector<codegen::TensorMapSpec>> TensorMapsFromProto(const bundle::Launch& launch) {
+  std::vector<codegen::TensorMapSpec> out;
+  for (const bundle::TensorMap& m : launch.tensor_maps()) {
+    codegen::TensorMapSpec t;
+    t.tensor = m.tensor();
+    t.rank = m.rank();
+    if (t.rank < 1 || t.rank > 5 || m.dims_size() != t.rank || m.box_size() != t.rank ||
+        m.strides_bytes_size() != t.rank - 1) {
+      return absl::InvalidArgumentError(absl::StrCat("launch ", launch.function(), ": malformed tensor map (rank ",
+                                                     t.rank, ", ", m.dims_size(), " dims, ", m.box_size(),
+                                                     " box dims, ", m.strides_bytes_size(), " strides)"));
+    }
+    for (int d = 0; d < t.rank; ++d) {
+      t.dims[d] = m.dims(d);
+      t.box[d] = m.box(d);
+      if (d + 1 < t.rank) t.strides_bytes[d] = m.strides_bytes(d);
+    }
+    absl::StatusOr<DType> dt = ParseDType(m.dtype());
+    if (!dt.ok()) return dt.status();
+    t.dtype = *dt;
+    t.swizzle_bytes = m.swizzle_bytes();
+    out.push_back(t);
+  }
+  return out;
+}
+
 }  // namespace kiln

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "codegen/op_kernels.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
 #include "runtime/bundle.pb.h"
@@ -101,5 +102,9 @@ absl::StatusOr<DType> DTypeFromBinding(const bundle::Binding& binding);
 // InvalidArgument, naming the bundle, unless `feeds` holds every input of the
 // signature, with its exact dtype and shape, and nothing else.
 absl::Status CheckFeeds(const Bundle& bundle, const absl::flat_hash_map<std::string, Tensor>& feeds);
+// A generated launch's TMA tensor maps and family into its bundle::Launch, and the
+// maps back (InvalidArgument for a malformed entry).
+void SetLaunchTensorMaps(const codegen::KernelLaunch& launch, bundle::Launch* out);
+absl::StatusOr<std::vector<codegen::TensorMapSpec>> TensorMapsFromProto(const bundle::Launch& launch);
 
 }  // namespace kiln

@@ -19,6 +19,7 @@
 #include "common/status_macros.h"
 #include "graph/tensor.h"
 #include "runtime/cuda_util.h"
+#include "runtime/tensor_map.h"
 
 namespace kiln {
 namespace ops = codegen::ops;
@@ -142,16 +143,13 @@ class ProblemRunner {
 
   cudaError_t Launch(const Candidate& c) {
     const codegen::KernelLaunch& l = c.launch;
-    std::vector<void*> ptrs(l.args.size());
-    std::vector<void*> params(l.args.size());
     const int outs = static_cast<int>(outputs_.size());
-    for (size_t i = 0; i < l.args.size(); ++i) {
-      const int a = l.args[i];
-      ptrs[i] = a < outs ? outputs_[a] : inputs_[a - outs];
-      params[i] = &ptrs[i];
-    }
+    // Pointers and any TMA tensor maps (runtime/tensor_map.h).
+    absl::StatusOr<LaunchArgs> args =
+        LaunchArgs::Build(l, [&](int a) { return a < outs ? outputs_[a] : inputs_[a - outs]; });
+    if (!args.ok()) return cudaErrorInvalidValue;
     return cudaLaunchKernel(reinterpret_cast<const void*>(c.kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
-                            dim3(l.block[0], l.block[1], l.block[2]), params.data(), l.shared_bytes, stream_);
+                            dim3(l.block[0], l.block[1], l.block[2]), args->params(), l.shared_bytes, stream_);
   }
 
   // Output 0 as floats (after the launches so far).

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "codegen/library_kernels.h"
 #include "common/status_macros.h"
+#include "runtime/tensor_map.h"
 
 namespace kiln {
 namespace {
@@ -137,8 +138,9 @@ struct GpuExecutor::StepPlan {
     void* kernel = nullptr;
     dim3 grid, block;
     uint32_t shared_bytes = 0;
-    std::vector<void*> pointers;  // parameter values
-    std::vector<void*> args;      // &pointers[j], what cudaLaunchKernel takes
+    // Pointer parameters, then TMA tensor maps encoded once for this session's
+    // buffers (runtime/tensor_map.h); args() is what cudaLaunchKernel takes.
+    kiln::LaunchArgs params;
   };
   std::vector<LaunchArgs> launches;
   std::unique_ptr<codegen::LibraryKernel> library;
@@ -237,16 +239,30 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr
       la.grid = dim3(launch.grid(0), launch.grid(1), launch.grid(2));
       la.block = dim3(launch.block(0), launch.block(1), launch.block(2));
       la.shared_bytes = launch.shared_bytes();
-      for (int a : launch.args()) {
+      codegen::KernelLaunch kl;  // the parameters' description, for LaunchArgs::Build
+      kl.args.assign(launch.args().begin(), launch.args().end());
+      absl::StatusOr<std::vector<codegen::TensorMapSpec>> maps = TensorMapsFromProto(launch);
+      if (!maps.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": step ", s, ": ", maps.status().message()));
+      kl.tensor_maps = *std::move(maps);
+      for (int a : kl.args) {
         if (a < 0 || a >= num_outputs + step.inputs_size()) {
           return absl::InvalidArgumentError(absl::StrCat(path, ": step ", s, ": launch argument ", a, " out of range"));
         }
-        la.pointers.push_back(ex->BindingPtr(binding(a)));
       }
+      for (const codegen::TensorMapSpec& t : kl.tensor_maps) {
+        if (t.tensor < 0 || t.tensor >= num_outputs + step.inputs_size()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(path, ": step ", s, ": tensor map of argument ", t.tensor, " out of range"));
+        }
+      }
+      absl::StatusOr<kiln::LaunchArgs> params =
+          kiln::LaunchArgs::Build(kl, [&](int a) { return ex->BindingPtr(binding(a)); });
+      if (!params.ok()) {
+        return absl::Status(params.status().code(), absl::StrCat(path, ": step ", s, " (node '", step.node(),
+                                                                 "'): ", params.status().message()));
+      }
+      la.params = *std::move(params);
       plan->launches.push_back(std::move(la));
-    }
-    for (StepPlan::LaunchArgs& la : plan->launches) {
-      for (void*& p : la.pointers) la.args.push_back(&p);
     }
     ex->steps_.push_back(std::move(plan));
   }
@@ -278,7 +294,7 @@ absl::Status GpuExecutor::EnqueueStep(int s) {
   const StepPlan& plan = *steps_[s];
   if (plan.library != nullptr) return plan.library->Launch(plan.library_args);
   for (const StepPlan::LaunchArgs& la : plan.launches) {
-    cudaError_t e = cudaLaunchKernel(la.kernel, la.grid, la.block, const_cast<void**>(la.args.data()),
+    cudaError_t e = cudaLaunchKernel(la.kernel, la.grid, la.block, const_cast<StepPlan::LaunchArgs&>(la).params.params(),
                                      la.shared_bytes, static_cast<cudaStream_t>(stream_));
     if (e != cudaSuccess) {
       const bundle::Step& step = program_->bundle().manifest().steps(s);

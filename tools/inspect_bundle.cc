@@ -113,6 +113,16 @@ absl::Status InspectBundle(const std::string& path, bool json) {
       std::cout << absl::StrFormat("         launch %s (module %d) grid %dx%dx%d block %dx%dx%d smem %d\n",
                                    l.function(), l.module(), l.grid(0), l.grid(1), l.grid(2), l.block(0), l.block(1),
                                    l.block(2), l.shared_bytes());
+      if (!l.family().empty() || !l.config().empty()) {
+        std::cout << "           family " << (l.family().empty() ? "-" : l.family())
+                  << (l.config().empty() ? "" : ", config " + l.config()) << "\n";
+      }
+      for (const auto& t : l.tensor_maps()) {
+        std::cout << absl::StrFormat("           tensor map: arg %d %s dims [%s] strides [%s] bytes box [%s] swizzle %dB\n",
+                                     t.tensor(), t.dtype(), absl::StrJoin(t.dims(), ","),
+                                     absl::StrJoin(t.strides_bytes(), ","), absl::StrJoin(t.box(), ","),
+                                     t.swizzle_bytes());
+      }
     }
     if (!step.gpu_unsupported().empty()) std::cout << "         no GPU kernel: " << step.gpu_unsupported() << "\n";
   }

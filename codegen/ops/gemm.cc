@@ -17,6 +17,8 @@
 #include "absl/strings/strip.h"
 #include "codegen/kernel_cache.h"
 #include "codegen/ops/families.h"
+#include "codegen/ops/gemm_source.h"
+#include "codegen/ops/gemm_sm90.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/ops/pointwise_spec.h"
 #include "codegen/templates.h"
@@ -33,10 +35,14 @@ TileShape ATile(const GemmConfig& c, bool trans) { return trans ? TileShape{c.bk
 TileShape BTile(const GemmConfig& c, bool trans) { return trans ? TileShape{c.bn, c.bk} : TileShape{c.bk, c.bn}; }
 int64_t TileElements(TileShape t) { return static_cast<int64_t>(t.rows) * (t.cols + 8); }
 
-// Registers of one operand's register stage (kiln_gemm_stage in the template).
+// Registers of one operand's register stage (kiln_gemm_stage in the template), or
+// of a convolution's im2col gather (kiln_conv_a: 3 per row it decomposes, plus the
+// staged elements in mode 4).
 int StagedRegisters(const GemmConfig& c, TileShape t, const GemmOperand& op) {
   if (op.load == GemmLoad::kAsync) return 0;
   const int threads = c.warps_m * c.warps_n * 32;
+  if (op.load == GemmLoad::kIm2colAsync) return 3 * ((t.rows * t.cols / 8 + threads - 1) / threads);
+  if (op.load == GemmLoad::kIm2colScalar) return 3 + (t.rows * t.cols + threads - 1) / threads;
   const bool vec = op.load == GemmLoad::kStagedVector;
   const int per = vec ? 8 : 1;
   const int items = t.rows * t.cols / per;
@@ -528,6 +534,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   if (tiles >= (int64_t{1} << 31)) return NoKernel(node, "too many tiles");
 
   KernelLaunch launch;
+  launch.family = "gemm_sm80";
   launch.args = {0};
   for (const LoopPlan& l : plan.loops) {
     launch.args.push_back(InputArg(node, l.a.input));
@@ -563,16 +570,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
                     loads, op.code, "    return ", op.result, ";\n  }\n};\n");
     prologue_objects[i] = absl::StrCat("kiln_prologue_", which, "{", init, "}");
   }
-  std::string params, args, loads;
-  for (size_t l = 0; l < plan.loads.size(); ++l) {
-    const Value* v = node.input(plan.loads[l].input);
-    absl::StrAppend(&params, ", ", Param(v->dtype(), true, absl::StrCat("e", l)));
-    absl::StrAppend(&args, ", e", l);
-    absl::StatusOr<std::string> off = BroadcastOffset(node, plan.loads[l].view, ys);
-    if (!off.ok()) return off.status();
-    absl::StrAppend(&loads, "  const ", DomainType(plan.loads[l].domain), " g", l, " = ",
-                    LoadAs(v->dtype(), plan.loads[l].domain, absl::StrCat("e", l), *off), ";\n");
-    launch.args.push_back(InputArg(node, plan.loads[l].input));
+  GemmEpilogueSource epilogue;
+  if (absl::Status st = AppendGemmEpilogueLoads(
+          node, plan.loads, [&](const Shape& view) { return BroadcastOffset(node, view, ys); }, epilogue, launch);
+      !st.ok()) {
+    return st;
   }
 
   const bool fused = IsFusedGroup(node);
@@ -584,7 +586,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
                     l.a.trans ? " (trans_a)" : "", " x ", l.b.stored->TypeString(), l.b.trans ? " (trans_b)" : "");
   }
   absl::StrAppend(&src, " -> ", y->TypeString(), "\n");
-  auto mode = [](GemmLoad g) { return g == GemmLoad::kAsync ? 0 : g == GemmLoad::kStagedVector ? 1 : 2; };
+  auto mode = GemmLoadMode;
   const LoopPlan& l0 = plan.loops[0];
   const GemmMainloop& v0 = variant.mainloops[0];
   absl::StrAppend(&src, "#define GEMM_BF16 ", dt == DType::kBFloat16 ? 1 : 0, "\n#define GEMM_M ", m,
@@ -604,21 +606,55 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
                     "\n#define GEMM_TRANS_B2 ", l1.b.trans ? 1 : 0, "\n#define GEMM_A2_MODE ", mode(v1.a.load),
                     "\n#define GEMM_B2_MODE ", mode(v1.b.load), "\n");
   }
-  absl::StrAppend(&src, "#define BM ", cfg.bm, "\n#define BN ", cfg.bn, "\n#define BK ", cfg.bk, "\n#define WARPS_M ",
-                  cfg.warps_m, "\n#define WARPS_N ", cfg.warps_n, "\n#define STAGES ", cfg.stages,
-                  "\n#define GEMM_OUT_T ", StorageTypeName(y->dtype()), "\n#define GEMM_STORE(p, i, v) KILN_STORE_",
-                  FloatSuffix(y->dtype()), "(p, i, v)", "\n#define KILN_PROLOGUE_PARAMS ", prologue_params,
-                  "\n#define KILN_EPILOGUE_PARAMS ", params, "\n#define KILN_EPILOGUE_ARGS ", args, "\n", functors);
-  absl::StrAppend(&src,
-                  "static __device__ __forceinline__ float kiln_epilogue(float acc, int row, int col, int batch "
-                  "KILN_EPILOGUE_PARAMS) {\n",
-                  loads, plan.epilogue_code, "  return ", plan.result, ";\n}\n", TemplateSource("mma_sm80.cuh"),
-                  TemplateSource("gemm_sm80.cuh"));
+  absl::StrAppend(&src, GemmSourceTail(cfg, y->dtype(), prologue_params, functors, epilogue, plan.epilogue_code,
+                                       plan.result));
   launch.source = std::move(src);
   launch.grid = {static_cast<uint32_t>(tiles), 1, static_cast<uint32_t>(batch)};
   launch.block = {static_cast<uint32_t>(cfg.warps_m * cfg.warps_n * 32), 1, 1};
   launch.shared_bytes = static_cast<uint32_t>(GemmSharedBytes(cfg, variant));
   return std::vector<KernelLaunch>{std::move(launch)};
+}
+
+absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
+  GemmPrep prep;
+  if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
+  const GemmPlan& plan = prep.plan;
+  const LoopPlan& l0 = plan.loops[0];
+  GemmFamilyPlan f;
+  f.m = prep.m;
+  f.n = prep.n;
+  f.k = l0.k;
+  f.batch = prep.batch;
+  f.a_batch = prep.a_batch[0];
+  f.b_batch = prep.b_batch[0];
+  f.trans_a = l0.a.trans;
+  f.trans_b = l0.b.trans;
+  f.dual = plan.loops.size() > 1;
+  for (const LoopPlan& l : plan.loops) f.has_prologue |= !l.a.chain.empty() || !l.b.chain.empty();
+  f.dtype = prep.dt;
+  f.out_dtype = prep.y->dtype();
+  f.a_input = l0.a.input;
+  f.b_input = l0.b.input;
+  f.a_shape = l0.a.stored->shape();
+  f.b_shape = l0.b.stored->shape();
+  GemmEpilogueSource epilogue;
+  KernelLaunch loads;
+  if (absl::Status st = AppendGemmEpilogueLoads(
+          node, plan.loads, [&](const Shape& view) { return BroadcastOffset(node, view, prep.y->shape()); },
+          epilogue, loads);
+      !st.ok()) {
+    return st;
+  }
+  f.epilogue_args = std::move(loads.args);
+  f.epilogue_defines = absl::StrCat("#define KILN_EPILOGUE_PARAMS ", epilogue.params, "\n#define KILN_EPILOGUE_ARGS ",
+                                    epilogue.args, "\n");
+  f.epilogue_function = GemmEpilogueFunction(epilogue, plan.epilogue_code, plan.result);
+  const bool fused = IsFusedGroup(node);
+  f.description = absl::StrCat("// ", fused ? "fused group " : "", node.name());
+  if (fused) absl::StrAppend(&f.description, " (", node.GetString("pattern", "").value_or(""), ")");
+  absl::StrAppend(&f.description, ": MatMul ", l0.a.stored->TypeString(), l0.a.trans ? " (trans_a)" : "", " x ",
+                  l0.b.stored->TypeString(), l0.b.trans ? " (trans_b)" : "", " -> ", prep.y->TypeString(), "\n");
+  return f;
 }
 
 }  // namespace kiln::codegen::ops

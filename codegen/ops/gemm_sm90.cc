@@ -1,0 +1,193 @@
+// The Hopper GEMM family: codegen/templates/gemm_sm90.cuh instantiated for the
+// MatMul groups gemm.cc plans (PlanGemmForFamily), with the tile config heuristic,
+// the verifier and the routing between the sm90 and sm80 families.
+#include "codegen/ops/gemm_sm90.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/ops/families.h"
+#include "codegen/ops/kernel_util.h"
+#include "codegen/templates.h"
+#include "graph/fused_group.h"
+
+namespace kiln::codegen::ops {
+namespace {
+
+// `wgmma.mma_async.m64n<bn>k16` from two shared-memory descriptors into bn/2 fp32
+// accumulators per thread; the layouts are immediates (K-major A / B: 0; M-major A
+// (trans_a) / N-major B (B stored [K, N], no trans_b): 1).
+std::string WgmmaFunction(int bn, bool bf16, bool trans_a, bool trans_b) {
+  const int regs = bn / 2;
+  const char* t = bf16 ? "bf16" : "f16";
+  std::string d, operands;
+  for (int i = 0; i < regs; ++i) {
+    absl::StrAppend(&d, i ? ", " : "", "%", i);
+    absl::StrAppend(&operands, i ? ", " : "", "\"+f\"(d[", i, "])");
+  }
+  return absl::StrCat("static __device__ __forceinline__ void kiln_sm90_wgmma(float (&d)[", regs,
+                      "], unsigned long long desc_a, unsigned long long desc_b) {\n"
+                      "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
+                      "wgmma.mma_async.sync.aligned.m64n",
+                      bn, "k16.f32.", t, ".", t, " {", d, "}, %", regs, ", %", regs + 1, ", p, 1, 1, ",
+                      trans_a ? 1 : 0, ", ", trans_b ? 0 : 1, ";\\n}\\n\"\n    : ", operands,
+                      "\n    : \"l\"(desc_a), \"l\"(desc_b));\n}\n");
+}
+
+bool TmaRowsOk(const Shape& s) { return s.back() % 8 == 0; }
+
+}  // namespace
+
+int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& c, bool tma_store) {
+  const int64_t c_tiles = tma_store ? static_cast<int64_t>(c.consumers) * 64 * c.wg_m * c.bn * 2 : 0;
+  return 1024 + static_cast<int64_t>(c.stages) * (c.bm + c.bn) * 64 * 2 + c_tiles + 16 * c.stages + 16;
+}
+
+absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(c), ": ", why));
+  };
+  if (c.consumers < 1 || c.consumers > 2) return bad("1 or 2 consumer warpgroups");
+  if (c.wg_m < 1 || c.wg_m > 2) return bad("1 or 2 m64 blocks per consumer warpgroup");
+  if (c.pingpong && c.consumers != 2) return bad("ping-pong needs 2 consumer warpgroups");
+  if (c.bm != 64 * c.wg_m * (c.pingpong ? 1 : c.consumers)) {
+    return bad(c.pingpong ? "BM must be 64 * WG_M (ping-pong)" : "BM must be 64 * WG_M * CONSUMERS");
+  }
+  if (c.bn < 64 || c.bn > 256 || c.bn % 64 != 0) {
+    return bad("BN must be a multiple of 64 (TMA boxes of 64 columns) in [64, 256] (wgmma n)");
+  }
+  if (c.wg_m * c.bn / 2 > 128) return bad(absl::StrCat(c.wg_m * c.bn / 2, " accumulator registers per thread (> 128)"));
+  if (c.stages < 2 || c.stages > 8) return bad("STAGES must be in [2, 8]");
+  const int64_t smem = Sm90GemmSharedBytes(c, tma_store);
+  if (smem > kSm90MaxSharedBytes) {
+    return bad(absl::StrCat(smem, " bytes of shared memory (> ", kSm90MaxSharedBytes, ", 227 KiB)"));
+  }
+  return absl::OkStatus();
+}
+
+std::string Sm90GemmConfigString(const Sm90GemmConfig& c) {
+  return absl::StrCat(c.bm, "x", c.bn, c.pingpong ? " p" : " c", c.consumers, "x", c.wg_m, " s", c.stages);
+}
+
+absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
+  Sm90GemmConfig c;
+  char mode = 0;
+  int used = 0;
+  if (std::sscanf(text.c_str(), "%dx%d %c%dx%d s%d%n", &c.bm, &c.bn, &mode, &c.consumers, &c.wg_m, &c.stages,
+                  &used) != 6 ||
+      used != static_cast<int>(text.size()) || (mode != 'c' && mode != 'p')) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", text, "' is not an sm90 GEMM config (BMxBN cCONSUMERSxWG_M sSTAGES, or p... for ping-pong: "
+                   "128x256 c2x1 s4, 64x256 p2x1 s5)"));
+  }
+  c.pingpong = mode == 'p';
+  if (absl::Status st = VerifySm90GemmConfig(c); !st.ok()) return st;
+  return c;
+}
+
+Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) {
+  if (sm_count <= 0) sm_count = 132;
+  auto tiles = [&](int bm, int bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn) * batch; };
+  // Fitted to H100 measurements (benchmarks/RESULTS.md, "Hopper GEMM family"): 64x128
+  // tiles for few tokens, or when 128x128 tiles would not fill the GPU at short K;
+  // else the cooperative 128x256 unless its waves (a 128x256 tile costing two
+  // 128x128 ones) come out longer than the 128x128 ping-pong's, e.g. 192 tiles =
+  // 1.45 waves of 132 against 384 = 2.9. Stages: what fits next to the epilogue's C
+  // tiles (227 KiB).
+  if (m <= 512 || (tiles(128, 128) < sm_count && k < 2048)) return Sm90GemmConfig{64, 128, 1, 1, 8};
+  auto waves = [&](int64_t t) { return (t + sm_count - 1) / sm_count; };
+  if (n > 128 && 2 * waves(tiles(128, 256)) <= waves(tiles(128, 128))) return Sm90GemmConfig{128, 256, 2, 1, 3};
+  return Sm90GemmConfig{128, 128, 2, 2, 4, true};
+}
+
+absl::Status Sm90Eligible(const Node& node) {
+  absl::StatusOr<GemmFamilyPlan> p = PlanGemmForFamily(node);
+  if (!p.ok()) return p.status();
+  if (p->dual) return NoKernel(node, "sm90 GEMM family: dual mainloop (sm_80 template)");
+  if (p->has_prologue) return NoKernel(node, "sm90 GEMM family: operand prologue (sm_80 template)");
+  if (!TmaRowsOk(p->a_shape) || !TmaRowsOk(p->b_shape)) {
+    return NoKernel(node, "sm90 GEMM family: an operand's contiguous dim is not a multiple of 8 (TMA needs 16-byte "
+                          "aligned rows; sm_80 template)");
+  }
+  if (p->m > (int64_t{1} << 31) - 256 || p->n > (int64_t{1} << 31) - 256 || p->k > (int64_t{1} << 31) - 64) {
+    return NoKernel(node, "sm90 GEMM family: dims too large for 32-bit TMA coordinates");
+  }
+  if (p->out_dtype != DType::kFloat16 && p->out_dtype != DType::kBFloat16 && p->out_dtype != DType::kFloat32) {
+    return NoKernel(node, "sm90 GEMM family: output dtype");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& node, const Sm90GemmConfig* config,
+                                                                  int sm_count) {
+  if (absl::Status st = Sm90Eligible(node); !st.ok()) return st;
+  absl::StatusOr<GemmFamilyPlan> plan_or = PlanGemmForFamily(node);
+  if (!plan_or.ok()) return plan_or.status();
+  const GemmFamilyPlan& p = *plan_or;
+  if (sm_count <= 0) sm_count = 132;
+  const Sm90GemmConfig cfg = config != nullptr ? *config : PickSm90GemmConfig(p.m, p.n, p.k, p.batch, sm_count);
+  const bool tma_store = (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.n % 8 == 0;
+  if (absl::Status valid = VerifySm90GemmConfig(cfg, tma_store); !valid.ok()) return valid;
+  const int64_t tiles = ((p.m + cfg.bm - 1) / cfg.bm) * ((p.n + cfg.bn - 1) / cfg.bn) * p.batch;
+  if (tiles >= (int64_t{1} << 31)) return NoKernel(node, "too many tiles");
+
+  KernelLaunch launch;
+  launch.family = "gemm_sm90";
+  launch.args = {0};
+  launch.args.insert(launch.args.end(), p.epilogue_args.begin(), p.epilogue_args.end());
+  // Tensor maps: {contiguous, rows, batches}, 128B swizzle, boxes of 64 contiguous
+  // elements (128 bytes) x the tile's rows (K-major) or 64 k rows (MN-major).
+  auto map = [&](const Shape& s, int input, int64_t batch_stride, bool k_major, int tile_rows) {
+    TensorMapSpec t;
+    t.tensor = InputArg(node, input);
+    t.rank = 3;
+    const uint64_t cols = s[s.size() - 1], rows = s[s.size() - 2];
+    t.dims = {cols, rows, static_cast<uint64_t>(batch_stride == 0 ? 1 : p.batch), 0, 0};
+    t.strides_bytes = {cols * 2, rows * cols * 2, 0, 0};
+    t.box = {64, static_cast<uint32_t>(k_major ? tile_rows : 64), 1, 0, 0};
+    t.dtype = p.dtype;
+    t.swizzle_bytes = 128;
+    return t;
+  };
+  launch.tensor_maps.push_back(map(p.a_shape, p.a_input, p.a_batch, !p.trans_a, cfg.bm));
+  launch.tensor_maps.push_back(map(p.b_shape, p.b_input, p.b_batch, p.trans_b, cfg.bn));
+  if (tma_store) {  // C [batch, M, N]: boxes of 64 columns x one consumer's rows
+    TensorMapSpec t;
+    t.tensor = 0;
+    t.rank = 3;
+    t.dims = {static_cast<uint64_t>(p.n), static_cast<uint64_t>(p.m), static_cast<uint64_t>(p.batch), 0, 0};
+    t.strides_bytes = {static_cast<uint64_t>(p.n) * 2, static_cast<uint64_t>(p.m * p.n) * 2, 0, 0};
+    t.box = {64, static_cast<uint32_t>(64 * cfg.wg_m), 1, 0, 0};
+    t.dtype = p.out_dtype;
+    t.swizzle_bytes = 128;
+    launch.tensor_maps.push_back(t);
+  }
+
+  const int out_kind = p.out_dtype == DType::kFloat16 ? 0 : p.out_dtype == DType::kBFloat16 ? 1 : 2;
+  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n", p.description);
+  absl::StrAppend(&src, "#define GEMM_BF16 ", p.dtype == DType::kBFloat16 ? 1 : 0, "\n#define GEMM_M ", p.m,
+                  "\n#define GEMM_N ", p.n, "\n#define GEMM_K ", p.k, "\n#define GEMM_BATCH ", p.batch,
+                  "\n#define GEMM_A_BATCHED ", p.a_batch != 0 ? 1 : 0, "\n#define GEMM_B_BATCHED ",
+                  p.b_batch != 0 ? 1 : 0, "\n#define GEMM_C_BATCH ", p.batch > 1 ? p.m * p.n : 0,
+                  "LL\n#define GEMM_TRANS_A ", p.trans_a ? 1 : 0, "\n#define GEMM_TRANS_B ", p.trans_b ? 1 : 0,
+                  "\n#define BM ", cfg.bm, "\n#define BN ", cfg.bn, "\n#define STAGES ", cfg.stages,
+                  "\n#define CONSUMERS ", cfg.consumers, "\n#define WG_M ", cfg.wg_m, "\n#define GEMM_PINGPONG ",
+                  cfg.pingpong ? 1 : 0, "\n#define GEMM_TMA_STORE ", tma_store ? 1 : 0, "\n#define GEMM_OUT_KIND ",
+                  out_kind, "\n#define GEMM_OUT_T ", StorageTypeName(p.out_dtype), "\n", p.epilogue_defines,
+                  p.epilogue_function, WgmmaFunction(cfg.bn, p.dtype == DType::kBFloat16, p.trans_a, p.trans_b),
+                  TemplateSource("gemm_sm90.cuh"));
+  launch.source = std::move(src);
+  launch.grid = {static_cast<uint32_t>(std::min<int64_t>(tiles, sm_count)), 1, 1};
+  launch.block = {static_cast<uint32_t>(128 * (cfg.consumers + 1)), 1, 1};
+  launch.shared_bytes = static_cast<uint32_t>(Sm90GemmSharedBytes(cfg, tma_store));
+  return std::vector<KernelLaunch>{std::move(launch)};
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> GenerateGemm(const Node& node, const KernelOptions& options) {
+  if (options.hopper && Sm90Eligible(node).ok()) return GenerateMatMulGroupSm90(node, nullptr, options.sm_count);
+  return GenerateMatMulGroup(node);
+}
+
+}  // namespace kiln::codegen::ops

@@ -1,0 +1,78 @@
+// The Hopper GEMM family (codegen/ops/gemm_sm90.cc, template
+// codegen/templates/gemm_sm90.cuh): TMA + mbarrier pipeline + wgmma, a producer
+// warpgroup and consumer warpgroups, a persistent grid. It takes the plain MatMuls
+// and "matmul"/"matmul+epilogue" groups that gemm.cc plans (same epilogue functor)
+// whose operands TMA can read: fp16/bf16, contiguous dims multiples of 8 (16-byte
+// aligned rows), every operand batch-dense or broadcast. Everything else (prologues,
+// dual mainloops, odd widths) stays on the sm_80 template; Sm90Eligible says why.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "codegen/op_kernels.h"
+#include "graph/graph.h"
+
+namespace kiln::codegen::ops {
+
+// What gemm.cc's planning knows about a one-mainloop GEMM, for another template
+// family: shapes, layouts, operands and the generated epilogue (one generator).
+struct GemmFamilyPlan {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  int64_t a_batch = 0, b_batch = 0;  // operand batch strides in elements (0: broadcast)
+  bool trans_a = false, trans_b = false;
+  bool has_prologue = false, dual = false;
+  DType dtype = DType::kFloat16;      // tensor-core operands
+  DType out_dtype = DType::kFloat16;
+  int a_input = 0, b_input = 1;       // node input indices of A and B (loaded tensors)
+  Shape a_shape, b_shape;            // stored operand shapes (a group's body is gone after planning)
+  // `static __device__ float kiln_epilogue(float acc, int row, int col, int batch
+  // KILN_EPILOGUE_PARAMS)` with its #defines, and the launch args of its params.
+  std::string epilogue_defines, epilogue_function;
+  std::vector<int> epilogue_args;
+  std::string description;  // "// fused group ...: MatMul ... -> ..." line
+};
+// gemm.cc: PrepareMatMul + the epilogue generator. Errors as GenerateMatMulGroup's.
+absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node);
+
+struct Sm90GemmConfig {
+  int bm = 128, bn = 256;  // tile: bm = 64 * wg_m * consumers (cooperative) or 64 * wg_m (ping-pong)
+  int consumers = 2;       // consumer warpgroups
+  int wg_m = 1;            // m64 blocks per consumer
+  int stages = 4;
+  // Ping-pong: each consumer takes whole tiles (every other one of the block), so
+  // one's epilogue overlaps the other's mainloop; else they split every tile's rows.
+  bool pingpong = false;
+};
+inline constexpr int64_t kSm90MaxSharedBytes = 227 * 1024;
+// 1024 (alignment) + stages * (bm + bn) * 64 * 2 + 16 * stages + 16 (barriers), plus
+// with `tma_store` (the epilogue's shared-memory C tiles, one per consumer)
+// consumers * 64 * wg_m * bn * 2.
+int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& config, bool tma_store = true);
+// InvalidArgument naming the constraint: bm = 64 * wg_m * consumers (ping-pong:
+// 64 * wg_m with 2 consumers), consumers 1..2,
+// wg_m 1..2, bn a multiple of 64 (TMA boxes of 64 columns) in [64, 256] (wgmma n),
+// accumulators wg_m * bn / 2 <= 128 registers, 2..8 stages, shared memory <= 227 KiB.
+absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store = true);
+// The shape heuristic (`sm_count` multiprocessors).
+Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count);
+// "128x256 c2x1 s4" (cooperative: consumers x wg_m), "64x256 p2x1 s5" (ping-pong).
+std::string Sm90GemmConfigString(const Sm90GemmConfig& config);
+absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text);
+
+// OK when the sm90 family takes `node` (GenerateMatMulGroupSm90 succeeds), else
+// Unimplemented with the reason (the caller then uses the sm_80 template).
+absl::Status Sm90Eligible(const Node& node);
+// One persistent launch (grid min(tiles, sm_count)) with tensor maps for A and B,
+// and for C when the epilogue stores through TMA (a 16-bit output with N % 8 == 0).
+absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& node,
+                                                                  const Sm90GemmConfig* config = nullptr,
+                                                                  int sm_count = 132);
+// The GEMM generator GenerateNodeKernels uses for MatMul groups: the sm90 family when
+// `options.hopper` and Sm90Eligible, else the sm_80 template (GenerateMatMulGroup).
+absl::StatusOr<std::vector<KernelLaunch>> GenerateGemm(const Node& node, const KernelOptions& options);
+
+}  // namespace kiln::codegen::ops

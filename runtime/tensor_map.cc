@@ -1,0 +1,115 @@
+#include "runtime/tensor_map.h"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln {
+namespace {
+
+PFN_cuTensorMapEncodeTiled_v12000 EncodeFunction(std::string* why_not) {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr) {
+      cudaGetLastError();
+      error = absl::StrCat("the CUDA driver has no cuTensorMapEncodeTiled (", cudaGetErrorString(e),
+                           "): TMA kernels need a GPU and a CUDA 12+ driver");
+      return;
+    }
+    fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  });
+  *why_not = error;
+  return fn;
+}
+
+}  // namespace
+
+absl::StatusOr<EncodedTensorMap> EncodeTensorMap(const codegen::TensorMapSpec& spec, const void* base) {
+  if (spec.rank < 1 || spec.rank > 5) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor map of rank ", spec.rank, " (TMA takes 1..5)"));
+  }
+  if (reinterpret_cast<uintptr_t>(base) % 16 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor map over address 0x", absl::Hex(reinterpret_cast<uintptr_t>(base)),
+                     ": TMA needs 16-byte aligned global addresses (route this tensor to a kernel without TMA, e.g. "
+                     "the sm_80 GEMM template, or align the buffer)"));
+  }
+  for (int d = 0; d + 1 < spec.rank; ++d) {
+    if (spec.strides_bytes[d] % 16 != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor map stride ", spec.strides_bytes[d], " bytes of dim ", d + 1,
+          ": TMA needs strides that are multiples of 16 bytes (the generator must route such shapes elsewhere)"));
+    }
+  }
+  for (int d = 0; d < spec.rank; ++d) {
+    if (spec.box[d] == 0 || spec.box[d] > 256) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor map box dim ", d, " = ", spec.box[d], " (1..256)"));
+    }
+  }
+  CUtensorMapDataType type;
+  switch (spec.dtype) {
+    case DType::kFloat16: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+    case DType::kBFloat16: type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+    case DType::kFloat32: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+    default: return absl::InvalidArgumentError(absl::StrCat("tensor map of ", DTypeName(spec.dtype)));
+  }
+  CUtensorMapSwizzle swizzle;
+  switch (spec.swizzle_bytes) {
+    case 0: swizzle = CU_TENSOR_MAP_SWIZZLE_NONE; break;
+    case 32: swizzle = CU_TENSOR_MAP_SWIZZLE_32B; break;
+    case 64: swizzle = CU_TENSOR_MAP_SWIZZLE_64B; break;
+    case 128: swizzle = CU_TENSOR_MAP_SWIZZLE_128B; break;
+    default: return absl::InvalidArgumentError(absl::StrCat("tensor map swizzle of ", spec.swizzle_bytes, " bytes"));
+  }
+  std::string why_not;
+  PFN_cuTensorMapEncodeTiled_v12000 encode = EncodeFunction(&why_not);
+  if (encode == nullptr) return absl::FailedPreconditionError(why_not);
+  cuuint64_t dims[5];
+  cuuint64_t strides[4];
+  cuuint32_t box[5], elem_strides[5];
+  for (int d = 0; d < spec.rank; ++d) {
+    dims[d] = spec.dims[d];
+    box[d] = spec.box[d];
+    elem_strides[d] = 1;
+    if (d + 1 < spec.rank) strides[d] = spec.strides_bytes[d];
+  }
+  EncodedTensorMap out;
+  const CUresult r = encode(reinterpret_cast<CUtensorMap*>(out.bytes), type, static_cast<cuuint32_t>(spec.rank),
+                            const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    std::string dims_text;
+    for (int d = 0; d < spec.rank; ++d) absl::StrAppend(&dims_text, d ? ", " : "", spec.dims[d], " (box ", spec.box[d], ")");
+    return absl::InternalError(absl::StrCat("cuTensorMapEncodeTiled failed (CUresult ", static_cast<int>(r),
+                                            ") for dims ", dims_text));
+  }
+  return out;
+}
+
+absl::StatusOr<LaunchArgs> LaunchArgs::Build(const codegen::KernelLaunch& launch,
+                                             const std::function<void*(int)>& pointer_of) {
+  LaunchArgs a;
+  a.pointers_.reserve(launch.args.size());
+  for (int v : launch.args) a.pointers_.push_back(pointer_of(v));
+  a.maps_.reserve(launch.tensor_maps.size());
+  for (const codegen::TensorMapSpec& spec : launch.tensor_maps) {
+    absl::StatusOr<EncodedTensorMap> m = EncodeTensorMap(spec, pointer_of(spec.tensor));
+    if (!m.ok()) return m.status();
+    a.maps_.push_back(*m);
+  }
+  for (void*& p : a.pointers_) a.params_.push_back(&p);
+  for (EncodedTensorMap& m : a.maps_) a.params_.push_back(m.bytes);
+  return a;
+}
+
+}  // namespace kiln
