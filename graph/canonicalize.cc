@@ -11,6 +11,7 @@
 #include "graph/recognize_gelu.h"
 #include "graph/recognize_layer_norm.h"
 #include "graph/remove_identity.h"
+#include "graph/sum_to_add.h"
 
 namespace kiln {
 namespace {
@@ -40,6 +41,10 @@ const std::vector<CanonicalPass>& CanonicalPasses() {
        "first, so that the patterns below match through no-op nodes (Identity chains and inference Dropout sit "
        "between the ops of exported blocks)",
        Runner<RemoveIdentity>()},
+      {"sum-to-add",
+       "before the pattern passes: a residual Sum becomes the Add that fuse-epilogue and fuse-pointwise take "
+       "(the ONNX zoo's ResNet, DenseNet and Inception spell their residuals as Sum)",
+       Runner<SumToAdd>()},
       {"gemm-to-matmul",
        "before the pattern passes: Linear layers become MatMul + Add, the one matmul form fusion builds "
        "epilogues on",

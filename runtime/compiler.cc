@@ -13,6 +13,7 @@
 #include "frontend/onnx_importer.h"
 #include "graph/lower_precision.h"
 #include "graph/pad_matmul_width.h"
+#include "graph/to_channels_last.h"
 #include "graph/text_format.h"
 #include "codegen/kernel_cache.h"
 #include "codegen/tuning_db.h"
@@ -124,7 +125,12 @@ codegen::KernelOptions KernelOptionsFor(const CompileOptions& options) {
   codegen::KernelOptions k;
   k.gemm_template = options.matmul_groups == "generated" ||
                     (options.matmul_groups == "auto" && options.arch != "sm_90a");
-  k.cudnn_fused_conv = options.conv_groups == "cudnn";
+  k.cudnn_fused_conv = options.conv_groups == "cudnn" || options.conv_groups == "auto";
+  k.conv_template = options.conv_groups == "generated";
+  k.conv_template_auto = options.conv_groups == "auto";
+  // sm_90a: the Hopper GEMM family (TMA + wgmma) for the MatMul groups it takes;
+  // its persistent grid is sized for an H100 SXM (132 SMs) when sm_count is 0.
+  k.hopper = options.arch == "sm_90a";
   return k;
 }
 
@@ -154,9 +160,14 @@ absl::Status ValidateCompileOptions(const CompileOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("unsupported --matmul-groups '", options.matmul_groups,
                                                    "': choose auto, library or generated"));
   }
-  if (options.conv_groups != "expand" && options.conv_groups != "cudnn") {
+  if (options.conv_groups != "auto" && options.conv_groups != "expand" && options.conv_groups != "cudnn" &&
+      options.conv_groups != "generated") {
     return absl::InvalidArgumentError(absl::StrCat("unsupported --conv-groups '", options.conv_groups,
-                                                   "': choose expand or cudnn"));
+                                                   "': choose auto, expand, cudnn or generated"));
+  }
+  if (options.layout != "auto" && options.layout != "nchw" && options.layout != "nhwc") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unsupported --layout '", options.layout, "': choose auto, nchw or nhwc"));
   }
   if (options.tune && !options.tuning_db) {
     return absl::InvalidArgumentError("--tune stores its results in the tuning database: drop --no-tuning-db");
@@ -192,6 +203,13 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
     return where("pad-matmul-width", padded.status());
   } else if (*padded && options.after_pass) {
     options.after_pass("pad-matmul-width", graph);
+  }
+  if (options.layout == "nhwc" || (options.layout == "auto" && HasConv2D(graph))) {
+    if (absl::StatusOr<bool> moved = ToChannelsLast().Run(graph); !moved.ok()) {
+      return where("to-channels-last", moved.status());
+    } else if (*moved && options.after_pass) {
+      options.after_pass("to-channels-last", graph);
+    }
   }
 
   // 2. Precision: the bundle carries the graph lowered to its storage dtype (f32 stays

@@ -51,11 +51,19 @@ struct CompileOptions {
   // expanded) or "auto": generated for sm_80/86/89, library for sm_90a, where the
   // sm_80-class kernel reaches only ~0.35-0.55x cuBLASLt (Hopper kernels: next).
   std::string matmul_groups = "auto";
-  // Which kernel runs "conv+epilogue" groups: "expand" (default: cuDNN's plain
-  // convolution, the epilogue fused again as one pointwise kernel) or "cudnn" (one
-  // cudnnConvolutionBiasActivationForward call; codegen::KernelOptions::
-  // cudnn_fused_conv says why it is not the default).
-  std::string conv_groups = "expand";
+  // Which kernel runs convs and "conv+epilogue" groups: "auto" (default: depthwise
+  // convs and the groups cuDNN's fused call cannot take on kiln's generated kernels,
+  // the others as one cudnnConvolutionBiasActivationForward call; the measurements
+  // behind it are at codegen::KernelOptions::conv_template_auto), "cudnn" (every group as that
+  // call), "expand" (cuDNN's plain convolution, the epilogue fused again as one
+  // pointwise kernel) or "generated" (NHWC convs and their groups on kiln's
+  // implicit-GEMM / depthwise kernels, the rest on cuDNN:
+  // codegen::KernelOptions::conv_template).
+  std::string conv_groups = "auto";
+  // Activation layout of 2-D convs and pools (graph/to_channels_last.h): "nhwc"
+  // (channels-last inside the model, transposes only at its boundary), "nchw" (ONNX's
+  // layout throughout) or "auto": nhwc when the graph has a 2-D Conv.
+  std::string layout = "auto";
   // Called after every pass of the pipeline (and "lower-precision") with the graph:
   // --dump-after.
   std::function<void(const std::string& pass, const Graph& graph)> after_pass;

@@ -57,10 +57,12 @@ CompileOptions WithPrecision(const std::string& precision) {
 // Compiles `graph` with `precision`, writes and loads the bundle, runs it on the CPU
 // executor and compares with EvaluateGraph of the f32 graph (ToleranceFor).
 void ExpectBundleMatchesReference(const Graph& graph, const std::string& name,
-                                  const std::string& precision = "fp32") {
-  SCOPED_TRACE(absl::StrCat(name, " --precision ", precision));
+                                  const std::string& precision = "fp32", const std::string& layout = "auto") {
+  SCOPED_TRACE(absl::StrCat(name, " --precision ", precision, " --layout ", layout));
   const float tol = ToleranceFor(precision);
-  auto contents = BuildBundle(graph, WithPrecision(precision), name, "bytes");
+  CompileOptions options = WithPrecision(precision);
+  options.layout = layout;
+  auto contents = BuildBundle(graph, options, name, "bytes");
   ASSERT_TRUE(contents.ok()) << name << ": " << contents.status();
   const std::string path = TempPath(absl::StrCat(name, "_", precision));
   ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
@@ -381,6 +383,79 @@ TEST(CpuExecutorTest, ConvGroupsExpandByDefaultAndUseCudnnOnRequest) {
   bad.conv_groups = "fast";
   EXPECT_THAT(std::string(ValidateCompileOptions(bad).message()), ::testing::HasSubstr("--conv-groups 'fast'"));
   ExpectBundleMatchesReference(**graph, "tiny_cnn", "fp16");
+}
+
+// --conv-groups generated: with NHWC convs (--layout nhwc) every conv and conv group
+// runs a generated kernel (codegen/ops/conv.cc), none cuDNN; with NCHW convs they
+// stay on cuDNN, the groups expanded with the reason in the report.
+TEST(CpuExecutorTest, GeneratedConvKernelsTakeNhwcConvs) {
+  models::ModelOptions options;
+  options.batch = 1;
+  auto model = models::MakeModel("tiny_cnn", options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto graph = ImportOnnxModel(*std::move(model), ".");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  for (const char* layout : {"nhwc", "nchw"}) {
+    SCOPED_TRACE(layout);
+    CompileOptions compile = WithPrecision("fp16");
+    compile.conv_groups = "generated";
+    compile.layout = layout;
+    auto contents = BuildBundle(**graph, compile, "tiny_cnn", "");
+    ASSERT_TRUE(contents.ok()) << contents.status();
+    int cudnn = 0;
+    for (const bundle::Step& step : contents->manifest.steps()) cudnn += absl::StartsWith(step.kernel(), "cudnn:");
+    int kept = 0, expanded = 0;
+    for (const bundle::FusionGroup& g : contents->manifest.fusion().groups()) {
+      if (g.pattern() != "conv+epilogue") continue;
+      kept += g.note().empty();
+      expanded += absl::StrContains(g.note(), "NCHW Conv");
+    }
+    // tiny_cnn: two conv+Relu groups.
+    if (std::string(layout) == "nhwc") {
+      EXPECT_EQ(cudnn, 0);
+      EXPECT_EQ(kept, 2);
+    } else {
+      EXPECT_EQ(cudnn, 2);
+      EXPECT_EQ(expanded, 2);
+    }
+  }
+}
+
+// --layout nhwc / nchw (graph/to_channels_last.h): the CNN generators at small sizes
+// give the reference's outputs either way; nhwc runs every conv channels-last, with
+// the layout changing only at the model input.
+TEST(CpuExecutorTest, ChannelsLastLayoutMatchesReference) {
+  struct Model {
+    std::string name;
+    models::ModelOptions options;
+  };
+  std::vector<Model> cnns = {{"tiny_cnn", {}}, {"resnet50", {}}, {"mobilenet_v2", {}}};
+  cnns[1].options.image = 32;
+  cnns[1].options.width = 8;
+  cnns[1].options.classes = 10;
+  cnns[2].options.image = 32;
+  cnns[2].options.classes = 10;
+  for (const Model& m : cnns) {
+    SCOPED_TRACE(m.name);
+    auto model = models::MakeModel(m.name, m.options);
+    ASSERT_TRUE(model.ok()) << model.status();
+    auto graph = ImportOnnxModel(*std::move(model), ".");
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    for (const char* layout : {"nhwc", "nchw"}) {
+      CompileOptions options = WithPrecision("fp16");
+      options.layout = layout;
+      auto contents = BuildBundle(**graph, options, m.name, "");
+      ASSERT_TRUE(contents.ok()) << contents.status();
+      int transposes = 0;
+      for (const bundle::Step& step : contents->manifest.steps()) transposes += step.op_type() == "Transpose";
+      EXPECT_EQ(transposes, std::string(layout) == "nhwc" ? 1 : 0) << layout;
+      ExpectBundleMatchesReference(**graph, m.name, "fp32", layout);
+    }
+  }
+  CompileOptions bad;
+  bad.layout = "chwn";
+  EXPECT_THAT(std::string(ValidateCompileOptions(bad).message()),
+              ::testing::HasSubstr("unsupported --layout 'chwn': choose auto, nchw or nhwc"));
 }
 
 TEST(CpuExecutorDataTest, LightModels) {

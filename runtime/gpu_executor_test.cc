@@ -273,6 +273,59 @@ TEST(GpuExecutorTest, GeneratedGemmGroupsMatchReference) {
   }
 }
 
+// NHWC convs and conv groups on kiln's generated kernels (--conv-groups generated:
+// implicit GEMM, depthwise for MobileNetV2): no conv left on cuDNN, no conv group
+// expanded, matching the CPU backend and the fp32 reference.
+TEST(GpuExecutorTest, GeneratedConvKernelsMatchReference) {
+  SKIP_WITHOUT_GPU();
+  for (const std::string name : {"tiny_cnn", "resnet50", "mobilenet_v2"}) {
+    for (const std::string precision : {"fp16", "bf16"}) {
+      SCOPED_TRACE(absl::StrCat(name, " ", precision));
+      const std::string onnx = GeneratedModel(name);
+      auto graph = ImportOnnxFile(onnx);
+      ASSERT_TRUE(graph.ok()) << graph.status();
+      CompileOptions options;
+      options.precision = precision;
+      options.conv_groups = "generated";
+      options.layout = "nhwc";
+      const std::string path = TempPath(absl::StrCat(name, "_conv_", precision), ".kiln");
+      ASSERT_TRUE(CompileToFile(onnx, path, options).ok());
+      auto bundle = Bundle::Load(path);
+      ASSERT_TRUE(bundle.ok()) << bundle.status();
+      int generated = 0;
+      for (const auto& step : (*bundle)->manifest().steps()) {
+        EXPECT_FALSE(absl::StartsWith(step.kernel(), "cudnn:")) << step.node() << " runs " << step.kernel();
+        generated += (step.op_type() == "Conv" || step.op_type() == "FusedGroup") &&
+                     absl::StartsWith(step.kernel(), "nvrtc:");
+      }
+      for (const auto& g : (*bundle)->manifest().fusion().groups()) {
+        EXPECT_FALSE(g.pattern() == "conv+epilogue" && absl::StartsWith(g.note(), "expanded"))
+            << g.name() << ": " << g.note();
+      }
+      auto host = CpuProgram::Create(**bundle);
+      ASSERT_TRUE(host.ok()) << host.status();
+      auto program = GpuProgram::Create(*host);
+      ASSERT_TRUE(program.ok()) << program.status();
+      auto gpu = GpuExecutor::Create(*program);
+      ASSERT_TRUE(gpu.ok()) << gpu.status();
+      auto cpu = CpuExecutor::Create(*host);
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      const TensorMap feeds = FeedsFor(**bundle, 11);
+      auto got = (*gpu)->Run(feeds);
+      auto same_bundle = (*cpu)->Run(feeds);
+      auto reference = EvaluateGraph(**graph, feeds);
+      ASSERT_TRUE(got.ok() && same_bundle.ok() && reference.ok()) << got.status();
+      const double vs_cpu = RelativeError((*got)[0], (*same_bundle)[0]);
+      const double vs_ref = RelativeError((*got)[0], (*reference)[0]);
+      EXPECT_LE(vs_cpu, Tolerance(precision));
+      EXPECT_LE(vs_ref, Tolerance(precision));
+      std::cout << absl::StrFormat("[ gpu ] %-12s %-4s generated conv steps (%d): rel. error %.2e vs CPU backend, "
+                                   "%.2e vs fp32 reference\n",
+                                   name, precision, generated, vs_cpu, vs_ref);
+    }
+  }
+}
+
 // A BERT-base-shaped model (12 layers, hidden 768, seq 128, embeddings and all): fp16
 // on the GPU against the CPU backend on the same bundle and the fp32 reference.
 TEST(GpuExecutorTest, BertBaseMatchesReference) {

@@ -202,7 +202,10 @@ TEST(FusionE2eTest, LightModelsFusedEqualUnfused) {
     EXPECT_LT(c.fused, c.imported) << name;
     all.insert(c.patterns.begin(), c.patterns.end());
   }
-  EXPECT_TRUE(all.count("pointwise")) << "no 'pointwise' group formed";
+  // The residual Sums (sum-to-add) join their conv's epilogue, so no pointwise group
+  // is left in these four.
+  EXPECT_TRUE(all.count("conv+epilogue")) << "no 'conv+epilogue' group formed";
+  EXPECT_TRUE(all.count("matmul+epilogue")) << "no 'matmul+epilogue' group formed";
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ constexpr char kUsage[] =
     "                  [--precision fp16|bf16|fp32] [--input-shape NAME=1x128]...\n"
     "                  [--calibrate NAME=SOURCE]... [--input NAME=SOURCE]...\n"
     "                  [--iterations N] [--warmup N] [--csv FILE] [--plot FILE.png]\n"
+    "                  [--layout auto|nchw|nhwc]\n"
     "Compiles MODEL once per configuration, runs every bundle on the same inputs and\n"
     "prints, per configuration: compile time, steps and kernel launches, latency (median,\n"
     "min, p90 of --iterations runs, default 50, after --warmup runs, default 10), speedup\n"
@@ -50,10 +51,16 @@ constexpr char kUsage[] =
     "  generated  fusion on, MatMul groups on kiln's generated GEMM (--matmul-groups generated)\n"
     "  library    fusion on, MatMul groups on cuBLASLt epilogues (--matmul-groups library)\n"
     "  cudnn-conv fusion on, conv groups as one cuDNN fused call (--conv-groups cudnn)\n"
+    "  conv-expand fusion on, cuDNN convolution + a generated epilogue kernel (--conv-groups expand)\n"
+    "  conv-generated fusion on, NHWC convs and their groups on kiln's kernels (--conv-groups generated)\n"
+    "  nchw       fusion on, convs and pools in ONNX's layout (--layout nchw)\n"
+    "  nhwc       fusion on, convs and pools channels-last (--layout nhwc)\n"
     "On the GPU (the default when there is one) the latency is device time per run on\n"
     "data already in the arena (CUDA graph replay); device memory is what creating the\n"
     "session took (weights, arena, library workspaces: cudaMemGetInfo before and after).\n"
     "On the CPU backend (--device cpu) it is host time per run, and no memory column.\n"
+    "--layout sets the layout of every configuration as kiln compile --layout does (the\n"
+    "nchw/nhwc configurations override it).\n"
     "Inputs default to random:1 (uniform [0,1)); SOURCE as in kiln run.\n"
     "--csv FILE writes one row per configuration; --plot FILE.png draws the latencies with\n"
     "gnuplot (which must be installed: apt-get install gnuplot).";
@@ -107,9 +114,16 @@ absl::StatusOr<std::vector<Config>> ParseConfigs(const std::string& spec, const 
       c.options.matmul_groups = c.name;
     } else if (c.name == "cudnn-conv") {
       c.options.conv_groups = "cudnn";
+    } else if (c.name == "conv-expand") {
+      c.options.conv_groups = "expand";
+    } else if (c.name == "conv-generated") {
+      c.options.conv_groups = "generated";
+    } else if (c.name == "nchw" || c.name == "nhwc") {
+      c.options.layout = c.name;
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--compare: unknown configuration '", c.name,
-                                                     "' (fused, unfused, generated, library, cudnn-conv)"));
+                                                     "' (fused, unfused, generated, library, cudnn-conv, conv-expand, ",
+                                                     "conv-generated, nchw, nhwc)"));
     }
     for (const Config& other : configs) {
       if (other.name == c.name) return absl::InvalidArgumentError(absl::StrCat("--compare names '", c.name, "' twice"));
@@ -239,7 +253,7 @@ absl::Status Plot(const std::string& png, const std::string& model, const std::v
 absl::Status BenchCommand(const std::vector<std::string>& argv) {
   KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv,
                                                {"compare", "device", "arch", "precision", "input-shape", "calibrate",
-                                                "input", "iterations", "warmup", "csv", "plot"},
+                                                "input", "iterations", "warmup", "csv", "plot", "layout"},
                                                {"help"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
@@ -259,6 +273,7 @@ absl::Status BenchCommand(const std::vector<std::string>& argv) {
   CompileOptions base;
   base.arch = args.Get("arch", DefaultArch());
   base.precision = args.Get("precision", "fp16");
+  base.layout = args.Get("layout", "auto");
   KILN_ASSIGN_OR_RETURN(base.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(base));
   std::map<std::string, std::string> calibration;

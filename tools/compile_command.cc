@@ -30,7 +30,7 @@ constexpr char kUsage[] =
     "                    [--precision fp16|bf16|fp32] [--input-shape NAME=1x128]...\n"
     "                    [--calibrate NAME=SOURCE]... [--no-fuse] [--report]\n"
     "                    [--dump-after PASS|all] [--matmul-groups auto|library|generated]\n"
-    "                    [--conv-groups expand|cudnn]\n"
+    "                    [--conv-groups auto|cudnn|expand|generated] [--layout auto|nchw|nhwc]\n"
     "                    [--no-kernel-cache] [--dump-kernels DIR]\n"
     "                    [--tune [--tune-budget SECONDS]] [--tuning-db FILE] [--no-tuning-db]\n"
     "Compiles the model into a bundle (manifest, kernels, weights) for the named GPU arch.\n"
@@ -51,9 +51,17 @@ constexpr char kUsage[] =
     "prologues and epilogue (generated), or cuBLASLt with the bias/activation epilogue it\n"
     "has, the rest of the group fused again as pointwise work (library); auto (default):\n"
     "generated for sm_80/86/89, library for sm_90a.\n"
-    "--conv-groups: conv+epilogue groups run as cuDNN's convolution plus one generated\n"
-    "pointwise kernel for the epilogue (expand, default), or as one cuDNN fused\n"
-    "conv-bias-activation call (cudnn), which measured slower on the H100.\n"
+    "--conv-groups: auto (default): depthwise convs run kiln's generated kernel with their\n"
+    "epilogue, the other conv+epilogue groups one cuDNN fused conv-bias-activation call\n"
+    "(the fastest mix measured on the H100 in NHWC); cudnn: every group as that call;\n"
+    "expand: cuDNN's convolution plus one generated pointwise kernel for the epilogue;\n"
+    "generated: NHWC convs and their groups run kiln's kernels with the epilogue fused\n"
+    "(implicit GEMM on the tensor-core template, a direct kernel for depthwise convs).\n"
+    "NCHW and other grouped convs stay on cuDNN (--report says why).\n"
+    "--layout: activation layout of 2-D convs and pools: nhwc (channels-last inside the\n"
+    "model, one transpose where an NCHW value enters or leaves it; cuDNN's fast path),\n"
+    "nchw (ONNX's layout throughout), or auto (default): nhwc when the model has a 2-D conv.\n"
+    "Inputs and outputs keep their ONNX shapes either way.\n"
     "--no-kernel-cache: compile every kernel module with NVRTC. By default compiled modules\n"
     "are cached on disk, keyed by source, arch, NVRTC version and options, in $KILN_CACHE_DIR,\n"
     "else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.\n"
@@ -85,7 +93,7 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   }
   KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded,
                                                {"output", "arch", "precision", "input-shape", "calibrate",
-                                                "dump-after", "matmul-groups", "conv-groups", "dump-kernels", "tune-budget",
+                                                "dump-after", "matmul-groups", "conv-groups", "layout", "dump-kernels", "tune-budget",
                                                 "tuning-db"},
                                                {"help", "no-fuse", "report", "no-kernel-cache", "tune",
                                                 "no-tuning-db"}));
@@ -100,6 +108,9 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
     std::cout << absl::StrFormat("  %-*s %s\n", width, "pad-matmul-width",
                                  "after canonicalisation: odd-width weights padded to a multiple of 8, product sliced "
                                  "back (graph/pad_matmul_width.h)");
+    std::cout << absl::StrFormat("  %-*s %s\n", width, "to-channels-last",
+                                 "after pad-matmul-width (--layout nhwc, or auto with a 2-D conv): convs and pools "
+                                 "NHWC, transposes at the region's boundary (graph/to_channels_last.h)");
     std::cout << absl::StrFormat("  %-*s %s\n", width, "lower-precision",
                                  "after canonicalisation, before fusion (fp16/bf16 only): storage dtypes and Casts");
     return absl::OkStatus();
@@ -115,7 +126,8 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
   options.fuse = !args.Has("no-fuse");
   options.matmul_groups = args.Get("matmul-groups", "auto");
-  options.conv_groups = args.Get("conv-groups", "expand");
+  options.conv_groups = args.Get("conv-groups", "auto");
+  options.layout = args.Get("layout", "auto");
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
   options.kernel_cache = !args.Has("no-kernel-cache");
   options.dump_kernels_dir = args.Get("dump-kernels");
@@ -140,7 +152,8 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   const std::string dump_after = args.Get("dump-after");
   std::map<std::string, std::string> dumps;  // pass -> the graph after its last run
   if (!dump_after.empty()) {
-    if (dump_after != "all" && dump_after != "lower-precision" && dump_after != "pad-matmul-width") {
+    if (dump_after != "all" && dump_after != "lower-precision" && dump_after != "pad-matmul-width" &&
+        dump_after != "to-channels-last") {
       KILN_RETURN_IF_ERROR(CheckPassName(dump_after));
     }
     options.after_pass = [&dumps, dump_after](const std::string& pass, const Graph& graph) {
@@ -193,7 +206,7 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   for (const PassInfo& p : PipelinePasses()) {
     if (auto it = dumps.find(p.name); it != dumps.end()) std::cout << "// after " << p.name << "\n" << it->second;
   }
-  for (const char* pass : {"pad-matmul-width", "lower-precision"}) {
+  for (const char* pass : {"pad-matmul-width", "to-channels-last", "lower-precision"}) {
     if (auto it = dumps.find(pass); it != dumps.end()) std::cout << "// after " << pass << "\n" << it->second;
   }
   if (!dump_after.empty() && dumps.empty()) std::cout << "// " << dump_after << " did not run\n";
