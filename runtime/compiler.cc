@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "frontend/onnx_importer.h"
 #include "graph/lower_precision.h"
+#include "graph/pad_conv_channels.h"
 #include "graph/pad_matmul_width.h"
 #include "graph/to_channels_last.h"
 #include "graph/text_format.h"
@@ -209,6 +210,15 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
       return where("to-channels-last", moved.status());
     } else if (*moved && options.after_pass) {
       options.after_pass("to-channels-last", graph);
+    }
+    // fp16/bf16 tensor-core convs want 16-byte channel vectors (the stem's C = 3 does
+    // not have them; graph/pad_conv_channels.h).
+    if (options.precision != "fp32") {
+      if (absl::StatusOr<bool> padded = PadConvChannels().Run(graph); !padded.ok()) {
+        return where("pad-conv-channels", padded.status());
+      } else if (*padded && options.after_pass) {
+        options.after_pass("pad-conv-channels", graph);
+      }
     }
   }
 

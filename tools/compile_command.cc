@@ -111,6 +111,9 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
     std::cout << absl::StrFormat("  %-*s %s\n", width, "to-channels-last",
                                  "after pad-matmul-width (--layout nhwc, or auto with a 2-D conv): convs and pools "
                                  "NHWC, transposes at the region's boundary (graph/to_channels_last.h)");
+    std::cout << absl::StrFormat("  %-*s %s\n", width, "pad-conv-channels",
+                                 "after to-channels-last, fp16/bf16: a channels-last conv reads C % 8 != 0 channels "
+                                 "(an image stem) zero-padded to a multiple of 8 (graph/pad_conv_channels.h)");
     std::cout << absl::StrFormat("  %-*s %s\n", width, "lower-precision",
                                  "after canonicalisation, before fusion (fp16/bf16 only): storage dtypes and Casts");
     return absl::OkStatus();
@@ -153,7 +156,7 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   std::map<std::string, std::string> dumps;  // pass -> the graph after its last run
   if (!dump_after.empty()) {
     if (dump_after != "all" && dump_after != "lower-precision" && dump_after != "pad-matmul-width" &&
-        dump_after != "to-channels-last") {
+        dump_after != "to-channels-last" && dump_after != "pad-conv-channels") {
       KILN_RETURN_IF_ERROR(CheckPassName(dump_after));
     }
     options.after_pass = [&dumps, dump_after](const std::string& pass, const Graph& graph) {
@@ -206,7 +209,7 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   for (const PassInfo& p : PipelinePasses()) {
     if (auto it = dumps.find(p.name); it != dumps.end()) std::cout << "// after " << p.name << "\n" << it->second;
   }
-  for (const char* pass : {"pad-matmul-width", "to-channels-last", "lower-precision"}) {
+  for (const char* pass : {"pad-matmul-width", "to-channels-last", "pad-conv-channels", "lower-precision"}) {
     if (auto it = dumps.find(pass); it != dumps.end()) std::cout << "// after " << pass << "\n" << it->second;
   }
   if (!dump_after.empty() && dumps.empty()) std::cout << "// " << dump_after << " did not run\n";
