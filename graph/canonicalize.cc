@@ -12,6 +12,7 @@
 #include "graph/recognize_layer_norm.h"
 #include "graph/remove_identity.h"
 #include "graph/sum_to_add.h"
+#include "graph/swap_reshape_elementwise.h"
 
 namespace kiln {
 namespace {
@@ -45,6 +46,10 @@ const std::vector<CanonicalPass>& CanonicalPasses() {
        "before the pattern passes: a residual Sum becomes the Add that fuse-epilogue and fuse-pointwise take "
        "(the ONNX zoo's ResNet, DenseNet and Inception spell their residuals as Sum)",
        Runner<SumToAdd>()},
+      {"swap-reshape-elementwise",
+       "before the pattern passes: an activation or scale after a Reshape moves before it, next to the MatMul "
+       "whose epilogue takes it (GPT-2's Conv1D export reshapes between the Gemm and its gelu)",
+       Runner<SwapReshapeElementwise>()},
       {"gemm-to-matmul",
        "before the pattern passes: Linear layers become MatMul + Add, the one matmul form fusion builds "
        "epilogues on",

@@ -2,7 +2,7 @@
 // sees one spelling of each idiom (MatMul + epilogue, Conv with folded BN, Gelu,
 // LayerNormalization) whatever opset or exporter produced the model.
 //
-// Runs, to a fixed point: RemoveIdentity, SumToAdd, GemmToMatMul, FoldBatchNorm,
+// Runs, to a fixed point: RemoveIdentity, SumToAdd, SwapReshapeElementwise, GemmToMatMul, FoldBatchNorm,
 // RecognizeGelu, RecognizeLayerNorm, constant folding (InferShapes with
 // fold_constants), FoldTransposeIntoMatMul and EliminateDeadCode. Returns
 // whether anything changed.
