@@ -1,7 +1,8 @@
 // GPU test of the generated convolutions (codegen/ops/conv.cc): every case of
 // codegen/conv_test_cases.h (implicit GEMM with both gathers and tile sizes, odd
 // shapes, OC not a multiple of 8, C = 3 and 5, strides, asymmetric pads, dilation,
-// 1x1 to 7x7, batch 1 and 2-4, epilogues; depthwise 3x3 and 5x5, strides 1 and 2),
+// 1x1 to 7x7, batch 1 and 2-4, epilogues; grouped G = 2 to 16 with C/G = 1 to 58,
+// both gathers; depthwise 3x3 and 5x5, strides 1 and 2),
 // implicit GEMMs with the heuristic's tiles and with 64x64 ones, against the CPU
 // reference (EvaluateNode of the Conv or the group, NHWC). Skips without a device.
 #include <cuda_runtime_api.h>

@@ -1,6 +1,6 @@
 // Tests of the generated convolutions (codegen/ops/conv.cc) that need no GPU: every
 // form (im2col gather by cp.async or register-staged, W by cp.async or staged, the
-// 128x128 tiles, depthwise with 8-channel vectors or one channel, fp16/bf16/fp32,
+// 128x128 tiles, grouped implicit GEMM, depthwise with 8-channel vectors or one channel, fp16/bf16/fp32,
 // epilogues) compiles with NVRTC for sm_80 and sm_90a, the 128x128 implicit-GEMM
 // kernels do not spill, the gather's config check, and routing (what the kernels
 // take, what stays on cuDNN and why). codegen/conv_gpu_test.cc runs them.
@@ -31,12 +31,13 @@ std::string Define(const std::string& src, const std::string& name) {
   return src.substr(at + key.size(), src.find('\n', at) - at - key.size());
 }
 
-// The kernel's form: implicit GEMM (dtype, A and B modes, 128-wide tiles) or
+// The kernel's form: implicit GEMM (dtype, A and B modes, 128-wide tiles, grouped) or
 // depthwise (dtype, vector width).
 std::string Form(const std::string& src) {
   if (Define(src, "GEMM_CONV") == "1") {
     return absl::StrCat("gemm bf16=", Define(src, "GEMM_BF16"), " a=", Define(src, "GEMM_A_MODE"),
-                        " b=", Define(src, "GEMM_B_MODE"), " tile=", Define(src, "BM"), "x", Define(src, "BN"));
+                        " b=", Define(src, "GEMM_B_MODE"), " tile=", Define(src, "BM"), "x", Define(src, "BN"),
+                        Define(src, "CONV_GROUPED") == "1" ? " grouped" : "");
   }
   return absl::StrCat("depthwise ", Define(src, "DW_T"), " vec=", Define(src, "DW_VEC"));
 }
@@ -76,8 +77,12 @@ TEST(ConvCodegenTest, CompilesForSm80AndSm90a) {
   for (const ModuleKernel& k : kernels) distinct.insert(Form(k.source));
   // Implicit GEMM: {cp.async gather with cp.async W, staged gather with staged W
   // (C = 3, 5: K % 8 != 0)} x {32x32, 64x64, 128x128} tiles in fp16, and bf16;
-  // depthwise: f16/bf16 x {8 channels, 1}, and f32.
-  EXPECT_GE(distinct.size(), 12u) << absl::StrJoin(distinct, "\n");
+  // depthwise: f16/bf16 x {8 channels, 1}, and f32; grouped: both gathers, staged or
+  // cp.async W, several tiles.
+  EXPECT_GE(distinct.size(), 16u) << absl::StrJoin(distinct, "\n");
+  int grouped = 0;
+  for (const std::string& f : distinct) grouped += f.find(" grouped") != std::string::npos;
+  EXPECT_GE(grouped, 4) << absl::StrJoin(distinct, "\n");
   for (const char* arch : {"sm_80", "sm_90a"}) {
     absl::StatusOr<std::vector<std::string>> cubins = CompileModules(kernels, arch, 8);
     EXPECT_TRUE(cubins.ok()) << arch << ": " << cubins.status();
@@ -158,6 +163,55 @@ TEST(ConvCodegenTest, ImplicitGemmSource) {
   EXPECT_EQ((*l)[0].args[0], 0);
 }
 
+// A grouped conv's source and launch: one GEMM per group over gridDim.z, each M =
+// N*OH*OW, N = OC/G, K = KH*KW*C/G, reading X from channel g*C/G, W from row
+// g*OC/G and writing Y's columns from g*OC/G (row pitch OC); the gathers by C/G.
+TEST(ConvCodegenTest, GroupedImplicitGemmSource) {
+  ConvCase c{DType::kFloat16, 2, 15, 17, 128, 256, 3, 3, 2, 2};  // OH 8, OW 9
+  c.group = 8;
+  c.epi = ConvEpi::kRelu;
+  absl::StatusOr<test::ConvBuilt> b = BuildConv(c, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*b->node, ConvOn());
+  ASSERT_TRUE(l.ok()) << l.status();
+  const KernelLaunch& k = (*l)[0];
+  EXPECT_EQ(Define(k.source, "GEMM_M"), "144");  // 2 * 8 * 9
+  EXPECT_EQ(Define(k.source, "GEMM_N"), "32");   // 256 / 8
+  EXPECT_EQ(Define(k.source, "GEMM_K"), "144");  // 3 * 3 * 16
+  EXPECT_EQ(Define(k.source, "GEMM_A_BATCH"), "16LL");
+  EXPECT_EQ(Define(k.source, "GEMM_B_BATCH"), "4608LL");  // 32 * 144
+  EXPECT_EQ(Define(k.source, "GEMM_C_BATCH"), "32LL");
+  EXPECT_EQ(Define(k.source, "CONV_GROUPED"), "1");
+  EXPECT_EQ(Define(k.source, "CONV_CG"), "16");
+  EXPECT_EQ(Define(k.source, "CONV_OC"), "256");
+  EXPECT_EQ(Define(k.source, "CONV_C"), "128");
+  EXPECT_EQ(Define(k.source, "GEMM_A_MODE"), "3");
+  EXPECT_EQ(Define(k.source, "GEMM_B_MODE"), "0");
+  EXPECT_EQ(k.grid[2], 8u);
+  const int bm = std::stoi(Define(k.source, "BM")), bn = std::stoi(Define(k.source, "BN"));
+  EXPECT_EQ(k.grid[0], static_cast<uint32_t>(((144 + bm - 1) / bm) * ((32 + bn - 1) / bn)));
+  // C/G = 6 (ShuffleNet's first 1x1, K = 6): the register-staged gather and W.
+  ConvCase s{DType::kFloat16, 1, 28, 28, 24, 112, 1, 1, 1, 1, 0, 0, 0, 0};
+  s.group = 4;
+  b = BuildConv(s, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  l = GenerateNodeKernels(*b->node, ConvOn());
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(Define((*l)[0].source, "GEMM_A_MODE"), "4");
+  EXPECT_EQ(Define((*l)[0].source, "GEMM_B_MODE"), "2");
+  EXPECT_EQ(Define((*l)[0].source, "GEMM_N"), "28");
+  EXPECT_EQ(Define((*l)[0].source, "CONV_CG"), "6");
+  // Group 1 keeps the ungrouped kernel (the template's default CONV_GROUPED 0).
+  ConvCase one{DType::kFloat16, 1, 8, 8, 16, 16};
+  b = BuildConv(one, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  l = GenerateNodeKernels(*b->node, ConvOn());
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(Define((*l)[0].source, "CONV_GROUPED"), "0");
+  EXPECT_EQ(Define((*l)[0].source, "GEMM_A_BATCH"), "0LL");
+  EXPECT_EQ((*l)[0].grid[2], 1u);
+}
+
 // What the generated kernels take and what stays on cuDNN, with the reason.
 TEST(ConvCodegenTest, Routing) {
   auto status = [](const ConvCase& c, const KernelOptions& o) {
@@ -181,12 +235,10 @@ TEST(ConvCodegenTest, Routing) {
   const absl::Status n = status(nchw, ConvOn());
   EXPECT_EQ(n.code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(n.message().find("NCHW"), absl::string_view::npos) << n;
-  // Grouped, not depthwise.
+  // Grouped, not depthwise: the grouped implicit GEMM.
   ConvCase grouped = nhwc;
   grouped.group = 2;
-  const absl::Status g = status(grouped, ConvOn());
-  EXPECT_EQ(g.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(g.message().find("not depthwise"), absl::string_view::npos) << g;
+  EXPECT_TRUE(status(grouped, ConvOn()).ok());
   // fp32 implicit GEMM: no tensor-core path (depthwise fp32 is generated).
   ConvCase f32 = nhwc;
   f32.dtype = DType::kFloat32;

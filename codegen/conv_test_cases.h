@@ -120,11 +120,40 @@ inline absl::StatusOr<ConvBuilt> BuildConv(const ConvCase& c, uint32_t seed) {
   return b;
 }
 
+// Grouped, not depthwise, convs (implicit GEMM, one GEMM per group), fp16 and bf16:
+// AlexNet's group 2 (C/G = 32: the cp.async gather), ShuffleNet's group 4 1x1 convs
+// (C/G = 6 and 34: the register-staged one), group 2 with C/G = 58 (ShuffleNetV2's
+// width), group 8 with C/G = 8 and 16 (stride 2), odd C/G = 3 and 5 (strides,
+// asymmetric pads), a channel multiplier (group = C, OC = 2C: C/G = 1), with bias +
+// relu, residual, clip and no-bias epilogues.
+inline std::vector<ConvCase> GroupedConvCases() {
+  std::vector<ConvCase> out;
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    auto push = [&](ConvCase c, int64_t group, ConvEpi epi, bool bias = true) {
+      c.dtype = dt;
+      c.group = group;
+      c.epi = epi;
+      c.bias = bias;
+      out.push_back(c);
+    };
+    push(ConvCase{dt, 1, 13, 13, 64, 128}, 2, ConvEpi::kRelu);                           // AlexNet-like 3x3
+    push(ConvCase{dt, 1, 28, 28, 24, 112, 1, 1, 1, 1, 0, 0, 0, 0}, 4, ConvEpi::kRelu);   // ShuffleNet's first
+    push(ConvCase{dt, 2, 14, 14, 136, 136, 1, 1, 1, 1, 0, 0, 0, 0}, 4, ConvEpi::kResidualRelu);
+    push(ConvCase{dt, 1, 14, 14, 116, 116, 1, 1, 1, 1, 0, 0, 0, 0}, 2, ConvEpi::kRelu);
+    push(ConvCase{dt, 1, 16, 16, 64, 64, 1, 1, 1, 1, 0, 0, 0, 0}, 8, ConvEpi::kNone);
+    push(ConvCase{dt, 2, 15, 17, 128, 256, 3, 3, 2, 2}, 8, ConvEpi::kRelu);
+    push(ConvCase{dt, 1, 11, 9, 9, 6, 3, 3, 2, 2, 1, 0, 1, 2}, 3, ConvEpi::kResidualRelu);  // C/G = 3
+    push(ConvCase{dt, 2, 12, 10, 10, 14, 5, 5, 1, 1, 2, 1, 2, 1}, 2, ConvEpi::kClip, false);  // C/G = 5
+    push(ConvCase{dt, 1, 10, 10, 16, 32}, 16, ConvEpi::kRelu);                           // channel multiplier 2
+  }
+  return out;
+}
+
 // The GPU cases (fp16 and bf16 each, plus fp32 depthwise ones): odd spatial sizes,
 // OC not a multiple of 8, C = 3 and 5 (the register-staged gather), strides 2, pads
 // (asymmetric too), dilation, 1x1 / 3x3 / 5x5 / 7x7, batch 1 and > 1, the 128x128
 // tiles (both gathers), epilogues, depthwise 3x3 stride 1 and 2 with 8-channel
-// vectors or one channel.
+// vectors or one channel; and GroupedConvCases().
 inline std::vector<ConvCase> ConvCases() {
   std::vector<ConvCase> out;
   for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
@@ -196,6 +225,7 @@ inline std::vector<ConvCase> ConvCases() {
     c.bias = false;
     push(c);
   }
+  for (const ConvCase& c : GroupedConvCases()) out.push_back(c);
   ConvCase f32{DType::kFloat32, 2, 14, 14, 32, 32};
   f32.group = 32;
   f32.epi = ConvEpi::kClip;

@@ -117,7 +117,7 @@ bool IsMatMulGroup(const Node& node);
 // Whether `node` is a "conv+epilogue" FusedGroup (a Conv anchor).
 bool IsConvGroup(const Node& node);
 // OK when the generated conv kernels (KernelOptions::conv_template) take `node`, a
-// Conv or a conv group; else Unimplemented saying why (an NCHW conv, a grouped conv
+// Conv or a conv group; else Unimplemented saying why (an NCHW conv, an fp32 conv
 // that is not depthwise, ...): cuDNN runs it.
 absl::Status ConvKernelFits(const Node& node);
 // Whether the options send `node` (a Conv or conv group) to the generated conv

@@ -486,5 +486,67 @@ TEST(CpuExecutorDataTest, LightModels) {
   }
 }
 
+// Issue 5: with --matmul-groups generated --conv-groups generated (NHWC), the light
+// models with grouped convs (ShuffleNet: group 4; AlexNet: group 2) and ResNet-50
+// compile to bundles whose every step is a generated kernel or a view (no cuBLASLt or
+// cuDNN call, no CPU-only step) and no group is expanded. bf16: fp16 bundles of these models need --calibrate,
+// whose f32 nodes stay on the libraries (the generated convs and GEMMs are fp16/bf16
+// tensor-core kernels). Compile only (NVRTC); runtime/gpu_executor_test.cc runs every
+// light model this way on the GPU.
+CompileOptions AllGenerated(const std::string& precision) {
+  CompileOptions options = WithPrecision(precision);
+  options.matmul_groups = "generated";
+  options.conv_groups = "generated";
+  options.layout = "nhwc";
+  return options;
+}
+
+// Every step a generated kernel or a view; no anchored group expanded.
+void ExpectGeneratedKernelsOnly(const BundleContents& contents) {
+  int generated = 0;
+  for (const bundle::Step& step : contents.manifest.steps()) {
+    EXPECT_TRUE(absl::StartsWith(step.kernel(), "nvrtc:") || step.kernel() == "view")
+        << step.node() << " (" << step.op_type() << ") runs " << step.kernel() << " " << step.gpu_unsupported();
+    generated += absl::StartsWith(step.kernel(), "nvrtc:");
+  }
+  EXPECT_GT(generated, 3);
+  for (const auto& g : contents.manifest.fusion().groups()) {
+    EXPECT_FALSE(absl::StartsWith(g.note(), "expanded")) << g.name() << " (" << g.pattern() << "): " << g.note();
+  }
+}
+
+// The same for the BERT layer and the GPT-2 block, fp16 and bf16.
+TEST(CpuExecutorTest, BlocksCompileToGeneratedKernelsOnly) {
+  for (const char* name : {"bert_layer", "gpt2_block"}) {
+    models::ModelOptions mo;
+    mo.seq = 24;
+    auto model = models::MakeModel(name, mo);
+    ASSERT_TRUE(model.ok()) << model.status();
+    auto graph = ImportOnnxModel(*std::move(model), ".");
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    for (const char* precision : {"fp16", "bf16"}) {
+      SCOPED_TRACE(absl::StrCat(name, " ", precision));
+      auto contents = BuildBundle(**graph, AllGenerated(precision), name, "");
+      ASSERT_TRUE(contents.ok()) << contents.status();
+      ExpectGeneratedKernelsOnly(*contents);
+    }
+  }
+}
+
+TEST(CpuExecutorDataTest, LightModelsCompileToGeneratedKernelsOnly) {
+  const char* data = std::getenv("KILN_ONNX_DATA");
+  if (data == nullptr || *data == '\0') {
+    GTEST_SKIP() << "KILN_ONNX_DATA is not set; point it at the ONNX backend test data (e.g. ../shared/data/onnx)";
+  }
+  const std::filesystem::path dir = std::filesystem::path(data) / "light";
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " is missing";
+  for (const char* name : {"light_shufflenet", "light_bvlc_alexnet", "light_resnet50"}) {
+    SCOPED_TRACE(name);
+    auto contents = Compile((dir / (std::string(name) + ".onnx")).string(), AllGenerated("bf16"));
+    ASSERT_TRUE(contents.ok()) << contents.status();
+    ExpectGeneratedKernelsOnly(*contents);
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -1,8 +1,9 @@
 // Generated convolutions of NHWC Conv nodes and "conv+epilogue" groups: implicit GEMM
-// on the tensor-core template (codegen/templates/gemm_sm80.cuh, GEMM_CONV) for
-// group == 1, a direct kernel (codegen/templates/conv_depthwise.cuh) for depthwise
-// convs; both apply the group's element-wise chain (composed by ComposeElementwise,
-// as the GEMM epilogue) per output element in fp32. See codegen/ops/families.h.
+// on the tensor-core template (codegen/templates/gemm_sm80.cuh, GEMM_CONV; a grouped
+// conv is one GEMM per group over gridDim.z, CONV_GROUPED), a direct kernel
+// (codegen/templates/conv_depthwise.cuh) for depthwise convs (group == C == OC); both
+// apply the group's element-wise chain (composed by ComposeElementwise, as the GEMM
+// epilogue) per output element in fp32. See codegen/ops/families.h.
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -176,9 +177,8 @@ absl::Status Plan(const Node& node, ConvPlan& p) {
   }
   if (!IsFloating(p.out)) return NoKernel(node, "non-floating output");
   p.depthwise = p.g.group > 1 && p.g.group == p.g.c && p.g.oc == p.g.c;
-  if (p.g.group != 1 && !p.depthwise) {
-    return NoKernel(node, absl::StrCat("grouped Conv (group ", p.g.group, ", C ", p.g.c, ", OC ", p.g.oc,
-                                       ") that is not depthwise; cuDNN runs it"));
+  if (!p.depthwise && p.g.group > 65535) {
+    return NoKernel(node, absl::StrCat("grouped Conv of ", p.g.group, " groups (one per gridDim.z, at most 65535)"));
   }
   if (p.depthwise) {
     if (p.dt != DType::kFloat16 && p.dt != DType::kBFloat16 && p.dt != DType::kFloat32) {
@@ -240,24 +240,39 @@ absl::StatusOr<std::string> EpilogueOffset(const Node& node, const ConvGeometry&
 
 int Kind(DType dt) { return dt == DType::kFloat16 ? 0 : dt == DType::kBFloat16 ? 1 : 2; }
 
+// One group's GEMM (the whole conv's for group 1): M = N*OH*OW rows, N = OC/G output
+// channels, K = KH*KW*C/G.
+struct ConvGemmShape {
+  int64_t m, n, k, cg;
+};
+ConvGemmShape GemmShape(const ConvGeometry& g) {
+  const int64_t cg = g.c / g.group;
+  return {g.n * g.oh * g.ow, g.oc / g.group, g.kh * g.kw * cg, cg};
+}
+
+// cp.async needs 16-byte chunks of one tap: C/G % 8 == 0 for A (then C and each
+// group's channel offset are multiples of 8 too), K % 8 == 0 for B (each group's
+// first row then starts 16-byte aligned as well).
 GemmVariant ConvVariant(const ConvGeometry& g) {
+  const ConvGemmShape s = GemmShape(g);
   GemmVariant v;
-  v.mainloops[0].a.load = g.c % 8 == 0 ? GemmLoad::kIm2colAsync : GemmLoad::kIm2colScalar;
+  v.mainloops[0].a.load = s.cg % 8 == 0 ? GemmLoad::kIm2colAsync : GemmLoad::kIm2colScalar;
   v.mainloops[0].b.trans = true;
-  v.mainloops[0].b.load = (g.kh * g.kw * g.c) % 8 == 0 ? GemmLoad::kAsync : GemmLoad::kStagedScalar;
+  v.mainloops[0].b.load = s.k % 8 == 0 ? GemmLoad::kAsync : GemmLoad::kStagedScalar;
   return v;
 }
 
-// PickGemmConfig's choice (or a 64x64 fallback the gather admits); when that is 64x64
-// and its tiles do not fill one wave of `sm_count` SMs (batch-1 CNNs: ResNet-50's 56x56 stage has 49
+// PickGemmConfig's choice for one group's GEMM (or a 64x64 fallback the gather
+// admits); when that is 64x64 and its tiles (over all groups) do not fill one wave of
+// `sm_count` SMs (batch-1 CNNs: ResNet-50's 56x56 stage has 49
 // tiles of 64x64 for OC = 64, its 7x7 stage 8), the first of 64x32, 32x64, 32x32 that
 // does, else the one of them with the most tiles. (Split-K would serve the small-M
 // stages better; see docs/gpu.md.)
 GemmConfig PickConvConfig(const ConvGeometry& g, const GemmVariant& v, int sm_count) {
-  const int64_t m = g.n * g.oh * g.ow, k = g.kh * g.kw * g.c;
-  auto tiles = [&](const GemmConfig& c) { return ((m + c.bm - 1) / c.bm) * ((g.oc + c.bn - 1) / c.bn); };
+  const ConvGemmShape s = GemmShape(g);
+  auto tiles = [&](const GemmConfig& c) { return ((s.m + c.bm - 1) / c.bm) * ((s.n + c.bn - 1) / c.bn) * g.group; };
   GemmConfig picked = GemmConfig{64, 64, 32, 2, 2, 2};
-  for (const GemmConfig& c : {PickGemmConfig(m, g.oc, k, 1, v), GemmConfig{64, 64, 32, 2, 2, 4},
+  for (const GemmConfig& c : {PickGemmConfig(s.m, s.n, s.k, g.group, v), GemmConfig{64, 64, 32, 2, 2, 4},
                               GemmConfig{64, 64, 32, 2, 2, 3}, GemmConfig{64, 64, 32, 2, 2, 2}}) {
     if (VerifyConvGemmConfig(c, v).ok()) {
       picked = c;
@@ -290,14 +305,14 @@ std::string Describe(const Node& node, const ConvPlan& p, const char* how) {
 absl::StatusOr<std::vector<KernelLaunch>> GenerateImplicitGemm(const Node& node, const ConvPlan& p,
                                                                const GemmConfig* config, int sm_count) {
   const ConvGeometry& g = p.g;
-  const int64_t m = g.n * g.oh * g.ow, k = g.kh * g.kw * g.c;
+  const ConvGemmShape s = GemmShape(g);
   const GemmVariant variant = ConvVariant(g);
   const GemmConfig cfg = config != nullptr ? *config : PickConvConfig(g, variant, sm_count);
   if (absl::Status valid = VerifyConvGemmConfig(cfg, variant); !valid.ok()) {
     if (config != nullptr) return valid;
     return NoKernel(node, absl::StrCat("no tile config for this conv: ", valid.message()));
   }
-  const int64_t tiles = ((m + cfg.bm - 1) / cfg.bm) * ((g.oc + cfg.bn - 1) / cfg.bn);
+  const int64_t tiles = ((s.m + cfg.bm - 1) / cfg.bm) * ((s.n + cfg.bn - 1) / cfg.bn);
   if (tiles >= kInt32Limit) return NoKernel(node, "too many tiles");
 
   KernelLaunch launch;
@@ -311,10 +326,14 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateImplicitGemm(const Node& node,
   const int a_mode = GemmLoadMode(variant.mainloops[0].a.load), b_mode = GemmLoadMode(variant.mainloops[0].b.load);
   const char* t = StorageTypeName(p.dt);
   std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), Describe(node, p, "implicit GEMM"));
-  absl::StrAppend(&src, "#define GEMM_BF16 ", p.dt == DType::kBFloat16 ? 1 : 0, "\n#define GEMM_M ", m,
-                  "\n#define GEMM_N ", g.oc, "\n#define GEMM_K ", k,
-                  "\n#define GEMM_A_BATCH 0LL\n#define GEMM_B_BATCH 0LL\n#define GEMM_C_BATCH 0LL\n"
-                  "#define GEMM_TRANS_A 0\n#define GEMM_TRANS_B 1\n#define GEMM_A_MODE ",
+  // A grouped conv: group g = blockIdx.z reads X's channels from g*C/G, W's rows
+  // from g*OC/G and writes Y's columns from g*OC/G (the template's CONV_GROUPED).
+  const bool grouped = g.group > 1;
+  absl::StrAppend(&src, "#define GEMM_BF16 ", p.dt == DType::kBFloat16 ? 1 : 0, "\n#define GEMM_M ", s.m,
+                  "\n#define GEMM_N ", s.n, "\n#define GEMM_K ", s.k, "\n#define GEMM_A_BATCH ",
+                  grouped ? s.cg : 0, "LL\n#define GEMM_B_BATCH ", grouped ? s.n * s.k : 0,
+                  "LL\n#define GEMM_C_BATCH ", grouped ? s.n : 0,
+                  "LL\n#define GEMM_TRANS_A 0\n#define GEMM_TRANS_B 1\n#define GEMM_A_MODE ",
                   a_mode, "\n#define GEMM_B_MODE ", b_mode, "\n#define GEMM_A_KIND ", Kind(p.dt),
                   "\n#define GEMM_B_KIND ", Kind(p.dt), "\n#define GEMM_A_T ", t, "\n#define GEMM_B_T ", t,
                   "\n#define GEMM_PROLOGUE_A kiln_gemm_identity{}\n#define GEMM_PROLOGUE_B kiln_gemm_identity{}\n");
@@ -323,9 +342,12 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateImplicitGemm(const Node& node,
                   "\n#define CONV_KW ", g.kw, "\n#define CONV_SH ", g.sh, "\n#define CONV_SW ", g.sw,
                   "\n#define CONV_PT ", g.pt, "\n#define CONV_PL ", g.pl, "\n#define CONV_DH ", g.dh,
                   "\n#define CONV_DW ", g.dw, "\n");
+  if (grouped) {
+    absl::StrAppend(&src, "#define CONV_GROUPED 1\n#define CONV_CG ", s.cg, "\n#define CONV_OC ", g.oc, "\n");
+  }
   absl::StrAppend(&src, GemmSourceTail(cfg, p.out, "", "", epilogue, p.code, p.result));
   launch.source = std::move(src);
-  launch.grid = {static_cast<uint32_t>(tiles), 1, 1};
+  launch.grid = {static_cast<uint32_t>(tiles), 1, static_cast<uint32_t>(g.group)};
   launch.block = {static_cast<uint32_t>(cfg.warps_m * cfg.warps_n * 32), 1, 1};
   launch.shared_bytes = static_cast<uint32_t>(GemmSharedBytes(cfg, variant));
   return std::vector<KernelLaunch>{std::move(launch)};

@@ -157,11 +157,13 @@ bool operator==(const GemmConfig& a, const GemmConfig& b);
 //     GEMM_CONV), M = N*OH*OW, N = OC, K = KH*KW*C; A gathered from X (cp.async when
 //     C % 8 == 0, else register-staged one element per load), B = W as [OC, K]
 //     (trans_b); the output [M, OC] is Y;
+//   - group G > 1, not depthwise: the same per group, one GEMM per blockIdx.z (N =
+//     OC/G, K = KH*KW*C/G; group g's channels of X, rows of W, columns of Y);
 //   - group == C == OC (depthwise): templates/conv_depthwise.cuh, one thread per
 //     (output pixel, 8 channels) with 16-byte loads when C % 8 == 0 and X and Y are
 //     2-byte dtypes, else one channel; f32 too.
 // Any strides, pads (auto_pad included), dilations and kernel sizes. Unimplemented,
-// with the reason, for NCHW convs, other groupings, 1-D/3-D convs and other dtypes:
+// with the reason, for NCHW convs, 1-D/3-D convs and other dtypes:
 // those run on cuDNN.
 absl::Status ConvKernelFits(const Node& node);
 // Whether the kernel ConvKernelFits accepts is the depthwise one (else implicit GEMM).

@@ -15,7 +15,8 @@
 //                        1 register-staged, 8 elements per 16/32-byte load (same rule),
 //                        2 register-staged, one element per load (any size)
 //                        A only, with GEMM_CONV 1 (implicit-GEMM convolution):
-//                        3 im2col gather by cp.async, 16 bytes (CONV_C % 8 == 0),
+//                        3 im2col gather by cp.async, 16 bytes (CONV_C % 8 == 0;
+//                        grouped: CONV_CG % 8 == 0),
 //                        4 im2col gather register-staged, one element per load
 //   GEMM_A_KIND, GEMM_B_KIND     element type of the loaded tensor: 0 fp16, 1 bf16,
 //                        2 fp32 (a prologue may start from another dtype, e.g. a Cast;
@@ -30,10 +31,18 @@
 //                        GEMM_B2_BATCH, GEMM_TRANS_A2, GEMM_TRANS_B2, GEMM_A2_MODE,
 //                        GEMM_B2_MODE (modes 0 or 2)
 //   GEMM_CONV            1: A is the im2col matrix of an NHWC convolution input
-//                        (modes 3 and 4, GEMM_TRANS_A 0, no prologue, no batch), with
+//                        (modes 3 and 4, GEMM_TRANS_A 0, no prologue, no batch but a
+//                        group's), with
 //                        CONV_N, CONV_H, CONV_W, CONV_C (X [N, H, W, C]), CONV_OH,
 //                        CONV_OW, CONV_KW, CONV_SH, CONV_SW, CONV_PT, CONV_PL,
 //                        CONV_DH, CONV_DW (see kiln_conv_a)
+//   CONV_GROUPED         1 (with GEMM_CONV): a grouped convolution of G = gridDim.z
+//                        groups, one GEMM per blockIdx.z = g: GEMM_N = OC/G output
+//                        channels, GEMM_K = KH*KW*CONV_CG (CONV_CG = C/G channels per
+//                        group). GEMM_A_BATCH = CONV_CG (X's channel offset),
+//                        GEMM_B_BATCH = GEMM_N*GEMM_K (W's rows), GEMM_C_BATCH = GEMM_N
+//                        (Y's column offset); Y rows have pitch CONV_OC, and the
+//                        epilogue sees the global output column g*GEMM_N + col, batch 0
 //   BM, BN, BK, WARPS_M, WARPS_N, STAGES   tile configuration (verified by the
 //                        generator: BM % (16*WARPS_M) == 0, BN % (16*WARPS_N) == 0,
 //                        BK % 16 == 0, 2 <= STAGES <= 8)
@@ -81,6 +90,9 @@
 #endif
 #ifndef GEMM_CONV
 #define GEMM_CONV 0
+#endif
+#ifndef CONV_GROUPED
+#define CONV_GROUPED 0
 #endif
 
 // The tensor-core primitives (cp.async, ldmatrix, mma.sync) are in mma_sm80.cuh,
@@ -222,6 +234,9 @@ struct kiln_gemm_stage {
 // outside the image. A tile is BM rows x BK columns ([BM][BK+8] in shared memory, as
 // an m-major A). Each thread decomposes the rows it loads once per output tile (the
 // divisions are by constants) and per k step only its k's.
+// A grouped conv (CONV_GROUPED 1) gathers the CONV_CG channels of its group: c runs
+// over [0, CONV_CG) from X + g*CONV_CG (the pixel pitch stays CONV_C), and mode 3
+// needs CONV_CG % 8 == 0 (then CONV_C and the group's offset are multiples of 8 too).
 //   ASYNC (mode 3, CONV_C % 8 == 0): cp.async chunks of 8 k's, which are one tap and
 //     8 consecutive channels (16-byte aligned), zero-filled outside the image/K;
 //     thread/iteration -> (row, chunk) as kiln_gemm_load_async.
@@ -232,6 +247,11 @@ template <int ROWS, int COLS, int LIM_K, bool ASYNC>
 struct kiln_conv_a;
 
 #if GEMM_CONV
+#if CONV_GROUPED
+#define KILN_CONV_KC CONV_CG  // channels of one tap in K
+#else
+#define KILN_CONV_KC CONV_C
+#endif
 template <int ROWS, int COLS, int LIM_K, bool ASYNC>
 struct kiln_conv_a {
   // Row m's window origin (ih, iw) and the element offset of X[n, ih, iw, 0] (which
@@ -255,7 +275,7 @@ struct kiln_conv_a {
   }
   // Whether column k of row r is inside K and the image; `off` its element offset.
   static __device__ __forceinline__ bool tap(const Row& r, int k, int& off) {
-    const int c = k % CONV_C, t = k / CONV_C, kw = t % CONV_KW, kh = t / CONV_KW;
+    const int c = k % KILN_CONV_KC, t = k / KILN_CONV_KC, kw = t % CONV_KW, kh = t / CONV_KW;
     const int ih = r.ih + kh * CONV_DH, iw = r.iw + kw * CONV_DW;
     off = r.off + (kh * CONV_DH * CONV_W + kw * CONV_DW) * CONV_C + c;
     return k < LIM_K && static_cast<unsigned>(ih) < static_cast<unsigned>(CONV_H) &&
@@ -324,6 +344,7 @@ struct kiln_conv_a {
     }
   }
 };
+#undef KILN_CONV_KC
 #endif  // GEMM_CONV
 
 template <bool C, typename T, typename F>
@@ -531,8 +552,13 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS)
         const int row = m0 + wm + i * 16 + lane / 4 + (e >= 2 ? 8 : 0);
         const int col = n0 + wn + j * 8 + 2 * (lane % 4) + (e & 1);
         if (row < GEMM_M && col < GEMM_N) {
+#if GEMM_CONV && CONV_GROUPED
+          const float v = kiln_epilogue(acc[i][j][e], row, batch * GEMM_N + col, 0 KILN_EPILOGUE_ARGS);
+          GEMM_STORE(C, (kiln_index)row * CONV_OC + col, v);
+#else
           const float v = kiln_epilogue(acc[i][j][e], row, col, batch KILN_EPILOGUE_ARGS);
           GEMM_STORE(C, (kiln_index)row * GEMM_N + col, v);
+#endif
         }
       }
     }
@@ -561,6 +587,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS)
 #undef CONV_PL
 #undef CONV_DH
 #undef CONV_DW
+#undef CONV_GROUPED
+#undef CONV_CG
+#undef CONV_OC
 #undef GEMM_BF16
 #undef GEMM_M
 #undef GEMM_N
