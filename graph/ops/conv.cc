@@ -255,16 +255,11 @@ absl::Status EvalNchw(const Node& node, absl::Span<const Tensor* const> in, Tens
 absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
   KILN_ASSIGN_OR_RETURN(const bool channels_last, ChannelsLast(node));
   if (!channels_last) return EvalNchw(node, in, out[0]);
-  // NHWC -> NCHW, W [OC, KH, KW, C/g] -> [OC, C/g, KH, KW], compute, and back.
-  const Tensor x = PermuteAxes(*in[0], kNhwcToNchw);
-  const Tensor w = PermuteAxes(*in[1], kNhwcToNchw);
-  const Shape& ys = out[0].shape();
-  Tensor y(out[0].dtype(), {ys[0], ys[3], ys[1], ys[2]});
-  std::vector<const Tensor*> nchw = {&x, &w};
-  if (in.size() > 2) nchw.push_back(in[2]);
-  KILN_RETURN_IF_ERROR(EvalNchw(node, nchw, y));
-  out[0] = PermuteAxes(y, kNchwToNhwc);
-  return absl::OkStatus();
+  // X NHWC -> NCHW and W [OC, KH, KW, C/g] -> [OC, C/g, KH, KW] (the same
+  // permutation), compute, and back.
+  return EvalThroughNchw(in, 2, out[0], [&](absl::Span<const Tensor* const> nchw, Tensor& y) {
+    return EvalNchw(node, nchw, y);
+  });
 }
 
 }  // namespace

@@ -38,12 +38,10 @@ absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Sp
     EvalMean(*in[0], out[0]);
     return absl::OkStatus();
   }
-  // [N, C, 1, 1] and [N, 1, 1, C] hold the same bytes.
-  const Shape ys = out[0].shape();
-  Tensor y(out[0].dtype(), {ys[0], ys[3], 1, 1});
-  EvalMean(PermuteAxes(*in[0], kNhwcToNchw), y);
-  out[0] = y.Reshaped(ys);
-  return absl::OkStatus();
+  return EvalThroughNchw(in, 1, out[0], [](absl::Span<const Tensor* const> nchw, Tensor& y) {
+    EvalMean(*nchw[0], y);
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace

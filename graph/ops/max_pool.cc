@@ -59,11 +59,9 @@ absl::Status EvalNchw(const Node& node, const Tensor& in, Tensor& out) {
 absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
   KILN_ASSIGN_OR_RETURN(const bool channels_last, ChannelsLast(node));
   if (!channels_last) return EvalNchw(node, *in[0], out[0]);
-  const Shape& ys = out[0].shape();
-  Tensor y(out[0].dtype(), {ys[0], ys[3], ys[1], ys[2]});
-  KILN_RETURN_IF_ERROR(EvalNchw(node, PermuteAxes(*in[0], kNhwcToNchw), y));
-  out[0] = PermuteAxes(y, kNchwToNhwc);
-  return absl::OkStatus();
+  return EvalThroughNchw(in, 1, out[0], [&](absl::Span<const Tensor* const> nchw, Tensor& y) {
+    return EvalNchw(node, *nchw[0], y);
+  });
 }
 
 }  // namespace

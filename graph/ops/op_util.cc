@@ -979,6 +979,25 @@ absl::StatusOr<bool> ChannelsLast(const Node& node) {
   return cl == 1;
 }
 
+absl::Status EvalThroughNchw(absl::Span<const Tensor* const> in, size_t permuted, Tensor& y, const NchwEval& nchw) {
+  std::vector<Tensor> moved;
+  moved.reserve(permuted);
+  std::vector<const Tensor*> args;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (i < permuted) {
+      moved.push_back(PermuteAxes(*in[i], kNhwcToNchw));
+      args.push_back(&moved.back());
+    } else {
+      args.push_back(in[i]);
+    }
+  }
+  const Shape& ys = y.shape();
+  Tensor out(y.dtype(), {ys[0], ys[3], ys[1], ys[2]});
+  KILN_RETURN_IF_ERROR(nchw(args, out));
+  y = PermuteAxes(out, kNchwToNhwc);
+  return absl::OkStatus();
+}
+
 Tensor PermuteAxes(const Tensor& t, absl::Span<const int64_t> perm) {
   const Shape& in = t.shape();
   const std::vector<int64_t> in_strides = Strides(in);

@@ -318,4 +318,10 @@ inline constexpr int64_t kNhwcToNchw[4] = {0, 3, 1, 2};
 // `t` with its axes permuted (any dtype): out.shape[i] = t.shape[perm[i]].
 Tensor PermuteAxes(const Tensor& t, absl::Span<const int64_t> perm);
 
+// The CPU reference of a channels-last node through its NCHW form: the first
+// `permuted` inputs go NHWC -> NCHW (the rest as they are), `nchw` computes an
+// [N, C, H, W] output from them, which lands in `y` ([N, H, W, C]) permuted back.
+using NchwEval = std::function<absl::Status(absl::Span<const Tensor* const> in, Tensor& y)>;
+absl::Status EvalThroughNchw(absl::Span<const Tensor* const> in, size_t permuted, Tensor& y, const NchwEval& nchw);
+
 }  // namespace kiln::ops
