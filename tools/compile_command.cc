@@ -172,27 +172,7 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
     std::cout << "note: --calibrate only matters for --precision fp16 (" << options.precision
               << " has fp32's range); ignored\n";
   } else if (!calibration.empty()) {
-    options.calibration = [calibration](const Graph& graph) -> absl::StatusOr<TensorMap> {
-      TensorMap feeds;
-      for (const auto& [name, source] : calibration) {
-        const Value* v = graph.FindValue(name);
-        if (v == nullptr || !graph.IsGraphInput(v)) {
-          std::string inputs;
-          for (const Value* in : graph.inputs()) absl::StrAppend(&inputs, inputs.empty() ? "" : ", ", in->name());
-          return absl::InvalidArgumentError(
-              absl::StrCat("--calibrate ", name, ": the model has no such input (inputs: ", inputs, ")"));
-        }
-      }
-      for (const Value* in : graph.inputs()) {
-        auto it = calibration.find(in->name());
-        if (it == calibration.end()) {
-          return absl::InvalidArgumentError(absl::StrCat("--calibrate needs every input; missing ", in->name(), " (",
-                                                         in->TypeString(), ")"));
-        }
-        KILN_ASSIGN_OR_RETURN(feeds[in->name()], MakeInput(in->name(), it->second, in->dtype(), in->shape()));
-      }
-      return feeds;
-    };
+    options.calibration = CalibrationInputs(calibration);
   }
 
   const auto start = std::chrono::steady_clock::now();
