@@ -1,17 +1,15 @@
 // `kiln compile` as a subprocess: the kernel cache (and --no-kernel-cache), the
 // progress output when stderr is not a terminal, --dump-kernels, the usage text.
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "models/architectures.h"
+#include "tests/cli_test_util.h"
 
 #ifndef KILN_BINARY
 #error "KILN_BINARY must name the kiln executable"
@@ -24,16 +22,8 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using Result = ::kiln::testing::RunResult;
+using ::kiln::testing::ReadFileOrEmpty;
 
 class CompileCommandTest : public ::testing::Test {
  protected:
@@ -48,16 +38,11 @@ class CompileCommandTest : public ::testing::Test {
     ASSERT_TRUE(model.ok()) << model.status();
     ASSERT_TRUE(models::WriteModel(*model, onnx_).ok());
   }
-  // `KILN_CACHE_DIR=cache kiln ARGS` with stdout and stderr in files (not terminals).
+  // `KILN_CACHE_DIR=cache kiln ARGS` (split at spaces) with stdout and stderr in
+  // files (not terminals).
   Result Kiln(const std::string& args, const std::string& cache_dir) {
-    const std::string out = dir_ + "/stdout.txt", err = dir_ + "/stderr.txt";
-    const int rc = std::system(
-        absl::StrCat("KILN_CACHE_DIR=", cache_dir, " ", KILN_BINARY, " ", args, " > ", out, " 2> ", err).c_str());
-    Result r;
-    r.exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    r.out = Slurp(out);
-    r.err = Slurp(err);
-    return r;
+    return ::kiln::testing::RunProgram(KILN_BINARY, ::kiln::testing::Words(args), dir_,
+                                       {absl::StrCat("KILN_CACHE_DIR=", cache_dir)});
   }
   std::string Compile(const std::string& extra = "") {
     return absl::StrCat("compile ", onnx_, " -o ", dir_, "/mlp.kiln --arch sm_80 ", extra);
@@ -111,13 +96,13 @@ TEST_F(CompileCommandTest, SecondCompileComesFromTheCacheAndLogsStayClean) {
   EXPECT_THAT(cold.err, Not(HasSubstr("[#")));
   EXPECT_EQ(std::count(cold.err.begin(), cold.err.end(), '\n'), 1) << cold.err;
   EXPECT_TRUE(fs::exists(cache + "/kernels-v1"));
-  const std::string cold_bundle = Slurp(dir_ + "/mlp.kiln");
+  const std::string cold_bundle = ReadFileOrEmpty(dir_ + "/mlp.kiln");
 
   Result warm = Kiln(Compile(), cache);
   ASSERT_EQ(warm.exit_code, 0) << warm.out << warm.err;
   EXPECT_THAT(warm.err, HasSubstr(": 0 compiled by NVRTC, "));
   EXPECT_THAT(warm.err, Not(HasSubstr(", 0 from the kernel cache")));
-  EXPECT_EQ(Slurp(dir_ + "/mlp.kiln"), cold_bundle) << "the same bundle, byte for byte";
+  EXPECT_EQ(ReadFileOrEmpty(dir_ + "/mlp.kiln"), cold_bundle) << "the same bundle, byte for byte";
 
   Result off = Kiln(Compile("--no-kernel-cache"), cache);
   ASSERT_EQ(off.exit_code, 0) << off.out << off.err;
@@ -136,7 +121,7 @@ TEST_F(CompileCommandTest, DumpKernels) {
   Result r = Kiln(Compile(absl::StrCat("--dump-kernels ", dir_, "/dump")), dir_ + "/cache");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("kernel dump: " + dir_ + "/dump/index.md"));
-  const std::string index = Slurp(dir_ + "/dump/index.md");
+  const std::string index = ReadFileOrEmpty(dir_ + "/dump/index.md");
   EXPECT_THAT(index, HasSubstr("# kiln kernel dump"));
   EXPECT_THAT(index, HasSubstr(".cu |"));
   EXPECT_THAT(index, HasSubstr(".ptx |"));
