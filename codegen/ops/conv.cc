@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
+#include "graph/ops/op_util.h"
 #include "codegen/ops/gemm_source.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/ops/pointwise_spec.h"
@@ -56,59 +57,29 @@ absl::StatusOr<ConvGeometry> Geometry(const Node& where, const Node& conv) {
   g.n = xs[0], g.h = xs[1], g.w = xs[2], g.c = xs[3];
   g.oc = ws[0], g.kh = ws[1], g.kw = ws[2];
   g.oh = ys[1], g.ow = ys[2];
-  auto ints = [&](const char* name, std::vector<int64_t> dflt) { return conv.GetInts(name, std::move(dflt)); };
-  absl::StatusOr<std::vector<int64_t>> strides = ints("strides", {1, 1}), dilations = ints("dilations", {1, 1}),
-                                       pads = ints("pads", {0, 0, 0, 0});
-  absl::StatusOr<std::string> auto_pad = conv.GetString("auto_pad", "NOTSET");
   absl::StatusOr<int64_t> group = conv.GetInt("group", 1);
-  for (const absl::Status& s : {strides.status(), dilations.status(), pads.status(), auto_pad.status(),
-                                group.status()}) {
-    if (!s.ok()) return s;
-  }
-  if (strides->size() != 2 || dilations->size() != 2 || pads->size() != 4) {
-    return NoKernel(where, "strides/dilations/pads do not match 2 spatial dims");
-  }
+  if (!group.ok()) return group.status();
   if (conv.has_attr("kernel_shape")) {
     absl::StatusOr<std::vector<int64_t>> ks = conv.GetInts("kernel_shape");
     if (!ks.ok()) return ks.status();
     if (*ks != std::vector<int64_t>{g.kh, g.kw}) return NoKernel(where, "kernel_shape does not match W");
   }
   g.group = *group;
-  g.sh = (*strides)[0], g.sw = (*strides)[1], g.dh = (*dilations)[0], g.dw = (*dilations)[1];
-  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.kh < 1 || g.kw < 1) {
-    return NoKernel(where, "non-positive kernel, stride or dilation");
-  }
   if (g.group < 1 || g.c % g.group != 0 || ws[3] * g.group != g.c || g.oc % g.group != 0 || ys[0] != g.n ||
       ys[3] != g.oc) {
     return NoKernel(where, absl::StrCat("inconsistent NHWC Conv shapes X ", ShapeToString(xs), " W ",
                                         ShapeToString(ws), " Y ", ShapeToString(ys), " group ", g.group));
   }
-  // Padding as graph/ops/conv.cc resolves it (ComputeWindow), then the output size.
-  const int64_t in[2] = {g.h, g.w}, k[2] = {g.kh, g.kw}, s[2] = {g.sh, g.sw}, d[2] = {g.dh, g.dw},
-                out[2] = {g.oh, g.ow};
-  int64_t begin[2], end[2];
-  for (int i = 0; i < 2; ++i) {
-    const int64_t window = (k[i] - 1) * d[i] + 1;
-    if (*auto_pad == "SAME_UPPER" || *auto_pad == "SAME_LOWER") {
-      const int64_t o = (in[i] + s[i] - 1) / s[i];
-      const int64_t total = std::max<int64_t>(0, (o - 1) * s[i] + window - in[i]);
-      begin[i] = *auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      end[i] = total - begin[i];
-    } else if (*auto_pad == "VALID") {
-      begin[i] = end[i] = 0;
-    } else if (*auto_pad == "NOTSET") {
-      begin[i] = (*pads)[i];
-      end[i] = (*pads)[i + 2];
-    } else {
-      return NoKernel(where, absl::StrCat("auto_pad '", *auto_pad, "'"));
-    }
-    const int64_t span = in[i] + begin[i] + end[i] - window;
-    if (begin[i] < 0 || end[i] < 0 || span < 0 || span / s[i] + 1 != out[i]) {
-      return NoKernel(where, absl::StrCat("output ", ShapeToString(ys), " does not match the convolution arithmetic"));
-    }
+  // Strides, dilations and padding as graph/ops/conv.cc resolves them.
+  absl::StatusOr<kiln::ops::WindowGeometry> window =
+      kiln::ops::ComputeWindow(conv, {g.h, g.w}, {g.kh, g.kw}, /*use_dilations=*/true, /*ceil_mode=*/false);
+  if (!window.ok()) return NoKernel(where, std::string(window.status().message()));
+  if (window->output != std::vector<int64_t>{g.oh, g.ow}) {
+    return NoKernel(where, absl::StrCat("output ", ShapeToString(ys), " does not match the convolution arithmetic"));
   }
-  g.pt = begin[0];
-  g.pl = begin[1];
+  g.sh = window->strides[0], g.sw = window->strides[1], g.dh = window->dilations[0], g.dw = window->dilations[1];
+  g.pt = window->pads_begin[0];
+  g.pl = window->pads_begin[1];
   for (const Value* v : {x, wt, y}) {
     if (v->numel() >= kInt32Limit) return NoKernel(where, "a Conv tensor of 2^31 or more elements");
   }
