@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/fused_group.h"
+#include "graph/ops/op_util.h"
 
 // The legacy cuDNN convolution API is deprecated in cuDNN 9 but still the simplest
 // way to run one convolution with heuristic algorithm choice.
@@ -295,44 +296,22 @@ absl::StatusOr<ConvPlan> PlanConv(const Node& node) {
     return node.Unsupported(absl::StrCat("zero-sized convolution has no library kernel (", ShapesOf(node), ")"));
   }
   const size_t n = x.size() - 2;
-  auto strides = node.GetInts("strides", std::vector<int64_t>(n, 1));
-  auto dilations = node.GetInts("dilations", std::vector<int64_t>(n, 1));
-  auto pads = node.GetInts("pads", std::vector<int64_t>(2 * n, 0));
-  auto auto_pad = node.GetString("auto_pad", "NOTSET");
   auto group = node.GetInt("group", 1);
-  if (!strides.ok()) return strides.status();
-  if (!dilations.ok()) return dilations.status();
-  if (!pads.ok()) return pads.status();
-  if (!auto_pad.ok()) return auto_pad.status();
   if (!group.ok()) return group.status();
-  if (strides->size() != n || dilations->size() != n || pads->size() != 2 * n) {
-    return node.Unsupported("strides/dilations/pads do not match the spatial rank");
-  }
-  // Padding as graph/ops/conv.cc (ComputeWindow) resolves it.
-  std::vector<int64_t> begin(n), end(n);
+  // Strides, dilations and padding as the CPU reference resolves them.
+  absl::StatusOr<kiln::ops::WindowGeometry> win = kiln::ops::ComputeWindow(
+      node, Shape(x.begin() + 2, x.end()), std::vector<int64_t>(wt.begin() + 2, wt.end()), /*use_dilations=*/true,
+      /*ceil_mode=*/false);
+  if (!win.ok()) return win.status();
+  const std::vector<int64_t>& begin = win->pads_begin;
+  const std::vector<int64_t>& end = win->pads_end;
   for (size_t i = 0; i < n; ++i) {
-    const int64_t in = x[2 + i], k = wt[2 + i], s = (*strides)[i], d = (*dilations)[i];
-    if (k < 1 || s < 1 || d < 1) return node.Unsupported("non-positive kernel, stride or dilation");
-    const int64_t window = (k - 1) * d + 1;
-    if (*auto_pad == "SAME_UPPER" || *auto_pad == "SAME_LOWER") {
-      const int64_t out = (in + s - 1) / s;
-      const int64_t total = std::max<int64_t>(0, (out - 1) * s + window - in);
-      begin[i] = *auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      end[i] = total - begin[i];
-    } else if (*auto_pad == "VALID") {
-      begin[i] = end[i] = 0;
-    } else if (*auto_pad == "NOTSET") {
-      begin[i] = (*pads)[i];
-      end[i] = (*pads)[i + n];
-    } else {
-      return node.Unsupported(absl::StrCat("auto_pad '", *auto_pad, "'"));
-    }
     if (begin[i] != end[i]) {
       return node.Unsupported(absl::StrCat("asymmetric padding (begin ", ShapeToString(begin), ", end ",
                                            ShapeToString(end), ") has no cuDNN kernel (", ShapesOf(node), ")"));
     }
     // cuDNN's output size for symmetric pads must match the node's.
-    if (in + 2 * begin[i] < window || (in + 2 * begin[i] - window) / s + 1 != y[2 + i]) {
+    if (win->output[i] != y[2 + i]) {
       return node.Unsupported(absl::StrCat("output size does not match cuDNN's convolution arithmetic (",
                                            ShapesOf(node), ")"));
     }
@@ -354,15 +333,15 @@ absl::StatusOr<ConvPlan> PlanConv(const Node& node) {
     p.kh = static_cast<int>(wt[2]);
     p.oh = static_cast<int>(y[2]);
     p.pad_h = static_cast<int>(begin[0]);
-    p.stride_h = static_cast<int>((*strides)[0]);
-    p.dil_h = static_cast<int>((*dilations)[0]);
+    p.stride_h = static_cast<int>(win->strides[0]);
+    p.dil_h = static_cast<int>(win->dilations[0]);
   }
   p.w = static_cast<int>(x.back());
   p.kw = static_cast<int>(wt.back());
   p.ow = static_cast<int>(y.back());
   p.pad_w = static_cast<int>(begin[n - 1]);
-  p.stride_w = static_cast<int>((*strides)[n - 1]);
-  p.dil_w = static_cast<int>((*dilations)[n - 1]);
+  p.stride_w = static_cast<int>(win->strides[n - 1]);
+  p.dil_w = static_cast<int>(win->dilations[n - 1]);
   if (node.has_input(2)) {
     if (node.input(2)->shape() != Shape{p.m}) {
       return node.Unsupported(absl::StrCat("bias must be [M] (", ShapesOf(node), ")"));
