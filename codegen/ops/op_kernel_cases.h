@@ -228,6 +228,13 @@ inline std::vector<Case> AllCases() {
   add("AvgPoolNhwcInclPadF16", "AveragePool", {R(f16, {2, 6, 5, 8})},
       {{"kernel_shape", std::vector<int64_t>{3, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
        {"count_include_pad", int64_t{1}}, {"channels_last", int64_t{1}}});
+  // Vectorised over channels (8 x 16-bit, 4 x f32 per thread).
+  add("MaxPoolNhwcVecBF16", "MaxPool", {R(bf16, {2, 7, 6, 24})},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+       {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"channels_last", int64_t{1}}});
+  add("AvgPoolNhwcVecF32", "AveragePool", {R(f32, {1, 5, 7, 12})},
+      {{"kernel_shape", std::vector<int64_t>{2, 3}}, {"pads", std::vector<int64_t>{0, 1, 1, 0}},
+       {"count_include_pad", int64_t{1}}, {"channels_last", int64_t{1}}});
   add("LrnF32", "LRN", {R(f32, {1, 7, 3, 3})}, {{"size", int64_t{5}}, {"alpha", 1e-2f}, {"beta", 0.75f}, {"bias", 2.f}});
   add("LrnF16", "LRN", {R(f16, {2, 4, 5})}, {{"size", int64_t{2}}});
   // A fused pointwise group (graph/fused_group.h): a broadcast bias, a scalar, a

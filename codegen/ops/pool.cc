@@ -40,11 +40,23 @@ absl::StatusOr<std::vector<KernelLaunch>> Pool(const Node& node) {
   const kiln::ops::Window3 g = kiln::ops::LiftWindow(spatial, *win);
   const int64_t planes = *channels_last ? xs[0] : xs[0] * xs[1];
   const int64_t channels = *channels_last ? xs[3] : 1;
+  // NHWC: up to 16 bytes of adjacent channels per thread when C allows.
+  int vec = 1;
+  if (*channels_last) {
+    const int64_t widest = std::max(DTypeSize(x->dtype()), DTypeSize(y->dtype()));
+    for (int v = static_cast<int>(16 / widest); v > 1; v /= 2) {
+      if (channels % v == 0) {
+        vec = v;
+        break;
+      }
+    }
+  }
   const char* it = IndexType(std::max(x->numel(), y->numel()));
-  std::string prefix = absl::StrCat("// ", node.op_type(), " ", x->TypeString(), " -> ", y->TypeString(), "\ntypedef ",
+  std::string prefix = absl::StrCat("// ", node.op_type(), " ", x->TypeString(), " -> ", y->TypeString(), "\n",
+                                    TemplateSource("vector.cuh"), "typedef ",
                                     StorageTypeName(x->dtype()), " kiln_in_t;\ntypedef ", StorageTypeName(y->dtype()),
                                     " kiln_out_t;\ntypedef ", it, " kiln_idx_t;\nconstexpr kiln_idx_t kPlanes = ", planes,
-                                    ";\nconstexpr int kC = ", channels,
+                                    ";\nconstexpr int kC = ", channels, ";\nconstexpr int kVec = ", vec,
                                     ";\nconstexpr bool kIsMax = ", is_max ? "true" : "false",
                                     ";\nconstexpr bool kCountPad = ", *count_pad ? "true" : "false", ";\n");
   auto dims = [&](const char* name, const int64_t* v) {
@@ -66,7 +78,7 @@ absl::StatusOr<std::vector<KernelLaunch>> Pool(const Node& node) {
                           Param(y->dtype(), false, "out"), ", ", Param(x->dtype(), true, "in"),
                           ") { kiln_pool(out, in); }\n");
   l.args = {0, InputArg(node, 0)};
-  SetGrid1D(l, y->numel());
+  SetGrid1D(l, y->numel() / vec);
   return std::vector<KernelLaunch>{std::move(l)};
 }
 

@@ -1,10 +1,12 @@
-// Windowed pooling template (codegen/ops/pool.cc): one thread per output element of
-// X [planes, spatial..., kC] lifted to 3 spatial dims: NCHW is planes = N * C with
-// kC = 1, channels_last NHWC is planes = N with the kC channels innermost (adjacent
-// threads read adjacent channels). The generated prefix defines
-// kiln_in_t, kiln_out_t, kiln_idx_t, kPlanes, kC, kIn{0,1,2}, kOut{0,1,2}, kK{0,1,2},
-// kS{0,1,2} (strides), kD{0,1,2} (dilations), kPb{0,1,2}, kPe{0,1,2} (pads), kIsMax,
-// kCountPad, kiln_load(p, i) -> float, kiln_store(p, i, float).
+// Windowed pooling template (codegen/ops/pool.cc): X [planes, spatial..., kC] lifted
+// to 3 spatial dims: NCHW is planes = N * C with kC = 1, channels_last NHWC is
+// planes = N with the kC channels innermost. One thread per output element, or in
+// NHWC per kVec adjacent channels of one output position (kVec * element <= 16
+// bytes, one vector load per tap; kC % kVec == 0), adjacent threads taking adjacent
+// channels. The generated prefix defines kiln_in_t, kiln_out_t, kiln_idx_t,
+// kPlanes, kC, kVec, kIn{0,1,2}, kOut{0,1,2}, kK{0,1,2}, kS{0,1,2} (strides),
+// kD{0,1,2} (dilations), kPb{0,1,2}, kPe{0,1,2} (pads), kIsMax, kCountPad,
+// kiln_load(p, i) -> float, kiln_store(p, i, float); vector.cuh comes before it.
 struct kiln_taps {
   int start, lo, hi, lo_pad, hi_pad;
 };
@@ -25,14 +27,17 @@ static __device__ __forceinline__ kiln_taps kiln_window(int o, int in, int k, in
   return t;
 }
 
-static __device__ __forceinline__ void kiln_pool(kiln_out_t* __restrict__ out, const kiln_in_t* __restrict__ in) {
+// V channels per thread (V divides kC; V > 1 needs both pointers V-element aligned).
+template <int V>
+static __device__ __forceinline__ void kiln_pool_v(kiln_out_t* __restrict__ out, const kiln_in_t* __restrict__ in) {
+  constexpr int kCV = kC / V;
   constexpr kiln_idx_t kOutPlane = (kiln_idx_t)kOut0 * kOut1 * kOut2;
   constexpr kiln_idx_t kInPlane = (kiln_idx_t)kIn0 * kIn1 * kIn2;
-  constexpr kiln_idx_t kTotal = kOutPlane * kPlanes * kC;
+  constexpr kiln_idx_t kTotal = kOutPlane * kPlanes * kCV;
   for (kiln_idx_t i = (kiln_idx_t)blockIdx.x * blockDim.x + threadIdx.x; i < kTotal;
        i += (kiln_idx_t)gridDim.x * blockDim.x) {
-    const int c = kC == 1 ? 0 : (int)(i % kC);
-    const kiln_idx_t i0 = kC == 1 ? i : i / kC;
+    const int c = kCV == 1 ? 0 : (int)(i % kCV) * V;
+    const kiln_idx_t i0 = kCV == 1 ? i : i / kCV;
     const int ow = (int)(i0 % kOut2);
     const kiln_idx_t t1 = i0 / kOut2;
     const int oh = (int)(t1 % kOut1);
@@ -43,26 +48,46 @@ static __device__ __forceinline__ void kiln_pool(kiln_out_t* __restrict__ out, c
     const kiln_taps d = kiln_window(od, kIn0, kK0, kS0, kD0, kPb0, kPe0);
     const kiln_taps h = kiln_window(oh, kIn1, kK1, kS1, kD1, kPb1, kPe1);
     const kiln_taps w = kiln_window(ow, kIn2, kK2, kS2, kD2, kPb2, kPe2);
-    float acc = kIsMax ? -__int_as_float(0x7f800000) : 0.f;
+    float acc[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) acc[j] = kIsMax ? -__int_as_float(0x7f800000) : 0.f;
     for (int td = d.lo; td < d.hi; ++td) {
       const int id = d.start + td * kD0;
       for (int th = h.lo; th < h.hi; ++th) {
         const kiln_in_t* row = p + ((kiln_idx_t)id * kIn1 + h.start + th * kD1) * kIn2 * kC;
         for (int tw = w.lo; tw < w.hi; ++tw) {
-          const float v = kiln_load(row, (w.start + tw * kD2) * kC);
-          if (kIsMax) {
-            acc = (v > acc || v != v) ? v : acc;
-          } else {
-            acc += v;
+          const kiln_vec_pack<kiln_in_t, V> x = kiln_vec_ld<V>(row + (w.start + tw * kD2) * kC);
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            const float v = kiln_load(x.v, j);
+            if (kIsMax) {
+              acc[j] = (v > acc[j] || v != v) ? v : acc[j];
+            } else {
+              acc[j] += v;
+            }
           }
         }
       }
     }
-    if (!kIsMax) {
-      const int count = kCountPad ? (d.hi_pad - d.lo_pad) * (h.hi_pad - h.lo_pad) * (w.hi_pad - w.lo_pad)
-                                  : (d.hi - d.lo) * (h.hi - h.lo) * (w.hi - w.lo);
-      acc = count > 0 ? acc / (float)count : 0.f;
+    kiln_vec_pack<kiln_out_t, V> y;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      float r = acc[j];
+      if (!kIsMax) {
+        const int count = kCountPad ? (d.hi_pad - d.lo_pad) * (h.hi_pad - h.lo_pad) * (w.hi_pad - w.lo_pad)
+                                    : (d.hi - d.lo) * (h.hi - h.lo) * (w.hi - w.lo);
+        r = count > 0 ? r / (float)count : 0.f;
+      }
+      kiln_store(y.v, j, r);
     }
-    kiln_store(out, i, acc);
+    kiln_vec_st<V>(out + i * V, y);
+  }
+}
+
+static __device__ __forceinline__ void kiln_pool(kiln_out_t* __restrict__ out, const kiln_in_t* __restrict__ in) {
+  if (kVec > 1 && kiln_vec_aligned(out, kVec * sizeof(kiln_out_t)) && kiln_vec_aligned(in, kVec * sizeof(kiln_in_t))) {
+    kiln_pool_v<kVec>(out, in);
+  } else {
+    kiln_pool_v<1>(out, in);
   }
 }
