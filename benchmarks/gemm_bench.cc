@@ -3,6 +3,8 @@
 //   gemm       GEMM                 vs cublasGemmEx and cuBLASLt
 //   bias_relu  GEMM+bias+ReLU       vs cuBLASLt RELU_BIAS, and cuBLAS + a separate bias+ReLU kernel
 //   bias_gelu  GEMM+bias+GELU(tanh) vs cuBLASLt GELU_BIAS, and cuBLAS + a separate bias+GELU kernel
+//   bias_gelu_erf  GEMM+bias+GELU(erf) vs cuBLAS + a separate bias+GELU(erf) kernel (cuBLASLt's
+//              GELU epilogue is the tanh form)
 //   relu_gemm  ReLU(A)·B (prologue) vs a separate ReLU kernel + cuBLAS
 //   dual_gemm  A·B + A2·B2 (dual)   vs cuBLAS + cuBLAS(beta=1), and two cuBLAS + a separate add kernel
 // fp16 in and out, fp32 accumulate, row-major A[M,K]·B[K,N]. kiln's side of each idiom
@@ -72,8 +74,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // ---------------------------------------------------------------------------------
 // Idioms and shapes.
 
-enum class Idiom { kGemm, kBiasRelu, kBiasGelu, kReluGemm, kDualGemm };
-constexpr Idiom kAllIdioms[] = {Idiom::kGemm, Idiom::kBiasRelu, Idiom::kBiasGelu, Idiom::kReluGemm, Idiom::kDualGemm};
+enum class Idiom { kGemm, kBiasRelu, kBiasGelu, kReluGemm, kDualGemm, kBiasGeluErf };
+constexpr Idiom kAllIdioms[] = {Idiom::kGemm,     Idiom::kBiasRelu, Idiom::kBiasGelu,
+                                Idiom::kReluGemm, Idiom::kDualGemm, Idiom::kBiasGeluErf};
 
 const char* IdiomName(Idiom i) {
   switch (i) {
@@ -82,6 +85,7 @@ const char* IdiomName(Idiom i) {
     case Idiom::kBiasGelu: return "bias_gelu";
     case Idiom::kReluGemm: return "relu_gemm";
     case Idiom::kDualGemm: return "dual_gemm";
+    case Idiom::kBiasGeluErf: return "bias_gelu_erf";
   }
   return "?";
 }
@@ -94,6 +98,7 @@ const char* PeerA(Idiom i) {
     case Idiom::kBiasGelu: return "cublasLt_GELU_BIAS";
     case Idiom::kReluGemm: return "relu_kernel+cublas";
     case Idiom::kDualGemm: return "cublas+cublas_beta1";
+    case Idiom::kBiasGeluErf: return "cublas+bias_gelu_erf_kernel";
   }
   return "?";
 }
@@ -104,6 +109,7 @@ const char* PeerB(Idiom i) {
     case Idiom::kBiasGelu: return "cublas+bias_gelu_kernel";
     case Idiom::kReluGemm: return "";
     case Idiom::kDualGemm: return "2xcublas+add_kernel";
+    case Idiom::kBiasGeluErf: return "";
   }
   return "?";
 }
@@ -190,8 +196,8 @@ Node* Op(Graph& g, const std::string& op, const std::vector<Value*>& ins, const 
 }
 
 // The group fusion forms for `idiom` on [M,K]·[K,N] (patterns of fusion/fuse_epilogue.cc,
-// fuse_prologue.cc and fuse_siblings.cc). GELU uses the tanh approximation, which is
-// what cuBLASLt's GELU epilogue computes.
+// fuse_prologue.cc and fuse_siblings.cc). bias_gelu uses the tanh approximation, which
+// is what cuBLASLt's GELU epilogue computes; bias_gelu_erf the exact (erf) form.
 absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k) {
   Built b;
   Graph& g = *b.graph;
@@ -201,7 +207,8 @@ absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k) {
       return Finish(std::move(b), {mm}, "matmul", mm, mm->output(0));
     }
     case Idiom::kBiasRelu:
-    case Idiom::kBiasGelu: {
+    case Idiom::kBiasGelu:
+    case Idiom::kBiasGeluErf: {
       Node* mm = Op(g, "MatMul", {Input(g, "a", {m, k}), Input(g, "b", {k, n})}, "mm");
       Node* add = Op(g, "Add", {mm->output(0), Input(g, "bias", {n})}, "biased");
       Node* act = Op(g, idiom == Idiom::kBiasRelu ? "Relu" : "Gelu", {add->output(0)}, "out");
@@ -223,13 +230,14 @@ absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k) {
   return absl::InvalidArgumentError("unknown idiom");
 }
 
-// The unfused peers' separate kernel: out = act(y + bias) as a "pointwise" group.
-absl::StatusOr<Built> BiasActGroup(bool gelu, int64_t m, int64_t n) {
+// The unfused peers' separate kernel: out = act(y + bias) as a "pointwise" group
+// (`idiom`: bias_relu, bias_gelu or bias_gelu_erf).
+absl::StatusOr<Built> BiasActGroup(Idiom idiom, int64_t m, int64_t n) {
   Built b;
   Graph& g = *b.graph;
   Node* add = Op(g, "Add", {Input(g, "y", {m, n}), Input(g, "bias", {n})}, "biased");
-  Node* act = Op(g, gelu ? "Gelu" : "Relu", {add->output(0)}, "out");
-  if (gelu) act->SetAttr("approximate", "tanh");
+  Node* act = Op(g, idiom == Idiom::kBiasRelu ? "Relu" : "Gelu", {add->output(0)}, "out");
+  if (idiom == Idiom::kBiasGelu) act->SetAttr("approximate", "tanh");
   return Finish(std::move(b), {add, act}, "pointwise", nullptr, act->output(0));
 }
 
@@ -309,12 +317,17 @@ std::string Define(const std::string& source, const std::string& name) {
 std::string DescribeLaunch(const codegen::KernelLaunch& l) {
   const std::string bm = Define(l.source, "BM");
   if (l.family == "gemm_sm90") {
+    // _dual: two mainloops; _rsA: A through registers (a prologue).
     return absl::StrCat("sm90_", bm, "x", Define(l.source, "BN"), Define(l.source, "GEMM_PINGPONG") == "1" ? "_p" : "_c", Define(l.source, "CONSUMERS"), "x",
-                        Define(l.source, "WG_M"), "_s", Define(l.source, "STAGES"), "_g", l.grid[0]);
+                        Define(l.source, "WG_M"), "_s", Define(l.source, "STAGES"), "_g", l.grid[0],
+                        Define(l.source, "GEMM_DUAL") == "1" ? "_dual" : "",
+                        Define(l.source, "GEMM_PROLOGUE") == "1" ? "_rsA" : "");
   }
   if (!bm.empty()) {
+    const std::string split = Define(l.source, "GEMM_SPLIT_K");  // the generator's, or the template's default 1
     return absl::StrCat(bm, "x", Define(l.source, "BN"), "x", Define(l.source, "BK"), "_w", Define(l.source, "WARPS_M"),
-                        "x", Define(l.source, "WARPS_N"), "_s", Define(l.source, "STAGES"));
+                        "x", Define(l.source, "WARPS_N"), "_s", Define(l.source, "STAGES"),
+                        split.empty() || split == "1" ? "" : absl::StrCat("_k", split));
   }
   return absl::StrCat("g", l.grid[0], "x", l.grid[1], "x", l.grid[2], "_b", l.block[0] * l.block[1] * l.block[2],
                       "_smem", l.shared_bytes);
@@ -345,10 +358,17 @@ absl::StatusOr<Generated> Generate(const Node& node, KernelTable& table, bool ho
   return g;
 }
 
-// Generated launches with their pointer arguments bound to device buffers.
+// Generated launches with their pointer arguments bound to device buffers (and a
+// split-K launch's semaphores and scratch to a workspace of their own).
 class Bound {
  public:
   Bound(const Generated& g, const KernelTable& table, const std::map<std::string, void*>& buffers) {
+    for (const codegen::KernelLaunch& l : g.launches) {
+      if (absl::Status st = workspace_.ReserveFor(l); !st.ok()) {
+        std::fprintf(stderr, "kernel workspace: %s\n", std::string(st.message()).c_str());
+        std::exit(1);
+      }
+    }
     for (size_t i = 0; i < g.launches.size(); ++i) {
       const codegen::KernelLaunch& l = g.launches[i];
       auto launch = std::make_unique<Launch>();
@@ -361,7 +381,7 @@ class Bound {
           std::exit(1);
         }
         return it->second;
-      });
+      }, workspace_.view());
       if (!args.ok()) {
         std::fprintf(stderr, "launch arguments: %s\n", std::string(args.status().message()).c_str());
         std::exit(1);
@@ -387,8 +407,9 @@ class Bound {
   struct Launch {
     cudaKernel_t kernel;
     const codegen::KernelLaunch* l;
-    LaunchArgs args;  // pointers, then encoded tensor maps
+    LaunchArgs args;  // pointers, then encoded tensor maps, then the workspace's
   };
+  DeviceWorkspace workspace_;
   std::vector<std::unique_ptr<Launch>> launches_;
 };
 
@@ -503,7 +524,8 @@ class LtPlan {
 
 struct Options {
   std::vector<std::string> sets = {"squares", "transformer", "random"};
-  std::vector<Idiom> idioms = {std::begin(kAllIdioms), std::end(kAllIdioms)};
+  // The five idioms of issue 5 (bias_gelu_erf is asked for by name).
+  std::vector<Idiom> idioms = {Idiom::kGemm, Idiom::kBiasRelu, Idiom::kBiasGelu, Idiom::kReluGemm, Idiom::kDualGemm};
   int reps = 20;
   int warmup = 3;
   bool flush = true;
@@ -713,6 +735,7 @@ void PrintSummary(const std::vector<Row>& rows, const Options& o) {
 struct ProblemKernels {
   std::map<Idiom, absl::StatusOr<Generated>> kiln;
   absl::StatusOr<Generated> bias_relu = absl::UnknownError(""), bias_gelu = absl::UnknownError("");
+  absl::StatusOr<Generated> bias_gelu_erf = absl::UnknownError("");
   absl::StatusOr<Generated> relu_a = absl::UnknownError(""), add = absl::UnknownError("");
 };
 
@@ -732,8 +755,9 @@ ProblemKernels GenerateProblem(const Options& o, const Problem& p, KernelTable& 
     return Generate(*b->node, table, o.family == "sm90", o.sm_count, forced ? &*forced : nullptr);
   };
   for (Idiom i : o.idioms) pk.kiln.emplace(i, gen(KilnGroup(i, p.m, p.n, p.k)));
-  if (Has(o, Idiom::kBiasRelu)) pk.bias_relu = gen(BiasActGroup(false, p.m, p.n));
-  if (Has(o, Idiom::kBiasGelu)) pk.bias_gelu = gen(BiasActGroup(true, p.m, p.n));
+  if (Has(o, Idiom::kBiasRelu)) pk.bias_relu = gen(BiasActGroup(Idiom::kBiasRelu, p.m, p.n));
+  if (Has(o, Idiom::kBiasGelu)) pk.bias_gelu = gen(BiasActGroup(Idiom::kBiasGelu, p.m, p.n));
+  if (Has(o, Idiom::kBiasGeluErf)) pk.bias_gelu_erf = gen(BiasActGroup(Idiom::kBiasGeluErf, p.m, p.n));
   if (Has(o, Idiom::kReluGemm)) pk.relu_a = gen(ReluNode(p.m, p.k));
   if (Has(o, Idiom::kDualGemm)) pk.add = gen(AddNode(p.m, p.n));
   return pk;
@@ -913,6 +937,16 @@ int Main(Options o) {
           };
           break;
         }
+        case Idiom::kBiasGeluErf:
+          RequireOk(pk.bias_gelu_erf, "bias+GELU(erf)");
+          separate = std::make_unique<Bound>(*pk.bias_gelu_erf, table,
+                                             std::map<std::string, void*>{{"y", buf["tmp"]}, {"bias", buf["bias"]},
+                                                                          {"out", buf["ref"]}});
+          peer_a = [&] {
+            cublas(buf["a"], buf["b"], buf["tmp"], 0.f);
+            separate->Run(stream);
+          };
+          break;
         case Idiom::kReluGemm:
           RequireOk(pk.relu_a, "ReLU");
           separate = std::make_unique<Bound>(*pk.relu_a, table,
@@ -1003,13 +1037,15 @@ int Main(Options o) {
 
 constexpr char kUsage[] =
     "usage: kiln_gemm_bench [--set squares|transformer|random|all[,...]] [--smoke]\n"
-    "                       [--idioms gemm,bias_relu,bias_gelu,relu_gemm,dual_gemm] [--reps N] [--warmup N]\n"
+    "                       [--idioms gemm,bias_relu,bias_gelu,relu_gemm,dual_gemm,bias_gelu_erf] [--reps N]\n"
+    "                       [--warmup N]\n"
     "                       [--no-flush] [--seed S] [--count N] [--tol X] [--csv out.csv]\n"
     "                       [--compile-only [--arch sm_90a|sm_89|sm_86|sm_80]] [--family sm80|sm90]\n"
     "  --set      shape sets (default all): squares 1024..8192; transformer tokens {128..16384} x (N, K)\n"
     "             of BERT/GPT-2 layers; random: the seed protocol (--count problems, multiples of 128 up to\n"
     "             4096, drawn from --seed)\n"
     "  --smoke    three small problems instead (a quick check of the harness)\n"
+    "  --idioms   default: the first five; bias_gelu_erf (GELU's erf form) only when named\n"
     "  --reps     timed runs per measurement, the median is reported (default 20); --warmup (default 3)\n"
     "  --no-flush keep L2 warm between timed runs (default: flushed before every run)\n"
     "  --compile-only  generate and NVRTC-compile everything, print the compile time, no GPU needed\n"

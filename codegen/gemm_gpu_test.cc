@@ -12,14 +12,17 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "codegen/gpu_test_util.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
@@ -33,7 +36,7 @@
 namespace kiln::codegen {
 namespace {
 
-enum class Epi { kNone, kBiasRelu, kBiasGelu, kResidual, kScale };
+enum class Epi { kNone, kBiasRelu, kBiasGelu, kResidual, kScale, kBiasGeluTanh };
 const char* EpiName(Epi e) {
   switch (e) {
     case Epi::kNone: return "";
@@ -41,6 +44,7 @@ const char* EpiName(Epi e) {
     case Epi::kBiasGelu: return "_bias_gelu";
     case Epi::kResidual: return "_residual";
     case Epi::kScale: return "_scale";
+    case Epi::kBiasGeluTanh: return "_bias_gelu_tanh";
   }
   return "?";
 }
@@ -198,8 +202,10 @@ absl::StatusOr<Built> Build(const GemmCase& c, uint32_t seed) {
       last = add("Relu", {last});
       break;
     case Epi::kBiasGelu:
+    case Epi::kBiasGeluTanh:
       last = add("Add", {last, input("bias", {c.n}, c.dtype)});
       last = add("Gelu", {last});
+      if (c.epi == Epi::kBiasGeluTanh) members.back()->SetAttr("approximate", std::string("tanh"));
       break;
     case Epi::kResidual: last = add("Add", {input("residual", ys, c.dtype), last}); break;
     case Epi::kScale: last = add("Mul", {last, scalar("scale", 0.125f)}); break;
@@ -311,6 +317,67 @@ std::vector<GemmCase> Cases() {
   return cases;
 }
 
+// The sm90 family's cases: Cases() (the sm_80 table, of which it takes the aligned
+// ones), then forms only it needs more of: A-prologues (through registers) in every
+// layout at the 128-row tiles, batched and with partial tiles; dual mainloops with
+// aligned partial tiles, K1 != K2 with K tails in both, batched.
+std::vector<GemmCase> Sm90Cases() {
+  std::vector<GemmCase> cases = Cases();
+  const std::array<std::array<bool, 2>, 4> layouts = {{{false, false}, {true, false}, {false, true}, {true, true}}};
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    auto push = [&](GemmCase c) {
+      c.dtype = dt;
+      cases.push_back(c);
+    };
+    // GELU's tanh form, whose 16-bit results take tanh.approx (templates/pointwise.cuh).
+    for (const auto& l : layouts) {
+      push({dt, {}, 256, 512, 128, false, l[0], l[1], Epi::kBiasGeluTanh});
+    }
+    push({dt, {}, 1, 64, 8, false, false, true, Epi::kBiasGeluTanh});
+    push({dt, {3}, 65, 136, 72, true, false, false, Epi::kBiasGeluTanh});
+    for (Pro p : {Pro::kReluA, Pro::kRowScaleA}) {
+      for (const auto& l : layouts) {
+        if (!l[0] && !l[1]) continue;  // NN is in Cases()
+        GemmCase big{dt, {}, 1536, 1024, 256, false, l[0], l[1]};
+        big.pro = p;
+        push(big);
+      }
+    }
+    for (Pro p : {Pro::kReluA, Pro::kScaleBiasA, Pro::kRowScaleA}) {
+      for (const auto& l : {layouts[0], layouts[3]}) {
+        GemmCase batched{dt, {3}, 65, 136, 72, true, l[0], l[1], Epi::kBiasRelu};
+        batched.pro = p;
+        push(batched);
+      }
+      GemmCase gelu{dt, {}, 200, 264, 1000, false, true, false, Epi::kBiasGelu};
+      gelu.pro = p;
+      push(gelu);
+    }
+    const std::vector<std::array<bool, 4>> dlayouts = {
+        {false, false, false, false}, {true, true, false, true}, {true, false, true, true}};
+    for (const auto& l : dlayouts) {
+      for (Epi e : {Epi::kNone, Epi::kBiasGelu}) {
+        for (const std::array<int64_t, 4>& s : {std::array<int64_t, 4>{65, 136, 72, 24}, {128, 256, 1000, 200}}) {
+          GemmCase c{dt, {}, s[0], s[1], s[2], false, l[0], l[1], e};
+          c.dual = true;
+          c.k2 = s[3];
+          c.ta2 = l[2];
+          c.tb2 = l[3];
+          push(c);
+        }
+      }
+    }
+    for (bool bcast : {true, false}) {
+      GemmCase c{dt, {3}, 65, 136, 72, bcast, false, true, Epi::kResidual};
+      c.dual = true;
+      c.k2 = 40;
+      c.ta2 = true;
+      push(c);
+    }
+  }
+  return cases;
+}
+
 // op(A) * op(B) in fp32 on the CPU (the inputs widened exactly).
 absl::StatusOr<std::vector<float>> Float32Product(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   Graph g;
@@ -355,8 +422,18 @@ enum class Family { kSm80, kSm90 };
 void Generate(Generated& out, Select select, Family family = Family::kSm80, int* routed = nullptr) {
   uint32_t seed = 1;
   std::set<std::string> seen;
-  for (const GemmCase& c : Cases()) {
+  // KILN_GEMM_CASES="a|b": only the cases whose names contain one of the substrings
+  // (e.g. a compute-sanitizer run over a few forms).
+  const char* only = std::getenv("KILN_GEMM_CASES");
+  const std::vector<std::string> wanted =
+      only == nullptr ? std::vector<std::string>{} : std::vector<std::string>(absl::StrSplit(only, '|'));
+  for (const GemmCase& c : family == Family::kSm90 ? Sm90Cases() : Cases()) {
     seed += 10;
+    if (!wanted.empty() && std::none_of(wanted.begin(), wanted.end(), [&](const std::string& w) {
+          return c.Name().find(w) != std::string::npos;
+        })) {
+      continue;
+    }
     if (family == Family::kSm80 && select != Select::kAll && (c.m == 1536) != (select == Select::kFormsHeavy)) {
       continue;
     }
@@ -384,8 +461,10 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
           const size_t at = src.find(absl::StrCat("#define ", d, " "));
           return at == std::string::npos ? std::string("-") : src.substr(at, src.find('\n', at) - at);
         };
-        const std::string key = absl::StrCat(define("GEMM_BF16"), define("GEMM_TRANS_A"), define("GEMM_TRANS_B"),
-                                             define("BN"), define("CONSUMERS"), define("GEMM_TMA_STORE"), c.Kind());
+        const std::string key =
+            absl::StrCat(define("GEMM_BF16"), define("GEMM_TRANS_A"), define("GEMM_TRANS_B"), define("BN"),
+                         define("CONSUMERS"), define("GEMM_TMA_STORE"), define("GEMM_TRANS_A2"),
+                         define("GEMM_TRANS_B2"), c.Kind(), ProName(c.pro));
         if (!seen.insert(key).second) continue;
       }
     } else {
@@ -502,7 +581,17 @@ TEST(GemmCodegenTest, Sm90CompilesForSm90a) {
   absl::StatusOr<ModuleInspection> inspected = InspectModule(gen.kernels, "sm_90a");
   ASSERT_TRUE(inspected.ok()) << inspected.status();
   EXPECT_EQ(inspected->log.find("C7508"), std::string::npos) << inspected->log;
+  EXPECT_EQ(inspected->log.find("serialized"), std::string::npos) << inspected->log;
   EXPECT_NE(inspected->ptx.find("wgmma.mma_async"), std::string::npos);
+  // Dual groups and A-prologues are among the forms, the latter with the register-A
+  // wgmma (A a vector of four registers after the accumulators).
+  std::set<std::string> kinds;
+  for (const GemmCase& c : gen.cases) kinds.insert(c.Kind());
+  for (const char* kind : {"dual-matmul", "dual-matmul+epilogue", "prologue+matmul", "prologue+matmul+epilogue"}) {
+    EXPECT_TRUE(kinds.count(kind)) << kind;
+  }
+  EXPECT_NE(inspected->ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), std::string::npos);
+  EXPECT_NE(inspected->ptx.find("}, {%r"), std::string::npos);
   EXPECT_NE(inspected->ptx.find("cp.async.bulk.tensor.3d"), std::string::npos);
   for (const KernelResources& r : ParsePtxasResources(inspected->log)) {
     EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " spills (" << r.registers << " registers)";
@@ -529,6 +618,59 @@ TEST(GemmCodegenTest, Sm90LargeTilesDoNotSpill) {
       std::printf("%-60s %d registers, %lld bytes spilled\n", r.function.c_str(), r.registers,
                   static_cast<long long>(r.spill_store_bytes));
     }
+  }
+}
+
+// GELU's tanh form takes the hardware tanh (tanh.approx.f32) where its result is a
+// 16-bit value and keeps tanhf where it is fp32 (here after a Cast of the product),
+// in both GEMM families (one epilogue generator, codegen/ops/pointwise.cc).
+TEST(GemmCodegenTest, FastGeluOnlyForSixteenBitResults) {
+  auto epilogue_of = [](const KernelLaunch& l) { return l.source.substr(l.source.find("float kiln_epilogue(")); };
+  KernelOptions hopper;
+  hopper.gemm_template = true;
+  hopper.hopper = true;
+  KernelOptions sm80;
+  sm80.gemm_template = true;
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    absl::StatusOr<Built> b = Build(GemmCase{dt, {}, 64, 64, 64, false, false, false, Epi::kBiasGeluTanh}, 1);
+    ASSERT_TRUE(b.ok()) << b.status();
+    for (const KernelOptions& options : {hopper, sm80}) {
+      absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(*b->node, options);
+      ASSERT_TRUE(l.ok()) << l.status();
+      EXPECT_NE(epilogue_of((*l)[0]).find("kiln_gelu_tanh_fast("), std::string::npos) << (*l)[0].family;
+    }
+  }
+  Graph g;
+  auto input = [&](const std::string& name, DType dt, Shape shape) {
+    Value* v = g.AddValue(name);
+    v->SetType(dt, std::move(shape));
+    g.AddInput(v);
+    return v;
+  };
+  std::vector<Node*> members;
+  auto add = [&](const std::string& op, std::vector<Value*> ins) {
+    Value* out = g.AddValue(absl::StrCat(op, "_out"));
+    members.push_back(g.AddNode(op, ins, {out}, op));
+    return out;
+  };
+  Value* y = add("MatMul", {input("a", DType::kFloat16, {64, 64}), input("b", DType::kFloat16, {64, 64})});
+  y = add("Cast", {y});
+  members.back()->SetAttr("to", int64_t{1});
+  y = add("Add", {y, input("bias", DType::kFloat32, {64})});
+  y = add("Gelu", {y});
+  members.back()->SetAttr("approximate", std::string("tanh"));
+  g.AddOutput(y);
+  InferShapesOptions options;
+  options.fold_constants = false;
+  ASSERT_TRUE(InferShapes(g, options).ok());
+  absl::StatusOr<Node*> group = FormFusedGroup(g, members, "matmul+epilogue", members[0]);
+  ASSERT_TRUE(group.ok()) << group.status();
+  for (const KernelOptions& options : {hopper, sm80}) {
+    absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(**group, options);
+    ASSERT_TRUE(l.ok()) << l.status();
+    const std::string epilogue = epilogue_of((*l)[0]);
+    EXPECT_NE(epilogue.find("kiln_gelu_tanh("), std::string::npos) << (*l)[0].family << "\n" << epilogue;
+    EXPECT_EQ(epilogue.find("kiln_gelu_tanh_fast("), std::string::npos) << (*l)[0].family << "\n" << epilogue;
   }
 }
 
@@ -563,10 +705,22 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
     EXPECT_TRUE(ops::VerifySm90GemmConfig(c).ok()) << ops::Sm90GemmConfigString(c);
   }
   EXPECT_EQ(ops::PickSm90GemmConfig(4096, 4096, 4096, 1, 132).bn, 256);
+  EXPECT_TRUE(ops::PickSm90GemmConfig(2048, 768, 3072, 1, 132).pingpong);
+  // A through registers: cooperative tiles only (64x128 while one wave holds them).
+  for (auto [m, n, k, want] : {std::tuple<int64_t, int64_t, int64_t, const char*>{128, 768, 3072, "64x128 c1x1 s8"},
+                               {1024, 1024, 1024, "64x128 c1x1 s8"},
+                               {2048, 768, 3072, "128x128 c2x1 s4"},
+                               {2048, 768, 768, "128x128 c2x1 s4"},
+                               {8192, 4096, 1024, "128x256 c2x1 s3"}}) {
+    const ops::Sm90GemmConfig c = ops::PickSm90GemmConfig(m, n, k, 1, 132, /*register_a=*/true);
+    EXPECT_EQ(ops::Sm90GemmConfigString(c), want) << m << "x" << n << "x" << k;
+    EXPECT_TRUE(ops::VerifySm90GemmConfig(c).ok());
+  }
 }
 
-// With `hopper`, GenerateNodeKernels gives the sm90 family what it takes and the
-// sm_80 template the rest: rows that are not 16-byte aligned (TMA), prologues, dual.
+// With `hopper`, GenerateNodeKernels gives the sm90 family what it takes (dual groups
+// and A-prologues included) and the sm_80 template the rest: rows that are not 16-byte
+// aligned (TMA), prologues on B or loading fp32, with the reason in Sm90Eligible.
 TEST(GemmCodegenTest, Sm90Routing) {
   KernelOptions hopper;
   hopper.gemm_template = true;
@@ -579,15 +733,31 @@ TEST(GemmCodegenTest, Sm90Routing) {
   GemmCase dual{DType::kFloat16, {}, 64, 64, 64};
   dual.dual = true;
   dual.k2 = 32;
+  GemmCase dual_odd = dual;  // A2 [64, 9]: TMA cannot read it
+  dual_odd.k2 = 9;
   GemmCase pro{DType::kFloat16, {}, 64, 64, 64};
   pro.pro = Pro::kReluA;
+  GemmCase pro_t{DType::kBFloat16, {3}, 64, 136, 72, true, true, false, Epi::kBiasGelu};
+  pro_t.pro = Pro::kScaleBiasA;
+  GemmCase pro_b = pro;
+  pro_b.pro = Pro::kClipB;
+  GemmCase pro_both = pro;
+  pro_both.pro = Pro::kBoth;
+  GemmCase pro_f32 = pro;
+  pro_f32.pro = Pro::kCastA;
+  GemmCase pro_odd = pro;  // A [37, 65]
+  pro_odd.m = 37;
+  pro_odd.k = 65;
   for (const Route& r : {Route{GemmCase{DType::kFloat16, {}, 256, 512, 128}, "gemm_sm90", ""},
                          Route{GemmCase{DType::kBFloat16, {3}, 64, 136, 72, true, true, true, Epi::kBiasGelu},
                                "gemm_sm90", ""},
                          Route{GemmCase{DType::kFloat16, {}, 1, 64, 8}, "gemm_sm90", ""},
                          Route{GemmCase{DType::kFloat16, {}, 37, 129, 64}, "gemm_sm80", "multiple of 8"},
                          Route{GemmCase{DType::kFloat16, {}, 37, 128, 65}, "gemm_sm80", "multiple of 8"},
-                         Route{pro, "gemm_sm80", "prologue"}, Route{dual, "gemm_sm80", "dual"}}) {
+                         Route{pro, "gemm_sm90", ""}, Route{pro_t, "gemm_sm90", ""}, Route{dual, "gemm_sm90", ""},
+                         Route{pro_b, "gemm_sm80", "prologue on B"}, Route{pro_both, "gemm_sm80", "prologue on B"},
+                         Route{pro_f32, "gemm_sm80", "loading f32"},
+                         Route{pro_odd, "gemm_sm80", "multiple of 8"}, Route{dual_odd, "gemm_sm80", "multiple of 8"}}) {
     absl::StatusOr<Built> b = Build(r.c, 1);
     ASSERT_TRUE(b.ok()) << b.status();
     absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(*b->node, hopper);
@@ -597,8 +767,16 @@ TEST(GemmCodegenTest, Sm90Routing) {
     EXPECT_EQ(eligible.ok(), std::string(r.family) == "gemm_sm90") << r.c.Name();
     if (!eligible.ok()) EXPECT_NE(eligible.message().find(r.why), absl::string_view::npos) << eligible;
     if ((*l)[0].family == "gemm_sm90") {
-      EXPECT_EQ((*l)[0].tensor_maps.size(), 3u);  // A, B and C (TMA store: N % 8 == 0)
+      // A, B [, A2, B2] and C (TMA store: N % 8 == 0).
+      EXPECT_EQ((*l)[0].tensor_maps.size(), r.c.dual ? 5u : 3u);
       EXPECT_LE((*l)[0].grid[0], 132u);
+      const std::string& src = (*l)[0].source;
+      EXPECT_NE(src.find(absl::StrCat("#define GEMM_DUAL ", r.c.dual ? 1 : 0)), std::string::npos);
+      EXPECT_NE(src.find(absl::StrCat("#define GEMM_PROLOGUE ", r.c.pro != Pro::kNone ? 1 : 0)), std::string::npos);
+      if (r.c.pro == Pro::kScaleBiasA) {  // C, the prologue's bias, then the epilogue's
+        EXPECT_EQ((*l)[0].args.size(), 3u);
+        EXPECT_NE(src.find("struct kiln_prologue_a"), std::string::npos);
+      }
     }
     // Without `hopper` the sm_80 template takes everything.
     KernelOptions sm80;
@@ -757,7 +935,9 @@ void RunOnGpu(Family family) {
       KILN_CUDA_OK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(l.shared_bytes)));
     }
-    absl::StatusOr<LaunchArgs> args = LaunchArgs::Build(l, [&](int v) { return dev[v]; });
+    DeviceWorkspace workspace;  // a launch the heuristic splits (K over blockIdx.y) takes one
+    ASSERT_TRUE(workspace.ReserveFor(l).ok());
+    absl::StatusOr<LaunchArgs> args = LaunchArgs::Build(l, [&](int v) { return dev[v]; }, workspace.view());
     ASSERT_TRUE(args.ok()) << args.status();
     KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
                                   dim3(l.block[0], l.block[1], l.block[2]), args->params(), l.shared_bytes, nullptr));
@@ -819,6 +999,358 @@ TEST(GemmGpuTest, MatchesCpuReference) { RunOnGpu(Family::kSm80); }
 
 // The Hopper family on every case it takes (skips off sm_90a).
 TEST(GemmGpuTest, Sm90MatchesCpuReference) { RunOnGpu(Family::kSm90); }
+
+// ---------------------------------------------------------------------------------
+// Split-K (GEMM_SPLIT_K in codegen/templates/gemm_sm80.cuh): K over blockIdx.y, the
+// partials reduced in split order by the CTA that arrives last at its tile.
+
+struct SplitCase {
+  GemmCase c;
+  std::optional<ops::GemmConfig> config;  // forced; nullopt: the heuristic's (which splits)
+};
+
+ops::GemmConfig SplitConfig(int bm, int bn, int bk, int stages, int split) {
+  return ops::GemmConfig{bm, bn, bk, 2, 2, stages, split};
+}
+
+// Every group kind that splits (MatMul, matmul+epilogue with bias+GELU, bias+ReLU and
+// a residual, prologue+matmul[+epilogue]) in every layout; K not a multiple of
+// S * BK and rows not 16-byte aligned; M = 1; batched with B broadcast or not; 64x64,
+// 32x32x64 and 128x128 tiles; fp16 and bf16.
+std::vector<SplitCase> SplitCases() {
+  std::vector<SplitCase> out;
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    auto add = [&](GemmCase c, std::optional<ops::GemmConfig> config) {
+      c.dtype = dt;
+      out.push_back({c, config});
+    };
+    // BERT-base at 128 tokens, where the heuristic splits: FFN down (+ residual, k5) and
+    // M = 1 with B stored [N, K] (k6).
+    add({dt, {}, 128, 768, 3072}, std::nullopt);
+    add({dt, {}, 128, 768, 3072, false, false, false, Epi::kResidual}, std::nullopt);
+    add({dt, {}, 1, 768, 3072, false, false, true, Epi::kBiasGelu}, std::nullopt);
+    add({dt, {}, 128, 3072, 768, false, false, false, Epi::kBiasGelu}, SplitConfig(64, 64, 32, 4, 3));
+    // Odd shapes: 32 k tiles in splits of 11, 11, 10; 16 of 3 x 5 + 1; each layout.
+    add({dt, {}, 37, 129, 1000}, SplitConfig(64, 64, 32, 4, 3));
+    add({dt, {}, 37, 129, 999, false, true, false}, SplitConfig(32, 32, 64, 4, 6));
+    add({dt, {}, 37, 129, 999, false, false, true}, SplitConfig(64, 64, 32, 3, 5));
+    add({dt, {}, 37, 129, 999, false, true, true, Epi::kBiasRelu}, SplitConfig(64, 64, 32, 4, 2));
+    add({dt, {}, 1, 64, 520, false, false, true}, SplitConfig(64, 64, 32, 4, 4));  // 17 k tiles: 5, 5, 5, 2
+    // Batched: one semaphore and S partial tiles per (batch entry, tile).
+    add({dt, {3}, 65, 130, 700, true}, SplitConfig(64, 64, 32, 4, 4));
+    add({dt, {2, 3}, 33, 64, 480, false, false, false, Epi::kResidual}, SplitConfig(32, 32, 64, 4, 3));
+    // Prologues see absolute coordinates: the split does not change them.
+    GemmCase relu{dt, {}, 37, 129, 1000};
+    relu.pro = Pro::kReluA;
+    add(relu, SplitConfig(64, 64, 32, 4, 3));
+    GemmCase cast{dt, {}, 64, 136, 1000, false, false, false, Epi::kBiasGelu};
+    cast.pro = Pro::kCastA;
+    add(cast, SplitConfig(64, 64, 32, 4, 4));
+    // 128x128 tiles (128 accumulators a thread through the reduction).
+    add({dt, {}, 256, 256, 2048}, SplitConfig(128, 128, 32, 3, 4));
+  }
+  return out;
+}
+
+struct SplitGenerated {
+  std::vector<SplitCase> cases;
+  std::vector<Built> built;
+  std::vector<KernelLaunch> launches;
+  std::vector<ModuleKernel> kernels;
+};
+
+void GenerateSplit(SplitGenerated& out) {
+  uint32_t seed = 7;
+  for (const SplitCase& sc : SplitCases()) {
+    seed += 10;
+    absl::StatusOr<Built> b = Build(sc.c, seed);
+    ASSERT_TRUE(b.ok()) << sc.c.Name() << ": " << b.status();
+    absl::StatusOr<std::vector<KernelLaunch>> l =
+        ops::GenerateMatMulGroup(*b->node, sc.config.has_value() ? &*sc.config : nullptr);
+    ASSERT_TRUE(l.ok()) << sc.c.Name() << ": " << l.status();
+    ASSERT_EQ(l->size(), 1u);
+    const KernelLaunch& launch = (*l)[0];
+    ASSERT_GT(launch.grid[1], 1u) << sc.c.Name() << ": not split";
+    out.cases.push_back(sc);
+    out.kernels.push_back({absl::StrCat("kiln_gemm_split_", sc.c.Name()), launch.source});
+    out.launches.push_back(launch);
+    out.built.push_back(*std::move(b));
+  }
+}
+
+TEST(GemmCodegenTest, SplitKConfigStringsVerifierAndHeuristic) {
+  // Strings: " kS" after the stages when split; old strings parse as unsplit.
+  for (const char* text : {"64x128x32 w2x2 s3 k4", "128x128x32 w2x2 s3", "32x32x64 w2x2 s4 k32"}) {
+    absl::StatusOr<ops::GemmConfig> c = ops::ParseGemmConfig(text);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(ops::GemmConfigString(*c), text);
+  }
+  EXPECT_EQ(ops::ParseGemmConfig("128x128x32 w2x2 s3")->split_k, 1);
+  EXPECT_EQ(ops::ParseGemmConfig("64x128x32 w2x2 s3 k4")->split_k, 4);
+  for (const char* bad : {"64x64x32 w2x2 s4 k0", "64x64x32 w2x2 s4 x4", "64x64x32 w2x2 s4 k", "64x64x32 w2x2 s4 k2 k2"}) {
+    EXPECT_FALSE(ops::ParseGemmConfig(bad).ok()) << bad;
+  }
+  EXPECT_FALSE(ops::GemmConfig{} == SplitConfig(128, 128, 32, 3, 2));
+
+  // Verifier: every split needs a k tile; no split of a dual kernel; S <= 32.
+  ops::GemmVariant k8;
+  k8.mainloops[0].k = 8;
+  EXPECT_TRUE(ops::VerifyGemmConfig(SplitConfig(64, 64, 32, 4, 1), k8).ok());
+  const absl::Status k8_split = ops::VerifyGemmConfig(SplitConfig(64, 64, 32, 4, 2), k8);
+  EXPECT_NE(k8_split.message().find("without one"), absl::string_view::npos) << k8_split;
+  ops::GemmVariant k100;  // 4 k tiles of 32: 2 splits of 2 fit, 3 of 2 leave one empty
+  k100.mainloops[0].k = 100;
+  EXPECT_TRUE(ops::VerifyGemmConfig(SplitConfig(64, 64, 32, 4, 2), k100).ok());
+  EXPECT_TRUE(ops::VerifyGemmConfig(SplitConfig(64, 64, 32, 4, 4), k100).ok());
+  EXPECT_FALSE(ops::VerifyGemmConfig(SplitConfig(64, 64, 32, 4, 3), k100).ok());
+  EXPECT_FALSE(ops::VerifyGemmConfig(SplitConfig(64, 64, 32, 4, 5), k100).ok());
+  EXPECT_TRUE(ops::VerifyGemmConfig(SplitConfig(64, 64, 32, 4, 3)).ok());  // K unknown
+  EXPECT_FALSE(ops::VerifyGemmConfig(SplitConfig(64, 64, 32, 4, 33)).ok());
+  EXPECT_FALSE(ops::VerifyGemmConfig(SplitConfig(64, 64, 32, 4, 0)).ok());
+  ops::GemmVariant dual;
+  dual.mainloops.resize(2);
+  EXPECT_NE(ops::VerifyGemmConfig(SplitConfig(64, 64, 32, 4, 2), dual).message().find("dual"),
+            absl::string_view::npos);
+
+  // PickGemmSplitK (132 SMs unless named): split when the tiles fill at most half the
+  // SMs, S = min(SMs / tiles, k tiles / 16), then the fewest splits of the same length.
+  const ops::GemmConfig t64 = SplitConfig(64, 64, 32, 4, 1);
+  EXPECT_EQ(ops::PickGemmSplitK(t64, 128, 768, 3072, 1), 5);   // 24 tiles, 96 k tiles: 5 x 20 (BERT FFN down)
+  EXPECT_EQ(ops::PickGemmSplitK(t64, 128, 768, 768, 1), 1);    // 24 k tiles: too short (attention out)
+  EXPECT_EQ(ops::PickGemmSplitK(t64, 128, 768, 768, 1, 0, 4), 5);  // the candidates' 4: 5 x 5
+  EXPECT_EQ(ops::PickGemmSplitK(t64, 128, 3072, 768, 1), 1);   // 96 tiles (FFN up)
+  EXPECT_EQ(ops::PickGemmSplitK(t64, 128, 768, 3072, 3), 1);   // a batch of 3: 72 tiles
+  EXPECT_EQ(ops::PickGemmSplitK(t64, 512, 768, 3072, 1), 1);   // 96 tiles
+  EXPECT_EQ(ops::PickGemmSplitK(t64, 1, 768, 3072, 1), 6);     // 12 tiles: min(11, 6) x 16
+  EXPECT_EQ(ops::PickGemmSplitK(t64, 49, 512, 4608, 1), 9);    // 8 tiles: min(16, 9) x 16
+  EXPECT_EQ(ops::PickGemmSplitK(t64, 128, 768, 3072, 1, 108), 4);  // an A100's 108 SMs: 4 x 24
+  EXPECT_EQ(ops::PickGemmSplitK(t64, 1, 64, 8, 1), 1);         // K = 8: one k tile
+  EXPECT_EQ(ops::PickGemmSplitK(t64, 1, 64, 992, 1), 1);       // 31 k tiles: fewer than 2 x 16
+  EXPECT_EQ(ops::PickGemmSplitK(t64, 1, 64, 1024, 1), 2);
+  EXPECT_EQ(ops::PickGemmSplitK(t64, 1, 64, 65536, 1), 32);    // at most kGemmMaxSplitK
+  EXPECT_EQ(ops::PickGemmSplitK(t64, 1, 64, 2000, 1, 0, 4), 13);  // 63 k tiles: 15 by count, 5 each: 13 splits
+  // HeuristicGemmConfig: the split when it fills at least half the SMs, else 32x32x64
+  // tiles for an under-filled grid; 64x64 (or 128x128) once the tiles fill the GPU.
+  auto heuristic = [](int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
+    ops::GemmProblem p;
+    p.m = m;
+    p.n = n;
+    p.k = {k};
+    p.batch = batch;
+    p.variant.mainloops[0].k = k;
+    return ops::GemmConfigString(ops::HeuristicGemmConfig(p));
+  };
+  EXPECT_EQ(heuristic(128, 768, 3072), "64x64x32 w2x2 s4 k5");   // 120 CTAs
+  EXPECT_EQ(heuristic(128, 1024, 4096), "64x64x32 w2x2 s4 k4");  // 128 CTAs
+  EXPECT_EQ(heuristic(1, 768, 3072), "64x64x32 w2x2 s4 k6");     // 72 CTAs
+  EXPECT_EQ(heuristic(128, 768, 768), "32x32x64 w2x2 s4");       // too short to split: 96 small tiles
+  EXPECT_EQ(heuristic(128, 1024, 1024), "32x32x64 w2x2 s4");     // k2 would give 64 CTAs of 132
+  EXPECT_EQ(heuristic(128, 3072, 768), "64x64x32 w2x2 s4");      // 96 tiles
+  EXPECT_EQ(heuristic(128, 768, 768, 3), "64x64x32 w2x2 s4");    // 72 tiles
+  EXPECT_EQ(heuristic(4096, 4096, 1024), "128x128x32 w2x2 s3");
+  ops::GemmProblem bert;
+  bert.m = 128;
+  bert.n = 768;
+  bert.k = {3072};
+  bert.variant.mainloops[0].k = 3072;
+  ops::GemmProblem bert_dual = bert;
+  bert_dual.k = {3072, 768};
+  bert_dual.variant.mainloops.resize(2);
+  EXPECT_EQ(ops::HeuristicGemmConfig(bert_dual).split_k, 1);
+  // Candidates: the heuristic's (split) first, then unsplit tiles, then split forms.
+  const std::vector<ops::GemmConfig> cands = ops::GemmCandidateConfigs(bert);
+  int split = 0;
+  for (const ops::GemmConfig& c : cands) {
+    EXPECT_TRUE(ops::VerifyGemmConfig(c, bert.variant).ok()) << ops::GemmConfigString(c);
+    split += c.split_k > 1;
+  }
+  EXPECT_EQ(cands[0].split_k, 5);
+  EXPECT_GE(split, 4);
+  EXPECT_LE(split, ops::kGemmMaxSplitCandidates + 1);
+  ops::GemmProblem large = bert;
+  large.m = 8192;
+  for (const ops::GemmConfig& c : ops::GemmCandidateConfigs(large)) EXPECT_EQ(c.split_k, 1);
+}
+
+// The generated launch: grid (tiles, S, batch), the workspace sizes, the #define and
+// the two workspace parameters; a split that leaves a split without K is refused.
+TEST(GemmCodegenTest, SplitKLaunches) {
+  absl::StatusOr<Built> bert = Build(GemmCase{DType::kFloat16, {}, 128, 768, 3072, false, false, false,
+                                              Epi::kBiasGelu}, 1);
+  ASSERT_TRUE(bert.ok()) << bert.status();
+  KernelOptions options;
+  options.gemm_template = true;
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*bert->node, options);
+  ASSERT_TRUE(l.ok()) << l.status();
+  const KernelLaunch& k = (*l)[0];
+  EXPECT_EQ(k.grid, (std::array<uint32_t, 3>{24, 5, 1}));
+  EXPECT_EQ(k.semaphores, 24u);
+  EXPECT_EQ(k.scratch_bytes, 24u * 5 * 64 * 64 * 4);
+  EXPECT_NE(k.source.find("#define GEMM_SPLIT_K 5\n"), std::string::npos);
+  EXPECT_NE(k.source.find("unsigned int* __restrict__ kiln_semaphores, float* __restrict__ kiln_scratch"),
+            std::string::npos);
+  EXPECT_EQ(k.args, (std::vector<int>{0, 1, 2, 3}));  // C, A, B, bias: the workspace is not a tensor
+
+  // Batched: per (batch, tile).
+  absl::StatusOr<Built> batched = Build(GemmCase{DType::kBFloat16, {3}, 65, 130, 700, true}, 1);
+  ASSERT_TRUE(batched.ok());
+  const ops::GemmConfig four = SplitConfig(64, 64, 32, 4, 4);
+  absl::StatusOr<std::vector<KernelLaunch>> b = ops::GenerateMatMulGroup(*batched->node, &four);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)[0].grid, (std::array<uint32_t, 3>{6, 4, 3}));
+  EXPECT_EQ((*b)[0].semaphores, 18u);
+  EXPECT_EQ((*b)[0].scratch_bytes, 18u * 4 * 64 * 64 * 4);
+
+  // Unsplit launches have no workspace and their sources do not mention it.
+  absl::StatusOr<Built> big = Build(GemmCase{DType::kFloat16, {}, 1024, 768, 768}, 1);
+  ASSERT_TRUE(big.ok());
+  absl::StatusOr<std::vector<KernelLaunch>> u = ops::GenerateMatMulGroup(*big->node);
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ((*u)[0].grid[1], 1u);
+  EXPECT_EQ((*u)[0].semaphores, 0u);
+  EXPECT_EQ((*u)[0].scratch_bytes, 0u);
+  EXPECT_NE((*u)[0].source.find("#define STAGES 4\n#define GEMM_OUT_T "), std::string::npos);  // no GEMM_SPLIT_K
+
+  // K = 8 (one k tile): a forced split is refused, the heuristic does not split.
+  absl::StatusOr<Built> k8 = Build(GemmCase{DType::kFloat16, {}, 1, 64, 8}, 1);
+  ASSERT_TRUE(k8.ok());
+  const ops::GemmConfig two = SplitConfig(64, 64, 32, 4, 2);
+  const absl::Status refused = ops::GenerateMatMulGroup(*k8->node, &two).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("K = 8"), absl::string_view::npos) << refused;
+  EXPECT_EQ((*ops::GenerateMatMulGroup(*k8->node))[0].grid[1], 1u);
+  // A dual group is never split.
+  GemmCase dual{DType::kFloat16, {}, 128, 768, 3072};
+  dual.dual = true;
+  dual.k2 = 3072;
+  absl::StatusOr<Built> d = Build(dual, 1);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ((*ops::GenerateMatMulGroup(*d->node))[0].grid[1], 1u);
+  EXPECT_EQ(ops::GenerateMatMulGroup(*d->node, &two).status().code(), absl::StatusCode::kInvalidArgument);
+  // Scratch beyond kGemmMaxScratchBytes: refused for a forced config.
+  absl::StatusOr<Built> huge = Build(GemmCase{DType::kFloat16, {}, 4096, 4096, 1024}, 1);  // 1024 tiles x 32 x 64 KiB
+  ASSERT_TRUE(huge.ok());
+  const ops::GemmConfig wide = SplitConfig(128, 128, 32, 3, 32);
+  const absl::Status scratch = ops::GenerateMatMulGroup(*huge->node, &wide).status();
+  EXPECT_NE(scratch.message().find("bytes of scratch"), absl::string_view::npos) << scratch;
+}
+
+// Every split form compiles for sm_80 and sm_90a without spills (the reduction keeps
+// the partial sums of one fragment at a time).
+TEST(GemmCodegenTest, SplitKCompilesWithoutSpills) {
+  SplitGenerated gen;
+  ASSERT_NO_FATAL_FAILURE(GenerateSplit(gen));
+  std::vector<ModuleKernel> kernels;
+  int bf16 = 0;
+  for (size_t i = 0; i < gen.cases.size(); ++i) {
+    // Every fp16 case, and the first three bf16 ones (registers do not depend on it).
+    if (gen.cases[i].c.dtype == DType::kFloat16 || bf16++ < 3) kernels.push_back(gen.kernels[i]);
+  }
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    absl::StatusOr<ModuleInspection> inspected = InspectModule(kernels, arch);
+    ASSERT_TRUE(inspected.ok()) << arch << ": " << inspected.status();
+    const std::vector<KernelResources> resources = ParsePtxasResources(inspected->log);
+    EXPECT_EQ(resources.size(), kernels.size()) << arch;
+    for (const KernelResources& r : resources) {
+      EXPECT_EQ(r.spill_store_bytes, 0) << arch << " " << r.function << " spills (" << r.registers << " registers)";
+      if (std::getenv("KILN_GEMM_TEST_VERBOSE") != nullptr) {
+        std::printf("%s %-60s %d registers\n", arch, r.function.c_str(), r.registers);
+      }
+    }
+    EXPECT_NE(inspected->ptx.find("atom.global.add.u32"), std::string::npos) << arch;
+    EXPECT_NE(inspected->ptx.find("ld.global.cg.v4.f32"), std::string::npos) << arch;
+  }
+  std::printf("compiled %zu split-K GEMM kernels for sm_80 and sm_90a\n", kernels.size());
+}
+
+// On the GPU: every split case against the CPU reference, each launched twice on one
+// workspace shared by all cases (as a session's): the same bits both times, and the
+// semaphores back at zero after every launch.
+TEST(GemmGpuTest, SplitKMatchesCpuReferenceAndRepeats) {
+  KILN_ARCH_OR_SKIP(arch);
+  SplitGenerated gen;
+  ASSERT_NO_FATAL_FAILURE(GenerateSplit(gen));
+  absl::StatusOr<std::vector<std::string>> cubins = CompileModules(gen.kernels, arch, kPerModule);
+  ASSERT_TRUE(cubins.ok()) << cubins.status();
+  std::vector<cudaLibrary_t> libs(cubins->size());
+  for (size_t i = 0; i < cubins->size(); ++i) {
+    KILN_CUDA_OK(cudaLibraryLoadData(&libs[i], (*cubins)[i].data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  }
+  DeviceWorkspace workspace;
+  for (const KernelLaunch& l : gen.launches) ASSERT_TRUE(workspace.ReserveFor(l).ok());
+  int failures = 0;
+  float worst_f16 = 0, worst_bf16 = 0;
+  for (size_t ci = 0; ci < gen.cases.size(); ++ci) {
+    const std::string name = gen.cases[ci].c.Name();
+    SCOPED_TRACE(name);
+    const Node& node = *gen.built[ci].node;
+    const KernelLaunch& l = gen.launches[ci];
+    std::vector<void*> dev(1 + node.num_inputs(), nullptr);
+    const Value* y = node.output(0);
+    const size_t ybytes = y->numel() * DTypeSize(y->dtype());
+    KILN_CUDA_OK(cudaMalloc(&dev[0], ybytes));
+    std::vector<Tensor> in_tensors;
+    std::vector<const Tensor*> ref_in;
+    for (int i = 0; i < node.num_inputs(); ++i) {
+      const Value* v = node.input(i);
+      in_tensors.push_back(v->is_constant() ? v->constant() : gen.built[ci].feeds.at(v->name()));
+    }
+    for (int i = 0; i < node.num_inputs(); ++i) {
+      const Tensor& t = in_tensors[i];
+      ref_in.push_back(&t);
+      KILN_CUDA_OK(cudaMalloc(&dev[1 + i], std::max<size_t>(1, t.nbytes())));
+      KILN_CUDA_OK(cudaMemcpy(dev[1 + i], t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice));
+    }
+    cudaKernel_t kernel;
+    KILN_CUDA_OK(cudaLibraryGetKernel(&kernel, libs[ci / kPerModule], gen.kernels[ci].function.c_str()));
+    if (l.shared_bytes > 48 * 1024) {
+      KILN_CUDA_OK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(l.shared_bytes)));
+    }
+    absl::StatusOr<LaunchArgs> args = LaunchArgs::Build(l, [&](int v) { return dev[v]; }, workspace.view());
+    ASSERT_TRUE(args.ok()) << args.status();
+    Tensor runs[2] = {Tensor(y->dtype(), y->shape()), Tensor(y->dtype(), y->shape())};
+    for (Tensor& got : runs) {
+      KILN_CUDA_OK(cudaMemset(dev[0], 0xA5, ybytes));
+      KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
+                                    dim3(l.block[0], l.block[1], l.block[2]), args->params(), l.shared_bytes,
+                                    nullptr));
+      KILN_CUDA_OK(cudaGetLastError());
+      KILN_CUDA_OK(cudaDeviceSynchronize());
+      KILN_CUDA_OK(cudaMemcpy(got.mutable_raw_data(), dev[0], ybytes, cudaMemcpyDeviceToHost));
+      std::vector<uint32_t> sems(l.semaphores);
+      KILN_CUDA_OK(cudaMemcpy(sems.data(), workspace.view().semaphores, sems.size() * sizeof(uint32_t),
+                              cudaMemcpyDeviceToHost));
+      EXPECT_EQ(std::count(sems.begin(), sems.end(), 0u), static_cast<long>(sems.size())) << "semaphores left set";
+    }
+    EXPECT_EQ(std::memcmp(runs[0].raw_data(), runs[1].raw_data(), ybytes), 0) << "two launches differ";
+    absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, ref_in);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    const std::vector<float> g = runs[0].ToFloat(), w = (*ref)[0].ToFloat();
+    float worst = 0.f;
+    size_t worst_i = 0;
+    for (size_t i = 0; i < w.size(); ++i) {
+      const float err = std::isnan(g[i]) ? INFINITY : std::fabs(g[i] - w[i]) / std::max(1.f, std::fabs(w[i]));
+      if (err > worst) {
+        worst = err;
+        worst_i = i;
+      }
+    }
+    const float tol = y->dtype() == DType::kFloat16 ? 2e-2f : 6e-2f;
+    const bool ok = worst <= tol;
+    EXPECT_TRUE(ok) << name << ": max scaled |err| " << worst << " at " << worst_i << " (got " << g[worst_i]
+                    << ", want " << w[worst_i] << ")";
+    failures += !ok;
+    float& dtype_worst = y->dtype() == DType::kFloat16 ? worst_f16 : worst_bf16;
+    dtype_worst = std::max(dtype_worst, worst);
+    std::printf("%-56s grid %u x %u x %u: max scaled err %.3g %s\n", name.c_str(), l.grid[0], l.grid[1], l.grid[2],
+                worst, ok ? "ok" : "FAIL");
+    for (void* p : dev) cudaFree(p);
+  }
+  for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
+  std::printf("ran %zu split-K GEMM cases twice on %s (%s): %d failing; worst scaled err %.3g (f16), %.3g (bf16)\n",
+              gen.cases.size(), test::DeviceName().c_str(), arch.c_str(), failures, worst_f16, worst_bf16);
+}
 
 }  // namespace
 }  // namespace kiln::codegen

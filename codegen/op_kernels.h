@@ -22,6 +22,20 @@
 // template defines (no CUDA headers: see codegen/templates/gemm_sm90.cuh). The host
 // encodes each map from its TensorMapSpec and the tensor's address
 // (runtime/tensor_map.h), once per session (buffer addresses are fixed then).
+//
+// Workspace. A launch with `semaphores` > 0 or `scratch_bytes` > 0 takes two more
+// parameters after the tensor maps (both, whichever is non-zero),
+//   unsigned int* kiln_semaphores, float* kiln_scratch
+// (the kernel may declare the scratch pointer with another pointee type). The
+// semaphores are `semaphores` uint32 counters that are zero when the kernel starts
+// and that it must leave zero when it ends; the scratch is `scratch_bytes` bytes,
+// 256-byte aligned, with no content guarantee. The runner (runtime/gpu_executor.h:
+// per session) gives every launch the same two areas, each sized for the largest
+// request among its launches and separate from any library's workspace: launches
+// on one stream run in order, so they never use the areas at the same time, and a
+// CUDA graph replays them as they were captured because the semaphores come back to
+// zero. A pointer whose area has size zero may be null. Split-K GEMMs use both
+// (codegen/templates/gemm_sm80.cuh).
 #pragma once
 
 #include <array>
@@ -57,6 +71,9 @@ struct KernelLaunch {
   uint32_t shared_bytes = 0;
   std::vector<int> args;
   std::vector<TensorMapSpec> tensor_maps;  // kernel parameters after the pointers
+  // Workspace (see "Workspace" above): zeroed uint32 counters, scratch bytes.
+  uint32_t semaphores = 0;
+  uint64_t scratch_bytes = 0;
   // The kernel family that generated it, for reports: "gemm_sm80", "gemm_sm90", or
   // "" for the others.
   std::string family;

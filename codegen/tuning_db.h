@@ -12,7 +12,8 @@
 // tab-separated fields:
 //   arch dtype M N K batch layout signature config tuned_ms heuristic_config heuristic_ms device
 // e.g. "sm_90a f16 128 768 768 1 NN matmul+epilogue[MatMul,Add,Add]#5f1c... 64x32x32 w2x1 s4 0.0061
-//       64x64x32 w2x2 s4 0.0083 NVIDIA H100 80GB HBM3" (K of a dual-matmul: "768+3072").
+//       64x64x32 w2x2 s4 0.0083 NVIDIA H100 80GB HBM3" (K of a dual-matmul: "768+3072"; a
+// split-K config ends in " kS": "64x64x32 w2x2 s4 k5", ops::GemmConfigString).
 // A line that does not parse is skipped with a warning naming the file and line (the
 // rest of the file is used). Save() rewrites the file atomically (temporary file in
 // the same directory, then rename) under an advisory lock (flock on `<path>.lock`)

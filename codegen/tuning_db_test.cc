@@ -151,10 +151,20 @@ TEST(GemmProblemTest, CandidatesVerifyAndStartWithTheHeuristic) {
         EXPECT_LT(c[i].bn, 2 * ((n + 15) / 16 * 16)) << ops::GemmConfigString(c[i]);
       }
     }
+    int split = 0;
+    for (const GemmConfig& x : c) split += x.split_k > 1;
     if (m >= 4096) {
       EXPECT_GE(c.size(), 12u);
+      EXPECT_EQ(split, 0);  // 4096 tiles of 64x64: the GPU is full
     }
-    EXPECT_LE(c.size(), 16u);
+    if (m == 128) {
+      // 24 tiles of 64x64 on 132 SMs but only 24 k tiles: the heuristic takes 32x32x64
+      // tiles; the candidates try splits of at least 4 k tiles.
+      EXPECT_EQ(ops::GemmConfigString(c[0]), "32x32x64 w2x2 s4");
+      EXPECT_GE(split, 2);
+    }
+    EXPECT_LE(split, ops::kGemmMaxSplitCandidates + 1);
+    EXPECT_LE(c.size(), 16u + ops::kGemmMaxSplitCandidates);
   }
 }
 
@@ -169,7 +179,7 @@ TEST(GemmProblemTest, CandidatesCompile) {
     ASSERT_TRUE(launches.ok()) << ops::GemmConfigString(c) << ": " << launches.status();
     ASSERT_EQ(launches->size(), 1u);
     EXPECT_EQ((*launches)[0].block[0], static_cast<uint32_t>(c.warps_m * c.warps_n * 32));
-    kernels.push_back({absl::StrCat("cand", kernels.size(), "_", c.bm, "x", c.bn, "x", c.bk, "_w", c.warps_m, "x", c.warps_n, "_s", c.stages), (*launches)[0].source});
+    kernels.push_back({absl::StrCat("cand", kernels.size(), "_", c.bm, "x", c.bn, "x", c.bk, "_w", c.warps_m, "x", c.warps_n, "_s", c.stages, "_k", c.split_k), (*launches)[0].source});
   }
   EXPECT_GE(kernels.size(), 12u);
   auto module = InspectModule(kernels, "sm_80");
@@ -190,30 +200,45 @@ TEST(GemmConfigStringTest, RoundTripsAndRejectsGarbage) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(*back == c);
   for (const char* bad : {"", "128x64 w2x2 s3", "128x64x32 w2x2", "128x64x32 2x2 s3", "128x64x32 w2x2 s0",
-                          "axbxc w1x1 s2", "128x64x32 w2x2 s3 extra", "-64x64x32 w2x2 s3"}) {
+                          "axbxc w1x1 s2", "128x64x32 w2x2 s3 extra", "-64x64x32 w2x2 s3", "64x64x32 w2x2 s4 k0",
+                          "64x64x32 w2x2 s4 k-2", "64x64x32 w2x2 s4 k3 k3"}) {
     EXPECT_FALSE(ops::ParseGemmConfig(bad).ok()) << bad;
   }
+  // Split-K: " kS" after the stages, only when S > 1 (so unsplit strings are as before).
+  const GemmConfig split{64, 64, 32, 2, 2, 4, 5};
+  EXPECT_EQ(ops::GemmConfigString(split), "64x64x32 w2x2 s4 k5");
+  absl::StatusOr<GemmConfig> split_back = ops::ParseGemmConfig("64x64x32 w2x2 s4 k5");
+  ASSERT_TRUE(split_back.ok()) << split_back.status();
+  EXPECT_TRUE(*split_back == split);
+  EXPECT_FALSE(*split_back == (GemmConfig{64, 64, 32, 2, 2, 4}));
+  EXPECT_EQ(ops::ParseGemmConfig("64x64x32 w2x2 s4 k1")->split_k, 1);
+  EXPECT_EQ(ops::GemmConfigString(*ops::ParseGemmConfig("64x64x32 w2x2 s4 k1")), "64x64x32 w2x2 s4");
 }
 
 TEST(TuningDbTest, RoundTrip) {
   const std::string path = TestPath("round_trip.tsv");
   const TuningKey a = KeyOf(MakeGroup("f16", 128, 768, 768, "Relu", false));
   const TuningKey b = KeyOf(MakeGroup("bf16", 256, 512, 64, "Gelu", true));
+  const TuningKey c = KeyOf(MakeGroup("f16", 1, 768, 3072, "Relu", false));
   {
     TuningDb db(path);
     ASSERT_TRUE(db.Load().ok());  // no file yet: empty
     EXPECT_EQ(db.size(), 0u);
     db.Put(Entry(a, GemmConfig{32, 64, 32, 1, 2, 4}, 0.0123));
     db.Put(Entry(b, GemmConfig{128, 128, 32, 2, 4, 3}, 1.5));
+    db.Put(Entry(c, GemmConfig{64, 64, 32, 2, 2, 4, 11}, 0.02));  // split-K
     ASSERT_TRUE(db.Save().ok());
   }
   const std::string text = Slurp(path);
   EXPECT_TRUE(absl::StartsWith(text, "# kiln tuning database v1")) << text;
   EXPECT_THAT(text, HasSubstr("\t32x64x32 w1x2 s4\t0.0123\t64x64x32 w2x2 s4\t0.0246\tTest GPU\n"));
+  EXPECT_THAT(text, HasSubstr("\t64x64x32 w2x2 s4 k11\t0.02\t64x64x32 w2x2 s4\t0.04\tTest GPU\n"));
   TuningDb db(path);
   ASSERT_TRUE(db.Load().ok());
   EXPECT_TRUE(db.warnings().empty());
-  ASSERT_EQ(db.size(), 2u);
+  ASSERT_EQ(db.size(), 3u);
+  ASSERT_NE(db.Find(c), nullptr);
+  EXPECT_TRUE(db.Find(c)->config == (GemmConfig{64, 64, 32, 2, 2, 4, 11}));
   const TuningEntry* e = db.Find(a);
   ASSERT_NE(e, nullptr);
   EXPECT_TRUE(e->config == (GemmConfig{32, 64, 32, 1, 2, 4}));
@@ -331,8 +356,9 @@ TEST(TuningDbTest, GenerationUsesTheDatabaseConfig) {
   auto heuristic = GenerateMatMulGroupWithDb(*b.group, "sm_80", &db, &choice);
   ASSERT_TRUE(heuristic.ok()) << heuristic.status();
   EXPECT_FALSE(choice.from_db);
-  EXPECT_EQ(choice.Describe(), "64x64x32 w2x2 s4 (heuristic)");
-  EXPECT_THAT((*heuristic)[0].source, HasSubstr("#define BM 64\n#define BN 64\n"));
+  EXPECT_EQ(choice.Describe(), "32x32x64 w2x2 s4 (heuristic)");  // 24 tiles of 64x64: smaller ones
+  EXPECT_THAT((*heuristic)[0].source, HasSubstr("#define BM 32\n#define BN 32\n"));
+  EXPECT_EQ((*heuristic)[0].grid[1], 1u);
 
   db.Put(Entry(key, GemmConfig{32, 64, 32, 1, 2, 4}, 1));
   auto tuned = GenerateMatMulGroupWithDb(*b.group, "sm_80", &db, &choice);
@@ -349,12 +375,24 @@ TEST(TuningDbTest, GenerationUsesTheDatabaseConfig) {
   ASSERT_TRUE(other_arch.ok());
   EXPECT_FALSE(choice.from_db);
 
-  // An entry the verifier rejects (too much shared memory): the heuristic.
-  db.Put(Entry(key, GemmConfig{256, 256, 64, 2, 2, 8}, 1));
-  auto rejected = GenerateMatMulGroupWithDb(*b.group, "sm_80", &db, &choice);
-  ASSERT_TRUE(rejected.ok()) << rejected.status();
-  EXPECT_FALSE(choice.from_db);
-  EXPECT_EQ((*rejected)[0].source, (*heuristic)[0].source);
+  // A split-K entry: its grid and workspace.
+  db.Put(Entry(key, GemmConfig{32, 64, 32, 1, 2, 4, 3}, 1));
+  auto split = GenerateMatMulGroupWithDb(*b.group, "sm_80", &db, &choice);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_TRUE(choice.from_db);
+  EXPECT_EQ(choice.Describe(), "32x64x32 w1x2 s4 k3 (tuning database)");
+  EXPECT_EQ((*split)[0].grid, (std::array<uint32_t, 3>{4 * 12, 3, 1}));
+  EXPECT_EQ((*split)[0].semaphores, 48u);
+
+  // Entries the verifier rejects (too much shared memory; 32 splits of K = 768, 24 k
+  // tiles): the heuristic.
+  for (const GemmConfig& bad : {GemmConfig{256, 256, 64, 2, 2, 8}, GemmConfig{64, 64, 32, 2, 2, 4, 32}}) {
+    db.Put(Entry(key, bad, 1));
+    auto rejected = GenerateMatMulGroupWithDb(*b.group, "sm_80", &db, &choice);
+    ASSERT_TRUE(rejected.ok()) << rejected.status();
+    EXPECT_FALSE(choice.from_db);
+    EXPECT_EQ((*rejected)[0].source, (*heuristic)[0].source);
+  }
 }
 
 }  // namespace

@@ -250,6 +250,16 @@ absl::StatusOr<std::unique_ptr<Bundle>> Bundle::Load(const std::string& path, co
                                                      "') lies outside the kernel section"));
     }
   }
+  for (const bundle::Step& step : m.steps()) {
+    for (const bundle::Launch& l : step.launches()) {
+      if (l.semaphores() > kMaxLaunchSemaphores || l.scratch_bytes() > kMaxLaunchScratchBytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": corrupt bundle: step ", step.index(), " (node '", step.node(), "'): launch '", l.function(),
+            "' asks for a workspace of ", l.semaphores(), " semaphores and ", l.scratch_bytes(),
+            " bytes of scratch (at most ", kMaxLaunchSemaphores, " and ", kMaxLaunchScratchBytes, ")"));
+      }
+    }
+  }
   if (!options.expected_arch.empty() && options.expected_arch != m.target_arch()) {
     return absl::FailedPreconditionError(absl::StrCat(path, ": the bundle was compiled for ", m.target_arch(),
                                                       " but ", options.expected_arch,
@@ -336,6 +346,8 @@ absl::Status CheckFeeds(const Bundle& bundle, const absl::flat_hash_map<std::str
 
 void SetLaunchTensorMaps(const codegen::KernelLaunch& launch, bundle::Launch* out) {
   out->set_family(launch.family);
+  out->set_semaphores(launch.semaphores);
+  out->set_scratch_bytes(launch.scratch_bytes);
   for (const codegen::TensorMapSpec& t : launch.tensor_maps) {
     bundle::TensorMap* m = out->add_tensor_maps();
     m->set_tensor(t.tensor);

@@ -102,9 +102,13 @@ absl::StatusOr<DType> DTypeFromBinding(const bundle::Binding& binding);
 // InvalidArgument, naming the bundle, unless `feeds` holds every input of the
 // signature, with its exact dtype and shape, and nothing else.
 absl::Status CheckFeeds(const Bundle& bundle, const absl::flat_hash_map<std::string, Tensor>& feeds);
-// A generated launch's TMA tensor maps and family into its bundle::Launch, and the
-// maps back (InvalidArgument for a malformed entry).
+// A generated launch's TMA tensor maps, family and workspace sizes into its
+// bundle::Launch, and the maps back (InvalidArgument for a malformed entry).
 void SetLaunchTensorMaps(const codegen::KernelLaunch& launch, bundle::Launch* out);
 absl::StatusOr<std::vector<codegen::TensorMapSpec>> TensorMapsFromProto(const bundle::Launch& launch);
+// The largest workspace a launch may ask for: Bundle::Load refuses a manifest with
+// more (a corrupt or hostile bundle) before any session allocates it.
+inline constexpr uint32_t kMaxLaunchSemaphores = uint32_t{1} << 26;       // 256 MiB of counters
+inline constexpr uint64_t kMaxLaunchScratchBytes = uint64_t{1} << 34;    // 16 GiB
 
 }  // namespace kiln

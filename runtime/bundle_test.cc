@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "runtime/compiler.h"
 #include "runtime/cpu_executor.h"
+#include "runtime/tensor_map.h"
 
 namespace kiln {
 namespace {
@@ -276,6 +277,137 @@ TEST(BundleLoadErrorTest, WrongArch) {
   EXPECT_THAT(b.status().message(), HasSubstr("sm_80"));
   EXPECT_TRUE(Bundle::Load(path).ok());  // no arch asked: the CPU backend takes any
   std::remove(path.c_str());
+}
+
+// The test graph's bundle with `edit` applied to its manifest before writing.
+template <typename Edit>
+std::string WriteEditedBundle(const std::string& name, Edit edit) {
+  auto graph = ParseGraph(kGraph);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  CompileOptions options;
+  options.arch = "sm_80";
+  options.fuse = false;
+  auto contents = BuildBundle(**graph, options, "test.onnx", "fake onnx bytes");
+  EXPECT_TRUE(contents.ok()) << contents.status();
+  edit(contents->manifest);
+  const std::string path = TempPath(name);
+  EXPECT_TRUE(WriteBundle(*std::move(contents), path).ok());
+  return path;
+}
+
+// The first generated launch of a manifest.
+bundle::Launch* FirstLaunch(bundle::Manifest& m) {
+  for (bundle::Step& step : *m.mutable_steps()) {
+    if (step.launches_size() > 0) return step.mutable_launches(0);
+  }
+  return nullptr;
+}
+
+// A launch's workspace (codegen::KernelLaunch::semaphores / scratch_bytes) is
+// recorded by SetLaunchTensorMaps, survives the file, and is absent (0) in launches
+// without one, as in every bundle written before the fields existed.
+TEST(BundleTest, LaunchWorkspaceRoundTrip) {
+  codegen::KernelLaunch kl;
+  kl.family = "gemm_sm80";
+  kl.semaphores = 24;
+  kl.scratch_bytes = 24 * 5 * 64 * 64 * 4;
+  bundle::Launch recorded;
+  SetLaunchTensorMaps(kl, &recorded);
+  EXPECT_EQ(recorded.semaphores(), 24u);
+  EXPECT_EQ(recorded.scratch_bytes(), 24u * 5 * 64 * 64 * 4);
+
+  int edited_step = -1;
+  const std::string path = WriteEditedBundle("workspace", [&](bundle::Manifest& m) {
+    bundle::Launch* l = FirstLaunch(m);
+    ASSERT_NE(l, nullptr);
+    EXPECT_EQ(l->semaphores(), 0u);  // a pointwise kernel has no workspace
+    EXPECT_EQ(l->scratch_bytes(), 0u);
+    l->set_semaphores(24);
+    l->set_scratch_bytes(491520);
+    for (const bundle::Step& s : m.steps()) {
+      if (s.launches_size() > 0 && edited_step < 0) edited_step = s.index();
+    }
+  });
+  auto b = Bundle::Load(path);
+  ASSERT_TRUE(b.ok()) << b.status();
+  int with_workspace = 0;
+  for (const bundle::Step& s : (*b)->manifest().steps()) {
+    for (const bundle::Launch& l : s.launches()) {
+      if (s.index() == edited_step) {
+        EXPECT_EQ(l.semaphores(), 24u);
+        EXPECT_EQ(l.scratch_bytes(), 491520u);
+        ++with_workspace;
+      } else {
+        EXPECT_EQ(l.semaphores(), 0u);
+        EXPECT_EQ(l.scratch_bytes(), 0u);
+      }
+    }
+  }
+  EXPECT_EQ(with_workspace, 1);
+  std::remove(path.c_str());
+}
+
+// Absurd workspace sizes (a corrupt or hostile manifest) are refused when loading,
+// before a session would try to allocate them.
+TEST(BundleLoadErrorTest, AbsurdLaunchWorkspace) {
+  for (int which = 0; which < 2; ++which) {
+    const std::string path = WriteEditedBundle("absurd_workspace", [&](bundle::Manifest& m) {
+      bundle::Launch* l = FirstLaunch(m);
+      ASSERT_NE(l, nullptr);
+      if (which == 0) l->set_scratch_bytes(kMaxLaunchScratchBytes + 1);
+      if (which == 1) l->set_semaphores(kMaxLaunchSemaphores + 1);
+    });
+    auto b = Bundle::Load(path);
+    EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << which;
+    EXPECT_THAT(b.status().message(), HasSubstr("asks for a workspace of"));
+    EXPECT_THAT(b.status().message(), HasSubstr("corrupt bundle"));
+    std::remove(path.c_str());
+  }
+}
+
+// LaunchArgs (no GPU needed without tensor maps): the tensors' pointers, then the
+// workspace's two when the launch has one; a runner's workspace smaller than the
+// launch asks is refused with both sizes.
+TEST(LaunchArgsTest, WorkspaceParameters) {
+  int tensors[3];
+  auto pointer_of = [&](int v) -> void* { return &tensors[v]; };
+  codegen::KernelLaunch kl;
+  kl.args = {0, 1, 2};
+  uint32_t sems[4];
+  float scratch[16];
+  LaunchWorkspace ws{sems, 4, scratch, sizeof(scratch)};
+
+  absl::StatusOr<LaunchArgs> plain = LaunchArgs::Build(kl, pointer_of, ws);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->pointers().size(), 3u);  // no workspace asked: none passed
+
+  kl.semaphores = 4;
+  kl.scratch_bytes = sizeof(scratch);
+  absl::StatusOr<LaunchArgs> split = LaunchArgs::Build(kl, pointer_of, ws);
+  ASSERT_TRUE(split.ok()) << split.status();
+  ASSERT_EQ(split->pointers().size(), 5u);
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_EQ(*static_cast<void**>(split->params()[j]), &tensors[j]);
+  }
+  EXPECT_EQ(*static_cast<void**>(split->params()[3]), static_cast<void*>(sems));
+  EXPECT_EQ(*static_cast<void**>(split->params()[4]), static_cast<void*>(scratch));
+  LaunchArgs moved = *std::move(split);  // params() stays valid across moves
+  EXPECT_EQ(*static_cast<void**>(moved.params()[4]), static_cast<void*>(scratch));
+
+  // Semaphores only: both parameters still come (the scratch pointer may be null).
+  kl.scratch_bytes = 0;
+  absl::StatusOr<LaunchArgs> sems_only = LaunchArgs::Build(kl, pointer_of, LaunchWorkspace{sems, 4, nullptr, 0});
+  ASSERT_TRUE(sems_only.ok()) << sems_only.status();
+  ASSERT_EQ(sems_only->pointers().size(), 5u);
+  EXPECT_EQ(sems_only->pointers()[4], nullptr);
+
+  kl.semaphores = 5;
+  absl::StatusOr<LaunchArgs> small = LaunchArgs::Build(kl, pointer_of, ws);
+  EXPECT_EQ(small.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(small.status().message(), HasSubstr("5 semaphores"));
+  EXPECT_THAT(small.status().message(), HasSubstr("gave 4 semaphores"));
+  kl.semaphores = 1;
+  EXPECT_FALSE(LaunchArgs::Build(kl, pointer_of).ok());  // no workspace at all
 }
 
 TEST(CompileOptionsTest, Validation) {

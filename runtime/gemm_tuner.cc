@@ -141,12 +141,16 @@ class ProblemRunner {
     return absl::OkStatus();
   }
 
+  // Grows the kernel workspace to what `launch` asks (before any timing: growing
+  // frees the old areas).
+  absl::Status Reserve(const codegen::KernelLaunch& launch) { return workspace_.ReserveFor(launch); }
+
   cudaError_t Launch(const Candidate& c) {
     const codegen::KernelLaunch& l = c.launch;
     const int outs = static_cast<int>(outputs_.size());
-    // Pointers and any TMA tensor maps (runtime/tensor_map.h).
-    absl::StatusOr<LaunchArgs> args =
-        LaunchArgs::Build(l, [&](int a) { return a < outs ? outputs_[a] : inputs_[a - outs]; });
+    // Pointers, any TMA tensor maps and the workspace (runtime/tensor_map.h).
+    absl::StatusOr<LaunchArgs> args = LaunchArgs::Build(
+        l, [&](int a) { return a < outs ? outputs_[a] : inputs_[a - outs]; }, workspace_.view());
     if (!args.ok()) return cudaErrorInvalidValue;
     return cudaLaunchKernel(reinterpret_cast<const void*>(c.kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
                             dim3(l.block[0], l.block[1], l.block[2]), args->params(), l.shared_bytes, stream_);
@@ -196,6 +200,7 @@ class ProblemRunner {
   cudaStream_t stream_;
   Buffers buffers_;
   std::vector<void*> outputs_, inputs_;
+  DeviceWorkspace workspace_;  // split-K candidates' semaphores and scratch
 };
 
 // max |got - want| / max |want| (finite want); infinity where got is NaN and want is
@@ -351,6 +356,9 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
 
     ProblemRunner runner(*problem.node, stream);
     KILN_RETURN_IF_ERROR(runner.Setup());
+    for (const Candidate& c : cands) {
+      if (c.failure.empty()) KILN_RETURN_IF_ERROR(runner.Reserve(c.launch));
+    }
     std::vector<float> reference;
     int best = -1;
     for (size_t i = 0; i < cands.size(); ++i) {

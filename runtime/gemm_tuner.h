@@ -6,7 +6,8 @@
 // compile reads, on any machine.
 //
 // Measuring: one buffer per group input and output in device memory, inputs filled
-// with uniform random values in [-1, 1) (a fixed seed; integer inputs zero). Per
+// with uniform random values in [-1, 1) (a fixed seed; integer inputs zero), and one
+// kernel workspace as large as the split-K candidates ask (runtime/tensor_map.h). Per
 // candidate: one launch to warm up, then `samples` timed batches (CUDA events around
 // back-to-back launches, each batch at least `min_sample_ms` long); the time is the
 // median batch's per-launch time. Inputs stay in L2 across launches, as weights and

@@ -94,7 +94,9 @@ TEST(GemmTuningCompileTest, CompileReusesADatabaseEntryWithoutAGpu) {
   auto heuristic = Build(options);
   ASSERT_TRUE(heuristic.ok()) << heuristic.status();
   ASSERT_NE(GemmLaunch(*heuristic), nullptr);
-  EXPECT_EQ(GemmLaunch(*heuristic)->config(), "64x64x32 w2x2 s4 (heuristic)");
+  // 6 tiles of 64x64 and a short K (8 k tiles): smaller tiles, no split.
+  EXPECT_EQ(GemmLaunch(*heuristic)->config(), "32x32x64 w2x2 s4 (heuristic)");
+  EXPECT_EQ(GemmLaunch(*heuristic)->grid(1), 1u);
   EXPECT_EQ(report.db_path, db_path);
   EXPECT_FALSE(report.tuned);
   EXPECT_TRUE(report.warnings.empty());
@@ -124,6 +126,9 @@ TEST(GemmTuningCompileTest, CompileReusesADatabaseEntryWithoutAGpu) {
   EXPECT_EQ(l->config(), "32x64x32 w2x2 s4 (tuning database)");
   EXPECT_EQ(l->block(0), 128u);
   EXPECT_EQ(l->grid(0), 3u * 3u);  // ceil(96/32) x ceil(192/64) tiles
+  EXPECT_EQ(l->grid(1), 1u);         // the entry's config is not split: no workspace
+  EXPECT_EQ(l->semaphores(), 0u);
+  EXPECT_EQ(l->scratch_bytes(), 0u);
   // The dump shows the kernel's #defines and where the config came from.
   fs::path launch_txt, cu;
   for (const auto& e : fs::recursive_directory_iterator(dir + "/dump/steps")) {
@@ -143,12 +148,39 @@ TEST(GemmTuningCompileTest, CompileReusesADatabaseEntryWithoutAGpu) {
   options.arch = "sm_86";
   auto other_arch = Build(options);
   ASSERT_TRUE(other_arch.ok()) << other_arch.status();
-  EXPECT_EQ(GemmLaunch(*other_arch)->config(), "64x64x32 w2x2 s4 (heuristic)");
+  EXPECT_EQ(GemmLaunch(*other_arch)->config(), "32x32x64 w2x2 s4 (heuristic)");
   options.arch = "sm_80";
   options.tuning_db = false;
   auto no_db = Build(options);
   ASSERT_TRUE(no_db.ok()) << no_db.status();
-  EXPECT_EQ(GemmLaunch(*no_db)->config(), "64x64x32 w2x2 s4 (heuristic)");
+  EXPECT_EQ(GemmLaunch(*no_db)->config(), "32x32x64 w2x2 s4 (heuristic)");
+}
+
+// A long-K GEMM with few output tiles (BERT-base's FFN down at 128 tokens): the
+// heuristic splits K over 5 CTAs per tile and the launch records the workspace the
+// executor must give it (codegen/op_kernels.h, "Workspace").
+TEST(GemmTuningCompileTest, SplitKLaunchRecordsItsWorkspace) {
+  auto graph = ParseGraph(R"(graph @ffn_down {
+  input %x : f32[128,3072]
+  const %w : f32[3072,768] = splat(0.01)
+  const %b : f32[768] = splat(0.25)
+  %mm : f32[128,768] = MatMul(%x, %w) @matmul
+  %y : f32[128,768] = Add(%mm, %b) @bias
+  output %y
+})");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CompileOptions options = Options("");
+  options.tuning_db = false;
+  auto bundle = BuildBundle(**graph, options, "ffn.onnx", "bytes");
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  const bundle::Launch* l = GemmLaunch(*bundle);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->config(), "64x64x32 w2x2 s4 k5 (heuristic)");
+  EXPECT_EQ(l->grid(0), 24u);  // 2 x 12 tiles
+  EXPECT_EQ(l->grid(1), 5u);
+  EXPECT_EQ(l->semaphores(), 24u);
+  EXPECT_EQ(l->scratch_bytes(), 24u * 5 * 64 * 64 * 4);
+  EXPECT_EQ(l->family(), "gemm_sm80");
 }
 
 TEST(GemmTuningCompileTest, CorruptDatabaseLinesAreWarnings) {
@@ -160,7 +192,7 @@ TEST(GemmTuningCompileTest, CorruptDatabaseLinesAreWarnings) {
   options.tuning_report = &report;
   auto bundle = Build(options);
   ASSERT_TRUE(bundle.ok()) << bundle.status();
-  EXPECT_EQ(GemmLaunch(*bundle)->config(), "64x64x32 w2x2 s4 (heuristic)");
+  EXPECT_EQ(GemmLaunch(*bundle)->config(), "32x32x64 w2x2 s4 (heuristic)");
   ASSERT_EQ(report.warnings.size(), 1u);
   EXPECT_THAT(report.warnings[0], HasSubstr(absl::StrCat("tuning database ", db_path, " line 2:")));
   EXPECT_THAT(report.warnings[0], HasSubstr("skipped"));

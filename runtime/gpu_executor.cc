@@ -213,6 +213,30 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr
     handles.cudnn = h;
   }
 
+  // The generated kernels' workspace: one semaphore area (zeroed here, once: kernels
+  // leave it zero) and one scratch area for all launches, which run in stream order.
+  for (const bundle::Step& step : m.steps()) {
+    for (const bundle::Launch& launch : step.launches()) {
+      ex->semaphore_count_ = std::max(ex->semaphore_count_, launch.semaphores());
+      ex->scratch_bytes_ = std::max<uint64_t>(ex->scratch_bytes_, launch.scratch_bytes());
+    }
+  }
+  if (ex->semaphore_count_ > 0) {
+    const size_t bytes = static_cast<size_t>(ex->semaphore_count_) * sizeof(uint32_t);
+    KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&ex->semaphores_, bytes),
+                              absl::StrCat(path, ": allocating ", ex->semaphore_count_, " kernel semaphores")));
+    KILN_RETURN_IF_ERROR(Cuda(cudaMemset(ex->semaphores_, 0, bytes), absl::StrCat(path, ": zeroing kernel semaphores")));
+  }
+  if (ex->scratch_bytes_ > 0) {
+    KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&ex->scratch_, ex->scratch_bytes_),
+                              absl::StrCat(path, ": allocating ", ex->scratch_bytes_, " bytes of kernel scratch")));
+  }
+  LaunchWorkspace kernel_workspace;
+  kernel_workspace.semaphores = ex->semaphores_;
+  kernel_workspace.semaphore_count = ex->semaphore_count_;
+  kernel_workspace.scratch = ex->scratch_;
+  kernel_workspace.scratch_bytes = ex->scratch_bytes_;
+
   for (int s = 0; s < m.steps_size(); ++s) {
     const bundle::Step& step = m.steps(s);
     auto plan = std::make_unique<StepPlan>();
@@ -244,6 +268,8 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr
       absl::StatusOr<std::vector<codegen::TensorMapSpec>> maps = TensorMapsFromProto(launch);
       if (!maps.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": step ", s, ": ", maps.status().message()));
       kl.tensor_maps = *std::move(maps);
+      kl.semaphores = launch.semaphores();
+      kl.scratch_bytes = launch.scratch_bytes();
       for (int a : kl.args) {
         if (a < 0 || a >= num_outputs + step.inputs_size()) {
           return absl::InvalidArgumentError(absl::StrCat(path, ": step ", s, ": launch argument ", a, " out of range"));
@@ -256,7 +282,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr
         }
       }
       absl::StatusOr<kiln::LaunchArgs> params =
-          kiln::LaunchArgs::Build(kl, [&](int a) { return ex->BindingPtr(binding(a)); });
+          kiln::LaunchArgs::Build(kl, [&](int a) { return ex->BindingPtr(binding(a)); }, kernel_workspace);
       if (!params.ok()) {
         return absl::Status(params.status().code(), absl::StrCat(path, ": step ", s, " (node '", step.node(),
                                                                  "'): ", params.status().message()));
@@ -286,6 +312,8 @@ GpuExecutor::~GpuExecutor() {
   if (cudnn_ != nullptr) cudnnDestroy(static_cast<cudnnHandle_t>(cudnn_));
   if (cublaslt_ != nullptr) cublasLtDestroy(static_cast<cublasLtHandle_t>(cublaslt_));
   if (workspace_ != nullptr) cudaFree(workspace_);
+  if (scratch_ != nullptr) cudaFree(scratch_);
+  if (semaphores_ != nullptr) cudaFree(semaphores_);
   if (arena_ != nullptr) cudaFree(arena_);
   if (own_stream_) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
 }

@@ -5,7 +5,9 @@
 // bundle's cubins, loaded with cudaLibraryLoadData (cudart only, no libcuda).
 // GpuExecutor is one session: one device arena of the planned size, a stream (the
 // caller's or its own), cuBLASLt and cuDNN handles, the library calls planned for
-// this device, and the argument arrays of every launch, resolved once. A run copies
+// this device, the kernel workspace (one semaphore area, zeroed once, and one scratch
+// area, each the largest any launch asks for; codegen/op_kernels.h "Workspace"),
+// and the argument arrays of every launch, resolved once. A run copies
 // the inputs into the arena, enqueues the steps in order and copies the outputs out.
 // With CUDA graphs on, the steps are captured into a graph on the first run and the
 // graph is replayed afterwards (if capture fails, the executor launches step by step
@@ -90,6 +92,12 @@ class GpuExecutor {
   absl::StatusOr<std::vector<double>> TimeRuns(int iterations);
 
   int64_t arena_bytes() const { return arena_bytes_; }
+  // The generated kernels' workspace (separate from the libraries' workspace):
+  // `kernel_semaphore_count()` uint32 counters at `kernel_semaphores()` (zero
+  // between runs), and the scratch area's size.
+  const void* kernel_semaphores() const { return semaphores_; }
+  uint32_t kernel_semaphore_count() const { return semaphore_count_; }
+  uint64_t kernel_scratch_bytes() const { return scratch_bytes_; }
   void* stream() const { return stream_; }
   const GpuProgram& program() const { return *program_; }
   bool using_cuda_graph() const { return graph_exec_ != nullptr; }
@@ -108,8 +116,12 @@ class GpuExecutor {
   GpuExecutorOptions options_;
   uint8_t* arena_ = nullptr;
   int64_t arena_bytes_ = 0;
-  void* workspace_ = nullptr;
+  void* workspace_ = nullptr;  // the libraries' (cuBLASLt, cuDNN)
   size_t workspace_bytes_ = 0;
+  void* semaphores_ = nullptr;  // the generated kernels' (KernelLaunch::semaphores)
+  uint32_t semaphore_count_ = 0;
+  void* scratch_ = nullptr;  // ... and KernelLaunch::scratch_bytes
+  uint64_t scratch_bytes_ = 0;
   void* stream_ = nullptr;
   bool own_stream_ = false;
   void* cublaslt_ = nullptr;

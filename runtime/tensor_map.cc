@@ -97,9 +97,20 @@ absl::StatusOr<EncodedTensorMap> EncodeTensorMap(const codegen::TensorMapSpec& s
 }
 
 absl::StatusOr<LaunchArgs> LaunchArgs::Build(const codegen::KernelLaunch& launch,
-                                             const std::function<void*(int)>& pointer_of) {
+                                             const std::function<void*(int)>& pointer_of,
+                                             const LaunchWorkspace& workspace) {
+  const bool takes_workspace = launch.semaphores > 0 || launch.scratch_bytes > 0;
+  if (takes_workspace && (launch.semaphores > workspace.semaphore_count ||
+                          launch.scratch_bytes > workspace.scratch_bytes ||
+                          (launch.semaphores > 0 && workspace.semaphores == nullptr) ||
+                          (launch.scratch_bytes > 0 && workspace.scratch == nullptr))) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the launch needs a workspace of ", launch.semaphores, " semaphores and ", launch.scratch_bytes,
+                     " bytes of scratch; the runner gave ", workspace.semaphores ? workspace.semaphore_count : 0,
+                     " semaphores and ", workspace.scratch ? workspace.scratch_bytes : 0, " bytes"));
+  }
   LaunchArgs a;
-  a.pointers_.reserve(launch.args.size());
+  a.pointers_.reserve(launch.args.size() + 2);
   for (int v : launch.args) a.pointers_.push_back(pointer_of(v));
   a.maps_.reserve(launch.tensor_maps.size());
   for (const codegen::TensorMapSpec& spec : launch.tensor_maps) {
@@ -107,9 +118,59 @@ absl::StatusOr<LaunchArgs> LaunchArgs::Build(const codegen::KernelLaunch& launch
     if (!m.ok()) return m.status();
     a.maps_.push_back(*m);
   }
-  for (void*& p : a.pointers_) a.params_.push_back(&p);
+  if (takes_workspace) {
+    a.pointers_.push_back(workspace.semaphores);
+    a.pointers_.push_back(workspace.scratch);
+  }
+  const size_t tensors = launch.args.size();
+  for (size_t i = 0; i < tensors; ++i) a.params_.push_back(&a.pointers_[i]);
   for (EncodedTensorMap& m : a.maps_) a.params_.push_back(m.bytes);
+  for (size_t i = tensors; i < a.pointers_.size(); ++i) a.params_.push_back(&a.pointers_[i]);
   return a;
+}
+
+DeviceWorkspace::~DeviceWorkspace() {
+  if (view_.semaphores != nullptr) cudaFree(view_.semaphores);
+  if (view_.scratch != nullptr) cudaFree(view_.scratch);
+}
+
+absl::Status DeviceWorkspace::Reserve(uint32_t semaphores, uint64_t scratch_bytes) {
+  if (semaphores > view_.semaphore_count) {
+    if (view_.semaphores != nullptr) cudaFree(view_.semaphores);
+    view_.semaphores = nullptr;
+    view_.semaphore_count = 0;
+    void* p = nullptr;
+    const size_t bytes = static_cast<size_t>(semaphores) * sizeof(uint32_t);
+    cudaError_t e = cudaMalloc(&p, bytes);
+    if (e == cudaSuccess) e = cudaMemset(p, 0, bytes);
+    if (e != cudaSuccess) {
+      if (p != nullptr) cudaFree(p);
+      cudaGetLastError();
+      return absl::ResourceExhaustedError(absl::StrCat("allocating ", semaphores,
+                                                       " kernel semaphores: ", cudaGetErrorString(e)));
+    }
+    view_.semaphores = p;
+    view_.semaphore_count = semaphores;
+  }
+  if (scratch_bytes > view_.scratch_bytes) {
+    if (view_.scratch != nullptr) cudaFree(view_.scratch);
+    view_.scratch = nullptr;
+    view_.scratch_bytes = 0;
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, scratch_bytes);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return absl::ResourceExhaustedError(absl::StrCat("allocating ", scratch_bytes,
+                                                       " bytes of kernel scratch: ", cudaGetErrorString(e)));
+    }
+    view_.scratch = p;
+    view_.scratch_bytes = scratch_bytes;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DeviceWorkspace::ReserveFor(const codegen::KernelLaunch& launch) {
+  return Reserve(launch.semaphores, launch.scratch_bytes);
 }
 
 }  // namespace kiln

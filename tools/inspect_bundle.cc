@@ -110,9 +110,13 @@ absl::Status InspectBundle(const std::string& path, bool json) {
     std::cout << absl::StrFormat("  %5d  %-34s %-24s %12d  %s\n", step.index(), step.kernel(), step.op_type(),
                                  out_bytes, absl::StrJoin(step.onnx_nodes(), ","));
     for (const auto& l : step.launches()) {
-      std::cout << absl::StrFormat("         launch %s (module %d) grid %dx%dx%d block %dx%dx%d smem %d\n",
-                                   l.function(), l.module(), l.grid(0), l.grid(1), l.grid(2), l.block(0), l.block(1),
-                                   l.block(2), l.shared_bytes());
+      std::cout << absl::StrFormat("         launch %s (module %d) grid %dx%dx%d block %dx%dx%d smem %d", l.function(),
+                                   l.module(), l.grid(0), l.grid(1), l.grid(2), l.block(0), l.block(1), l.block(2),
+                                   l.shared_bytes());
+      if (l.semaphores() > 0 || l.scratch_bytes() > 0) {
+        std::cout << absl::StrFormat(" workspace %d semaphores + %d scratch bytes", l.semaphores(), l.scratch_bytes());
+      }
+      std::cout << "\n";
       if (!l.family().empty() || !l.config().empty()) {
         std::cout << "           family " << (l.family().empty() ? "-" : l.family())
                   << (l.config().empty() ? "" : ", config " + l.config()) << "\n";

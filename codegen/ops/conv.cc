@@ -360,6 +360,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDepthwise(const Node& node, co
 
 absl::Status VerifyConvGemmConfig(const GemmConfig& config, const GemmVariant& variant) {
   if (absl::Status s = VerifyGemmConfig(config, variant); !s.ok()) return s;
+  if (config.split_k != 1) {  // the template could (GEMM_SPLIT_K); the launch has no workspace here
+    return absl::InvalidArgumentError(absl::StrCat("GEMM tile config ", GemmConfigString(config),
+                                                   ": split-K is not used for convolutions"));
+  }
   if (variant.mainloops[0].a.load == GemmLoad::kIm2colScalar) {
     const int threads = config.warps_m * config.warps_n * 32;
     const int tile = config.bm * config.bk;

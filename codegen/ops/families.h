@@ -63,6 +63,7 @@ struct GemmConfig {
   int bm = 128, bn = 128, bk = 32;  // block tile
   int warps_m = 2, warps_n = 2;     // warp grid (warp tile (bm/warps_m) x (bn/warps_n))
   int stages = 3;                   // pipeline depth
+  int split_k = 1;                  // > 1: K split over gridDim.y, reduced in the kernel
 };
 // How an operand reaches shared memory: cp.async (16 bytes; its contiguous dim a
 // multiple of 8, no prologue), or through registers (a prologue, or rows that are not
@@ -77,6 +78,7 @@ struct GemmOperand {
 };
 struct GemmMainloop {
   GemmOperand a, b;
+  int64_t k = 0;  // the mainloop's K (0: unknown; split_k is then not checked against it)
 };
 // The kernel's form beyond the tile config: one mainloop, or two (dual-matmul).
 struct GemmVariant {
@@ -102,17 +104,34 @@ int64_t GemmSharedBytes(const GemmConfig& config, const GemmVariant& variant = {
 int GemmRegisterEstimate(const GemmConfig& config, const GemmVariant& variant = {});
 // InvalidArgument, explaining which constraint fails: tile divisibility by the warp
 // grid and the mma shape, stages, threads <= 1024, shared memory <= 99 KiB,
-// registers (GemmRegisterEstimate) <= kGemmRegisterBudget, one or two mainloops.
+// registers (GemmRegisterEstimate) <= kGemmRegisterBudget, one or two mainloops;
+// split_k in [1, kGemmMaxSplitK], 1 with two mainloops, and (where the mainloop's k
+// is known) every split with at least one k tile: (S-1) * ceil(k_tiles / S) < k_tiles.
 absl::Status VerifyGemmConfig(const GemmConfig& config, const GemmVariant& variant = {});
+inline constexpr int kGemmMaxSplitK = 32;
+// Split-K heuristic: the split count for `tile` (whose split_k it ignores) on an
+// M x N x K GEMM of `batch` entries, on `sm_count` SMs (0: 132, an H100 SXM). When the
+// output tiles (x batch) fill at most half the SMs, S = the most splits that keep
+// tiles * S <= sm_count and at least `min_k_tiles` k tiles per split (at most
+// kGemmMaxSplitK), reduced to the fewest splits with the same k tiles per split; else
+// (or when that leaves S < 2) 1. The heuristic asks for kGemmMinSplitKTiles (16: K >=
+// 512 per split with BK 32; measured on the H100, 5 k tiles per split lost to
+// smaller unsplit tiles, 20 won), the tuning candidates for 4.
+inline constexpr int kGemmMinSplitKTiles = 16;
+int PickGemmSplitK(const GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count = 0,
+                   int min_k_tiles = kGemmMinSplitKTiles);
+
 // The shape heuristic: 128x128x32 (3 stages) when there are enough large tiles to
 // fill the GPU, with 2x2 warps, or 2x4 where `variant` needs more registers than 2x2
 // leave (VerifyGemmConfig); else 64x64x32 (2x2 warps, 4 stages). `k` is the summed K
-// of a dual-matmul.
+// of a dual-matmul. The tile only (split_k 1): HeuristicGemmConfig adds the split.
 GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant = {});
-// One launch; `config` overrides the heuristic (benchmarks, the tuning database,
-// autotuning). Unimplemented for any other form; InvalidArgument for an invalid
-// `config`.
-absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, const GemmConfig* config = nullptr);
+// One launch; `config` overrides the heuristic (HeuristicGemmConfig with `sm_count`;
+// benchmarks, the tuning database, autotuning). Unimplemented for any other form;
+// InvalidArgument for an invalid `config`. A split config's launch has a workspace
+// (SetGemmGridAndWorkspace).
+absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, const GemmConfig* config = nullptr,
+                                                              int sm_count = 0);
 
 // What decides a GEMM kernel's speed besides its tile config: the tuning problem of
 // a node GenerateMatMulGroup takes (codegen/tuning_db.h keys its entries by it).
@@ -135,15 +154,25 @@ struct GemmProblem {
 };
 // The problem of a node GenerateMatMulGroup takes; its errors otherwise.
 absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node);
-// PickGemmConfig for a problem.
-GemmConfig HeuristicGemmConfig(const GemmProblem& problem);
+// The heuristic config of a problem: PickGemmConfig's tile; for a single mainloop
+// whose tiles (x batch) fill at most half of `sm_count` SMs (0: 132), PickGemmSplitK's
+// split when it brings the grid to at least half the SMs (K long enough: BERT-base's
+// FFN down at 128 tokens, 128x768x3072, gets 64x64x32 k5), else 32x32x64 tiles (K
+// too short to split: 128x768x768 gets 96 of them; measured on the H100 against
+// 64x64 k5, 0.0064 vs 0.0104 ms).
+GemmConfig HeuristicGemmConfig(const GemmProblem& problem, int sm_count = 0);
 // The configs autotuning measures: the heuristic's first, then up to a dozen more
 // (tiles 32..256 x 32..256, BK 32 or 64, 2..4 stages, 4 or 8 warps), leaving out those
 // VerifyGemmConfig rejects for the problem's variant and tiles at least twice the
-// (16-rounded) problem in M or N. Distinct, deterministic.
-std::vector<GemmConfig> GemmCandidateConfigs(const GemmProblem& problem);
-// "128x128x32 w2x2 s3" (BM x BN x BK, WARPS_M x WARPS_N, STAGES), and back
-// (InvalidArgument for anything else; the result is not verified).
+// (16-rounded) problem in M or N; then, for a single mainloop whose tiles leave SMs
+// idle, split-K forms of the first unsplit ones (PickGemmSplitK's S for that tile
+// with at least 4 k tiles per split, and S/2 when that is still >= 2), up to
+// kGemmMaxSplitCandidates. Distinct, deterministic.
+inline constexpr int kGemmMaxSplitCandidates = 8;
+std::vector<GemmConfig> GemmCandidateConfigs(const GemmProblem& problem, int sm_count = 0);
+// "128x128x32 w2x2 s3" (BM x BN x BK, WARPS_M x WARPS_N, STAGES), with " kS" after
+// it for split_k S > 1 ("64x64x32 w2x2 s4 k5"), and back (InvalidArgument for
+// anything else; the result is not verified).
 std::string GemmConfigString(const GemmConfig& config);
 absl::StatusOr<GemmConfig> ParseGemmConfig(absl::string_view text);
 bool operator==(const GemmConfig& a, const GemmConfig& b);

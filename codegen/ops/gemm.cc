@@ -76,7 +76,9 @@ int GemmRegisterEstimate(const GemmConfig& c, const GemmVariant& variant) {
 absl::Status VerifyGemmConfig(const GemmConfig& c, const GemmVariant& variant) {
   auto bad = [&](const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat("GEMM tile config ", c.bm, "x", c.bn, "x", c.bk, " warps ",
-                                                   c.warps_m, "x", c.warps_n, " stages ", c.stages, ": ", why));
+                                                   c.warps_m, "x", c.warps_n, " stages ", c.stages,
+                                                   c.split_k != 1 ? absl::StrCat(" split-K ", c.split_k) : "", ": ",
+                                                   why));
   };
   if (c.bm <= 0 || c.bn <= 0 || c.bk <= 0 || c.warps_m <= 0 || c.warps_n <= 0) return bad("non-positive size");
   if (c.bm % (16 * c.warps_m) != 0) return bad("BM must be a multiple of 16 * WARPS_M (m16 fragments per warp)");
@@ -99,7 +101,33 @@ absl::Status VerifyGemmConfig(const GemmConfig& c, const GemmVariant& variant) {
     return bad(absl::StrCat(regs, " registers per thread for accumulators, fragments and register-staged operands (> ",
                             kGemmRegisterBudget, "; the rest of 255 holds addresses and the epilogue)"));
   }
+  if (c.split_k < 1 || c.split_k > kGemmMaxSplitK) {
+    return bad(absl::StrCat("split-K must be in [1, ", kGemmMaxSplitK, "]"));
+  }
+  if (c.split_k > 1) {
+    if (variant.mainloops.size() > 1) return bad("split-K of a dual-matmul (two mainloops): not supported");
+    const int64_t k = variant.mainloops[0].k;
+    const int64_t k_tiles = (k + c.bk - 1) / c.bk, per = (k_tiles + c.split_k - 1) / c.split_k;
+    if (k > 0 && (c.split_k - 1) * per >= k_tiles) {
+      return bad(absl::StrCat("K = ", k, " has ", k_tiles, " k tile(s) of BK = ", c.bk, ": ", c.split_k,
+                              " splits of ", per, " leave the last split without one"));
+    }
+  }
   return absl::OkStatus();
+}
+
+int PickGemmSplitK(const GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
+                   int min_k_tiles) {
+  if (sm_count <= 0) sm_count = 132;
+  if (tile.bm <= 0 || tile.bn <= 0 || tile.bk <= 0 || m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 1;
+  const int64_t tiles = ((m + tile.bm - 1) / tile.bm) * ((n + tile.bn - 1) / tile.bn) * batch;
+  const int64_t k_tiles = (k + tile.bk - 1) / tile.bk;
+  if (2 * tiles > sm_count) return 1;
+  int64_t split = std::min<int64_t>({sm_count / tiles, k_tiles / std::max(min_k_tiles, 1), kGemmMaxSplitK});
+  if (split < 2) return 1;
+  const int64_t per = (k_tiles + split - 1) / split;
+  split = (k_tiles + per - 1) / per;  // the fewest splits with `per` k tiles each
+  return split < 2 ? 1 : static_cast<int>(split);
 }
 
 GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant) {
@@ -388,6 +416,7 @@ absl::Status PrepareMatMul(const Node& node, GemmPrep& prep) {
     a_batch.push_back(*ab);
     b_batch.push_back(*bb);
     GemmMainloop ml;
+    ml.k = l.k;
     for (int i = 0; i < 2; ++i) {
       const OperandPlan& op = i == 0 ? l.a : l.b;
       GemmOperand& g = i == 0 ? ml.a : ml.b;
@@ -465,11 +494,22 @@ absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node) {
   return p;
 }
 
-GemmConfig HeuristicGemmConfig(const GemmProblem& p) {
-  return PickGemmConfig(p.m, p.n, p.KTotal(), p.batch, p.variant);
+GemmConfig HeuristicGemmConfig(const GemmProblem& p, int sm_count) {
+  if (sm_count <= 0) sm_count = 132;
+  const GemmConfig c = PickGemmConfig(p.m, p.n, p.KTotal(), p.batch, p.variant);
+  if (p.variant.mainloops.size() != 1) return c;
+  const int64_t tiles = ((p.m + c.bm - 1) / c.bm) * ((p.n + c.bn - 1) / c.bn) * p.batch;
+  if (2 * tiles > sm_count) return c;
+  GemmConfig split = c;
+  split.split_k = PickGemmSplitK(c, p.m, p.n, p.KTotal(), p.batch, sm_count);
+  if (split.split_k > 1 && 2 * tiles * split.split_k >= sm_count && VerifyGemmConfig(split, p.variant).ok()) {
+    return split;
+  }
+  const GemmConfig small{32, 32, 64, 2, 2, 4};
+  return VerifyGemmConfig(small, p.variant).ok() ? small : c;
 }
 
-std::vector<GemmConfig> GemmCandidateConfigs(const GemmProblem& p) {
+std::vector<GemmConfig> GemmCandidateConfigs(const GemmProblem& p, int sm_count) {
   static const GemmConfig kPool[] = {
       {128, 128, 32, 2, 2, 3}, {128, 128, 32, 2, 4, 3}, {128, 128, 32, 2, 2, 4}, {128, 256, 32, 2, 4, 3},
       {256, 128, 32, 4, 2, 3}, {128, 64, 32, 2, 2, 3},  {128, 64, 32, 2, 2, 4},  {64, 128, 32, 2, 2, 3},
@@ -477,31 +517,54 @@ std::vector<GemmConfig> GemmCandidateConfigs(const GemmProblem& p) {
       {64, 32, 32, 2, 2, 4},   {32, 64, 32, 2, 2, 4},   {32, 32, 64, 2, 2, 4},
   };
   const int64_t m16 = (p.m + 15) / 16 * 16, n16 = (p.n + 15) / 16 * 16;
-  std::vector<GemmConfig> out = {HeuristicGemmConfig(p)};
+  std::vector<GemmConfig> out = {HeuristicGemmConfig(p, sm_count)};
   for (const GemmConfig& c : kPool) {
     if (c.bm >= 2 * m16 || c.bn >= 2 * n16) continue;
     if (!VerifyGemmConfig(c, p.variant).ok()) continue;
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  if (p.variant.mainloops.size() != 1) return out;
+  // Split-K forms of the unsplit candidates, in their order.
+  const size_t unsplit = out.size();
+  int added = 0;
+  for (size_t i = 0; i < unsplit && added < kGemmMaxSplitCandidates; ++i) {
+    if (out[i].split_k != 1) continue;
+    const int s = PickGemmSplitK(out[i], p.m, p.n, p.KTotal(), p.batch, sm_count, /*min_k_tiles=*/4);
+    for (int split : {s, s / 2}) {
+      if (split < 2 || added >= kGemmMaxSplitCandidates) continue;
+      GemmConfig c = out[i];
+      c.split_k = split;
+      if (!VerifyGemmConfig(c, p.variant).ok() || std::find(out.begin(), out.end(), c) != out.end()) continue;
+      out.push_back(c);
+      ++added;
+    }
   }
   return out;
 }
 
 bool operator==(const GemmConfig& a, const GemmConfig& b) {
   return a.bm == b.bm && a.bn == b.bn && a.bk == b.bk && a.warps_m == b.warps_m && a.warps_n == b.warps_n &&
-         a.stages == b.stages;
+         a.stages == b.stages && a.split_k == b.split_k;
 }
 
 std::string GemmConfigString(const GemmConfig& c) {
-  return absl::StrCat(c.bm, "x", c.bn, "x", c.bk, " w", c.warps_m, "x", c.warps_n, " s", c.stages);
+  return absl::StrCat(c.bm, "x", c.bn, "x", c.bk, " w", c.warps_m, "x", c.warps_n, " s", c.stages,
+                      c.split_k != 1 ? absl::StrCat(" k", c.split_k) : "");
 }
 
 absl::StatusOr<GemmConfig> ParseGemmConfig(absl::string_view text) {
   auto bad = [&] {
     return absl::InvalidArgumentError(
-        absl::StrCat("'", text, "' is not a GEMM config (BMxBNxBK wWARPS_MxWARPS_N sSTAGES, e.g. 128x128x32 w2x2 s3)"));
+        absl::StrCat("'", text, "' is not a GEMM config (BMxBNxBK wWARPS_MxWARPS_N sSTAGES [kSPLITS], e.g. "
+                     "128x128x32 w2x2 s3 or 64x64x32 w2x2 s4 k4)"));
   };
   std::vector<absl::string_view> parts = absl::StrSplit(text, ' ');
-  if (parts.size() != 3 || !absl::ConsumePrefix(&parts[1], "w") || !absl::ConsumePrefix(&parts[2], "s")) return bad();
+  if (parts.size() != 3 && parts.size() != 4) return bad();
+  if (!absl::ConsumePrefix(&parts[1], "w") || !absl::ConsumePrefix(&parts[2], "s")) return bad();
+  int split = 1;
+  if (parts.size() == 4 && (!absl::ConsumePrefix(&parts[3], "k") || !absl::SimpleAtoi(parts[3], &split) || split < 1)) {
+    return bad();
+  }
   std::vector<absl::string_view> tile = absl::StrSplit(parts[0], 'x');
   std::vector<absl::string_view> warps = absl::StrSplit(parts[1], 'x');
   GemmConfig c;
@@ -511,21 +574,34 @@ absl::StatusOr<GemmConfig> ParseGemmConfig(absl::string_view text) {
     return bad();
   }
   if (c.bm <= 0 || c.bn <= 0 || c.bk <= 0 || c.warps_m <= 0 || c.warps_n <= 0 || c.stages <= 0) return bad();
+  c.split_k = split;
   return c;
 }
 
-absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, const GemmConfig* config) {
+absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, const GemmConfig* config,
+                                                              int sm_count) {
   GemmPrep prep;
   if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
   const GemmPlan& plan = prep.plan;
   const GemmVariant& variant = prep.variant;
   const std::vector<int64_t>& a_batch = prep.a_batch;
   const std::vector<int64_t>& b_batch = prep.b_batch;
-  const int64_t m = prep.m, n = prep.n, batch = prep.batch, k_total = prep.k_total;
+  const int64_t m = prep.m, n = prep.n, batch = prep.batch;
   const DType dt = prep.dt;
   const Value* y = prep.y;
   const Shape& ys = y->shape();
-  const GemmConfig cfg = config != nullptr ? *config : PickGemmConfig(m, n, k_total, batch, variant);
+  GemmConfig cfg;
+  if (config != nullptr) {
+    cfg = *config;
+  } else {
+    GemmProblem problem;
+    problem.m = m;
+    problem.n = n;
+    problem.batch = batch;
+    for (const LoopPlan& l : plan.loops) problem.k.push_back(l.k);
+    problem.variant = variant;
+    cfg = HeuristicGemmConfig(problem, sm_count);
+  }
   if (absl::Status valid = VerifyGemmConfig(cfg, variant); !valid.ok()) {
     if (config != nullptr) return valid;
     return NoKernel(node, absl::StrCat("no tile config for this form: ", valid.message()));
@@ -609,11 +685,43 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   absl::StrAppend(&src, GemmSourceTail(cfg, y->dtype(), prologue_params, functors, epilogue, plan.epilogue_code,
                                        plan.result));
   launch.source = std::move(src);
-  launch.grid = {static_cast<uint32_t>(tiles), 1, static_cast<uint32_t>(batch)};
+  if (absl::Status st = SetGemmGridAndWorkspace(cfg, tiles, batch, launch); !st.ok()) {
+    if (config != nullptr) return st;
+    return NoKernel(node, std::string(st.message()));
+  }
   launch.block = {static_cast<uint32_t>(cfg.warps_m * cfg.warps_n * 32), 1, 1};
   launch.shared_bytes = static_cast<uint32_t>(GemmSharedBytes(cfg, variant));
   return std::vector<KernelLaunch>{std::move(launch)};
 }
+
+namespace {
+
+// The prologue functor of A for another template family, as GenerateMatMulGroup
+// writes it for the sm_80 template (same struct, parameters pa<l>).
+absl::Status FamilyPrologueA(const Node& node, const OperandPlan& op, GemmFamilyPlan& f) {
+  std::string members, loads, init;
+  for (size_t l = 0; l < op.loads.size(); ++l) {
+    const Value* v = node.input(op.loads[l].input);
+    absl::StrAppend(&f.prologue_params, ", ", Param(v->dtype(), true, absl::StrCat("pa", l)));
+    absl::StrAppend(&members, "  ", Param(v->dtype(), true, absl::StrCat("p", l)), ";\n");
+    absl::StrAppend(&init, l ? ", " : "", "pa", l);
+    absl::StatusOr<std::string> off = BroadcastOffset(node, op.loads[l].view, op.stored->shape());
+    if (!off.ok()) return off.status();
+    absl::StrAppend(&loads, "    const ", DomainType(op.loads[l].domain), " g", l, " = ",
+                    LoadAs(v->dtype(), op.loads[l].domain, absl::StrCat("p", l), *off), ";\n");
+    f.prologue_args.push_back(InputArg(node, op.loads[l].input));
+  }
+  f.prologue_a_functor = absl::StrCat(
+      "// The prologue of A (", op.chain.size(), " op(s) from ", op.loaded->TypeString(),
+      "), at (row, col) of the stored ", ShapeToString(op.stored->shape()),
+      ".\nstruct kiln_prologue_a {\n  static constexpr bool kIdentity = false;\n", members,
+      "  __device__ __forceinline__ float operator()(float x, int row, int col, int batch) const {\n", loads, op.code,
+      "    return ", op.result, ";\n  }\n};\n");
+  f.prologue_a_object = absl::StrCat("kiln_prologue_a{", init, "}");
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   GemmPrep prep;
@@ -637,6 +745,24 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   f.b_input = l0.b.input;
   f.a_shape = l0.a.stored->shape();
   f.b_shape = l0.b.stored->shape();
+  if (plan.loops.size() > 1) {
+    const LoopPlan& l1 = plan.loops[1];
+    f.k2 = l1.k;
+    f.a2_batch = prep.a_batch[1];
+    f.b2_batch = prep.b_batch[1];
+    f.trans_a2 = l1.a.trans;
+    f.trans_b2 = l1.b.trans;
+    f.a2_input = l1.a.input;
+    f.b2_input = l1.b.input;
+    f.a2_shape = l1.a.stored->shape();
+    f.b2_shape = l1.b.stored->shape();
+  }
+  f.prologue_a = !l0.a.chain.empty();
+  f.prologue_b = !l0.b.chain.empty();
+  f.a_loaded_dtype = l0.a.loaded->dtype();
+  if (f.prologue_a) {
+    if (absl::Status st = FamilyPrologueA(node, l0.a, f); !st.ok()) return st;
+  }
   GemmEpilogueSource epilogue;
   KernelLaunch loads;
   if (absl::Status st = AppendGemmEpilogueLoads(
@@ -652,8 +778,12 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   const bool fused = IsFusedGroup(node);
   f.description = absl::StrCat("// ", fused ? "fused group " : "", node.name());
   if (fused) absl::StrAppend(&f.description, " (", node.GetString("pattern", "").value_or(""), ")");
-  absl::StrAppend(&f.description, ": MatMul ", l0.a.stored->TypeString(), l0.a.trans ? " (trans_a)" : "", " x ",
-                  l0.b.stored->TypeString(), l0.b.trans ? " (trans_b)" : "", " -> ", prep.y->TypeString(), "\n");
+  absl::StrAppend(&f.description, ":");
+  for (const LoopPlan& l : plan.loops) {
+    absl::StrAppend(&f.description, &l == &l0 ? " " : " + ", "MatMul ", l.a.stored->TypeString(),
+                    l.a.trans ? " (trans_a)" : "", " x ", l.b.stored->TypeString(), l.b.trans ? " (trans_b)" : "");
+  }
+  absl::StrAppend(&f.description, " -> ", prep.y->TypeString(), "\n");
   return f;
 }
 

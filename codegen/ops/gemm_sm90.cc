@@ -15,10 +15,13 @@
 namespace kiln::codegen::ops {
 namespace {
 
-// `wgmma.mma_async.m64n<bn>k16` from two shared-memory descriptors into bn/2 fp32
-// accumulators per thread; the layouts are immediates (K-major A / B: 0; M-major A
-// (trans_a) / N-major B (B stored [K, N], no trans_b): 1).
-std::string WgmmaFunction(int bn, bool bf16, bool trans_a, bool trans_b) {
+// `wgmma.mma_async.m64n<bn>k16` (function `name`) from two shared-memory descriptors
+// into bn/2 fp32 accumulators per thread; the layouts are immediates (K-major A / B:
+// 0; M-major A (trans_a) / N-major B (B stored [K, N], no trans_b): 1). With
+// `register_a`, A comes from four 32-bit registers (`const unsigned (&a)[4]`, the
+// m64k16 fragments; K-major by construction) and only B's layout is an immediate.
+std::string WgmmaFunction(const std::string& name, int bn, bool bf16, bool trans_a, bool trans_b,
+                          bool register_a = false) {
   const int regs = bn / 2;
   const char* t = bf16 ? "bf16" : "f16";
   std::string d, operands;
@@ -26,13 +29,21 @@ std::string WgmmaFunction(int bn, bool bf16, bool trans_a, bool trans_b) {
     absl::StrAppend(&d, i ? ", " : "", "%", i);
     absl::StrAppend(&operands, i ? ", " : "", "\"+f\"(d[", i, "])");
   }
-  return absl::StrCat("static __device__ __forceinline__ void kiln_sm90_wgmma(float (&d)[", regs,
-                      "], unsigned long long desc_a, unsigned long long desc_b) {\n"
+  const std::string a_param = register_a ? "const unsigned (&a)[4]" : "unsigned long long desc_a";
+  const std::string a_operand =
+      register_a ? absl::StrCat("{%", regs, ", %", regs + 1, ", %", regs + 2, ", %", regs + 3, "}")
+                 : absl::StrCat("%", regs);
+  const int b_operand = register_a ? regs + 4 : regs + 1;
+  const std::string layouts =
+      register_a ? absl::StrCat(trans_b ? 0 : 1) : absl::StrCat(trans_a ? 1 : 0, ", ", trans_b ? 0 : 1);
+  const std::string inputs = register_a ? "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b)"
+                                        : "\"l\"(desc_a), \"l\"(desc_b)";
+  return absl::StrCat("static __device__ __forceinline__ void ", name, "(float (&d)[", regs, "], ", a_param,
+                      ", unsigned long long desc_b) {\n"
                       "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
                       "wgmma.mma_async.sync.aligned.m64n",
-                      bn, "k16.f32.", t, ".", t, " {", d, "}, %", regs, ", %", regs + 1, ", p, 1, 1, ",
-                      trans_a ? 1 : 0, ", ", trans_b ? 0 : 1, ";\\n}\\n\"\n    : ", operands,
-                      "\n    : \"l\"(desc_a), \"l\"(desc_b));\n}\n");
+                      bn, "k16.f32.", t, ".", t, " {", d, "}, ", a_operand, ", %", b_operand, ", p, 1, 1, ", layouts,
+                      ";\\n}\\n\"\n    : ", operands, "\n    : ", inputs, ");\n}\n");
 }
 
 bool TmaRowsOk(const Shape& s) { return s.back() % 8 == 0; }
@@ -87,9 +98,21 @@ absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
   return c;
 }
 
-Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) {
+Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a) {
   if (sm_count <= 0) sm_count = 132;
   auto tiles = [&](int bm, int bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn) * batch; };
+  auto waves = [&](int64_t t) { return (t + sm_count - 1) / sm_count; };
+  if (register_a) {
+    // A through registers (a prologue): the consumers' ldmatrix + prologue + register
+    // wgmma keeps up with the tensor cores when two consumer warpgroups share a tile
+    // (one's prologue overlaps the other's wgmmas) and never in ping-pong (one
+    // consumer's mainloop at a time). H100 measurements (RESULTS.md, relu_gemm):
+    // 64x128 tiles while they fit in one wave, the 128x256 rule below, else 128x128
+    // cooperative.
+    if (tiles(64, 128) <= sm_count) return Sm90GemmConfig{64, 128, 1, 1, 8};
+    if (n > 128 && 2 * waves(tiles(128, 256)) <= waves(tiles(128, 128))) return Sm90GemmConfig{128, 256, 2, 1, 3};
+    return Sm90GemmConfig{128, 128, 2, 1, 4};
+  }
   // Fitted to H100 measurements (benchmarks/RESULTS.md, "Hopper GEMM family"): 64x128
   // tiles for few tokens, or when 128x128 tiles would not fill the GPU at short K;
   // else the cooperative 128x256 unless its waves (a 128x256 tile costing two
@@ -97,7 +120,6 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
   // 1.45 waves of 132 against 384 = 2.9. Stages: what fits next to the epilogue's C
   // tiles (227 KiB).
   if (m <= 512 || (tiles(128, 128) < sm_count && k < 2048)) return Sm90GemmConfig{64, 128, 1, 1, 8};
-  auto waves = [&](int64_t t) { return (t + sm_count - 1) / sm_count; };
   if (n > 128 && 2 * waves(tiles(128, 256)) <= waves(tiles(128, 128))) return Sm90GemmConfig{128, 256, 2, 1, 3};
   return Sm90GemmConfig{128, 128, 2, 2, 4, true};
 }
@@ -105,13 +127,21 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
 absl::Status Sm90Eligible(const Node& node) {
   absl::StatusOr<GemmFamilyPlan> p = PlanGemmForFamily(node);
   if (!p.ok()) return p.status();
-  if (p->dual) return NoKernel(node, "sm90 GEMM family: dual mainloop (sm_80 template)");
-  if (p->has_prologue) return NoKernel(node, "sm90 GEMM family: operand prologue (sm_80 template)");
-  if (!TmaRowsOk(p->a_shape) || !TmaRowsOk(p->b_shape)) {
+  if (p->prologue_b) {
+    return NoKernel(node, "sm90 GEMM family: prologue on B (only A goes through registers; sm_80 template)");
+  }
+  if (p->prologue_a && p->a_loaded_dtype != p->dtype) {
+    return NoKernel(node, absl::StrCat("sm90 GEMM family: prologue of A loading ", DTypeName(p->a_loaded_dtype),
+                                       " (TMA loads the tensor-core type; sm_80 template)"));
+  }
+  const bool rows_ok = TmaRowsOk(p->a_shape) && TmaRowsOk(p->b_shape) &&
+                       (!p->dual || (TmaRowsOk(p->a2_shape) && TmaRowsOk(p->b2_shape)));
+  if (!rows_ok) {
     return NoKernel(node, "sm90 GEMM family: an operand's contiguous dim is not a multiple of 8 (TMA needs 16-byte "
                           "aligned rows; sm_80 template)");
   }
-  if (p->m > (int64_t{1} << 31) - 256 || p->n > (int64_t{1} << 31) - 256 || p->k > (int64_t{1} << 31) - 64) {
+  if (p->m > (int64_t{1} << 31) - 256 || p->n > (int64_t{1} << 31) - 256 || p->k > (int64_t{1} << 31) - 64 ||
+      p->k2 > (int64_t{1} << 31) - 64) {
     return NoKernel(node, "sm90 GEMM family: dims too large for 32-bit TMA coordinates");
   }
   if (p->out_dtype != DType::kFloat16 && p->out_dtype != DType::kBFloat16 && p->out_dtype != DType::kFloat32) {
@@ -127,7 +157,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   if (!plan_or.ok()) return plan_or.status();
   const GemmFamilyPlan& p = *plan_or;
   if (sm_count <= 0) sm_count = 132;
-  const Sm90GemmConfig cfg = config != nullptr ? *config : PickSm90GemmConfig(p.m, p.n, p.k, p.batch, sm_count);
+  const Sm90GemmConfig cfg =
+      config != nullptr ? *config : PickSm90GemmConfig(p.m, p.n, p.k + p.k2, p.batch, sm_count, p.prologue_a);
   const bool tma_store = (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.n % 8 == 0;
   if (absl::Status valid = VerifySm90GemmConfig(cfg, tma_store); !valid.ok()) return valid;
   const int64_t tiles = ((p.m + cfg.bm - 1) / cfg.bm) * ((p.n + cfg.bn - 1) / cfg.bn) * p.batch;
@@ -136,6 +167,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   KernelLaunch launch;
   launch.family = "gemm_sm90";
   launch.args = {0};
+  launch.args.insert(launch.args.end(), p.prologue_args.begin(), p.prologue_args.end());
   launch.args.insert(launch.args.end(), p.epilogue_args.begin(), p.epilogue_args.end());
   // Tensor maps: {contiguous, rows, batches}, 128B swizzle, boxes of 64 contiguous
   // elements (128 bytes) x the tile's rows (K-major) or 64 k rows (MN-major).
@@ -153,6 +185,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   };
   launch.tensor_maps.push_back(map(p.a_shape, p.a_input, p.a_batch, !p.trans_a, cfg.bm));
   launch.tensor_maps.push_back(map(p.b_shape, p.b_input, p.b_batch, p.trans_b, cfg.bn));
+  if (p.dual) {
+    launch.tensor_maps.push_back(map(p.a2_shape, p.a2_input, p.a2_batch, !p.trans_a2, cfg.bm));
+    launch.tensor_maps.push_back(map(p.b2_shape, p.b2_input, p.b2_batch, p.trans_b2, cfg.bn));
+  }
   if (tma_store) {  // C [batch, M, N]: boxes of 64 columns x one consumer's rows
     TensorMapSpec t;
     t.tensor = 0;
@@ -175,8 +211,23 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
                   "\n#define BM ", cfg.bm, "\n#define BN ", cfg.bn, "\n#define STAGES ", cfg.stages,
                   "\n#define CONSUMERS ", cfg.consumers, "\n#define WG_M ", cfg.wg_m, "\n#define GEMM_PINGPONG ",
                   cfg.pingpong ? 1 : 0, "\n#define GEMM_TMA_STORE ", tma_store ? 1 : 0, "\n#define GEMM_OUT_KIND ",
-                  out_kind, "\n#define GEMM_OUT_T ", StorageTypeName(p.out_dtype), "\n", p.epilogue_defines,
-                  p.epilogue_function, WgmmaFunction(cfg.bn, p.dtype == DType::kBFloat16, p.trans_a, p.trans_b),
+                  out_kind, "\n#define GEMM_OUT_T ", StorageTypeName(p.out_dtype), "\n");
+  const bool bf16 = p.dtype == DType::kBFloat16;
+  absl::StrAppend(&src, "#define GEMM_DUAL ", p.dual ? 1 : 0, "\n");
+  if (p.dual) {
+    absl::StrAppend(&src, "#define GEMM_K2 ", p.k2, "\n#define GEMM_A2_BATCHED ", p.a2_batch != 0 ? 1 : 0,
+                    "\n#define GEMM_B2_BATCHED ", p.b2_batch != 0 ? 1 : 0, "\n#define GEMM_TRANS_A2 ",
+                    p.trans_a2 ? 1 : 0, "\n#define GEMM_TRANS_B2 ", p.trans_b2 ? 1 : 0, "\n",
+                    WgmmaFunction("kiln_sm90_wgmma2", cfg.bn, bf16, p.trans_a2, p.trans_b2));
+  }
+  absl::StrAppend(&src, "#define GEMM_PROLOGUE ", p.prologue_a ? 1 : 0, "\n#define KILN_PROLOGUE_PARAMS ",
+                  p.prologue_params, "\n");
+  if (p.prologue_a) {
+    absl::StrAppend(&src, "#define GEMM_PROLOGUE_A ", p.prologue_a_object, "\n", p.prologue_a_functor,
+                    WgmmaFunction("kiln_sm90_wgmma_rs", cfg.bn, bf16, p.trans_a, p.trans_b, /*register_a=*/true));
+  }
+  absl::StrAppend(&src, p.epilogue_defines, p.epilogue_function,
+                  WgmmaFunction("kiln_sm90_wgmma", cfg.bn, bf16, p.trans_a, p.trans_b),
                   TemplateSource("gemm_sm90.cuh"));
   launch.source = std::move(src);
   launch.grid = {static_cast<uint32_t>(std::min<int64_t>(tiles, sm_count)), 1, 1};

@@ -1,10 +1,13 @@
 // The Hopper GEMM family (codegen/ops/gemm_sm90.cc, template
 // codegen/templates/gemm_sm90.cuh): TMA + mbarrier pipeline + wgmma, a producer
 // warpgroup and consumer warpgroups, a persistent grid. It takes the plain MatMuls
-// and "matmul"/"matmul+epilogue" groups that gemm.cc plans (same epilogue functor)
-// whose operands TMA can read: fp16/bf16, contiguous dims multiples of 8 (16-byte
-// aligned rows), every operand batch-dense or broadcast. Everything else (prologues,
-// dual mainloops, odd widths) stays on the sm_80 template; Sm90Eligible says why.
+// and the "matmul[+epilogue]", "dual-matmul[+epilogue]" (two mainloops through one
+// ring into one accumulator) and "prologue+matmul[+epilogue]" groups with a prologue
+// on A only (A through registers, the register-A wgmma) that gemm.cc plans (same
+// prologue and epilogue functors) whose operands TMA can read: fp16/bf16 (a prologue
+// loading the tensor-core type), contiguous dims multiples of 8 (16-byte aligned
+// rows), every operand batch-dense or broadcast. Everything else (prologues on B or
+// from fp32, odd widths) stays on the sm_80 template; Sm90Eligible says why.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +21,9 @@
 
 namespace kiln::codegen::ops {
 
-// What gemm.cc's planning knows about a one-mainloop GEMM, for another template
-// family: shapes, layouts, operands and the generated epilogue (one generator).
+// What gemm.cc's planning knows about a GEMM group, for another template family:
+// shapes, layouts, operands, the prologue of A and the generated epilogue (one
+// generator for both families).
 struct GemmFamilyPlan {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   int64_t a_batch = 0, b_batch = 0;  // operand batch strides in elements (0: broadcast)
@@ -29,6 +33,20 @@ struct GemmFamilyPlan {
   DType out_dtype = DType::kFloat16;
   int a_input = 0, b_input = 1;       // node input indices of A and B (loaded tensors)
   Shape a_shape, b_shape;            // stored operand shapes (a group's body is gone after planning)
+  // Dual (Add(A·B, A2·B2)): the second mainloop's K, layouts, operands and batch strides.
+  int64_t k2 = 0, a2_batch = 0, b2_batch = 0;
+  bool trans_a2 = false, trans_b2 = false;
+  int a2_input = 0, b2_input = 0;
+  Shape a2_shape, b2_shape;
+  // Prologues: which operand has one. For A: the loaded tensor's dtype, the functor
+  // (`struct kiln_prologue_a { float operator()(float x, int row, int col, int batch) }`
+  // over stored coordinates, as the sm_80 template gets it), the object expression
+  // that builds it from kernel parameters ("kiln_prologue_a{pa0}"), the parameters
+  // (", const kiln_f16* __restrict__ pa0") and their launch args.
+  bool prologue_a = false, prologue_b = false;
+  DType a_loaded_dtype = DType::kFloat16;
+  std::string prologue_a_functor, prologue_a_object, prologue_params;
+  std::vector<int> prologue_args;
   // `static __device__ float kiln_epilogue(float acc, int row, int col, int batch
   // KILN_EPILOGUE_PARAMS)` with its #defines, and the launch args of its params.
   std::string epilogue_defines, epilogue_function;
@@ -46,6 +64,11 @@ struct Sm90GemmConfig {
   // Ping-pong: each consumer takes whole tiles (every other one of the block), so
   // one's epilogue overlaps the other's mainloop; else they split every tile's rows.
   bool pingpong = false;
+  // Split-K (cooperative tiles only): K over `split_k` work units per tile, reduced in
+  // split order by the consumer warpgroup that finishes last (gemm_sm90.cuh). The
+  // launch then takes a workspace (tiles * consumers semaphores, tiles * split_k *
+  // bm * bn * 4 bytes of scratch).
+  int split_k = 1;
 };
 inline constexpr int64_t kSm90MaxSharedBytes = 227 * 1024;
 // 1024 (alignment) + stages * (bm + bn) * 64 * 2 + 16 * stages + 16 (barriers), plus
@@ -55,11 +78,23 @@ int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& config, bool tma_store = true)
 // InvalidArgument naming the constraint: bm = 64 * wg_m * consumers (ping-pong:
 // 64 * wg_m with 2 consumers), consumers 1..2,
 // wg_m 1..2, bn a multiple of 64 (TMA boxes of 64 columns) in [64, 256] (wgmma n),
-// accumulators wg_m * bn / 2 <= 128 registers, 2..8 stages, shared memory <= 227 KiB.
+// accumulators wg_m * bn / 2 <= 128 registers, 2..8 stages, shared memory <= 227 KiB,
+// split_k in [1, kGemmMaxSplitK] and 1 with ping-pong. The K-dependent checks (every
+// split gets a k tile, the scratch size) are GenerateMatMulGroupSm90's.
 absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store = true);
-// The shape heuristic (`sm_count` multiprocessors).
-Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count);
-// "128x256 c2x1 s4" (cooperative: consumers x wg_m), "64x256 p2x1 s5" (ping-pong).
+// The shape heuristic (`sm_count` multiprocessors; `k` the summed K of a dual group);
+// `register_a`: A goes through registers (a prologue), which takes cooperative tiles.
+// Splits K (PickSm90SplitK) when the tiles leave most SMs idle.
+Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
+                                  bool register_a = false);
+// The split count for a cooperative `tile` config: 1 unless tiles * batch <= sm_count
+// / 2; else as many splits as fill the SMs (tiles * splits <= sm_count) with at least
+// `min_k_tiles` k tiles of 64 each (at most kGemmMaxSplitK), reduced to the fewest
+// splits with the same k tiles per split.
+int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
+                   int min_k_tiles = 4);
+// "128x256 c2x1 s4" (cooperative: consumers x wg_m), "64x256 p2x1 s5" (ping-pong),
+// "64x128 c1x1 s8 k6" (split-K in 6).
 std::string Sm90GemmConfigString(const Sm90GemmConfig& config);
 absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text);
 
@@ -67,7 +102,8 @@ absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text);
 // Unimplemented with the reason (the caller then uses the sm_80 template).
 absl::Status Sm90Eligible(const Node& node);
 // One persistent launch (grid min(tiles, sm_count)) with tensor maps for A and B,
-// and for C when the epilogue stores through TMA (a 16-bit output with N % 8 == 0).
+// then A2 and B2 (dual), and for C when the epilogue stores through TMA (a 16-bit
+// output with N % 8 == 0). Launch args: C, the prologue's side inputs, the epilogue's.
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& node,
                                                                   const Sm90GemmConfig* config = nullptr,
                                                                   int sm_count = 132);

@@ -2,6 +2,8 @@
 // (codegen/ops/gemm_source.h).
 #include "codegen/ops/gemm_source.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "codegen/templates.h"
 
@@ -41,11 +43,32 @@ std::string GemmEpilogueFunction(const GemmEpilogueSource& epilogue, const std::
       epilogue.loads, code, "  return ", result, ";\n}\n");
 }
 
+absl::Status SetGemmGridAndWorkspace(const GemmConfig& cfg, int64_t tiles, int64_t batch, KernelLaunch& launch) {
+  const int64_t split = std::max(cfg.split_k, 1);
+  launch.grid = {static_cast<uint32_t>(tiles), static_cast<uint32_t>(split), static_cast<uint32_t>(batch)};
+  launch.semaphores = 0;
+  launch.scratch_bytes = 0;
+  if (split == 1) return absl::OkStatus();
+  const int64_t counters = tiles * batch;
+  const uint64_t scratch = static_cast<uint64_t>(counters) * static_cast<uint64_t>(split) *
+                           static_cast<uint64_t>(cfg.bm) * static_cast<uint64_t>(cfg.bn) * sizeof(float);
+  if (counters >= (int64_t{1} << 31) || scratch > kGemmMaxScratchBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("GEMM tile config ", GemmConfigString(cfg), ": split-K over ",
+                                                   counters, " output tiles needs ", scratch,
+                                                   " bytes of scratch (more than ", kGemmMaxScratchBytes,
+                                                   "); use fewer splits or larger tiles"));
+  }
+  launch.semaphores = static_cast<uint32_t>(counters);
+  launch.scratch_bytes = scratch;
+  return absl::OkStatus();
+}
+
 std::string GemmSourceTail(const GemmConfig& cfg, DType out_dtype, const std::string& prologue_params,
                            const std::string& functors, const GemmEpilogueSource& epilogue,
                            const std::string& epilogue_code, const std::string& result) {
   return absl::StrCat("#define BM ", cfg.bm, "\n#define BN ", cfg.bn, "\n#define BK ", cfg.bk, "\n#define WARPS_M ",
                       cfg.warps_m, "\n#define WARPS_N ", cfg.warps_n, "\n#define STAGES ", cfg.stages,
+                      cfg.split_k > 1 ? absl::StrCat("\n#define GEMM_SPLIT_K ", cfg.split_k) : std::string(),
                       "\n#define GEMM_OUT_T ", StorageTypeName(out_dtype), "\n#define GEMM_STORE(p, i, v) KILN_STORE_",
                       FloatSuffix(out_dtype), "(p, i, v)", "\n#define KILN_PROLOGUE_PARAMS ", prologue_params,
                       "\n#define KILN_EPILOGUE_PARAMS ", epilogue.params, "\n#define KILN_EPILOGUE_ARGS ",

@@ -34,10 +34,20 @@ absl::Status AppendGemmEpilogueLoads(const Node& node, const std::vector<Element
 // loads, then `code` (statements from `acc`), returning `result`.
 std::string GemmEpilogueFunction(const GemmEpilogueSource& epilogue, const std::string& code,
                                  const std::string& result);
+// The grid and workspace of a launch of the template with `config` over `tiles`
+// output tiles per batch entry (or conv group) and `batch` of them: grid (tiles,
+// split_k, batch); without a split no workspace, with split_k = S one semaphore per
+// (batch, tile) and S fp32 BM x BN partial tiles per (batch, tile) of scratch.
+// InvalidArgument when the scratch would exceed kGemmMaxScratchBytes or the
+// semaphores 2^31 (only a forced config on a large problem can).
+inline constexpr uint64_t kGemmMaxScratchBytes = uint64_t{1} << 30;
+absl::Status SetGemmGridAndWorkspace(const GemmConfig& config, int64_t tiles, int64_t batch, KernelLaunch& launch);
+
 // Everything after a GEMM kernel's problem #defines (GEMM_BF16 ... GEMM_PROLOGUE_B,
 // GEMM_DUAL / GEMM_CONV and theirs): the tile config, the output type and store,
-// the prologue and epilogue parameters, `functors` (prologue structs), the epilogue
-// function, then mma_sm80.cuh and gemm_sm80.cuh.
+// GEMM_SPLIT_K when split_k > 1 (so unsplit sources are unchanged), the prologue
+// and epilogue parameters, `functors` (prologue structs), the epilogue function, then
+// mma_sm80.cuh and gemm_sm80.cuh.
 std::string GemmSourceTail(const GemmConfig& config, DType out_dtype, const std::string& prologue_params,
                            const std::string& functors, const GemmEpilogueSource& epilogue,
                            const std::string& epilogue_code, const std::string& result);

@@ -250,7 +250,10 @@ absl::StatusOr<PwSpec> Spec(const Node& node) {
     if (*approx == "none") {
       s.result = "kiln_gelu_erf(v0)";
     } else if (*approx == "tanh") {
-      s.result = "kiln_gelu_tanh(v0)";
+      // A 16-bit result takes the hardware tanh (templates/pointwise.cuh): its error is
+      // below the result's own rounding; an fp32 result keeps the accurate tanhf.
+      const DType out = node.output(0)->dtype();
+      s.result = out == DType::kFloat16 || out == DType::kBFloat16 ? "kiln_gelu_tanh_fast(v0)" : "kiln_gelu_tanh(v0)";
     } else {
       return NoKernel(node, absl::StrCat("approximate=", *approx));
     }

@@ -46,6 +46,7 @@
 //   BM, BN, BK, WARPS_M, WARPS_N, STAGES   tile configuration (verified by the
 //                        generator: BM % (16*WARPS_M) == 0, BN % (16*WARPS_N) == 0,
 //                        BK % 16 == 0, 2 <= STAGES <= 8)
+//   GEMM_SPLIT_K         S > 1: split-K (below); default 1. Not with GEMM_DUAL.
 //   GEMM_OUT_T, GEMM_STORE(p, i, v)        output storage type and fp32 store
 //   KILN_PROLOGUE_PARAMS  extra kernel parameters of the prologue functors
 //   KILN_EPILOGUE_PARAMS, KILN_EPILOGUE_ARGS  extra kernel parameters (", const
@@ -53,7 +54,9 @@
 //                        (", e0") passed to
 //   float kiln_epilogue(float acc, int row, int col, int batch KILN_EPILOGUE_PARAMS)
 //                        which the generator defines before this text.
-// Kernel parameters: (C, A, B [, A2, B2] KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS).
+// Kernel parameters: (C, A, B [, A2, B2] KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS
+// [, kiln_semaphores, kiln_scratch]), the last two with GEMM_SPLIT_K > 1 (the launch's
+// workspace, codegen/op_kernels.h).
 // Dynamic shared memory: STAGES * max over the mainloops of (A tile + B tile) * 2
 // bytes, a tile of R rows and C contiguous columns taking R * (C + 8) elements
 // (codegen/ops/gemm.cc, GemmSharedBytes).
@@ -64,6 +67,22 @@
 // fall into distinct bank groups); ldmatrix, with .trans for k-major tiles
 // (kiln_gemm_compute), feeding mma.sync.m16n8k16; the epilogue applied per
 // accumulator element before the guarded store.
+//
+// Split-K (GEMM_SPLIT_K = S > 1). blockIdx.y = s in [0, S) takes the k tiles
+// [s*T, min((s+1)*T, k_tiles)) with T = ceil(k_tiles / S) (the generator checks that
+// every split gets at least one), so gridDim = (tiles, S, batch or groups): the axis
+// does not clash with blockIdx.z. An output tile's S CTAs reduce in the kernel, in
+// a fixed order and without waiting on each other: each stores its fp32 accumulators
+// to kiln_scratch (slot (z*tiles + tile)*S + s, BM*BN floats, thread-private layout
+// [i*GEMM_NI + j][thread] as float4: coalesced), fences, and one thread increments
+// the tile's semaphore kiln_semaphores[z*tiles + tile]. The CTA that sees S-1 there
+// arrived last: it resets the semaphore to 0 (so the next launch, a CUDA graph replay
+// included, finds it zero), sums the S partials in split order 0..S-1 (all read back
+// from scratch through L2, ld.cg, its own included), which makes the result
+// independent of the arrival order, and runs the usual epilogue once per element.
+// The others exit. Workspace of a launch: tiles*batch semaphores, tiles*batch*S*BM*BN*4
+// bytes of scratch (codegen/ops/gemm.cc). Prologues work unchanged (functors see
+// absolute coordinates); a dual kernel is not split.
 //
 // Register-staged operands (modes 1, 2). The prologue functor runs once per loaded
 // element, between the global load and the shared-memory store: the loads of tile
@@ -93,6 +112,12 @@
 #endif
 #ifndef CONV_GROUPED
 #define CONV_GROUPED 0
+#endif
+#ifndef GEMM_SPLIT_K
+#define GEMM_SPLIT_K 1
+#endif
+#if GEMM_SPLIT_K > 1 && GEMM_DUAL
+#error "split-K GEMM with two mainloops"
 #endif
 
 // The tensor-core primitives (cp.async, ldmatrix, mma.sync) are in mma_sm80.cuh,
@@ -420,17 +445,18 @@ static __device__ __forceinline__ void kiln_gemm_compute(float (&acc)[GEMM_MI][G
   }
 }
 
-// One mainloop: acc += op(A) * op(B) over K, through a STAGES-deep pipeline. A stage
-// is the A tile then the B tile. Ends with no copy in flight; the caller
-// synchronises before shared memory is reused.
+// One mainloop: acc += op(A) * op(B) over the k tiles [kt0, kt0 + k_tiles) of K (all
+// of them unless split), through a STAGES-deep pipeline. A stage is the A tile then
+// the B tile. Ends with no copy in flight; the caller synchronises before shared
+// memory is reused.
 template <int K, bool TA, bool TB, int A_MODE, int B_MODE, int A_KIND, int B_KIND, typename FA, typename FB>
 static __device__ __forceinline__ void kiln_gemm_mainloop(float (&acc)[GEMM_MI][GEMM_NI][4], kiln_mma_t* smem,
                                                           const void* __restrict__ A, const void* __restrict__ B,
-                                                          int m0, int n0, int batch, const FA& fa, const FB& fb) {
+                                                          int m0, int n0, int batch, const FA& fa, const FB& fb,
+                                                          int kt0 = 0, int k_tiles = (K + BK - 1) / BK) {
   typedef kiln_gemm_operand<true, TA, K, A_MODE, A_KIND> OpA;
   typedef kiln_gemm_operand<false, TB, K, B_MODE, B_KIND> OpB;
   constexpr int kStage = OpA::kTile + OpB::kTile;
-  constexpr int k_tiles = (K + BK - 1) / BK;
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int wm = (warp / WARPS_N) * GEMM_WM;  // warp tile origin inside the block tile
@@ -472,8 +498,8 @@ static __device__ __forceinline__ void kiln_gemm_mainloop(float (&acc)[GEMM_MI][
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < k_tiles) {
-      issue(s, s);
-      finish(s, s);
+      issue(s, kt0 + s);
+      finish(s, kt0 + s);
     }
     kiln_mma_commit();
   }
@@ -486,22 +512,94 @@ static __device__ __forceinline__ void kiln_gemm_mainloop(float (&acc)[GEMM_MI][
     kiln_mma_wait<STAGES - 2>();
     __syncthreads();
     const int next = kt + STAGES - 1;
-    if (next < k_tiles) issue(next % STAGES, next);
+    if (next < k_tiles) issue(next % STAGES, kt0 + next);
     kiln_mma_commit();
     kiln_gemm_compute<TA, TB, OpA::kTile>(acc, smem + (kt % STAGES) * kStage, wm, wn, lane);
     if constexpr (kStagedA || kStagedB) {
-      if (next < k_tiles) finish(next % STAGES, next);
+      if (next < k_tiles) finish(next % STAGES, kt0 + next);
     }
   }
   kiln_mma_wait<0>();
 }
 
-extern "C" __global__ void __launch_bounds__(GEMM_THREADS)
+#if GEMM_SPLIT_K > 1
+// fp32x4 through L2 only (the partials of other CTAs must not come from a stale L1).
+static __device__ __forceinline__ void kiln_gemm_st_cg(float* p, const float (&v)[4]) {
+  asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
+               : "memory");
+}
+static __device__ __forceinline__ void kiln_gemm_ld_cg(const float* p, float (&v)[4]) {
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+               : "l"(p)
+               : "memory");
+}
+
+// The split-K reduction (see the top of this file): true in the CTA that arrived
+// last at this output tile, with acc = the sum of the S partials in split order;
+// false in the others, which are done. The last CTA reads its own partial back too
+// (from L2): acc = p0 + p1 + ... + p(S-1) whichever split it is, one fragment row
+// (GEMM_NI float4) of one split at a time, so the registers stay bounded.
+static __device__ __forceinline__ bool kiln_gemm_split_reduce(float (&acc)[GEMM_MI][GEMM_NI][4],
+                                                              unsigned int* __restrict__ semaphores,
+                                                              float* __restrict__ scratch, int split) {
+  constexpr int kTileFloats = BM * BN;  // = GEMM_THREADS * GEMM_MI * GEMM_NI * 4
+  constexpr int kFragment = GEMM_THREADS * 4;  // floats between a thread's consecutive float4
+  const unsigned tile = blockIdx.z * gridDim.x + blockIdx.x;
+  float* part = scratch + (kiln_index)tile * GEMM_SPLIT_K * kTileFloats + threadIdx.x * 4;
+#pragma unroll
+  for (int i = 0; i < GEMM_MI; ++i)
+#pragma unroll
+    for (int j = 0; j < GEMM_NI; ++j)
+      kiln_gemm_st_cg(part + (kiln_index)split * kTileFloats + (i * GEMM_NI + j) * kFragment, acc[i][j]);
+  __threadfence();  // this thread's partial is visible GPU-wide before the count
+  __syncthreads();
+  unsigned arrived = 0;
+  if (threadIdx.x == 0) {
+    arrived = atomicAdd(semaphores + tile, 1u);
+    if (arrived == GEMM_SPLIT_K - 1) atomicExch(semaphores + tile, 0u);  // every split is in: reset
+    __threadfence();
+  }
+  if (!__syncthreads_or(threadIdx.x == 0 && arrived == GEMM_SPLIT_K - 1)) return false;
+#pragma unroll
+  for (int i = 0; i < GEMM_MI; ++i) {
+#pragma unroll
+    for (int j = 0; j < GEMM_NI; ++j) kiln_gemm_ld_cg(part + (i * GEMM_NI + j) * kFragment, acc[i][j]);
+#pragma unroll 1
+    for (int s = 1; s < GEMM_SPLIT_K; ++s) {
+      float v[GEMM_NI][4];
+#pragma unroll
+      for (int j = 0; j < GEMM_NI; ++j) {
+        kiln_gemm_ld_cg(part + (kiln_index)s * kTileFloats + (i * GEMM_NI + j) * kFragment, v[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < GEMM_NI; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] += v[j][e];
+    }
+  }
+  return true;
+}
+#endif  // GEMM_SPLIT_K > 1
+
+// A split kernel runs about one CTA per SM (tiles x S <= the SM count): ptxas need
+// not trade registers for occupancy (on sm_90a it otherwise capped some register-
+// staged forms at 168 registers and spilled).
+#if GEMM_SPLIT_K > 1
+#define KILN_GEMM_LAUNCH_BOUNDS __launch_bounds__(GEMM_THREADS, 1)
+#else
+#define KILN_GEMM_LAUNCH_BOUNDS __launch_bounds__(GEMM_THREADS)
+#endif
+extern "C" __global__ void KILN_GEMM_LAUNCH_BOUNDS
     KILN_KERNEL(GEMM_OUT_T* __restrict__ C, const GEMM_A_T* __restrict__ A, const GEMM_B_T* __restrict__ B
 #if GEMM_DUAL
                 , const kiln_mma_t* __restrict__ A2, const kiln_mma_t* __restrict__ B2
 #endif
-                    KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS) {
+                    KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS
+#if GEMM_SPLIT_K > 1
+                , unsigned int* __restrict__ kiln_semaphores, float* __restrict__ kiln_scratch
+#endif
+    ) {
   extern __shared__ __align__(128) unsigned char kiln_gemm_smem[];
   kiln_mma_t* smem = reinterpret_cast<kiln_mma_t*>(kiln_gemm_smem);
 
@@ -525,9 +623,21 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
 
+#if GEMM_SPLIT_K > 1
+  constexpr int k_tiles = (GEMM_K + BK - 1) / BK;
+  constexpr int split_tiles = (k_tiles + GEMM_SPLIT_K - 1) / GEMM_SPLIT_K;
+  static_assert((GEMM_SPLIT_K - 1) * split_tiles < k_tiles, "split-K: a split without a k tile");
+  const int split = blockIdx.y;
+  const int kt0 = split * split_tiles;
+  kiln_gemm_mainloop<GEMM_K, GEMM_TRANS_A, GEMM_TRANS_B, GEMM_A_MODE, GEMM_B_MODE, GEMM_A_KIND, GEMM_B_KIND>(
+      acc, smem, A + (kiln_index)batch * GEMM_A_BATCH, B + (kiln_index)batch * GEMM_B_BATCH, m0, n0, batch,
+      GEMM_PROLOGUE_A, GEMM_PROLOGUE_B, kt0, min(split_tiles, k_tiles - kt0));
+  if (!kiln_gemm_split_reduce(acc, kiln_semaphores, kiln_scratch, split)) return;
+#else
   kiln_gemm_mainloop<GEMM_K, GEMM_TRANS_A, GEMM_TRANS_B, GEMM_A_MODE, GEMM_B_MODE, GEMM_A_KIND, GEMM_B_KIND>(
       acc, smem, A + (kiln_index)batch * GEMM_A_BATCH, B + (kiln_index)batch * GEMM_B_BATCH, m0, n0, batch,
       GEMM_PROLOGUE_A, GEMM_PROLOGUE_B);
+#endif
 #if GEMM_DUAL
   __syncthreads();  // every warp is done with the first mainloop's stages
   kiln_gemm_mainloop<GEMM_K2, GEMM_TRANS_A2, GEMM_TRANS_B2, GEMM_A2_MODE, GEMM_B2_MODE, kiln_gemm_mma_kind,
@@ -573,6 +683,8 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS)
 #undef GEMM_NI
 #undef GEMM_GROUP_M
 #undef GEMM_DUAL
+#undef GEMM_SPLIT_K
+#undef KILN_GEMM_LAUNCH_BOUNDS
 #undef GEMM_CONV
 #undef CONV_N
 #undef CONV_H

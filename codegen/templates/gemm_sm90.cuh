@@ -1,11 +1,17 @@
 // Hopper tensor-core GEMM (sm_90a only; codegen/ops/gemm_sm90.cc):
-//   C[b][M,N] = kiln_epilogue(sum_k op(A)[b][M,K] * op(B)[b][K,N])
+//   C[b][M,N] = kiln_epilogue(sum_k f(op(A))[b][M,K] * op(B)[b][K,N]
+//                             [+ sum_k op(A2)[b][M,K2] * op(B2)[b][K2,N]])
 // with fp16 or bf16 inputs and fp32 accumulation: TMA tile loads (128-byte swizzle)
 // into a STAGES-deep shared-memory ring guarded by mbarriers, wgmma.m64nBNk16 from
 // shared memory, one producer warpgroup and CONSUMERS consumer warpgroups
 // (setmaxnreg moves registers from the producer to the consumers), a persistent
 // grid walking the tiles in a grouped (L2-friendly) order, and the generated
 // epilogue functor applied to the accumulators before predicated stores.
+// Dual (Add(A·B, A2·B2)): the producer walks the K tiles of (A, B) then those of
+// (A2, B2) through the same ring, the consumers run both into the same accumulators
+// (each pair with its own K and layouts). Prologue f on A: the consumers read A's
+// tile from shared memory into registers (ldmatrix), apply f there and issue the
+// register-A form of wgmma (B still from shared memory).
 //
 // Defined by the generator before this text:
 //   GEMM_BF16            1: bf16 inputs, 0: fp16
@@ -26,6 +32,16 @@
 //                        starts a mainloop when the other has passed every wait of
 //                        its own, which keeps each consumer at most one phase
 //                        ahead of the ring's barriers (parity waits need that).
+//   GEMM_DUAL            1: a second mainloop over A2, B2 with GEMM_K2,
+//                        GEMM_A2_BATCHED, GEMM_B2_BATCHED, GEMM_TRANS_A2,
+//                        GEMM_TRANS_B2, and kiln_sm90_wgmma2 (its layouts)
+//   GEMM_PROLOGUE        1: A goes through GEMM_PROLOGUE_A (a functor object built
+//                        from the KILN_PROLOGUE_PARAMS kernel parameters, called as
+//                        f(x, row, col, batch) at stored coordinates of A on each
+//                        in-range element; the rest become zeros) and
+//                        kiln_sm90_wgmma_rs(float (&d)[BN / 2], const unsigned (&a)[4],
+//                        unsigned long long desc_b) (A from registers). Not with
+//                        GEMM_DUAL.
 //   GEMM_OUT_KIND        0 fp16, 1 bf16, 2 fp32 output; GEMM_OUT_T its storage type
 //   GEMM_TMA_STORE       1: the epilogue writes each consumer's tile into shared
 //                        memory (128B-swizzled [rows][64] boxes) and one thread
@@ -37,10 +53,10 @@
 //   float kiln_epilogue(float acc, int row, int col, int batch KILN_EPILOGUE_PARAMS)
 //   kiln_sm90_wgmma(float (&d)[BN / 2], unsigned long long desc_a,
 //                   unsigned long long desc_b)   the wgmma of this BN and layout
-// Kernel parameters: (C KILN_EPILOGUE_PARAMS, tensor map of A, tensor map of B
-// [, tensor map of C: {N, M, batches} box {64, 64 * WG_M, 1}]): the
-// pointer parameters of the source contract, then the tensor maps
-// (codegen/op_kernels.h). The maps are rank 3 {contiguous dim, rows, batches}:
+// Kernel parameters: (C KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS, tensor map of A,
+// tensor map of B [, tensor maps of A2 and B2] [, tensor map of C: {N, M, batches}
+// box {64, 64 * WG_M, 1}]): the pointer parameters of the source contract, then the
+// tensor maps (codegen/op_kernels.h). The maps are rank 3 {contiguous dim, rows, batches}:
 //   A (TRANS_A 0): {K, M, nb} box {64, BM, 1};   A (TRANS_A 1): {M, K, nb} box {64, 64, 1}
 //   B (TRANS_B 1): {K, N, nb} box {64, BN, 1};   B (TRANS_B 0): {N, K, nb} box {64, 64, 1}
 // all with 128-byte swizzle and zero fill out of bounds (partial tiles, K tails).
@@ -52,6 +68,24 @@
 // +32 bytes. An MN-major operand tile is [rows/64][64 k][64 mn] (one TMA box per 64
 // columns): SBO 1024 (8 k rows), LBO 8192 (the next 64 columns), the k16 step
 // +2048 bytes (16 k rows).
+//
+// Register A (GEMM_PROLOGUE): warp w of a consumer holds rows 16 w .. 16 w + 15 of
+// each of its m64 blocks as the m16k16 fragments of mma.sync (thread t: rows t/4 and
+// t/4 + 8, k pairs 2 (t % 4) and + 8), one ldmatrix.x4 per k16 step (.trans for an
+// M-major A), 16-byte chunk c of 128-byte row r at c ^ (r % 8) (the swizzle), issued
+// one step ahead (into `raw`) so its latency hides behind the previous step's
+// prologue. The fragments of the four k16 steps of a K tile are distinct registers:
+// before step kk overwrites its own, the wgmma groups of the three steps since may
+// still run (wait 3), and each step is one wgmma group.
+#ifndef GEMM_DUAL
+#define GEMM_DUAL 0
+#endif
+#ifndef GEMM_PROLOGUE
+#define GEMM_PROLOGUE 0
+#endif
+#ifndef KILN_PROLOGUE_PARAMS
+#define KILN_PROLOGUE_PARAMS
+#endif
 #define GEMM_BK 64
 #define GEMM_THREADS (128 * (CONSUMERS + 1))
 #define GEMM_A_TILE_BYTES (BM * GEMM_BK * 2)
@@ -137,6 +171,243 @@ static __device__ __forceinline__ void kiln_sm90_tile(int t, int& m0, int& n0, i
   n0 = ((pid % (GEMM_GROUP_M * tiles_n)) / group_size) * BN;
 }
 
+// The ring of STAGES slots: full(s) at bars + 8 s (the producer's expect_tx + TMA
+// bytes), empty(s) at bars + 8 (STAGES + s) (one arrival per consumer warp).
+static __device__ __forceinline__ unsigned kiln_sm90_full(unsigned bars, int s) { return bars + 8u * s; }
+static __device__ __forceinline__ unsigned kiln_sm90_empty(unsigned bars, int s) { return bars + 8u * (STAGES + s); }
+static __device__ __forceinline__ void kiln_sm90_advance(int& s, unsigned& phase) {
+  if (++s == STAGES) {
+    s = 0;
+    phase ^= 1u;
+  }
+}
+
+// The producer's loads of one mainloop of a tile: `k_tiles` K tiles of (A, B) into
+// the ring from slot s.
+template <int TRANS_A, int TRANS_B>
+static __device__ __forceinline__ void kiln_sm90_produce(const kiln_tensor_map* map_a, const kiln_tensor_map* map_b,
+                                                         int k_tiles, int m0, int n0, int ab, int bb, unsigned base,
+                                                         unsigned bars, int& s, unsigned& phase) {
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    kiln_sm90_mbar_wait(kiln_sm90_empty(bars, s), phase ^ 1u);
+    const unsigned full = kiln_sm90_full(bars, s);
+    kiln_sm90_mbar_expect_tx(full, GEMM_STAGE_BYTES);
+    const unsigned sa = base + s * GEMM_STAGE_BYTES, sb = sa + GEMM_A_TILE_BYTES;
+    const int k0 = kt * GEMM_BK;
+    if constexpr (TRANS_A) {
+#pragma unroll
+      for (int j = 0; j < BM / 64; ++j) kiln_sm90_tma_load(sa + j * 8192, map_a, full, m0 + 64 * j, k0, ab);
+    } else {
+      kiln_sm90_tma_load(sa, map_a, full, k0, m0, ab);
+    }
+    if constexpr (TRANS_B) {
+      kiln_sm90_tma_load(sb, map_b, full, k0, n0, bb);
+    } else {
+#pragma unroll
+      for (int j = 0; j < BN / 64; ++j) kiln_sm90_tma_load(sb + j * 8192, map_b, full, n0 + 64 * j, k0, bb);
+    }
+    kiln_sm90_advance(s, phase);
+  }
+}
+
+// B's wgmma descriptor for k16 step kk of a stage.
+template <int TRANS_B>
+static __device__ __forceinline__ unsigned long long kiln_sm90_desc_b(unsigned sb, int kk) {
+  return TRANS_B ? kiln_sm90_desc(sb + kk * 32, 16, 1024) : kiln_sm90_desc(sb + kk * 2048, 8192, 1024);
+}
+
+// A consumer's share of one mainloop of a tile (A and B from shared memory): per K
+// tile, wait for the stage, issue its wgmmas as one group, keep one group in flight
+// and release the stage before it (`prev`) once its group is done. PAIR 1: the
+// second mainloop of a dual kernel (kiln_sm90_wgmma2).
+template <int TRANS_A, int TRANS_B, int PAIR>
+static __device__ __forceinline__ void kiln_sm90_consume(float (&acc)[WG_M][BN / 2], int k_tiles, unsigned base,
+                                                         unsigned bars, int row0, bool leader, int& s,
+                                                         unsigned& phase, int& prev) {
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    kiln_sm90_mbar_wait(kiln_sm90_full(bars, s), phase);
+    const unsigned sa = base + s * GEMM_STAGE_BYTES, sb = sa + GEMM_A_TILE_BYTES;
+    kiln_sm90_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < GEMM_BK / 16; ++kk) {
+      const unsigned long long db = kiln_sm90_desc_b<TRANS_B>(sb, kk);
+#pragma unroll
+      for (int i = 0; i < WG_M; ++i) {
+        const int row = row0 + i * 64;  // m offset inside the tile
+        const unsigned long long da = TRANS_A ? kiln_sm90_desc(sa + (row / 64) * 8192 + kk * 2048, 8192, 1024)
+                                              : kiln_sm90_desc(sa + row * 128 + kk * 32, 16, 1024);
+#if GEMM_DUAL
+        if constexpr (PAIR == 1) {
+          kiln_sm90_wgmma2(acc[i], da, db);
+          continue;
+        }
+#endif
+        kiln_sm90_wgmma(acc[i], da, db);
+      }
+    }
+    kiln_sm90_wgmma_commit();
+    // The previous stage's wgmmas are done once at most this one is pending.
+    kiln_sm90_wgmma_wait<1>();
+    if (prev >= 0 && leader) kiln_sm90_mbar_arrive(kiln_sm90_empty(bars, prev));
+    prev = s;
+    kiln_sm90_advance(s, phase);
+  }
+}
+
+// Two fp32 values as 16-bit ones in one register (low, high), rounded to nearest
+// even: BF16 1: bf16, else fp16.
+template <bool BF16>
+static __device__ __forceinline__ unsigned kiln_sm90_pack(float lo, float hi) {
+  unsigned r;
+  if constexpr (BF16) {
+    asm("cvt.rn.bf16x2.f32 %0, %2, %1;\n" : "=r"(r) : "f"(lo), "f"(hi));
+  } else {
+    asm("cvt.rn.f16x2.f32 %0, %2, %1;\n" : "=r"(r) : "f"(lo), "f"(hi));
+  }
+  return r;
+}
+
+#if GEMM_PROLOGUE
+// Two 16-bit elements (low, high) of the tensor-core type as fp32.
+static __device__ __forceinline__ void kiln_sm90_unpack(unsigned v, float& lo, float& hi) {
+#if GEMM_BF16
+  lo = __uint_as_float(v << 16);
+  hi = __uint_as_float(v & 0xffff0000u);
+#else
+  asm("{\n.reg .f16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
+      : "=f"(lo), "=f"(hi)
+      : "r"(v));
+#endif
+}
+
+// f applied to the four registers of an A fragment in place: element pair j is row
+// m + 8 (j % 2), k columns k + 8 (j / 2) + {0, 1} of op(A). MASK: elements outside
+// [0, GEMM_M) x [0, GEMM_K) become zeros instead (f(0) may be non-zero, and f's side
+// loads must stay in bounds); without it every element is in range.
+template <bool MASK, class F>
+static __device__ __forceinline__ void kiln_sm90_prologue_fragment(unsigned (&a)[4], int m, int k, int batch,
+                                                                   const F& f) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int mj = m + 8 * (j & 1), kj = k + 8 * (j >> 1);
+    float x0, x1;
+    kiln_sm90_unpack(a[j], x0, x1);
+    const bool in0 = !MASK || (mj < GEMM_M && kj < GEMM_K), in1 = !MASK || (mj < GEMM_M && kj + 1 < GEMM_K);
+#if GEMM_TRANS_A
+    x0 = in0 ? f(x0, kj, mj, batch) : 0.f;
+    x1 = in1 ? f(x1, kj + 1, mj, batch) : 0.f;
+#else
+    x0 = in0 ? f(x0, mj, kj, batch) : 0.f;
+    x1 = in1 ? f(x1, mj, kj + 1, batch) : 0.f;
+#endif
+    a[j] = kiln_sm90_pack<GEMM_BF16 == 1>(x0, x1);
+  }
+}
+
+// ldmatrix of this warp's A fragment for k16 step kk of the m64 block whose first row
+// in the tile is `row` (a multiple of 16: 16 warp + 64 i) from the stage at `sa`.
+static __device__ __forceinline__ void kiln_sm90_load_a(unsigned (&a)[4], unsigned sa, int row, int kk, int lane) {
+#if GEMM_TRANS_A
+  // [64 k][64 m] boxes: matrix q = lane / 8 is k rows 8 (q / 2) .. + 7, m chunk q % 2.
+  const int q = lane / 8, kr = kk * 16 + lane % 8 + 8 * (q >> 1), chunk = (row % 64) / 8 + (q & 1);
+  const unsigned addr = sa + (row / 64) * 8192 + kr * 128 + ((chunk ^ (kr % 8)) << 4);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(addr));
+#else
+  // [BM rows][64 k]: matrix q is rows 8 (q % 2) .. + 7, k chunk 2 kk + q / 2.
+  const int r = row + lane % 8 + 8 * ((lane / 8) & 1), chunk = 2 * kk + lane / 16;
+  const unsigned addr = sa + r * 128 + ((chunk ^ (r % 8)) << 4);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(addr));
+#endif
+}
+
+// The one mainloop of a tile with A through registers and the prologue `f`: per K
+// tile and k16 step, ldmatrix this warp's A fragment of each m64 block, apply f (with
+// the range mask only on tiles that cross M or K), then the register-A wgmma, one
+// group per step.
+template <class F>
+static __device__ __forceinline__ void kiln_sm90_consume_rs(float (&acc)[WG_M][BN / 2], unsigned base, unsigned bars,
+                                                            int m0, int row0, int batch, int lane, int warp, int& s,
+                                                            unsigned& phase, int& prev, const F& f) {
+  constexpr int tiles_k = (GEMM_K + GEMM_BK - 1) / GEMM_BK;
+  constexpr int steps = GEMM_BK / 16;
+  unsigned af[steps][WG_M][4];
+  unsigned raw[2][WG_M][4];  // ldmatrix of a step, issued before the previous step's prologue
+  const bool rows_in = m0 + row0 + 64 * WG_M <= GEMM_M;  // this consumer's rows of the tile
+  for (int kt = 0; kt < tiles_k; ++kt) {
+    kiln_sm90_mbar_wait(kiln_sm90_full(bars, s), phase);
+    const unsigned sa = base + s * GEMM_STAGE_BYTES, sb = sa + GEMM_A_TILE_BYTES;
+    const bool interior = rows_in && (kt + 1) * GEMM_BK <= GEMM_K;
+#pragma unroll
+    for (int i = 0; i < WG_M; ++i) kiln_sm90_load_a(raw[0][i], sa, row0 + i * 64 + warp * 16, 0, lane);
+#pragma unroll
+    for (int kk = 0; kk < steps; ++kk) {
+      if (kk + 1 < steps) {  // its latency hides behind this step's prologue
+#pragma unroll
+        for (int i = 0; i < WG_M; ++i) {
+          kiln_sm90_load_a(raw[(kk + 1) % 2][i], sa, row0 + i * 64 + warp * 16, kk + 1, lane);
+        }
+      }
+      // af[kk] was read by step kk of the previous K tile, followed by steps - 1 groups.
+      kiln_sm90_wgmma_wait<steps - 1>();
+#pragma unroll
+      for (int i = 0; i < WG_M; ++i) {
+        const int row = row0 + i * 64 + warp * 16;  // the warp's first row in the tile
+#pragma unroll
+        for (int j = 0; j < 4; ++j) af[kk][i][j] = raw[kk % 2][i][j];
+        const int m = m0 + row + lane / 4, k = kt * GEMM_BK + kk * 16 + 2 * (lane % 4);
+        if (interior) {
+          kiln_sm90_prologue_fragment<false>(af[kk][i], m, k, batch, f);
+        } else {
+          kiln_sm90_prologue_fragment<true>(af[kk][i], m, k, batch, f);
+        }
+      }
+      kiln_sm90_wgmma_fence();  // the fragments' registers, then the wgmmas that read them
+      const unsigned long long db = kiln_sm90_desc_b<GEMM_TRANS_B>(sb, kk);
+#pragma unroll
+      for (int i = 0; i < WG_M; ++i) kiln_sm90_wgmma_rs(acc[i], af[kk][i], db);
+      kiln_sm90_wgmma_commit();
+    }
+    // The wait before the last step left only this tile's groups pending: the
+    // previous stage is free.
+    if (prev >= 0 && lane == 0) kiln_sm90_mbar_arrive(kiln_sm90_empty(bars, prev));
+    prev = s;
+    kiln_sm90_advance(s, phase);
+  }
+}
+#endif
+
+// The epilogue functor on every accumulator of a consumer's tile, in place (rows from
+// `row_base`, columns from n0). MASK: elements outside the output become zeros (and
+// the functor does not run there); without it the whole tile is inside, and nothing
+// conditional separates the functor's loads (a bias: shared by a column's rows).
+template <bool MASK>
+static __device__ __forceinline__ void kiln_sm90_epilogue_regs(float (&acc)[WG_M][BN / 2], int row_base, int n0,
+                                                               int batch, int lane, int warp KILN_EPILOGUE_PARAMS) {
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int col = n0 + 8 * j + 2 * (lane % 4);
+#pragma unroll
+    for (int i = 0; i < WG_M; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row_base + i * 64 + warp * 16 + lane / 4 + 8 * h;
+        float& v0 = acc[i][4 * j + 2 * h];
+        float& v1 = acc[i][4 * j + 2 * h + 1];
+        if (!MASK || (row < GEMM_M && col < GEMM_N)) {  // N % 8 == 0 (TMA store): col + 1 < N too
+          v0 = kiln_epilogue(v0, row, col, batch KILN_EPILOGUE_ARGS);
+          v1 = kiln_epilogue(v1, row, col + 1, batch KILN_EPILOGUE_ARGS);
+        } else {
+          v0 = v1 = 0.f;
+        }
+      }
+    }
+  }
+}
+
 static __device__ __forceinline__ void kiln_sm90_store2(GEMM_OUT_T* __restrict__ C, kiln_index i, float v0, float v1,
                                                         bool both) {
 #if GEMM_OUT_KIND == 2
@@ -162,8 +433,11 @@ static __device__ __forceinline__ void kiln_sm90_store2(GEMM_OUT_T* __restrict__
 }
 
 extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
-    KILN_KERNEL(GEMM_OUT_T* __restrict__ C KILN_EPILOGUE_PARAMS, const __grid_constant__ kiln_tensor_map tma_a,
-                const __grid_constant__ kiln_tensor_map tma_b
+    KILN_KERNEL(GEMM_OUT_T* __restrict__ C KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS,
+                const __grid_constant__ kiln_tensor_map tma_a, const __grid_constant__ kiln_tensor_map tma_b
+#if GEMM_DUAL
+                , const __grid_constant__ kiln_tensor_map tma_a2, const __grid_constant__ kiln_tensor_map tma_b2
+#endif
 #if GEMM_TMA_STORE
                 , const __grid_constant__ kiln_tensor_map tma_c
 #endif
@@ -175,10 +449,8 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
   const unsigned base = (raw + 1023u) & ~1023u;
   const unsigned c_tiles = base + STAGES * GEMM_STAGE_BYTES;  // GEMM_TMA_STORE: one per consumer
   const unsigned bars = c_tiles + CONSUMERS * GEMM_C_TILE_BYTES;
-  // full[s] at bars + 8 s (the producer's expect_tx + TMA bytes), empty[s] at
-  // bars + 8 (STAGES + s) (one arrival per consumer warp).
-  auto full = [&](int s) { return bars + 8u * s; };
-  auto empty = [&](int s) { return bars + 8u * (STAGES + s); };
+  auto full = [&](int s) { return kiln_sm90_full(bars, s); };
+  auto empty = [&](int s) { return kiln_sm90_empty(bars, s); };
   // Ping-pong turns: turn(c) completes when the other consumer's mainloop is done.
   auto turn = [&](int c) { return bars + 8u * (2 * STAGES + c); };
   const int wg = threadIdx.x / 128;
@@ -194,7 +466,13 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
   __syncthreads();
 
   constexpr int tiles = ((GEMM_M + BM - 1) / BM) * ((GEMM_N + BN - 1) / BN) * GEMM_BATCH;
-  constexpr int k_tiles = (GEMM_K + GEMM_BK - 1) / GEMM_BK;
+  constexpr int k_tiles1 = (GEMM_K + GEMM_BK - 1) / GEMM_BK;
+#if GEMM_DUAL
+  constexpr int k_tiles2 = (GEMM_K2 + GEMM_BK - 1) / GEMM_BK;
+#else
+  constexpr int k_tiles2 = 0;
+#endif
+  constexpr int k_tiles = k_tiles1 + k_tiles2;  // ring slots per tile
 
   if (wg == 0) {
     // Producer warpgroup: one thread issues every TMA load.
@@ -204,34 +482,22 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     if (threadIdx.x == 0) {
       asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&tma_a)) : "memory");
       asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&tma_b)) : "memory");
+#if GEMM_DUAL
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&tma_a2)) : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&tma_b2)) : "memory");
+#endif
       int s = 0;
       unsigned phase = 0;
       for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         int m0, n0, batch;
         kiln_sm90_tile(t, m0, n0, batch);
-        const int ab = GEMM_A_BATCHED ? batch : 0, bb = GEMM_B_BATCHED ? batch : 0;
-        for (int kt = 0; kt < k_tiles; ++kt) {
-          kiln_sm90_mbar_wait(empty(s), phase ^ 1u);
-          kiln_sm90_mbar_expect_tx(full(s), GEMM_STAGE_BYTES);
-          const unsigned sa = base + s * GEMM_STAGE_BYTES, sb = sa + GEMM_A_TILE_BYTES;
-          const int k0 = kt * GEMM_BK;
-#if GEMM_TRANS_A
-#pragma unroll
-          for (int j = 0; j < BM / 64; ++j) kiln_sm90_tma_load(sa + j * 8192, &tma_a, full(s), m0 + 64 * j, k0, ab);
-#else
-          kiln_sm90_tma_load(sa, &tma_a, full(s), k0, m0, ab);
+        kiln_sm90_produce<GEMM_TRANS_A, GEMM_TRANS_B>(&tma_a, &tma_b, k_tiles1, m0, n0, GEMM_A_BATCHED ? batch : 0,
+                                                      GEMM_B_BATCHED ? batch : 0, base, bars, s, phase);
+#if GEMM_DUAL
+        kiln_sm90_produce<GEMM_TRANS_A2, GEMM_TRANS_B2>(&tma_a2, &tma_b2, k_tiles2, m0, n0,
+                                                        GEMM_A2_BATCHED ? batch : 0, GEMM_B2_BATCHED ? batch : 0, base,
+                                                        bars, s, phase);
 #endif
-#if GEMM_TRANS_B
-          kiln_sm90_tma_load(sb, &tma_b, full(s), k0, n0, bb);
-#else
-#pragma unroll
-          for (int j = 0; j < BN / 64; ++j) kiln_sm90_tma_load(sb + j * 8192, &tma_b, full(s), n0 + 64 * j, k0, bb);
-#endif
-          if (++s == STAGES) {
-            s = 0;
-            phase ^= 1u;
-          }
-        }
       }
     }
   } else {
@@ -264,38 +530,14 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #pragma unroll
         for (int j = 0; j < BN / 2; ++j) acc[i][j] = 0.f;
       int prev = -1;  // the stage whose wgmmas may still be reading it
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        kiln_sm90_mbar_wait(full(s), phase);
-        const unsigned sa = base + s * GEMM_STAGE_BYTES, sb = sa + GEMM_A_TILE_BYTES;
-        kiln_sm90_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < GEMM_BK / 16; ++kk) {
-#if GEMM_TRANS_B
-          const unsigned long long db = kiln_sm90_desc(sb + kk * 32, 16, 1024);
+#if GEMM_PROLOGUE
+      kiln_sm90_consume_rs(acc, base, bars, m0, row0, batch, lane, warp, s, phase, prev, GEMM_PROLOGUE_A);
 #else
-          const unsigned long long db = kiln_sm90_desc(sb + kk * 2048, 8192, 1024);
+      kiln_sm90_consume<GEMM_TRANS_A, GEMM_TRANS_B, 0>(acc, k_tiles1, base, bars, row0, lane == 0, s, phase, prev);
 #endif
-#pragma unroll
-          for (int i = 0; i < WG_M; ++i) {
-            const int row = row0 + i * 64;  // m offset inside the tile
-#if GEMM_TRANS_A
-            const unsigned long long da = kiln_sm90_desc(sa + (row / 64) * 8192 + kk * 2048, 8192, 1024);
-#else
-            const unsigned long long da = kiln_sm90_desc(sa + row * 128 + kk * 32, 16, 1024);
+#if GEMM_DUAL
+      kiln_sm90_consume<GEMM_TRANS_A2, GEMM_TRANS_B2, 1>(acc, k_tiles2, base, bars, row0, lane == 0, s, phase, prev);
 #endif
-            kiln_sm90_wgmma(acc[i], da, db);
-          }
-        }
-        kiln_sm90_wgmma_commit();
-        // The previous stage's wgmmas are done once at most this one is pending.
-        kiln_sm90_wgmma_wait<1>();
-        if (prev >= 0 && lane == 0) kiln_sm90_mbar_arrive(empty(prev));
-        prev = s;
-        if (++s == STAGES) {
-          s = 0;
-          phase ^= 1u;
-        }
-      }
       if (GEMM_PINGPONG && lane == 0) kiln_sm90_mbar_arrive(turn(1 - c));  // its turn
       kiln_sm90_wgmma_wait<0>();
       if (prev >= 0 && lane == 0) kiln_sm90_mbar_arrive(empty(prev));
@@ -308,6 +550,15 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
       // Epilogue: accumulator j of m64 block i is row 16 warp + lane/4 (+8 for
       // j % 4 >= 2), column 8 (j / 4) + 2 (lane % 4) + (j % 2).
 #if GEMM_TMA_STORE
+      // The functor on every accumulator first, in place: no shared-memory store
+      // (an asm with a memory clobber) sits between its loads (a bias, a residual),
+      // so the compiler batches them, and this overlaps the previous tile's TMA
+      // store. Tiles inside the output skip the per-element bounds.
+      if (m0 + row0 + 64 * WG_M <= GEMM_M && n0 + BN <= GEMM_N) {
+        kiln_sm90_epilogue_regs<false>(acc, m0 + row0, n0, batch, lane, warp KILN_EPILOGUE_ARGS);
+      } else {
+        kiln_sm90_epilogue_regs<true>(acc, m0 + row0, n0, batch, lane, warp KILN_EPILOGUE_ARGS);
+      }
       // This consumer's C tile: BN / 64 boxes of [64 WG_M rows][64 cols], 128B
       // swizzled (16-byte unit u of row r at u ^ (r % 8): a warp's 8 rows x 16 bytes
       // land in distinct banks). First wait until the previous tile's TMA store
@@ -322,20 +573,10 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
           const int ct_col = 8 * j + 2 * (lane % 4);  // column in the tile
-          const int col = n0 + ct_col;
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const int r = rt + 8 * h, row = m0 + row0 + r;
-            float v0 = 0.f, v1 = 0.f;
-            if (row < GEMM_M && col < GEMM_N) {  // N % 8 == 0: col + 1 < N too
-              v0 = kiln_epilogue(acc[i][4 * j + 2 * h], row, col, batch KILN_EPILOGUE_ARGS);
-              v1 = kiln_epilogue(acc[i][4 * j + 2 * h + 1], row, col + 1, batch KILN_EPILOGUE_ARGS);
-            }
-#if GEMM_OUT_KIND == 1
-            const unsigned packed = kiln_f32_to_bf16(v0) | (static_cast<unsigned>(kiln_f32_to_bf16(v1)) << 16);
-#else
-            const unsigned packed = kiln_f32_to_f16(v0) | (static_cast<unsigned>(kiln_f32_to_f16(v1)) << 16);
-#endif
+            const int r = rt + 8 * h;
+            const unsigned packed = kiln_sm90_pack<GEMM_OUT_KIND == 1>(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
             const unsigned addr = ct + (ct_col / 64) * (64 * WG_M * 128) + r * 128 +
                                   ((((ct_col % 64) / 8) ^ (r % 8)) << 4) + (ct_col % 8) * 2;
             asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(packed) : "memory");
@@ -408,5 +649,14 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #undef GEMM_PINGPONG
 #undef GEMM_OUT_KIND
 #undef GEMM_OUT_T
+#undef GEMM_DUAL
+#undef GEMM_K2
+#undef GEMM_A2_BATCHED
+#undef GEMM_B2_BATCHED
+#undef GEMM_TRANS_A2
+#undef GEMM_TRANS_B2
+#undef GEMM_PROLOGUE
+#undef GEMM_PROLOGUE_A
+#undef KILN_PROLOGUE_PARAMS
 #undef KILN_EPILOGUE_PARAMS
 #undef KILN_EPILOGUE_ARGS

@@ -38,3 +38,24 @@ static __device__ __forceinline__ float kiln_gelu_erf(float x) { return 0.5f * x
 static __device__ __forceinline__ float kiln_gelu_tanh(float x) {
   return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
+// The same with the hardware tanh (tanh.approx.f32, sm_75+: one MUFU op, maximum
+// relative error about 2^-11 per the PTX ISA, where libdevice's tanhf takes two MUFU
+// ops and a dozen more instructions). codegen/ops/pointwise.cc emits it only where
+// the Gelu's result is a 16-bit value (fp16/bf16: relative rounding 2^-11 / 2^-8);
+// an fp32 result keeps kiln_gelu_tanh. The error is |0.5 x| 2^-11 at most, which is
+// relative to 0.5|x| rather than to the result: in the negative tail (x < -2, where
+// GELU is tiny) it is far more than an ulp of the result but below 2^-11 max(1, |x|).
+static __device__ __forceinline__ float kiln_tanh_approx(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return tanhf(x);
+#endif
+}
+static __device__ __forceinline__ float kiln_gelu_tanh_fast(float x) {
+  const float h = 0.5f * x;
+  const float u = x * fmaf(0.035677408136300125f, x * x, 0.7978845608028654f);  // sqrt(2/pi) (x + 0.044715 x^3)
+  return fmaf(h, kiln_tanh_approx(u), h);
+}
