@@ -225,7 +225,10 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr
     const size_t bytes = static_cast<size_t>(ex->semaphore_count_) * sizeof(uint32_t);
     KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&ex->semaphores_, bytes),
                               absl::StrCat(path, ": allocating ", ex->semaphore_count_, " kernel semaphores")));
-    KILN_RETURN_IF_ERROR(Cuda(cudaMemset(ex->semaphores_, 0, bytes), absl::StrCat(path, ": zeroing kernel semaphores")));
+    // On the session's stream: a non-blocking stream is not ordered after cudaMemset's
+    // legacy default stream.
+    KILN_RETURN_IF_ERROR(Cuda(cudaMemsetAsync(ex->semaphores_, 0, bytes, static_cast<cudaStream_t>(ex->stream_)),
+                              absl::StrCat(path, ": zeroing kernel semaphores")));
   }
   if (ex->scratch_bytes_ > 0) {
     KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&ex->scratch_, ex->scratch_bytes_),

@@ -143,6 +143,8 @@ absl::Status DeviceWorkspace::Reserve(uint32_t semaphores, uint64_t scratch_byte
     const size_t bytes = static_cast<size_t>(semaphores) * sizeof(uint32_t);
     cudaError_t e = cudaMalloc(&p, bytes);
     if (e == cudaSuccess) e = cudaMemset(p, 0, bytes);
+    // Done before any stream (non-blocking ones included) launches into it.
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
       if (p != nullptr) cudaFree(p);
       cudaGetLastError();
