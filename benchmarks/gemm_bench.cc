@@ -137,6 +137,18 @@ std::vector<Problem> Transformer() {
   return p;
 }
 
+// Few tokens (decode-like, issue 6 "Small M"): M in {1, 8, 16, 32, 64} x N, K in
+// {768, 3072, 4096}.
+std::vector<Problem> SmallM() {
+  std::vector<Problem> p;
+  for (int64_t m : {1, 8, 16, 32, 64}) {
+    for (int64_t n : {768, 3072, 4096}) {
+      for (int64_t k : {768, 3072, 4096}) p.push_back({"small_m", m, n, k});
+    }
+  }
+  return p;
+}
+
 // The seed protocol: `count` problems, each of M, N, K a multiple of 128 in
 // [128, 4096] drawn from mt19937_64(seed) (whose output the C++ standard fixes, so
 // the list is the same on every platform): dim = 128 * (1 + draw % 32).
@@ -321,7 +333,10 @@ std::string DescribeLaunch(const codegen::KernelLaunch& l) {
     return absl::StrCat("sm90_", bm, "x", Define(l.source, "BN"), Define(l.source, "GEMM_PINGPONG") == "1" ? "_p" : "_c", Define(l.source, "CONSUMERS"), "x",
                         Define(l.source, "WG_M"), "_s", Define(l.source, "STAGES"), "_g", l.grid[0],
                         Define(l.source, "GEMM_DUAL") == "1" ? "_dual" : "",
-                        Define(l.source, "GEMM_PROLOGUE") == "1" ? "_rsA" : "");
+                        Define(l.source, "GEMM_PROLOGUE") == "1" ? "_rsA" : "",
+                        Define(l.source, "GEMM_SPLIT_K") != "1" && !Define(l.source, "GEMM_SPLIT_K").empty()
+                            ? absl::StrCat("_k", Define(l.source, "GEMM_SPLIT_K"))
+                            : "");
   }
   if (!bm.empty()) {
     const std::string split = Define(l.source, "GEMM_SPLIT_K");  // the generator's, or the template's default 1
@@ -776,6 +791,7 @@ int Main(Options o) {
     std::vector<Problem> p = set == "squares"       ? Squares()
                              : set == "transformer" ? Transformer()
                              : set == "random"      ? Random(o.seed, o.count)
+                             : set == "small_m"     ? SmallM()
                                                     : Smoke();
     problems.insert(problems.end(), p.begin(), p.end());
   }
@@ -1036,14 +1052,15 @@ int Main(Options o) {
 }
 
 constexpr char kUsage[] =
-    "usage: kiln_gemm_bench [--set squares|transformer|random|all[,...]] [--smoke]\n"
+    "usage: kiln_gemm_bench [--set squares|transformer|random|small_m|all[,...]] [--smoke]\n"
     "                       [--idioms gemm,bias_relu,bias_gelu,relu_gemm,dual_gemm,bias_gelu_erf] [--reps N]\n"
     "                       [--warmup N]\n"
     "                       [--no-flush] [--seed S] [--count N] [--tol X] [--csv out.csv]\n"
     "                       [--compile-only [--arch sm_90a|sm_89|sm_86|sm_80]] [--family sm80|sm90]\n"
     "  --set      shape sets (default all): squares 1024..8192; transformer tokens {128..16384} x (N, K)\n"
     "             of BERT/GPT-2 layers; random: the seed protocol (--count problems, multiples of 128 up to\n"
-    "             4096, drawn from --seed)\n"
+    "             4096, drawn from --seed); small_m: M in {1, 8, 16, 32, 64} x N, K in {768, 3072, 4096}\n"
+    "             (not in all)\n"
     "  --smoke    three small problems instead (a quick check of the harness)\n"
     "  --idioms   default: the first five; bias_gelu_erf (GELU's erf form) only when named\n"
     "  --reps     timed runs per measurement, the median is reported (default 20); --warmup (default 3)\n"
@@ -1052,6 +1069,7 @@ constexpr char kUsage[] =
     "  --family   kiln's GEMM template family (default sm80): sm90 is the Hopper TMA + wgmma family\n"
     "             (sm_90a only) for the groups it takes, the others stay on sm80; the config column says\n"
     "             which ran (sm90_... or the sm80 tile); --sm90-config \"64x256 p2x1 s5\" forces a tile config\n"
+    "             (\"64x128 c1x1 s8 k4\": split-K in 4)\n"
     "exit status: 0, or 2 when some kiln result failed validation\n";
 
 int ParseAndRun(int argc, char** argv) {
@@ -1079,10 +1097,10 @@ int ParseAndRun(int argc, char** argv) {
       for (const std::string& s : std::vector<std::string>(absl::StrSplit(value(), ',', absl::SkipEmpty()))) {
         if (s == "all") {
           o.sets.insert(o.sets.end(), {"squares", "transformer", "random"});
-        } else if (s == "squares" || s == "transformer" || s == "random") {
+        } else if (s == "squares" || s == "transformer" || s == "random" || s == "small_m") {
           o.sets.push_back(s);
         } else {
-          std::fprintf(stderr, "--set: unknown set '%s' (squares, transformer, random, all)\n", s.c_str());
+          std::fprintf(stderr, "--set: unknown set '%s' (squares, transformer, random, small_m, all)\n", s.c_str());
           return 1;
         }
       }

@@ -707,7 +707,7 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
   EXPECT_EQ(ops::PickSm90GemmConfig(4096, 4096, 4096, 1, 132).bn, 256);
   EXPECT_TRUE(ops::PickSm90GemmConfig(2048, 768, 3072, 1, 132).pingpong);
   // A through registers: cooperative tiles only (64x128 while one wave holds them).
-  for (auto [m, n, k, want] : {std::tuple<int64_t, int64_t, int64_t, const char*>{128, 768, 3072, "64x128 c1x1 s8"},
+  for (auto [m, n, k, want] : {std::tuple<int64_t, int64_t, int64_t, const char*>{128, 768, 3072, "64x128 c1x1 s8 k3"},
                                {1024, 1024, 1024, "64x128 c1x1 s8"},
                                {2048, 768, 3072, "128x128 c2x1 s4"},
                                {2048, 768, 768, "128x128 c2x1 s4"},
@@ -1007,6 +1007,11 @@ TEST(GemmGpuTest, Sm90MatchesCpuReference) { RunOnGpu(Family::kSm90); }
 struct SplitCase {
   GemmCase c;
   std::optional<ops::GemmConfig> config;  // forced; nullopt: the heuristic's (which splits)
+  // The sm90 family (codegen/templates/gemm_sm90.cuh) instead, with this forced config
+  // (nullopt: the heuristic's) on `sm_count` SMs (a small grid walks many units).
+  bool sm90 = false;
+  std::optional<ops::Sm90GemmConfig> sm90_config;
+  int sm_count = 132;
 };
 
 ops::GemmConfig SplitConfig(int bm, int bn, int bk, int stages, int split) {
@@ -1059,20 +1064,95 @@ struct SplitGenerated {
   std::vector<ModuleKernel> kernels;
 };
 
-void GenerateSplit(SplitGenerated& out) {
+template <class T>
+const T* ptr(const T& v) {
+  return &v;
+}
+
+ops::Sm90GemmConfig Sm90Split(int bm, int bn, int consumers, int wg_m, int stages, int split) {
+  return ops::Sm90GemmConfig{bm, bn, consumers, wg_m, stages, false, split};
+}
+
+// The sm90 family's split forms: the heuristic's on few-tile shapes (M = 1..128 at
+// BERT/LLM widths), every layout, both consumer counts and 128 accumulators a thread
+// through the reduction; K not a multiple of S * 64 (the last split shorter); the
+// register-store epilogue (N % 8 != 0, B stored [N, K]); batched with B broadcast or
+// not; A-prologues; dual mainloops whose splits straddle the two K sequences; and a
+// grid of 3 CTAs that walks many units (several splits of one tile in one CTA).
+std::vector<SplitCase> Sm90SplitCases() {
+  std::vector<SplitCase> out;
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    auto add = [&](GemmCase c, std::optional<ops::Sm90GemmConfig> config, int sm_count = 132) {
+      c.dtype = dt;
+      out.push_back({c, std::nullopt, true, config, sm_count});
+    };
+    add({dt, {}, 1, 768, 3072, false, false, true, Epi::kBiasGelu}, std::nullopt);
+    add({dt, {}, 16, 768, 3072, false, false, false, Epi::kResidual}, std::nullopt);
+    add({dt, {}, 64, 4096, 4096, false, false, true}, std::nullopt);
+    add({dt, {}, 128, 768, 3072, false, false, false, Epi::kBiasGeluTanh}, std::nullopt);
+    // Odd shapes: 16 k tiles in 6, 6, 4 and 3 x 5 + 1; 10 in 3, 3, 3, 1; each layout.
+    add({dt, {}, 37, 136, 1000}, Sm90Split(64, 128, 1, 1, 8, 3));
+    add({dt, {}, 40, 136, 1000, false, true, false}, Sm90Split(64, 128, 1, 1, 8, 6));
+    add({dt, {}, 37, 136, 1000, false, false, true, Epi::kBiasRelu}, Sm90Split(128, 128, 2, 1, 4, 3));
+    add({dt, {}, 40, 136, 1000, false, true, true, Epi::kBiasGelu}, Sm90Split(64, 128, 1, 1, 8, 3));
+    add({dt, {}, 1, 64, 584, false, false, true}, Sm90Split(64, 128, 1, 1, 8, 4));
+    // N = 130 (B stored [N, K]): C is stored from registers, not through TMA.
+    add({dt, {}, 37, 130, 1000, false, false, true, Epi::kBiasGelu}, Sm90Split(64, 128, 1, 1, 8, 3));
+    // 128 accumulators a thread; two m64 blocks per consumer.
+    add({dt, {}, 200, 264, 2048}, Sm90Split(128, 256, 2, 1, 3, 4));
+    add({dt, {}, 200, 264, 2048, false, true, false}, Sm90Split(256, 128, 2, 2, 3, 2));
+    // Batched: per (batch entry, tile, consumer).
+    add({dt, {3}, 65, 136, 584, true}, Sm90Split(64, 128, 1, 1, 8, 4));
+    add({dt, {2, 3}, 33, 64, 480, false, false, false, Epi::kResidual}, Sm90Split(128, 128, 2, 1, 4, 3));
+    // A grid of 3: several units (splits of one tile included) per CTA, the ring wraps.
+    add({dt, {3}, 65, 136, 1000, false, false, true, Epi::kBiasGelu}, Sm90Split(128, 128, 2, 1, 4, 6), 3);
+    // A through registers (prologue): absolute coordinates are unchanged by the split.
+    GemmCase relu{dt, {}, 37, 136, 1000};
+    relu.pro = Pro::kReluA;
+    add(relu, Sm90Split(64, 128, 1, 1, 8, 3));
+    GemmCase scale{dt, {}, 200, 264, 1000, false, true, false, Epi::kBiasGelu};
+    scale.pro = Pro::kScaleBiasA;
+    add(scale, Sm90Split(128, 128, 2, 1, 4, 4));
+    // Dual: 16 + 4 k tiles in splits of 7 (one straddles) and of 4 (the last is all
+    // of the second pair's).
+    GemmCase dual{dt, {}, 65, 136, 1000, false, false, false, Epi::kBiasGelu};
+    dual.dual = true;
+    dual.k2 = 200;
+    add(dual, Sm90Split(64, 128, 1, 1, 8, 3));
+    dual.m = 72;  // A stored [K, M]: rows of 16-byte multiples
+    dual.ta = true;
+    dual.tb2 = true;
+    add(dual, Sm90Split(128, 128, 2, 1, 4, 5), 3);
+  }
+  return out;
+}
+
+void GenerateSplit(SplitGenerated& out, bool sm90 = false) {
   uint32_t seed = 7;
-  for (const SplitCase& sc : SplitCases()) {
+  for (const SplitCase& sc : sm90 ? Sm90SplitCases() : SplitCases()) {
     seed += 10;
     absl::StatusOr<Built> b = Build(sc.c, seed);
     ASSERT_TRUE(b.ok()) << sc.c.Name() << ": " << b.status();
-    absl::StatusOr<std::vector<KernelLaunch>> l =
-        ops::GenerateMatMulGroup(*b->node, sc.config.has_value() ? &*sc.config : nullptr);
+    absl::StatusOr<std::vector<KernelLaunch>> l;
+    if (sc.sm90) {
+      ASSERT_TRUE(ops::Sm90Eligible(*b->node).ok()) << sc.c.Name() << ": " << ops::Sm90Eligible(*b->node);
+      l = ops::GenerateMatMulGroupSm90(*b->node, sc.sm90_config.has_value() ? &*sc.sm90_config : nullptr,
+                                       sc.sm_count);
+    } else {
+      l = ops::GenerateMatMulGroup(*b->node, sc.config.has_value() ? &*sc.config : nullptr);
+    }
     ASSERT_TRUE(l.ok()) << sc.c.Name() << ": " << l.status();
     ASSERT_EQ(l->size(), 1u);
     const KernelLaunch& launch = (*l)[0];
-    ASSERT_GT(launch.grid[1], 1u) << sc.c.Name() << ": not split";
+    if (sc.sm90) {
+      ASSERT_NE(launch.source.find("#define GEMM_SPLIT_K "), std::string::npos) << sc.c.Name() << ": not split";
+    } else {
+      ASSERT_GT(launch.grid[1], 1u) << sc.c.Name() << ": not split";
+    }
     out.cases.push_back(sc);
-    out.kernels.push_back({absl::StrCat("kiln_gemm_split_", sc.c.Name()), launch.source});
+    out.kernels.push_back({absl::StrCat(sc.sm90 ? "kiln_gemm_sm90_split_" : "kiln_gemm_split_", sc.c.Name(),
+                                        "_", out.cases.size()),
+                           launch.source});
     out.launches.push_back(launch);
     out.built.push_back(*std::move(b));
   }
@@ -1263,13 +1343,114 @@ TEST(GemmCodegenTest, SplitKCompilesWithoutSpills) {
   std::printf("compiled %zu split-K GEMM kernels for sm_80 and sm_90a\n", kernels.size());
 }
 
+// The sm90 split forms compile for sm_90a without spills or a stack, with setmaxnreg
+// honoured and the wgmmas not serialized; the reduction is there (the semaphore
+// atomic, L2-only partial loads, the warpgroup's barrier reduction).
+TEST(GemmCodegenTest, Sm90SplitKCompilesWithoutSpills) {
+  SplitGenerated gen;
+  ASSERT_NO_FATAL_FAILURE(GenerateSplit(gen, /*sm90=*/true));
+  std::vector<ModuleKernel> kernels;
+  for (size_t i = 0; i < gen.cases.size(); ++i) {
+    if (gen.cases[i].c.dtype == DType::kFloat16) kernels.push_back(gen.kernels[i]);  // registers do not depend on it
+  }
+  absl::StatusOr<ModuleInspection> inspected = InspectModule(kernels, "sm_90a");
+  ASSERT_TRUE(inspected.ok()) << inspected.status();
+  EXPECT_EQ(inspected->log.find("C7508"), std::string::npos) << inspected->log;
+  EXPECT_EQ(inspected->log.find("serialized"), std::string::npos) << inspected->log;
+  const std::vector<KernelResources> resources = ParsePtxasResources(inspected->log);
+  EXPECT_EQ(resources.size(), kernels.size());
+  for (const KernelResources& r : resources) {
+    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " spills (" << r.registers << " registers)";
+    EXPECT_EQ(r.stack_bytes, 0) << r.function << " has a stack frame";
+    if (std::getenv("KILN_GEMM_TEST_VERBOSE") != nullptr) {
+      std::printf("%-70s %d registers\n", r.function.c_str(), r.registers);
+    }
+  }
+  EXPECT_NE(inspected->ptx.find("atom.global.add.u32"), std::string::npos);
+  EXPECT_NE(inspected->ptx.find("ld.global.cg.v4.f32"), std::string::npos);
+  EXPECT_NE(inspected->ptx.find("bar.red.or.pred"), std::string::npos);
+  std::printf("compiled %zu sm90 split-K GEMM kernels for sm_90a\n", kernels.size());
+}
+
+// Config strings, the verifier, the split heuristic and the launches' workspace.
+TEST(GemmCodegenTest, Sm90SplitKConfigsHeuristicAndLaunches) {
+  for (const char* text : {"64x128 c1x1 s8 k6", "128x256 c2x1 s3 k2", "64x128 c1x1 s8"}) {
+    absl::StatusOr<ops::Sm90GemmConfig> c = ops::ParseSm90GemmConfig(text);
+    ASSERT_TRUE(c.ok()) << text << ": " << c.status();
+    EXPECT_EQ(ops::Sm90GemmConfigString(*c), text);
+  }
+  EXPECT_EQ(ops::ParseSm90GemmConfig("64x128 c1x1 s8 k6")->split_k, 6);
+  for (const char* bad : {"64x128 c1x1 s8 k", "64x128 c1x1 s8 k0", "64x128 c1x1 s8 k33", "64x128 c1x1 s8 x2",
+                          "64x256 p2x1 s4 k2"}) {
+    EXPECT_FALSE(ops::ParseSm90GemmConfig(bad).ok()) << bad;
+  }
+  EXPECT_NE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{64, 256, 2, 1, 4, true, 2}).message().find("cooperative"),
+            std::string::npos);
+  // Splits only when the tiles fill at most half the SMs and K gives every split
+  // kSm90MinSplitKTiles k tiles; the fewest splits of that length.
+  const int min_tiles = ops::kSm90MinSplitKTiles;
+  EXPECT_EQ(ops::PickSm90GemmConfig(4096, 4096, 4096, 1, 132).split_k, 1);
+  EXPECT_EQ(ops::PickSm90GemmConfig(2048, 768, 3072, 1, 132).split_k, 1);
+  EXPECT_EQ(ops::PickSm90GemmConfig(16, 768, 768, 1, 132).split_k, 12 / min_tiles >= 2 ? 12 / min_tiles : 1);
+  const ops::Sm90GemmConfig m16 = ops::PickSm90GemmConfig(16, 768, 3072, 1, 132);  // 6 tiles of 64x128, 48 k tiles
+  EXPECT_EQ(ops::Sm90GemmConfigString(m16).substr(0, 14), "64x128 c1x1 s8");
+  EXPECT_EQ(m16.split_k, ops::PickSm90SplitK(m16, 16, 768, 3072, 1, 132));
+  EXPECT_GE(m16.split_k, 2);
+  EXPECT_LE(6 * m16.split_k, 66);
+  EXPECT_GE(48 / m16.split_k, min_tiles);
+  EXPECT_EQ(ops::PickSm90SplitK(ops::Sm90GemmConfig{64, 128, 1, 1, 8}, 16, 768, 3072, 1, 132, 4), 10);  // 11 of 5 -> 10
+  EXPECT_EQ(ops::PickSm90SplitK(ops::Sm90GemmConfig{64, 128, 1, 1, 8}, 16, 768, 3072, 1, 132, 5), 8);  // 6 each
+  EXPECT_EQ(ops::PickSm90SplitK(ops::Sm90GemmConfig{64, 128, 1, 1, 8}, 16, 768, 3072, 12, 132, 4), 1);  // 72 tiles
+  EXPECT_EQ(ops::PickSm90SplitK(ops::Sm90GemmConfig{64, 256, 2, 1, 4, true}, 16, 768, 3072, 1, 132, 4), 1);
+
+  // A forced split: grid = units, the workspace per (tile, consumer), the parameters.
+  absl::StatusOr<Built> b = Build(GemmCase{DType::kFloat16, {3}, 65, 136, 1000, true}, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const ops::Sm90GemmConfig two_wg = Sm90Split(128, 128, 2, 1, 4, 3);  // 1 x 2 tiles x 3 batches
+  absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateMatMulGroupSm90(*b->node, &two_wg, 132);
+  ASSERT_TRUE(l.ok()) << l.status();
+  const KernelLaunch& k = (*l)[0];
+  EXPECT_EQ(k.grid, (std::array<uint32_t, 3>{18, 1, 1}));
+  EXPECT_EQ(k.semaphores, 6u * 2);
+  EXPECT_EQ(k.scratch_bytes, 6u * 3 * 128 * 128 * 4);
+  EXPECT_NE(k.source.find("#define GEMM_SPLIT_K 3\n"), std::string::npos);
+  EXPECT_EQ(k.args, (std::vector<int>{0}));  // C: the workspace is not a tensor
+  EXPECT_EQ((*ops::GenerateMatMulGroupSm90(*b->node, &two_wg, 4))[0].grid[0], 4u);
+  // Unsplit: no workspace, no GEMM_SPLIT_K.
+  const ops::Sm90GemmConfig one = Sm90Split(128, 128, 2, 1, 4, 1);
+  absl::StatusOr<std::vector<KernelLaunch>> u = ops::GenerateMatMulGroupSm90(*b->node, &one, 132);
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ((*u)[0].semaphores, 0u);
+  EXPECT_EQ((*u)[0].scratch_bytes, 0u);
+  const std::string& us = (*u)[0].source;  // only the template's default
+  EXPECT_EQ(us.find("#define GEMM_SPLIT_K "), us.find("#ifndef GEMM_SPLIT_K\n#define GEMM_SPLIT_K 1\n") + 21);
+  // 16 k tiles: 6 splits of 3 leave one; 17 splits of 1 would leave none (K = 1000).
+  EXPECT_TRUE(ops::GenerateMatMulGroupSm90(*b->node, ptr(Sm90Split(64, 128, 1, 1, 8, 6)), 132).ok());
+  const absl::Status refused = ops::GenerateMatMulGroupSm90(*b->node, ptr(Sm90Split(64, 128, 1, 1, 8, 17)), 132).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("K = 1000"), absl::string_view::npos) << refused;
+  // The heuristic through GenerateGemm: M = 16 at BERT-base's FFN down splits.
+  absl::StatusOr<Built> small = Build(GemmCase{DType::kBFloat16, {}, 16, 768, 3072, false, false, true}, 1);
+  ASSERT_TRUE(small.ok());
+  KernelOptions options;
+  options.gemm_template = true;
+  options.hopper = true;
+  options.sm_count = 132;
+  absl::StatusOr<std::vector<KernelLaunch>> h = ops::GenerateGemm(*small->node, options);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ((*h)[0].family, "gemm_sm90");
+  EXPECT_EQ((*h)[0].grid[0], 6u * m16.split_k);
+  EXPECT_EQ((*h)[0].semaphores, 6u);
+}
+
 // On the GPU: every split case against the CPU reference, each launched twice on one
 // workspace shared by all cases (as a session's): the same bits both times, and the
 // semaphores back at zero after every launch.
-TEST(GemmGpuTest, SplitKMatchesCpuReferenceAndRepeats) {
+void RunSplitOnGpu(bool sm90) {
   KILN_ARCH_OR_SKIP(arch);
+  if (sm90 && arch != "sm_90a") GTEST_SKIP() << "skipped: the sm90 GEMM family needs sm_90a, not " << arch;
   SplitGenerated gen;
-  ASSERT_NO_FATAL_FAILURE(GenerateSplit(gen));
+  ASSERT_NO_FATAL_FAILURE(GenerateSplit(gen, sm90));
   absl::StatusOr<std::vector<std::string>> cubins = CompileModules(gen.kernels, arch, kPerModule);
   ASSERT_TRUE(cubins.ok()) << cubins.status();
   std::vector<cudaLibrary_t> libs(cubins->size());
@@ -1348,9 +1529,15 @@ TEST(GemmGpuTest, SplitKMatchesCpuReferenceAndRepeats) {
     for (void* p : dev) cudaFree(p);
   }
   for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
-  std::printf("ran %zu split-K GEMM cases twice on %s (%s): %d failing; worst scaled err %.3g (f16), %.3g (bf16)\n",
-              gen.cases.size(), test::DeviceName().c_str(), arch.c_str(), failures, worst_f16, worst_bf16);
+  std::printf("ran %zu %s split-K GEMM cases twice on %s (%s): %d failing; worst scaled err %.3g (f16), %.3g (bf16)\n",
+              gen.cases.size(), sm90 ? "sm90" : "sm80", test::DeviceName().c_str(), arch.c_str(), failures, worst_f16,
+              worst_bf16);
 }
+
+TEST(GemmGpuTest, SplitKMatchesCpuReferenceAndRepeats) { RunSplitOnGpu(false); }
+
+// The sm90 family's split forms (Sm90SplitCases), the same way.
+TEST(GemmGpuTest, Sm90SplitKMatchesCpuReferenceAndRepeats) { RunSplitOnGpu(true); }
 
 }  // namespace
 }  // namespace kiln::codegen

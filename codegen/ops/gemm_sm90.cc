@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
+#include "codegen/ops/gemm_source.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/templates.h"
 #include "graph/fused_group.h"
@@ -71,6 +72,10 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
   }
   if (c.wg_m * c.bn / 2 > 128) return bad(absl::StrCat(c.wg_m * c.bn / 2, " accumulator registers per thread (> 128)"));
   if (c.stages < 2 || c.stages > 8) return bad("STAGES must be in [2, 8]");
+  if (c.split_k < 1 || c.split_k > kGemmMaxSplitK) return bad(absl::StrCat("split-K must be in [1, ", kGemmMaxSplitK, "]"));
+  if (c.split_k > 1 && c.pingpong) {
+    return bad("split-K needs cooperative tiles (ping-pong consumers take whole tiles)");
+  }
   const int64_t smem = Sm90GemmSharedBytes(c, tma_store);
   if (smem > kSm90MaxSharedBytes) {
     return bad(absl::StrCat(smem, " bytes of shared memory (> ", kSm90MaxSharedBytes, ", 227 KiB)"));
@@ -79,27 +84,62 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
 }
 
 std::string Sm90GemmConfigString(const Sm90GemmConfig& c) {
-  return absl::StrCat(c.bm, "x", c.bn, c.pingpong ? " p" : " c", c.consumers, "x", c.wg_m, " s", c.stages);
+  return absl::StrCat(c.bm, "x", c.bn, c.pingpong ? " p" : " c", c.consumers, "x", c.wg_m, " s", c.stages,
+                      c.split_k != 1 ? absl::StrCat(" k", c.split_k) : "");
 }
 
 absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
   Sm90GemmConfig c;
   char mode = 0;
   int used = 0;
-  if (std::sscanf(text.c_str(), "%dx%d %c%dx%d s%d%n", &c.bm, &c.bn, &mode, &c.consumers, &c.wg_m, &c.stages,
-                  &used) != 6 ||
-      used != static_cast<int>(text.size()) || (mode != 'c' && mode != 'p')) {
+  int split_used = 0;
+  const bool parsed = std::sscanf(text.c_str(), "%dx%d %c%dx%d s%d%n", &c.bm, &c.bn, &mode, &c.consumers, &c.wg_m,
+                                  &c.stages, &used) == 6;
+  if (parsed && used < static_cast<int>(text.size()) &&
+      (std::sscanf(text.c_str() + used, " k%d%n", &c.split_k, &split_used) != 1 || split_used == 0)) {
+    split_used = -1;
+  }
+  if (!parsed || split_used < 0 || used + split_used != static_cast<int>(text.size()) || (mode != 'c' && mode != 'p')) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "'", text, "' is not an sm90 GEMM config (BMxBN cCONSUMERSxWG_M sSTAGES, or p... for ping-pong: "
-                   "128x256 c2x1 s4, 64x256 p2x1 s5)"));
+        "'", text, "' is not an sm90 GEMM config (BMxBN cCONSUMERSxWG_M sSTAGES [kSPLITS], or p... for ping-pong: "
+                   "128x256 c2x1 s4, 64x256 p2x1 s5, 64x128 c1x1 s8 k6)"));
   }
   c.pingpong = mode == 'p';
   if (absl::Status st = VerifySm90GemmConfig(c); !st.ok()) return st;
   return c;
 }
 
+namespace {
+Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a);
+}  // namespace
+
+int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
+                   int min_k_tiles) {
+  if (sm_count <= 0) sm_count = 132;
+  if (tile.pingpong || tile.bm <= 0 || tile.bn <= 0 || m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 1;
+  const int64_t tiles = ((m + tile.bm - 1) / tile.bm) * ((n + tile.bn - 1) / tile.bn) * batch;
+  const int64_t k_tiles = (k + 63) / 64;
+  if (2 * tiles > sm_count) return 1;
+  // At most half the SMs' worth of units: the last split's reduction (S partials read
+  // back by one warpgroup) grows with S, and on the H100 two splits of 32 tiles beat four.
+  int64_t split =
+      std::min<int64_t>({sm_count / (2 * tiles), k_tiles / std::max(min_k_tiles, 1), kGemmMaxSplitK});
+  if (split < 2) return 1;
+  const int64_t per = (k_tiles + split - 1) / split;
+  split = (k_tiles + per - 1) / per;  // the fewest splits with `per` k tiles each
+  return split < 2 ? 1 : static_cast<int>(split);
+}
+
 Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a) {
   if (sm_count <= 0) sm_count = 132;
+  Sm90GemmConfig c = PickSm90TileConfig(m, n, k, batch, sm_count, register_a);
+  c.split_k = PickSm90SplitK(c, m, n, k, batch, sm_count);
+  return c;
+}
+
+namespace {
+// The tile shape (unsplit).
+Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a) {
   auto tiles = [&](int bm, int bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn) * batch; };
   auto waves = [&](int64_t t) { return (t + sm_count - 1) / sm_count; };
   if (register_a) {
@@ -123,6 +163,7 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
   if (n > 128 && 2 * waves(tiles(128, 256)) <= waves(tiles(128, 128))) return Sm90GemmConfig{128, 256, 2, 1, 3};
   return Sm90GemmConfig{128, 128, 2, 2, 4, true};
 }
+}  // namespace
 
 absl::Status Sm90Eligible(const Node& node) {
   absl::StatusOr<GemmFamilyPlan> p = PlanGemmForFamily(node);
@@ -162,7 +203,21 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   const bool tma_store = (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.n % 8 == 0;
   if (absl::Status valid = VerifySm90GemmConfig(cfg, tma_store); !valid.ok()) return valid;
   const int64_t tiles = ((p.m + cfg.bm - 1) / cfg.bm) * ((p.n + cfg.bn - 1) / cfg.bn) * p.batch;
-  if (tiles >= (int64_t{1} << 31)) return NoKernel(node, "too many tiles");
+  if (tiles * cfg.split_k >= (int64_t{1} << 31)) return NoKernel(node, "too many tiles");
+  if (cfg.split_k > 1) {
+    const int64_t k_tiles = (p.k + 63) / 64 + (p.dual ? (p.k2 + 63) / 64 : 0);
+    const int64_t per = (k_tiles + cfg.split_k - 1) / cfg.split_k;
+    if ((cfg.split_k - 1) * per >= k_tiles) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": K = ", p.k + p.k2, " has ", k_tiles,
+          " k tile(s) of 64: ", cfg.split_k, " splits of ", per, " leave the last split without one"));
+    }
+    const uint64_t scratch = static_cast<uint64_t>(tiles) * cfg.split_k * cfg.bm * cfg.bn * 4;
+    if (scratch > kGemmMaxScratchBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": ",
+                                                     scratch, " bytes of scratch (> ", kGemmMaxScratchBytes, ")"));
+    }
+  }
 
   KernelLaunch launch;
   launch.family = "gemm_sm90";
@@ -212,6 +267,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
                   "\n#define CONSUMERS ", cfg.consumers, "\n#define WG_M ", cfg.wg_m, "\n#define GEMM_PINGPONG ",
                   cfg.pingpong ? 1 : 0, "\n#define GEMM_TMA_STORE ", tma_store ? 1 : 0, "\n#define GEMM_OUT_KIND ",
                   out_kind, "\n#define GEMM_OUT_T ", StorageTypeName(p.out_dtype), "\n");
+  if (cfg.split_k > 1) absl::StrAppend(&src, "#define GEMM_SPLIT_K ", cfg.split_k, "\n");
   const bool bf16 = p.dtype == DType::kBFloat16;
   absl::StrAppend(&src, "#define GEMM_DUAL ", p.dual ? 1 : 0, "\n");
   if (p.dual) {
@@ -230,7 +286,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
                   WgmmaFunction("kiln_sm90_wgmma", cfg.bn, bf16, p.trans_a, p.trans_b),
                   TemplateSource("gemm_sm90.cuh"));
   launch.source = std::move(src);
-  launch.grid = {static_cast<uint32_t>(std::min<int64_t>(tiles, sm_count)), 1, 1};
+  launch.grid = {static_cast<uint32_t>(std::min<int64_t>(tiles * cfg.split_k, sm_count)), 1, 1};
+  if (cfg.split_k > 1) {  // the workspace (gemm_sm90.cuh, "Split-K")
+    launch.semaphores = static_cast<uint32_t>(tiles * cfg.consumers);
+    launch.scratch_bytes = static_cast<uint64_t>(tiles) * cfg.split_k * cfg.bm * cfg.bn * 4;
+  }
   launch.block = {static_cast<uint32_t>(128 * (cfg.consumers + 1)), 1, 1};
   launch.shared_bytes = static_cast<uint32_t>(Sm90GemmSharedBytes(cfg, tma_store));
   return std::vector<KernelLaunch>{std::move(launch)};

@@ -87,12 +87,14 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store =
 // Splits K (PickSm90SplitK) when the tiles leave most SMs idle.
 Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
                                   bool register_a = false);
+// The heuristic's least k tiles (of 64) per split (H100: benchmarks/RESULTS.md).
+inline constexpr int kSm90MinSplitKTiles = 16;
 // The split count for a cooperative `tile` config: 1 unless tiles * batch <= sm_count
-// / 2; else as many splits as fill the SMs (tiles * splits <= sm_count) with at least
-// `min_k_tiles` k tiles of 64 each (at most kGemmMaxSplitK), reduced to the fewest
-// splits with the same k tiles per split.
+// / 2; else as many splits as fill half the SMs (tiles * splits <= sm_count / 2)
+// with at least `min_k_tiles` k tiles of 64 each (at most kGemmMaxSplitK), reduced to
+// the fewest splits with the same k tiles per split.
 int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
-                   int min_k_tiles = 4);
+                   int min_k_tiles = kSm90MinSplitKTiles);
 // "128x256 c2x1 s4" (cooperative: consumers x wg_m), "64x256 p2x1 s5" (ping-pong),
 // "64x128 c1x1 s8 k6" (split-K in 6).
 std::string Sm90GemmConfigString(const Sm90GemmConfig& config);
@@ -104,6 +106,9 @@ absl::Status Sm90Eligible(const Node& node);
 // One persistent launch (grid min(tiles, sm_count)) with tensor maps for A and B,
 // then A2 and B2 (dual), and for C when the epilogue stores through TMA (a 16-bit
 // output with N % 8 == 0). Launch args: C, the prologue's side inputs, the epilogue's.
+// Split-K (config split_k > 1, the heuristic's or forced): grid min(tiles * split_k,
+// sm_count) and the workspace; InvalidArgument when a split would get no k tile or
+// the scratch exceeds kGemmMaxScratchBytes.
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& node,
                                                                   const Sm90GemmConfig* config = nullptr,
                                                                   int sm_count = 132);

@@ -42,6 +42,7 @@
 //                        kiln_sm90_wgmma_rs(float (&d)[BN / 2], const unsigned (&a)[4],
 //                        unsigned long long desc_b) (A from registers). Not with
 //                        GEMM_DUAL.
+//   GEMM_SPLIT_K         S > 1: split-K (below); default 1. Cooperative tiles only.
 //   GEMM_OUT_KIND        0 fp16, 1 bf16, 2 fp32 output; GEMM_OUT_T its storage type
 //   GEMM_TMA_STORE       1: the epilogue writes each consumer's tile into shared
 //                        memory (128B-swizzled [rows][64] boxes) and one thread
@@ -55,8 +56,9 @@
 //                   unsigned long long desc_b)   the wgmma of this BN and layout
 // Kernel parameters: (C KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS, tensor map of A,
 // tensor map of B [, tensor maps of A2 and B2] [, tensor map of C: {N, M, batches}
-// box {64, 64 * WG_M, 1}]): the pointer parameters of the source contract, then the
-// tensor maps (codegen/op_kernels.h). The maps are rank 3 {contiguous dim, rows, batches}:
+// box {64, 64 * WG_M, 1}] [, unsigned* kiln_semaphores, float* kiln_scratch with
+// GEMM_SPLIT_K > 1]): the pointer parameters of the source contract, then the tensor
+// maps, then the workspace (codegen/op_kernels.h). The maps are rank 3 {contiguous dim, rows, batches}:
 //   A (TRANS_A 0): {K, M, nb} box {64, BM, 1};   A (TRANS_A 1): {M, K, nb} box {64, 64, 1}
 //   B (TRANS_B 1): {K, N, nb} box {64, BN, 1};   B (TRANS_B 0): {N, K, nb} box {64, 64, 1}
 // all with 128-byte swizzle and zero fill out of bounds (partial tiles, K tails).
@@ -68,6 +70,27 @@
 // +32 bytes. An MN-major operand tile is [rows/64][64 k][64 mn] (one TMA box per 64
 // columns): SBO 1024 (8 k rows), LBO 8192 (the next 64 columns), the k16 step
 // +2048 bytes (16 k rows).
+//
+// Split-K (GEMM_SPLIT_K = S > 1): the persistent walk goes over work units = tiles x
+// S, unit u being split u % S of tile u / S (a tile's splits run side by side on
+// neighbouring CTAs). Split s takes the k tiles [s T, min((s + 1) T, k_tiles)) of the
+// tile's whole k sequence (T = ceil(k_tiles / S), the generator checks that every
+// split gets one; a dual kernel's sequence is (A, B)'s k tiles then (A2, B2)'s, so a
+// split may cover parts of both); the producer loads only those, the consumers run
+// only those. Each consumer warpgroup reduces its own rows of the tile (its
+// "sub-tile", sub = tile * CONSUMERS + c) independently of the other, as the sm_80
+// template does per CTA: it stores its fp32 accumulators to kiln_scratch (slot
+// sub * S + s, 64 WG_M x BN floats, thread-private layout [i][n16 pair][half][thread]
+// as float4: coalesced; rows past M skipped), fences, and its first thread
+// increments kiln_semaphores[sub].
+// The warpgroup that sees S - 1 there arrived last: it resets the semaphore to 0 (the
+// next launch, a CUDA graph replay included, finds it zero), sums the S partials in
+// split order 0..S-1 (all read back through L2 with ld.cg, its own included: the bits
+// do not depend on the arrival order) and runs the usual epilogue (functor, shared
+// memory, TMA store). The others go on to their next unit; nobody waits for another
+// CTA, so any grid size is deadlock-free. Workspace: tiles * CONSUMERS semaphores,
+// tiles * S * BM * BN * 4 bytes of scratch (codegen/ops/gemm_sm90.cc). Prologues work
+// unchanged (functors see absolute coordinates).
 //
 // Register A (GEMM_PROLOGUE): warp w of a consumer holds rows 16 w .. 16 w + 15 of
 // each of its m64 blocks as the m16k16 fragments of mma.sync (thread t: rows t/4 and
@@ -85,6 +108,12 @@
 #endif
 #ifndef KILN_PROLOGUE_PARAMS
 #define KILN_PROLOGUE_PARAMS
+#endif
+#ifndef GEMM_SPLIT_K
+#define GEMM_SPLIT_K 1
+#endif
+#if GEMM_SPLIT_K > 1 && GEMM_PINGPONG
+#error "split-K GEMM with ping-pong consumers"
 #endif
 #define GEMM_BK 64
 #define GEMM_THREADS (128 * (CONSUMERS + 1))
@@ -182,13 +211,13 @@ static __device__ __forceinline__ void kiln_sm90_advance(int& s, unsigned& phase
   }
 }
 
-// The producer's loads of one mainloop of a tile: `k_tiles` K tiles of (A, B) into
-// the ring from slot s.
+// The producer's loads of one mainloop of a tile: K tiles [kt_begin, kt_end) of
+// (A, B) into the ring from slot s.
 template <int TRANS_A, int TRANS_B>
 static __device__ __forceinline__ void kiln_sm90_produce(const kiln_tensor_map* map_a, const kiln_tensor_map* map_b,
-                                                         int k_tiles, int m0, int n0, int ab, int bb, unsigned base,
-                                                         unsigned bars, int& s, unsigned& phase) {
-  for (int kt = 0; kt < k_tiles; ++kt) {
+                                                         int kt_begin, int kt_end, int m0, int n0, int ab, int bb,
+                                                         unsigned base, unsigned bars, int& s, unsigned& phase) {
+  for (int kt = kt_begin; kt < kt_end; ++kt) {
     kiln_sm90_mbar_wait(kiln_sm90_empty(bars, s), phase ^ 1u);
     const unsigned full = kiln_sm90_full(bars, s);
     kiln_sm90_mbar_expect_tx(full, GEMM_STAGE_BYTES);
@@ -216,35 +245,42 @@ static __device__ __forceinline__ unsigned long long kiln_sm90_desc_b(unsigned s
   return TRANS_B ? kiln_sm90_desc(sb + kk * 32, 16, 1024) : kiln_sm90_desc(sb + kk * 2048, 8192, 1024);
 }
 
-// A consumer's share of one mainloop of a tile (A and B from shared memory): per K
-// tile, wait for the stage, issue its wgmmas as one group, keep one group in flight
+// The wgmmas of one stage (A and B from shared memory at sa, sb).
+template <int TRANS_A, int TRANS_B, int PAIR>
+static __device__ __forceinline__ void kiln_sm90_stage_mma(float (&acc)[WG_M][BN / 2], unsigned sa, unsigned sb,
+                                                           int row0) {
+#pragma unroll
+  for (int kk = 0; kk < GEMM_BK / 16; ++kk) {
+    const unsigned long long db = kiln_sm90_desc_b<TRANS_B>(sb, kk);
+#pragma unroll
+    for (int i = 0; i < WG_M; ++i) {
+      const int row = row0 + i * 64;  // m offset inside the tile
+      const unsigned long long da = TRANS_A ? kiln_sm90_desc(sa + (row / 64) * 8192 + kk * 2048, 8192, 1024)
+                                            : kiln_sm90_desc(sa + row * 128 + kk * 32, 16, 1024);
+#if GEMM_DUAL
+      if constexpr (PAIR == 1) {
+        kiln_sm90_wgmma2(acc[i], da, db);
+        continue;
+      }
+#endif
+      kiln_sm90_wgmma(acc[i], da, db);
+    }
+  }
+}
+
+// A consumer's share of one mainloop of a tile (A and B from shared memory): K tiles
+// [kt_begin, kt_end): per K tile, wait for the stage, issue its wgmmas as one group, keep one group in flight
 // and release the stage before it (`prev`) once its group is done. PAIR 1: the
 // second mainloop of a dual kernel (kiln_sm90_wgmma2).
 template <int TRANS_A, int TRANS_B, int PAIR>
-static __device__ __forceinline__ void kiln_sm90_consume(float (&acc)[WG_M][BN / 2], int k_tiles, unsigned base,
-                                                         unsigned bars, int row0, bool leader, int& s,
+static __device__ __forceinline__ void kiln_sm90_consume(float (&acc)[WG_M][BN / 2], int kt_begin, int kt_end,
+                                                         unsigned base, unsigned bars, int row0, bool leader, int& s,
                                                          unsigned& phase, int& prev) {
-  for (int kt = 0; kt < k_tiles; ++kt) {
+  for (int kt = kt_begin; kt < kt_end; ++kt) {
     kiln_sm90_mbar_wait(kiln_sm90_full(bars, s), phase);
     const unsigned sa = base + s * GEMM_STAGE_BYTES, sb = sa + GEMM_A_TILE_BYTES;
     kiln_sm90_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < GEMM_BK / 16; ++kk) {
-      const unsigned long long db = kiln_sm90_desc_b<TRANS_B>(sb, kk);
-#pragma unroll
-      for (int i = 0; i < WG_M; ++i) {
-        const int row = row0 + i * 64;  // m offset inside the tile
-        const unsigned long long da = TRANS_A ? kiln_sm90_desc(sa + (row / 64) * 8192 + kk * 2048, 8192, 1024)
-                                              : kiln_sm90_desc(sa + row * 128 + kk * 32, 16, 1024);
-#if GEMM_DUAL
-        if constexpr (PAIR == 1) {
-          kiln_sm90_wgmma2(acc[i], da, db);
-          continue;
-        }
-#endif
-        kiln_sm90_wgmma(acc[i], da, db);
-      }
-    }
+    kiln_sm90_stage_mma<TRANS_A, TRANS_B, PAIR>(acc, sa, sb, row0);
     kiln_sm90_wgmma_commit();
     // The previous stage's wgmmas are done once at most this one is pending.
     kiln_sm90_wgmma_wait<1>();
@@ -329,15 +365,15 @@ static __device__ __forceinline__ void kiln_sm90_load_a(unsigned (&a)[4], unsign
 // the range mask only on tiles that cross M or K), then the register-A wgmma, one
 // group per step.
 template <class F>
-static __device__ __forceinline__ void kiln_sm90_consume_rs(float (&acc)[WG_M][BN / 2], unsigned base, unsigned bars,
-                                                            int m0, int row0, int batch, int lane, int warp, int& s,
-                                                            unsigned& phase, int& prev, const F& f) {
-  constexpr int tiles_k = (GEMM_K + GEMM_BK - 1) / GEMM_BK;
+static __device__ __forceinline__ void kiln_sm90_consume_rs(float (&acc)[WG_M][BN / 2], int kt_begin, int kt_end,
+                                                            unsigned base, unsigned bars, int m0, int row0, int batch,
+                                                            int lane, int warp, int& s, unsigned& phase, int& prev,
+                                                            const F& f) {
   constexpr int steps = GEMM_BK / 16;
   unsigned af[steps][WG_M][4];
   unsigned raw[2][WG_M][4];  // ldmatrix of a step, issued before the previous step's prologue
   const bool rows_in = m0 + row0 + 64 * WG_M <= GEMM_M;  // this consumer's rows of the tile
-  for (int kt = 0; kt < tiles_k; ++kt) {
+  for (int kt = kt_begin; kt < kt_end; ++kt) {
     kiln_sm90_mbar_wait(kiln_sm90_full(bars, s), phase);
     const unsigned sa = base + s * GEMM_STAGE_BYTES, sb = sa + GEMM_A_TILE_BYTES;
     const bool interior = rows_in && (kt + 1) * GEMM_BK <= GEMM_K;
@@ -432,6 +468,106 @@ static __device__ __forceinline__ void kiln_sm90_store2(GEMM_OUT_T* __restrict__
 #endif
 }
 
+#if GEMM_SPLIT_K > 1
+// fp32x4 through L2 only (the partials of other CTAs must not come from a stale L1).
+static __device__ __forceinline__ void kiln_sm90_st_cg(float* p, float a, float b, float c, float d) {
+  asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+static __device__ __forceinline__ void kiln_sm90_ld_cg(const float* p, float (&v)[4]) {
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+               : "l"(p)
+               : "memory");
+}
+
+// The split-K reduction of consumer c's rows of tile t (see the top of this file):
+// true in the warpgroup that arrived last, with acc = the sum of the S partials in
+// split order; false in the others. `tid` is the thread's index in its warpgroup,
+// `row_base` the output row of the warpgroup's first row. A float4 of the partial
+// holds four accumulators of one output row (n8 blocks 2p and 2p + 1, half h), and
+// rows past M are neither stored nor read (M = 1 moves 1/64 of the tile): their
+// accumulators come out zero, which the epilogue masks anyway. Named barrier 1 + c
+// (the warpgroup's 128 threads) orders the stores before the count and broadcasts who
+// was last.
+static __device__ __forceinline__ bool kiln_sm90_split_reduce(float (&acc)[WG_M][BN / 2],
+                                                              unsigned int* __restrict__ semaphores,
+                                                              float* __restrict__ scratch, int t, int c, int split,
+                                                              int tid, int row_base) {
+  constexpr int kPart = 128 * WG_M * (BN / 2);  // floats of one warpgroup's partial
+  constexpr int kPairs = BN / 16;              // n16 column pairs: 2 float4 (h = 0, 1) per pair
+  const unsigned sub = static_cast<unsigned>(t) * CONSUMERS + c;
+  float* part = scratch + (kiln_index)sub * GEMM_SPLIT_K * kPart + tid * 4;
+  const int row = row_base + (tid / 32) * 16 + (tid % 32) / 4;  // + 64 i + 8 h
+  // float4 (i, p, h) of this thread at part + ((i * kPairs + p) * 2 + h) * 512
+#pragma unroll
+  for (int i = 0; i < WG_M; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (row + 64 * i + 8 * h >= GEMM_M) continue;
+#pragma unroll
+      for (int p = 0; p < kPairs; ++p) {
+        kiln_sm90_st_cg(part + (kiln_index)split * kPart + ((i * kPairs + p) * 2 + h) * 512, acc[i][8 * p + 2 * h],
+                        acc[i][8 * p + 2 * h + 1], acc[i][8 * p + 4 + 2 * h], acc[i][8 * p + 5 + 2 * h]);
+      }
+    }
+  __threadfence();  // this thread's partial is visible GPU-wide before the count
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+  unsigned last = 0;
+  if (tid == 0) {
+    const unsigned arrived = atomicAdd(semaphores + sub, 1u);
+    if (arrived == GEMM_SPLIT_K - 1) {
+      atomicExch(semaphores + sub, 0u);  // every split is in: reset
+      last = 1;
+    }
+    __threadfence();
+  }
+  asm volatile(
+      "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.or.pred q, %2, 128, p;\nselp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(last)
+      : "r"(last), "r"(1 + c)
+      : "memory");
+  if (!last) return false;
+#pragma unroll
+  for (int i = 0; i < WG_M; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const bool in = row + 64 * i + 8 * h < GEMM_M;
+#pragma unroll
+      for (int p0 = 0; p0 < kPairs; p0 += 4) {  // four float4 of each split at a time: bounded registers
+        float v[4][4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) v[q][e] = 0.f;
+        if (in) {
+#pragma unroll
+          for (int q = 0; q < 4; ++q) kiln_sm90_ld_cg(part + ((i * kPairs + p0 + q) * 2 + h) * 512, v[q]);
+        }
+#pragma unroll 1
+        for (int sp = 1; sp < GEMM_SPLIT_K && in; ++sp) {
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            float w[4];
+            kiln_sm90_ld_cg(part + (kiln_index)sp * kPart + ((i * kPairs + p0 + q) * 2 + h) * 512, w);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[q][e] += w[e];
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int p = p0 + q;
+          acc[i][8 * p + 2 * h] = v[q][0];
+          acc[i][8 * p + 2 * h + 1] = v[q][1];
+          acc[i][8 * p + 4 + 2 * h] = v[q][2];
+          acc[i][8 * p + 5 + 2 * h] = v[q][3];
+        }
+      }
+    }
+  }
+  return true;
+}
+#endif  // GEMM_SPLIT_K > 1
+
 extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     KILN_KERNEL(GEMM_OUT_T* __restrict__ C KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS,
                 const __grid_constant__ kiln_tensor_map tma_a, const __grid_constant__ kiln_tensor_map tma_b
@@ -440,6 +576,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #endif
 #if GEMM_TMA_STORE
                 , const __grid_constant__ kiln_tensor_map tma_c
+#endif
+#if GEMM_SPLIT_K > 1
+                , unsigned int* __restrict__ kiln_semaphores, float* __restrict__ kiln_scratch
 #endif
 ) {
   extern __shared__ __align__(1024) unsigned char kiln_gemm_smem_raw[];
@@ -472,7 +611,12 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #else
   constexpr int k_tiles2 = 0;
 #endif
-  constexpr int k_tiles = k_tiles1 + k_tiles2;  // ring slots per tile
+  constexpr int k_tiles = k_tiles1 + k_tiles2;  // ring slots per tile (unsplit)
+  // Split-K: work unit u is split u % S of tile u / S, k tiles [kb, ke) of the tile's
+  // k sequence (pair 1's, then pair 2's).
+  constexpr int units = tiles * GEMM_SPLIT_K;
+  constexpr int split_tiles = (k_tiles + GEMM_SPLIT_K - 1) / GEMM_SPLIT_K;
+  static_assert(GEMM_SPLIT_K == 1 || (GEMM_SPLIT_K - 1) * split_tiles < k_tiles, "split-K: a split without a k tile");
 
   if (wg == 0) {
     // Producer warpgroup: one thread issues every TMA load.
@@ -488,15 +632,18 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #endif
       int s = 0;
       unsigned phase = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      for (int u = blockIdx.x; u < units; u += gridDim.x) {
+        const int t = u / GEMM_SPLIT_K, kb = (u % GEMM_SPLIT_K) * split_tiles;
+        const int ke = min(kb + split_tiles, k_tiles);
         int m0, n0, batch;
         kiln_sm90_tile(t, m0, n0, batch);
-        kiln_sm90_produce<GEMM_TRANS_A, GEMM_TRANS_B>(&tma_a, &tma_b, k_tiles1, m0, n0, GEMM_A_BATCHED ? batch : 0,
-                                                      GEMM_B_BATCHED ? batch : 0, base, bars, s, phase);
+        kiln_sm90_produce<GEMM_TRANS_A, GEMM_TRANS_B>(&tma_a, &tma_b, kb, min(ke, k_tiles1), m0, n0,
+                                                      GEMM_A_BATCHED ? batch : 0, GEMM_B_BATCHED ? batch : 0, base,
+                                                      bars, s, phase);
 #if GEMM_DUAL
-        kiln_sm90_produce<GEMM_TRANS_A2, GEMM_TRANS_B2>(&tma_a2, &tma_b2, k_tiles2, m0, n0,
-                                                        GEMM_A2_BATCHED ? batch : 0, GEMM_B2_BATCHED ? batch : 0, base,
-                                                        bars, s, phase);
+        kiln_sm90_produce<GEMM_TRANS_A2, GEMM_TRANS_B2>(&tma_a2, &tma_b2, max(kb - k_tiles1, 0), ke - k_tiles1, m0,
+                                                        n0, GEMM_A2_BATCHED ? batch : 0, GEMM_B2_BATCHED ? batch : 0,
+                                                        base, bars, s, phase);
 #endif
       }
     }
@@ -517,7 +664,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     unsigned phase = GEMM_PINGPONG ? ((c * k_tiles) / STAGES) & 1u : 0u;
     unsigned turn_phase = 0;
     bool first = true;
-    for (int t = blockIdx.x + (GEMM_PINGPONG ? c : 0) * gridDim.x; t < tiles; t += tile_stride * gridDim.x) {
+    for (int u = blockIdx.x + (GEMM_PINGPONG ? c : 0) * gridDim.x; u < units; u += tile_stride * gridDim.x) {
+      const int t = u / GEMM_SPLIT_K, kb = (u % GEMM_SPLIT_K) * split_tiles;
+      const int ke = min(kb + split_tiles, k_tiles);
       int m0, n0, batch;
       kiln_sm90_tile(t, m0, n0, batch);
       if (GEMM_PINGPONG && !(c == 0 && first)) {  // the other consumer's previous mainloop is done
@@ -531,12 +680,19 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         for (int j = 0; j < BN / 2; ++j) acc[i][j] = 0.f;
       int prev = -1;  // the stage whose wgmmas may still be reading it
 #if GEMM_PROLOGUE
-      kiln_sm90_consume_rs(acc, base, bars, m0, row0, batch, lane, warp, s, phase, prev, GEMM_PROLOGUE_A);
+      kiln_sm90_consume_rs(acc, kb, ke, base, bars, m0, row0, batch, lane, warp, s, phase, prev, GEMM_PROLOGUE_A);
 #else
-      kiln_sm90_consume<GEMM_TRANS_A, GEMM_TRANS_B, 0>(acc, k_tiles1, base, bars, row0, lane == 0, s, phase, prev);
+      kiln_sm90_consume<GEMM_TRANS_A, GEMM_TRANS_B, 0>(acc, kb, min(ke, k_tiles1), base, bars, row0, lane == 0, s,
+                                                       phase, prev);
 #endif
 #if GEMM_DUAL
-      kiln_sm90_consume<GEMM_TRANS_A2, GEMM_TRANS_B2, 1>(acc, k_tiles2, base, bars, row0, lane == 0, s, phase, prev);
+#if GEMM_SPLIT_K > 1
+      // A split may have no k tile of the first pair: with wgmmas in flight where the
+      // paths meet, ptxas would serialize every wgmma of the kernel (C7515).
+      kiln_sm90_wgmma_wait<0>();
+#endif
+      kiln_sm90_consume<GEMM_TRANS_A2, GEMM_TRANS_B2, 1>(acc, max(kb - k_tiles1, 0), ke - k_tiles1, base, bars, row0,
+                                                         lane == 0, s, phase, prev);
 #endif
       if (GEMM_PINGPONG && lane == 0) kiln_sm90_mbar_arrive(turn(1 - c));  // its turn
       kiln_sm90_wgmma_wait<0>();
@@ -546,6 +702,12 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         phase ^= (ahead / STAGES) & 1u;
         s = ahead % STAGES;
       }
+#if GEMM_SPLIT_K > 1
+      if (!kiln_sm90_split_reduce(acc, kiln_semaphores, kiln_scratch, t, c, u % GEMM_SPLIT_K, threadIdx.x % 128,
+                                  m0 + row0)) {
+        continue;  // another split of this tile finishes it
+      }
+#endif
 
       // Epilogue: accumulator j of m64 block i is row 16 warp + lane/4 (+8 for
       // j % 4 >= 2), column 8 (j / 4) + 2 (lane % 4) + (j % 2).
@@ -656,6 +818,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #undef GEMM_TRANS_A2
 #undef GEMM_TRANS_B2
 #undef GEMM_PROLOGUE
+#undef GEMM_SPLIT_K
 #undef GEMM_PROLOGUE_A
 #undef KILN_PROLOGUE_PARAMS
 #undef KILN_EPILOGUE_PARAMS
