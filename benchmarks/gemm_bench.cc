@@ -210,18 +210,25 @@ Node* Op(Graph& g, const std::string& op, const std::vector<Value*>& ins, const 
 // The group fusion forms for `idiom` on [M,K]·[K,N] (patterns of fusion/fuse_epilogue.cc,
 // fuse_prologue.cc and fuse_siblings.cc). bias_gelu uses the tanh approximation, which
 // is what cuBLASLt's GELU epilogue computes; bias_gelu_erf the exact (erf) form.
-absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k) {
+// `b_nk`: every B operand is stored [N, K] (MatMul's trans_b), else [K, N].
+absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k, bool b_nk) {
   Built b;
   Graph& g = *b.graph;
+  // MatMul(x, B) with B the input `name` in the chosen layout.
+  auto matmul = [&](Value* x, const std::string& name, const std::string& out) {
+    Node* mm = Op(g, "MatMul", {x, Input(g, name, b_nk ? Shape{n, k} : Shape{k, n})}, out);
+    if (b_nk) mm->SetAttr("trans_b", int64_t{1});
+    return mm;
+  };
   switch (idiom) {
     case Idiom::kGemm: {
-      Node* mm = Op(g, "MatMul", {Input(g, "a", {m, k}), Input(g, "b", {k, n})}, "out");
+      Node* mm = matmul(Input(g, "a", {m, k}), "b", "out");
       return Finish(std::move(b), {mm}, "matmul", mm, mm->output(0));
     }
     case Idiom::kBiasRelu:
     case Idiom::kBiasGelu:
     case Idiom::kBiasGeluErf: {
-      Node* mm = Op(g, "MatMul", {Input(g, "a", {m, k}), Input(g, "b", {k, n})}, "mm");
+      Node* mm = matmul(Input(g, "a", {m, k}), "b", "mm");
       Node* add = Op(g, "Add", {mm->output(0), Input(g, "bias", {n})}, "biased");
       Node* act = Op(g, idiom == Idiom::kBiasRelu ? "Relu" : "Gelu", {add->output(0)}, "out");
       if (idiom == Idiom::kBiasGelu) act->SetAttr("approximate", "tanh");
@@ -229,12 +236,12 @@ absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k) {
     }
     case Idiom::kReluGemm: {
       Node* relu = Op(g, "Relu", {Input(g, "a", {m, k})}, "relu_a");
-      Node* mm = Op(g, "MatMul", {relu->output(0), Input(g, "b", {k, n})}, "out");
+      Node* mm = matmul(relu->output(0), "b", "out");
       return Finish(std::move(b), {relu, mm}, "prologue+matmul", mm, mm->output(0));
     }
     case Idiom::kDualGemm: {
-      Node* p = Op(g, "MatMul", {Input(g, "a", {m, k}), Input(g, "b", {k, n})}, "p");
-      Node* q = Op(g, "MatMul", {Input(g, "a2", {m, k}), Input(g, "b2", {k, n})}, "q");
+      Node* p = matmul(Input(g, "a", {m, k}), "b", "p");
+      Node* q = matmul(Input(g, "a2", {m, k}), "b2", "q");
       Node* add = Op(g, "Add", {p->output(0), q->output(0)}, "out");
       return Finish(std::move(b), {p, q, add}, "dual-matmul", p, add->output(0));
     }
@@ -479,11 +486,13 @@ struct Blas {
   cublasLtHandle_t lt;
   void* workspace;
   size_t workspace_bytes;
+  bool b_nk = false;  // B stored [N, K] (--b-layout nk)
 };
 
 void GemmEx(const Blas& blas, int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c, float beta) {
   const float alpha = 1.f;
-  CHECK_BLAS(cublasGemmEx(blas.handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_16F, n, a, CUDA_R_16F, k,
+  CHECK_BLAS(cublasGemmEx(blas.handle, blas.b_nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b,
+                          CUDA_R_16F, blas.b_nk ? k : n, a, CUDA_R_16F, k,
                           &beta, c, CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
@@ -497,7 +506,13 @@ class LtPlan {
       CHECK_BLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
       CHECK_BLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
     }
-    CHECK_BLAS(cublasLtMatrixLayoutCreate(&la_, CUDA_R_16F, n, k, n));  // B^T
+    if (blas.b_nk) {  // B [N, K] row-major is column-major K x N: transposed
+      const cublasOperation_t t = CUBLAS_OP_T;
+      CHECK_BLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)));
+      CHECK_BLAS(cublasLtMatrixLayoutCreate(&la_, CUDA_R_16F, k, n, k));
+    } else {
+      CHECK_BLAS(cublasLtMatrixLayoutCreate(&la_, CUDA_R_16F, n, k, n));  // B^T
+    }
     CHECK_BLAS(cublasLtMatrixLayoutCreate(&lb_, CUDA_R_16F, k, m, k));  // A^T
     CHECK_BLAS(cublasLtMatrixLayoutCreate(&lc_, CUDA_R_16F, n, m, n));
     cublasLtMatmulPreference_t pref;
@@ -553,6 +568,7 @@ struct Options {
   std::string family = "sm80";  // GEMM family of kiln's kernels: sm80, or sm90 (sm_90a only)
   std::string sm90_config;      // forced sm90 tile config ("" : the heuristic)
   int sm_count = 0;             // the device's (the sm90 family's persistent grid)
+  bool b_nk = false;            // --b-layout nk: B operands stored [N, K]
 };
 
 class Timer {
@@ -769,7 +785,7 @@ ProblemKernels GenerateProblem(const Options& o, const Problem& p, KernelTable& 
     }
     return Generate(*b->node, table, o.family == "sm90", o.sm_count, forced ? &*forced : nullptr);
   };
-  for (Idiom i : o.idioms) pk.kiln.emplace(i, gen(KilnGroup(i, p.m, p.n, p.k)));
+  for (Idiom i : o.idioms) pk.kiln.emplace(i, gen(KilnGroup(i, p.m, p.n, p.k, o.b_nk)));
   if (Has(o, Idiom::kBiasRelu)) pk.bias_relu = gen(BiasActGroup(Idiom::kBiasRelu, p.m, p.n));
   if (Has(o, Idiom::kBiasGelu)) pk.bias_gelu = gen(BiasActGroup(Idiom::kBiasGelu, p.m, p.n));
   if (Has(o, Idiom::kBiasGeluErf)) pk.bias_gelu_erf = gen(BiasActGroup(Idiom::kBiasGeluErf, p.m, p.n));
@@ -842,6 +858,7 @@ int Main(Options o) {
               "%d modules of <= %d kernels on %d threads in %.1f s\n",
               problems.size(), o.idioms.size(), table.size(), gen_s, launches, codegen::NvrtcVersion().c_str(),
               arch.c_str(), modules, per_module, threads, compile_s);
+  std::printf("B operands stored %s\n", o.b_nk ? "[N, K] (--b-layout nk)" : "[K, N] (--b-layout kn)");
   for (Idiom i : o.idioms) {
     const auto& g = generated.empty() ? absl::StatusOr<Generated>(absl::UnknownError("")) : generated[0].kiln.at(i);
     if (!g.ok()) std::printf("kiln %s: %s\n", IdiomName(i), std::string(g.status().message()).c_str());
@@ -870,7 +887,7 @@ int Main(Options o) {
 
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  Blas blas{stream, nullptr, nullptr, nullptr, 32 << 20};
+  Blas blas{stream, nullptr, nullptr, nullptr, 32 << 20, o.b_nk};
   CHECK_BLAS(cublasCreate(&blas.handle));
   CHECK_BLAS(cublasSetStream(blas.handle, stream));
   CHECK_BLAS(cublasLtCreate(&blas.lt));
@@ -1057,6 +1074,7 @@ constexpr char kUsage[] =
     "                       [--warmup N]\n"
     "                       [--no-flush] [--seed S] [--count N] [--tol X] [--csv out.csv]\n"
     "                       [--compile-only [--arch sm_90a|sm_89|sm_86|sm_80]] [--family sm80|sm90]\n"
+    "                       [--b-layout kn|nk]\n"
     "  --set      shape sets (default all): squares 1024..8192; transformer tokens {128..16384} x (N, K)\n"
     "             of BERT/GPT-2 layers; random: the seed protocol (--count problems, multiples of 128 up to\n"
     "             4096, drawn from --seed); small_m: M in {1, 8, 16, 32, 64} x N, K in {768, 3072, 4096}\n"
@@ -1069,6 +1087,8 @@ constexpr char kUsage[] =
     "  --family   kiln's GEMM template family (default sm80): sm90 is the Hopper TMA + wgmma family\n"
     "             (sm_90a only) for the groups it takes, the others stay on sm80; the config column says\n"
     "             which ran (sm90_... or the sm80 tile); --sm90-config \"64x256 p2x1 s5\" forces a tile config\n"
+    "  --b-layout the layout of every B operand (kiln and the peers alike): kn = row-major [K, N] (default,\n"
+    "             the layout kiln stores constant weights in), nk = [N, K] (MatMul trans_b; nn.Linear's)\n"
     "             (\"64x128 c1x1 s8 k4\": split-K in 4)\n"
     "exit status: 0, or 2 when some kiln result failed validation\n";
 
@@ -1143,6 +1163,13 @@ int ParseAndRun(int argc, char** argv) {
         std::fprintf(stderr, "--family: sm80 or sm90, got '%s'\n", o.family.c_str());
         return 1;
       }
+    } else if (arg == "--b-layout") {
+      const std::string v = value();
+      if (v != "kn" && v != "nk") {
+        std::fprintf(stderr, "--b-layout: kn or nk, got '%s'\n", v.c_str());
+        return 1;
+      }
+      o.b_nk = v == "nk";
     } else if (arg == "--sm90-config") {
       o.sm90_config = value();
     } else if (arg == "--compile-only") {
