@@ -134,11 +134,6 @@ std::vector<double> Fp64Reference(const AttnCase& c, const std::map<std::string,
   return out;
 }
 
-void Upload(const Tensor& t, void** dev) {
-  ASSERT_EQ(cudaMalloc(dev, std::max<size_t>(1, t.nbytes())), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(*dev, t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
-}
-
 TEST(AttentionGpuTest, MatchesCpuReference) {
   KILN_ARCH_OR_SKIP(arch);
   const std::vector<GpuCase> cases = Cases();
@@ -170,37 +165,14 @@ TEST(AttentionGpuTest, MatchesCpuReference) {
     SCOPED_TRACE(name);
     const Node& node = *built[ci].group;
     const KernelLaunch& l = launches[ci];
-    std::vector<void*> dev(1 + node.num_inputs(), nullptr);
-    const Value* y = node.output(0);
-    const size_t ybytes = y->numel() * DTypeSize(y->dtype());
-    KILN_CUDA_OK(cudaMalloc(&dev[0], ybytes));
-    KILN_CUDA_OK(cudaMemset(dev[0], 0xA5, ybytes));
-    std::vector<Tensor> in_tensors;
-    for (int i = 0; i < node.num_inputs(); ++i) {
-      const Value* v = node.input(i);
-      in_tensors.push_back(v->is_constant() ? v->constant() : built[ci].feeds.at(v->name()));
-    }
-    std::vector<const Tensor*> ref_in;
-    for (int i = 0; i < node.num_inputs(); ++i) {
-      ref_in.push_back(&in_tensors[i]);
-      ASSERT_NO_FATAL_FAILURE(Upload(in_tensors[i], &dev[1 + i]));
-    }
+    test::NodeBuffers buf;
+    ASSERT_NO_FATAL_FAILURE(buf.SetUp(node, built[ci].feeds));
     cudaKernel_t kernel;
-    KILN_CUDA_OK(cudaLibraryGetKernel(&kernel, libs[ci / kPerModule], kernels[ci].function.c_str()));
-    if (l.shared_bytes > 48 * 1024) {
-      KILN_CUDA_OK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(l.shared_bytes)));
-    }
-    std::vector<void*> params(l.args.size());
-    for (size_t j = 0; j < l.args.size(); ++j) params[j] = &dev[l.args[j]];
-    KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
-                                  dim3(l.block[0], l.block[1], l.block[2]), params.data(), l.shared_bytes, nullptr));
-    KILN_CUDA_OK(cudaDeviceSynchronize());
-    absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, ref_in);
+    ASSERT_NO_FATAL_FAILURE(test::GetKernel(libs[ci / kPerModule], kernels[ci].function, l.shared_bytes, &kernel));
+    ASSERT_NO_FATAL_FAILURE(test::LaunchAndWait(kernel, l, buf.dev));
+    absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, buf.inputs);
     ASSERT_TRUE(ref.ok()) << ref.status();
-    Tensor got(y->dtype(), y->shape());
-    KILN_CUDA_OK(cudaMemcpy(got.mutable_raw_data(), dev[0], ybytes, cudaMemcpyDeviceToHost));
-    const std::vector<float> g = got.ToFloat(), w = (*ref)[0].ToFloat();
+    const std::vector<float> g = buf.Output(node).ToFloat(), w = (*ref)[0].ToFloat();
     const std::vector<double> exact = Fp64Reference(cases[ci].c, built[ci].feeds);
     ASSERT_EQ(exact.size(), g.size());
     float err_ref = 0.f, err_fp64 = 0.f, ref_fp64 = 0.f;
@@ -226,7 +198,6 @@ TEST(AttentionGpuTest, MatchesCpuReference) {
     std::printf("%-52s grid %4u x %3u block %3u smem %6u: err vs group ref %.2e, vs fp64 %.2e (group ref vs fp64 %.2e) %s\n",
                 name.c_str(), l.grid[0], l.grid[1], l.block[0], l.shared_bytes, err_ref, err_fp64, ref_fp64,
                 ok ? "ok" : "FAIL");
-    for (void* p : dev) cudaFree(p);
   }
   for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
   std::printf("ran %zu attention cases on %s (%s): %d failing; worst scaled error vs the group's CPU reference: "
@@ -252,9 +223,9 @@ class Program {
       if (!v->has_type()) continue;
       void* p = nullptr;
       if (v->is_constant()) {
-        ASSERT_NO_FATAL_FAILURE(Upload(v->constant(), &p));
+        ASSERT_NO_FATAL_FAILURE(test::Upload(v->constant(), &p));
       } else if (auto it = feeds.find(v->name()); it != feeds.end()) {
-        ASSERT_NO_FATAL_FAILURE(Upload(it->second, &p));
+        ASSERT_NO_FATAL_FAILURE(test::Upload(it->second, &p));
       } else {
         ASSERT_EQ(cudaMalloc(&p, std::max<size_t>(1, v->numel() * DTypeSize(v->dtype()))), cudaSuccess);
       }

@@ -73,51 +73,19 @@ TEST(ConvGpuTest, MatchesCpuReference) {
     SCOPED_TRACE(name);
     const Node& node = *built[ci].node;
     const KernelLaunch& l = launches[ci];
-    std::vector<void*> dev(1 + node.num_inputs(), nullptr);
     const Value* y = node.output(0);
-    const size_t ybytes = y->numel() * DTypeSize(y->dtype());
-    KILN_CUDA_OK(cudaMalloc(&dev[0], ybytes));
-    KILN_CUDA_OK(cudaMemset(dev[0], 0xA5, ybytes));
-    std::vector<Tensor> in_tensors;
-    for (int i = 0; i < node.num_inputs(); ++i) {
-      const Value* v = node.input(i);
-      in_tensors.push_back(v->is_constant() ? v->constant() : built[ci].feeds.at(v->name()));
-    }
-    std::vector<const Tensor*> ref_in;
-    for (int i = 0; i < node.num_inputs(); ++i) {
-      const Tensor& t = in_tensors[i];
-      ref_in.push_back(&t);
-      KILN_CUDA_OK(cudaMalloc(&dev[1 + i], std::max<size_t>(1, t.nbytes())));
-      KILN_CUDA_OK(cudaMemcpy(dev[1 + i], t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice));
-    }
+    test::NodeBuffers buf;
+    ASSERT_NO_FATAL_FAILURE(buf.SetUp(node, built[ci].feeds));
     cudaKernel_t kernel;
-    KILN_CUDA_OK(cudaLibraryGetKernel(&kernel, libs[ci / kPerModule], kernels[ci].function.c_str()));
-    if (l.shared_bytes > 48 * 1024) {
-      KILN_CUDA_OK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(l.shared_bytes)));
-    }
-    std::vector<void*> params(l.args.size());
-    for (size_t j = 0; j < l.args.size(); ++j) params[j] = &dev[l.args[j]];
-    KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
-                                  dim3(l.block[0], l.block[1], l.block[2]), params.data(), l.shared_bytes, nullptr));
-    KILN_CUDA_OK(cudaDeviceSynchronize());
-    absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, ref_in);
+    ASSERT_NO_FATAL_FAILURE(test::GetKernel(libs[ci / kPerModule], kernels[ci].function, l.shared_bytes, &kernel));
+    ASSERT_NO_FATAL_FAILURE(test::LaunchAndWait(kernel, l, buf.dev));
+    absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, buf.inputs);
     ASSERT_TRUE(ref.ok()) << ref.status();
-    Tensor got(y->dtype(), y->shape());
-    KILN_CUDA_OK(cudaMemcpy(got.mutable_raw_data(), dev[0], ybytes, cudaMemcpyDeviceToHost));
-    const std::vector<float> g = got.ToFloat(), w = (*ref)[0].ToFloat();
+    const std::vector<float> g = buf.Output(node).ToFloat(), w = (*ref)[0].ToFloat();
     // The reference rounds the conv output to the storage dtype before the epilogue
     // (the kernel does not), so errors of a few storage ulps of |y| are expected.
     const float tol = y->dtype() == DType::kFloat16 ? 2e-2f : y->dtype() == DType::kBFloat16 ? 6e-2f : 1e-4f;
-    float worst = 0.f;
-    size_t worst_i = 0;
-    for (size_t i = 0; i < w.size(); ++i) {
-      const float err = std::isnan(g[i]) ? INFINITY : std::fabs(g[i] - w[i]) / std::max(1.f, std::fabs(w[i]));
-      if (err > worst) {
-        worst = err;
-        worst_i = i;
-      }
-    }
+    const auto [worst, worst_i] = test::MaxScaledError(g, w);
     const bool ok = worst <= tol;
     EXPECT_TRUE(ok) << name << ": max scaled |err| " << worst << " at " << worst_i << " (got " << g[worst_i]
                     << ", want " << w[worst_i] << ")";
@@ -130,7 +98,6 @@ TEST(ConvGpuTest, MatchesCpuReference) {
       std::printf("%-80s grid %u block %u smem %u: max scaled err %.3g %s\n", name.c_str(), l.grid[0], l.block[0],
                   l.shared_bytes, worst, ok ? "ok" : "FAIL");
     }
-    for (void* p : dev) cudaFree(p);
   }
   for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
   for (const auto& [kind, r] : per_kind) {
