@@ -336,14 +336,15 @@ std::string Define(const std::string& source, const std::string& name) {
 std::string DescribeLaunch(const codegen::KernelLaunch& l) {
   const std::string bm = Define(l.source, "BM");
   if (l.family == "gemm_sm90") {
-    // _dual: two mainloops; _rsA: A through registers (a prologue).
-    return absl::StrCat("sm90_", bm, "x", Define(l.source, "BN"), Define(l.source, "GEMM_PINGPONG") == "1" ? "_p" : "_c", Define(l.source, "CONSUMERS"), "x",
-                        Define(l.source, "WG_M"), "_s", Define(l.source, "STAGES"), "_g", l.grid[0],
-                        Define(l.source, "GEMM_DUAL") == "1" ? "_dual" : "",
+    // _dual: two mainloops; _rsA: A through registers (a prologue); _kS: S splits of
+    // K; _swap: C^T = B^T A^T (small M).
+    const std::string split = Define(l.source, "GEMM_SPLIT_K");
+    return absl::StrCat("sm90_", bm, "x", Define(l.source, "BN"), Define(l.source, "GEMM_PINGPONG") == "1" ? "_p" : "_c",
+                        Define(l.source, "CONSUMERS"), "x", Define(l.source, "WG_M"), "_s", Define(l.source, "STAGES"),
+                        "_g", l.grid[0], Define(l.source, "GEMM_DUAL") == "1" ? "_dual" : "",
                         Define(l.source, "GEMM_PROLOGUE") == "1" ? "_rsA" : "",
-                        Define(l.source, "GEMM_SPLIT_K") != "1" && !Define(l.source, "GEMM_SPLIT_K").empty()
-                            ? absl::StrCat("_k", Define(l.source, "GEMM_SPLIT_K"))
-                            : "");
+                        split != "1" && !split.empty() ? absl::StrCat("_k", split) : "",
+                        Define(l.source, "GEMM_SWAP_AB") == "1" ? "_swap" : "");
   }
   if (!bm.empty()) {
     const std::string split = Define(l.source, "GEMM_SPLIT_K");  // the generator's, or the template's default 1

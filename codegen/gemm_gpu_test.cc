@@ -317,10 +317,19 @@ std::vector<GemmCase> Cases() {
   return cases;
 }
 
+ops::Sm90GemmConfig Sm90Swap(int bm, int bn, int consumers, int wg_m, int stages, int split) {
+  ops::Sm90GemmConfig c{bm, bn, consumers, wg_m, stages, false, split};
+  c.swap_ab = true;
+  return c;
+}
+
 // The sm90 family's cases: Cases() (the sm_80 table, of which it takes the aligned
-// ones), then forms only it needs more of: A-prologues (through registers) in every
-// layout at the 128-row tiles, batched and with partial tiles; dual mainloops with
-// aligned partial tiles, K1 != K2 with K tails in both, batched.
+// ones), then forms only it needs more of: swap-AB's few rows (M = 1, 7, 16, 33, 64)
+// with N not a multiple of the 64-row tile, K not a multiple of 64, B in both layouts,
+// C rows of odd length (scalar stores), bias+GELU and residual epilogues, batched;
+// A-prologues (through registers) in every layout at the 128-row tiles, batched and
+// with partial tiles; dual mainloops with aligned partial tiles, K1 != K2 with K tails
+// in both, batched.
 std::vector<GemmCase> Sm90Cases() {
   std::vector<GemmCase> cases = Cases();
   const std::array<std::array<bool, 2>, 4> layouts = {{{false, false}, {true, false}, {false, true}, {true, true}}};
@@ -329,6 +338,14 @@ std::vector<GemmCase> Sm90Cases() {
       c.dtype = dt;
       cases.push_back(c);
     };
+    // Swap-AB (Generate adds forced swapped tiles to every case with M <= 64 that can).
+    push({dt, {}, 1, 200, 584, false, false, true, Epi::kBiasGelu});
+    push({dt, {}, 7, 136, 200, false, false, false, Epi::kResidual});
+    push({dt, {}, 16, 264, 1000, false, false, true});
+    push({dt, {}, 64, 200, 584, false, false, false, Epi::kBiasGelu});
+    push({dt, {}, 33, 131, 72, false, false, true, Epi::kBiasRelu});
+    push({dt, {3}, 7, 136, 200, true, false, false, Epi::kBiasGelu});
+    push({dt, {2, 3}, 16, 64, 48, false, false, true, Epi::kResidual});
     // GELU's tanh form, whose 16-bit results take tanh.approx (templates/pointwise.cuh).
     for (const auto& l : layouts) {
       push({dt, {}, 256, 512, 128, false, l[0], l[1], Epi::kBiasGeluTanh});
@@ -462,7 +479,7 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
           return at == std::string::npos ? std::string("-") : src.substr(at, src.find('\n', at) - at);
         };
         const std::string key =
-            absl::StrCat(define("GEMM_BF16"), define("GEMM_TRANS_A"), define("GEMM_TRANS_B"), define("BN"),
+            absl::StrCat(define("GEMM_BF16"), define("GEMM_SWAP_AB"), define("GEMM_TRANS_A"), define("GEMM_TRANS_B"), define("BN"),
                          define("CONSUMERS"), define("GEMM_TMA_STORE"), define("GEMM_TRANS_A2"),
                          define("GEMM_TRANS_B2"), c.Kind(), ProName(c.pro));
         if (!seen.insert(key).second) continue;
@@ -485,6 +502,17 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
         absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroupSm90(*b->node, &cfg, 3);
         ASSERT_TRUE(x.ok()) << c.Name() << ": " << x.status();
         if ((*x)[0].source != all[0].source) all.push_back((*x)[0]);
+      }
+      if (select == Select::kAll && c.m <= ops::kSm90SwapAbMaxM && ops::Sm90SwapAbEligible(*b->node).ok()) {
+        // Swapped tiles: n8 (unsplit), two consumers split in 2, two m64 blocks split in 3.
+        const int64_t k_tiles = (c.k + 63) / 64;
+        for (ops::Sm90GemmConfig cfg :
+             {Sm90Swap(64, 8, 1, 1, 8, 1), Sm90Swap(128, 16, 2, 1, 4, 2), Sm90Swap(128, 32, 1, 2, 6, 3)}) {
+          if ((cfg.split_k - 1) * ((k_tiles + cfg.split_k - 1) / cfg.split_k) >= k_tiles) cfg.split_k = 1;
+          absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroupSm90(*b->node, &cfg, 3);
+          ASSERT_TRUE(x.ok()) << c.Name() << ": " << x.status();
+          all.push_back((*x)[0]);
+        }
       }
       for (size_t i = 0; i < all.size(); ++i) {
         out.cases.push_back(c);
@@ -767,7 +795,8 @@ TEST(GemmCodegenTest, Sm90Routing) {
     EXPECT_EQ(eligible.ok(), std::string(r.family) == "gemm_sm90") << r.c.Name();
     if (!eligible.ok()) EXPECT_NE(eligible.message().find(r.why), absl::string_view::npos) << eligible;
     if ((*l)[0].family == "gemm_sm90") {
-      // A, B [, A2, B2] and C (TMA store: N % 8 == 0).
+      // A, B [, A2, B2] and C (TMA store: N % 8 == 0); these small shapes do not swap.
+      EXPECT_NE((*l)[0].source.find("#define GEMM_SWAP_AB 0"), std::string::npos) << r.c.Name();
       EXPECT_EQ((*l)[0].tensor_maps.size(), r.c.dual ? 5u : 3u);
       EXPECT_LE((*l)[0].grid[0], 132u);
       const std::string& src = (*l)[0].source;
@@ -1124,6 +1153,21 @@ std::vector<SplitCase> Sm90SplitCases() {
     dual.tb2 = true;
     add(dual, Sm90Split(128, 128, 2, 1, 4, 5), 3);
   }
+  // Swap-AB (the heuristic's 64x4096x4096 case above swaps too): each B layout, 16,
+  // 32 and 48 columns of C^T (3 n16 pairs: a short group in the reduction), two
+  // consumers, two m64 blocks, batched on a grid of 3. After the others, which keep
+  // their inputs (seeds count cases).
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    auto add = [&](GemmCase c, ops::Sm90GemmConfig config, int sm_count = 132) {
+      c.dtype = dt;
+      out.push_back({c, std::nullopt, true, config, sm_count});
+    };
+    add({dt, {}, 1, 200, 584, false, false, true, Epi::kBiasGelu}, Sm90Swap(64, 16, 1, 1, 8, 4));
+    add({dt, {}, 7, 136, 1000, false, false, false, Epi::kResidual}, Sm90Swap(128, 16, 2, 1, 4, 3));
+    add({dt, {}, 40, 264, 1000, false, false, true}, Sm90Swap(64, 48, 1, 1, 8, 6));
+    add({dt, {}, 64, 136, 1000, false, false, false, Epi::kBiasGelu}, Sm90Swap(128, 32, 1, 2, 6, 4));
+    add({dt, {3}, 16, 136, 584, true, false, true}, Sm90Swap(64, 16, 1, 1, 8, 4), 3);
+  }
   return out;
 }
 
@@ -1429,7 +1473,8 @@ TEST(GemmCodegenTest, Sm90SplitKConfigsHeuristicAndLaunches) {
   const absl::Status refused = ops::GenerateMatMulGroupSm90(*b->node, ptr(Sm90Split(64, 128, 1, 1, 8, 17)), 132).status();
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("K = 1000"), absl::string_view::npos) << refused;
-  // The heuristic through GenerateGemm: M = 16 at BERT-base's FFN down splits.
+  // The heuristic through GenerateGemm: M = 16 at BERT-base's FFN down splits (N = 768:
+  // unswapped, PreferSm90SwapAb).
   absl::StatusOr<Built> small = Build(GemmCase{DType::kBFloat16, {}, 16, 768, 3072, false, false, true}, 1);
   ASSERT_TRUE(small.ok());
   KernelOptions options;
@@ -1441,6 +1486,147 @@ TEST(GemmCodegenTest, Sm90SplitKConfigsHeuristicAndLaunches) {
   EXPECT_EQ((*h)[0].family, "gemm_sm90");
   EXPECT_EQ((*h)[0].grid[0], 6u * m16.split_k);
   EXPECT_EQ((*h)[0].semaphores, 6u);
+  EXPECT_NE((*h)[0].source.find("#define GEMM_SWAP_AB 0"), std::string::npos);
+}
+
+// Swap-AB: config strings, the verifier, the heuristic (swapped where PreferSm90SwapAb:
+// M <= 64, N and K >= 2048; split until the units fill the SMs) and the routing (plain
+// matmul[+epilogue] groups with A stored [M, K]).
+TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
+  for (const char* text : {"64x16 c1x1 s8 k4 swap", "128x8 c2x1 s4 swap", "128x32 c1x2 s6 k3 swap"}) {
+    absl::StatusOr<ops::Sm90GemmConfig> c = ops::ParseSm90GemmConfig(text);
+    ASSERT_TRUE(c.ok()) << text << ": " << c.status();
+    EXPECT_TRUE(c->swap_ab) << text;
+    EXPECT_EQ(ops::Sm90GemmConfigString(*c), text);
+  }
+  EXPECT_FALSE(ops::ParseSm90GemmConfig("64x128 c1x1 s8")->swap_ab);
+  for (const char* bad : {"64x16 c1x1 s8 swap k4", "64x16 c1x1 s8 swapx", "64x16 c1x1 s8 k4 swap ", "64x16 c1x1 s8",
+                          "64x12 c1x1 s8 swap", "64x8 c1x1 s8 k2 swap", "64x16 p2x1 s8 swap"}) {
+    EXPECT_FALSE(ops::ParseSm90GemmConfig(bad).ok()) << bad;
+  }
+  EXPECT_NE(ops::VerifySm90GemmConfig(Sm90Swap(64, 12, 1, 1, 8, 1)).message().find("multiple of 8"),
+            std::string::npos);
+  EXPECT_NE(ops::VerifySm90GemmConfig(Sm90Swap(64, 8, 1, 1, 8, 2)).message().find("multiple of 16"),
+            std::string::npos);
+  EXPECT_TRUE(ops::VerifySm90GemmConfig(Sm90Swap(64, 256, 1, 1, 4, 1)).ok());
+  EXPECT_FALSE(ops::VerifySm90GemmConfig(Sm90Swap(64, 264, 1, 1, 4, 1)).ok());
+  // No C tiles in shared memory (C is stored from registers).
+  EXPECT_EQ(ops::Sm90GemmSharedBytes(Sm90Swap(64, 16, 1, 1, 8, 1)), 1024 + 8 * 80 * 128 + 128 + 16);
+  // The heuristic: 64-row tiles of N, bn = M rounded up to 16, units up to the SMs
+  // with >= 4 k tiles each, the fewest splits of that length.
+  for (auto [m, n, k, want] :
+       {std::tuple<int64_t, int64_t, int64_t, const char*>{1, 4096, 4096, "64x16 c1x1 s8 k2 swap"},  // 64 tiles
+        {16, 768, 3072, "64x16 c1x1 s8 k10 swap"},   // 12 tiles, 48 k tiles: 11 by count, 5 each -> 10
+        {64, 768, 4096, "64x64 c1x1 s8 k11 swap"},   // 64 k tiles: 11 of 6
+        {33, 4096, 768, "64x48 c1x1 s8 k2 swap"},    // 12 k tiles: 2 of 6
+        {1, 768, 768, "64x16 c1x1 s8 k3 swap"},      // 12 k tiles: 3 of 4
+        {8, 64, 8, "64x16 c1x1 s8 swap"},            // one k tile
+        {64, 16384, 4096, "64x64 c1x1 s8 swap"}}) {  // 256 tiles fill the SMs
+    const ops::Sm90GemmConfig c = ops::PickSm90SwapAbConfig(m, n, k, 1, 132);
+    EXPECT_EQ(ops::Sm90GemmConfigString(c), want) << m << "x" << n << "x" << k;
+    EXPECT_TRUE(ops::VerifySm90GemmConfig(c).ok()) << ops::Sm90GemmConfigString(c);
+  }
+  EXPECT_TRUE(ops::PreferSm90SwapAb(1, 4096, 4096));
+  EXPECT_TRUE(ops::PreferSm90SwapAb(64, 2048, 2048));
+  EXPECT_FALSE(ops::PreferSm90SwapAb(65, 4096, 4096));
+  EXPECT_FALSE(ops::PreferSm90SwapAb(16, 768, 3072));  // measured slower at N = 768
+  EXPECT_FALSE(ops::PreferSm90SwapAb(16, 4096, 768));  // and at K = 768
+  // Routing: which groups swap (the heuristic) and why the others cannot.
+  KernelOptions hopper;
+  hopper.gemm_template = true;
+  hopper.hopper = true;
+  GemmCase dual{DType::kFloat16, {}, 16, 64, 64};
+  dual.dual = true;
+  dual.k2 = 32;
+  GemmCase pro{DType::kFloat16, {}, 16, 64, 64};
+  pro.pro = Pro::kReluA;
+  struct Route {
+    GemmCase c;
+    bool swapped;
+    const char* why;  // in Sm90SwapAbEligible's message when not eligible
+  };
+  for (const Route& r : {Route{GemmCase{DType::kFloat16, {}, 16, 4096, 4096, false, false, true}, true, ""},
+                         Route{GemmCase{DType::kBFloat16, {3}, 7, 2048, 2048, true, false, false, Epi::kBiasGelu},
+                               true, ""},
+                         Route{GemmCase{DType::kFloat16, {}, 64, 3072, 2048}, true, ""},
+                         Route{GemmCase{DType::kFloat16, {}, 65, 3072, 2048}, false, ""},  // eligible, M > 64
+                         Route{GemmCase{DType::kFloat16, {}, 16, 768, 3072}, false, ""},   // eligible, N < 2048
+                         Route{GemmCase{DType::kFloat16, {}, 16, 64, 64, false, true, false}, false, "[K, M]"},
+                         Route{dual, false, "dual"}, Route{pro, false, "prologue"}}) {
+    absl::StatusOr<Built> b = Build(r.c, 1);
+    ASSERT_TRUE(b.ok()) << b.status();
+    absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(*b->node, hopper);
+    ASSERT_TRUE(l.ok()) << r.c.Name() << ": " << l.status();
+    EXPECT_EQ((*l)[0].family, "gemm_sm90") << r.c.Name();
+    const std::string& src = (*l)[0].source;
+    EXPECT_NE(src.find(absl::StrCat("#define GEMM_SWAP_AB ", r.swapped ? 1 : 0, "\n")), std::string::npos)
+        << r.c.Name();
+    const absl::Status eligible = ops::Sm90SwapAbEligible(*b->node);
+    EXPECT_EQ(eligible.ok(), std::string(r.why).empty()) << r.c.Name() << ": " << eligible;
+    if (!eligible.ok()) {
+      EXPECT_NE(eligible.message().find(r.why), absl::string_view::npos) << eligible;
+      // A forced swapped config names the reason.
+      const absl::Status forced = ops::GenerateMatMulGroupSm90(*b->node, ptr(Sm90Swap(64, 16, 1, 1, 8, 1))).status();
+      EXPECT_EQ(forced.code(), absl::StatusCode::kInvalidArgument) << forced;
+      EXPECT_NE(forced.message().find(r.why), absl::string_view::npos) << forced;
+    }
+    if (r.swapped) {
+      // The kernel's problem is C^T: M and N trade places, B's map first, A's (box of
+      // bn rows) second, no C map; the workspace counts C^T's tiles.
+      EXPECT_NE(src.find(absl::StrCat("#define GEMM_M ", r.c.n, "\n#define GEMM_N ", r.c.m, "\n")),
+                std::string::npos);
+      ASSERT_EQ((*l)[0].tensor_maps.size(), 2u);
+      const ops::Sm90GemmConfig plain{64, 128, 1, 1, 8};
+      absl::StatusOr<std::vector<KernelLaunch>> u = ops::GenerateMatMulGroupSm90(*b->node, &plain);
+      ASSERT_TRUE(u.ok()) << u.status();
+      EXPECT_EQ((*l)[0].tensor_maps[0].tensor, (*u)[0].tensor_maps[1].tensor);
+      EXPECT_EQ((*l)[0].tensor_maps[1].tensor, (*u)[0].tensor_maps[0].tensor);
+      EXPECT_EQ((*u)[0].source.find("#define GEMM_SWAP_AB 1"), std::string::npos);
+      EXPECT_EQ((*l)[0].tensor_maps[1].dims[1], static_cast<uint64_t>(r.c.m));
+      const int64_t batch = r.c.batch.empty() ? 1 : r.c.batch[0];
+      const ops::Sm90GemmConfig want = ops::PickSm90SwapAbConfig(r.c.m, r.c.n, r.c.k, batch, 132);
+      EXPECT_EQ((*l)[0].tensor_maps[1].box[1], static_cast<uint32_t>(want.bn));
+      EXPECT_EQ((*l)[0].grid[0], static_cast<uint32_t>(std::min<int64_t>(
+                                      ((r.c.n + 63) / 64) * ((r.c.m + want.bn - 1) / want.bn) * batch * want.split_k,
+                                      132)));
+      EXPECT_NE(src.find("#define GEMM_TMA_STORE 0"), std::string::npos);
+      EXPECT_NE(src.find(absl::StrCat("#define GEMM_TRANS_A ", r.c.tb ? 0 : 1, "\n#define GEMM_TRANS_B 1\n")),
+                std::string::npos);
+    }
+  }
+}
+
+// The swapped forms compile for sm_90a without spills, a stack frame, setmaxnreg
+// warnings or serialized wgmmas: n8..n64 wgmmas with A' K-major (B stored [N, K]) and
+// M-major (B [K, N]), one or two consumers, two m64 blocks, fp16 and bf16, fp32 out.
+TEST(GemmCodegenTest, Sm90SwapAbCompilesForSm90a) {
+  std::vector<ModuleKernel> kernels;
+  int n = 0;
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    for (bool tb : {false, true}) {
+      const GemmCase c{dt, {}, 33, 200, 584, false, false, tb, tb ? Epi::kBiasGelu : Epi::kResidual};
+      absl::StatusOr<Built> b = Build(c, 1);
+      ASSERT_TRUE(b.ok()) << b.status();
+      for (const ops::Sm90GemmConfig& cfg : {Sm90Swap(64, 8, 1, 1, 8, 1), Sm90Swap(64, 48, 1, 1, 8, 1),
+                                             Sm90Swap(128, 64, 2, 1, 6, 1), Sm90Swap(128, 32, 1, 2, 6, 1)}) {
+        absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateMatMulGroupSm90(*b->node, &cfg);
+        ASSERT_TRUE(l.ok()) << c.Name() << ": " << l.status();
+        kernels.push_back({absl::StrCat("kiln_gemm_swap_", c.Name(), "_", n++), (*l)[0].source});
+      }
+    }
+  }
+  absl::StatusOr<ModuleInspection> inspected = InspectModule(kernels, "sm_90a");
+  ASSERT_TRUE(inspected.ok()) << inspected.status();
+  EXPECT_EQ(inspected->log.find("C7508"), std::string::npos) << inspected->log;
+  EXPECT_EQ(inspected->log.find("serialized"), std::string::npos) << inspected->log;
+  for (const char* shape : {"m64n8k16", "m64n48k16", "m64n64k16", "m64n32k16"}) {
+    EXPECT_NE(inspected->ptx.find(shape), std::string::npos) << shape;
+  }
+  EXPECT_NE(inspected->ptx.find("shfl.sync.bfly"), std::string::npos);  // the transposing store
+  for (const KernelResources& r : ParsePtxasResources(inspected->log)) {
+    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " spills (" << r.registers << " registers)";
+    EXPECT_EQ(r.stack_bytes, 0) << r.function << " has a stack frame";
+  }
 }
 
 // On the GPU: every split case against the CPU reference, each launched twice on one

@@ -52,7 +52,7 @@ bool TmaRowsOk(const Shape& s) { return s.back() % 8 == 0; }
 }  // namespace
 
 int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& c, bool tma_store) {
-  const int64_t c_tiles = tma_store ? static_cast<int64_t>(c.consumers) * 64 * c.wg_m * c.bn * 2 : 0;
+  const int64_t c_tiles = tma_store && !c.swap_ab ? static_cast<int64_t>(c.consumers) * 64 * c.wg_m * c.bn * 2 : 0;
   return 1024 + static_cast<int64_t>(c.stages) * (c.bm + c.bn) * 64 * 2 + c_tiles + 16 * c.stages + 16;
 }
 
@@ -67,7 +67,15 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
   if (c.bm != 64 * c.wg_m * (c.pingpong ? 1 : c.consumers)) {
     return bad(c.pingpong ? "BM must be 64 * WG_M (ping-pong)" : "BM must be 64 * WG_M * CONSUMERS");
   }
-  if (c.bn < 64 || c.bn > 256 || c.bn % 64 != 0) {
+  if (c.swap_ab) {
+    if (c.pingpong) return bad("swap-AB takes cooperative tiles");
+    if (c.bn < 8 || c.bn > 256 || c.bn % 8 != 0) {
+      return bad("swap-AB: BN (C's rows in a tile, the wgmma n) must be a multiple of 8 in [8, 256]");
+    }
+    if (c.split_k > 1 && c.bn % 16 != 0) {
+      return bad("swap-AB with split-K: BN must be a multiple of 16 (the partials are stored as n16 pairs)");
+    }
+  } else if (c.bn < 64 || c.bn > 256 || c.bn % 64 != 0) {
     return bad("BN must be a multiple of 64 (TMA boxes of 64 columns) in [64, 256] (wgmma n)");
   }
   if (c.wg_m * c.bn / 2 > 128) return bad(absl::StrCat(c.wg_m * c.bn / 2, " accumulator registers per thread (> 128)"));
@@ -85,7 +93,7 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
 
 std::string Sm90GemmConfigString(const Sm90GemmConfig& c) {
   return absl::StrCat(c.bm, "x", c.bn, c.pingpong ? " p" : " c", c.consumers, "x", c.wg_m, " s", c.stages,
-                      c.split_k != 1 ? absl::StrCat(" k", c.split_k) : "");
+                      c.split_k != 1 ? absl::StrCat(" k", c.split_k) : "", c.swap_ab ? " swap" : "");
 }
 
 absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
@@ -95,14 +103,21 @@ absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
   int split_used = 0;
   const bool parsed = std::sscanf(text.c_str(), "%dx%d %c%dx%d s%d%n", &c.bm, &c.bn, &mode, &c.consumers, &c.wg_m,
                                   &c.stages, &used) == 6;
-  if (parsed && used < static_cast<int>(text.size()) &&
+  if (parsed && used < static_cast<int>(text.size()) && text.compare(used, 2, " k") == 0 &&
       (std::sscanf(text.c_str() + used, " k%d%n", &c.split_k, &split_used) != 1 || split_used == 0)) {
     split_used = -1;
   }
-  if (!parsed || split_used < 0 || used + split_used != static_cast<int>(text.size()) || (mode != 'c' && mode != 'p')) {
+  int swap_used = 0;
+  if (parsed && split_used >= 0 && text.compare(used + split_used, std::string::npos, " swap") == 0) {
+    c.swap_ab = true;
+    swap_used = 5;
+  }
+  if (!parsed || split_used < 0 || used + split_used + swap_used != static_cast<int>(text.size()) ||
+      (mode != 'c' && mode != 'p')) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "'", text, "' is not an sm90 GEMM config (BMxBN cCONSUMERSxWG_M sSTAGES [kSPLITS], or p... for ping-pong: "
-                   "128x256 c2x1 s4, 64x256 p2x1 s5, 64x128 c1x1 s8 k6)"));
+        "'", text,
+        "' is not an sm90 GEMM config (BMxBN cCONSUMERSxWG_M sSTAGES [kSPLITS] [swap], or p... for ping-pong: "
+        "128x256 c2x1 s4, 64x256 p2x1 s5, 64x128 c1x1 s8 k6, 64x16 c1x1 s8 k4 swap)"));
   }
   c.pingpong = mode == 'p';
   if (absl::Status st = VerifySm90GemmConfig(c); !st.ok()) return st;
@@ -128,6 +143,25 @@ int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, 
   const int64_t per = (k_tiles + split - 1) / split;
   split = (k_tiles + per - 1) / per;  // the fewest splits with `per` k tiles each
   return split < 2 ? 1 : static_cast<int>(split);
+}
+
+Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) {
+  if (sm_count <= 0) sm_count = 132;
+  Sm90GemmConfig c{64, 16, 1, 1, 8};
+  c.swap_ab = true;
+  c.bn = static_cast<int>(std::clamp<int64_t>((m + 15) / 16 * 16, 16, 256));
+  // Units up to one per SM (not PickSm90SplitK's half: the reduction of these narrow
+  // tiles is a few KiB), each with at least kSm90SwapAbMinSplitKTiles k tiles.
+  const int64_t tiles = ((n + c.bm - 1) / c.bm) * ((m + c.bn - 1) / c.bn) * std::max<int64_t>(batch, 1);
+  const int64_t k_tiles = (k + 63) / 64;
+  int64_t split = std::min<int64_t>({sm_count / std::max<int64_t>(tiles, 1), k_tiles / kSm90SwapAbMinSplitKTiles,
+                                     kGemmMaxSplitK});
+  if (split >= 2) {
+    const int64_t per = (k_tiles + split - 1) / split;
+    split = (k_tiles + per - 1) / per;  // the fewest splits with `per` k tiles each
+  }
+  c.split_k = split >= 2 ? static_cast<int>(split) : 1;
+  return c;
 }
 
 Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a) {
@@ -191,6 +225,19 @@ absl::Status Sm90Eligible(const Node& node) {
   return absl::OkStatus();
 }
 
+absl::Status Sm90SwapAbEligible(const Node& node) {
+  if (absl::Status st = Sm90Eligible(node); !st.ok()) return st;
+  absl::StatusOr<GemmFamilyPlan> p = PlanGemmForFamily(node);
+  if (!p.ok()) return p.status();
+  if (p->dual) return NoKernel(node, "sm90 swap-AB: dual mainloops run unswapped");
+  if (p->prologue_a) return NoKernel(node, "sm90 swap-AB: A-prologues (A through registers) run unswapped");
+  if (p->trans_a) {
+    return NoKernel(node, "sm90 swap-AB: A stored [K, M] would be an M-major operand narrower than one 128-byte "
+                          "swizzle row; runs unswapped");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& node, const Sm90GemmConfig* config,
                                                                   int sm_count) {
   if (absl::Status st = Sm90Eligible(node); !st.ok()) return st;
@@ -198,11 +245,27 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   if (!plan_or.ok()) return plan_or.status();
   const GemmFamilyPlan& p = *plan_or;
   if (sm_count <= 0) sm_count = 132;
-  const Sm90GemmConfig cfg =
-      config != nullptr ? *config : PickSm90GemmConfig(p.m, p.n, p.k + p.k2, p.batch, sm_count, p.prologue_a);
-  const bool tma_store = (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.n % 8 == 0;
+  Sm90GemmConfig cfg;
+  if (config != nullptr) {
+    cfg = *config;
+    if (cfg.swap_ab) {
+      if (absl::Status st = Sm90SwapAbEligible(node); !st.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": ", st.message()));
+      }
+    }
+  } else if (!p.dual && PreferSm90SwapAb(p.m, p.n, p.k) && Sm90SwapAbEligible(node).ok()) {
+    cfg = PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch, sm_count);
+  } else {
+    cfg = PickSm90GemmConfig(p.m, p.n, p.k + p.k2, p.batch, sm_count, p.prologue_a);
+  }
+  const bool swap = cfg.swap_ab;
+  // The kernel's problem: C^T [N, M] = B^T A^T when swapped (gemm_sm90.cuh, "Swap-AB").
+  const int64_t km = swap ? p.n : p.m, kn = swap ? p.m : p.n;
+  const bool tma_store =
+      !swap && (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.n % 8 == 0;
   if (absl::Status valid = VerifySm90GemmConfig(cfg, tma_store); !valid.ok()) return valid;
-  const int64_t tiles = ((p.m + cfg.bm - 1) / cfg.bm) * ((p.n + cfg.bn - 1) / cfg.bn) * p.batch;
+  const int64_t tiles = ((km + cfg.bm - 1) / cfg.bm) * ((kn + cfg.bn - 1) / cfg.bn) * p.batch;
   if (tiles * cfg.split_k >= (int64_t{1} << 31)) return NoKernel(node, "too many tiles");
   if (cfg.split_k > 1) {
     const int64_t k_tiles = (p.k + 63) / 64 + (p.dual ? (p.k2 + 63) / 64 : 0);
@@ -238,8 +301,13 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
     t.swizzle_bytes = 128;
     return t;
   };
-  launch.tensor_maps.push_back(map(p.a_shape, p.a_input, p.a_batch, !p.trans_a, cfg.bm));
-  launch.tensor_maps.push_back(map(p.b_shape, p.b_input, p.b_batch, p.trans_b, cfg.bn));
+  if (swap) {  // the kernel's A is B (K-major when stored [N, K]), its B is A (K-major, [M, K])
+    launch.tensor_maps.push_back(map(p.b_shape, p.b_input, p.b_batch, p.trans_b, cfg.bm));
+    launch.tensor_maps.push_back(map(p.a_shape, p.a_input, p.a_batch, /*k_major=*/true, cfg.bn));
+  } else {
+    launch.tensor_maps.push_back(map(p.a_shape, p.a_input, p.a_batch, !p.trans_a, cfg.bm));
+    launch.tensor_maps.push_back(map(p.b_shape, p.b_input, p.b_batch, p.trans_b, cfg.bn));
+  }
   if (p.dual) {
     launch.tensor_maps.push_back(map(p.a2_shape, p.a2_input, p.a2_batch, !p.trans_a2, cfg.bm));
     launch.tensor_maps.push_back(map(p.b2_shape, p.b2_input, p.b2_batch, p.trans_b2, cfg.bn));
@@ -258,11 +326,15 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
 
   const int out_kind = p.out_dtype == DType::kFloat16 ? 0 : p.out_dtype == DType::kBFloat16 ? 1 : 2;
   std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n", p.description);
-  absl::StrAppend(&src, "#define GEMM_BF16 ", p.dtype == DType::kBFloat16 ? 1 : 0, "\n#define GEMM_M ", p.m,
-                  "\n#define GEMM_N ", p.n, "\n#define GEMM_K ", p.k, "\n#define GEMM_BATCH ", p.batch,
-                  "\n#define GEMM_A_BATCHED ", p.a_batch != 0 ? 1 : 0, "\n#define GEMM_B_BATCHED ",
-                  p.b_batch != 0 ? 1 : 0, "\n#define GEMM_C_BATCH ", p.batch > 1 ? p.m * p.n : 0,
-                  "LL\n#define GEMM_TRANS_A ", p.trans_a ? 1 : 0, "\n#define GEMM_TRANS_B ", p.trans_b ? 1 : 0,
+  // Swapped, the kernel's operands trade places: A' = op(B)^T (M-major when B is stored
+  // [K, N]), B' = op(A)^T (K-major: A stored [M, K]).
+  const bool trans_a = swap ? !p.trans_b : p.trans_a, trans_b = swap ? !p.trans_a : p.trans_b;
+  const bool a_batched = (swap ? p.b_batch : p.a_batch) != 0, b_batched = (swap ? p.a_batch : p.b_batch) != 0;
+  absl::StrAppend(&src, "#define GEMM_BF16 ", p.dtype == DType::kBFloat16 ? 1 : 0, "\n#define GEMM_M ", km,
+                  "\n#define GEMM_N ", kn, "\n#define GEMM_K ", p.k, "\n#define GEMM_BATCH ", p.batch,
+                  "\n#define GEMM_A_BATCHED ", a_batched ? 1 : 0, "\n#define GEMM_B_BATCHED ", b_batched ? 1 : 0,
+                  "\n#define GEMM_C_BATCH ", p.batch > 1 ? p.m * p.n : 0, "LL\n#define GEMM_SWAP_AB ", swap ? 1 : 0,
+                  "\n#define GEMM_TRANS_A ", trans_a ? 1 : 0, "\n#define GEMM_TRANS_B ", trans_b ? 1 : 0,
                   "\n#define BM ", cfg.bm, "\n#define BN ", cfg.bn, "\n#define STAGES ", cfg.stages,
                   "\n#define CONSUMERS ", cfg.consumers, "\n#define WG_M ", cfg.wg_m, "\n#define GEMM_PINGPONG ",
                   cfg.pingpong ? 1 : 0, "\n#define GEMM_TMA_STORE ", tma_store ? 1 : 0, "\n#define GEMM_OUT_KIND ",
@@ -283,7 +355,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
                     WgmmaFunction("kiln_sm90_wgmma_rs", cfg.bn, bf16, p.trans_a, p.trans_b, /*register_a=*/true));
   }
   absl::StrAppend(&src, p.epilogue_defines, p.epilogue_function,
-                  WgmmaFunction("kiln_sm90_wgmma", cfg.bn, bf16, p.trans_a, p.trans_b),
+                  WgmmaFunction("kiln_sm90_wgmma", cfg.bn, bf16, trans_a, trans_b),
                   TemplateSource("gemm_sm90.cuh"));
   launch.source = std::move(src);
   launch.grid = {static_cast<uint32_t>(std::min<int64_t>(tiles * cfg.split_k, sm_count)), 1, 1};

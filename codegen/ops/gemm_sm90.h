@@ -69,17 +69,23 @@ struct Sm90GemmConfig {
   // launch then takes a workspace (tiles * consumers semaphores, tiles * split_k *
   // bm * bn * 4 bytes of scratch).
   int split_k = 1;
+  // Swap-AB (few rows of C, gemm_sm90.cuh "Swap-AB"): the kernel computes C^T = B^T A^T,
+  // so B's N fills the 64-row wgmma M and C's M rows become the wgmma N: bm tiles N,
+  // bn (a multiple of 8 in [8, 256], of 16 when split) tiles M. Cooperative tiles, C
+  // stored from registers; plain matmul[+epilogue] groups with A stored [M, K].
+  bool swap_ab = false;
 };
 inline constexpr int64_t kSm90MaxSharedBytes = 227 * 1024;
 // 1024 (alignment) + stages * (bm + bn) * 64 * 2 + 16 * stages + 16 (barriers), plus
-// with `tma_store` (the epilogue's shared-memory C tiles, one per consumer)
-// consumers * 64 * wg_m * bn * 2.
+// with `tma_store` (the epilogue's shared-memory C tiles, one per consumer; never with
+// swap_ab) consumers * 64 * wg_m * bn * 2.
 int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& config, bool tma_store = true);
 // InvalidArgument naming the constraint: bm = 64 * wg_m * consumers (ping-pong:
 // 64 * wg_m with 2 consumers), consumers 1..2,
 // wg_m 1..2, bn a multiple of 64 (TMA boxes of 64 columns) in [64, 256] (wgmma n),
 // accumulators wg_m * bn / 2 <= 128 registers, 2..8 stages, shared memory <= 227 KiB,
-// split_k in [1, kGemmMaxSplitK] and 1 with ping-pong. The K-dependent checks (every
+// split_k in [1, kGemmMaxSplitK] and 1 with ping-pong; swap_ab: cooperative, bn a
+// multiple of 8 in [8, 256] (16 when split; B' = A is K-major, one TMA box of bn rows). The K-dependent checks (every
 // split gets a k tile, the scratch size) are GenerateMatMulGroupSm90's.
 absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store = true);
 // The shape heuristic (`sm_count` multiprocessors; `k` the summed K of a dual group);
@@ -95,20 +101,41 @@ inline constexpr int kSm90MinSplitKTiles = 16;
 // the fewest splits with the same k tiles per split.
 int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
                    int min_k_tiles = kSm90MinSplitKTiles);
+// Swap-AB's tile config (Sm90SwapAbEligible groups): 64-row tiles of N, bn = M rounded
+// up to 16, 8 stages, and split-K until the units fill the SMs (at least
+// kSm90SwapAbMinSplitKTiles k tiles a split): small M is bound by the weight's bytes, so
+// every SM should stream a share.
+inline constexpr int kSm90SwapAbMinSplitKTiles = 4;
+Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count);
+// Whether the heuristic swaps: M <= 64 with N >= 2048 and K >= 2048, where the swapped
+// form measured faster than the unswapped heuristic on every small_m shape of the H100
+// (1.02-1.36x); at N = 768 or K = 768 it measured 0.79-1.06x (benchmarks/RESULTS.md,
+// 2026-11-22 (e)).
+inline constexpr int64_t kSm90SwapAbMaxM = 64, kSm90SwapAbMinN = 2048, kSm90SwapAbMinK = 2048;
+inline bool PreferSm90SwapAb(int64_t m, int64_t n, int64_t k) {
+  return m <= kSm90SwapAbMaxM && n >= kSm90SwapAbMinN && k >= kSm90SwapAbMinK;
+}
 // "128x256 c2x1 s4" (cooperative: consumers x wg_m), "64x256 p2x1 s5" (ping-pong),
-// "64x128 c1x1 s8 k6" (split-K in 6).
+// "64x128 c1x1 s8 k6" (split-K in 6), "64x16 c1x1 s8 k4 swap" (swap-AB).
 std::string Sm90GemmConfigString(const Sm90GemmConfig& config);
 absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text);
 
 // OK when the sm90 family takes `node` (GenerateMatMulGroupSm90 succeeds), else
 // Unimplemented with the reason (the caller then uses the sm_80 template).
 absl::Status Sm90Eligible(const Node& node);
+// OK when the sm90 family can run `node` swapped (config swap_ab): an Sm90Eligible
+// matmul[+epilogue] group (no dual mainloop, no prologue) with A stored [M, K] (the
+// narrow B' tile is then a K-major box; an M-major one would need a swizzle narrower
+// than 128 bytes). Else Unimplemented with the reason (the unswapped form runs it).
+absl::Status Sm90SwapAbEligible(const Node& node);
 // One persistent launch (grid min(tiles, sm_count)) with tensor maps for A and B,
 // then A2 and B2 (dual), and for C when the epilogue stores through TMA (a 16-bit
 // output with N % 8 == 0). Launch args: C, the prologue's side inputs, the epilogue's.
 // Split-K (config split_k > 1, the heuristic's or forced): grid min(tiles * split_k,
 // sm_count) and the workspace; InvalidArgument when a split would get no k tile or
-// the scratch exceeds kGemmMaxScratchBytes.
+// the scratch exceeds kGemmMaxScratchBytes. Swap-AB (config swap_ab, or the heuristic's
+// where PreferSm90SwapAb and Sm90SwapAbEligible): tensor maps of B then A, no C
+// map; a forced swap_ab config on a group it cannot take is InvalidArgument.
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& node,
                                                                   const Sm90GemmConfig* config = nullptr,
                                                                   int sm_count = 132);

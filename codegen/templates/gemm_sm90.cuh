@@ -43,6 +43,8 @@
 //                        unsigned long long desc_b) (A from registers). Not with
 //                        GEMM_DUAL.
 //   GEMM_SPLIT_K         S > 1: split-K (below); default 1. Cooperative tiles only.
+//   GEMM_SWAP_AB         1: swap-AB (below); default 0. Not with GEMM_TMA_STORE,
+//                        GEMM_DUAL or GEMM_PROLOGUE.
 //   GEMM_OUT_KIND        0 fp16, 1 bf16, 2 fp32 output; GEMM_OUT_T its storage type
 //   GEMM_TMA_STORE       1: the epilogue writes each consumer's tile into shared
 //                        memory (128B-swizzled [rows][64] boxes) and one thread
@@ -92,6 +94,15 @@
 // tiles * S * BM * BN * 4 bytes of scratch (codegen/ops/gemm_sm90.cc). Prologues work
 // unchanged (functors see absolute coordinates).
 //
+// Swap-AB (GEMM_SWAP_AB 1, few rows of C): the generator defines the swapped problem
+// C^T[N, M] = B^T A^T: GEMM_M is C's N, GEMM_N is C's M, tensor map "A" is B's (TRANS_A
+// = !trans_b) and "B" is A's (K-major, A stored [M, K]: TRANS_B 1, box {64, BN} with BN
+// a multiple of 8, 16 when split). Everything up to the epilogue runs unchanged on that
+// problem; the epilogue calls the functor with C's own (row, col) = (tile column, tile
+// row) and stores C [M][N] (row length GEMM_C_LD = GEMM_M) from registers: lanes 4
+// apart hold neighbouring C columns, one shuffle gives each thread two of one C row,
+// then one 4-byte store (scalar for odd row lengths).
+//
 // Register A (GEMM_PROLOGUE): warp w of a consumer holds rows 16 w .. 16 w + 15 of
 // each of its m64 blocks as the m16k16 fragments of mma.sync (thread t: rows t/4 and
 // t/4 + 8, k pairs 2 (t % 4) and + 8), one ldmatrix.x4 per k16 step (.trans for an
@@ -112,10 +123,18 @@
 #ifndef GEMM_SPLIT_K
 #define GEMM_SPLIT_K 1
 #endif
+#ifndef GEMM_SWAP_AB
+#define GEMM_SWAP_AB 0
+#endif
+#if GEMM_SWAP_AB && (GEMM_TMA_STORE || GEMM_DUAL || GEMM_PROLOGUE)
+#error "swap-AB GEMM with a TMA store, a dual mainloop or a prologue"
+#endif
 #if GEMM_SPLIT_K > 1 && GEMM_PINGPONG
 #error "split-K GEMM with ping-pong consumers"
 #endif
 #define GEMM_BK 64
+// C's row length (its leading dimension): swap-AB computes C^T, [GEMM_N][GEMM_M].
+#define GEMM_C_LD (GEMM_SWAP_AB ? GEMM_M : GEMM_N)
 #define GEMM_THREADS (128 * (CONSUMERS + 1))
 #define GEMM_A_TILE_BYTES (BM * GEMM_BK * 2)
 #define GEMM_B_TILE_BYTES (BN * GEMM_BK * 2)
@@ -447,7 +466,7 @@ static __device__ __forceinline__ void kiln_sm90_epilogue_regs(float (&acc)[WG_M
 static __device__ __forceinline__ void kiln_sm90_store2(GEMM_OUT_T* __restrict__ C, kiln_index i, float v0, float v1,
                                                         bool both) {
 #if GEMM_OUT_KIND == 2
-  if (both && (GEMM_N % 2 == 0)) {
+  if (both && (GEMM_C_LD % 2 == 0)) {
     *reinterpret_cast<float2*>(C + i) = make_float2(v0, v1);
   } else {
     C[i] = v0;
@@ -459,7 +478,7 @@ static __device__ __forceinline__ void kiln_sm90_store2(GEMM_OUT_T* __restrict__
 #else
   const unsigned h0 = kiln_f32_to_f16(v0), h1 = kiln_f32_to_f16(v1);
 #endif
-  if (both && (GEMM_N % 2 == 0)) {
+  if (both && (GEMM_C_LD % 2 == 0)) {
     *reinterpret_cast<unsigned*>(C + i) = h0 | (h1 << 16);
   } else {
     C[i] = static_cast<GEMM_OUT_T>(h0);
@@ -534,6 +553,8 @@ static __device__ __forceinline__ bool kiln_sm90_split_reduce(float (&acc)[WG_M]
       const bool in = row + 64 * i + 8 * h < GEMM_M;
 #pragma unroll
       for (int p0 = 0; p0 < kPairs; p0 += 4) {  // four float4 of each split at a time: bounded registers
+        // The last group may hold fewer (BN = 16, 32, 48 of the swap-AB form).
+        constexpr int kGroup = kPairs < 4 ? kPairs : 4;
         float v[4][4];
 #pragma unroll
         for (int q = 0; q < 4; ++q)
@@ -541,12 +562,15 @@ static __device__ __forceinline__ bool kiln_sm90_split_reduce(float (&acc)[WG_M]
           for (int e = 0; e < 4; ++e) v[q][e] = 0.f;
         if (in) {
 #pragma unroll
-          for (int q = 0; q < 4; ++q) kiln_sm90_ld_cg(part + ((i * kPairs + p0 + q) * 2 + h) * 512, v[q]);
+          for (int q = 0; q < kGroup; ++q) {
+            if (p0 + q < kPairs) kiln_sm90_ld_cg(part + ((i * kPairs + p0 + q) * 2 + h) * 512, v[q]);
+          }
         }
 #pragma unroll 1
         for (int sp = 1; sp < GEMM_SPLIT_K && in; ++sp) {
 #pragma unroll
-          for (int q = 0; q < 4; ++q) {
+          for (int q = 0; q < kGroup; ++q) {
+            if (p0 + q >= kPairs) continue;
             float w[4];
             kiln_sm90_ld_cg(part + (kiln_index)sp * kPart + ((i * kPairs + p0 + q) * 2 + h) * 512, w);
 #pragma unroll
@@ -554,8 +578,9 @@ static __device__ __forceinline__ bool kiln_sm90_split_reduce(float (&acc)[WG_M]
           }
         }
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
+        for (int q = 0; q < kGroup; ++q) {
           const int p = p0 + q;
+          if (p >= kPairs) continue;
           acc[i][8 * p + 2 * h] = v[q][0];
           acc[i][8 * p + 2 * h + 1] = v[q][1];
           acc[i][8 * p + 4 + 2 * h] = v[q][2];
@@ -755,6 +780,41 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         }
         asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
       }
+#elif GEMM_SWAP_AB
+      // Swapped: this tile is of C^T (rows: C's columns, columns: C's rows). The
+      // functor sees C's own (row, col); C is stored row-major [M][N] (here
+      // [GEMM_N][GEMM_M]). Lanes 4 apart hold neighbouring C columns of the same C
+      // rows: one shuffle gives each thread two adjacent columns of one C row, a 4-byte
+      // store (the even thread of the pair takes its first C row, the odd its second).
+      GEMM_OUT_T* Cb = C + (kiln_index)batch * GEMM_C_BATCH;
+      const bool odd = (lane / 4) % 2 == 1;
+#pragma unroll
+      for (int i = 0; i < WG_M; ++i) {
+        const int r = m0 + row0 + i * 64 + warp * 16 + lane / 4;  // C column
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const int cr = n0 + 8 * j + 2 * (lane % 4);  // C row (and cr + 1)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int col = r + 8 * h;
+            // Functor first, at each element's own coordinates (bounds: the functor's
+            // side loads stay inside).
+            float x0 = acc[i][4 * j + 2 * h], x1 = acc[i][4 * j + 2 * h + 1];
+            x0 = (col < GEMM_M && cr < GEMM_N) ? kiln_epilogue(x0, cr, col, batch KILN_EPILOGUE_ARGS) : 0.f;
+            x1 = (col < GEMM_M && cr + 1 < GEMM_N) ? kiln_epilogue(x1, cr + 1, col, batch KILN_EPILOGUE_ARGS) : 0.f;
+            // Even thread (C column col, even): keeps (cr, col), gets (cr, col + 1);
+            // odd thread (col odd): keeps (cr + 1, col), gets (cr + 1, col - 1).
+            const float give = odd ? x0 : x1;
+            const float got = __shfl_xor_sync(0xffffffffu, give, 4);
+            const int crow = odd ? cr + 1 : cr;
+            const int c0 = odd ? col - 1 : col;  // the pair's first C column
+            const float v0 = odd ? got : x0, v1 = odd ? x1 : got;
+            if (crow < GEMM_N && c0 < GEMM_M) {
+              kiln_sm90_store2(Cb, (kiln_index)crow * GEMM_M + c0, v0, v1, c0 + 1 < GEMM_M);
+            }
+          }
+        }
+      }
 #else
       GEMM_OUT_T* Cb = C + (kiln_index)batch * GEMM_C_BATCH;
 #pragma unroll
@@ -786,6 +846,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 
 // The next kernel of the module defines its own configuration.
 #undef GEMM_BK
+#undef GEMM_C_LD
 #undef GEMM_THREADS
 #undef GEMM_A_TILE_BYTES
 #undef GEMM_B_TILE_BYTES
@@ -819,6 +880,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #undef GEMM_TRANS_B2
 #undef GEMM_PROLOGUE
 #undef GEMM_SPLIT_K
+#undef GEMM_SWAP_AB
 #undef GEMM_PROLOGUE_A
 #undef KILN_PROLOGUE_PARAMS
 #undef KILN_EPILOGUE_PARAMS
