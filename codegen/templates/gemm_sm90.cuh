@@ -309,19 +309,6 @@ static __device__ __forceinline__ void kiln_sm90_consume(float (&acc)[WG_M][BN /
   }
 }
 
-// Two fp32 values as 16-bit ones in one register (low, high), rounded to nearest
-// even: BF16 1: bf16, else fp16.
-template <bool BF16>
-static __device__ __forceinline__ unsigned kiln_sm90_pack(float lo, float hi) {
-  unsigned r;
-  if constexpr (BF16) {
-    asm("cvt.rn.bf16x2.f32 %0, %2, %1;\n" : "=r"(r) : "f"(lo), "f"(hi));
-  } else {
-    asm("cvt.rn.f16x2.f32 %0, %2, %1;\n" : "=r"(r) : "f"(lo), "f"(hi));
-  }
-  return r;
-}
-
 #if GEMM_PROLOGUE
 // Two 16-bit elements (low, high) of the tensor-core type as fp32.
 static __device__ __forceinline__ void kiln_sm90_unpack(unsigned v, float& lo, float& hi) {
@@ -355,7 +342,7 @@ static __device__ __forceinline__ void kiln_sm90_prologue_fragment(unsigned (&a)
     x0 = in0 ? f(x0, mj, kj, batch) : 0.f;
     x1 = in1 ? f(x1, mj, kj + 1, batch) : 0.f;
 #endif
-    a[j] = kiln_sm90_pack<GEMM_BF16 == 1>(x0, x1);
+    a[j] = kiln_mma_pack<GEMM_BF16 == 1>(x0, x1);
   }
 }
 
@@ -763,7 +750,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = rt + 8 * h;
-            const unsigned packed = kiln_sm90_pack<GEMM_OUT_KIND == 1>(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
+            const unsigned packed = kiln_mma_pack<GEMM_OUT_KIND == 1>(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
             const unsigned addr = ct + (ct_col / 64) * (64 * WG_M * 128) + r * 128 +
                                   ((((ct_col % 64) / 8) ^ (r % 8)) << 4) + (ct_col % 8) * 2;
             asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(packed) : "memory");

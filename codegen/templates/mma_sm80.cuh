@@ -57,18 +57,6 @@ static __device__ __forceinline__ void kiln_mma_m16n8k16(float (&d)[4], const un
   }
 }
 
-// Two fp32 values as one register of two f16/bf16 (round to nearest even), `lo` in
-// the low half: the element of the lower column index in an mma fragment.
-template <bool BF16>
-static __device__ __forceinline__ unsigned kiln_mma_pack(float lo, float hi) {
-  unsigned r;
-  if constexpr (BF16) {
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  } else {
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  }
-  return r;
-}
 
 // An element of the tensor-core type as fp32, and fp32 as its bits.
 template <bool BF16>

@@ -34,6 +34,19 @@ __device__ __forceinline__ kiln_bf16 kiln_f32_to_bf16(float f) {
   return b;
 }
 
+// Two fp32 values as one register of two f16/bf16 (round to nearest even), `lo` in
+// the low half: the element of the lower column index in an mma/wgmma fragment.
+template <bool BF16>
+__device__ __forceinline__ unsigned kiln_mma_pack(float lo, float hi) {
+  unsigned r;
+  if constexpr (BF16) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  } else {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  }
+  return r;
+}
+
 // Loads and stores by storage dtype name, used by generated code: KILN_LOAD_f16(p, i)
 // reads element i as float; KILN_STORE_f16(p, i, v) writes float v rounded.
 #define KILN_LOAD_f32(p, i) (static_cast<float>((p)[i]))
