@@ -941,29 +941,12 @@ void RunOnGpu(Family family) {
     SCOPED_TRACE(name);
     const Node& node = *gen.built[ci].node;
     const KernelLaunch& l = gen.launches[ci];
-    std::vector<void*> dev(1 + node.num_inputs(), nullptr);
     const Value* y = node.output(0);
-    const size_t ybytes = y->numel() * DTypeSize(y->dtype());
-    KILN_CUDA_OK(cudaMalloc(&dev[0], ybytes));
-    KILN_CUDA_OK(cudaMemset(dev[0], 0xA5, ybytes));
-    std::vector<Tensor> in_tensors;
-    for (int i = 0; i < node.num_inputs(); ++i) {
-      const Value* v = node.input(i);
-      in_tensors.push_back(v->is_constant() ? v->constant() : gen.built[ci].feeds.at(v->name()));
-    }
-    std::vector<const Tensor*> ref_in;
-    for (int i = 0; i < node.num_inputs(); ++i) {
-      const Tensor& t = in_tensors[i];
-      ref_in.push_back(&t);
-      KILN_CUDA_OK(cudaMalloc(&dev[1 + i], std::max<size_t>(1, t.nbytes())));
-      KILN_CUDA_OK(cudaMemcpy(dev[1 + i], t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice));
-    }
+    test::NodeBuffers buf;
+    ASSERT_NO_FATAL_FAILURE(buf.SetUp(node, gen.built[ci].feeds));
+    const std::vector<void*>& dev = buf.dev;
     cudaKernel_t kernel;
-    KILN_CUDA_OK(cudaLibraryGetKernel(&kernel, libs[ci / kPerModule], gen.kernels[ci].function.c_str()));
-    if (l.shared_bytes > 48 * 1024) {
-      KILN_CUDA_OK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(l.shared_bytes)));
-    }
+    ASSERT_NO_FATAL_FAILURE(test::GetKernel(libs[ci / kPerModule], gen.kernels[ci].function, l.shared_bytes, &kernel));
     DeviceWorkspace workspace;  // a launch the heuristic splits (K over blockIdx.y) takes one
     ASSERT_TRUE(workspace.ReserveFor(l).ok());
     absl::StatusOr<LaunchArgs> args = LaunchArgs::Build(l, [&](int v) { return dev[v]; }, workspace.view());
@@ -972,11 +955,9 @@ void RunOnGpu(Family family) {
                                   dim3(l.block[0], l.block[1], l.block[2]), args->params(), l.shared_bytes, nullptr));
     KILN_CUDA_OK(cudaGetLastError());
     KILN_CUDA_OK(cudaDeviceSynchronize());
-    absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, ref_in);
+    absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, buf.inputs);
     ASSERT_TRUE(ref.ok()) << ref.status();
-    Tensor got(y->dtype(), y->shape());
-    KILN_CUDA_OK(cudaMemcpy(got.mutable_raw_data(), dev[0], ybytes, cudaMemcpyDeviceToHost));
-    const std::vector<float> g = got.ToFloat(), w = (*ref)[0].ToFloat();
+    const std::vector<float> g = buf.Output(node).ToFloat(), w = (*ref)[0].ToFloat();
     const float tol = y->dtype() == DType::kFloat16 ? 2e-2f : 6e-2f;
     // Errors are scaled by the reference's magnitude, or for a dual-matmul by that of
     // its products: the reference rounds each product to the storage dtype before
@@ -1014,7 +995,6 @@ void RunOnGpu(Family family) {
       std::printf("%-56s grid %u x %u block %u smem %u: max scaled err %.3g %s\n", name.c_str(), l.grid[0], l.grid[2],
                   l.block[0], l.shared_bytes, worst, ok ? "ok" : "FAIL");
     }
-    for (void* p : dev) cudaFree(p);
   }
   for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
   for (const auto& [kind, r] : per_kind) {
@@ -1652,28 +1632,13 @@ void RunSplitOnGpu(bool sm90) {
     SCOPED_TRACE(name);
     const Node& node = *gen.built[ci].node;
     const KernelLaunch& l = gen.launches[ci];
-    std::vector<void*> dev(1 + node.num_inputs(), nullptr);
     const Value* y = node.output(0);
-    const size_t ybytes = y->numel() * DTypeSize(y->dtype());
-    KILN_CUDA_OK(cudaMalloc(&dev[0], ybytes));
-    std::vector<Tensor> in_tensors;
-    std::vector<const Tensor*> ref_in;
-    for (int i = 0; i < node.num_inputs(); ++i) {
-      const Value* v = node.input(i);
-      in_tensors.push_back(v->is_constant() ? v->constant() : gen.built[ci].feeds.at(v->name()));
-    }
-    for (int i = 0; i < node.num_inputs(); ++i) {
-      const Tensor& t = in_tensors[i];
-      ref_in.push_back(&t);
-      KILN_CUDA_OK(cudaMalloc(&dev[1 + i], std::max<size_t>(1, t.nbytes())));
-      KILN_CUDA_OK(cudaMemcpy(dev[1 + i], t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice));
-    }
+    test::NodeBuffers buf;
+    ASSERT_NO_FATAL_FAILURE(buf.SetUp(node, gen.built[ci].feeds));
+    const std::vector<void*>& dev = buf.dev;
+    const size_t ybytes = buf.out_bytes;
     cudaKernel_t kernel;
-    KILN_CUDA_OK(cudaLibraryGetKernel(&kernel, libs[ci / kPerModule], gen.kernels[ci].function.c_str()));
-    if (l.shared_bytes > 48 * 1024) {
-      KILN_CUDA_OK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(l.shared_bytes)));
-    }
+    ASSERT_NO_FATAL_FAILURE(test::GetKernel(libs[ci / kPerModule], gen.kernels[ci].function, l.shared_bytes, &kernel));
     absl::StatusOr<LaunchArgs> args = LaunchArgs::Build(l, [&](int v) { return dev[v]; }, workspace.view());
     ASSERT_TRUE(args.ok()) << args.status();
     Tensor runs[2] = {Tensor(y->dtype(), y->shape()), Tensor(y->dtype(), y->shape())};
@@ -1691,7 +1656,7 @@ void RunSplitOnGpu(bool sm90) {
       EXPECT_EQ(std::count(sems.begin(), sems.end(), 0u), static_cast<long>(sems.size())) << "semaphores left set";
     }
     EXPECT_EQ(std::memcmp(runs[0].raw_data(), runs[1].raw_data(), ybytes), 0) << "two launches differ";
-    absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, ref_in);
+    absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, buf.inputs);
     ASSERT_TRUE(ref.ok()) << ref.status();
     const std::vector<float> g = runs[0].ToFloat(), w = (*ref)[0].ToFloat();
     float worst = 0.f;
@@ -1712,7 +1677,6 @@ void RunSplitOnGpu(bool sm90) {
     dtype_worst = std::max(dtype_worst, worst);
     std::printf("%-56s grid %u x %u x %u: max scaled err %.3g %s\n", name.c_str(), l.grid[0], l.grid[1], l.grid[2],
                 worst, ok ? "ok" : "FAIL");
-    for (void* p : dev) cudaFree(p);
   }
   for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
   std::printf("ran %zu %s split-K GEMM cases twice on %s (%s): %d failing; worst scaled err %.3g (f16), %.3g (bf16)\n",
