@@ -578,6 +578,59 @@ absl::StatusOr<GemmConfig> ParseGemmConfig(absl::string_view text) {
   return c;
 }
 
+namespace {
+
+// The prologue of operand `op` ('a' or 'b') as both template families take it:
+// `struct kiln_prologue_<which> { float operator()(float x, int row, int col, int
+// batch) }` over the stored operand's coordinates, reading kernel parameters
+// p<which><l> (`params`, ", const kiln_f16* __restrict__ pa0"), built by `object`
+// ("kiln_prologue_a{pa0}"); `args` are the launch args of those parameters.
+struct PrologueSource {
+  std::string params, functor, object;
+  std::vector<int> args;
+};
+absl::StatusOr<PrologueSource> MakePrologueSource(const Node& node, const OperandPlan& op, char which) {
+  PrologueSource p;
+  std::string members, loads, init;
+  for (size_t l = 0; l < op.loads.size(); ++l) {
+    const Value* v = node.input(op.loads[l].input);
+    const std::string param = absl::StrCat("p", std::string(1, which), l);
+    absl::StrAppend(&p.params, ", ", Param(v->dtype(), true, param));
+    absl::StrAppend(&members, "  ", Param(v->dtype(), true, absl::StrCat("p", l)), ";\n");
+    absl::StrAppend(&init, l ? ", " : "", param);
+    absl::StatusOr<std::string> off = BroadcastOffset(node, op.loads[l].view, op.stored->shape());
+    if (!off.ok()) return off.status();
+    absl::StrAppend(&loads, "    const ", DomainType(op.loads[l].domain), " g", l, " = ",
+                    LoadAs(v->dtype(), op.loads[l].domain, absl::StrCat("p", l), *off), ";\n");
+    p.args.push_back(InputArg(node, op.loads[l].input));
+  }
+  p.functor = absl::StrCat("// The prologue of ", which == 'a' ? "A" : "B", " (", op.chain.size(), " op(s) from ",
+                           op.loaded->TypeString(), "), at (row, col) of the stored ",
+                           ShapeToString(op.stored->shape()), ".\nstruct kiln_prologue_", std::string(1, which),
+                           " {\n  static constexpr bool kIdentity = false;\n", members,
+                           "  __device__ __forceinline__ float operator()(float x, int row, int col, int batch) const {\n",
+                           loads, op.code, "    return ", op.result, ";\n  }\n};\n");
+  p.object = absl::StrCat("kiln_prologue_", std::string(1, which), "{", init, "}");
+  return p;
+}
+
+// The kernel source's comment line naming the group and its products:
+// "// fused group NAME (PATTERN): MatMul f16[..] x f16[..] [+ MatMul ...] -> f16[..]\n".
+std::string GroupComment(const Node& node, const GemmPlan& plan, const Value& y) {
+  const bool fused = IsFusedGroup(node);
+  std::string s = absl::StrCat("// ", fused ? "fused group " : "", node.name());
+  if (fused) absl::StrAppend(&s, " (", node.GetString("pattern", "").value_or(""), ")");
+  absl::StrAppend(&s, ":");
+  for (const LoopPlan& l : plan.loops) {
+    absl::StrAppend(&s, l.mm == plan.loops[0].mm ? " " : " + ", "MatMul ", l.a.stored->TypeString(),
+                    l.a.trans ? " (trans_a)" : "", " x ", l.b.stored->TypeString(), l.b.trans ? " (trans_b)" : "");
+  }
+  absl::StrAppend(&s, " -> ", y.TypeString(), "\n");
+  return s;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, const GemmConfig* config,
                                                               int sm_count) {
   GemmPrep prep;
@@ -620,31 +673,16 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   std::string functors, prologue_params, prologue_objects[2];
   for (int i = 0; i < 2; ++i) {
     const OperandPlan& op = i == 0 ? plan.loops[0].a : plan.loops[0].b;
-    const char* which = i == 0 ? "a" : "b";
     if (op.chain.empty()) {
       prologue_objects[i] = "kiln_gemm_identity{}";
       continue;
     }
-    std::string members, loads, init;
-    for (size_t l = 0; l < op.loads.size(); ++l) {
-      const Value* v = node.input(op.loads[l].input);
-      const std::string p = absl::StrCat("p", which, l);
-      absl::StrAppend(&prologue_params, ", ", Param(v->dtype(), true, p));
-      absl::StrAppend(&members, "  ", Param(v->dtype(), true, absl::StrCat("p", l)), ";\n");
-      absl::StrAppend(&init, l ? ", " : "", p);
-      absl::StatusOr<std::string> off = BroadcastOffset(node, op.loads[l].view, op.stored->shape());
-      if (!off.ok()) return off.status();
-      absl::StrAppend(&loads, "    const ", DomainType(op.loads[l].domain), " g", l, " = ",
-                      LoadAs(v->dtype(), op.loads[l].domain, absl::StrCat("p", l), *off), ";\n");
-      launch.args.push_back(InputArg(node, op.loads[l].input));
-    }
-    absl::StrAppend(&functors, "// The prologue of ", which == std::string("a") ? "A" : "B", " (",
-                    op.chain.size(), " op(s) from ", op.loaded->TypeString(), "), at (row, col) of the stored ",
-                    ShapeToString(op.stored->shape()), ".\nstruct kiln_prologue_", which,
-                    " {\n  static constexpr bool kIdentity = false;\n", members,
-                    "  __device__ __forceinline__ float operator()(float x, int row, int col, int batch) const {\n",
-                    loads, op.code, "    return ", op.result, ";\n  }\n};\n");
-    prologue_objects[i] = absl::StrCat("kiln_prologue_", which, "{", init, "}");
+    absl::StatusOr<PrologueSource> pro = MakePrologueSource(node, op, i == 0 ? 'a' : 'b');
+    if (!pro.ok()) return pro.status();
+    absl::StrAppend(&prologue_params, pro->params);
+    absl::StrAppend(&functors, pro->functor);
+    prologue_objects[i] = pro->object;
+    launch.args.insert(launch.args.end(), pro->args.begin(), pro->args.end());
   }
   GemmEpilogueSource epilogue;
   if (absl::Status st = AppendGemmEpilogueLoads(
@@ -653,15 +691,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
     return st;
   }
 
-  const bool fused = IsFusedGroup(node);
-  std::string what = absl::StrCat(fused ? "fused group " : "", node.name());
-  if (fused) absl::StrAppend(&what, " (", node.GetString("pattern", "").value_or(""), ")");
-  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n// ", what, ":");
-  for (const LoopPlan& l : plan.loops) {
-    absl::StrAppend(&src, l.mm == plan.loops[0].mm ? " " : " + ", "MatMul ", l.a.stored->TypeString(),
-                    l.a.trans ? " (trans_a)" : "", " x ", l.b.stored->TypeString(), l.b.trans ? " (trans_b)" : "");
-  }
-  absl::StrAppend(&src, " -> ", y->TypeString(), "\n");
+  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n", GroupComment(node, plan, *y));
   auto mode = GemmLoadMode;
   const LoopPlan& l0 = plan.loops[0];
   const GemmMainloop& v0 = variant.mainloops[0];
@@ -694,35 +724,6 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   return std::vector<KernelLaunch>{std::move(launch)};
 }
 
-namespace {
-
-// The prologue functor of A for another template family, as GenerateMatMulGroup
-// writes it for the sm_80 template (same struct, parameters pa<l>).
-absl::Status FamilyPrologueA(const Node& node, const OperandPlan& op, GemmFamilyPlan& f) {
-  std::string members, loads, init;
-  for (size_t l = 0; l < op.loads.size(); ++l) {
-    const Value* v = node.input(op.loads[l].input);
-    absl::StrAppend(&f.prologue_params, ", ", Param(v->dtype(), true, absl::StrCat("pa", l)));
-    absl::StrAppend(&members, "  ", Param(v->dtype(), true, absl::StrCat("p", l)), ";\n");
-    absl::StrAppend(&init, l ? ", " : "", "pa", l);
-    absl::StatusOr<std::string> off = BroadcastOffset(node, op.loads[l].view, op.stored->shape());
-    if (!off.ok()) return off.status();
-    absl::StrAppend(&loads, "    const ", DomainType(op.loads[l].domain), " g", l, " = ",
-                    LoadAs(v->dtype(), op.loads[l].domain, absl::StrCat("p", l), *off), ";\n");
-    f.prologue_args.push_back(InputArg(node, op.loads[l].input));
-  }
-  f.prologue_a_functor = absl::StrCat(
-      "// The prologue of A (", op.chain.size(), " op(s) from ", op.loaded->TypeString(),
-      "), at (row, col) of the stored ", ShapeToString(op.stored->shape()),
-      ".\nstruct kiln_prologue_a {\n  static constexpr bool kIdentity = false;\n", members,
-      "  __device__ __forceinline__ float operator()(float x, int row, int col, int batch) const {\n", loads, op.code,
-      "    return ", op.result, ";\n  }\n};\n");
-  f.prologue_a_object = absl::StrCat("kiln_prologue_a{", init, "}");
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   GemmPrep prep;
   if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
@@ -738,7 +739,6 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   f.trans_a = l0.a.trans;
   f.trans_b = l0.b.trans;
   f.dual = plan.loops.size() > 1;
-  for (const LoopPlan& l : plan.loops) f.has_prologue |= !l.a.chain.empty() || !l.b.chain.empty();
   f.dtype = prep.dt;
   f.out_dtype = prep.y->dtype();
   f.a_input = l0.a.input;
@@ -760,8 +760,13 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   f.prologue_a = !l0.a.chain.empty();
   f.prologue_b = !l0.b.chain.empty();
   f.a_loaded_dtype = l0.a.loaded->dtype();
-  if (f.prologue_a) {
-    if (absl::Status st = FamilyPrologueA(node, l0.a, f); !st.ok()) return st;
+  if (f.prologue_a) {  // the same functor as the sm_80 template's (parameters pa<l>)
+    absl::StatusOr<PrologueSource> pro = MakePrologueSource(node, l0.a, 'a');
+    if (!pro.ok()) return pro.status();
+    f.prologue_params = std::move(pro->params);
+    f.prologue_a_functor = std::move(pro->functor);
+    f.prologue_a_object = std::move(pro->object);
+    f.prologue_args = std::move(pro->args);
   }
   GemmEpilogueSource epilogue;
   KernelLaunch loads;
@@ -775,15 +780,7 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   f.epilogue_defines = absl::StrCat("#define KILN_EPILOGUE_PARAMS ", epilogue.params, "\n#define KILN_EPILOGUE_ARGS ",
                                     epilogue.args, "\n");
   f.epilogue_function = GemmEpilogueFunction(epilogue, plan.epilogue_code, plan.result);
-  const bool fused = IsFusedGroup(node);
-  f.description = absl::StrCat("// ", fused ? "fused group " : "", node.name());
-  if (fused) absl::StrAppend(&f.description, " (", node.GetString("pattern", "").value_or(""), ")");
-  absl::StrAppend(&f.description, ":");
-  for (const LoopPlan& l : plan.loops) {
-    absl::StrAppend(&f.description, &l == &l0 ? " " : " + ", "MatMul ", l.a.stored->TypeString(),
-                    l.a.trans ? " (trans_a)" : "", " x ", l.b.stored->TypeString(), l.b.trans ? " (trans_b)" : "");
-  }
-  absl::StrAppend(&f.description, " -> ", prep.y->TypeString(), "\n");
+  f.description = GroupComment(node, plan, *prep.y);
   return f;
 }
 

@@ -28,7 +28,7 @@ struct GemmFamilyPlan {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   int64_t a_batch = 0, b_batch = 0;  // operand batch strides in elements (0: broadcast)
   bool trans_a = false, trans_b = false;
-  bool has_prologue = false, dual = false;
+  bool dual = false;
   DType dtype = DType::kFloat16;      // tensor-core operands
   DType out_dtype = DType::kFloat16;
   int a_input = 0, b_input = 1;       // node input indices of A and B (loaded tensors)
