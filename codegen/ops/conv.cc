@@ -273,6 +273,14 @@ std::string Describe(const Node& node, const ConvPlan& p, const char* how) {
                       " group ", g.group, " (", how, ")\n");
 }
 
+// Both conv kernels' parameters start Y, X, W, then the epilogue's group inputs
+// (their loads into `epilogue`).
+absl::Status StartConvLaunch(const Node& node, const ConvPlan& p, KernelLaunch& launch, GemmEpilogueSource& epilogue) {
+  launch.args = {0, InputArg(node, p.x_input), InputArg(node, p.w_input)};
+  return AppendGemmEpilogueLoads(
+      node, p.loads, [&](const Shape& view) { return EpilogueOffset(node, p.g, view); }, epilogue, launch);
+}
+
 absl::StatusOr<std::vector<KernelLaunch>> GenerateImplicitGemm(const Node& node, const ConvPlan& p,
                                                                const GemmConfig* config, int sm_count) {
   const ConvGeometry& g = p.g;
@@ -287,13 +295,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateImplicitGemm(const Node& node,
   if (tiles >= kInt32Limit) return NoKernel(node, "too many tiles");
 
   KernelLaunch launch;
-  launch.args = {0, InputArg(node, p.x_input), InputArg(node, p.w_input)};
   GemmEpilogueSource epilogue;
-  if (absl::Status st = AppendGemmEpilogueLoads(
-          node, p.loads, [&](const Shape& view) { return EpilogueOffset(node, g, view); }, epilogue, launch);
-      !st.ok()) {
-    return st;
-  }
+  if (absl::Status st = StartConvLaunch(node, p, launch, epilogue); !st.ok()) return st;
   const int a_mode = GemmLoadMode(variant.mainloops[0].a.load), b_mode = GemmLoadMode(variant.mainloops[0].b.load);
   const char* t = StorageTypeName(p.dt);
   std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), Describe(node, p, "implicit GEMM"));
@@ -332,13 +335,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDepthwise(const Node& node, co
   const int64_t blocks = (threads + kThreads - 1) / kThreads;
   if (blocks >= kInt32Limit) return NoKernel(node, "too many blocks");
   KernelLaunch launch;
-  launch.args = {0, InputArg(node, p.x_input), InputArg(node, p.w_input)};
   GemmEpilogueSource epilogue;
-  if (absl::Status st = AppendGemmEpilogueLoads(
-          node, p.loads, [&](const Shape& view) { return EpilogueOffset(node, g, view); }, epilogue, launch);
-      !st.ok()) {
-    return st;
-  }
+  if (absl::Status st = StartConvLaunch(node, p, launch, epilogue); !st.ok()) return st;
   std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), Describe(node, p, "depthwise"));
   absl::StrAppend(&src, "#define DW_N ", g.n, "\n#define DW_H ", g.h, "\n#define DW_W ", g.w, "\n#define DW_C ", g.c,
                   "\n#define DW_OH ", g.oh, "\n#define DW_OW ", g.ow, "\n#define DW_KH ", g.kh, "\n#define DW_KW ",
