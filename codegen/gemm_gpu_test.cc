@@ -732,8 +732,28 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
     const ops::Sm90GemmConfig c = ops::PickSm90GemmConfig(m, n, k, 1, 132);
     EXPECT_TRUE(ops::VerifySm90GemmConfig(c).ok()) << ops::Sm90GemmConfigString(c);
   }
-  EXPECT_EQ(ops::PickSm90GemmConfig(4096, 4096, 4096, 1, 132).bn, 256);
-  EXPECT_TRUE(ops::PickSm90GemmConfig(2048, 768, 3072, 1, 132).pingpong);
+  // Unsplit: the config of Sm90TileCosts with the least predicted time, which is
+  // where the waves come out best (2304x1920: 270 tiles of 128x128 = 3 waves, 180 of
+  // 64x192 = 2 shorter ones).
+  for (auto [m, n, k, want] : {std::tuple<int64_t, int64_t, int64_t, const char*>{4096, 4096, 4096, "128x256 c2x1 s3"},
+                               {8192, 768, 3072, "128x192 c2x1 s4"},
+                               {2304, 1920, 3712, "64x192 c1x1 s6"},
+                               {1024, 1024, 1024, "64x128 c1x1 s8"}}) {
+    const ops::Sm90GemmConfig c = ops::PickSm90GemmConfig(m, n, k, 1, 132);
+    EXPECT_EQ(ops::Sm90GemmConfigString(c), want) << m << "x" << n << "x" << k;
+    double picked_us = -1;
+    for (const ops::Sm90TileCost& cost : ops::Sm90TileCosts()) {
+      if (ops::Sm90GemmConfigString(cost.config) == want) picked_us = cost.PredictUs(m, n, k, 1, 132);
+    }
+    ASSERT_GT(picked_us, 0) << want << " is not in Sm90TileCosts";
+    for (const ops::Sm90TileCost& cost : ops::Sm90TileCosts()) {
+      EXPECT_TRUE(ops::VerifySm90GemmConfig(cost.config).ok()) << ops::Sm90GemmConfigString(cost.config);
+      EXPECT_LE(picked_us, cost.PredictUs(m, n, k, 1, 132)) << ops::Sm90GemmConfigString(cost.config);
+    }
+  }
+  // Few tiles with a long K: 64x64 tiles, split (1024x128x3328: 32 tiles, 52 k tiles:
+  // at most 66 units -> 2 splits of 26).
+  EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(1024, 128, 3328, 1, 132)), "64x64 c1x1 s8 k2");
   // A through registers: cooperative tiles only (64x128 while one wave holds them).
   for (auto [m, n, k, want] : {std::tuple<int64_t, int64_t, int64_t, const char*>{128, 768, 3072, "64x128 c1x1 s8 k3"},
                                {1024, 1024, 1024, "64x128 c1x1 s8"},
@@ -1416,11 +1436,11 @@ TEST(GemmCodegenTest, Sm90SplitKConfigsHeuristicAndLaunches) {
   EXPECT_EQ(ops::PickSm90GemmConfig(4096, 4096, 4096, 1, 132).split_k, 1);
   EXPECT_EQ(ops::PickSm90GemmConfig(2048, 768, 3072, 1, 132).split_k, 1);
   EXPECT_EQ(ops::PickSm90GemmConfig(16, 768, 768, 1, 132).split_k, 12 / min_tiles >= 2 ? 12 / min_tiles : 1);
-  const ops::Sm90GemmConfig m16 = ops::PickSm90GemmConfig(16, 768, 3072, 1, 132);  // 6 tiles of 64x128, 48 k tiles
-  EXPECT_EQ(ops::Sm90GemmConfigString(m16).substr(0, 14), "64x128 c1x1 s8");
+  const ops::Sm90GemmConfig m16 = ops::PickSm90GemmConfig(16, 768, 3072, 1, 132);  // 12 tiles of 64x64, 48 k tiles
+  EXPECT_EQ(ops::Sm90GemmConfigString(m16).substr(0, 13), "64x64 c1x1 s8");
   EXPECT_EQ(m16.split_k, ops::PickSm90SplitK(m16, 16, 768, 3072, 1, 132));
   EXPECT_GE(m16.split_k, 2);
-  EXPECT_LE(6 * m16.split_k, 66);
+  EXPECT_LE(12 * m16.split_k, 66);
   EXPECT_GE(48 / m16.split_k, min_tiles);
   EXPECT_EQ(ops::PickSm90SplitK(ops::Sm90GemmConfig{64, 128, 1, 1, 8}, 16, 768, 3072, 1, 132, 4), 10);  // 11 of 5 -> 10
   EXPECT_EQ(ops::PickSm90SplitK(ops::Sm90GemmConfig{64, 128, 1, 1, 8}, 16, 768, 3072, 1, 132, 5), 8);  // 6 each
@@ -1464,8 +1484,8 @@ TEST(GemmCodegenTest, Sm90SplitKConfigsHeuristicAndLaunches) {
   absl::StatusOr<std::vector<KernelLaunch>> h = ops::GenerateGemm(*small->node, options);
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ((*h)[0].family, "gemm_sm90");
-  EXPECT_EQ((*h)[0].grid[0], 6u * m16.split_k);
-  EXPECT_EQ((*h)[0].semaphores, 6u);
+  EXPECT_EQ((*h)[0].grid[0], 12u * m16.split_k);
+  EXPECT_EQ((*h)[0].semaphores, 12u);
   EXPECT_NE((*h)[0].source.find("#define GEMM_SWAP_AB 0"), std::string::npos);
 }
 

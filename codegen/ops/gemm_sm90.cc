@@ -128,6 +128,29 @@ namespace {
 Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a);
 }  // namespace
 
+double Sm90TileCost::PredictUs(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) const {
+  if (sm_count <= 0) sm_count = 132;
+  const int64_t tiles =
+      ((m + config.bm - 1) / config.bm) * ((n + config.bn - 1) / config.bn) * std::max<int64_t>(batch, 1);
+  const int64_t waves = (tiles + sm_count - 1) / sm_count;
+  return fixed_us + static_cast<double>(waves) * (wave_us + wave_us_per_k * static_cast<double>(k));
+}
+
+absl::Span<const Sm90TileCost> Sm90TileCosts() {
+  // H100 80GB HBM3, 132 SMs, kiln_gemm_bench --family sm90 --idioms gemm --reps 10
+  // --sm90-config C over --set squares,transformer,random (benchmarks/results/
+  // gemm_sm90_tile_sweep_h100_2026-11-22g.csv). Configs that no shape wanted by a
+  // clear margin are left out: 128x128 and 64x256 ping-pong, 256x128, 128x64, and the
+  // same tiles with fewer stages.
+  static const Sm90TileCost kCosts[] = {
+      {{128, 256, 2, 1, 3}, 5.013, 1.888, 0.01001},  {{128, 192, 2, 1, 4}, 5.460, 1.253, 0.00769},
+      {{128, 128, 2, 1, 5}, 5.701, 0.6411, 0.005379}, {{64, 256, 1, 1, 4}, 5.498, 0.6467, 0.005989},
+      {{64, 192, 1, 1, 6}, 5.491, 0.4572, 0.004808},  {{64, 128, 1, 1, 8}, 5.282, 0.2297, 0.003494},
+      {{64, 64, 1, 1, 8}, 5.526, 0.1741, 0.002515},
+  };
+  return kCosts;
+}
+
 int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
                    int min_k_tiles) {
   if (sm_count <= 0) sm_count = 132;
@@ -187,15 +210,20 @@ Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch
     if (n > 128 && 2 * waves(tiles(128, 256)) <= waves(tiles(128, 128))) return Sm90GemmConfig{128, 256, 2, 1, 3};
     return Sm90GemmConfig{128, 128, 2, 1, 4};
   }
-  // Fitted to H100 measurements (benchmarks/RESULTS.md, "Hopper GEMM family"): 64x128
-  // tiles for few tokens, or when 128x128 tiles would not fill the GPU at short K;
-  // else the cooperative 128x256 unless its waves (a 128x256 tile costing two
-  // 128x128 ones) come out longer than the 128x128 ping-pong's, e.g. 192 tiles =
-  // 1.45 waves of 132 against 384 = 2.9. Stages: what fits next to the epilogue's C
-  // tiles (227 KiB).
-  if (m <= 512 || (tiles(128, 128) < sm_count && k < 2048)) return Sm90GemmConfig{64, 128, 1, 1, 8};
-  if (n > 128 && 2 * waves(tiles(128, 256)) <= waves(tiles(128, 128))) return Sm90GemmConfig{128, 256, 2, 1, 3};
-  return Sm90GemmConfig{128, 128, 2, 2, 4, true};
+  // Few tiles with a long K (64x128 tiles would split): 64x64 tiles, split over K by
+  // PickSm90SplitK. On the H100 they beat the 64x128 splits on all 14 such shapes of
+  // the bench (1.07-1.23x; RESULTS.md 2026-11-22 (g)).
+  if (PickSm90SplitK(Sm90GemmConfig{64, 128, 1, 1, 8}, m, n, k, batch, sm_count) > 1) {
+    return Sm90GemmConfig{64, 64, 1, 1, 8};
+  }
+  // Else the tile config with the least predicted time (Sm90TileCosts).
+  const Sm90TileCost* best = nullptr;
+  double best_us = 0;
+  for (const Sm90TileCost& cost : Sm90TileCosts()) {
+    const double us = cost.PredictUs(m, n, k, batch, sm_count);
+    if (best == nullptr || us < best_us) best = &cost, best_us = us;
+  }
+  return best->config;
 }
 }  // namespace
 

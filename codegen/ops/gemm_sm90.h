@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "codegen/op_kernels.h"
 #include "graph/graph.h"
 
@@ -89,10 +90,23 @@ int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& config, bool tma_store = true)
 // split gets a k tile, the scratch size) are GenerateMatMulGroupSm90's.
 absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store = true);
 // The shape heuristic (`sm_count` multiprocessors; `k` the summed K of a dual group);
-// `register_a`: A goes through registers (a prologue), which takes cooperative tiles.
-// Splits K (PickSm90SplitK) when the tiles leave most SMs idle.
+// `register_a`: A goes through registers (a prologue), which takes cooperative tiles
+// (a fixed rule). Otherwise: 64x64 tiles split over K (PickSm90SplitK) when 64x128
+// ones would leave most SMs idle (and split), else the unsplit tile config of Sm90TileCosts with the least
+// predicted time.
 Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
                                   bool register_a = false);
+// The unsplit heuristic's cost model: a persistent launch of `config` takes
+// fixed_us + waves * (wave_us + wave_us_per_k * K) microseconds, waves = ceil(tiles *
+// batch / sm_count). Least-squares fits (relative error) per config to an H100 sweep
+// of every config over the squares, transformer and random sets of kiln_gemm_bench
+// (benchmarks/RESULTS.md, 2026-11-22 (g)); mean error 4-9% per config.
+struct Sm90TileCost {
+  Sm90GemmConfig config;
+  double fixed_us = 0, wave_us = 0, wave_us_per_k = 0;
+  double PredictUs(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) const;
+};
+absl::Span<const Sm90TileCost> Sm90TileCosts();
 // The heuristic's least k tiles (of 64) per split (H100: benchmarks/RESULTS.md).
 inline constexpr int kSm90MinSplitKTiles = 16;
 // The split count for a cooperative `tile` config: 1 unless tiles * batch <= sm_count
