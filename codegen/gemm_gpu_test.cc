@@ -649,9 +649,10 @@ TEST(GemmCodegenTest, Sm90LargeTilesDoNotSpill) {
   }
 }
 
-// GELU's tanh form takes the hardware tanh (tanh.approx.f32) where its result is a
-// 16-bit value and keeps tanhf where it is fp32 (here after a Cast of the product),
-// in both GEMM families (one epilogue generator, codegen/ops/pointwise.cc).
+// GELU takes its one-MUFU-op forms (kiln_gelu_tanh_fast, kiln_gelu_erf_fast) where its
+// result is a 16-bit value and keeps tanhf / erff where it is fp32 (here after a Cast
+// of the product), in both GEMM families (one epilogue generator,
+// codegen/ops/pointwise.cc).
 TEST(GemmCodegenTest, FastGeluOnlyForSixteenBitResults) {
   auto epilogue_of = [](const KernelLaunch& l) { return l.source.substr(l.source.find("float kiln_epilogue(")); };
   KernelOptions hopper;
@@ -659,46 +660,52 @@ TEST(GemmCodegenTest, FastGeluOnlyForSixteenBitResults) {
   hopper.hopper = true;
   KernelOptions sm80;
   sm80.gemm_template = true;
-  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
-    absl::StatusOr<Built> b = Build(GemmCase{dt, {}, 64, 64, 64, false, false, false, Epi::kBiasGeluTanh}, 1);
-    ASSERT_TRUE(b.ok()) << b.status();
-    for (const KernelOptions& options : {hopper, sm80}) {
-      absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(*b->node, options);
-      ASSERT_TRUE(l.ok()) << l.status();
-      EXPECT_NE(epilogue_of((*l)[0]).find("kiln_gelu_tanh_fast("), std::string::npos) << (*l)[0].family;
+  for (auto [epi, fast] : {std::pair<Epi, const char*>{Epi::kBiasGeluTanh, "kiln_gelu_tanh_fast("},
+                           {Epi::kBiasGelu, "kiln_gelu_erf_fast("}}) {
+    for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+      absl::StatusOr<Built> b = Build(GemmCase{dt, {}, 64, 64, 64, false, false, false, epi}, 1);
+      ASSERT_TRUE(b.ok()) << b.status();
+      for (const KernelOptions& options : {hopper, sm80}) {
+        absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(*b->node, options);
+        ASSERT_TRUE(l.ok()) << l.status();
+        EXPECT_NE(epilogue_of((*l)[0]).find(fast), std::string::npos) << (*l)[0].family;
+      }
     }
   }
-  Graph g;
-  auto input = [&](const std::string& name, DType dt, Shape shape) {
-    Value* v = g.AddValue(name);
-    v->SetType(dt, std::move(shape));
-    g.AddInput(v);
-    return v;
-  };
-  std::vector<Node*> members;
-  auto add = [&](const std::string& op, std::vector<Value*> ins) {
-    Value* out = g.AddValue(absl::StrCat(op, "_out"));
-    members.push_back(g.AddNode(op, ins, {out}, op));
-    return out;
-  };
-  Value* y = add("MatMul", {input("a", DType::kFloat16, {64, 64}), input("b", DType::kFloat16, {64, 64})});
-  y = add("Cast", {y});
-  members.back()->SetAttr("to", int64_t{1});
-  y = add("Add", {y, input("bias", DType::kFloat32, {64})});
-  y = add("Gelu", {y});
-  members.back()->SetAttr("approximate", std::string("tanh"));
-  g.AddOutput(y);
-  InferShapesOptions options;
-  options.fold_constants = false;
-  ASSERT_TRUE(InferShapes(g, options).ok());
-  absl::StatusOr<Node*> group = FormFusedGroup(g, members, "matmul+epilogue", members[0]);
-  ASSERT_TRUE(group.ok()) << group.status();
-  for (const KernelOptions& options : {hopper, sm80}) {
-    absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(**group, options);
-    ASSERT_TRUE(l.ok()) << l.status();
-    const std::string epilogue = epilogue_of((*l)[0]);
-    EXPECT_NE(epilogue.find("kiln_gelu_tanh("), std::string::npos) << (*l)[0].family << "\n" << epilogue;
-    EXPECT_EQ(epilogue.find("kiln_gelu_tanh_fast("), std::string::npos) << (*l)[0].family << "\n" << epilogue;
+  for (const std::string approximate : {"tanh", "none"}) {
+    Graph g;
+    auto input = [&](const std::string& name, DType dt, Shape shape) {
+      Value* v = g.AddValue(name);
+      v->SetType(dt, std::move(shape));
+      g.AddInput(v);
+      return v;
+    };
+    std::vector<Node*> members;
+    auto add = [&](const std::string& op, std::vector<Value*> ins) {
+      Value* out = g.AddValue(absl::StrCat(op, "_out"));
+      members.push_back(g.AddNode(op, ins, {out}, op));
+      return out;
+    };
+    Value* y = add("MatMul", {input("a", DType::kFloat16, {64, 64}), input("b", DType::kFloat16, {64, 64})});
+    y = add("Cast", {y});
+    members.back()->SetAttr("to", int64_t{1});
+    y = add("Add", {y, input("bias", DType::kFloat32, {64})});
+    y = add("Gelu", {y});
+    members.back()->SetAttr("approximate", approximate);
+    g.AddOutput(y);
+    InferShapesOptions options;
+    options.fold_constants = false;
+    ASSERT_TRUE(InferShapes(g, options).ok());
+    absl::StatusOr<Node*> group = FormFusedGroup(g, members, "matmul+epilogue", members[0]);
+    ASSERT_TRUE(group.ok()) << group.status();
+    const std::string accurate = approximate == "tanh" ? "kiln_gelu_tanh(" : "kiln_gelu_erf(";
+    for (const KernelOptions& options : {hopper, sm80}) {
+      absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(**group, options);
+      ASSERT_TRUE(l.ok()) << l.status();
+      const std::string epilogue = epilogue_of((*l)[0]);
+      EXPECT_NE(epilogue.find(accurate), std::string::npos) << (*l)[0].family << "\n" << epilogue;
+      EXPECT_EQ(epilogue.find("_fast("), std::string::npos) << (*l)[0].family << "\n" << epilogue;
+    }
   }
 }
 

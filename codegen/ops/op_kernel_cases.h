@@ -119,6 +119,13 @@ inline std::vector<Case> AllCases() {
   add("HardSigmoidF16", "HardSigmoid", {R(f16, {3, 19})}, {{"alpha", 0.3f}});
   add("GeluErfF32", "Gelu", {R(f32, {2, 65})});
   add("GeluTanhBF16", "Gelu", {R(bf16, {2, 65})}, {{"approximate", std::string("tanh")}});
+  // The 16-bit forms (kiln_gelu_*_fast) over both tails; the GPU test also checks them
+  // element by element (within one ulp of the reference).
+  for (DType t : {f16, bf16}) {
+    add(absl::StrCat("GeluErfWide", DTypeName(t)), "Gelu", {R(t, {64, 257}, -9.f, 9.f)});
+    add(absl::StrCat("GeluTanhWide", DTypeName(t)), "Gelu", {R(t, {64, 257}, -9.f, 9.f)},
+        {{"approximate", std::string("tanh")}});
+  }
   add("ClipConstF32", "Clip", {R(f32, {4, 9}), K(Tensor::FromFloat(f32, {}, {-0.5f})), K(Tensor::FromFloat(f32, {}, {0.7f}))});
   add("ClipRuntimeMinF16", "Clip", {R(f16, {4, 9}), R(f16, {})});
   add("ClipMaxOnlyI64", "Clip", {R(i64, {4, 9}), Absent(), K(Tensor::FromInt64(i64, {}, {2}))});

@@ -247,13 +247,14 @@ absl::StatusOr<PwSpec> Spec(const Node& node) {
   } else if (op == "Gelu") {
     auto approx = node.GetString("approximate", "none");
     if (!approx.ok()) return approx.status();
+    // A 16-bit result takes the one-MUFU-op forms (templates/pointwise.cuh): their error
+    // is below the result's own rounding; an fp32 result keeps erff / tanhf.
+    const DType out = node.output(0)->dtype();
+    const bool sixteen = out == DType::kFloat16 || out == DType::kBFloat16;
     if (*approx == "none") {
-      s.result = "kiln_gelu_erf(v0)";
+      s.result = sixteen ? "kiln_gelu_erf_fast(v0)" : "kiln_gelu_erf(v0)";
     } else if (*approx == "tanh") {
-      // A 16-bit result takes the hardware tanh (templates/pointwise.cuh): its error is
-      // below the result's own rounding; an fp32 result keeps the accurate tanhf.
-      const DType out = node.output(0)->dtype();
-      s.result = out == DType::kFloat16 || out == DType::kBFloat16 ? "kiln_gelu_tanh_fast(v0)" : "kiln_gelu_tanh(v0)";
+      s.result = sixteen ? "kiln_gelu_tanh_fast(v0)" : "kiln_gelu_tanh(v0)";
     } else {
       return NoKernel(node, absl::StrCat("approximate=", *approx));
     }
