@@ -1686,15 +1686,9 @@ void RunSplitOnGpu(bool sm90) {
     absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, buf.inputs);
     ASSERT_TRUE(ref.ok()) << ref.status();
     const std::vector<float> g = runs[0].ToFloat(), w = (*ref)[0].ToFloat();
-    float worst = 0.f;
-    size_t worst_i = 0;
-    for (size_t i = 0; i < w.size(); ++i) {
-      const float err = std::isnan(g[i]) ? INFINITY : std::fabs(g[i] - w[i]) / std::max(1.f, std::fabs(w[i]));
-      if (err > worst) {
-        worst = err;
-        worst_i = i;
-      }
-    }
+    const test::ScaledError scaled = test::MaxScaledError(g, w);
+    const float worst = scaled.worst;
+    const size_t worst_i = scaled.at;
     const float tol = y->dtype() == DType::kFloat16 ? 2e-2f : 6e-2f;
     const bool ok = worst <= tol;
     EXPECT_TRUE(ok) << name << ": max scaled |err| " << worst << " at " << worst_i << " (got " << g[worst_i]
