@@ -1,23 +1,24 @@
 #!/usr/bin/env python3
 """Fits the sm90 tile cost model (codegen/ops/gemm_sm90.cc, Sm90TileCosts) to a sweep.
 
-The sweep CSV holds kiln_gemm_bench rows (--idioms gemm) with two leading columns:
+Each sweep CSV holds kiln_gemm_bench rows (--idioms gemm) with two leading columns:
 `session` and `forced_config` (the --sm90-config of the run, or a note for heuristic
-runs). For every config in CONFIGS it takes the rows of the first session that forced
-it over the squares, transformer and random sets and fits
+runs). For every config in CONFIGS it takes the rows of the first session (of the
+first file) that forced it over the squares, transformer and random sets and fits
 
     time_us = fixed + waves * (per_wave + per_wave_k * K),  waves = ceil(tiles / SMs)
 
 by least squares on the relative error. It prints the C++ table rows, each config's
 mean/max error, and a leave-one-out check of the picks against the fastest peer.
 
-    benchmarks/fit_sm90_tile_costs.py benchmarks/results/gemm_sm90_tile_sweep_h100_2026-11-22g.csv
+    benchmarks/fit_sm90_tile_costs.py benchmarks/results/gemm_sm90_tile_sweep_h100_2026-11-22g.csv \
+        benchmarks/results/gemm_sm90_tile_sweep_h100_2026-11-22i.csv
 """
 import csv
 import math
 import sys
 
-CONFIGS = ["128x256 c2x1 s3", "128x192 c2x1 s4", "128x128 c2x1 s5", "64x256 c1x1 s4",
+CONFIGS = ["128x256 c2x1 s4", "128x192 c2x1 s4", "128x128 c2x1 s5", "64x256 c1x1 s4",
            "64x192 c1x1 s6", "64x128 c1x1 s8", "64x64 c1x1 s8"]
 SETS = ("squares", "transformer", "random")
 SMS = 132
@@ -55,11 +56,11 @@ def solve(rows):
     return [a[i][n] / a[i][i] for i in range(n)]
 
 
-def main(path):
+def main(paths):
     times = {}  # config -> {shape: us}
     peers = {}  # shape -> fastest peer us
     first_session = {}
-    for r in csv.DictReader(open(path)):
+    for path, r in ((p, r) for p in paths for r in csv.DictReader(open(p))):
         if r["status"] != "OK" or r["idiom"] != "gemm" or r["set"] not in SETS:
             continue
         shape = (int(r["m"]), int(r["n"]), int(r["k"]))
@@ -67,8 +68,8 @@ def main(path):
         c = r["forced_config"]
         if c not in CONFIGS:
             continue
-        session = first_session.setdefault(c, r["session"])
-        if r["session"] == session:
+        session = first_session.setdefault(c, (path, r["session"]))
+        if (path, r["session"]) == session:
             times.setdefault(c, {})[shape] = float(r["kiln_ms"]) * 1000
     missing = [c for c in CONFIGS if c not in times]
     if missing:
@@ -96,6 +97,6 @@ def main(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         sys.exit(__doc__)
-    main(sys.argv[1])
+    main(sys.argv[1:])

@@ -337,14 +337,15 @@ std::string DescribeLaunch(const codegen::KernelLaunch& l) {
   const std::string bm = Define(l.source, "BM");
   if (l.family == "gemm_sm90") {
     // _dual: two mainloops; _rsA: A through registers (a prologue); _kS: S splits of
-    // K; _swap: C^T = B^T A^T (small M).
+    // K; _swap: C^T = B^T A^T (small M); _cl2: clusters of two CTAs sharing B.
     const std::string split = Define(l.source, "GEMM_SPLIT_K");
     return absl::StrCat("sm90_", bm, "x", Define(l.source, "BN"), Define(l.source, "GEMM_PINGPONG") == "1" ? "_p" : "_c",
                         Define(l.source, "CONSUMERS"), "x", Define(l.source, "WG_M"), "_s", Define(l.source, "STAGES"),
                         "_g", l.grid[0], Define(l.source, "GEMM_DUAL") == "1" ? "_dual" : "",
                         Define(l.source, "GEMM_PROLOGUE") == "1" ? "_rsA" : "",
                         split != "1" && !split.empty() ? absl::StrCat("_k", split) : "",
-                        Define(l.source, "GEMM_SWAP_AB") == "1" ? "_swap" : "");
+                        Define(l.source, "GEMM_SWAP_AB") == "1" ? "_swap" : "",
+                        Define(l.source, "GEMM_CLUSTER_M") == "2" ? "_cl2" : "");
   }
   if (!bm.empty()) {
     const std::string split = Define(l.source, "GEMM_SPLIT_K");  // the generator's, or the template's default 1

@@ -330,6 +330,12 @@ ops::Sm90GemmConfig Sm90Swap(int bm, int bn, int consumers, int wg_m, int stages
 // A-prologues (through registers) in every layout at the 128-row tiles, batched and
 // with partial tiles; dual mainloops with aligned partial tiles, K1 != K2 with K tails
 // in both, batched.
+// `c` with clusters of two along M.
+ops::Sm90GemmConfig Sm90Cluster(ops::Sm90GemmConfig c) {
+  c.cluster_m = 2;
+  return c;
+}
+
 std::vector<GemmCase> Sm90Cases() {
   std::vector<GemmCase> cases = Cases();
   const std::array<std::array<bool, 2>, 4> layouts = {{{false, false}, {true, false}, {false, true}, {true, true}}};
@@ -496,7 +502,14 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
                                              ops::Sm90GemmConfig{256, 128, 2, 2, 3}, ops::Sm90GemmConfig{64, 128, 1, 1, 8},
                                              ops::Sm90GemmConfig{128, 64, 2, 1, 3},
                                              ops::Sm90GemmConfig{64, 256, 2, 1, 4, true},
-                                             ops::Sm90GemmConfig{128, 128, 2, 2, 4, true}}) {
+                                             ops::Sm90GemmConfig{128, 128, 2, 2, 4, true},
+                                             // Clusters of two sharing B: K-major B in halves of
+                                             // 128, 96 and 32 rows, MN-major in 2, 3 (uneven) and
+                                             // 1 boxes; ping-pong.
+                                             ops::Sm90GemmConfig{128, 256, 2, 1, 4},  // C in 2 chunks
+                                             Sm90Cluster({128, 256, 2, 1, 4}), Sm90Cluster({128, 192, 2, 1, 4}),
+                                             Sm90Cluster({64, 64, 1, 1, 8}),
+                                             Sm90Cluster({128, 128, 2, 2, 4, true})}) {
         if (select != Select::kAll && select != Select::kFormsHeavy) break;
         // A grid of 3 blocks: each walks many tiles (ring wrap-around, ping-pong turns).
         absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroupSm90(*b->node, &cfg, 3);
@@ -636,6 +649,10 @@ TEST(GemmCodegenTest, Sm90LargeTilesDoNotSpill) {
   ASSERT_GE(gen.kernels.size(), 20u);
   absl::StatusOr<ModuleInspection> inspected = InspectModule(gen.kernels, "sm_90a");
   ASSERT_TRUE(inspected.ok()) << inspected.status();
+  // The clustered forms: B's multicast loads, remote releases, cluster barriers.
+  for (const char* op : {".multicast::cluster", "mapa.shared::cluster", "barrier.cluster.arrive"}) {
+    EXPECT_NE(inspected->ptx.find(op), std::string::npos) << op;
+  }
   EXPECT_EQ(inspected->log.find("C7508"), std::string::npos) << inspected->log;
   // ptxas' "wgmma.mma_async instructions are serialized" (C7510/C7515) would cost the overlap.
   EXPECT_EQ(inspected->log.find("serialized"), std::string::npos) << inspected->log;
@@ -712,7 +729,12 @@ TEST(GemmCodegenTest, FastGeluOnlyForSixteenBitResults) {
 TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
   EXPECT_TRUE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{128, 256, 2, 1, 3}).ok());
   EXPECT_TRUE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{128, 256, 2, 1, 4}, /*tma_store=*/false).ok());
-  EXPECT_FALSE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{128, 256, 2, 1, 4}).ok());  // + 64 KiB of C tiles
+  // 4 stages of 128x256 leave room for half the C tile: the epilogue stores it in 2 chunks.
+  EXPECT_TRUE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{128, 256, 2, 1, 4}).ok());
+  EXPECT_EQ(ops::Sm90CChunks(ops::Sm90GemmConfig{128, 256, 2, 1, 4}), 2);
+  EXPECT_EQ(ops::Sm90CChunks(ops::Sm90GemmConfig{128, 256, 2, 1, 3}), 1);
+  EXPECT_EQ(ops::Sm90GemmSharedBytes(ops::Sm90GemmConfig{128, 256, 2, 1, 4}),
+            1024 + 4 * 384 * 128 + 2 * 64 * 128 * 2 + 64 + 16);
   EXPECT_TRUE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{64, 128, 1, 1, 8}).ok());
   EXPECT_EQ(ops::Sm90GemmSharedBytes(ops::Sm90GemmConfig{128, 256, 2, 1, 4}, false), 1024 + 4 * 384 * 128 + 64 + 16);
   EXPECT_EQ(ops::Sm90GemmSharedBytes(ops::Sm90GemmConfig{128, 256, 2, 1, 3}), 1024 + 3 * 384 * 128 + 128 * 256 * 2 + 48 + 16);
@@ -728,13 +750,24 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
   EXPECT_TRUE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{64, 256, 2, 1, 4, true}).ok());
   EXPECT_NE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{128, 256, 2, 1, 4, true}).message().find("ping-pong"),
             absl::string_view::npos);
-  for (const char* text : {"128x256 c2x1 s3", "64x256 p2x1 s4", "64x128 c1x1 s8"}) {
+  for (const char* text : {"128x256 c2x1 s3", "64x256 p2x1 s4", "64x128 c1x1 s8", "128x256 c2x1 s3 cl2",
+                           "128x128 p2x2 s4 cl2", "64x128 c1x1 s8 k6", "64x16 c1x1 s8 k4 swap"}) {
     absl::StatusOr<ops::Sm90GemmConfig> c = ops::ParseSm90GemmConfig(text);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(ops::Sm90GemmConfigString(*c), text);
   }
-  EXPECT_FALSE(ops::ParseSm90GemmConfig("128x256 x2x1 s4").ok());
-  EXPECT_FALSE(ops::ParseSm90GemmConfig("128x256 c2x1 s9").ok());
+  EXPECT_EQ(ops::ParseSm90GemmConfig("128x256 c2x1 s3 cl2")->cluster_m, 2);
+  for (const char* text : {"128x256 x2x1 s4", "128x256 c2x1 s9", "128x256 c2x1 s3 cl", "128x256 c2x1 s3 cl2 k2",
+                           "128x256 c2x1 s3 swap k2", "128x256 c2x1 s3 cl2 cl2", "128x256 c2x1 s3 kx",
+                           "128x256 c2x1 s3 swapx"}) {
+    EXPECT_FALSE(ops::ParseSm90GemmConfig(text).ok()) << text;
+  }
+  // Clusters: 1 or 2 CTAs, neither split nor swapped.
+  for (const char* text : {"128x256 c2x1 s3 cl3", "64x128 c1x1 s8 k2 cl2", "64x16 c1x1 s8 swap cl2"}) {
+    const absl::StatusOr<ops::Sm90GemmConfig> c = ops::ParseSm90GemmConfig(text);
+    ASSERT_FALSE(c.ok()) << text;
+    EXPECT_NE(c.status().message().find("cluster"), absl::string_view::npos) << c.status();
+  }
   for (auto [m, n, k] : {std::array<int64_t, 3>{4096, 4096, 4096}, {1, 64, 8}, {128, 768, 768}, {8192, 3072, 768}}) {
     const ops::Sm90GemmConfig c = ops::PickSm90GemmConfig(m, n, k, 1, 132);
     EXPECT_TRUE(ops::VerifySm90GemmConfig(c).ok()) << ops::Sm90GemmConfigString(c);
@@ -742,7 +775,7 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
   // Unsplit: the config of Sm90TileCosts with the least predicted time, which is
   // where the waves come out best (2304x1920: 270 tiles of 128x128 = 3 waves, 180 of
   // 64x192 = 2 shorter ones).
-  for (auto [m, n, k, want] : {std::tuple<int64_t, int64_t, int64_t, const char*>{4096, 4096, 4096, "128x256 c2x1 s3"},
+  for (auto [m, n, k, want] : {std::tuple<int64_t, int64_t, int64_t, const char*>{4096, 4096, 4096, "128x256 c2x1 s4"},
                                {8192, 768, 3072, "128x192 c2x1 s4"},
                                {2304, 1920, 3712, "64x192 c1x1 s6"},
                                {1024, 1024, 1024, "64x128 c1x1 s8"}}) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
@@ -51,9 +52,24 @@ bool TmaRowsOk(const Shape& s) { return s.back() % 8 == 0; }
 
 }  // namespace
 
-int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& c, bool tma_store) {
-  const int64_t c_tiles = tma_store && !c.swap_ab ? static_cast<int64_t>(c.consumers) * 64 * c.wg_m * c.bn * 2 : 0;
+namespace {
+int64_t SharedBytesWithChunks(const Sm90GemmConfig& c, bool tma_store, int chunks) {
+  const int64_t c_tiles =
+      tma_store && !c.swap_ab ? static_cast<int64_t>(c.consumers) * 64 * c.wg_m * (c.bn / chunks) * 2 : 0;
   return 1024 + static_cast<int64_t>(c.stages) * (c.bm + c.bn) * 64 * 2 + c_tiles + 16 * c.stages + 16;
+}
+}  // namespace
+
+int Sm90CChunks(const Sm90GemmConfig& c) {
+  const int boxes = std::max(c.bn / 64, 1);
+  for (int q = 1; q < boxes; ++q) {
+    if (boxes % q == 0 && SharedBytesWithChunks(c, true, q) <= kSm90MaxSharedBytes) return q;
+  }
+  return boxes;
+}
+
+int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& c, bool tma_store) {
+  return SharedBytesWithChunks(c, tma_store, tma_store ? Sm90CChunks(c) : 1);
 }
 
 absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
@@ -84,6 +100,10 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
   if (c.split_k > 1 && c.pingpong) {
     return bad("split-K needs cooperative tiles (ping-pong consumers take whole tiles)");
   }
+  if (c.cluster_m != 1 && c.cluster_m != 2) return bad("clusters of 1 or 2 CTAs along M");
+  if (c.cluster_m > 1 && (c.split_k > 1 || c.swap_ab)) {
+    return bad("clusters take neither split-K nor swap-AB (unclustered forms)");
+  }
   const int64_t smem = Sm90GemmSharedBytes(c, tma_store);
   if (smem > kSm90MaxSharedBytes) {
     return bad(absl::StrCat(smem, " bytes of shared memory (> ", kSm90MaxSharedBytes, ", 227 KiB)"));
@@ -93,31 +113,38 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
 
 std::string Sm90GemmConfigString(const Sm90GemmConfig& c) {
   return absl::StrCat(c.bm, "x", c.bn, c.pingpong ? " p" : " c", c.consumers, "x", c.wg_m, " s", c.stages,
-                      c.split_k != 1 ? absl::StrCat(" k", c.split_k) : "", c.swap_ab ? " swap" : "");
+                      c.split_k != 1 ? absl::StrCat(" k", c.split_k) : "", c.swap_ab ? " swap" : "",
+                      c.cluster_m != 1 ? absl::StrCat(" cl", c.cluster_m) : "");
 }
 
 absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
   Sm90GemmConfig c;
   char mode = 0;
   int used = 0;
-  int split_used = 0;
-  const bool parsed = std::sscanf(text.c_str(), "%dx%d %c%dx%d s%d%n", &c.bm, &c.bn, &mode, &c.consumers, &c.wg_m,
-                                  &c.stages, &used) == 6;
-  if (parsed && used < static_cast<int>(text.size()) && text.compare(used, 2, " k") == 0 &&
-      (std::sscanf(text.c_str() + used, " k%d%n", &c.split_k, &split_used) != 1 || split_used == 0)) {
-    split_used = -1;
+  bool ok = std::sscanf(text.c_str(), "%dx%d %c%dx%d s%d%n", &c.bm, &c.bn, &mode, &c.consumers, &c.wg_m,
+                        &c.stages, &used) == 6 &&
+            (mode == 'c' || mode == 'p');
+  // Optional tokens, each at most once and in this order: kS, swap, clN.
+  int next = 0;  // the index of the first token still allowed
+  while (ok && used < static_cast<int>(text.size())) {
+    int n = 0, value = 0;
+    const char* rest = text.c_str() + used;
+    if (next <= 0 && std::sscanf(rest, " k%d%n", &value, &n) == 1 && n > 0) {
+      c.split_k = value, next = 1;
+    } else if (next <= 1 && std::strncmp(rest, " swap", 5) == 0 && (rest[5] == 0 || rest[5] == ' ')) {
+      c.swap_ab = true, n = 5, next = 2;
+    } else if (next <= 2 && std::sscanf(rest, " cl%d%n", &value, &n) == 1 && n > 0) {
+      c.cluster_m = value, next = 3;
+    } else {
+      ok = false;
+    }
+    used += n;
   }
-  int swap_used = 0;
-  if (parsed && split_used >= 0 && text.compare(used + split_used, std::string::npos, " swap") == 0) {
-    c.swap_ab = true;
-    swap_used = 5;
-  }
-  if (!parsed || split_used < 0 || used + split_used + swap_used != static_cast<int>(text.size()) ||
-      (mode != 'c' && mode != 'p')) {
+  if (!ok) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", text,
-        "' is not an sm90 GEMM config (BMxBN cCONSUMERSxWG_M sSTAGES [kSPLITS] [swap], or p... for ping-pong: "
-        "128x256 c2x1 s4, 64x256 p2x1 s5, 64x128 c1x1 s8 k6, 64x16 c1x1 s8 k4 swap)"));
+        "' is not an sm90 GEMM config (BMxBN cCONSUMERSxWG_M sSTAGES [kSPLITS] [swap] [clCLUSTER], or p... for "
+        "ping-pong: 128x256 c2x1 s4, 64x256 p2x1 s5, 64x128 c1x1 s8 k6, 64x16 c1x1 s8 k4 swap, 128x256 c2x1 s3 cl2)"));
   }
   c.pingpong = mode == 'p';
   if (absl::Status st = VerifySm90GemmConfig(c); !st.ok()) return st;
@@ -139,11 +166,13 @@ double Sm90TileCost::PredictUs(int64_t m, int64_t n, int64_t k, int64_t batch, i
 absl::Span<const Sm90TileCost> Sm90TileCosts() {
   // H100 80GB HBM3, 132 SMs, kiln_gemm_bench --family sm90 --idioms gemm --reps 10
   // --sm90-config C over --set squares,transformer,random (benchmarks/results/
-  // gemm_sm90_tile_sweep_h100_2026-11-22g.csv). Configs that no shape wanted by a
-  // clear margin are left out: 128x128 and 64x256 ping-pong, 256x128, 128x64, and the
-  // same tiles with fewer stages.
+  // gemm_sm90_tile_sweep_h100_2026-11-22g.csv; 128x256 s4, whose epilogue stores C in
+  // two chunks, from gemm_sm90_tile_sweep_h100_2026-11-22i.csv, where it ran 1.5-3.7%
+  // faster than s3). Configs that no shape wanted by a clear margin are left out:
+  // 128x128 and 64x256 ping-pong, 256x128, 128x64, the same tiles with fewer stages,
+  // and clusters (cl2 ran 0.97-0.985x of the same tile unclustered; RESULTS.md (i)).
   static const Sm90TileCost kCosts[] = {
-      {{128, 256, 2, 1, 3}, 5.013, 1.888, 0.01001},  {{128, 192, 2, 1, 4}, 5.460, 1.253, 0.00769},
+      {{128, 256, 2, 1, 4}, 5.160, 1.918, 0.009749}, {{128, 192, 2, 1, 4}, 5.460, 1.253, 0.00769},
       {{128, 128, 2, 1, 5}, 5.701, 0.6411, 0.005379}, {{64, 256, 1, 1, 4}, 5.498, 0.6467, 0.005989},
       {{64, 192, 1, 1, 6}, 5.491, 0.4572, 0.004808},  {{64, 128, 1, 1, 8}, 5.282, 0.2297, 0.003494},
       {{64, 64, 1, 1, 8}, 5.526, 0.1741, 0.002515},
@@ -295,6 +324,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   if (absl::Status valid = VerifySm90GemmConfig(cfg, tma_store); !valid.ok()) return valid;
   const int64_t tiles = ((km + cfg.bm - 1) / cfg.bm) * ((kn + cfg.bn - 1) / cfg.bn) * p.batch;
   if (tiles * cfg.split_k >= (int64_t{1} << 31)) return NoKernel(node, "too many tiles");
+  // Clusters walk pairs of row tiles (the second may lie past M).
+  const int64_t pairs = ((km + cfg.bm * cfg.cluster_m - 1) / (cfg.bm * cfg.cluster_m)) *
+                        ((kn + cfg.bn - 1) / cfg.bn) * p.batch;
   if (cfg.split_k > 1) {
     const int64_t k_tiles = (p.k + 63) / 64 + (p.dual ? (p.k2 + 63) / 64 : 0);
     const int64_t per = (k_tiles + cfg.split_k - 1) / cfg.split_k;
@@ -333,12 +365,13 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
     launch.tensor_maps.push_back(map(p.b_shape, p.b_input, p.b_batch, p.trans_b, cfg.bm));
     launch.tensor_maps.push_back(map(p.a_shape, p.a_input, p.a_batch, /*k_major=*/true, cfg.bn));
   } else {
+    // A cluster's CTAs each load 1/cluster_m of a K-major B tile's rows.
     launch.tensor_maps.push_back(map(p.a_shape, p.a_input, p.a_batch, !p.trans_a, cfg.bm));
-    launch.tensor_maps.push_back(map(p.b_shape, p.b_input, p.b_batch, p.trans_b, cfg.bn));
+    launch.tensor_maps.push_back(map(p.b_shape, p.b_input, p.b_batch, p.trans_b, cfg.bn / cfg.cluster_m));
   }
   if (p.dual) {
     launch.tensor_maps.push_back(map(p.a2_shape, p.a2_input, p.a2_batch, !p.trans_a2, cfg.bm));
-    launch.tensor_maps.push_back(map(p.b2_shape, p.b2_input, p.b2_batch, p.trans_b2, cfg.bn));
+    launch.tensor_maps.push_back(map(p.b2_shape, p.b2_input, p.b2_batch, p.trans_b2, cfg.bn / cfg.cluster_m));
   }
   if (tma_store) {  // C [batch, M, N]: boxes of 64 columns x one consumer's rows
     TensorMapSpec t;
@@ -368,6 +401,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
                   cfg.pingpong ? 1 : 0, "\n#define GEMM_TMA_STORE ", tma_store ? 1 : 0, "\n#define GEMM_OUT_KIND ",
                   out_kind, "\n#define GEMM_OUT_T ", StorageTypeName(p.out_dtype), "\n");
   if (cfg.split_k > 1) absl::StrAppend(&src, "#define GEMM_SPLIT_K ", cfg.split_k, "\n");
+  if (cfg.cluster_m > 1) absl::StrAppend(&src, "#define GEMM_CLUSTER_M ", cfg.cluster_m, "\n");
+  if (tma_store && Sm90CChunks(cfg) > 1) absl::StrAppend(&src, "#define GEMM_C_CHUNKS ", Sm90CChunks(cfg), "\n");
   const bool bf16 = p.dtype == DType::kBFloat16;
   absl::StrAppend(&src, "#define GEMM_DUAL ", p.dual ? 1 : 0, "\n");
   if (p.dual) {
@@ -386,7 +421,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
                   WgmmaFunction("kiln_sm90_wgmma", cfg.bn, bf16, trans_a, trans_b),
                   TemplateSource("gemm_sm90.cuh"));
   launch.source = std::move(src);
-  launch.grid = {static_cast<uint32_t>(std::min<int64_t>(tiles * cfg.split_k, sm_count)), 1, 1};
+  // Persistent: at most one CTA per SM (whole clusters).
+  const int64_t walkers = cfg.cluster_m > 1 ? std::min<int64_t>(pairs, std::max(sm_count / cfg.cluster_m, 1))
+                                            : std::min<int64_t>(tiles * cfg.split_k, sm_count);
+  launch.grid = {static_cast<uint32_t>(walkers * cfg.cluster_m), 1, 1};
   if (cfg.split_k > 1) {  // the workspace (gemm_sm90.cuh, "Split-K")
     launch.semaphores = static_cast<uint32_t>(tiles * cfg.consumers);
     launch.scratch_bytes = static_cast<uint64_t>(tiles) * cfg.split_k * cfg.bm * cfg.bn * 4;

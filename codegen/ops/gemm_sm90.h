@@ -75,17 +75,26 @@ struct Sm90GemmConfig {
   // bn (a multiple of 8 in [8, 256], of 16 when split) tiles M. Cooperative tiles, C
   // stored from registers; plain matmul[+epilogue] groups with A stored [M, K].
   bool swap_ab = false;
+  // Clusters of `cluster_m` CTAs along M (1 or 2; gemm_sm90.cuh "Clusters"): the two
+  // tiles of a pair share B's tile, each CTA loading half and multicasting it, which
+  // halves B's L2 -> SM traffic. Not with split_k or swap_ab.
+  int cluster_m = 1;
 };
 inline constexpr int64_t kSm90MaxSharedBytes = 227 * 1024;
 // 1024 (alignment) + stages * (bm + bn) * 64 * 2 + 16 * stages + 16 (barriers), plus
-// with `tma_store` (the epilogue's shared-memory C tiles, one per consumer; never with
-// swap_ab) consumers * 64 * wg_m * bn * 2.
+// with `tma_store` (the epilogue's shared-memory C buffers, one per consumer; never
+// with swap_ab) consumers * 64 * wg_m * (bn / Sm90CChunks) * 2.
+// The epilogue's C chunks: the fewest q dividing bn / 64 with which the shared memory
+// fits (a TMA-store epilogue then stores its tile q chunks of bn / q columns through
+// one buffer; 128x256 tiles take 4 stages with q = 2); bn / 64 when none does.
+int Sm90CChunks(const Sm90GemmConfig& config);
 int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& config, bool tma_store = true);
 // InvalidArgument naming the constraint: bm = 64 * wg_m * consumers (ping-pong:
 // 64 * wg_m with 2 consumers), consumers 1..2,
 // wg_m 1..2, bn a multiple of 64 (TMA boxes of 64 columns) in [64, 256] (wgmma n),
 // accumulators wg_m * bn / 2 <= 128 registers, 2..8 stages, shared memory <= 227 KiB,
-// split_k in [1, kGemmMaxSplitK] and 1 with ping-pong; swap_ab: cooperative, bn a
+// split_k in [1, kGemmMaxSplitK] and 1 with ping-pong; cluster_m 1 or 2, 1 with
+// split_k or swap_ab; swap_ab: cooperative, bn a
 // multiple of 8 in [8, 256] (16 when split; B' = A is K-major, one TMA box of bn rows). The K-dependent checks (every
 // split gets a k tile, the scratch size) are GenerateMatMulGroupSm90's.
 absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store = true);
@@ -130,7 +139,8 @@ inline bool PreferSm90SwapAb(int64_t m, int64_t n, int64_t k) {
   return m <= kSm90SwapAbMaxM && n >= kSm90SwapAbMinN && k >= kSm90SwapAbMinK;
 }
 // "128x256 c2x1 s4" (cooperative: consumers x wg_m), "64x256 p2x1 s5" (ping-pong),
-// "64x128 c1x1 s8 k6" (split-K in 6), "64x16 c1x1 s8 k4 swap" (swap-AB).
+// "64x128 c1x1 s8 k6" (split-K in 6), "64x16 c1x1 s8 k4 swap" (swap-AB),
+// "128x256 c2x1 s3 cl2" (clusters of 2 along M). Optional tokens in that order.
 std::string Sm90GemmConfigString(const Sm90GemmConfig& config);
 absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text);
 
@@ -142,7 +152,8 @@ absl::Status Sm90Eligible(const Node& node);
 // narrow B' tile is then a K-major box; an M-major one would need a swizzle narrower
 // than 128 bytes). Else Unimplemented with the reason (the unswapped form runs it).
 absl::Status Sm90SwapAbEligible(const Node& node);
-// One persistent launch (grid min(tiles, sm_count)) with tensor maps for A and B,
+// One persistent launch (grid min(tiles, sm_count); clusters: 2 min(pairs of row
+// tiles, sm_count / 2), B's K-major box half the tile's rows) with tensor maps for A and B,
 // then A2 and B2 (dual), and for C when the epilogue stores through TMA (a 16-bit
 // output with N % 8 == 0). Launch args: C, the prologue's side inputs, the epilogue's.
 // Split-K (config split_k > 1, the heuristic's or forced): grid min(tiles * split_k,

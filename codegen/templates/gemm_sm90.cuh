@@ -45,12 +45,17 @@
 //   GEMM_SPLIT_K         S > 1: split-K (below); default 1. Cooperative tiles only.
 //   GEMM_SWAP_AB         1: swap-AB (below); default 0. Not with GEMM_TMA_STORE,
 //                        GEMM_DUAL or GEMM_PROLOGUE.
+//   GEMM_CLUSTER_M       2: clusters of two CTAs along M sharing B (below); default 1.
+//                        Not with GEMM_SPLIT_K > 1 or GEMM_SWAP_AB.
 //   GEMM_OUT_KIND        0 fp16, 1 bf16, 2 fp32 output; GEMM_OUT_T its storage type
 //   GEMM_TMA_STORE       1: the epilogue writes each consumer's tile into shared
 //                        memory (128B-swizzled [rows][64] boxes) and one thread
 //                        stores it with TMA (asynchronous: the consumer goes on to
 //                        its next mainloop; TMA clips partial tiles); needs a 16-bit
 //                        output with N % 8 == 0 and a third tensor map (C).
+//                        GEMM_C_CHUNKS (default 1, dividing BN / 64): the tile goes
+//                        through a buffer of BN / GEMM_C_CHUNKS columns, chunk after
+//                        chunk (less shared memory, so more stages fit).
 //                        0: predicated 4-byte stores from registers
 //   KILN_EPILOGUE_PARAMS, KILN_EPILOGUE_ARGS and
 //   float kiln_epilogue(float acc, int row, int col, int batch KILN_EPILOGUE_PARAMS)
@@ -65,7 +70,8 @@
 //   B (TRANS_B 1): {K, N, nb} box {64, BN, 1};   B (TRANS_B 0): {N, K, nb} box {64, 64, 1}
 // all with 128-byte swizzle and zero fill out of bounds (partial tiles, K tails).
 // Dynamic shared memory: 1024 (alignment) + STAGES * (BM + BN) * 64 * 2
-// [+ CONSUMERS * 64 * WG_M * BN * 2 with GEMM_TMA_STORE] + 16 * STAGES + 16 (barriers).
+// [+ CONSUMERS * 64 * WG_M * (BN / GEMM_C_CHUNKS) * 2 with GEMM_TMA_STORE] + 16 * STAGES
+// + 16 (barriers).
 //
 // Shared-memory tiles. A K-major operand tile is [rows][64] (128-byte rows, TMA's
 // 128B swizzle): wgmma descriptor with SBO 1024 (8 rows), LBO unused, the k16 step
@@ -93,6 +99,22 @@
 // CTA, so any grid size is deadlock-free. Workspace: tiles * CONSUMERS semaphores,
 // tiles * S * BM * BN * 4 bytes of scratch (codegen/ops/gemm_sm90.cc). Prologues work
 // unchanged (functors see absolute coordinates).
+//
+// Clusters (GEMM_CLUSTER_M = 2, `__cluster_dims__`): the two CTAs of a cluster take
+// the two tiles of one "pair" (rows m0 and m0 + BM, same columns n0); the persistent
+// walk goes over pairs (kiln_sm90_tile with 2 BM rows), cluster after cluster. Both
+// need the same B tile per k step, so each producer loads its own A tile and half of
+// B's boxes (K-major B: the rows [r BN / 2, (r + 1) BN / 2) of the box, the tensor
+// map's box being BN / 2 rows; MN-major B: the 64-column boxes j with j % 2 == r),
+// multicast into the same slot of both CTAs, each CTA's full barrier counting the
+// whole stage's bytes. A slot may be refilled only when the consumers of both CTAs
+// have released it: every consumer warp arrives on the empty barrier of each CTA of
+// the cluster (mapa + a cluster-scope arrive), so an empty barrier counts 2 x its
+// CTA's arrivals. Both CTAs walk the same pairs and k tiles, so their rings stay in
+// step; a pair whose second tile starts past M still loads (zeros: TMA fills out of
+// bounds) and runs its mainloop, and skips the epilogue. A cluster barrier after the
+// barriers' initialisation and one before exit keep every remote arrive and
+// multicast inside both CTAs' lifetimes. L2 -> SM traffic for B halves.
 //
 // Swap-AB (GEMM_SWAP_AB 1, few rows of C): the generator defines the swapped problem
 // C^T[N, M] = B^T A^T: GEMM_M is C's N, GEMM_N is C's M, tensor map "A" is B's (TRANS_A
@@ -126,6 +148,12 @@
 #ifndef GEMM_SWAP_AB
 #define GEMM_SWAP_AB 0
 #endif
+#ifndef GEMM_CLUSTER_M
+#define GEMM_CLUSTER_M 1
+#endif
+#if GEMM_CLUSTER_M > 1 && (GEMM_SPLIT_K > 1 || GEMM_SWAP_AB)
+#error "clustered GEMM with split-K or swap-AB"
+#endif
 #if GEMM_SWAP_AB && (GEMM_TMA_STORE || GEMM_DUAL || GEMM_PROLOGUE)
 #error "swap-AB GEMM with a TMA store, a dual mainloop or a prologue"
 #endif
@@ -140,7 +168,10 @@
 #define GEMM_B_TILE_BYTES (BN * GEMM_BK * 2)
 #define GEMM_STAGE_BYTES (GEMM_A_TILE_BYTES + GEMM_B_TILE_BYTES)
 #define GEMM_GROUP_M 8
-#define GEMM_C_TILE_BYTES (GEMM_TMA_STORE ? 64 * WG_M * BN * 2 : 0)  // per consumer
+#ifndef GEMM_C_CHUNKS
+#define GEMM_C_CHUNKS 1
+#endif
+#define GEMM_C_TILE_BYTES (GEMM_TMA_STORE ? 64 * WG_M * (BN / GEMM_C_CHUNKS) * 2 : 0)  // per consumer
 
 // A CUtensorMap's 128 opaque bytes, passed by value (`const __grid_constant__`).
 struct __align__(64) kiln_tensor_map {
@@ -181,6 +212,48 @@ static __device__ __forceinline__ void kiln_sm90_tma_load(unsigned dst, const ki
       "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
 }
+#if GEMM_CLUSTER_M > 1
+// The same box into the same shared-memory offset of every CTA of the cluster, each
+// CTA's barrier at `bar` counting its bytes.
+static __device__ __forceinline__ void kiln_sm90_tma_load_multicast(unsigned dst, const kiln_tensor_map* map,
+                                                                    unsigned bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, "
+      "{%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar),
+      "h"(static_cast<unsigned short>((1u << GEMM_CLUSTER_M) - 1u))
+      : "memory");
+}
+static __device__ __forceinline__ unsigned kiln_sm90_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+#endif
+// Every thread of every CTA of the cluster (a CTA barrier without clusters).
+static __device__ __forceinline__ void kiln_sm90_cluster_sync() {
+#if GEMM_CLUSTER_M > 1
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#else
+  __syncthreads();
+#endif
+}
+// A consumer warp's release of ring slot `bar` (its empty barrier): in every CTA of
+// the cluster, whose producers multicast into it.
+static __device__ __forceinline__ void kiln_sm90_release(unsigned bar) {
+#if GEMM_CLUSTER_M > 1
+#pragma unroll
+  for (unsigned r = 0; r < GEMM_CLUSTER_M; ++r) {
+    asm volatile(
+        "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+        "r"(r)
+        : "memory");
+  }
+#else
+  kiln_sm90_mbar_arrive(bar);
+#endif
+}
 // Shared memory -> global through a tensor map (bulk group of this thread).
 static __device__ __forceinline__ void kiln_sm90_tma_store(const kiln_tensor_map* map, unsigned src, int c0, int c1,
                                                            int c2) {
@@ -206,16 +279,18 @@ static __device__ __forceinline__ unsigned long long kiln_sm90_desc(unsigned add
 }
 
 // Tile `t` of the persistent walk: batch, then groups of GEMM_GROUP_M row tiles
-// sweeping the column tiles together (the B panels they share stay in L2).
-static __device__ __forceinline__ void kiln_sm90_tile(int t, int& m0, int& n0, int& batch) {
-  constexpr int tiles_m = (GEMM_M + BM - 1) / BM;
+// sweeping the column tiles together (the B panels they share stay in L2). With
+// clusters, t is a pair of row tiles (GEMM_CLUSTER_M BM rows) and `rank` picks the
+// CTA's tile of it.
+static __device__ __forceinline__ void kiln_sm90_tile(int t, int rank, int& m0, int& n0, int& batch) {
+  constexpr int tiles_m = (GEMM_M + BM * GEMM_CLUSTER_M - 1) / (BM * GEMM_CLUSTER_M);
   constexpr int tiles_n = (GEMM_N + BN - 1) / BN;
   batch = t / (tiles_m * tiles_n);
   const int pid = t % (tiles_m * tiles_n);
   const int group = pid / (GEMM_GROUP_M * tiles_n);
   const int first_m = group * GEMM_GROUP_M;
   const int group_size = min(tiles_m - first_m, GEMM_GROUP_M);
-  m0 = (first_m + (pid % group_size)) * BM;
+  m0 = (first_m + (pid % group_size)) * BM * GEMM_CLUSTER_M + rank * BM;
   n0 = ((pid % (GEMM_GROUP_M * tiles_n)) / group_size) * BN;
 }
 
@@ -231,11 +306,12 @@ static __device__ __forceinline__ void kiln_sm90_advance(int& s, unsigned& phase
 }
 
 // The producer's loads of one mainloop of a tile: K tiles [kt_begin, kt_end) of
-// (A, B) into the ring from slot s.
+// (A, B) into the ring from slot s (clusters: CTA `rank`'s share of B, multicast).
 template <int TRANS_A, int TRANS_B>
 static __device__ __forceinline__ void kiln_sm90_produce(const kiln_tensor_map* map_a, const kiln_tensor_map* map_b,
                                                          int kt_begin, int kt_end, int m0, int n0, int ab, int bb,
-                                                         unsigned base, unsigned bars, int& s, unsigned& phase) {
+                                                         int rank, unsigned base, unsigned bars, int& s,
+                                                         unsigned& phase) {
   for (int kt = kt_begin; kt < kt_end; ++kt) {
     kiln_sm90_mbar_wait(kiln_sm90_empty(bars, s), phase ^ 1u);
     const unsigned full = kiln_sm90_full(bars, s);
@@ -248,12 +324,24 @@ static __device__ __forceinline__ void kiln_sm90_produce(const kiln_tensor_map* 
     } else {
       kiln_sm90_tma_load(sa, map_a, full, k0, m0, ab);
     }
+#if GEMM_CLUSTER_M > 1
+    if constexpr (TRANS_B) {  // rows [rank BN / 2, (rank + 1) BN / 2) of the tile
+      constexpr int rows = BN / GEMM_CLUSTER_M;
+      kiln_sm90_tma_load_multicast(sb + rank * rows * 128, map_b, full, k0, n0 + rank * rows, bb);
+    } else {
+#pragma unroll
+      for (int j = 0; j < BN / 64; ++j) {
+        if (j % GEMM_CLUSTER_M == rank) kiln_sm90_tma_load_multicast(sb + j * 8192, map_b, full, n0 + 64 * j, k0, bb);
+      }
+    }
+#else
     if constexpr (TRANS_B) {
       kiln_sm90_tma_load(sb, map_b, full, k0, n0, bb);
     } else {
 #pragma unroll
       for (int j = 0; j < BN / 64; ++j) kiln_sm90_tma_load(sb + j * 8192, map_b, full, n0 + 64 * j, k0, bb);
     }
+#endif
     kiln_sm90_advance(s, phase);
   }
 }
@@ -303,7 +391,7 @@ static __device__ __forceinline__ void kiln_sm90_consume(float (&acc)[WG_M][BN /
     kiln_sm90_wgmma_commit();
     // The previous stage's wgmmas are done once at most this one is pending.
     kiln_sm90_wgmma_wait<1>();
-    if (prev >= 0 && leader) kiln_sm90_mbar_arrive(kiln_sm90_empty(bars, prev));
+    if (prev >= 0 && leader) kiln_sm90_release(kiln_sm90_empty(bars, prev));
     prev = s;
     kiln_sm90_advance(s, phase);
   }
@@ -415,7 +503,7 @@ static __device__ __forceinline__ void kiln_sm90_consume_rs(float (&acc)[WG_M][B
     }
     // The wait before the last step left only this tile's groups pending: the
     // previous stage is free.
-    if (prev >= 0 && lane == 0) kiln_sm90_mbar_arrive(kiln_sm90_empty(bars, prev));
+    if (prev >= 0 && lane == 0) kiln_sm90_release(kiln_sm90_empty(bars, prev));
     prev = s;
     kiln_sm90_advance(s, phase);
   }
@@ -581,6 +669,9 @@ static __device__ __forceinline__ bool kiln_sm90_split_reduce(float (&acc)[WG_M]
 #endif  // GEMM_SPLIT_K > 1
 
 extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
+#if GEMM_CLUSTER_M > 1
+    __cluster_dims__(GEMM_CLUSTER_M, 1, 1)
+#endif
     KILN_KERNEL(GEMM_OUT_T* __restrict__ C KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS,
                 const __grid_constant__ kiln_tensor_map tma_a, const __grid_constant__ kiln_tensor_map tma_b
 #if GEMM_DUAL
@@ -608,15 +699,24 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       kiln_sm90_mbar_init(full(s), 1);
-      kiln_sm90_mbar_init(empty(s), GEMM_PINGPONG ? 4 : CONSUMERS * 4);
+      kiln_sm90_mbar_init(empty(s), (GEMM_PINGPONG ? 4 : CONSUMERS * 4) * GEMM_CLUSTER_M);
     }
     kiln_sm90_mbar_init(turn(0), 4);
     kiln_sm90_mbar_init(turn(1), 4);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  __syncthreads();
+  kiln_sm90_cluster_sync();  // the barriers, before any (remote) arrive or multicast
+#if GEMM_CLUSTER_M > 1
+  const int rank = static_cast<int>(kiln_sm90_cluster_rank());
+#else
+  const int rank = 0;
+#endif
+  // The walk: work units (tiles, or pairs of tiles with clusters) from this CTA's (or
+  // cluster's) index, in strides of the grid's CTAs (clusters).
+  const int walker = blockIdx.x / GEMM_CLUSTER_M, walkers = gridDim.x / GEMM_CLUSTER_M;
 
-  constexpr int tiles = ((GEMM_M + BM - 1) / BM) * ((GEMM_N + BN - 1) / BN) * GEMM_BATCH;
+  constexpr int tiles = ((GEMM_M + BM * GEMM_CLUSTER_M - 1) / (BM * GEMM_CLUSTER_M)) * ((GEMM_N + BN - 1) / BN) *
+                        GEMM_BATCH;  // (pairs with clusters)
   constexpr int k_tiles1 = (GEMM_K + GEMM_BK - 1) / GEMM_BK;
 #if GEMM_DUAL
   constexpr int k_tiles2 = (GEMM_K2 + GEMM_BK - 1) / GEMM_BK;
@@ -644,18 +744,18 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #endif
       int s = 0;
       unsigned phase = 0;
-      for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      for (int u = walker; u < units; u += walkers) {
         const int t = u / GEMM_SPLIT_K, kb = (u % GEMM_SPLIT_K) * split_tiles;
         const int ke = min(kb + split_tiles, k_tiles);
         int m0, n0, batch;
-        kiln_sm90_tile(t, m0, n0, batch);
+        kiln_sm90_tile(t, rank, m0, n0, batch);
         kiln_sm90_produce<GEMM_TRANS_A, GEMM_TRANS_B>(&tma_a, &tma_b, kb, min(ke, k_tiles1), m0, n0,
-                                                      GEMM_A_BATCHED ? batch : 0, GEMM_B_BATCHED ? batch : 0, base,
-                                                      bars, s, phase);
+                                                      GEMM_A_BATCHED ? batch : 0, GEMM_B_BATCHED ? batch : 0, rank,
+                                                      base, bars, s, phase);
 #if GEMM_DUAL
         kiln_sm90_produce<GEMM_TRANS_A2, GEMM_TRANS_B2>(&tma_a2, &tma_b2, max(kb - k_tiles1, 0), ke - k_tiles1, m0,
                                                         n0, GEMM_A2_BATCHED ? batch : 0, GEMM_B2_BATCHED ? batch : 0,
-                                                        base, bars, s, phase);
+                                                        rank, base, bars, s, phase);
 #endif
       }
     }
@@ -676,11 +776,11 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     unsigned phase = GEMM_PINGPONG ? ((c * k_tiles) / STAGES) & 1u : 0u;
     unsigned turn_phase = 0;
     bool first = true;
-    for (int u = blockIdx.x + (GEMM_PINGPONG ? c : 0) * gridDim.x; u < units; u += tile_stride * gridDim.x) {
+    for (int u = walker + (GEMM_PINGPONG ? c : 0) * walkers; u < units; u += tile_stride * walkers) {
       const int t = u / GEMM_SPLIT_K, kb = (u % GEMM_SPLIT_K) * split_tiles;
       const int ke = min(kb + split_tiles, k_tiles);
       int m0, n0, batch;
-      kiln_sm90_tile(t, m0, n0, batch);
+      kiln_sm90_tile(t, rank, m0, n0, batch);
       if (GEMM_PINGPONG && !(c == 0 && first)) {  // the other consumer's previous mainloop is done
         kiln_sm90_mbar_wait(turn(c), turn_phase);
         turn_phase ^= 1u;
@@ -708,7 +808,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #endif
       if (GEMM_PINGPONG && lane == 0) kiln_sm90_mbar_arrive(turn(1 - c));  // its turn
       kiln_sm90_wgmma_wait<0>();
-      if (prev >= 0 && lane == 0) kiln_sm90_mbar_arrive(empty(prev));
+      if (prev >= 0 && lane == 0) kiln_sm90_release(empty(prev));
       if (GEMM_PINGPONG) {  // skip the other consumers' next tiles
         const int ahead = s + (CONSUMERS - 1) * k_tiles;
         phase ^= (ahead / STAGES) & 1u;
@@ -720,6 +820,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         continue;  // another split of this tile finishes it
       }
 #endif
+      if (m0 + row0 >= GEMM_M) continue;  // rows past M only (a cluster pair's second tile)
 
       // Epilogue: accumulator j of m64 block i is row 16 warp + lane/4 (+8 for
       // j % 4 >= 2), column 8 (j / 4) + 2 (lane % 4) + (j % 2).
@@ -733,39 +834,52 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
       } else {
         kiln_sm90_epilogue_regs<true>(acc, m0 + row0, n0, batch, lane, warp KILN_EPILOGUE_ARGS);
       }
-      // This consumer's C tile: BN / 64 boxes of [64 WG_M rows][64 cols], 128B
-      // swizzled (16-byte unit u of row r at u ^ (r % 8): a warp's 8 rows x 16 bytes
-      // land in distinct banks). First wait until the previous tile's TMA store
-      // has read it.
+      // This consumer's C tile, in GEMM_C_CHUNKS chunks of BN / GEMM_C_CHUNKS columns
+      // through one shared-memory buffer of (BN / GEMM_C_CHUNKS) / 64 boxes of
+      // [64 WG_M rows][64 cols], 128B swizzled (16-byte unit u of row r at u ^ (r % 8):
+      // a warp's 8 rows x 16 bytes land in distinct banks). Before each chunk, wait
+      // until the previous TMA store (the previous chunk's, or the previous tile's)
+      // has read the buffer.
+      // One loop with constant bounds over the tile's n8 columns (j), chunk boundaries
+      // where j crosses them: a loop over chunks with j's range depending on it is not
+      // unrolled, which puts the accumulators in local memory (and breaks wgmma's
+      // asynchronous writes to them).
+      constexpr int chunk_cols = BN / GEMM_C_CHUNKS, chunk_j = chunk_cols / 8;
       const unsigned ct = c_tiles + c * GEMM_C_TILE_BYTES;
       const bool issuer = threadIdx.x % 128 == 0;
-      if (issuer) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
 #pragma unroll
-      for (int i = 0; i < WG_M; ++i) {
-        const int rt = i * 64 + warp * 16 + lane / 4;  // row in this consumer's tile
+      for (int j = 0; j < BN / 8; ++j) {
+        const int q = j / chunk_j;  // the chunk
+        if (j % chunk_j == 0) {
+          if (issuer) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+          asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+        }
+        const int ct_col = 8 * j + 2 * (lane % 4) - q * chunk_cols;  // column in the chunk
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int ct_col = 8 * j + 2 * (lane % 4);  // column in the tile
+        for (int i = 0; i < WG_M; ++i) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const int r = rt + 8 * h;
-            const unsigned packed = kiln_mma_pack<GEMM_OUT_KIND == 1>(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
+            const int r = i * 64 + warp * 16 + lane / 4 + 8 * h;  // row in this consumer's tile
+            const unsigned packed =
+                kiln_mma_pack<GEMM_OUT_KIND == 1>(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
             const unsigned addr = ct + (ct_col / 64) * (64 * WG_M * 128) + r * 128 +
                                   ((((ct_col % 64) / 8) ^ (r % 8)) << 4) + (ct_col % 8) * 2;
             asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(packed) : "memory");
           }
         }
-      }
-      // Ordinary stores -> the async proxy (TMA) reads them next.
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
-      if (issuer) {
+        if (j % chunk_j == chunk_j - 1) {
+          // Ordinary stores -> the async proxy (TMA) reads them next.
+          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+          asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+          if (issuer) {
 #pragma unroll
-        for (int b = 0; b < BN / 64; ++b) {
-          kiln_sm90_tma_store(&tma_c, ct + b * (64 * WG_M * 128), n0 + 64 * b, m0 + row0, batch);
+            for (int b = 0; b < chunk_cols / 64; ++b) {
+              kiln_sm90_tma_store(&tma_c, ct + b * (64 * WG_M * 128), n0 + q * chunk_cols + 64 * b, m0 + row0,
+                                  batch);
+            }
+            asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+          }
         }
-        asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
       }
 #elif GEMM_SWAP_AB
       // Swapped: this tile is of C^T (rows: C's columns, columns: C's rows). The
@@ -829,6 +943,10 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     if (threadIdx.x % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 #endif
   }
+#if GEMM_CLUSTER_M > 1
+  __syncwarp();
+  kiln_sm90_cluster_sync();  // the other CTA's last arrives on this one's barriers are done
+#endif
 }
 
 // The next kernel of the module defines its own configuration.
@@ -840,6 +958,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #undef GEMM_STAGE_BYTES
 #undef GEMM_GROUP_M
 #undef GEMM_C_TILE_BYTES
+#undef GEMM_C_CHUNKS
 #undef GEMM_TMA_STORE
 #undef GEMM_BF16
 #undef GEMM_M
@@ -868,6 +987,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #undef GEMM_PROLOGUE
 #undef GEMM_SPLIT_K
 #undef GEMM_SWAP_AB
+#undef GEMM_CLUSTER_M
 #undef GEMM_PROLOGUE_A
 #undef KILN_PROLOGUE_PARAMS
 #undef KILN_EPILOGUE_PARAMS
