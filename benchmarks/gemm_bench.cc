@@ -1091,7 +1091,7 @@ constexpr char kUsage[] =
     "             which ran (sm90_... or the sm80 tile); --sm90-config \"64x256 p2x1 s5\" forces a tile config\n"
     "  --b-layout the layout of every B operand (kiln and the peers alike): kn = row-major [K, N] (default,\n"
     "             the layout kiln stores constant weights in), nk = [N, K] (MatMul trans_b; nn.Linear's)\n"
-    "             (\"64x128 c1x1 s8 k4\": split-K in 4)\n"
+    "             (\"64x128 c1x1 s8 k4\": split-K in 4; \"128x256 c2x1 s4 cl2\": clusters of 2 sharing B)\n"
     "exit status: 0, or 2 when some kiln result failed validation\n";
 
 int ParseAndRun(int argc, char** argv) {
