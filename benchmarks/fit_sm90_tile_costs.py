@@ -18,7 +18,7 @@ import csv
 import math
 import sys
 
-CONFIGS = ["128x256 c2x1 s4", "128x192 c2x1 s4", "128x128 c2x1 s5", "64x256 c1x1 s4",
+CONFIGS = ["128x256 c2x1 s4", "128x192 c2x1 s4", "128x128 c2x1 s5", "64x256 c1x1 s5",
            "64x192 c1x1 s6", "64x128 c1x1 s8", "64x64 c1x1 s8"]
 SETS = ("squares", "transformer", "random")
 SMS = 132

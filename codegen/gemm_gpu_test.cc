@@ -507,6 +507,7 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
                                              // 128, 96 and 32 rows, MN-major in 2, 3 (uneven) and
                                              // 1 boxes; ping-pong.
                                              ops::Sm90GemmConfig{128, 256, 2, 1, 4},  // C in 2 chunks
+                                             ops::Sm90GemmConfig{64, 256, 1, 1, 5},   // one consumer, 2 chunks
                                              Sm90Cluster({128, 256, 2, 1, 4}), Sm90Cluster({128, 192, 2, 1, 4}),
                                              Sm90Cluster({64, 64, 1, 1, 8}),
                                              Sm90Cluster({128, 128, 2, 2, 4, true})}) {
@@ -799,7 +800,7 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
                                {1024, 1024, 1024, "64x128 c1x1 s8"},
                                {2048, 768, 3072, "128x128 c2x1 s4"},
                                {2048, 768, 768, "128x128 c2x1 s4"},
-                               {8192, 4096, 1024, "128x256 c2x1 s3"}}) {
+                               {8192, 4096, 1024, "128x256 c2x1 s4"}}) {
     const ops::Sm90GemmConfig c = ops::PickSm90GemmConfig(m, n, k, 1, 132, /*register_a=*/true);
     EXPECT_EQ(ops::Sm90GemmConfigString(c), want) << m << "x" << n << "x" << k;
     EXPECT_TRUE(ops::VerifySm90GemmConfig(c).ok());

@@ -166,14 +166,14 @@ double Sm90TileCost::PredictUs(int64_t m, int64_t n, int64_t k, int64_t batch, i
 absl::Span<const Sm90TileCost> Sm90TileCosts() {
   // H100 80GB HBM3, 132 SMs, kiln_gemm_bench --family sm90 --idioms gemm --reps 10
   // --sm90-config C over --set squares,transformer,random (benchmarks/results/
-  // gemm_sm90_tile_sweep_h100_2026-11-22g.csv; 128x256 s4, whose epilogue stores C in
-  // two chunks, from gemm_sm90_tile_sweep_h100_2026-11-22i.csv, where it ran 1.5-3.7%
-  // faster than s3). Configs that no shape wanted by a clear margin are left out:
+  // gemm_sm90_tile_sweep_h100_2026-11-22g.csv; 128x256 s4 and 64x256 s5, whose
+  // epilogues store C in two chunks, from the (i) and (j) sweeps, where they ran
+  // 1.5-3.7% and 2.2-3.6% faster than s3 and s4). Configs that no shape wanted by a clear margin are left out:
   // 128x128 and 64x256 ping-pong, 256x128, 128x64, the same tiles with fewer stages,
   // and clusters (cl2 ran 0.97-0.985x of the same tile unclustered; RESULTS.md (i)).
   static const Sm90TileCost kCosts[] = {
       {{128, 256, 2, 1, 4}, 5.160, 1.918, 0.009749}, {{128, 192, 2, 1, 4}, 5.460, 1.253, 0.00769},
-      {{128, 128, 2, 1, 5}, 5.701, 0.6411, 0.005379}, {{64, 256, 1, 1, 4}, 5.498, 0.6467, 0.005989},
+      {{128, 128, 2, 1, 5}, 5.701, 0.6411, 0.005379}, {{64, 256, 1, 1, 5}, 5.422, 0.9725, 0.005775},
       {{64, 192, 1, 1, 6}, 5.491, 0.4572, 0.004808},  {{64, 128, 1, 1, 8}, 5.282, 0.2297, 0.003494},
       {{64, 64, 1, 1, 8}, 5.526, 0.1741, 0.002515},
   };
@@ -233,10 +233,11 @@ Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch
     // wgmma keeps up with the tensor cores when two consumer warpgroups share a tile
     // (one's prologue overlaps the other's wgmmas) and never in ping-pong (one
     // consumer's mainloop at a time). H100 measurements (RESULTS.md, relu_gemm):
-    // 64x128 tiles while they fit in one wave, the 128x256 rule below, else 128x128
+    // 64x128 tiles while they fit in one wave, the 128x256 rule below (4 stages,
+    // C in two chunks: 1.06-1.10x of 3 stages, RESULTS.md (j)), else 128x128
     // cooperative.
     if (tiles(64, 128) <= sm_count) return Sm90GemmConfig{64, 128, 1, 1, 8};
-    if (n > 128 && 2 * waves(tiles(128, 256)) <= waves(tiles(128, 128))) return Sm90GemmConfig{128, 256, 2, 1, 3};
+    if (n > 128 && 2 * waves(tiles(128, 256)) <= waves(tiles(128, 128))) return Sm90GemmConfig{128, 256, 2, 1, 4};
     return Sm90GemmConfig{128, 128, 2, 1, 4};
   }
   // Few tiles with a long K (64x128 tiles would split): 64x64 tiles, split over K by
