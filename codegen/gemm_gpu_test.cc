@@ -798,8 +798,8 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
   // A through registers: cooperative tiles only (64x128 while one wave holds them).
   for (auto [m, n, k, want] : {std::tuple<int64_t, int64_t, int64_t, const char*>{128, 768, 3072, "64x128 c1x1 s8 k3"},
                                {1024, 1024, 1024, "64x128 c1x1 s8"},
-                               {2048, 768, 3072, "128x128 c2x1 s4"},
-                               {2048, 768, 768, "128x128 c2x1 s4"},
+                               {2048, 768, 3072, "128x128 c2x1 s5"},
+                               {2048, 768, 768, "128x128 c2x1 s5"},
                                {8192, 4096, 1024, "128x256 c2x1 s4"}}) {
     const ops::Sm90GemmConfig c = ops::PickSm90GemmConfig(m, n, k, 1, 132, /*register_a=*/true);
     EXPECT_EQ(ops::Sm90GemmConfigString(c), want) << m << "x" << n << "x" << k;

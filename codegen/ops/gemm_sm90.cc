@@ -235,10 +235,10 @@ Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch
     // consumer's mainloop at a time). H100 measurements (RESULTS.md, relu_gemm):
     // 64x128 tiles while they fit in one wave, the 128x256 rule below (4 stages,
     // C in two chunks: 1.06-1.10x of 3 stages, RESULTS.md (j)), else 128x128
-    // cooperative.
+    // cooperative with 5 stages (1.01-1.03x of 4 where this rule takes it, (k)).
     if (tiles(64, 128) <= sm_count) return Sm90GemmConfig{64, 128, 1, 1, 8};
     if (n > 128 && 2 * waves(tiles(128, 256)) <= waves(tiles(128, 128))) return Sm90GemmConfig{128, 256, 2, 1, 4};
-    return Sm90GemmConfig{128, 128, 2, 1, 4};
+    return Sm90GemmConfig{128, 128, 2, 1, 5};
   }
   // Few tiles with a long K (64x128 tiles would split): 64x64 tiles, split over K by
   // PickSm90SplitK. On the H100 they beat the 64x128 splits on all 14 such shapes of
