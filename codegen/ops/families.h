@@ -109,6 +109,13 @@ int GemmRegisterEstimate(const GemmConfig& config, const GemmVariant& variant = 
 // is known) every split with at least one k tile: (S-1) * ceil(k_tiles / S) < k_tiles.
 absl::Status VerifyGemmConfig(const GemmConfig& config, const GemmVariant& variant = {});
 inline constexpr int kGemmMaxSplitK = 32;
+// The fewest splits of `k_tiles` k tiles with the length `split` splits give each,
+// ceil(k_tiles / split) (e.g. 52 k tiles in 4 splits of 13: 4; 9 in 4 splits of 3: 3):
+// what the split-K heuristics of both GEMM families launch.
+inline int64_t FewestSplits(int64_t k_tiles, int64_t split) {
+  const int64_t per = (k_tiles + split - 1) / split;
+  return (k_tiles + per - 1) / per;
+}
 // Split-K heuristic: the split count for `tile` (whose split_k it ignores) on an
 // M x N x K GEMM of `batch` entries, on `sm_count` SMs (0: 132, an H100 SXM). When the
 // output tiles (x batch) fill at most half the SMs, S = the most splits that keep

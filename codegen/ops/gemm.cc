@@ -125,8 +125,7 @@ int PickGemmSplitK(const GemmConfig& tile, int64_t m, int64_t n, int64_t k, int6
   if (2 * tiles > sm_count) return 1;
   int64_t split = std::min<int64_t>({sm_count / tiles, k_tiles / std::max(min_k_tiles, 1), kGemmMaxSplitK});
   if (split < 2) return 1;
-  const int64_t per = (k_tiles + split - 1) / split;
-  split = (k_tiles + per - 1) / per;  // the fewest splits with `per` k tiles each
+  split = FewestSplits(k_tiles, split);
   return split < 2 ? 1 : static_cast<int>(split);
 }
 

@@ -192,8 +192,7 @@ int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, 
   int64_t split =
       std::min<int64_t>({sm_count / (2 * tiles), k_tiles / std::max(min_k_tiles, 1), kGemmMaxSplitK});
   if (split < 2) return 1;
-  const int64_t per = (k_tiles + split - 1) / split;
-  split = (k_tiles + per - 1) / per;  // the fewest splits with `per` k tiles each
+  split = FewestSplits(k_tiles, split);
   return split < 2 ? 1 : static_cast<int>(split);
 }
 
@@ -208,10 +207,7 @@ Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t bat
   const int64_t k_tiles = (k + 63) / 64;
   int64_t split = std::min<int64_t>({sm_count / std::max<int64_t>(tiles, 1), k_tiles / kSm90SwapAbMinSplitKTiles,
                                      kGemmMaxSplitK});
-  if (split >= 2) {
-    const int64_t per = (k_tiles + split - 1) / split;
-    split = (k_tiles + per - 1) / per;  // the fewest splits with `per` k tiles each
-  }
+  if (split >= 2) split = FewestSplits(k_tiles, split);
   c.split_k = split >= 2 ? static_cast<int>(split) : 1;
   return c;
 }
@@ -325,9 +321,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   if (absl::Status valid = VerifySm90GemmConfig(cfg, tma_store); !valid.ok()) return valid;
   const int64_t tiles = ((km + cfg.bm - 1) / cfg.bm) * ((kn + cfg.bn - 1) / cfg.bn) * p.batch;
   if (tiles * cfg.split_k >= (int64_t{1} << 31)) return NoKernel(node, "too many tiles");
-  // Clusters walk pairs of row tiles (the second may lie past M).
-  const int64_t pairs = ((km + cfg.bm * cfg.cluster_m - 1) / (cfg.bm * cfg.cluster_m)) *
-                        ((kn + cfg.bn - 1) / cfg.bn) * p.batch;
+  // The walk's units: tiles, or with clusters pairs of row tiles (the second may lie
+  // past M), times the splits (never both).
+  const int64_t units = ((km + cfg.bm * cfg.cluster_m - 1) / (cfg.bm * cfg.cluster_m)) *
+                        ((kn + cfg.bn - 1) / cfg.bn) * p.batch * cfg.split_k;
   if (cfg.split_k > 1) {
     const int64_t k_tiles = (p.k + 63) / 64 + (p.dual ? (p.k2 + 63) / 64 : 0);
     const int64_t per = (k_tiles + cfg.split_k - 1) / cfg.split_k;
@@ -422,9 +419,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
                   WgmmaFunction("kiln_sm90_wgmma", cfg.bn, bf16, trans_a, trans_b),
                   TemplateSource("gemm_sm90.cuh"));
   launch.source = std::move(src);
-  // Persistent: at most one CTA per SM (whole clusters).
-  const int64_t walkers = cfg.cluster_m > 1 ? std::min<int64_t>(pairs, std::max(sm_count / cfg.cluster_m, 1))
-                                            : std::min<int64_t>(tiles * cfg.split_k, sm_count);
+  // Persistent: at most one CTA per SM, in whole clusters.
+  const int64_t walkers = std::min<int64_t>(units, std::max(sm_count / cfg.cluster_m, 1));
   launch.grid = {static_cast<uint32_t>(walkers * cfg.cluster_m), 1, 1};
   if (cfg.split_k > 1) {  // the workspace (gemm_sm90.cuh, "Split-K")
     launch.semaphores = static_cast<uint32_t>(tiles * cfg.consumers);
