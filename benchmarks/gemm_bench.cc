@@ -337,7 +337,8 @@ std::string DescribeLaunch(const codegen::KernelLaunch& l) {
   const std::string bm = Define(l.source, "BM");
   if (l.family == "gemm_sm90") {
     // _dual: two mainloops; _rsA: A through registers (a prologue); _kS: S splits of
-    // K; _swap: C^T = B^T A^T (small M); _cl2: clusters of two CTAs sharing B.
+    // K; _swap: C^T = B^T A^T (small M); _cl2: clusters of two CTAs sharing B; _skT:
+    // stream-K over the last T tiles.
     const std::string split = Define(l.source, "GEMM_SPLIT_K");
     return absl::StrCat("sm90_", bm, "x", Define(l.source, "BN"), Define(l.source, "GEMM_PINGPONG") == "1" ? "_p" : "_c",
                         Define(l.source, "CONSUMERS"), "x", Define(l.source, "WG_M"), "_s", Define(l.source, "STAGES"),
@@ -345,7 +346,9 @@ std::string DescribeLaunch(const codegen::KernelLaunch& l) {
                         Define(l.source, "GEMM_PROLOGUE") == "1" ? "_rsA" : "",
                         split != "1" && !split.empty() ? absl::StrCat("_k", split) : "",
                         Define(l.source, "GEMM_SWAP_AB") == "1" ? "_swap" : "",
-                        Define(l.source, "GEMM_CLUSTER_M") == "2" ? "_cl2" : "");
+                        Define(l.source, "GEMM_CLUSTER_M") == "2" ? "_cl2" : "",
+                        Define(l.source, "GEMM_STREAM_K") == "1" ? absl::StrCat("_sk", Define(l.source, "GEMM_SK_TILES"))
+                                                                 : "");
   }
   if (!bm.empty()) {
     const std::string split = Define(l.source, "GEMM_SPLIT_K");  // the generator's, or the template's default 1
@@ -1091,7 +1094,8 @@ constexpr char kUsage[] =
     "             which ran (sm90_... or the sm80 tile); --sm90-config \"64x256 p2x1 s5\" forces a tile config\n"
     "  --b-layout the layout of every B operand (kiln and the peers alike): kn = row-major [K, N] (default,\n"
     "             the layout kiln stores constant weights in), nk = [N, K] (MatMul trans_b; nn.Linear's)\n"
-    "             (\"64x128 c1x1 s8 k4\": split-K in 4; \"128x256 c2x1 s4 cl2\": clusters of 2 sharing B)\n"
+    "             (\"64x128 c1x1 s8 k4\": split-K in 4; \"128x256 c2x1 s4 cl2\": clusters of 2 sharing B;\n"
+    "             \"128x256 c2x1 s4 sk\": stream-K)\n"
     "exit status: 0, or 2 when some kiln result failed validation\n";
 
 int ParseAndRun(int argc, char** argv) {

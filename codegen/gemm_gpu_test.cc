@@ -335,6 +335,11 @@ ops::Sm90GemmConfig Sm90Cluster(ops::Sm90GemmConfig c) {
   c.cluster_m = 2;
   return c;
 }
+// `c` with stream-K.
+ops::Sm90GemmConfig WithStreamK(ops::Sm90GemmConfig c) {
+  c.stream_k = true;
+  return c;
+}
 
 std::vector<GemmCase> Sm90Cases() {
   std::vector<GemmCase> cases = Cases();
@@ -442,21 +447,23 @@ enum class Select { kAll, kFormsLight, kFormsHeavy };
 // (only the cases it takes, Sm90Eligible; the others are counted in *routed).
 enum class Family { kSm80, kSm90 };
 
+// KILN_GEMM_CASES="a|b": only the cases whose names contain one of the substrings
+// (e.g. a compute-sanitizer run over a few forms); every case without it.
+bool Wanted(const std::string& name) {
+  const char* only = std::getenv("KILN_GEMM_CASES");
+  if (only == nullptr) return true;
+  for (absl::string_view w : absl::StrSplit(only, '|')) {
+    if (name.find(std::string(w)) != std::string::npos) return true;
+  }
+  return false;
+}
+
 void Generate(Generated& out, Select select, Family family = Family::kSm80, int* routed = nullptr) {
   uint32_t seed = 1;
   std::set<std::string> seen;
-  // KILN_GEMM_CASES="a|b": only the cases whose names contain one of the substrings
-  // (e.g. a compute-sanitizer run over a few forms).
-  const char* only = std::getenv("KILN_GEMM_CASES");
-  const std::vector<std::string> wanted =
-      only == nullptr ? std::vector<std::string>{} : std::vector<std::string>(absl::StrSplit(only, '|'));
   for (const GemmCase& c : family == Family::kSm90 ? Sm90Cases() : Cases()) {
     seed += 10;
-    if (!wanted.empty() && std::none_of(wanted.begin(), wanted.end(), [&](const std::string& w) {
-          return c.Name().find(w) != std::string::npos;
-        })) {
-      continue;
-    }
+    if (!Wanted(c.Name())) continue;
     if (family == Family::kSm80 && select != Select::kAll && (c.m == 1536) != (select == Select::kFormsHeavy)) {
       continue;
     }
@@ -510,12 +517,18 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
                                              ops::Sm90GemmConfig{64, 256, 1, 1, 5},   // one consumer, 2 chunks
                                              Sm90Cluster({128, 256, 2, 1, 4}), Sm90Cluster({128, 192, 2, 1, 4}),
                                              Sm90Cluster({64, 64, 1, 1, 8}),
-                                             Sm90Cluster({128, 128, 2, 2, 4, true})}) {
+                                             Sm90Cluster({128, 128, 2, 2, 4, true}),
+                                             // Stream-K over 3 CTAs (Sm90SplitCases has more).
+                                             WithStreamK({128, 128, 2, 1, 4})}) {
         if (select != Select::kAll && select != Select::kFormsHeavy) break;
         // A grid of 3 blocks: each walks many tiles (ring wrap-around, ping-pong turns).
         absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroupSm90(*b->node, &cfg, 3);
         ASSERT_TRUE(x.ok()) << c.Name() << ": " << x.status();
-        if ((*x)[0].source != all[0].source) all.push_back((*x)[0]);
+        // Each distinct kernel once (a stream-K config whose tiles fill whole waves is
+        // the plain kernel).
+        if (std::none_of(all.begin(), all.end(), [&](const KernelLaunch& k) { return k.source == (*x)[0].source; })) {
+          all.push_back((*x)[0]);
+        }
       }
       if (select == Select::kAll && c.m <= ops::kSm90SwapAbMaxM && ops::Sm90SwapAbEligible(*b->node).ok()) {
         // Swapped tiles: n8 (unsplit), two consumers split in 2, two m64 blocks split in 3.
@@ -1194,6 +1207,37 @@ std::vector<SplitCase> Sm90SplitCases() {
     dual.tb2 = true;
     add(dual, Sm90Split(128, 128, 2, 1, 4, 5), 3);
   }
+  // Stream-K (Sm90StreamK's partition on `sm_count` SMs): every tile stream-K with
+  // ranges shorter and longer than a tile (a CTA with a tail, a head and whole tiles
+  // between), data-parallel waves before the stream-K tiles, one k tile per CTA (16
+  // partials into one tile), both consumer counts and 128 accumulators a thread, the
+  // register-store epilogue, A-prologues, batched, and a dual range that straddles
+  // the two K sequences.
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    auto add = [&](GemmCase c, ops::Sm90GemmConfig config, int sm_count) {
+      c.dtype = dt;
+      config.stream_k = true;
+      out.push_back({c, std::nullopt, true, config, sm_count});
+    };
+    add({dt, {}, 200, 264, 2048}, {128, 128, 2, 1, 4}, 5);                    // 6 tiles, 38.4 k tiles a CTA
+    add({dt, {}, 200, 264, 2048, false, true, true}, {128, 256, 2, 1, 4}, 5);  // 4 tiles, grid 5
+    add({dt, {}, 256, 512, 256, false, false, true, Epi::kBiasRelu}, {64, 128, 1, 1, 8}, 3);  // DP 12, SK 4
+    add({dt, {}, 512, 1024, 512, false, true, false, Epi::kResidual}, {128, 256, 2, 1, 4}, 3);
+    add({dt, {}, 37, 136, 1000}, {64, 128, 1, 1, 8}, 132);  // 2 tiles, grid 32: one k tile a CTA
+    add({dt, {}, 37, 130, 1000, false, false, true, Epi::kBiasGelu}, {64, 128, 1, 1, 8}, 3);
+    add({dt, {3}, 65, 136, 584, true}, {64, 128, 1, 1, 8}, 5);  // 12 tiles: DP 5, SK 7
+    GemmCase relu{dt, {}, 37, 136, 1000};
+    relu.pro = Pro::kReluA;
+    add(relu, {64, 128, 1, 1, 8}, 5);
+    GemmCase scale{dt, {}, 200, 264, 1000, false, true, false, Epi::kBiasGelu};
+    scale.pro = Pro::kScaleBiasA;
+    add(scale, {128, 128, 2, 1, 4}, 4);
+    GemmCase dual{dt, {}, 72, 136, 1000, false, true, false, Epi::kBiasGelu};  // 16 + 4 k tiles
+    dual.dual = true;
+    dual.k2 = 200;
+    dual.tb2 = true;
+    add(dual, {128, 128, 2, 1, 4}, 3);
+  }
   // Swap-AB (the heuristic's 64x4096x4096 case above swaps too): each B layout, 16,
   // 32 and 48 columns of C^T (3 n16 pairs: a short group in the reduction), two
   // consumers, two m64 blocks, batched on a grid of 3. After the others, which keep
@@ -1216,6 +1260,7 @@ void GenerateSplit(SplitGenerated& out, bool sm90 = false) {
   uint32_t seed = 7;
   for (const SplitCase& sc : sm90 ? Sm90SplitCases() : SplitCases()) {
     seed += 10;
+    if (!Wanted(sc.c.Name())) continue;
     absl::StatusOr<Built> b = Build(sc.c, seed);
     ASSERT_TRUE(b.ok()) << sc.c.Name() << ": " << b.status();
     absl::StatusOr<std::vector<KernelLaunch>> l;
@@ -1230,7 +1275,9 @@ void GenerateSplit(SplitGenerated& out, bool sm90 = false) {
     ASSERT_EQ(l->size(), 1u);
     const KernelLaunch& launch = (*l)[0];
     if (sc.sm90) {
-      ASSERT_NE(launch.source.find("#define GEMM_SPLIT_K "), std::string::npos) << sc.c.Name() << ": not split";
+      ASSERT_TRUE(launch.source.find("#define GEMM_SPLIT_K ") != std::string::npos ||
+                  launch.source.find("#define GEMM_STREAM_K 1") != std::string::npos)
+          << sc.c.Name() << ": not split";
     } else {
       ASSERT_GT(launch.grid[1], 1u) << sc.c.Name() << ": not split";
     }
@@ -1428,9 +1475,10 @@ TEST(GemmCodegenTest, SplitKCompilesWithoutSpills) {
   std::printf("compiled %zu split-K GEMM kernels for sm_80 and sm_90a\n", kernels.size());
 }
 
-// The sm90 split forms compile for sm_90a without spills or a stack, with setmaxnreg
-// honoured and the wgmmas not serialized; the reduction is there (the semaphore
-// atomic, L2-only partial loads, the warpgroup's barrier reduction).
+// The sm90 split and stream-K forms compile for sm_90a without spills or a stack,
+// with setmaxnreg honoured and the wgmmas not serialized; the reductions are there
+// (the semaphore atomic, L2-only partial loads, the warpgroup's barrier reduction,
+// stream-K's acquiring wait).
 TEST(GemmCodegenTest, Sm90SplitKCompilesWithoutSpills) {
   SplitGenerated gen;
   ASSERT_NO_FATAL_FAILURE(GenerateSplit(gen, /*sm90=*/true));
@@ -1454,7 +1502,8 @@ TEST(GemmCodegenTest, Sm90SplitKCompilesWithoutSpills) {
   EXPECT_NE(inspected->ptx.find("atom.global.add.u32"), std::string::npos);
   EXPECT_NE(inspected->ptx.find("ld.global.cg.v4.f32"), std::string::npos);
   EXPECT_NE(inspected->ptx.find("bar.red.or.pred"), std::string::npos);
-  std::printf("compiled %zu sm90 split-K GEMM kernels for sm_90a\n", kernels.size());
+  EXPECT_NE(inspected->ptx.find("ld.acquire.gpu.global.u32"), std::string::npos);  // stream-K's wait
+  std::printf("compiled %zu sm90 split-K and stream-K GEMM kernels for sm_90a\n", kernels.size());
 }
 
 // Config strings, the verifier, the split heuristic and the launches' workspace.
@@ -1528,6 +1577,62 @@ TEST(GemmCodegenTest, Sm90SplitKConfigsHeuristicAndLaunches) {
   EXPECT_EQ((*h)[0].grid[0], 12u * m16.split_k);
   EXPECT_EQ((*h)[0].semaphores, 12u);
   EXPECT_NE((*h)[0].source.find("#define GEMM_SWAP_AB 0"), std::string::npos);
+}
+
+// Stream-K: config strings, the verifier, the partition (Sm90StreamK) and the launches'
+// grid, defines and workspace.
+TEST(GemmCodegenTest, Sm90StreamKConfigsPartitionAndLaunches) {
+  absl::StatusOr<ops::Sm90GemmConfig> c = ops::ParseSm90GemmConfig("128x256 c2x1 s4 sk");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->stream_k);
+  EXPECT_EQ(ops::Sm90GemmConfigString(*c), "128x256 c2x1 s4 sk");
+  EXPECT_FALSE(ops::ParseSm90GemmConfig("128x256 c2x1 s4").value().stream_k);
+  for (const char* bad : {"64x256 p2x1 s5 sk", "64x128 c1x1 s8 k2 sk", "128x256 c2x1 s4 cl2 sk", "64x16 c1x1 s8 swap sk",
+                          "128x256 c2x1 s4 sk cl2", "128x256 c2x1 s4 skx"}) {
+    EXPECT_FALSE(ops::ParseSm90GemmConfig(bad).ok()) << bad;
+  }
+  EXPECT_NE(ops::ParseSm90GemmConfig("64x256 p2x1 s5 sk").status().message().find("stream-K"), std::string::npos);
+  // The partition: the tiles past whole waves plus one wave; all of them under two
+  // waves; none in whole waves; the grid at most the SMs and the iterations.
+  auto split = [](int64_t tiles, int64_t k_tiles, int sms) {
+    const ops::Sm90StreamKSplit s = ops::Sm90StreamK(tiles, k_tiles, sms);
+    return std::array<int64_t, 2>{s.sk_tiles, s.grid};
+  };
+  EXPECT_EQ(split(512, 64, 132), (std::array<int64_t, 2>{132 + 116, 132}));  // 4096^3 at 128x256
+  EXPECT_EQ(split(264, 64, 132), (std::array<int64_t, 2>{0, 132}));
+  EXPECT_EQ(split(132, 64, 132), (std::array<int64_t, 2>{0, 132}));
+  EXPECT_EQ(split(144, 50, 132), (std::array<int64_t, 2>{144, 132}));
+  EXPECT_EQ(split(40, 44, 132), (std::array<int64_t, 2>{40, 132}));
+  EXPECT_EQ(split(2, 16, 132), (std::array<int64_t, 2>{2, 32}));
+  EXPECT_EQ(split(1, 1, 132), (std::array<int64_t, 2>{1, 1}));
+
+  // Launches: 12 tiles of 64x128 (65 x 136 x 3 batches) on 5 SMs: 5 data-parallel, 7
+  // stream-K tiles, grid 5, a semaphore per stream-K tile, a partial per CTA.
+  absl::StatusOr<Built> b = Build(GemmCase{DType::kFloat16, {3}, 65, 136, 584, true}, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const ops::Sm90GemmConfig sk = WithStreamK({64, 128, 1, 1, 8});
+  absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateMatMulGroupSm90(*b->node, &sk, 5);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ((*l)[0].grid, (std::array<uint32_t, 3>{5, 1, 1}));
+  EXPECT_EQ((*l)[0].semaphores, 7u);
+  EXPECT_EQ((*l)[0].scratch_bytes, 5u * 64 * 128 * 4);
+  EXPECT_NE((*l)[0].source.find("#define GEMM_STREAM_K 1\n#define GEMM_SK_TILES 7\n#define GEMM_GRID 5\n"),
+            std::string::npos);
+  // Whole waves (12 tiles on 4 or 6 SMs): the plain kernel, no workspace.
+  for (int sms : {4, 6}) {
+    absl::StatusOr<std::vector<KernelLaunch>> whole = ops::GenerateMatMulGroupSm90(*b->node, &sk, sms);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    EXPECT_EQ((*whole)[0].grid[0], static_cast<uint32_t>(sms));
+    EXPECT_EQ((*whole)[0].semaphores, 0u);
+    EXPECT_EQ((*whole)[0].scratch_bytes, 0u);
+    EXPECT_EQ((*whole)[0].source.find("#define GEMM_STREAM_K 1"), std::string::npos);
+  }
+  // Two consumers: a semaphore per (stream-K tile, consumer).
+  const ops::Sm90GemmConfig sk2 = WithStreamK({128, 128, 2, 1, 4});  // 1 x 2 x 3 = 6 tiles
+  absl::StatusOr<std::vector<KernelLaunch>> l2 = ops::GenerateMatMulGroupSm90(*b->node, &sk2, 132);
+  ASSERT_TRUE(l2.ok()) << l2.status();
+  EXPECT_EQ((*l2)[0].grid[0], 60u);  // 6 tiles x 10 k tiles: one iteration a CTA
+  EXPECT_EQ((*l2)[0].semaphores, 6u * 2);
 }
 
 // Swap-AB: config strings, the verifier, the heuristic (swapped where PreferSm90SwapAb:

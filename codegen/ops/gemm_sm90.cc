@@ -104,6 +104,9 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
   if (c.cluster_m > 1 && (c.split_k > 1 || c.swap_ab)) {
     return bad("clusters take neither split-K nor swap-AB (unclustered forms)");
   }
+  if (c.stream_k && (c.pingpong || c.split_k > 1 || c.swap_ab || c.cluster_m > 1)) {
+    return bad("stream-K takes cooperative tiles without split-K, swap-AB or clusters");
+  }
   const int64_t smem = Sm90GemmSharedBytes(c, tma_store);
   if (smem > kSm90MaxSharedBytes) {
     return bad(absl::StrCat(smem, " bytes of shared memory (> ", kSm90MaxSharedBytes, ", 227 KiB)"));
@@ -114,7 +117,7 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
 std::string Sm90GemmConfigString(const Sm90GemmConfig& c) {
   return absl::StrCat(c.bm, "x", c.bn, c.pingpong ? " p" : " c", c.consumers, "x", c.wg_m, " s", c.stages,
                       c.split_k != 1 ? absl::StrCat(" k", c.split_k) : "", c.swap_ab ? " swap" : "",
-                      c.cluster_m != 1 ? absl::StrCat(" cl", c.cluster_m) : "");
+                      c.cluster_m != 1 ? absl::StrCat(" cl", c.cluster_m) : "", c.stream_k ? " sk" : "");
 }
 
 absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
@@ -124,7 +127,7 @@ absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
   bool ok = std::sscanf(text.c_str(), "%dx%d %c%dx%d s%d%n", &c.bm, &c.bn, &mode, &c.consumers, &c.wg_m,
                         &c.stages, &used) == 6 &&
             (mode == 'c' || mode == 'p');
-  // Optional tokens, each at most once and in this order: kS, swap, clN.
+  // Optional tokens, each at most once and in this order: kS, swap, clN, sk.
   int next = 0;  // the index of the first token still allowed
   while (ok && used < static_cast<int>(text.size())) {
     int n = 0, value = 0;
@@ -135,6 +138,8 @@ absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
       c.swap_ab = true, n = 5, next = 2;
     } else if (next <= 2 && std::sscanf(rest, " cl%d%n", &value, &n) == 1 && n > 0) {
       c.cluster_m = value, next = 3;
+    } else if (next <= 3 && std::strncmp(rest, " sk", 3) == 0 && (rest[3] == 0 || rest[3] == ' ')) {
+      c.stream_k = true, n = 3, next = 4;
     } else {
       ok = false;
     }
@@ -143,8 +148,9 @@ absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
   if (!ok) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", text,
-        "' is not an sm90 GEMM config (BMxBN cCONSUMERSxWG_M sSTAGES [kSPLITS] [swap] [clCLUSTER], or p... for "
-        "ping-pong: 128x256 c2x1 s4, 64x256 p2x1 s5, 64x128 c1x1 s8 k6, 64x16 c1x1 s8 k4 swap, 128x256 c2x1 s3 cl2)"));
+        "' is not an sm90 GEMM config (BMxBN cCONSUMERSxWG_M sSTAGES [kSPLITS] [swap] [clCLUSTER] [sk], or p... "
+        "for ping-pong: 128x256 c2x1 s4, 64x256 p2x1 s5, 64x128 c1x1 s8 k6, 64x16 c1x1 s8 k4 swap, 128x256 c2x1 s3 "
+        "cl2, 128x256 c2x1 s4 sk)"));
   }
   c.pingpong = mode == 'p';
   if (absl::Status st = VerifySm90GemmConfig(c); !st.ok()) return st;
@@ -178,6 +184,20 @@ absl::Span<const Sm90TileCost> Sm90TileCosts() {
       {{64, 64, 1, 1, 8}, 5.526, 0.1741, 0.002515},
   };
   return kCosts;
+}
+
+Sm90StreamKSplit Sm90StreamK(int64_t tiles, int64_t k_tiles, int sm_count) {
+  if (sm_count <= 0) sm_count = 132;
+  Sm90StreamKSplit split;
+  if (tiles <= 0 || k_tiles <= 0) return split;
+  // The data-parallel tiles (the rest) fill whole waves of sm_count CTAs.
+  split.sk_tiles = tiles < sm_count            ? tiles
+                   : tiles % sm_count == 0     ? 0
+                   : tiles < 2 * sm_count      ? tiles
+                                               : sm_count + tiles % sm_count;
+  split.grid = split.sk_tiles > 0 ? std::min<int64_t>(sm_count, split.sk_tiles * k_tiles) : tiles;
+  split.grid = std::min<int64_t>(split.grid, sm_count);
+  return split;
 }
 
 int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
@@ -340,6 +360,19 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
     }
   }
 
+  // Stream-K: the split of the tiles (none when they fill whole waves: the kernel is
+  // then the data-parallel one).
+  Sm90StreamKSplit sk;
+  if (cfg.stream_k) {
+    const int64_t k_tiles = (p.k + 63) / 64 + (p.dual ? (p.k2 + 63) / 64 : 0);
+    sk = Sm90StreamK(tiles, k_tiles, sm_count);
+    const uint64_t scratch = static_cast<uint64_t>(sk.grid) * cfg.bm * cfg.bn * 4;
+    if (sk.sk_tiles > 0 && scratch > kGemmMaxScratchBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": ",
+                                                     scratch, " bytes of scratch (> ", kGemmMaxScratchBytes, ")"));
+    }
+  }
+
   KernelLaunch launch;
   launch.family = "gemm_sm90";
   launch.args = {0};
@@ -400,6 +433,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
                   out_kind, "\n#define GEMM_OUT_T ", StorageTypeName(p.out_dtype), "\n");
   if (cfg.split_k > 1) absl::StrAppend(&src, "#define GEMM_SPLIT_K ", cfg.split_k, "\n");
   if (cfg.cluster_m > 1) absl::StrAppend(&src, "#define GEMM_CLUSTER_M ", cfg.cluster_m, "\n");
+  if (sk.sk_tiles > 0) {
+    absl::StrAppend(&src, "#define GEMM_STREAM_K 1\n#define GEMM_SK_TILES ", sk.sk_tiles, "\n#define GEMM_GRID ",
+                    sk.grid, "\n");
+  }
   if (tma_store && Sm90CChunks(cfg) > 1) absl::StrAppend(&src, "#define GEMM_C_CHUNKS ", Sm90CChunks(cfg), "\n");
   const bool bf16 = p.dtype == DType::kBFloat16;
   absl::StrAppend(&src, "#define GEMM_DUAL ", p.dual ? 1 : 0, "\n");
@@ -420,11 +457,15 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
                   TemplateSource("gemm_sm90.cuh"));
   launch.source = std::move(src);
   // Persistent: at most one CTA per SM, in whole clusters.
-  const int64_t walkers = std::min<int64_t>(units, std::max(sm_count / cfg.cluster_m, 1));
+  const int64_t walkers =
+      sk.sk_tiles > 0 ? sk.grid : std::min<int64_t>(units, std::max(sm_count / cfg.cluster_m, 1));
   launch.grid = {static_cast<uint32_t>(walkers * cfg.cluster_m), 1, 1};
   if (cfg.split_k > 1) {  // the workspace (gemm_sm90.cuh, "Split-K")
     launch.semaphores = static_cast<uint32_t>(tiles * cfg.consumers);
     launch.scratch_bytes = static_cast<uint64_t>(tiles) * cfg.split_k * cfg.bm * cfg.bn * 4;
+  } else if (sk.sk_tiles > 0) {  // (gemm_sm90.cuh, "Stream-K")
+    launch.semaphores = static_cast<uint32_t>(sk.sk_tiles * cfg.consumers);
+    launch.scratch_bytes = static_cast<uint64_t>(sk.grid) * cfg.bm * cfg.bn * 4;
   }
   launch.block = {static_cast<uint32_t>(128 * (cfg.consumers + 1)), 1, 1};
   launch.shared_bytes = static_cast<uint32_t>(Sm90GemmSharedBytes(cfg, tma_store));

@@ -79,7 +79,22 @@ struct Sm90GemmConfig {
   // tiles of a pair share B's tile, each CTA loading half and multicasting it, which
   // halves B's L2 -> SM traffic. Not with split_k or swap_ab.
   int cluster_m = 1;
+  // Stream-K (cooperative tiles; not with split_k, swap_ab or clusters;
+  // gemm_sm90.cuh "Stream-K"): the grid takes the tiles of its whole waves but one
+  // whole, and splits the rest's k tiles evenly over all CTAs, the CTA holding a
+  // tile's first k tiles adding the others' partials. The launch then takes a
+  // workspace (stream-K tiles * consumers semaphores, grid * bm * bn * 4 bytes).
+  bool stream_k = false;
 };
+// Stream-K's split of `tiles` tiles of `k_tiles` k tiles each over at most `sm_count`
+// CTAs: the stream-K tiles are all of them when tiles < 2 sm_count (and not exactly
+// one wave), else the last tiles % sm_count plus one wave, none when the tiles fill
+// whole waves; grid = min(sm_count, stream-K iterations) when there are stream-K
+// tiles, else min(sm_count, tiles). The data-parallel tiles fill whole waves.
+struct Sm90StreamKSplit {
+  int64_t grid = 0, sk_tiles = 0;
+};
+Sm90StreamKSplit Sm90StreamK(int64_t tiles, int64_t k_tiles, int sm_count);
 inline constexpr int64_t kSm90MaxSharedBytes = 227 * 1024;
 // 1024 (alignment) + stages * (bm + bn) * 64 * 2 + 16 * stages + 16 (barriers), plus
 // with `tma_store` (the epilogue's shared-memory C buffers, one per consumer; never
@@ -94,7 +109,7 @@ int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& config, bool tma_store = true)
 // wg_m 1..2, bn a multiple of 64 (TMA boxes of 64 columns) in [64, 256] (wgmma n),
 // accumulators wg_m * bn / 2 <= 128 registers, 2..8 stages, shared memory <= 227 KiB,
 // split_k in [1, kGemmMaxSplitK] and 1 with ping-pong; cluster_m 1 or 2, 1 with
-// split_k or swap_ab; swap_ab: cooperative, bn a
+// split_k or swap_ab; stream_k cooperative, without split_k, swap_ab or clusters; swap_ab: cooperative, bn a
 // multiple of 8 in [8, 256] (16 when split; B' = A is K-major, one TMA box of bn rows). The K-dependent checks (every
 // split gets a k tile, the scratch size) are GenerateMatMulGroupSm90's.
 absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store = true);
@@ -140,7 +155,8 @@ inline bool PreferSm90SwapAb(int64_t m, int64_t n, int64_t k) {
 }
 // "128x256 c2x1 s4" (cooperative: consumers x wg_m), "64x256 p2x1 s5" (ping-pong),
 // "64x128 c1x1 s8 k6" (split-K in 6), "64x16 c1x1 s8 k4 swap" (swap-AB),
-// "128x256 c2x1 s3 cl2" (clusters of 2 along M). Optional tokens in that order.
+// "128x256 c2x1 s3 cl2" (clusters of 2 along M), "128x256 c2x1 s4 sk" (stream-K).
+// Optional tokens in that order.
 std::string Sm90GemmConfigString(const Sm90GemmConfig& config);
 absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text);
 
@@ -161,6 +177,8 @@ absl::Status Sm90SwapAbEligible(const Node& node);
 // the scratch exceeds kGemmMaxScratchBytes. Swap-AB (config swap_ab, or the heuristic's
 // where PreferSm90SwapAb and Sm90SwapAbEligible): tensor maps of B then A, no C
 // map; a forced swap_ab config on a group it cannot take is InvalidArgument.
+// Stream-K (config stream_k): grid and stream-K tiles of Sm90StreamK and the
+// workspace, or the plain launch when the tiles fill whole waves.
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& node,
                                                                   const Sm90GemmConfig* config = nullptr,
                                                                   int sm_count = 132);

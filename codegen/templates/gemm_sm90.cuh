@@ -45,6 +45,10 @@
 //   GEMM_SPLIT_K         S > 1: split-K (below); default 1. Cooperative tiles only.
 //   GEMM_SWAP_AB         1: swap-AB (below); default 0. Not with GEMM_TMA_STORE,
 //                        GEMM_DUAL or GEMM_PROLOGUE.
+//   GEMM_STREAM_K        1: stream-K (below), with GEMM_SK_TILES (the walk's last tiles,
+//                        split into even ranges of k tiles) and GEMM_GRID (the grid's
+//                        CTAs); default 0. Cooperative tiles only; not with split-K,
+//                        swap-AB or clusters.
 //   GEMM_CLUSTER_M       2: clusters of two CTAs along M sharing B (below); default 1.
 //                        Not with GEMM_SPLIT_K > 1 or GEMM_SWAP_AB.
 //   GEMM_OUT_KIND        0 fp16, 1 bf16, 2 fp32 output; GEMM_OUT_T its storage type
@@ -64,7 +68,7 @@
 // Kernel parameters: (C KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS, tensor map of A,
 // tensor map of B [, tensor maps of A2 and B2] [, tensor map of C: {N, M, batches}
 // box {64, 64 * WG_M, 1}] [, unsigned* kiln_semaphores, float* kiln_scratch with
-// GEMM_SPLIT_K > 1]): the pointer parameters of the source contract, then the tensor
+// GEMM_SPLIT_K > 1 or GEMM_STREAM_K]): the pointer parameters of the source contract, then the tensor
 // maps, then the workspace (codegen/op_kernels.h). The maps are rank 3 {contiguous dim, rows, batches}:
 //   A (TRANS_A 0): {K, M, nb} box {64, BM, 1};   A (TRANS_A 1): {M, K, nb} box {64, 64, 1}
 //   B (TRANS_B 1): {K, N, nb} box {64, BN, 1};   B (TRANS_B 0): {N, K, nb} box {64, 64, 1}
@@ -99,6 +103,27 @@
 // CTA, so any grid size is deadlock-free. Workspace: tiles * CONSUMERS semaphores,
 // tiles * S * BM * BN * 4 bytes of scratch (codegen/ops/gemm_sm90.cc). Prologues work
 // unchanged (functors see absolute coordinates).
+//
+// Stream-K (GEMM_STREAM_K 1; G = GEMM_GRID CTAs, T tiles, the last SK = GEMM_SK_TILES
+// of them stream-K tiles, K k tiles per tile): CTA w first takes the data-parallel
+// tiles w, w + G, ... < T - SK whole (the generator makes T - SK a multiple of G), then
+// the iterations [w I / G, (w + 1) I / G) of the stream-K tiles' concatenated k
+// sequences (I = SK K, each CTA at least one), cut where a tile ends: a "unit" is a
+// tile and a range [kb, ke) of its k tiles, walked by producer and consumers alike.
+// A CTA's range thus starts with the tail of a tile (kb > 0), may hold whole tiles,
+// and ends with the head of one (kb = 0, ke < K). Fix-up, per consumer warpgroup: a
+// tail unit stores its partial (the split-K layout) into its CTA's slot of
+// kiln_scratch and increments the tile's semaphore; a head unit, the last of its
+// range and so later in time than the tails of its tile (each the first of a later
+// CTA's range), waits until the semaphore counts all of them, resets it, and adds
+// their partials in CTA order to its accumulators (fixed order: the bits do not
+// depend on timing), then runs the epilogue. The waits cannot deadlock: a tail
+// needs nothing before it but its CTA's data-parallel tiles, and the grid is at most
+// one CTA per SM. Workspace: SK * CONSUMERS semaphores, G * BM * BN * 4 bytes of
+// scratch (one partial per CTA). Every unit walks its k tiles in descending order
+// (kiln_sm90_kt): all tails then start at k tile K - 1 together and the heads follow
+// in step, so the CTAs that share A or B panels read the same k slices at the same
+// time (ascending, each CTA started at its own offset: 1.3x slower on the H100).
 //
 // Clusters (GEMM_CLUSTER_M = 2, `__cluster_dims__`): the two CTAs of a cluster take
 // the two tiles of one "pair" (rows m0 and m0 + BM, same columns n0); the persistent
@@ -152,8 +177,14 @@
 #ifndef GEMM_CLUSTER_M
 #define GEMM_CLUSTER_M 1
 #endif
+#ifndef GEMM_STREAM_K
+#define GEMM_STREAM_K 0
+#endif
 #if GEMM_CLUSTER_M > 1 && (GEMM_SPLIT_K > 1 || GEMM_SWAP_AB)
 #error "clustered GEMM with split-K or swap-AB"
+#endif
+#if GEMM_STREAM_K && (GEMM_SPLIT_K > 1 || GEMM_SWAP_AB || GEMM_CLUSTER_M > 1 || GEMM_PINGPONG)
+#error "stream-K GEMM with split-K, swap-AB, clusters or ping-pong consumers"
 #endif
 #if GEMM_SWAP_AB && (GEMM_TMA_STORE || GEMM_DUAL || GEMM_PROLOGUE)
 #error "swap-AB GEMM with a TMA store, a dual mainloop or a prologue"
@@ -173,6 +204,19 @@
 #define GEMM_C_CHUNKS 1
 #endif
 #define GEMM_C_TILE_BYTES (GEMM_TMA_STORE ? 64 * WG_M * (BN / GEMM_C_CHUNKS) * 2 : 0)  // per consumer
+// The walk's work: tiles (pairs of row tiles with clusters), k tiles of 64 per tile
+// (both mainloops of a dual kernel).
+#define GEMM_TILES                                                                                \
+  (((GEMM_M + BM * GEMM_CLUSTER_M - 1) / (BM * GEMM_CLUSTER_M)) * ((GEMM_N + BN - 1) / BN) * \
+   GEMM_BATCH)
+#define GEMM_K_TILES1 ((GEMM_K + GEMM_BK - 1) / GEMM_BK)
+#if GEMM_DUAL
+#define GEMM_K_TILES (GEMM_K_TILES1 + (GEMM_K2 + GEMM_BK - 1) / GEMM_BK)
+#else
+#define GEMM_K_TILES GEMM_K_TILES1
+#endif
+// Split-K: the k tiles of one split (the last may have fewer).
+#define GEMM_SPLIT_TILES ((GEMM_K_TILES + GEMM_SPLIT_K - 1) / GEMM_SPLIT_K)
 
 // A CUtensorMap's 128 opaque bytes, passed by value (`const __grid_constant__`).
 struct __align__(64) kiln_tensor_map {
@@ -295,6 +339,61 @@ static __device__ __forceinline__ void kiln_sm90_tile(int t, int rank, int& m0, 
   n0 = ((pid % (GEMM_GROUP_M * tiles_n)) / group_size) * BN;
 }
 
+#if GEMM_STREAM_K
+// Stream-K (see the top of this file): the first iteration (k tile of the stream-K
+// tiles' concatenated k sequences) of CTA w, and the CTA whose range holds iteration i.
+#define GEMM_SK_ITERS (static_cast<long long>(GEMM_SK_TILES) * GEMM_K_TILES)
+static __device__ __forceinline__ long long kiln_sm90_sk_start(int w) {
+  return static_cast<long long>(w) * GEMM_SK_ITERS / GEMM_GRID;
+}
+static __device__ __forceinline__ int kiln_sm90_sk_cta(long long i) {
+  return static_cast<int>(((i + 1) * GEMM_GRID - 1) / GEMM_SK_ITERS);
+}
+#endif
+
+// The persistent walk of one CTA (one cluster): its work units in order, each the
+// tile t (kiln_sm90_tile's index) and the k tiles [kb, ke) of t's k sequence that it
+// computes. Units u = first, first + step, ... of tiles x GEMM_SPLIT_K (split u % S of
+// tile u / S); with stream-K the data-parallel tiles that way, then the CTA's range of
+// stream-K iterations cut at tile boundaries. The producer and the consumers walk the
+// same units.
+struct kiln_sm90_walk {
+  int u, step;
+#if GEMM_STREAM_K
+  long long i, end;  // stream-K iterations [i, end) still to walk
+#endif
+  __device__ __forceinline__ kiln_sm90_walk(int walker, int first, int stride) : u(first), step(stride) {
+#if GEMM_STREAM_K
+    i = kiln_sm90_sk_start(walker);
+    end = kiln_sm90_sk_start(walker + 1);
+#endif
+  }
+  __device__ __forceinline__ bool next(int& t, int& kb, int& ke, int& split) {
+#if GEMM_STREAM_K
+    constexpr int dp_tiles = GEMM_TILES - GEMM_SK_TILES;
+    if (u < dp_tiles) {
+      t = u, kb = 0, ke = GEMM_K_TILES, split = 0;
+      u += step;
+      return true;
+    }
+    if (i >= end) return false;
+    const int s = static_cast<int>(i / GEMM_K_TILES);
+    kb = static_cast<int>(i % GEMM_K_TILES);
+    ke = static_cast<int>(min(static_cast<long long>(GEMM_K_TILES), kb + (end - i)));
+    t = dp_tiles + s, split = 0;
+    i += ke - kb;
+    return true;
+#else
+    if (u >= GEMM_TILES * GEMM_SPLIT_K) return false;
+    t = u / GEMM_SPLIT_K, split = u % GEMM_SPLIT_K;
+    kb = split * GEMM_SPLIT_TILES;
+    ke = min(kb + GEMM_SPLIT_TILES, GEMM_K_TILES);
+    u += step;
+    return true;
+#endif
+  }
+};
+
 // The ring of STAGES slots: full(s) at bars + 8 s (the producer's expect_tx + TMA
 // bytes), empty(s) at bars + 8 (STAGES + s) (one arrival per consumer warp).
 static __device__ __forceinline__ unsigned kiln_sm90_full(unsigned bars, int s) { return bars + 8u * s; }
@@ -306,6 +405,12 @@ static __device__ __forceinline__ void kiln_sm90_advance(int& s, unsigned& phase
   }
 }
 
+// The k tile of step `step` of a unit's range [kt_begin, kt_end): ascending, or with
+// stream-K descending (see "Stream-K"); the producer and the consumers agree.
+static __device__ __forceinline__ int kiln_sm90_kt(int step, int kt_begin, int kt_end) {
+  return GEMM_STREAM_K ? kt_begin + kt_end - 1 - step : step;
+}
+
 // The producer's loads of one mainloop of a tile: K tiles [kt_begin, kt_end) of
 // (A, B) into the ring from slot s (clusters: CTA `rank`'s share of B, multicast).
 template <int TRANS_A, int TRANS_B>
@@ -313,7 +418,8 @@ static __device__ __forceinline__ void kiln_sm90_produce(const kiln_tensor_map* 
                                                          int kt_begin, int kt_end, int m0, int n0, int ab, int bb,
                                                          int rank, unsigned base, unsigned bars, int& s,
                                                          unsigned& phase) {
-  for (int kt = kt_begin; kt < kt_end; ++kt) {
+  for (int step = kt_begin; step < kt_end; ++step) {
+    const int kt = kiln_sm90_kt(step, kt_begin, kt_end);
     kiln_sm90_mbar_wait(kiln_sm90_empty(bars, s), phase ^ 1u);
     const unsigned full = kiln_sm90_full(bars, s);
     kiln_sm90_mbar_expect_tx(full, GEMM_STAGE_BYTES);
@@ -384,7 +490,8 @@ template <int TRANS_A, int TRANS_B, int PAIR>
 static __device__ __forceinline__ void kiln_sm90_consume(float (&acc)[WG_M][BN / 2], int kt_begin, int kt_end,
                                                          unsigned base, unsigned bars, int row0, bool leader, int& s,
                                                          unsigned& phase, int& prev) {
-  for (int kt = kt_begin; kt < kt_end; ++kt) {
+  for (int step = kt_begin; step < kt_end; ++step) {
+    const int kt = kiln_sm90_kt(step, kt_begin, kt_end);
     kiln_sm90_mbar_wait(kiln_sm90_full(bars, s), phase);
     const unsigned sa = base + s * GEMM_STAGE_BYTES, sb = sa + GEMM_A_TILE_BYTES;
     kiln_sm90_wgmma_fence();
@@ -468,7 +575,8 @@ static __device__ __forceinline__ void kiln_sm90_consume_rs(float (&acc)[WG_M][B
   unsigned af[steps][WG_M][4];
   unsigned raw[2][WG_M][4];  // ldmatrix of a step, issued before the previous step's prologue
   const bool rows_in = m0 + row0 + 64 * WG_M <= GEMM_M;  // this consumer's rows of the tile
-  for (int kt = kt_begin; kt < kt_end; ++kt) {
+  for (int step = kt_begin; step < kt_end; ++step) {
+    const int kt = kiln_sm90_kt(step, kt_begin, kt_end);
     kiln_sm90_mbar_wait(kiln_sm90_full(bars, s), phase);
     const unsigned sa = base + s * GEMM_STAGE_BYTES, sb = sa + GEMM_A_TILE_BYTES;
     const bool interior = rows_in && (kt + 1) * GEMM_BK <= GEMM_K;
@@ -563,37 +671,31 @@ static __device__ __forceinline__ void kiln_sm90_store2(GEMM_OUT_T* __restrict__
 #endif
 }
 
-#if GEMM_SPLIT_K > 1
+#if GEMM_SPLIT_K > 1 || GEMM_STREAM_K
 // fp32x4 through L2 only (the partials of other CTAs must not come from a stale L1).
+// Plain intrinsics, not volatile asm: the compiler keeps the loads of a partial in
+// flight together (a volatile asm per load would wait out each one's L2 latency
+// before the next) and still orders them after the barriers (asm with a memory
+// clobber) that publish the partials.
 static __device__ __forceinline__ void kiln_sm90_st_cg(float* p, float a, float b, float c, float d) {
-  asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+  __stcg(reinterpret_cast<float4*>(p), make_float4(a, b, c, d));
 }
 static __device__ __forceinline__ void kiln_sm90_ld_cg(const float* p, float (&v)[4]) {
-  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
-               : "l"(p)
-               : "memory");
+  const float4 x = __ldcg(reinterpret_cast<const float4*>(p));
+  v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
 }
 
-// The split-K reduction of consumer c's rows of tile t (see the top of this file):
-// true in the warpgroup that arrived last, with acc = the sum of the S partials in
-// split order; false in the others. `tid` is the thread's index in its warpgroup,
-// `row_base` the output row of the warpgroup's first row. A float4 of the partial
-// holds four accumulators of one output row (n8 blocks 2p and 2p + 1, half h), and
-// rows past M are neither stored nor read (M = 1 moves 1/64 of the tile): their
-// accumulators come out zero, which the epilogue masks anyway. Named barrier 1 + c
-// (the warpgroup's 128 threads) orders the stores before the count and broadcasts who
-// was last.
-static __device__ __forceinline__ bool kiln_sm90_split_reduce(float (&acc)[WG_M][BN / 2],
-                                                              unsigned int* __restrict__ semaphores,
-                                                              float* __restrict__ scratch, int t, int c, int split,
-                                                              int tid, int row_base) {
-  constexpr int kPart = 128 * WG_M * (BN / 2);  // floats of one warpgroup's partial
-  constexpr int kPairs = BN / 16;              // n16 column pairs: 2 float4 (h = 0, 1) per pair
-  const unsigned sub = static_cast<unsigned>(t) * CONSUMERS + c;
-  float* part = scratch + (kiln_index)sub * GEMM_SPLIT_K * kPart + tid * 4;
-  const int row = row_base + (tid / 32) * 16 + (tid % 32) / 4;  // + 64 i + 8 h
-  // float4 (i, p, h) of this thread at part + ((i * kPairs + p) * 2 + h) * 512
+// A warpgroup's partial (its fp32 accumulators of a tile) in kiln_scratch: kPart
+// floats in a thread-private layout, float4 (i, p, h) of thread `tid` at
+// part + ((i * kPairs + p) * 2 + h) * 512 + 4 tid (coalesced), a float4 holding four
+// accumulators of one output row (n8 blocks 2p and 2p + 1, half h). Rows past M are
+// neither stored nor read (M = 1 moves 1/64 of the tile): their accumulators are zero
+// or left as they are, which the epilogue masks anyway. `part` includes 4 tid, `row`
+// is the thread's first output row (row_base + 16 warp + lane / 4).
+#define GEMM_PART_FLOATS (128 * WG_M * (BN / 2))
+static __device__ __forceinline__ void kiln_sm90_store_partial(const float (&acc)[WG_M][BN / 2], float* part,
+                                                               int row) {
+  constexpr int kPairs = BN / 16;  // n16 column pairs: 2 float4 (h = 0, 1) per pair
 #pragma unroll
   for (int i = 0; i < WG_M; ++i)
 #pragma unroll
@@ -601,12 +703,54 @@ static __device__ __forceinline__ bool kiln_sm90_split_reduce(float (&acc)[WG_M]
       if (row + 64 * i + 8 * h >= GEMM_M) continue;
 #pragma unroll
       for (int p = 0; p < kPairs; ++p) {
-        kiln_sm90_st_cg(part + (kiln_index)split * kPart + ((i * kPairs + p) * 2 + h) * 512, acc[i][8 * p + 2 * h],
-                        acc[i][8 * p + 2 * h + 1], acc[i][8 * p + 4 + 2 * h], acc[i][8 * p + 5 + 2 * h]);
+        kiln_sm90_st_cg(part + ((i * kPairs + p) * 2 + h) * 512, acc[i][8 * p + 2 * h], acc[i][8 * p + 2 * h + 1],
+                        acc[i][8 * p + 4 + 2 * h], acc[i][8 * p + 5 + 2 * h]);
       }
     }
-  __threadfence();  // this thread's partial is visible GPU-wide before the count
+}
+// acc += the partial at `part` (same layout).
+static __device__ __forceinline__ void kiln_sm90_add_partial(float (&acc)[WG_M][BN / 2], const float* part,
+                                                             int row) {
+  constexpr int kPairs = BN / 16;
+#pragma unroll
+  for (int i = 0; i < WG_M; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (row + 64 * i + 8 * h >= GEMM_M) continue;
+#pragma unroll
+      for (int p = 0; p < kPairs; ++p) {
+        float w[4];
+        kiln_sm90_ld_cg(part + ((i * kPairs + p) * 2 + h) * 512, w);
+        acc[i][8 * p + 2 * h] += w[0];
+        acc[i][8 * p + 2 * h + 1] += w[1];
+        acc[i][8 * p + 4 + 2 * h] += w[2];
+        acc[i][8 * p + 5 + 2 * h] += w[3];
+      }
+    }
+}
+// After this thread's partial stores: visible GPU-wide, then the warpgroup (named
+// barrier 1 + c, its 128 threads) has stored all of its partial.
+static __device__ __forceinline__ void kiln_sm90_partial_stored(int c) {
+  __threadfence();
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+}
+#endif
+
+#if GEMM_SPLIT_K > 1
+// The split-K reduction of consumer c's rows of tile t (see the top of this file):
+// true in the warpgroup that arrived last, with acc = the sum of the S partials in
+// split order; false in the others. `tid` is the thread's index in its warpgroup,
+// `row_base` the output row of the warpgroup's first row. Named barrier 1 + c orders
+// the stores before the count and broadcasts who was last.
+static __device__ __forceinline__ bool kiln_sm90_split_reduce(float (&acc)[WG_M][BN / 2],
+                                                              unsigned int* __restrict__ semaphores,
+                                                              float* __restrict__ scratch, int t, int c, int split,
+                                                              int tid, int row_base) {
+  const unsigned sub = static_cast<unsigned>(t) * CONSUMERS + c;
+  float* part = scratch + (kiln_index)sub * GEMM_SPLIT_K * GEMM_PART_FLOATS + tid * 4;
+  const int row = row_base + (tid / 32) * 16 + (tid % 32) / 4;
+  kiln_sm90_store_partial(acc, part + (kiln_index)split * GEMM_PART_FLOATS, row);
+  kiln_sm90_partial_stored(c);
   unsigned last = 0;
   if (tid == 0) {
     const unsigned arrived = atomicAdd(semaphores + sub, 1u);
@@ -622,52 +766,60 @@ static __device__ __forceinline__ bool kiln_sm90_split_reduce(float (&acc)[WG_M]
       : "r"(last), "r"(1 + c)
       : "memory");
   if (!last) return false;
+  // All S partials read back through L2, its own included: the bits do not depend on
+  // which split arrived last.
 #pragma unroll
-  for (int i = 0; i < WG_M; ++i) {
+  for (int i = 0; i < WG_M; ++i)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const bool in = row + 64 * i + 8 * h < GEMM_M;
-#pragma unroll
-      for (int p0 = 0; p0 < kPairs; p0 += 4) {  // four float4 of each split at a time: bounded registers
-        // The last group may hold fewer (BN = 16, 32, 48 of the swap-AB form).
-        constexpr int kGroup = kPairs < 4 ? kPairs : 4;
-        float v[4][4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) v[q][e] = 0.f;
-        if (in) {
-#pragma unroll
-          for (int q = 0; q < kGroup; ++q) {
-            if (p0 + q < kPairs) kiln_sm90_ld_cg(part + ((i * kPairs + p0 + q) * 2 + h) * 512, v[q]);
-          }
-        }
+    for (int j = 0; j < BN / 2; ++j) acc[i][j] = 0.f;
 #pragma unroll 1
-        for (int sp = 1; sp < GEMM_SPLIT_K && in; ++sp) {
-#pragma unroll
-          for (int q = 0; q < kGroup; ++q) {
-            if (p0 + q >= kPairs) continue;
-            float w[4];
-            kiln_sm90_ld_cg(part + (kiln_index)sp * kPart + ((i * kPairs + p0 + q) * 2 + h) * 512, w);
-#pragma unroll
-            for (int e = 0; e < 4; ++e) v[q][e] += w[e];
-          }
-        }
-#pragma unroll
-        for (int q = 0; q < kGroup; ++q) {
-          const int p = p0 + q;
-          if (p >= kPairs) continue;
-          acc[i][8 * p + 2 * h] = v[q][0];
-          acc[i][8 * p + 2 * h + 1] = v[q][1];
-          acc[i][8 * p + 4 + 2 * h] = v[q][2];
-          acc[i][8 * p + 5 + 2 * h] = v[q][3];
-        }
-      }
-    }
-  }
+  for (int sp = 0; sp < GEMM_SPLIT_K; ++sp) kiln_sm90_add_partial(acc, part + (kiln_index)sp * GEMM_PART_FLOATS, row);
   return true;
 }
 #endif  // GEMM_SPLIT_K > 1
+
+#if GEMM_STREAM_K
+// The stream-K fix-up of consumer c's rows after unit (t, [kb, ke)) of CTA `walker`
+// (see the top of this file): true when acc then holds the whole tile (the epilogue
+// runs), false when another CTA finishes it. A whole tile needs nothing. A unit
+// without the tile's first k tile is the first unit of its CTA's range: its partial
+// goes to the CTA's slot and the tile's semaphore counts it. The unit with the first
+// k tile is the last of its CTA's range: it waits until the semaphore counts every
+// later CTA whose range meets the tile, resets it, and adds their partials in CTA
+// order to its own accumulators.
+static __device__ __forceinline__ bool kiln_sm90_stream_fixup(float (&acc)[WG_M][BN / 2],
+                                                              unsigned int* __restrict__ semaphores,
+                                                              float* __restrict__ scratch, int t, int kb, int ke,
+                                                              int walker, int c, int tid, int row_base) {
+  if (kb == 0 && ke == GEMM_K_TILES) return true;
+  const int s = t - (GEMM_TILES - GEMM_SK_TILES);  // the stream-K tile
+  unsigned int* sem = semaphores + s * CONSUMERS + c;
+  const int row = row_base + (tid / 32) * 16 + (tid % 32) / 4;
+  auto slot = [&](int w) { return scratch + ((kiln_index)w * CONSUMERS + c) * GEMM_PART_FLOATS + tid * 4; };
+  if (kb != 0) {
+    kiln_sm90_store_partial(acc, slot(walker), row);
+    kiln_sm90_partial_stored(c);
+    if (tid == 0) atomicAdd(sem, 1u);
+    return false;
+  }
+  const int last = kiln_sm90_sk_cta(static_cast<long long>(s) * GEMM_K_TILES + GEMM_K_TILES - 1);
+  if (tid == 0) {
+    const unsigned want = static_cast<unsigned>(last - walker);
+    unsigned got;
+    while (true) {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(got) : "l"(sem) : "memory");
+      if (got >= want) break;
+      __nanosleep(32);
+    }
+    atomicExch(sem, 0u);  // every contributor is in: reset for the next launch
+    __threadfence();
+  }
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+#pragma unroll 1
+  for (int w = walker + 1; w <= last; ++w) kiln_sm90_add_partial(acc, slot(w), row);
+  return true;
+}
+#endif  // GEMM_STREAM_K
 
 extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #if GEMM_CLUSTER_M > 1
@@ -681,7 +833,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #if GEMM_TMA_STORE
                 , const __grid_constant__ kiln_tensor_map tma_c
 #endif
-#if GEMM_SPLIT_K > 1
+#if GEMM_SPLIT_K > 1 || GEMM_STREAM_K
                 , unsigned int* __restrict__ kiln_semaphores, float* __restrict__ kiln_scratch
 #endif
 ) {
@@ -716,20 +868,11 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
   // cluster's) index, in strides of the grid's CTAs (clusters).
   const int walker = blockIdx.x / GEMM_CLUSTER_M, walkers = gridDim.x / GEMM_CLUSTER_M;
 
-  constexpr int tiles = ((GEMM_M + BM * GEMM_CLUSTER_M - 1) / (BM * GEMM_CLUSTER_M)) * ((GEMM_N + BN - 1) / BN) *
-                        GEMM_BATCH;  // (pairs with clusters)
-  constexpr int k_tiles1 = (GEMM_K + GEMM_BK - 1) / GEMM_BK;
-#if GEMM_DUAL
-  constexpr int k_tiles2 = (GEMM_K2 + GEMM_BK - 1) / GEMM_BK;
-#else
-  constexpr int k_tiles2 = 0;
+  constexpr int k_tiles1 = GEMM_K_TILES1, k_tiles = GEMM_K_TILES;  // ring slots per tile (unsplit)
+  static_assert(GEMM_SPLIT_K == 1 || (GEMM_SPLIT_K - 1) * GEMM_SPLIT_TILES < k_tiles, "split-K: a split without a k tile");
+#if GEMM_STREAM_K
+  static_assert(GEMM_SK_TILES <= GEMM_TILES && GEMM_GRID <= GEMM_SK_ITERS, "stream-K: a CTA without an iteration");
 #endif
-  constexpr int k_tiles = k_tiles1 + k_tiles2;  // ring slots per tile (unsplit)
-  // Split-K: work unit u is split u % S of tile u / S, k tiles [kb, ke) of the tile's
-  // k sequence (pair 1's, then pair 2's).
-  constexpr int units = tiles * GEMM_SPLIT_K;
-  constexpr int split_tiles = (k_tiles + GEMM_SPLIT_K - 1) / GEMM_SPLIT_K;
-  static_assert(GEMM_SPLIT_K == 1 || (GEMM_SPLIT_K - 1) * split_tiles < k_tiles, "split-K: a split without a k tile");
 
   if (wg == 0) {
     // Producer warpgroup: one thread issues every TMA load.
@@ -745,9 +888,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #endif
       int s = 0;
       unsigned phase = 0;
-      for (int u = walker; u < units; u += walkers) {
-        const int t = u / GEMM_SPLIT_K, kb = (u % GEMM_SPLIT_K) * split_tiles;
-        const int ke = min(kb + split_tiles, k_tiles);
+      kiln_sm90_walk walk(walker, walker, walkers);
+      int t, kb, ke, split;
+      while (walk.next(t, kb, ke, split)) {
         int m0, n0, batch;
         kiln_sm90_tile(t, rank, m0, n0, batch);
         kiln_sm90_produce<GEMM_TRANS_A, GEMM_TRANS_B>(&tma_a, &tma_b, kb, min(ke, k_tiles1), m0, n0,
@@ -777,9 +920,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     unsigned phase = GEMM_PINGPONG ? ((c * k_tiles) / STAGES) & 1u : 0u;
     unsigned turn_phase = 0;
     bool first = true;
-    for (int u = walker + (GEMM_PINGPONG ? c : 0) * walkers; u < units; u += tile_stride * walkers) {
-      const int t = u / GEMM_SPLIT_K, kb = (u % GEMM_SPLIT_K) * split_tiles;
-      const int ke = min(kb + split_tiles, k_tiles);
+    kiln_sm90_walk walk(walker, walker + (GEMM_PINGPONG ? c : 0) * walkers, tile_stride * walkers);
+    int t, kb, ke, split;
+    while (walk.next(t, kb, ke, split)) {
       int m0, n0, batch;
       kiln_sm90_tile(t, rank, m0, n0, batch);
       if (GEMM_PINGPONG && !(c == 0 && first)) {  // the other consumer's previous mainloop is done
@@ -799,8 +942,8 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
                                                        phase, prev);
 #endif
 #if GEMM_DUAL
-#if GEMM_SPLIT_K > 1
-      // A split may have no k tile of the first pair: with wgmmas in flight where the
+#if GEMM_SPLIT_K > 1 || GEMM_STREAM_K
+      // A split (a stream-K unit) may have no k tile of the first pair: with wgmmas in flight where the
       // paths meet, ptxas would serialize every wgmma of the kernel (C7515).
       kiln_sm90_wgmma_wait<0>();
 #endif
@@ -816,9 +959,13 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         s = ahead % STAGES;
       }
 #if GEMM_SPLIT_K > 1
-      if (!kiln_sm90_split_reduce(acc, kiln_semaphores, kiln_scratch, t, c, u % GEMM_SPLIT_K, threadIdx.x % 128,
-                                  m0 + row0)) {
+      if (!kiln_sm90_split_reduce(acc, kiln_semaphores, kiln_scratch, t, c, split, threadIdx.x % 128, m0 + row0)) {
         continue;  // another split of this tile finishes it
+      }
+#elif GEMM_STREAM_K
+      if (!kiln_sm90_stream_fixup(acc, kiln_semaphores, kiln_scratch, t, kb, ke, walker, c, threadIdx.x % 128,
+                                  m0 + row0)) {
+        continue;  // the CTA with the tile's first k tiles finishes it
       }
 #endif
       if (m0 + row0 >= GEMM_M) continue;  // rows past M only (a cluster pair's second tile)
@@ -960,6 +1107,15 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #undef GEMM_GROUP_M
 #undef GEMM_C_TILE_BYTES
 #undef GEMM_C_CHUNKS
+#undef GEMM_TILES
+#undef GEMM_K_TILES1
+#undef GEMM_K_TILES
+#undef GEMM_SPLIT_TILES
+#undef GEMM_SK_ITERS
+#undef GEMM_PART_FLOATS
+#undef GEMM_STREAM_K
+#undef GEMM_SK_TILES
+#undef GEMM_GRID
 #undef GEMM_TMA_STORE
 #undef GEMM_BF16
 #undef GEMM_M
