@@ -693,8 +693,10 @@ static __device__ __forceinline__ void kiln_sm90_ld_cg(const float* p, float (&v
 // or left as they are, which the epilogue masks anyway. `part` includes 4 tid, `row`
 // is the thread's first output row (row_base + 16 warp + lane / 4).
 #define GEMM_PART_FLOATS (128 * WG_M * (BN / 2))
-static __device__ __forceinline__ void kiln_sm90_store_partial(const float (&acc)[WG_M][BN / 2], float* part,
-                                                               int row) {
+// f(offset, a, b, c, d) on each float4 of this thread's partial in range: its offset
+// from `part` and its four accumulators.
+template <class F>
+static __device__ __forceinline__ void kiln_sm90_each_float4(float (&acc)[WG_M][BN / 2], int row, const F& f) {
   constexpr int kPairs = BN / 16;  // n16 column pairs: 2 float4 (h = 0, 1) per pair
 #pragma unroll
   for (int i = 0; i < WG_M; ++i)
@@ -703,30 +705,24 @@ static __device__ __forceinline__ void kiln_sm90_store_partial(const float (&acc
       if (row + 64 * i + 8 * h >= GEMM_M) continue;
 #pragma unroll
       for (int p = 0; p < kPairs; ++p) {
-        kiln_sm90_st_cg(part + ((i * kPairs + p) * 2 + h) * 512, acc[i][8 * p + 2 * h], acc[i][8 * p + 2 * h + 1],
-                        acc[i][8 * p + 4 + 2 * h], acc[i][8 * p + 5 + 2 * h]);
+        f(((i * kPairs + p) * 2 + h) * 512, acc[i][8 * p + 2 * h], acc[i][8 * p + 2 * h + 1], acc[i][8 * p + 4 + 2 * h],
+          acc[i][8 * p + 5 + 2 * h]);
       }
     }
+}
+static __device__ __forceinline__ void kiln_sm90_store_partial(float (&acc)[WG_M][BN / 2], float* part, int row) {
+  kiln_sm90_each_float4(acc, row, [&](int off, float& a, float& b, float& c, float& d) {
+    kiln_sm90_st_cg(part + off, a, b, c, d);
+  });
 }
 // acc += the partial at `part` (same layout).
 static __device__ __forceinline__ void kiln_sm90_add_partial(float (&acc)[WG_M][BN / 2], const float* part,
                                                              int row) {
-  constexpr int kPairs = BN / 16;
-#pragma unroll
-  for (int i = 0; i < WG_M; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (row + 64 * i + 8 * h >= GEMM_M) continue;
-#pragma unroll
-      for (int p = 0; p < kPairs; ++p) {
-        float w[4];
-        kiln_sm90_ld_cg(part + ((i * kPairs + p) * 2 + h) * 512, w);
-        acc[i][8 * p + 2 * h] += w[0];
-        acc[i][8 * p + 2 * h + 1] += w[1];
-        acc[i][8 * p + 4 + 2 * h] += w[2];
-        acc[i][8 * p + 5 + 2 * h] += w[3];
-      }
-    }
+  kiln_sm90_each_float4(acc, row, [&](int off, float& a, float& b, float& c, float& d) {
+    float w[4];
+    kiln_sm90_ld_cg(part + off, w);
+    a += w[0], b += w[1], c += w[2], d += w[3];
+  });
 }
 // After this thread's partial stores: visible GPU-wide, then the warpgroup (named
 // barrier 1 + c, its 128 threads) has stored all of its partial.
