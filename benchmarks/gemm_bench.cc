@@ -574,6 +574,7 @@ struct Options {
   std::string sm90_config;      // forced sm90 tile config ("" : the heuristic)
   int sm_count = 0;             // the device's (the sm90 family's persistent grid)
   bool b_nk = false;            // --b-layout nk: B operands stored [N, K]
+  std::vector<Problem> shapes;  // --shapes: these problems instead of the sets
 };
 
 class Timer {
@@ -807,8 +808,8 @@ void RequireOk(const absl::StatusOr<Generated>& g, const char* what) {
 }
 
 int Main(Options o) {
-  std::vector<Problem> problems;
-  for (const std::string& set : o.sets) {
+  std::vector<Problem> problems = o.shapes;
+  for (const std::string& set : o.shapes.empty() ? o.sets : std::vector<std::string>()) {
     std::vector<Problem> p = set == "squares"       ? Squares()
                              : set == "transformer" ? Transformer()
                              : set == "random"      ? Random(o.seed, o.count)
@@ -1075,6 +1076,7 @@ int Main(Options o) {
 
 constexpr char kUsage[] =
     "usage: kiln_gemm_bench [--set squares|transformer|random|small_m|all[,...]] [--smoke]\n"
+    "                       [--shapes MxNxK[,MxNxK...]]\n"
     "                       [--idioms gemm,bias_relu,bias_gelu,relu_gemm,dual_gemm,bias_gelu_erf] [--reps N]\n"
     "                       [--warmup N]\n"
     "                       [--no-flush] [--seed S] [--count N] [--tol X] [--csv out.csv]\n"
@@ -1085,6 +1087,7 @@ constexpr char kUsage[] =
     "             4096, drawn from --seed); small_m: M in {1, 8, 16, 32, 64} x N, K in {768, 3072, 4096}\n"
     "             (not in all)\n"
     "  --smoke    three small problems instead (a quick check of the harness)\n"
+    "  --shapes   these problems instead of the sets (set column \"shapes\"), e.g. 4096x4096x4096,128x768x3072\n"
     "  --idioms   default: the first five; bias_gelu_erf (GELU's erf form) only when named\n"
     "  --reps     timed runs per measurement, the median is reported (default 20); --warmup (default 3)\n"
     "  --no-flush keep L2 warm between timed runs (default: flushed before every run)\n"
@@ -1132,6 +1135,23 @@ int ParseAndRun(int argc, char** argv) {
       }
     } else if (arg == "--smoke") {
       o.sets = {"smoke"};
+    } else if (arg == "--shapes") {
+      o.shapes.clear();
+      for (const std::string& t : std::vector<std::string>(absl::StrSplit(value(), ',', absl::SkipEmpty()))) {
+        const std::vector<std::string> d = absl::StrSplit(t, 'x');
+        int64_t m = 0, n = 0, k = 0;
+        if (d.size() != 3 || !absl::SimpleAtoi(d[0], &m) || !absl::SimpleAtoi(d[1], &n) ||
+            !absl::SimpleAtoi(d[2], &k) || m < 1 || n < 1 || k < 1) {
+          std::fprintf(stderr, "--shapes: expected MxNxK with positive integers (e.g. 4096x4096x4096), got '%s'\n",
+                       t.c_str());
+          return 1;
+        }
+        o.shapes.push_back({"shapes", m, n, k});
+      }
+      if (o.shapes.empty()) {
+        std::fprintf(stderr, "--shapes: no shape given\n%s", kUsage);
+        return 1;
+      }
     } else if (arg == "--idioms") {
       o.idioms.clear();
       for (const std::string& s : std::vector<std::string>(absl::StrSplit(value(), ',', absl::SkipEmpty()))) {
