@@ -11,15 +11,17 @@ first file) that forced it over the squares, transformer and random sets and fit
 by least squares on the relative error. It prints the C++ table rows, each config's
 mean/max error, and a leave-one-out check of the picks against the fastest peer.
 
-    benchmarks/fit_sm90_tile_costs.py benchmarks/results/gemm_sm90_tile_sweep_h100_2026-11-22g.csv \
-        benchmarks/results/gemm_sm90_tile_sweep_h100_2026-11-22i.csv
+    benchmarks/fit_sm90_tile_costs.py benchmarks/results/gemm_sm90_tile_sweep_h100_2026-11-23b.csv
+
+(the table in Sm90TileCosts; the earlier fits took the 2026-11-22 g and i sweeps,
+whose files hold seven of these configs)
 """
 import csv
 import math
 import sys
 
 CONFIGS = ["128x256 c2x1 s4", "128x192 c2x1 s4", "128x128 c2x1 s5", "64x256 c1x1 s5",
-           "64x192 c1x1 s6", "64x128 c1x1 s8", "64x64 c1x1 s8"]
+           "64x192 c1x1 s6", "64x128 c1x1 s8", "64x64 c1x1 s8", "192x192 c3x1 s4", "192x128 c3x1 s5"]
 SETS = ("squares", "transformer", "random")
 SMS = 132
 

@@ -77,9 +77,13 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
     return absl::InvalidArgumentError(
         absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(c), ": ", why));
   };
-  if (c.consumers < 1 || c.consumers > 2) return bad("1 or 2 consumer warpgroups");
+  if (c.consumers < 1 || c.consumers > 3) return bad("1 to 3 consumer warpgroups");
   if (c.wg_m < 1 || c.wg_m > 2) return bad("1 or 2 m64 blocks per consumer warpgroup");
   if (c.pingpong && c.consumers != 2) return bad("ping-pong needs 2 consumer warpgroups");
+  // Three consumers get 152 registers a thread (setmaxnreg, gemm_sm90.cuh).
+  if (c.consumers == 3 && c.wg_m * c.bn / 2 > 96) {
+    return bad(absl::StrCat(c.wg_m * c.bn / 2, " accumulator registers per thread with 3 consumer warpgroups (> 96)"));
+  }
   if (c.bm != 64 * c.wg_m * (c.pingpong ? 1 : c.consumers)) {
     return bad(c.pingpong ? "BM must be 64 * WG_M (ping-pong)" : "BM must be 64 * WG_M * CONSUMERS");
   }
@@ -106,6 +110,10 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
   }
   if (c.stream_k && (c.pingpong || c.split_k > 1 || c.swap_ab || c.cluster_m > 1)) {
     return bad("stream-K takes cooperative tiles without split-K, swap-AB or clusters");
+  }
+  if (c.consumers == 3 && (c.split_k > 1 || c.stream_k) && c.wg_m * c.bn / 2 > 64) {
+    return bad("split-K and stream-K with 3 consumer warpgroups take at most 64 accumulators a thread (BN <= 128: "
+               "the reduction spills past that)");
   }
   const int64_t smem = Sm90GemmSharedBytes(c, tma_store);
   if (smem > kSm90MaxSharedBytes) {
@@ -171,17 +179,21 @@ double Sm90TileCost::PredictUs(int64_t m, int64_t n, int64_t k, int64_t batch, i
 
 absl::Span<const Sm90TileCost> Sm90TileCosts() {
   // H100 80GB HBM3, 132 SMs, kiln_gemm_bench --family sm90 --idioms gemm --reps 10
-  // --sm90-config C over --set squares,transformer,random (benchmarks/results/
-  // gemm_sm90_tile_sweep_h100_2026-11-22g.csv; 128x256 s4 and 64x256 s5, whose
-  // epilogues store C in two chunks, from the (i) and (j) sweeps, where they ran
-  // 1.5-3.7% and 2.2-3.6% faster than s3 and s4). Configs that no shape wanted by a clear margin are left out:
-  // 128x128 and 64x256 ping-pong, 256x128, 128x64, the same tiles with fewer stages,
-  // and clusters (cl2 ran 0.97-0.985x of the same tile unclustered; RESULTS.md (i)).
+  // --sm90-config C over --set squares,transformer,random, every config in one session
+  // (benchmarks/results/gemm_sm90_tile_sweep_h100_2026-11-23b.csv, the first of its two
+  // rounds; benchmarks/fit_sm90_tile_costs.py). 128x256 s4 and 64x256 s5 store C in two
+  // chunks (1.5-3.7% and 2.2-3.6% faster than s3 and s4, RESULTS.md (i), (j)); the
+  // 192-row tiles of three consumers fill one wave where the others leave most of a
+  // second one idle (1152x3968x3200: 55.1 -> 43.9 us, RESULTS.md 2026-11-23 (b)).
+  // Configs that no shape wanted by a clear margin are left out: 128x128 and 64x256
+  // ping-pong, 256x128, 128x64, the same tiles with fewer stages, and clusters (cl2
+  // ran 0.97-0.985x of the same tile unclustered; RESULTS.md (i)).
   static const Sm90TileCost kCosts[] = {
-      {{128, 256, 2, 1, 4}, 5.160, 1.918, 0.009749}, {{128, 192, 2, 1, 4}, 5.460, 1.253, 0.00769},
-      {{128, 128, 2, 1, 5}, 5.701, 0.6411, 0.005379}, {{64, 256, 1, 1, 5}, 5.422, 0.9725, 0.005775},
-      {{64, 192, 1, 1, 6}, 5.491, 0.4572, 0.004808},  {{64, 128, 1, 1, 8}, 5.282, 0.2297, 0.003494},
-      {{64, 64, 1, 1, 8}, 5.526, 0.1741, 0.002515},
+      {{128, 256, 2, 1, 4}, 5.212, 1.876, 0.009667}, {{128, 192, 2, 1, 4}, 5.641, 1.130, 0.00763},
+      {{128, 128, 2, 1, 5}, 5.526, 0.662, 0.005303}, {{64, 256, 1, 1, 5}, 5.118, 0.9974, 0.005708},
+      {{64, 192, 1, 1, 6}, 4.971, 0.5217, 0.004916}, {{64, 128, 1, 1, 8}, 5.368, 0.2618, 0.003596},
+      {{64, 64, 1, 1, 8}, 5.689, 0.1589, 0.002575},  {{192, 192, 3, 1, 4}, 4.593, 2.374, 0.01087},
+      {{192, 128, 3, 1, 5}, 4.987, 1.386, 0.007654},
   };
   return kCosts;
 }
@@ -201,19 +213,20 @@ Sm90StreamKSplit Sm90StreamK(int64_t tiles, int64_t k_tiles, int sm_count) {
 }
 
 int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
-                   int min_k_tiles) {
+                   int min_k_tiles, int max_units) {
   if (sm_count <= 0) sm_count = 132;
+  // At most half the SMs' worth of units by default: the last split's reduction (S
+  // partials read back by one warpgroup) grows with S.
+  if (max_units <= 0) max_units = sm_count / 2;
   if (tile.pingpong || tile.bm <= 0 || tile.bn <= 0 || m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 1;
   const int64_t tiles = ((m + tile.bm - 1) / tile.bm) * ((n + tile.bn - 1) / tile.bn) * batch;
   const int64_t k_tiles = (k + 63) / 64;
-  if (2 * tiles > sm_count) return 1;
-  // At most half the SMs' worth of units: the last split's reduction (S partials read
-  // back by one warpgroup) grows with S, and on the H100 two splits of 32 tiles beat four.
-  int64_t split =
-      std::min<int64_t>({sm_count / (2 * tiles), k_tiles / std::max(min_k_tiles, 1), kGemmMaxSplitK});
+  if (2 * tiles > max_units) return 1;
+  int64_t split = std::min<int64_t>({max_units / tiles, k_tiles / std::max(min_k_tiles, 1), kGemmMaxSplitK});
   if (split < 2) return 1;
-  split = FewestSplits(k_tiles, split);
-  return split < 2 ? 1 : static_cast<int>(split);
+  Sm90GemmConfig c = tile;
+  c.split_k = static_cast<int>(FewestSplits(k_tiles, split));
+  return c.split_k >= 2 && VerifySm90GemmConfig(c).ok() ? c.split_k : 1;
 }
 
 Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) {
@@ -235,26 +248,52 @@ Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t bat
 Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a) {
   if (sm_count <= 0) sm_count = 132;
   Sm90GemmConfig c = PickSm90TileConfig(m, n, k, batch, sm_count, register_a);
-  c.split_k = PickSm90SplitK(c, m, n, k, batch, sm_count);
+  // The few-tiles rule's 64x64 tiles split until the units fill the SMs, in at most
+  // kSm90SmallTileMaxSplitK splits of at least kSm90SmallTileMinSplitKTiles k tiles:
+  // their partials are 16 KiB, and on the H100 4 splits of 12-16 k tiles beat 2 or 3
+  // by 2-8% (M = 16..128 at N = 768..1024, 1024x128x3328) where 5 splits of 13 lost
+  // 2-9% to 4 of 16 (M <= 64, N = 768, K = 4096; RESULTS.md 2026-11-23 (b)). The
+  // other tiles keep half the SMs.
+  if (!register_a && c.bm == 64 && c.bn == 64) {
+    c.split_k = std::min(PickSm90SplitK(c, m, n, k, batch, sm_count, kSm90SmallTileMinSplitKTiles, sm_count),
+                         kSm90SmallTileMaxSplitK);
+    if (c.split_k > 1) c.split_k = static_cast<int>(FewestSplits((k + 63) / 64, c.split_k));
+  } else {
+    c.split_k = PickSm90SplitK(c, m, n, k, batch, sm_count);
+  }
   return c;
 }
 
 namespace {
+// The config of Sm90TileCosts with the least predicted time among those `take` accepts.
+template <class Take>
+Sm90GemmConfig CheapestSm90Tile(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, const Take& take) {
+  const Sm90TileCost* best = nullptr;
+  double best_us = 0;
+  for (const Sm90TileCost& cost : Sm90TileCosts()) {
+    if (!take(cost.config)) continue;
+    const double us = cost.PredictUs(m, n, k, batch, sm_count);
+    if (best == nullptr || us < best_us) best = &cost, best_us = us;
+  }
+  return best->config;
+}
+
 // The tile shape (unsplit).
 Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a) {
-  auto tiles = [&](int bm, int bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn) * batch; };
-  auto waves = [&](int64_t t) { return (t + sm_count - 1) / sm_count; };
   if (register_a) {
     // A through registers (a prologue): the consumers' ldmatrix + prologue + register
-    // wgmma keeps up with the tensor cores when two consumer warpgroups share a tile
-    // (one's prologue overlaps the other's wgmmas) and never in ping-pong (one
+    // wgmma keeps up with the tensor cores when two or three consumer warpgroups share
+    // a tile (one's prologue overlaps the others' wgmmas) and never in ping-pong (one
     // consumer's mainloop at a time). H100 measurements (RESULTS.md, relu_gemm):
-    // 64x128 tiles while they fit in one wave, the 128x256 rule below (4 stages,
-    // C in two chunks: 1.06-1.10x of 3 stages, RESULTS.md (j)), else 128x128
-    // cooperative with 5 stages (1.01-1.03x of 4 where this rule takes it, (k)).
-    if (tiles(64, 128) <= sm_count) return Sm90GemmConfig{64, 128, 1, 1, 8};
-    if (n > 128 && 2 * waves(tiles(128, 256)) <= waves(tiles(128, 128))) return Sm90GemmConfig{128, 256, 2, 1, 4};
-    return Sm90GemmConfig{128, 128, 2, 1, 5};
+    // 64x128 tiles while they fit in one wave, else the cost model's pick among the
+    // cooperative configs measured this way: 128x256 s4, 128x128 s5 (stage counts
+    // from RESULTS.md (j), (k)) and the 192-row tiles, which took 1.03x over the
+    // 128x256-by-waves / 128x128 rule before them on the random set and up to 1.5x
+    // where they fill one wave (RESULTS.md 2026-11-23 (b)).
+    if (((m + 63) / 64) * ((n + 127) / 128) * batch <= sm_count) return Sm90GemmConfig{64, 128, 1, 1, 8};
+    return CheapestSm90Tile(m, n, k, batch, sm_count, [](const Sm90GemmConfig& c) {
+      return c.consumers >= 2 && !(c.bm == 128 && c.bn == 192);  // 128x192: not measured with A in registers
+    });
   }
   // Few tiles with a long K (64x128 tiles would split): 64x64 tiles, split over K by
   // PickSm90SplitK. On the H100 they beat the 64x128 splits on all 14 such shapes of
@@ -262,14 +301,8 @@ Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch
   if (PickSm90SplitK(Sm90GemmConfig{64, 128, 1, 1, 8}, m, n, k, batch, sm_count) > 1) {
     return Sm90GemmConfig{64, 64, 1, 1, 8};
   }
-  // Else the tile config with the least predicted time (Sm90TileCosts).
-  const Sm90TileCost* best = nullptr;
-  double best_us = 0;
-  for (const Sm90TileCost& cost : Sm90TileCosts()) {
-    const double us = cost.PredictUs(m, n, k, batch, sm_count);
-    if (best == nullptr || us < best_us) best = &cost, best_us = us;
-  }
-  return best->config;
+  // Else the tile config with the least predicted time.
+  return CheapestSm90Tile(m, n, k, batch, sm_count, [](const Sm90GemmConfig&) { return true; });
 }
 }  // namespace
 

@@ -115,30 +115,35 @@ int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& config, bool tma_store = true)
 absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store = true);
 // The shape heuristic (`sm_count` multiprocessors; `k` the summed K of a dual group);
 // `register_a`: A goes through registers (a prologue), which takes cooperative tiles
-// (a fixed rule). Otherwise: 64x64 tiles split over K (PickSm90SplitK) when 64x128
-// ones would leave most SMs idle (and split), else the unsplit tile config of Sm90TileCosts with the least
-// predicted time.
+// (a fixed rule). Otherwise: 64x64 tiles split over K until the units fill the SMs
+// (PickSm90SplitK, kSm90SmallTileMinSplitKTiles k tiles a split or more, at most
+// kSm90SmallTileMaxSplitK splits) when 64x128
+// ones would leave most SMs idle (and split), else the tile config of Sm90TileCosts
+// with the least predicted time (split over half the SMs when its tiles fill at most
+// a quarter of them).
 Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
                                   bool register_a = false);
 // The unsplit heuristic's cost model: a persistent launch of `config` takes
 // fixed_us + waves * (wave_us + wave_us_per_k * K) microseconds, waves = ceil(tiles *
 // batch / sm_count). Least-squares fits (relative error) per config to an H100 sweep
 // of every config over the squares, transformer and random sets of kiln_gemm_bench
-// (benchmarks/RESULTS.md, 2026-11-22 (g)); mean error 4-9% per config.
+// (benchmarks/RESULTS.md, 2026-11-23 (b), all nine configs in one session); mean
+// error 3-6% per config.
 struct Sm90TileCost {
   Sm90GemmConfig config;
   double fixed_us = 0, wave_us = 0, wave_us_per_k = 0;
   double PredictUs(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) const;
 };
 absl::Span<const Sm90TileCost> Sm90TileCosts();
-// The heuristic's least k tiles (of 64) per split (H100: benchmarks/RESULTS.md).
-inline constexpr int kSm90MinSplitKTiles = 16;
-// The split count for a cooperative `tile` config: 1 unless tiles * batch <= sm_count
-// / 2; else as many splits as fill half the SMs (tiles * splits <= sm_count / 2)
-// with at least `min_k_tiles` k tiles of 64 each (at most kGemmMaxSplitK), reduced to
-// the fewest splits with the same k tiles per split.
+// The heuristic's least k tiles (of 64) per split (H100: benchmarks/RESULTS.md); for
+// the few-tiles rule's 64x64 tiles, whose splits fill every SM, 12, in at most 4 splits.
+inline constexpr int kSm90MinSplitKTiles = 16, kSm90SmallTileMinSplitKTiles = 12, kSm90SmallTileMaxSplitK = 4;
+// The split count for a cooperative `tile` config: 1 unless 2 * tiles * batch <=
+// max_units (0: sm_count / 2); else as many splits as fit (tiles * splits <=
+// max_units) with at least `min_k_tiles` k tiles of 64 each (at most kGemmMaxSplitK),
+// reduced to the fewest splits with the same k tiles per split.
 int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
-                   int min_k_tiles = kSm90MinSplitKTiles);
+                   int min_k_tiles = kSm90MinSplitKTiles, int max_units = 0);
 // Swap-AB's tile config (Sm90SwapAbEligible groups): 64-row tiles of N, bn = M rounded
 // up to 16, 8 stages, and split-K until the units fill the SMs (at least
 // kSm90SwapAbMinSplitKTiles k tiles a split): small M is bound by the weight's bytes, so

@@ -4,7 +4,8 @@
 // with fp16 or bf16 inputs and fp32 accumulation: TMA tile loads (128-byte swizzle)
 // into a STAGES-deep shared-memory ring guarded by mbarriers, wgmma.m64nBNk16 from
 // shared memory, one producer warpgroup and CONSUMERS consumer warpgroups
-// (setmaxnreg moves registers from the producer to the consumers), a persistent
+// (setmaxnreg moves registers from the producer to the consumers: 40 and 232 each
+// with two, 40 and 152 with three), a persistent
 // grid walking the tiles in a grouped (L2-friendly) order, and the generated
 // epilogue functor applied to the accumulators before predicated stores.
 // Dual (Add(A·B, A2·B2)): the producer walks the K tiles of (A, B) then those of
@@ -196,6 +197,11 @@
 // C's row length (its leading dimension): swap-AB computes C^T, [GEMM_N][GEMM_M].
 #define GEMM_C_LD (GEMM_SWAP_AB ? GEMM_M : GEMM_N)
 #define GEMM_THREADS (128 * (CONSUMERS + 1))
+// setmaxnreg's split of the 64K registers (multiples of 8, 128 x (40 + CONSUMERS x
+// GEMM_CONSUMER_REGS) <= 65536): the producer (one thread issuing TMA loads) keeps
+// 40, the consumers take the rest, and ptxas allocates each side's code within its
+// count.
+#define GEMM_CONSUMER_REGS (CONSUMERS == 3 ? 152 : 232)
 #define GEMM_A_TILE_BYTES (BM * GEMM_BK * 2)
 #define GEMM_B_TILE_BYTES (BN * GEMM_BK * 2)
 #define GEMM_STAGE_BYTES (GEMM_A_TILE_BYTES + GEMM_B_TILE_BYTES)
@@ -903,7 +909,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     // Consumer warpgroup c: rows [c * 64 * WG_M, (c + 1) * 64 * WG_M) of every
     // tile (cooperative), or every CONSUMERS-th tile whole (ping-pong).
 #if CONSUMERS > 1
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(GEMM_CONSUMER_REGS));
 #endif
     const int c = wg - 1;
     const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
@@ -1097,6 +1103,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #undef GEMM_BK
 #undef GEMM_C_LD
 #undef GEMM_THREADS
+#undef GEMM_CONSUMER_REGS
 #undef GEMM_A_TILE_BYTES
 #undef GEMM_B_TILE_BYTES
 #undef GEMM_STAGE_BYTES
