@@ -113,14 +113,14 @@ int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& config, bool tma_store = true)
 // multiple of 8 in [8, 256] (16 when split; B' = A is K-major, one TMA box of bn rows). The K-dependent checks (every
 // split gets a k tile, the scratch size) are GenerateMatMulGroupSm90's.
 absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store = true);
-// The shape heuristic (`sm_count` multiprocessors; `k` the summed K of a dual group);
-// `register_a`: A goes through registers (a prologue), which takes cooperative tiles
-// (a fixed rule). Otherwise: 64x64 tiles split over K until the units fill the SMs
-// (PickSm90SplitK, kSm90SmallTileMinSplitKTiles k tiles a split or more, at most
-// kSm90SmallTileMaxSplitK splits) when 64x128
-// ones would leave most SMs idle (and split), else the tile config of Sm90TileCosts
-// with the least predicted time (split over half the SMs when its tiles fill at most
-// a quarter of them).
+// The shape heuristic (`sm_count` multiprocessors; `k` the summed K of a dual group).
+// `register_a` (A goes through registers, a prologue): 64x128 tiles while one wave
+// holds them, else the cooperative config of Sm90TileCosts (two or three consumers)
+// with the least predicted time. Otherwise: 64x64 tiles split over K until the units
+// fill the SMs (PickSm90SplitK, kSm90SmallTileMinSplitKTiles k tiles a split or more,
+// at most kSm90SmallTileMaxSplitK splits) when 64x128 ones would leave most SMs idle
+// (and split), else the config of Sm90TileCosts with the least predicted time (split
+// over half the SMs when its tiles fill at most a quarter of them).
 Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
                                   bool register_a = false);
 // The unsplit heuristic's cost model: a persistent launch of `config` takes
