@@ -768,7 +768,7 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
   EXPECT_TRUE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{64, 256, 2, 1, 4, true}).ok());
   EXPECT_NE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{128, 256, 2, 1, 4, true}).message().find("ping-pong"),
             absl::string_view::npos);
-  // Three consumers (512 threads at 128 registers each): at most 96 accumulators a thread.
+  // Three consumers (152 registers a thread through setmaxnreg): at most 96 accumulators.
   EXPECT_TRUE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{192, 192, 3, 1, 4}).ok());
   EXPECT_EQ(ops::Sm90CChunks(ops::Sm90GemmConfig{192, 192, 3, 1, 4}), 3);
   EXPECT_EQ(ops::Sm90CChunks(ops::Sm90GemmConfig{192, 128, 3, 1, 5}), 2);
