@@ -213,7 +213,7 @@ Sm90StreamKSplit Sm90StreamK(int64_t tiles, int64_t k_tiles, int sm_count) {
 }
 
 int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
-                   int min_k_tiles, int max_units) {
+                   int min_k_tiles, int max_units, int max_splits) {
   if (sm_count <= 0) sm_count = 132;
   // At most half the SMs' worth of units by default: the last split's reduction (S
   // partials read back by one warpgroup) grows with S.
@@ -222,7 +222,8 @@ int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, 
   const int64_t tiles = ((m + tile.bm - 1) / tile.bm) * ((n + tile.bn - 1) / tile.bn) * batch;
   const int64_t k_tiles = (k + 63) / 64;
   if (2 * tiles > max_units) return 1;
-  int64_t split = std::min<int64_t>({max_units / tiles, k_tiles / std::max(min_k_tiles, 1), kGemmMaxSplitK});
+  if (max_splits <= 0 || max_splits > kGemmMaxSplitK) max_splits = kGemmMaxSplitK;
+  int64_t split = std::min<int64_t>({max_units / tiles, k_tiles / std::max(min_k_tiles, 1), max_splits});
   if (split < 2) return 1;
   Sm90GemmConfig c = tile;
   c.split_k = static_cast<int>(FewestSplits(k_tiles, split));
@@ -254,13 +255,10 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
   // by 2-8% (M = 16..128 at N = 768..1024, 1024x128x3328) where 5 splits of 13 lost
   // 2-9% to 4 of 16 (M <= 64, N = 768, K = 4096; RESULTS.md 2026-11-23 (b)). The
   // other tiles keep half the SMs.
-  if (!register_a && c.bm == 64 && c.bn == 64) {
-    c.split_k = std::min(PickSm90SplitK(c, m, n, k, batch, sm_count, kSm90SmallTileMinSplitKTiles, sm_count),
-                         kSm90SmallTileMaxSplitK);
-    if (c.split_k > 1) c.split_k = static_cast<int>(FewestSplits((k + 63) / 64, c.split_k));
-  } else {
-    c.split_k = PickSm90SplitK(c, m, n, k, batch, sm_count);
-  }
+  const bool small = !register_a && c.bm == 64 && c.bn == 64;
+  c.split_k = small ? PickSm90SplitK(c, m, n, k, batch, sm_count, kSm90SmallTileMinSplitKTiles, sm_count,
+                                     kSm90SmallTileMaxSplitK)
+                    : PickSm90SplitK(c, m, n, k, batch, sm_count);
   return c;
 }
 

@@ -140,10 +140,11 @@ absl::Span<const Sm90TileCost> Sm90TileCosts();
 inline constexpr int kSm90MinSplitKTiles = 16, kSm90SmallTileMinSplitKTiles = 12, kSm90SmallTileMaxSplitK = 4;
 // The split count for a cooperative `tile` config: 1 unless 2 * tiles * batch <=
 // max_units (0: sm_count / 2); else as many splits as fit (tiles * splits <=
-// max_units) with at least `min_k_tiles` k tiles of 64 each (at most kGemmMaxSplitK),
-// reduced to the fewest splits with the same k tiles per split.
+// max_units) with at least `min_k_tiles` k tiles of 64 each (at most max_splits, 0:
+// no cap but kGemmMaxSplitK's), reduced to the fewest splits with the same k tiles per split; 1
+// where VerifySm90GemmConfig refuses the split tile.
 int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
-                   int min_k_tiles = kSm90MinSplitKTiles, int max_units = 0);
+                   int min_k_tiles = kSm90MinSplitKTiles, int max_units = 0, int max_splits = 0);
 // Swap-AB's tile config (Sm90SwapAbEligible groups): 64-row tiles of N, bn = M rounded
 // up to 16, 8 stages, and split-K until the units fill the SMs (at least
 // kSm90SwapAbMinSplitKTiles k tiles a split): small M is bound by the weight's bytes, so
