@@ -684,6 +684,39 @@ TEST(GemmCodegenTest, Sm90LargeTilesDoNotSpill) {
   }
 }
 
+// The sm90 epilogue prefetches into L1 the loads that depend on C's column alone (a
+// bias), at the start of each tile, and nothing else: a residual (row and column)
+// stays an ordinary load, and a scalar has nothing to prefetch.
+TEST(GemmCodegenTest, Sm90PrefetchesColumnVectorsOnly) {
+  KernelOptions hopper;
+  hopper.gemm_template = true;
+  hopper.hopper = true;
+  for (auto [epi, prefetched] : {std::pair<Epi, bool>{Epi::kBiasRelu, true}, {Epi::kBiasGeluTanh, true},
+                                 {Epi::kResidual, false}, {Epi::kScale, false}, {Epi::kNone, false}}) {
+    // 256x512x256 stays unswapped; 16x2048x2048 swaps A and B (C's columns are the
+    // kernel's rows).
+    for (int64_t m : {256, 16}) {
+      absl::StatusOr<Built> b =
+          Build(GemmCase{DType::kFloat16, {}, m, m == 16 ? 2048 : 512, m == 16 ? 2048 : 256, false, false, false, epi}, 1);
+      ASSERT_TRUE(b.ok()) << b.status();
+      absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(*b->node, hopper);
+      ASSERT_TRUE(l.ok()) << l.status();
+      ASSERT_EQ((*l)[0].family, "gemm_sm90");
+      const std::string& src = (*l)[0].source;
+      EXPECT_EQ(src.find("#define GEMM_SWAP_AB 1") != std::string::npos, m == 16) << EpiName(epi) << " m " << m;
+      EXPECT_EQ(src.find("#define KILN_EPILOGUE_PREFETCH(first, t) kiln_sm90_prefetch_columns(e0, first, t);") !=
+                    std::string::npos,
+                prefetched)
+          << EpiName(epi) << " m " << m;
+      if (prefetched) {
+        absl::StatusOr<ModuleInspection> inspected = InspectModule({{"kiln_prefetch_check", src}}, "sm_90a");
+        ASSERT_TRUE(inspected.ok()) << inspected.status();
+        EXPECT_NE(inspected->ptx.find("prefetch.global.L1"), std::string::npos) << EpiName(epi) << " m " << m;
+      }
+    }
+  }
+}
+
 // GELU takes its one-MUFU-op forms (kiln_gelu_tanh_fast, kiln_gelu_erf_fast) where its
 // result is a 16-bit value and keeps tanhf / erff where it is fp32 (here after a Cast
 // of the product), in both GEMM families (one epilogue generator,

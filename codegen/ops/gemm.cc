@@ -778,6 +778,19 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   f.epilogue_args = std::move(loads.args);
   f.epilogue_defines = absl::StrCat("#define KILN_EPILOGUE_PARAMS ", epilogue.params, "\n#define KILN_EPILOGUE_ARGS ",
                                     epilogue.args, "\n");
+  // Loads that depend on the output column alone (a bias; a per-channel scale): the
+  // sm90 template prefetches the lines a tile's epilogue will read while its
+  // mainloop runs (KILN_EPILOGUE_PREFETCH in gemm_sm90.cuh).
+  const Shape& ys = prep.y->shape();
+  std::string prefetch;
+  for (size_t l = 0; l < plan.loads.size(); ++l) {
+    const ElementwiseLoad& ld = plan.loads[l];
+    const bool column = !ld.view.empty() && ld.strides.empty() && ld.offset == 0 && ys.size() >= 2 &&
+                        ld.view.back() == ys.back() && ys.back() > 1 &&
+                        std::all_of(ld.view.begin(), ld.view.end() - 1, [](int64_t d) { return d == 1; });
+    if (column) absl::StrAppend(&prefetch, " kiln_sm90_prefetch_columns(e", l, ", first, t);");
+  }
+  if (!prefetch.empty()) absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_PREFETCH(first, t)", prefetch, "\n");
   f.epilogue_function = GemmEpilogueFunction(epilogue, plan.epilogue_code, plan.result);
   f.description = GroupComment(node, plan, *prep.y);
   return f;

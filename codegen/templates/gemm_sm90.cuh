@@ -625,6 +625,24 @@ static __device__ __forceinline__ void kiln_sm90_consume_rs(float (&acc)[WG_M][B
 }
 #endif
 
+#ifdef KILN_EPILOGUE_PREFETCH
+// An epilogue load that depends on C's column alone (a bias), p[col]: thread t of a
+// consumer prefetches into L1 the t-th 128-byte line of the columns this consumer's
+// tile covers, from `first` (C's columns are the kernel's rows when swapped), at
+// the start of the tile. The mainloop hides the latency the epilogue's loads would
+// otherwise wait out after it; L1 holds the lines (TMA and the split-K partials
+// bypass it).
+template <typename T>
+static __device__ __forceinline__ void kiln_sm90_prefetch_columns(const T* p, int first, int t) {
+  constexpr int extent = GEMM_SWAP_AB ? 64 * WG_M : BN, per_line = 128 / sizeof(T);
+  constexpr int bound = GEMM_SWAP_AB ? GEMM_M : GEMM_N;  // C's columns
+  if (t <= extent / per_line) {  // one more line than the extent: `first` need not be aligned
+    const int col = min(first + t * per_line, min(first + extent, bound) - 1);
+    asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p + col));
+  }
+}
+#endif
+
 // The epilogue functor on every accumulator of a consumer's tile, in place (rows from
 // `row_base`, columns from n0). MASK: elements outside the output become zeros (and
 // the functor does not run there); without it the whole tile is inside, and nothing
@@ -932,6 +950,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         turn_phase ^= 1u;
       }
       first = false;
+#ifdef KILN_EPILOGUE_PREFETCH
+      KILN_EPILOGUE_PREFETCH(GEMM_SWAP_AB ? m0 + row0 : n0, static_cast<int>(threadIdx.x % 128));
+#endif
 #pragma unroll
       for (int i = 0; i < WG_M; ++i)
 #pragma unroll
@@ -1152,3 +1173,4 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #undef KILN_PROLOGUE_PARAMS
 #undef KILN_EPILOGUE_PARAMS
 #undef KILN_EPILOGUE_ARGS
+#undef KILN_EPILOGUE_PREFETCH
