@@ -521,6 +521,7 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
                                              ops::Sm90GemmConfig{192, 192, 3, 1, 4}, ops::Sm90GemmConfig{192, 128, 3, 1, 5},
                                              Sm90Cluster({128, 256, 2, 1, 4}), Sm90Cluster({128, 192, 2, 1, 4}),
                                              Sm90Cluster({64, 64, 1, 1, 8}),
+                                             ops::Sm90GemmConfig{64, 64, 1, 1, 12},  // the deep ring
                                              Sm90Cluster({128, 128, 2, 2, 4, true}),
                                              // Stream-K over 3 CTAs (Sm90SplitCases has more).
                                              WithStreamK({128, 128, 2, 1, 4})}) {
@@ -534,7 +535,7 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
           all.push_back((*x)[0]);
         }
       }
-      if (select == Select::kAll && c.m <= ops::kSm90SwapAbMaxM && ops::Sm90SwapAbEligible(*b->node).ok()) {
+      if (select == Select::kAll && c.m <= 64 && ops::Sm90SwapAbEligible(*b->node).ok()) {
         // Swapped tiles: n8 (unsplit), two consumers split in 2, two m64 blocks split in 3.
         const int64_t k_tiles = (c.k + 63) / 64;
         for (ops::Sm90GemmConfig cfg :
@@ -866,6 +867,16 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
   // of 13; 128x1280x3968: 40 tiles, 62 k tiles -> 3 of 21).
   EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(1024, 128, 3328, 1, 132)), "64x64 c1x1 s8 k4");
   EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(128, 1280, 3968, 1, 132)), "64x64 c1x1 s8 k3");
+  // Past 40 tiles the 64x64 tiles stay unsplit, and unsplit with K >= 1024 they take a
+  // 12-stage ring (48 tiles here; M = 64 no longer swaps).
+  EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(64, 3072, 3072, 1, 132)), "64x64 c1x1 s12");
+  EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(2944, 128, 2432, 1, 132)), "64x64 c1x1 s12");
+  EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(512, 768, 768, 1, 132)), "64x64 c1x1 s8");  // K < 1024
+  EXPECT_TRUE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{64, 64, 1, 1, 12}).ok());
+  EXPECT_NE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{64, 64, 1, 1, 17}).message().find("[2, 16]"),
+            absl::string_view::npos);
+  EXPECT_NE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{64, 128, 1, 1, 10}).message().find("shared memory"),
+            absl::string_view::npos);
   // A through registers: cooperative tiles only (64x128 while one wave holds them).
   for (auto [m, n, k, want] : {std::tuple<int64_t, int64_t, int64_t, const char*>{128, 768, 3072, "64x128 c1x1 s8 k3"},
                                {1024, 1024, 1024, "64x128 c1x1 s8"},
@@ -1748,8 +1759,9 @@ TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
     EXPECT_TRUE(ops::VerifySm90GemmConfig(c).ok()) << ops::Sm90GemmConfigString(c);
   }
   EXPECT_TRUE(ops::PreferSm90SwapAb(1, 4096, 4096));
-  EXPECT_TRUE(ops::PreferSm90SwapAb(64, 2048, 2048));
-  EXPECT_FALSE(ops::PreferSm90SwapAb(65, 4096, 4096));
+  EXPECT_TRUE(ops::PreferSm90SwapAb(16, 2048, 2048));
+  EXPECT_FALSE(ops::PreferSm90SwapAb(17, 4096, 4096));  // unsplit 12-stage 64x64 tiles measured faster
+  EXPECT_FALSE(ops::PreferSm90SwapAb(64, 4096, 4096));
   EXPECT_FALSE(ops::PreferSm90SwapAb(16, 768, 3072));  // measured slower at N = 768
   EXPECT_FALSE(ops::PreferSm90SwapAb(16, 4096, 768));  // and at K = 768
   // Routing: which groups swap (the heuristic) and why the others cannot.
@@ -1769,8 +1781,8 @@ TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
   for (const Route& r : {Route{GemmCase{DType::kFloat16, {}, 16, 4096, 4096, false, false, true}, true, ""},
                          Route{GemmCase{DType::kBFloat16, {3}, 7, 2048, 2048, true, false, false, Epi::kBiasGelu},
                                true, ""},
-                         Route{GemmCase{DType::kFloat16, {}, 64, 3072, 2048}, true, ""},
-                         Route{GemmCase{DType::kFloat16, {}, 65, 3072, 2048}, false, ""},  // eligible, M > 64
+                         Route{GemmCase{DType::kFloat16, {}, 16, 3072, 2048}, true, ""},
+                         Route{GemmCase{DType::kFloat16, {}, 17, 3072, 2048}, false, ""},  // eligible, M > 16
                          Route{GemmCase{DType::kFloat16, {}, 16, 768, 3072}, false, ""},   // eligible, N < 2048
                          Route{GemmCase{DType::kFloat16, {}, 16, 64, 64, false, true, false}, false, "[K, M]"},
                          Route{dual, false, "dual"}, Route{pro, false, "prologue"}}) {

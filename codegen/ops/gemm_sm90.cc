@@ -99,7 +99,7 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
     return bad("BN must be a multiple of 64 (TMA boxes of 64 columns) in [64, 256] (wgmma n)");
   }
   if (c.wg_m * c.bn / 2 > 128) return bad(absl::StrCat(c.wg_m * c.bn / 2, " accumulator registers per thread (> 128)"));
-  if (c.stages < 2 || c.stages > 8) return bad("STAGES must be in [2, 8]");
+  if (c.stages < 2 || c.stages > 16) return bad("STAGES must be in [2, 16]");
   if (c.split_k < 1 || c.split_k > kGemmMaxSplitK) return bad(absl::StrCat("split-K must be in [1, ", kGemmMaxSplitK, "]"));
   if (c.split_k > 1 && c.pingpong) {
     return bad("split-K needs cooperative tiles (ping-pong consumers take whole tiles)");
@@ -253,12 +253,18 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
   // kSm90SmallTileMaxSplitK splits of at least kSm90SmallTileMinSplitKTiles k tiles:
   // their partials are 16 KiB, and on the H100 4 splits of 12-16 k tiles beat 2 or 3
   // by 2-8% (M = 16..128 at N = 768..1024, 1024x128x3328) where 5 splits of 13 lost
-  // 2-9% to 4 of 16 (M <= 64, N = 768, K = 4096; RESULTS.md 2026-11-23 (b)). The
-  // other tiles keep half the SMs.
+  // 2-9% to 4 of 16 (M <= 64, N = 768, K = 4096; RESULTS.md 2026-11-23 (b)); past
+  // kSm90SmallTileMaxSplitTiles tiles they stay unsplit (2026-11-23 (d)). The other
+  // tiles keep half the SMs.
   const bool small = !register_a && c.bm == 64 && c.bn == 64;
-  c.split_k = small ? PickSm90SplitK(c, m, n, k, batch, sm_count, kSm90SmallTileMinSplitKTiles, sm_count,
-                                     kSm90SmallTileMaxSplitK)
-                    : PickSm90SplitK(c, m, n, k, batch, sm_count);
+  const int64_t small_tiles = ((m + 63) / 64) * ((n + 63) / 64) * batch;
+  if (!small) {
+    c.split_k = PickSm90SplitK(c, m, n, k, batch, sm_count);
+  } else if (small_tiles <= kSm90SmallTileMaxSplitTiles) {
+    c.split_k = PickSm90SplitK(c, m, n, k, batch, sm_count, kSm90SmallTileMinSplitKTiles, sm_count,
+                               kSm90SmallTileMaxSplitK);
+  }
+  if (small && c.split_k == 1 && k >= kSm90SmallTileDeepRingMinK) c.stages = kSm90SmallTileDeepRingStages;
   return c;
 }
 

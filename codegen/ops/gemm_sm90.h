@@ -107,7 +107,7 @@ int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& config, bool tma_store = true)
 // InvalidArgument naming the constraint: bm = 64 * wg_m * consumers (ping-pong:
 // 64 * wg_m with 2 consumers), consumers 1..2,
 // wg_m 1..2, bn a multiple of 64 (TMA boxes of 64 columns) in [64, 256] (wgmma n),
-// accumulators wg_m * bn / 2 <= 128 registers, 2..8 stages, shared memory <= 227 KiB,
+// accumulators wg_m * bn / 2 <= 128 registers, 2..16 stages, shared memory <= 227 KiB,
 // split_k in [1, kGemmMaxSplitK] and 1 with ping-pong; cluster_m 1 or 2, 1 with
 // split_k or swap_ab; stream_k cooperative, without split_k, swap_ab or clusters; swap_ab: cooperative, bn a
 // multiple of 8 in [8, 256] (16 when split; B' = A is K-major, one TMA box of bn rows). The K-dependent checks (every
@@ -116,11 +116,13 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store =
 // The shape heuristic (`sm_count` multiprocessors; `k` the summed K of a dual group).
 // `register_a` (A goes through registers, a prologue): 64x128 tiles while one wave
 // holds them, else the cooperative config of Sm90TileCosts (two or three consumers)
-// with the least predicted time. Otherwise: 64x64 tiles split over K until the units
-// fill the SMs (PickSm90SplitK, kSm90SmallTileMinSplitKTiles k tiles a split or more,
-// at most kSm90SmallTileMaxSplitK splits) when 64x128 ones would leave most SMs idle
-// (and split), else the config of Sm90TileCosts with the least predicted time (split
-// over half the SMs when its tiles fill at most a quarter of them).
+// with the least predicted time. Otherwise: 64x64 tiles when 64x128 ones would leave
+// most SMs idle (and split), split over K until the units
+// fill the SMs (PickSm90SplitK, kSm90SmallTileMinSplitKTiles k tiles a split or more, at
+// most kSm90SmallTileMaxSplitK splits) while there are at most
+// kSm90SmallTileMaxSplitTiles of them, with a deeper ring when unsplit and K is long;
+// else the config of Sm90TileCosts with the least predicted time (split over half the
+// SMs when its tiles fill at most a quarter of them).
 Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
                                   bool register_a = false);
 // The unsplit heuristic's cost model: a persistent launch of `config` takes
@@ -128,7 +130,8 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
 // batch / sm_count). Least-squares fits (relative error) per config to an H100 sweep
 // of every config over the squares, transformer and random sets of kiln_gemm_bench
 // (benchmarks/RESULTS.md, 2026-11-23 (b), all nine configs in one session); mean
-// error 3-6% per config.
+// error 3-6% per config. (The 64x64 entry, fitted with 8 stages, runs 12 unsplit
+// at K >= 1024, up to 8% faster: the model overstates its time there.)
 struct Sm90TileCost {
   Sm90GemmConfig config;
   double fixed_us = 0, wave_us = 0, wave_us_per_k = 0;
@@ -136,8 +139,15 @@ struct Sm90TileCost {
 };
 absl::Span<const Sm90TileCost> Sm90TileCosts();
 // The heuristic's least k tiles (of 64) per split (H100: benchmarks/RESULTS.md); for
-// the few-tiles rule's 64x64 tiles, whose splits fill every SM, 12, in at most 4 splits.
+// the few-tiles rule's 64x64 tiles, whose splits fill every SM, 12, in at most 4 splits,
+// and only while there are at most 40 tiles: at 48 and 64 tiles the unsplit kernel beat
+// 2 splits by 9-11% (M <= 64, N, K >= 3072), at 40 two splits beat none by 12%
+// (128x1280x3968; RESULTS.md 2026-11-23 (d)). Their ring: 8 stages of 16 KiB, and 12
+// when unsplit with K >= 1024, which ran 2-8% faster there and 1.5-3% slower split or
+// at K <= 768 (the same run).
 inline constexpr int kSm90MinSplitKTiles = 16, kSm90SmallTileMinSplitKTiles = 12, kSm90SmallTileMaxSplitK = 4;
+inline constexpr int kSm90SmallTileMaxSplitTiles = 40, kSm90SmallTileDeepRingStages = 12;
+inline constexpr int64_t kSm90SmallTileDeepRingMinK = 1024;
 // The split count for a cooperative `tile` config: 1 unless 2 * tiles * batch <=
 // max_units (0: sm_count / 2); else as many splits as fit (tiles * splits <=
 // max_units) with at least `min_k_tiles` k tiles of 64 each (at most max_splits, 0:
@@ -151,11 +161,12 @@ int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, 
 // every SM should stream a share.
 inline constexpr int kSm90SwapAbMinSplitKTiles = 4;
 Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count);
-// Whether the heuristic swaps: M <= 64 with N >= 2048 and K >= 2048, where the swapped
-// form measured faster than the unswapped heuristic on every small_m shape of the H100
-// (1.02-1.36x); at N = 768 or K = 768 it measured 0.79-1.06x (benchmarks/RESULTS.md,
-// 2026-11-22 (e)).
-inline constexpr int64_t kSm90SwapAbMaxM = 64, kSm90SwapAbMinN = 2048, kSm90SwapAbMinK = 2048;
+// Whether the heuristic swaps: M <= 16 with N >= 2048 and K >= 2048. Against the
+// unswapped heuristic of 8-stage 64x64 tiles the swapped form measured faster on every
+// small_m shape of the H100 up to M = 64 (1.02-1.36x); at N = 768 or K = 768 it measured
+// 0.79-1.06x (benchmarks/RESULTS.md, 2026-11-22 (e)). Against unsplit 12-stage 64x64
+// tiles it loses 5-11% at M = 32 and 64 and ties at M = 16 (RESULTS.md 2026-11-23 (d)).
+inline constexpr int64_t kSm90SwapAbMaxM = 16, kSm90SwapAbMinN = 2048, kSm90SwapAbMinK = 2048;
 inline bool PreferSm90SwapAb(int64_t m, int64_t n, int64_t k) {
   return m <= kSm90SwapAbMaxM && n >= kSm90SwapAbMinN && k >= kSm90SwapAbMinK;
 }
