@@ -117,12 +117,11 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store =
 // `register_a` (A goes through registers, a prologue): 64x128 tiles while one wave
 // holds them, else the cooperative config of Sm90TileCosts (two or three consumers)
 // with the least predicted time. Otherwise: 64x64 tiles when 64x128 ones would leave
-// most SMs idle (and split), split over K until the units
-// fill the SMs (PickSm90SplitK, kSm90SmallTileMinSplitKTiles k tiles a split or more, at
-// most kSm90SmallTileMaxSplitK splits) while there are at most
-// kSm90SmallTileMaxSplitTiles of them, with a deeper ring when unsplit and K is long;
-// else the config of Sm90TileCosts with the least predicted time (split over half the
-// SMs when its tiles fill at most a quarter of them).
+// most SMs idle (and split), split over K until the units fill the SMs (PickSm90SplitK,
+// kSm90SmallTileMinSplitKTiles k tiles a split or more, at most kSm90SmallTileMaxSplitK
+// splits) while there are at most kSm90SmallTileMaxSplitTiles of them, with a deeper
+// ring when unsplit and K is long; else the config of Sm90TileCosts with the least
+// predicted time (split over half the SMs when its tiles fill at most a quarter of them).
 Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
                                   bool register_a = false);
 // The unsplit heuristic's cost model: a persistent launch of `config` takes
@@ -165,7 +164,7 @@ Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t bat
 // unswapped heuristic of 8-stage 64x64 tiles the swapped form measured faster on every
 // small_m shape of the H100 up to M = 64 (1.02-1.36x); at N = 768 or K = 768 it measured
 // 0.79-1.06x (benchmarks/RESULTS.md, 2026-11-22 (e)). Against unsplit 12-stage 64x64
-// tiles it loses 5-11% at M = 32 and 64 and ties at M = 16 (RESULTS.md 2026-11-23 (d)).
+// tiles it lost 2-18% at M = 32 and 64 and tied at M = 16 (RESULTS.md 2026-11-23 (d)).
 inline constexpr int64_t kSm90SwapAbMaxM = 16, kSm90SwapAbMinN = 2048, kSm90SwapAbMinK = 2048;
 inline bool PreferSm90SwapAb(int64_t m, int64_t n, int64_t k) {
   return m <= kSm90SwapAbMaxM && n >= kSm90SwapAbMinN && k >= kSm90SwapAbMinK;
