@@ -522,6 +522,7 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
                                              Sm90Cluster({128, 256, 2, 1, 4}), Sm90Cluster({128, 192, 2, 1, 4}),
                                              Sm90Cluster({64, 64, 1, 1, 8}),
                                              ops::Sm90GemmConfig{64, 64, 1, 1, 12},  // the deep ring
+                                             ops::Sm90GemmConfig{128, 192, 2, 1, 5},  // C in 3 chunks
                                              Sm90Cluster({128, 128, 2, 2, 4, true}),
                                              // Stream-K over 3 CTAs (Sm90SplitCases has more).
                                              WithStreamK({128, 128, 2, 1, 4})}) {
@@ -847,7 +848,7 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
   // where the waves come out best (2304x1920: 270 tiles of 128x128 = 3 waves, 180 of
   // 64x192 = 2 shorter ones, 120 of 192x192 = one; on the H100 57.7 -> 48.9 us).
   for (auto [m, n, k, want] : {std::tuple<int64_t, int64_t, int64_t, const char*>{4096, 4096, 4096, "128x256 c2x1 s4"},
-                               {8192, 768, 3072, "128x192 c2x1 s4"},
+                               {8192, 768, 3072, "128x192 c2x1 s5"},
                                {2304, 1920, 3712, "192x192 c3x1 s4"},
                                {1024, 1024, 1024, "64x128 c1x1 s8"}}) {
     const ops::Sm90GemmConfig c = ops::PickSm90GemmConfig(m, n, k, 1, 132);

@@ -129,8 +129,10 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
 // batch / sm_count). Least-squares fits (relative error) per config to an H100 sweep
 // of every config over the squares, transformer and random sets of kiln_gemm_bench
 // (benchmarks/RESULTS.md, 2026-11-23 (b), all nine configs in one session); mean
-// error 3-6% per config. (The 64x64 entry, fitted with 8 stages, runs 12 unsplit
-// at K >= 1024, up to 8% faster: the model overstates its time there.)
+// error 3-6% per config. Two entries run deeper rings than they were fitted with, and
+// the model overstates their times a little: 64x64 (fitted with 8 stages) takes 12
+// unsplit at K >= 1024, up to 8% faster; 128x192 runs 5 stages for the 4 fitted, 1-4%
+// faster on the shapes it is picked for (RESULTS.md 2026-11-23 (d)).
 struct Sm90TileCost {
   Sm90GemmConfig config;
   double fixed_us = 0, wave_us = 0, wave_us_per_k = 0;
