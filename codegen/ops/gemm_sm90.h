@@ -142,7 +142,7 @@ absl::Span<const Sm90TileCost> Sm90TileCosts();
 // The heuristic's least k tiles (of 64) per split (H100: benchmarks/RESULTS.md); for
 // the few-tiles rule's 64x64 tiles, whose splits fill every SM, 12, in at most 4 splits,
 // and only while there are at most 40 tiles: at 48 and 64 tiles the unsplit kernel beat
-// 2 splits by 9-11% (M <= 64, N, K >= 3072), at 40 two splits beat none by 12%
+// 2 splits by 8-12% (M <= 64, N, K >= 3072), at 40 two splits beat none by 12%
 // (128x1280x3968; RESULTS.md 2026-11-23 (d)). Their ring: 8 stages of 16 KiB, and 12
 // when unsplit with K >= 1024, which ran 2-8% faster there and 1.5-3% slower split or
 // at K <= 768 (the same run).
