@@ -1645,6 +1645,14 @@ TEST(GemmCodegenTest, Sm90SplitKConfigsHeuristicAndLaunches) {
   EXPECT_EQ((*u)[0].scratch_bytes, 0u);
   const std::string& us = (*u)[0].source;  // only the template's default
   EXPECT_EQ(us.find("#define GEMM_SPLIT_K "), us.find("#ifndef GEMM_SPLIT_K\n#define GEMM_SPLIT_K 1\n") + 21);
+  // Scratch beyond kGemmMaxScratchBytes: refused for a forced config (4096 tiles x 32
+  // splits x 16 KiB).
+  absl::StatusOr<Built> huge = Build(GemmCase{DType::kFloat16, {}, 4096, 4096, 2048}, 1);
+  ASSERT_TRUE(huge.ok());
+  const absl::Status scratch =
+      ops::GenerateMatMulGroupSm90(*huge->node, ptr(Sm90Split(64, 64, 1, 1, 8, 32)), 132).status();
+  EXPECT_EQ(scratch.code(), absl::StatusCode::kInvalidArgument) << scratch;
+  EXPECT_NE(scratch.message().find("bytes of scratch"), absl::string_view::npos) << scratch;
   // 16 k tiles: 6 splits of 3 leave one; 17 splits of 1 would leave none (K = 1000).
   EXPECT_TRUE(ops::GenerateMatMulGroupSm90(*b->node, ptr(Sm90Split(64, 128, 1, 1, 8, 6)), 132).ok());
   const absl::Status refused = ops::GenerateMatMulGroupSm90(*b->node, ptr(Sm90Split(64, 128, 1, 1, 8, 17)), 132).status();

@@ -207,8 +207,7 @@ Sm90StreamKSplit Sm90StreamK(int64_t tiles, int64_t k_tiles, int sm_count) {
                    : tiles % sm_count == 0     ? 0
                    : tiles < 2 * sm_count      ? tiles
                                                : sm_count + tiles % sm_count;
-  split.grid = split.sk_tiles > 0 ? std::min<int64_t>(sm_count, split.sk_tiles * k_tiles) : tiles;
-  split.grid = std::min<int64_t>(split.grid, sm_count);
+  split.grid = std::min<int64_t>(split.sk_tiles > 0 ? split.sk_tiles * k_tiles : tiles, sm_count);
   return split;
 }
 
@@ -256,15 +255,15 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
   // 2-9% to 4 of 16 (M <= 64, N = 768, K = 4096; RESULTS.md 2026-11-23 (b)); past
   // kSm90SmallTileMaxSplitTiles tiles they stay unsplit (2026-11-23 (d)). The other
   // tiles keep half the SMs.
-  const bool small = !register_a && c.bm == 64 && c.bn == 64;
-  const int64_t small_tiles = ((m + 63) / 64) * ((n + 63) / 64) * batch;
-  if (!small) {
+  if (register_a || c.bm != 64 || c.bn != 64) {
     c.split_k = PickSm90SplitK(c, m, n, k, batch, sm_count);
-  } else if (small_tiles <= kSm90SmallTileMaxSplitTiles) {
+    return c;
+  }
+  if (((m + 63) / 64) * ((n + 63) / 64) * batch <= kSm90SmallTileMaxSplitTiles) {
     c.split_k = PickSm90SplitK(c, m, n, k, batch, sm_count, kSm90SmallTileMinSplitKTiles, sm_count,
                                kSm90SmallTileMaxSplitK);
   }
-  if (small && c.split_k == 1 && k >= kSm90SmallTileDeepRingMinK) c.stages = kSm90SmallTileDeepRingStages;
+  if (c.split_k == 1 && k >= kSm90SmallTileDeepRingMinK) c.stages = kSm90SmallTileDeepRingStages;
   return c;
 }
 
@@ -382,32 +381,27 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   // past M), times the splits (never both).
   const int64_t units = ((km + cfg.bm * cfg.cluster_m - 1) / (cfg.bm * cfg.cluster_m)) *
                         ((kn + cfg.bn - 1) / cfg.bn) * p.batch * cfg.split_k;
+  const int64_t k_tiles = (p.k + 63) / 64 + (p.dual ? (p.k2 + 63) / 64 : 0);
   if (cfg.split_k > 1) {
-    const int64_t k_tiles = (p.k + 63) / 64 + (p.dual ? (p.k2 + 63) / 64 : 0);
     const int64_t per = (k_tiles + cfg.split_k - 1) / cfg.split_k;
     if ((cfg.split_k - 1) * per >= k_tiles) {
       return absl::InvalidArgumentError(absl::StrCat(
           "sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": K = ", p.k + p.k2, " has ", k_tiles,
           " k tile(s) of 64: ", cfg.split_k, " splits of ", per, " leave the last split without one"));
     }
-    const uint64_t scratch = static_cast<uint64_t>(tiles) * cfg.split_k * cfg.bm * cfg.bn * 4;
-    if (scratch > kGemmMaxScratchBytes) {
-      return absl::InvalidArgumentError(absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": ",
-                                                     scratch, " bytes of scratch (> ", kGemmMaxScratchBytes, ")"));
-    }
   }
-
   // Stream-K: the split of the tiles (none when they fill whole waves: the kernel is
   // then the data-parallel one).
-  Sm90StreamKSplit sk;
-  if (cfg.stream_k) {
-    const int64_t k_tiles = (p.k + 63) / 64 + (p.dual ? (p.k2 + 63) / 64 : 0);
-    sk = Sm90StreamK(tiles, k_tiles, sm_count);
-    const uint64_t scratch = static_cast<uint64_t>(sk.grid) * cfg.bm * cfg.bn * 4;
-    if (sk.sk_tiles > 0 && scratch > kGemmMaxScratchBytes) {
-      return absl::InvalidArgumentError(absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": ",
-                                                     scratch, " bytes of scratch (> ", kGemmMaxScratchBytes, ")"));
-    }
+  const Sm90StreamKSplit sk = cfg.stream_k ? Sm90StreamK(tiles, k_tiles, sm_count) : Sm90StreamKSplit{};
+  // The workspace's fp32 partial tiles: split-K's S per tile, stream-K's one per CTA
+  // (gemm_sm90.cuh, "Split-K", "Stream-K").
+  const uint64_t tile_bytes = static_cast<uint64_t>(cfg.bm) * cfg.bn * 4;
+  const uint64_t scratch = cfg.split_k > 1 ? static_cast<uint64_t>(tiles) * cfg.split_k * tile_bytes
+                           : sk.sk_tiles > 0 ? static_cast<uint64_t>(sk.grid) * tile_bytes
+                                             : 0;
+  if (scratch > kGemmMaxScratchBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": ",
+                                                   scratch, " bytes of scratch (> ", kGemmMaxScratchBytes, ")"));
   }
 
   KernelLaunch launch;
@@ -497,13 +491,12 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   const int64_t walkers =
       sk.sk_tiles > 0 ? sk.grid : std::min<int64_t>(units, std::max(sm_count / cfg.cluster_m, 1));
   launch.grid = {static_cast<uint32_t>(walkers * cfg.cluster_m), 1, 1};
-  if (cfg.split_k > 1) {  // the workspace (gemm_sm90.cuh, "Split-K")
+  if (cfg.split_k > 1) {
     launch.semaphores = static_cast<uint32_t>(tiles * cfg.consumers);
-    launch.scratch_bytes = static_cast<uint64_t>(tiles) * cfg.split_k * cfg.bm * cfg.bn * 4;
-  } else if (sk.sk_tiles > 0) {  // (gemm_sm90.cuh, "Stream-K")
+  } else if (sk.sk_tiles > 0) {
     launch.semaphores = static_cast<uint32_t>(sk.sk_tiles * cfg.consumers);
-    launch.scratch_bytes = static_cast<uint64_t>(sk.grid) * cfg.bm * cfg.bn * 4;
   }
+  launch.scratch_bytes = scratch;
   launch.block = {static_cast<uint32_t>(128 * (cfg.consumers + 1)), 1, 1};
   launch.shared_bytes = static_cast<uint32_t>(Sm90GemmSharedBytes(cfg, tma_store));
   return std::vector<KernelLaunch>{std::move(launch)};
