@@ -14,7 +14,9 @@ mean/max error, and a leave-one-out check of the picks against the fastest peer.
     benchmarks/fit_sm90_tile_costs.py benchmarks/results/gemm_sm90_tile_sweep_h100_2026-11-23b.csv
 
 (the table in Sm90TileCosts; the earlier fits took the 2026-11-22 g and i sweeps,
-whose files hold seven of these configs)
+whose files hold seven of these configs). Since RESULTS.md 2026-11-23 (d) the table
+runs 128x192 with 5 stages and the heuristic gives unsplit 64x64 tiles 12 at K >= 1024,
+on the parameters fitted here for 4 and 8: a refit should sweep those forms.
 """
 import csv
 import math

@@ -105,8 +105,8 @@ inline constexpr int64_t kSm90MaxSharedBytes = 227 * 1024;
 int Sm90CChunks(const Sm90GemmConfig& config);
 int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& config, bool tma_store = true);
 // InvalidArgument naming the constraint: bm = 64 * wg_m * consumers (ping-pong:
-// 64 * wg_m with 2 consumers), consumers 1..2,
-// wg_m 1..2, bn a multiple of 64 (TMA boxes of 64 columns) in [64, 256] (wgmma n),
+// 64 * wg_m with 2 consumers), consumers 1..3 (3: at most 96 accumulators a thread, 64
+// with split_k or stream_k), wg_m 1..2, bn a multiple of 64 (TMA boxes of 64 columns) in [64, 256] (wgmma n),
 // accumulators wg_m * bn / 2 <= 128 registers, 2..16 stages, shared memory <= 227 KiB,
 // split_k in [1, kGemmMaxSplitK] and 1 with ping-pong; cluster_m 1 or 2, 1 with
 // split_k or swap_ab; stream_k cooperative, without split_k, swap_ab or clusters; swap_ab: cooperative, bn a
