@@ -446,7 +446,9 @@ TEST(GpuExecutorTest, LightModelsAndBlocksRunGeneratedKernelsOnly) {
       }
       EXPECT_LE(vs_cpu, Tolerance(precision)) << "vs the CPU backend";
       EXPECT_LE(vs_ref, Tolerance(precision)) << (is_light ? "vs the expected output" : "vs the fp32 reference");
-      if (!is_light && LocalGpu()->arch == "sm_90a") EXPECT_GE(gemm_sm90, 4);
+      if (!is_light && LocalGpu()->arch == "sm_90a") {
+        EXPECT_GE(gemm_sm90, 4);
+      }
       std::cout << absl::StrFormat("[ gpu ] %-22s %-4s all generated (%d nvrtc steps, %d gemm_sm90 launches; f32: %d "
                                    "library steps, %d groups expanded): rel. error %.2e vs CPU backend (0: not run), "
                                    "%.2e vs %s\n",
