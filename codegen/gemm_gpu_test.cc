@@ -511,7 +511,7 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
                                              ops::Sm90GemmConfig{256, 128, 2, 2, 3}, ops::Sm90GemmConfig{64, 128, 1, 1, 8},
                                              ops::Sm90GemmConfig{128, 64, 2, 1, 3},
                                              ops::Sm90GemmConfig{64, 256, 2, 1, 4, true},
-                                             ops::Sm90GemmConfig{128, 128, 2, 2, 4, true},
+                                             ops::Sm90GemmConfig{128, 128, 2, 2, 5, true},  // the heuristic's ping-pong
                                              // Clusters of two sharing B: K-major B in halves of
                                              // 128, 96 and 32 rows, MN-major in 2, 3 (uneven) and
                                              // 1 boxes; ping-pong.
@@ -714,6 +714,52 @@ TEST(GemmCodegenTest, Sm90PrefetchesColumnVectorsOnly) {
         absl::StatusOr<ModuleInspection> inspected = InspectModule({{"kiln_prefetch_check", src}}, "sm_90a");
         ASSERT_TRUE(inspected.ok()) << inspected.status();
         EXPECT_NE(inspected->ptx.find("prefetch.global.L1"), std::string::npos) << EpiName(epi) << " m " << m;
+      }
+    }
+  }
+}
+
+// The planner tells the epilogue's work apart (EpilogueWork), and the sm90 heuristic
+// picks the tile with it: at 2048x3072x768 (a BERT FFN at 2048 tokens) the plain GEMM
+// takes cooperative 192x128 tiles, the others (a bias, a residual, a scale, GELU) the
+// 128x128 ping-pong tile, whose consumers overlap one's epilogue with the other's
+// mainloop (H100: bias+ReLU 20.9 -> 19.8 us, bias+GELU 22.5 -> 21.6 us; RESULTS.md
+// 2026-11-23 (e)). A through registers never takes ping-pong (one consumer's prologue
+// at a time would starve the tensor cores).
+TEST(GemmCodegenTest, Sm90EpilogueWorkPicksTheTile) {
+  KernelOptions hopper;
+  hopper.gemm_template = true;
+  hopper.hopper = true;
+  for (auto [epi, work] : {std::pair<Epi, ops::EpilogueWork>{Epi::kNone, ops::EpilogueWork::kNone},
+                           {Epi::kBiasRelu, ops::EpilogueWork::kLight},
+                           {Epi::kResidual, ops::EpilogueWork::kLight},
+                           {Epi::kScale, ops::EpilogueWork::kLight},
+                           {Epi::kBiasGelu, ops::EpilogueWork::kSpecial},
+                           {Epi::kBiasGeluTanh, ops::EpilogueWork::kSpecial}}) {
+    absl::StatusOr<Built> b = Build(GemmCase{DType::kFloat16, {}, 2048, 3072, 768, false, false, false, epi}, 1);
+    ASSERT_TRUE(b.ok()) << b.status();
+    absl::StatusOr<ops::GemmFamilyPlan> plan = ops::PlanGemmForFamily(*b->node);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->epilogue_work, work) << EpiName(epi);
+    absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(*b->node, hopper);
+    ASSERT_TRUE(l.ok()) << l.status();
+    ASSERT_EQ((*l)[0].family, "gemm_sm90");
+    const bool pingpong = (*l)[0].source.find("#define GEMM_PINGPONG 1") != std::string::npos;
+    EXPECT_EQ(pingpong, work != ops::EpilogueWork::kNone) << EpiName(epi);
+  }
+  EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(2048, 3072, 768, 1, 132)), "192x128 c3x1 s5");
+  for (ops::EpilogueWork work : {ops::EpilogueWork::kLight, ops::EpilogueWork::kSpecial}) {
+    EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(2048, 3072, 768, 1, 132, false, work)),
+              "128x128 p2x2 s5");
+    // 4096^3: the epilogue is a sliver of each tile's time; the tile stays.
+    EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(4096, 4096, 4096, 1, 132, false, work)),
+              "128x256 c2x1 s4");
+    for (int64_t m : {128, 512, 2048, 8192}) {
+      for (int64_t n : {768, 3072}) {
+        for (int64_t k : {128, 768, 3072}) {
+          EXPECT_FALSE(ops::PickSm90GemmConfig(m, n, k, 1, 132, /*register_a=*/true, work).pingpong)
+              << m << "x" << n << "x" << k;
+        }
       }
     }
   }

@@ -14,6 +14,10 @@ namespace kiln::codegen::ops {
 
 // Element-wise ops with multidirectional broadcasting (codegen/ops/pointwise.cc).
 bool IsPointwiseOp(absl::string_view op);
+// Element-wise ops whose expression evaluates a special function (exp, log, tanh, erf,
+// sqrt, pow: the multi-function unit, a sixteenth of the FMA pipe's rate on the H100).
+// The sm90 GEMM's tile costs tell such epilogues apart (codegen/ops/gemm_sm90.h).
+bool PointwiseUsesSpecialFunction(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwise(const Node& node);
 // A FusedGroup whose members are all element-wise over the group's output shape
 // (fusion's "pointwise" groups): one kernel for the whole group.

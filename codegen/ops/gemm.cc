@@ -172,6 +172,7 @@ struct GemmPlan {
   std::string epilogue_code;  // statements computing the result from `acc`
   std::string result = "acc";
   std::vector<ElementwiseLoad> loads;  // group inputs the epilogue reads (g<l>)
+  EpilogueWork epilogue_work = EpilogueWork::kNone;  // for the sm90 tile costs
 };
 
 // Offset of element (batch, row, col) of an operand of shape `view` broadcast
@@ -338,6 +339,11 @@ absl::Status PlanGroup(const Node& group, GemmPlan& plan) {
   if (absl::Status st = ComposeElementwise(group, body, epilogue, shape, composed); !st.ok()) return st;
   plan.epilogue_code = std::move(composed.code);
   plan.loads = std::move(composed.loads);
+  if (!epilogue.empty()) {
+    const bool special = std::any_of(epilogue.begin(), epilogue.end(),
+                                     [](const Node* n) { return PointwiseUsesSpecialFunction(n->op_type()); });
+    plan.epilogue_work = special ? EpilogueWork::kSpecial : EpilogueWork::kLight;
+  }
   auto out = composed.computed.find(body.outputs()[0]);
   if (out == composed.computed.end()) return NoKernel(group, "group output is not computed from the MatMul");
   if (out->second.second != Domain::kFloat) return NoKernel(group, "epilogue result is not floating point");
@@ -792,6 +798,7 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   }
   if (!prefetch.empty()) absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_PREFETCH(first, t)", prefetch, "\n");
   f.epilogue_function = GemmEpilogueFunction(epilogue, plan.epilogue_code, plan.result);
+  f.epilogue_work = plan.epilogue_work;
   f.description = GroupComment(node, plan, *prep.y);
   return f;
 }

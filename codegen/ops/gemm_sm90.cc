@@ -166,34 +166,48 @@ absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
 }
 
 namespace {
-Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a);
+Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a,
+                                  EpilogueWork epilogue);
 }  // namespace
 
-double Sm90TileCost::PredictUs(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) const {
+double Sm90TileCost::PredictUs(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
+                               EpilogueWork epilogue) const {
   if (sm_count <= 0) sm_count = 132;
+  const Fit& f = fits[static_cast<int>(epilogue)];
   const int64_t tiles =
       ((m + config.bm - 1) / config.bm) * ((n + config.bn - 1) / config.bn) * std::max<int64_t>(batch, 1);
   const int64_t waves = (tiles + sm_count - 1) / sm_count;
-  return fixed_us + static_cast<double>(waves) * (wave_us + wave_us_per_k * static_cast<double>(k));
+  return f.fixed_us + static_cast<double>(waves) * (f.wave_us + f.wave_us_per_k * static_cast<double>(k));
 }
 
 absl::Span<const Sm90TileCost> Sm90TileCosts() {
-  // H100 80GB HBM3, 132 SMs, kiln_gemm_bench --family sm90 --idioms gemm --reps 10
-  // --sm90-config C over --set squares,transformer,random, every config in one session
-  // (benchmarks/results/gemm_sm90_tile_sweep_h100_2026-11-23b.csv, the first of its two
-  // rounds; benchmarks/fit_sm90_tile_costs.py). 128x256 s4 and 64x256 s5 store C in two
+  // H100 80GB HBM3, 132 SMs, kiln_gemm_bench --family sm90 --idioms gemm,bias_relu,bias_gelu
+  // --reps 10 --sm90-config C over --set squares,transformer,random, every config in one
+  // session (benchmarks/results/gemm_sm90_epilogue_tile_sweep_h100_2026-11-23e.csv, the
+  // first of its two rounds; benchmarks/fit_sm90_tile_costs.py): one fit per
+  // EpilogueWork, from gemm (kNone), bias+ReLU (kLight) and bias+GELU(tanh) (kSpecial).
+  // The epilogue shows in the per-wave term: 2.09 -> 3.55 -> 4.19 us for 128x256, where
+  // both consumers run it while the tensor cores wait, against 0.71 -> 0.78 -> 1.12 us
+  // for the 128x128 ping-pong tile, whose consumers overlap it with each other's
+  // mainloop (RESULTS.md 2026-11-23 (e)). 128x256 s4 and 64x256 s5 store C in two
   // chunks (1.5-3.7% and 2.2-3.6% faster than s3 and s4, RESULTS.md (i), (j)); the
   // 192-row tiles of three consumers fill one wave where the others leave most of a
   // second one idle (1152x3968x3200: 55.1 -> 43.9 us, RESULTS.md 2026-11-23 (b)).
-  // Configs that no shape wanted by a clear margin are left out: 128x128 and 64x256
-  // ping-pong, 256x128, 128x64, the same tiles with fewer stages, and clusters (cl2
-  // ran 0.97-0.985x of the same tile unclustered; RESULTS.md (i)).
+  // Left out: 64x256 ping-pong (swept too: the worst fits, 6-7% mean error, and the
+  // shapes it took ran 1-4% slower), and configs that no shape wanted by a clear
+  // margin: 256x128, 128x64, the same tiles with fewer stages, and clusters (cl2 ran
+  // 0.97-0.985x of the same tile unclustered; RESULTS.md (i)).
   static const Sm90TileCost kCosts[] = {
-      {{128, 256, 2, 1, 4}, 5.212, 1.876, 0.009667}, {{128, 192, 2, 1, 5}, 5.641, 1.130, 0.00763},
-      {{128, 128, 2, 1, 5}, 5.526, 0.662, 0.005303}, {{64, 256, 1, 1, 5}, 5.118, 0.9974, 0.005708},
-      {{64, 192, 1, 1, 6}, 4.971, 0.5217, 0.004916}, {{64, 128, 1, 1, 8}, 5.368, 0.2618, 0.003596},
-      {{64, 64, 1, 1, 8}, 5.689, 0.1589, 0.002575},  {{192, 192, 3, 1, 4}, 4.593, 2.374, 0.01087},
-      {{192, 128, 3, 1, 5}, 4.987, 1.386, 0.007654},
+      {{128, 256, 2, 1, 4}, {{4.927, 2.093, 0.009675}, {4.331, 3.548, 0.009677}, {4.819, 4.188, 0.009661}}},
+      {{128, 192, 2, 1, 5}, {{5.083, 1.689, 0.007442}, {4.972, 2.373, 0.007425}, {5.295, 3.002, 0.007442}}},
+      {{128, 128, 2, 1, 5}, {{5.626, 0.6991, 0.005271}, {4.84, 1.57, 0.005279}, {5.279, 1.985, 0.005308}}},
+      {{64, 256, 1, 1, 5}, {{5.324, 1.043, 0.005692}, {4.996, 1.853, 0.005667}, {5.533, 2.534, 0.00576}}},
+      {{64, 192, 1, 1, 6}, {{5.082, 0.5544, 0.004867}, {4.899, 1.271, 0.004788}, {5.624, 1.656, 0.004849}}},
+      {{64, 128, 1, 1, 8}, {{5.423, 0.2577, 0.003618}, {4.768, 0.9177, 0.003624}, {5.478, 1.236, 0.003576}}},
+      {{64, 64, 1, 1, 8}, {{5.613, 0.1769, 0.002569}, {4.957, 0.6533, 0.002616}, {5.602, 0.8152, 0.002635}}},
+      {{192, 192, 3, 1, 4}, {{4.76, 2.358, 0.01086}, {5.091, 3.734, 0.01104}, {5.018, 4.631, 0.011}}},
+      {{192, 128, 3, 1, 5}, {{5.168, 1.484, 0.007536}, {4.335, 2.312, 0.007641}, {4.823, 2.961, 0.007597}}},
+      {{128, 128, 2, 2, 5, true}, {{5.668, 0.7095, 0.005336}, {5.632, 0.7837, 0.005345}, {6.504, 1.116, 0.00536}}},
   };
   return kCosts;
 }
@@ -245,9 +259,10 @@ Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t bat
   return c;
 }
 
-Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a) {
+Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a,
+                                  EpilogueWork epilogue) {
   if (sm_count <= 0) sm_count = 132;
-  Sm90GemmConfig c = PickSm90TileConfig(m, n, k, batch, sm_count, register_a);
+  Sm90GemmConfig c = PickSm90TileConfig(m, n, k, batch, sm_count, register_a, epilogue);
   // The few-tiles rule's 64x64 tiles split until the units fill the SMs, in at most
   // kSm90SmallTileMaxSplitK splits of at least kSm90SmallTileMinSplitKTiles k tiles:
   // their partials are 16 KiB, and on the H100 4 splits of 12-16 k tiles beat 2 or 3
@@ -270,19 +285,21 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
 namespace {
 // The config of Sm90TileCosts with the least predicted time among those `take` accepts.
 template <class Take>
-Sm90GemmConfig CheapestSm90Tile(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, const Take& take) {
+Sm90GemmConfig CheapestSm90Tile(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, EpilogueWork epilogue,
+                                const Take& take) {
   const Sm90TileCost* best = nullptr;
   double best_us = 0;
   for (const Sm90TileCost& cost : Sm90TileCosts()) {
     if (!take(cost.config)) continue;
-    const double us = cost.PredictUs(m, n, k, batch, sm_count);
+    const double us = cost.PredictUs(m, n, k, batch, sm_count, epilogue);
     if (best == nullptr || us < best_us) best = &cost, best_us = us;
   }
   return best->config;
 }
 
 // The tile shape (unsplit).
-Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a) {
+Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a,
+                                  EpilogueWork epilogue) {
   if (register_a) {
     // A through registers (a prologue): the consumers' ldmatrix + prologue + register
     // wgmma keeps up with the tensor cores when two or three consumer warpgroups share
@@ -294,8 +311,9 @@ Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch
     // 128x256-by-waves / 128x128 rule before them on the random set and up to 1.5x
     // where they fill one wave (RESULTS.md 2026-11-23 (b)).
     if (((m + 63) / 64) * ((n + 127) / 128) * batch <= sm_count) return Sm90GemmConfig{64, 128, 1, 1, 8};
-    return CheapestSm90Tile(m, n, k, batch, sm_count, [](const Sm90GemmConfig& c) {
-      return c.consumers >= 2 && !(c.bm == 128 && c.bn == 192);  // 128x192: not measured with A in registers
+    // Cooperative only; 128x192 was not measured with A in registers.
+    return CheapestSm90Tile(m, n, k, batch, sm_count, epilogue, [](const Sm90GemmConfig& c) {
+      return c.consumers >= 2 && !c.pingpong && !(c.bm == 128 && c.bn == 192);
     });
   }
   // Few tiles with a long K (64x128 tiles would split): 64x64 tiles, split over K by
@@ -305,7 +323,7 @@ Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch
     return Sm90GemmConfig{64, 64, 1, 1, 8};
   }
   // Else the tile config with the least predicted time.
-  return CheapestSm90Tile(m, n, k, batch, sm_count, [](const Sm90GemmConfig&) { return true; });
+  return CheapestSm90Tile(m, n, k, batch, sm_count, epilogue, [](const Sm90GemmConfig&) { return true; });
 }
 }  // namespace
 
@@ -367,7 +385,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   } else if (!p.dual && PreferSm90SwapAb(p.m, p.n, p.k) && Sm90SwapAbEligible(node).ok()) {
     cfg = PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch, sm_count);
   } else {
-    cfg = PickSm90GemmConfig(p.m, p.n, p.k + p.k2, p.batch, sm_count, p.prologue_a);
+    cfg = PickSm90GemmConfig(p.m, p.n, p.k + p.k2, p.batch, sm_count, p.prologue_a, p.epilogue_work);
   }
   const bool swap = cfg.swap_ab;
   // The kernel's problem: C^T [N, M] = B^T A^T when swapped (gemm_sm90.cuh, "Swap-AB").

@@ -22,6 +22,14 @@
 
 namespace kiln::codegen::ops {
 
+// The epilogue's work per element, which the tile costs tell apart (Sm90TileCost):
+// kNone stores the accumulators as they are; kLight loads and computes (a bias, ReLU,
+// a residual); kSpecial also evaluates a special function (GELU, tanh, exp, ...:
+// PointwiseUsesSpecialFunction), bounded by the multi-function unit. An epilogue's
+// time is exposed while the consumer warpgroups of a cooperative tile all run it;
+// ping-pong consumers overlap it with the other one's mainloop.
+enum class EpilogueWork { kNone = 0, kLight = 1, kSpecial = 2 };
+
 // What gemm.cc's planning knows about a GEMM group, for another template family:
 // shapes, layouts, operands, the prologue of A and the generated epilogue (one
 // generator for both families).
@@ -52,6 +60,7 @@ struct GemmFamilyPlan {
   // KILN_EPILOGUE_PARAMS)` with its #defines, and the launch args of its params.
   std::string epilogue_defines, epilogue_function;
   std::vector<int> epilogue_args;
+  EpilogueWork epilogue_work = EpilogueWork::kNone;
   std::string description;  // "// fused group ...: MatMul ... -> ..." line
 };
 // gemm.cc: PrepareMatMul + the epilogue generator. Errors as GenerateMatMulGroup's.
@@ -121,22 +130,28 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store =
 // kSm90SmallTileMinSplitKTiles k tiles a split or more, at most kSm90SmallTileMaxSplitK
 // splits) while there are at most kSm90SmallTileMaxSplitTiles of them, with a deeper
 // ring when unsplit and K is long; else the config of Sm90TileCosts with the least
-// predicted time (split over half the SMs when its tiles fill at most a quarter of them).
+// predicted time for the `epilogue` (the group's EpilogueWork: ping-pong tiles win
+// where a bias or GELU epilogue would stall cooperative ones), split over half the SMs
+// when its tiles fill at most a quarter of them.
 Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
-                                  bool register_a = false);
-// The unsplit heuristic's cost model: a persistent launch of `config` takes
-// fixed_us + waves * (wave_us + wave_us_per_k * K) microseconds, waves = ceil(tiles *
-// batch / sm_count). Least-squares fits (relative error) per config to an H100 sweep
-// of every config over the squares, transformer and random sets of kiln_gemm_bench
-// (benchmarks/RESULTS.md, 2026-11-23 (b), all nine configs in one session); mean
-// error 3-6% per config. Two entries run deeper rings than they were fitted with, and
-// the model overstates their times a little: 64x64 (fitted with 8 stages) takes 12
-// unsplit at K >= 1024, up to 8% faster; 128x192 runs 5 stages for the 4 fitted, 1-4%
-// faster on the shapes it is picked for (RESULTS.md 2026-11-23 (d)).
+                                  bool register_a = false, EpilogueWork epilogue = EpilogueWork::kNone);
+// The unsplit heuristic's cost model: a persistent launch of `config` with an
+// epilogue of `epilogue` work takes fixed_us + waves * (wave_us + wave_us_per_k * K)
+// microseconds (the Fit for that EpilogueWork), waves = ceil(tiles * batch / sm_count).
+// Least-squares fits (relative error) per config and epilogue to an H100 sweep of
+// every config over the squares, transformer and random sets of kiln_gemm_bench, with
+// gemm, bias+ReLU and bias+GELU(tanh) (benchmarks/RESULTS.md 2026-11-23 (e), every
+// config in one session); mean error 3-6% per fit. The 64x64 entry is fitted with 8
+// stages; the heuristic gives it 12 unsplit at K >= 1024 (up to 8% faster; RESULTS.md
+// 2026-11-23 (d)), so the model overstates its time there a little.
 struct Sm90TileCost {
+  struct Fit {
+    double fixed_us = 0, wave_us = 0, wave_us_per_k = 0;
+  };
   Sm90GemmConfig config;
-  double fixed_us = 0, wave_us = 0, wave_us_per_k = 0;
-  double PredictUs(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) const;
+  Fit fits[3];  // by EpilogueWork
+  double PredictUs(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
+                   EpilogueWork epilogue = EpilogueWork::kNone) const;
 };
 absl::Span<const Sm90TileCost> Sm90TileCosts();
 // The heuristic's least k tiles (of 64) per split (H100: benchmarks/RESULTS.md); for

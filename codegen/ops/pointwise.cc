@@ -290,6 +290,15 @@ bool IsPointwiseOp(absl::string_view op) {
   return false;
 }
 
+bool PointwiseUsesSpecialFunction(absl::string_view op) {
+  static const char* const kSpecial[] = {"Exp", "Log",  "Sqrt",  "Tanh", "Erf",  "Sigmoid",
+                                         "Softplus", "Pow", "Elu", "Selu", "Gelu"};
+  for (const char* k : kSpecial) {
+    if (op == k) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwise(const Node& node) {
   absl::StatusOr<PwSpec> spec = Spec(node);
   if (!spec.ok()) return spec.status();
