@@ -746,6 +746,8 @@ TEST(GemmCodegenTest, Sm90EpilogueWorkPicksTheTile) {
     ASSERT_EQ((*l)[0].family, "gemm_sm90");
     const bool pingpong = (*l)[0].source.find("#define GEMM_PINGPONG 1") != std::string::npos;
     EXPECT_EQ(pingpong, work != ops::EpilogueWork::kNone) << EpiName(epi);
+    EXPECT_EQ((*l)[0].config, absl::StrCat("sm90 ", pingpong ? "128x128 p2x2 s5" : "192x128 c3x1 s5",
+                                           " (heuristic, epilogue work: ", ops::EpilogueWorkName(work), ")"));
   }
   EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(2048, 3072, 768, 1, 132)), "192x128 c3x1 s5");
   for (ops::EpilogueWork work : {ops::EpilogueWork::kLight, ops::EpilogueWork::kSpecial}) {

@@ -77,6 +77,10 @@ struct KernelLaunch {
   // The kernel family that generated it, for reports: "gemm_sm80", "gemm_sm90", or
   // "" for the others.
   std::string family;
+  // How the family chose its tile config, for kernel dumps (the bundle's launch
+  // config): "sm90 128x128 p2x2 s5 (heuristic, epilogue work: light)"; "" where the
+  // caller describes it (the sm_80 template's tuning) or there is none.
+  std::string config;
 };
 
 struct KernelOptions {

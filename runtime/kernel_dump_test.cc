@@ -146,6 +146,41 @@ TEST(KernelDumpTest, FusedGroupsGetSourcePtxConfigResourcesAndSubgraph) {
   EXPECT_GT(CheckIndexedSizes(dir), 5);
 }
 
+// On sm_90a the MatMul group runs the Hopper family, and its launch says which tile
+// config the heuristic picked and for what epilogue (bias + ReLU: light work).
+TEST(KernelDumpTest, Sm90GroupsNameTheirTileConfig) {
+  const std::string dir = TestDir("sm90") + "/out";
+  CompileOptions options;
+  options.arch = "sm_90a";
+  options.matmul_groups = "generated";
+  options.kernel_cache = false;
+  options.dump_kernels_dir = dir;
+  // fp16 in (an fp32 input's Cast would become a prologue loading fp32, which TMA
+  // cannot feed: the sm_80 template).
+  auto graph = ParseGraph(R"(graph @sm90 {
+  input %x : f16[64,64]
+  const %w : f16[64,128] = splat(0.5)
+  const %b : f16[128] = splat(0.25)
+  %mm : f16[64,128] = MatMul(%x, %w) @matmul_1
+  %add : f16[64,128] = Add(%mm, %b) @"bias add/2"
+  %r : f16[64,128] = Relu(%add) @relu_3
+  output %r
+})");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto bundle = BuildBundle(**graph, options, "dump.onnx", "bytes");
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  int gemms = 0;
+  for (const bundle::Step& step : bundle->manifest.steps()) {
+    if (step.launches_size() == 0 || step.launches(0).family() != "gemm_sm90") continue;
+    ++gemms;
+    EXPECT_THAT(step.launches(0).config(), HasSubstr("(heuristic, epilogue work: light)"));
+    const std::string launch = Slurp(StepFolder(dir, "_" + SafeFileName(step.node())) / "launch.txt");
+    EXPECT_THAT(launch, HasSubstr("GEMM config: sm90 "));
+    EXPECT_THAT(launch, HasSubstr("(heuristic, epilogue work: light)"));
+  }
+  EXPECT_EQ(gemms, 1);
+}
+
 TEST(KernelDumpTest, UnfusedStepsGetAFolderPerOpAndLibraryCallsAreIndexed) {
   const std::string dir = TestDir("unfused");
   CompileOptions options;

@@ -165,6 +165,15 @@ absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
   return c;
 }
 
+const char* EpilogueWorkName(EpilogueWork work) {
+  switch (work) {
+    case EpilogueWork::kNone: return "none";
+    case EpilogueWork::kLight: return "light";
+    case EpilogueWork::kSpecial: return "special function";
+  }
+  return "?";
+}
+
 namespace {
 Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a,
                                   EpilogueWork epilogue);
@@ -424,6 +433,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
 
   KernelLaunch launch;
   launch.family = "gemm_sm90";
+  launch.config = absl::StrCat("sm90 ", Sm90GemmConfigString(cfg),
+                               config != nullptr ? " (forced)"
+                                                 : absl::StrCat(" (heuristic, epilogue work: ",
+                                                                EpilogueWorkName(p.epilogue_work), ")"));
   launch.args = {0};
   launch.args.insert(launch.args.end(), p.prologue_args.begin(), p.prologue_args.end());
   launch.args.insert(launch.args.end(), p.epilogue_args.begin(), p.epilogue_args.end());

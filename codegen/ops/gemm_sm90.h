@@ -29,6 +29,8 @@ namespace kiln::codegen::ops {
 // time is exposed while the consumer warpgroups of a cooperative tile all run it;
 // ping-pong consumers overlap it with the other one's mainloop.
 enum class EpilogueWork { kNone = 0, kLight = 1, kSpecial = 2 };
+// "none", "light", "special function".
+const char* EpilogueWorkName(EpilogueWork work);
 
 // What gemm.cc's planning knows about a GEMM group, for another template family:
 // shapes, layouts, operands, the prologue of A and the generated epilogue (one
