@@ -94,14 +94,19 @@ TEST(KernelDumpTest, SafeFileNames) {
   EXPECT_EQ(SafeFileName(std::string(200, 'x')).size(), 64u);
 }
 
-TEST(KernelDumpTest, FusedGroupsGetSourcePtxConfigResourcesAndSubgraph) {
-  const std::string dir = TestDir("fused") + "/out";
+// MatMul groups on kiln's generated GEMM for `arch`, dumped into `dir`, no kernel cache.
+CompileOptions GeneratedDumpOptions(const std::string& arch, const std::string& dir) {
   CompileOptions options;
-  options.arch = "sm_80";
+  options.arch = arch;
   options.matmul_groups = "generated";
   options.kernel_cache = false;
   options.dump_kernels_dir = dir;
-  auto bundle = Build(options);
+  return options;
+}
+
+TEST(KernelDumpTest, FusedGroupsGetSourcePtxConfigResourcesAndSubgraph) {
+  const std::string dir = TestDir("fused") + "/out";
+  auto bundle = Build(GeneratedDumpOptions("sm_80", dir));
   ASSERT_TRUE(bundle.ok()) << bundle.status();
 
   const std::string index = Slurp(fs::path(dir) / "index.md");
@@ -150,11 +155,6 @@ TEST(KernelDumpTest, FusedGroupsGetSourcePtxConfigResourcesAndSubgraph) {
 // config the heuristic picked and for what epilogue (bias + ReLU: light work).
 TEST(KernelDumpTest, Sm90GroupsNameTheirTileConfig) {
   const std::string dir = TestDir("sm90") + "/out";
-  CompileOptions options;
-  options.arch = "sm_90a";
-  options.matmul_groups = "generated";
-  options.kernel_cache = false;
-  options.dump_kernels_dir = dir;
   // fp16 in (an fp32 input's Cast would become a prologue loading fp32, which TMA
   // cannot feed: the sm_80 template).
   auto graph = ParseGraph(R"(graph @sm90 {
@@ -167,7 +167,7 @@ TEST(KernelDumpTest, Sm90GroupsNameTheirTileConfig) {
   output %r
 })");
   ASSERT_TRUE(graph.ok()) << graph.status();
-  auto bundle = BuildBundle(**graph, options, "dump.onnx", "bytes");
+  auto bundle = BuildBundle(**graph, GeneratedDumpOptions("sm_90a", dir), "dump.onnx", "bytes");
   ASSERT_TRUE(bundle.ok()) << bundle.status();
   int gemms = 0;
   for (const bundle::Step& step : bundle->manifest.steps()) {
