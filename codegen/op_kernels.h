@@ -77,9 +77,10 @@ struct KernelLaunch {
   // The kernel family that generated it, for reports: "gemm_sm80", "gemm_sm90", or
   // "" for the others.
   std::string family;
-  // How the family chose its tile config, for kernel dumps (the bundle's launch
-  // config): "sm90 128x128 p2x2 s5 (heuristic, epilogue work: light)"; "" where the
-  // caller describes it (the sm_80 template's tuning) or there is none.
+  // How the GEMM's tile config was chosen, for kernel dumps (the bundle's launch
+  // config): "sm90 128x128 p2x2 s5 (heuristic, epilogue work: light)", or the sm_80
+  // template's "32x64x32 w1x2 s4 (tuning database)" (GenerateMatMulGroupWithDb); "" for
+  // the others.
   std::string config;
 };
 

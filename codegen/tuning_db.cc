@@ -246,16 +246,21 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupWithDb(const Node& 
   choice->key = key.ToString();
   choice->from_db = false;
   choice->config = ops::HeuristicGemmConfig(*problem);
-  if (db != nullptr) {
-    if (const TuningEntry* e = db->Find(key); e != nullptr && ops::VerifyGemmConfig(e->config, problem->variant).ok()) {
-      choice->config = e->config;
-      choice->from_db = true;
-      return ops::GenerateMatMulGroup(node, &choice->config);
-    }
+  absl::StatusOr<std::vector<KernelLaunch>> launches;
+  if (const TuningEntry* e = db != nullptr ? db->Find(key) : nullptr;
+      e != nullptr && ops::VerifyGemmConfig(e->config, problem->variant).ok()) {
+    choice->config = e->config;
+    choice->from_db = true;
+    launches = ops::GenerateMatMulGroup(node, &choice->config);
+  } else {
+    // The heuristic path exactly as without a database (a config the heuristic cannot
+    // fit is "no kernel", Unimplemented, not an error).
+    launches = ops::GenerateMatMulGroup(node);
   }
-  // The heuristic path exactly as without a database (a config the heuristic cannot
-  // fit is "no kernel", Unimplemented, not an error).
-  return ops::GenerateMatMulGroup(node);
+  if (launches.ok()) {
+    for (KernelLaunch& l : *launches) l.config = choice->Describe();
+  }
+  return launches;
 }
 
 }  // namespace kiln::codegen

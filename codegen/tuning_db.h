@@ -108,8 +108,8 @@ struct GemmChoice {
   std::string Describe() const;
 };
 // GenerateMatMulGroup for `node` with the config `db` holds for it on `arch` (when it
-// has one that VerifyGemmConfig accepts), else the heuristic's. `db` may be nullptr.
-// Errors as GenerateMatMulGroup's.
+// has one that VerifyGemmConfig accepts), else the heuristic's; each launch's config is
+// choice->Describe(). `db` may be nullptr. Errors as GenerateMatMulGroup's.
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupWithDb(const Node& node, absl::string_view arch,
                                                                     const TuningDb* db, GemmChoice* choice);
 

@@ -357,6 +357,7 @@ TEST(TuningDbTest, GenerationUsesTheDatabaseConfig) {
   ASSERT_TRUE(heuristic.ok()) << heuristic.status();
   EXPECT_FALSE(choice.from_db);
   EXPECT_EQ(choice.Describe(), "32x32x64 w2x2 s4 (heuristic)");  // 24 tiles of 64x64: smaller ones
+  EXPECT_EQ((*heuristic)[0].config, choice.Describe());
   EXPECT_THAT((*heuristic)[0].source, HasSubstr("#define BM 32\n#define BN 32\n"));
   EXPECT_EQ((*heuristic)[0].grid[1], 1u);
 
@@ -366,6 +367,7 @@ TEST(TuningDbTest, GenerationUsesTheDatabaseConfig) {
   EXPECT_TRUE(choice.from_db);
   EXPECT_EQ(choice.key, key.ToString());
   EXPECT_EQ(choice.Describe(), "32x64x32 w1x2 s4 (tuning database)");
+  EXPECT_EQ((*tuned)[0].config, choice.Describe());  // the bundle's launch config
   EXPECT_THAT((*tuned)[0].source,
               HasSubstr("#define BM 32\n#define BN 64\n#define BK 32\n#define WARPS_M 1\n#define WARPS_N 2\n"
                         "#define STAGES 4\n"));

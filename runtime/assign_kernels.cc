@@ -122,11 +122,7 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
       for (uint32_t b : kl.block) launch->add_block(b);
       launch->set_shared_bytes(kl.shared_bytes);
       for (int a : kl.args) launch->add_args(a);
-      if (gemm.has_value()) {
-        launch->set_config(gemm->Describe());
-      } else if (!kl.config.empty()) {
-        launch->set_config(kl.config);
-      }
+      launch->set_config(kl.config);
       SetLaunchTensorMaps(kl, launch);
       pending.emplace_back(launch, it->second);
     }
