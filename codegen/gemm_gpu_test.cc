@@ -921,6 +921,12 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
   EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(64, 3072, 3072, 1, 132)), "64x64 c1x1 s12");
   EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(2944, 128, 2432, 1, 132)), "64x64 c1x1 s12");
   EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(512, 768, 768, 1, 132)), "64x64 c1x1 s8");  // K < 1024
+  // The 12-stage ring only with M <= 128 or N <= 512; ViT-B/16's FFN2 at 197 tokens
+  // and 512x1024x4096 take 8.
+  EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(128, 1280, 3968, 2, 132)), "64x64 c1x1 s12");
+  EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(1792, 256, 2304, 1, 132)), "64x64 c1x1 s12");
+  EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(197, 768, 3072, 1, 132)), "64x64 c1x1 s8");
+  EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(512, 1024, 4096, 1, 132)), "64x64 c1x1 s8");
   EXPECT_TRUE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{64, 64, 1, 1, 12}).ok());
   EXPECT_NE(ops::VerifySm90GemmConfig(ops::Sm90GemmConfig{64, 64, 1, 1, 17}).message().find("[2, 16]"),
             absl::string_view::npos);

@@ -287,7 +287,10 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
     c.split_k = PickSm90SplitK(c, m, n, k, batch, sm_count, kSm90SmallTileMinSplitKTiles, sm_count,
                                kSm90SmallTileMaxSplitK);
   }
-  if (c.split_k == 1 && k >= kSm90SmallTileDeepRingMinK) c.stages = kSm90SmallTileDeepRingStages;
+  if (c.split_k == 1 && k >= kSm90SmallTileDeepRingMinK &&
+      (m <= kSm90SmallTileDeepRingMaxM || n <= kSm90SmallTileDeepRingMaxN)) {
+    c.stages = kSm90SmallTileDeepRingStages;
+  }
   return c;
 }
 

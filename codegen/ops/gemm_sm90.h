@@ -131,7 +131,7 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store =
 // most SMs idle (and split), split over K until the units fill the SMs (PickSm90SplitK,
 // kSm90SmallTileMinSplitKTiles k tiles a split or more, at most kSm90SmallTileMaxSplitK
 // splits) while there are at most kSm90SmallTileMaxSplitTiles of them, with a deeper
-// ring when unsplit and K is long; else the config of Sm90TileCosts with the least
+// ring when unsplit with K long and M or N thin; else the config of Sm90TileCosts with the least
 // predicted time for the `epilogue` (the group's EpilogueWork: ping-pong tiles win
 // where a bias or GELU epilogue would stall cooperative ones), split over half the SMs
 // when its tiles fill at most a quarter of them.
@@ -166,6 +166,15 @@ absl::Span<const Sm90TileCost> Sm90TileCosts();
 inline constexpr int kSm90MinSplitKTiles = 16, kSm90SmallTileMinSplitKTiles = 12, kSm90SmallTileMaxSplitK = 4;
 inline constexpr int kSm90SmallTileMaxSplitTiles = 40, kSm90SmallTileDeepRingStages = 12;
 inline constexpr int64_t kSm90SmallTileDeepRingMinK = 1024;
+// The 12-stage ring only with M <= 128 or N <= 512: one operand is thin, the other
+// streams through with little reuse, and the deeper ring hides DRAM's latency. With
+// the L2 flushed (the bench's default) 12 stages were 3-13% faster there (64x3072x3072,
+// 2944x128x2432, 128x1280x3968, 1792x256x2304, 768x512x1536) and with it warm no
+// slower. With M and N both wider (197..512 x 768..1024, K = 1024..4096) they were
+// -3..+4% flushed and 7-8% slower warm, and ViT-B/16 at 197 tokens, whose
+// activations are in L2 when the next GEMM reads them, ran 2% faster end to end with
+// 8 (RESULTS.md 2026-11-23 (f)).
+inline constexpr int64_t kSm90SmallTileDeepRingMaxM = 128, kSm90SmallTileDeepRingMaxN = 512;
 // The split count for a cooperative `tile` config: 1 unless 2 * tiles * batch <=
 // max_units (0: sm_count / 2); else as many splits as fit (tiles * splits <=
 // max_units) with at least `min_k_tiles` k tiles of 64 each (at most max_splits, 0:
