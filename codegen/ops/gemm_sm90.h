@@ -131,8 +131,8 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store =
 // most SMs idle (and split), split over K until the units fill the SMs (PickSm90SplitK,
 // kSm90SmallTileMinSplitKTiles k tiles a split or more, at most kSm90SmallTileMaxSplitK
 // splits) while there are at most kSm90SmallTileMaxSplitTiles of them, with a deeper
-// ring when unsplit with K long and M or N thin; else the config of Sm90TileCosts with the least
-// predicted time for the `epilogue` (the group's EpilogueWork: ping-pong tiles win
+// ring when unsplit with K long and M or N thin; else the config of Sm90TileCosts with
+// the least predicted time for the `epilogue` (the group's EpilogueWork: ping-pong tiles win
 // where a bias or GELU epilogue would stall cooperative ones), split over half the SMs
 // when its tiles fill at most a quarter of them.
 Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
@@ -144,8 +144,8 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
 // every config over the squares, transformer and random sets of kiln_gemm_bench, with
 // gemm, bias+ReLU and bias+GELU(tanh) (benchmarks/RESULTS.md 2026-11-23 (e), every
 // config in one session); mean error 3-6% per fit. The 64x64 entry is fitted with 8
-// stages; the heuristic gives it 12 unsplit at K >= 1024 (up to 8% faster; RESULTS.md
-// 2026-11-23 (d)), so the model overstates its time there a little.
+// stages; the heuristic gives it 12 unsplit at K >= 1024 with M or N thin (up to 13%
+// faster; kSm90SmallTileDeepRingMaxM/N), so the model overstates its time there a little.
 struct Sm90TileCost {
   struct Fit {
     double fixed_us = 0, wave_us = 0, wave_us_per_k = 0;
