@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "codegen/kernel_cache.h"
 
 namespace kiln::codegen {
@@ -116,11 +117,14 @@ absl::StatusOr<TuningEntry> TuningDb::ParseLine(absl::string_view line) {
   k.k = std::string(f[4]);
   k.layout = std::string(f[6]);
   k.signature = std::string(f[7]);
-  absl::StatusOr<ops::GemmConfig> config = ops::ParseGemmConfig(f[8]);
+  absl::StatusOr<GemmTileConfig> config = GemmTileConfig::Parse(f[8]);
   if (!config.ok()) return config.status();
   e.config = *config;
-  absl::StatusOr<ops::GemmConfig> heuristic = ops::ParseGemmConfig(f[10]);
+  absl::StatusOr<GemmTileConfig> heuristic = GemmTileConfig::Parse(f[10]);
   if (!heuristic.ok()) return heuristic.status();
+  if (heuristic->sm90 != config->sm90) {
+    return absl::InvalidArgumentError("the config and the heuristic's config are of different GEMM families");
+  }
   e.heuristic = *heuristic;
   if (!absl::SimpleAtod(f[9], &e.tuned_ms) || !absl::SimpleAtod(f[11], &e.heuristic_ms) ||
       !std::isfinite(e.tuned_ms) || !std::isfinite(e.heuristic_ms) || e.tuned_ms < 0 || e.heuristic_ms < 0) {
@@ -133,8 +137,8 @@ absl::StatusOr<TuningEntry> TuningDb::ParseLine(absl::string_view line) {
 std::string TuningDb::Format(const std::map<std::string, TuningEntry>& entries) {
   std::string out = kHeader;
   for (const auto& [key, e] : entries) {
-    absl::StrAppend(&out, e.key.ToString(), "\t", ops::GemmConfigString(e.config), "\t", Ms(e.tuned_ms), "\t",
-                    ops::GemmConfigString(e.heuristic), "\t", Ms(e.heuristic_ms), "\t", Clean(e.device), "\n");
+    absl::StrAppend(&out, e.key.ToString(), "\t", e.config.ToString(), "\t", Ms(e.tuned_ms), "\t",
+                    e.heuristic.ToString(), "\t", Ms(e.heuristic_ms), "\t", Clean(e.device), "\n");
   }
   return out;
 }
@@ -235,23 +239,41 @@ absl::Status TuningDb::Save() {
 }
 
 std::string GemmChoice::Describe() const {
-  return absl::StrCat(ops::GemmConfigString(config), from_db ? " (tuning database)" : " (heuristic)");
+  return absl::StrCat(config.ToString(), from_db ? " (tuning database)" : " (heuristic)");
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupWithDb(const Node& node, absl::string_view arch,
-                                                                    const TuningDb* db, GemmChoice* choice) {
+                                                                    const TuningDb* db, GemmChoice* choice,
+                                                                    int sm_count) {
   absl::StatusOr<ops::GemmProblem> problem = ops::DescribeMatMulGroup(node);
   if (!problem.ok()) return problem.status();
   const TuningKey key = GemmTuningKey(arch, *problem);
   choice->key = key.ToString();
   choice->from_db = false;
-  choice->config = ops::HeuristicGemmConfig(*problem);
+  const TuningEntry* e = db != nullptr ? db->Find(key) : nullptr;
   absl::StatusOr<std::vector<KernelLaunch>> launches;
-  if (const TuningEntry* e = db != nullptr ? db->Find(key) : nullptr;
-      e != nullptr && ops::VerifyGemmConfig(e->config, problem->variant).ok()) {
+  if (UsesSm90Gemm(node, arch)) {
+    absl::StatusOr<ops::Sm90GemmConfig> heuristic = ops::HeuristicSm90GemmConfig(node, sm_count);
+    if (!heuristic.ok()) return heuristic.status();
+    choice->config = *heuristic;
+    if (e != nullptr && e->config.sm90) {
+      // A stored config the generator refuses now (a template change, another
+      // problem's variant) falls back to the heuristic, as with the sm_80 template.
+      launches = ops::GenerateMatMulGroupSm90(node, &e->config.sm90_config, sm_count);
+      if (launches.ok()) {
+        choice->config = e->config;
+        choice->from_db = true;
+        for (KernelLaunch& l : *launches) l.config = choice->Describe();
+        return launches;
+      }
+    }
+    return ops::GenerateMatMulGroupSm90(node, nullptr, sm_count);  // its launch config names the heuristic
+  }
+  choice->config = ops::HeuristicGemmConfig(*problem);
+  if (e != nullptr && !e->config.sm90 && ops::VerifyGemmConfig(e->config.sm80_config, problem->variant).ok()) {
     choice->config = e->config;
     choice->from_db = true;
-    launches = ops::GenerateMatMulGroup(node, &choice->config);
+    launches = ops::GenerateMatMulGroup(node, &choice->config.sm80_config);
   } else {
     // The heuristic path exactly as without a database (a config the heuristic cannot
     // fit is "no kernel", Unimplemented, not an error).
@@ -261,6 +283,29 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupWithDb(const Node& 
     for (KernelLaunch& l : *launches) l.config = choice->Describe();
   }
   return launches;
+}
+
+std::string GemmTileConfig::ToString() const {
+  return sm90 ? absl::StrCat("sm90 ", ops::Sm90GemmConfigString(sm90_config)) : ops::GemmConfigString(sm80_config);
+}
+
+absl::StatusOr<GemmTileConfig> GemmTileConfig::Parse(absl::string_view text) {
+  if (absl::ConsumePrefix(&text, "sm90 ")) {
+    absl::StatusOr<ops::Sm90GemmConfig> c = ops::ParseSm90GemmConfig(std::string(text));
+    if (!c.ok()) return c.status();
+    return GemmTileConfig(*c);
+  }
+  absl::StatusOr<ops::GemmConfig> c = ops::ParseGemmConfig(text);
+  if (!c.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(c.status().message(), " (or \"sm90 \" and an sm90 config)"));
+  }
+  return GemmTileConfig(*c);
+}
+
+bool operator==(const GemmTileConfig& a, const GemmTileConfig& b) { return a.ToString() == b.ToString(); }
+
+bool UsesSm90Gemm(const Node& node, absl::string_view arch) {
+  return arch == "sm_90a" && ops::Sm90Eligible(node).ok();
 }
 
 }  // namespace kiln::codegen

@@ -31,6 +31,7 @@
 #include "absl/strings/string_view.h"
 #include "codegen/op_kernels.h"
 #include "codegen/ops/families.h"
+#include "codegen/ops/gemm_sm90.h"
 
 namespace kiln::codegen {
 
@@ -49,11 +50,33 @@ struct TuningKey {
 };
 TuningKey GemmTuningKey(absl::string_view arch, const ops::GemmProblem& problem);
 
+// A tile config of the GEMM family that runs the problem: the sm_80 template's
+// (ops::GemmConfig) or, on sm_90a for Sm90Eligible groups, the sm90 family's.
+// Text: ops::GemmConfigString's ("64x64x32 w2x2 s4"), or "sm90 " and
+// ops::Sm90GemmConfigString's ("sm90 128x128 p2x2 s5").
+struct GemmTileConfig {
+  bool sm90 = false;
+  ops::GemmConfig sm80_config;
+  ops::Sm90GemmConfig sm90_config;
+  GemmTileConfig() = default;
+  GemmTileConfig(const ops::GemmConfig& c) : sm80_config(c) {}  // NOLINT: implicit, the sm_80 template's
+  GemmTileConfig(const ops::Sm90GemmConfig& c) : sm90(true), sm90_config(c) {}  // NOLINT
+  std::string ToString() const;
+  // Either text form; InvalidArgument naming both forms otherwise.
+  static absl::StatusOr<GemmTileConfig> Parse(absl::string_view text);
+};
+bool operator==(const GemmTileConfig& a, const GemmTileConfig& b);
+
+// Whether kiln's generated GEMM of `node` on `arch` is the sm90 family's (sm_90a and
+// ops::Sm90Eligible; runtime/compiler.cc sets KernelOptions::hopper for sm_90a),
+// else the sm_80 template's.
+bool UsesSm90Gemm(const Node& node, absl::string_view arch);
+
 struct TuningEntry {
   TuningKey key;
-  ops::GemmConfig config;
+  GemmTileConfig config;
   double tuned_ms = 0;
-  ops::GemmConfig heuristic;
+  GemmTileConfig heuristic;
   double heuristic_ms = 0;
   std::string device;  // "NVIDIA H100 80GB HBM3"
 };
@@ -101,16 +124,21 @@ class TuningDb {
 
 // How the GEMM of a MatMul group got its tile config.
 struct GemmChoice {
-  ops::GemmConfig config;
+  GemmTileConfig config;
   bool from_db = false;
   std::string key;  // TuningKey::ToString()
-  // "128x128x32 w2x2 s3 (tuning database)" or "... (heuristic)"; the launch's config.
+  // "128x128x32 w2x2 s3 (tuning database)" or "... (heuristic)"; the launch's config
+  // (the sm90 family's heuristic launches say more: "sm90 128x128 p2x2 s5 (heuristic,
+  // epilogue work: light)").
   std::string Describe() const;
 };
 // GenerateMatMulGroup for `node` with the config `db` holds for it on `arch` (when it
-// has one that VerifyGemmConfig accepts), else the heuristic's; each launch's config is
-// choice->Describe(). `db` may be nullptr. Errors as GenerateMatMulGroup's.
+// has one of the family UsesSm90Gemm names that the family's verifier accepts), else
+// the heuristic's; on the sm90 family GenerateMatMulGroupSm90 with `sm_count` (0: 132).
+// A database config sets each launch's config to choice->Describe(). `db` may be
+// nullptr. Errors as the generator's.
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupWithDb(const Node& node, absl::string_view arch,
-                                                                    const TuningDb* db, GemmChoice* choice);
+                                                                    const TuningDb* db, GemmChoice* choice,
+                                                                    int sm_count = 0);
 
 }  // namespace kiln::codegen

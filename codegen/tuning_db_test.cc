@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -394,6 +395,111 @@ TEST(TuningDbTest, GenerationUsesTheDatabaseConfig) {
     ASSERT_TRUE(rejected.ok()) << rejected.status();
     EXPECT_FALSE(choice.from_db);
     EXPECT_EQ((*rejected)[0].source, (*heuristic)[0].source);
+  }
+}
+
+// On sm_90a the sm90 family runs the groups it takes: the database holds its configs
+// ("sm90 ..."), generation takes them, and an sm_80 template's entry under the same key
+// (tuned before the sm90 family was) or one the generator refuses leaves the heuristic.
+TEST(TuningDbTest, Sm90GroupsTakeSm90Entries) {
+  Built b = MakeGroup("f16", 128, 768, 768, "Relu", false);
+  const TuningKey key = KeyOf(b, "sm_90a");
+  TuningDb db(TestPath("sm90.tsv"));
+  GemmChoice choice;
+  ASSERT_TRUE(UsesSm90Gemm(*b.group, "sm_90a"));
+  EXPECT_FALSE(UsesSm90Gemm(*b.group, "sm_80"));
+  auto heuristic = GenerateMatMulGroupWithDb(*b.group, "sm_90a", &db, &choice);
+  ASSERT_TRUE(heuristic.ok()) << heuristic.status();
+  EXPECT_FALSE(choice.from_db);
+  EXPECT_TRUE(choice.config.sm90);
+  EXPECT_EQ((*heuristic)[0].family, "gemm_sm90");
+  EXPECT_THAT((*heuristic)[0].config, HasSubstr("(heuristic, epilogue work: light)"));
+
+  absl::StatusOr<GemmTileConfig> tile = GemmTileConfig::Parse("sm90 64x128 c1x1 s8 k2");
+  ASSERT_TRUE(tile.ok()) << tile.status();
+  TuningEntry e = Entry(key, GemmConfig{}, 1);
+  e.config = *tile;
+  e.heuristic = choice.config;
+  db.Put(e);
+  auto tuned = GenerateMatMulGroupWithDb(*b.group, "sm_90a", &db, &choice);
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  EXPECT_TRUE(choice.from_db);
+  EXPECT_EQ(choice.Describe(), "sm90 64x128 c1x1 s8 k2 (tuning database)");
+  EXPECT_EQ((*tuned)[0].config, choice.Describe());
+  EXPECT_THAT((*tuned)[0].source, HasSubstr("#define BM 64\n#define BN 128\n"));
+  EXPECT_GT((*tuned)[0].semaphores, 0u);  // the split's workspace
+
+  // The entry's line round-trips; the two configs must be of one family.
+  const std::string text = TuningDb::Format(db.entries());
+  const std::string line = text.substr(text.rfind("sm_90a\t"));
+  absl::StatusOr<TuningEntry> back = TuningDb::ParseLine(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << line;
+  EXPECT_TRUE(back->config == *tile);
+  EXPECT_THAT(line, HasSubstr("\tsm90 64x128 c1x1 s8 k2\t"));
+  const std::string mixed = absl::StrReplaceAll(line, {{"\tsm90 64x128 c1x1 s8 k2\t", "\t64x64x32 w2x2 s4\t"}});
+  absl::StatusOr<TuningEntry> mixed_back = TuningDb::ParseLine(mixed.substr(0, mixed.size() - 1));
+  ASSERT_FALSE(mixed_back.ok());
+  EXPECT_THAT(mixed_back.status().message(), HasSubstr("different GEMM families"));
+  EXPECT_THAT(GemmTileConfig::Parse("sm90 64x64x32 w2x2 s4").status().message(), HasSubstr("sm90 GEMM config"));
+  EXPECT_THAT(GemmTileConfig::Parse("64x128 c1x1 s8").status().message(), HasSubstr("\"sm90 \""));
+
+  // An sm_80 template's config under the sm_90a key, and a split the generator refuses
+  // (K = 768 is 12 k tiles: 16 splits leave some without one): the heuristic.
+  for (const GemmTileConfig& refused :
+       {GemmTileConfig(GemmConfig{32, 64, 32, 1, 2, 4}), *GemmTileConfig::Parse("sm90 64x64 c1x1 s8 k16")}) {
+    e.config = refused;
+    db.Put(e);
+    auto fallback = GenerateMatMulGroupWithDb(*b.group, "sm_90a", &db, &choice);
+    ASSERT_TRUE(fallback.ok()) << fallback.status();
+    EXPECT_FALSE(choice.from_db) << refused.ToString();
+    EXPECT_EQ((*fallback)[0].source, (*heuristic)[0].source);
+    EXPECT_EQ((*fallback)[0].config, (*heuristic)[0].config);
+  }
+}
+
+// `--tune`'s sm90 pool: the heuristic's config first, each config once and each one
+// the generator takes; split-K forms where the tiles leave SMs idle, swap-AB forms for
+// few rows, neither for a square that fills the GPU; and they compile for sm_90a
+// without spills.
+TEST(GemmProblemTest, Sm90CandidatesCoverTheFamilysForms) {
+  struct Case {
+    int64_t m, n, k;
+    bool splits, swaps;
+  };
+  for (const Case& c : {Case{128, 768, 3072, true, false}, Case{8, 3072, 3072, true, true},
+                        Case{4096, 4096, 4096, false, false}}) {
+    Built b = MakeGroup("f16", c.m, c.n, c.k, "Relu", false);
+    const std::vector<ops::Sm90GemmConfig> cands = ops::Sm90CandidateConfigs(*b.group);
+    absl::StatusOr<ops::Sm90GemmConfig> heuristic = ops::HeuristicSm90GemmConfig(*b.group);
+    ASSERT_TRUE(heuristic.ok()) << heuristic.status();
+    ASSERT_GE(cands.size(), 4u) << c.m << "x" << c.n << "x" << c.k;
+    EXPECT_EQ(ops::Sm90GemmConfigString(cands[0]), ops::Sm90GemmConfigString(*heuristic));
+    std::set<std::string> seen;
+    bool split = false, swap = false;
+    for (const ops::Sm90GemmConfig& cfg : cands) {
+      EXPECT_TRUE(seen.insert(ops::Sm90GemmConfigString(cfg)).second) << ops::Sm90GemmConfigString(cfg);
+      EXPECT_TRUE(ops::GenerateMatMulGroupSm90(*b.group, &cfg).ok()) << ops::Sm90GemmConfigString(cfg);
+      split |= cfg.split_k > 1;
+      swap |= cfg.swap_ab;
+    }
+    EXPECT_EQ(split, c.splits) << c.m << "x" << c.n << "x" << c.k;
+    EXPECT_EQ(swap, c.swaps) << c.m << "x" << c.n << "x" << c.k;
+  }
+  // The few-rows problem's pool through ptxas (the largest: every form but dual).
+  Built b = MakeGroup("f16", 8, 3072, 3072, "Relu", false);
+  std::vector<ModuleKernel> kernels;
+  for (const ops::Sm90GemmConfig& cfg : ops::Sm90CandidateConfigs(*b.group)) {
+    auto launches = ops::GenerateMatMulGroupSm90(*b.group, &cfg);
+    ASSERT_TRUE(launches.ok()) << launches.status();
+    kernels.push_back({absl::StrCat("cand", kernels.size()), (*launches)[0].source});
+  }
+  auto module = InspectModule(kernels, "sm_90a");
+  ASSERT_TRUE(module.ok()) << module.status();
+  const std::vector<KernelResources> resources = ParsePtxasResources(module->log);
+  EXPECT_EQ(resources.size(), kernels.size());
+  for (const KernelResources& r : resources) {
+    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " (" << r.registers << " registers)";
+    EXPECT_EQ(r.spill_load_bytes, 0) << r.function;
   }
 }
 

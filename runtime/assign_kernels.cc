@@ -86,11 +86,11 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
     }
     absl::StatusOr<std::vector<codegen::KernelLaunch>> launches;
     std::optional<codegen::GemmChoice> gemm;
-    if (kernel_options.gemm_template && kernel_options.hopper && codegen::IsMatMulGroup(node) &&
-        codegen::ops::Sm90Eligible(node).ok()) {
-      launches = codegen::GenerateNodeKernels(node, kernel_options);  // the sm90 family (codegen/ops/gemm_sm90.h)
-    } else if (kernel_options.gemm_template && codegen::IsMatMulGroup(node)) {
-      launches = codegen::GenerateMatMulGroupWithDb(node, arch, compile_options.tuning_db, &gemm.emplace());
+    if (kernel_options.gemm_template && codegen::IsMatMulGroup(node)) {
+      // The sm90 family on sm_90a where it takes the group, else the sm_80 template;
+      // either with the tuning database's config when it holds one.
+      launches = codegen::GenerateMatMulGroupWithDb(node, arch, compile_options.tuning_db, &gemm.emplace(),
+                                                    kernel_options.sm_count);
     } else {
       launches = codegen::GenerateNodeKernels(node, kernel_options);
     }

@@ -101,7 +101,7 @@ struct Problem {
 };
 
 struct Candidate {
-  ops::GemmConfig config;
+  codegen::GemmTileConfig config;
   codegen::KernelLaunch launch;
   cudaKernel_t kernel = nullptr;
   double ms = 0;
@@ -290,7 +290,13 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
     GemmTuneRow row;
     row.key = problem.key;
     row.groups = problem.groups;
-    row.heuristic = row.best = ops::HeuristicGemmConfig(problem.gemm);
+    const bool sm90 = codegen::UsesSm90Gemm(*problem.node, options.arch);
+    if (sm90) {
+      absl::StatusOr<ops::Sm90GemmConfig> h = ops::HeuristicSm90GemmConfig(*problem.node);
+      if (h.ok()) row.heuristic = row.best = *h;
+    } else {
+      row.heuristic = row.best = ops::HeuristicGemmConfig(problem.gemm);
+    }
     if (!stopped.empty()) {
       row.note = "not tuned: tuning stopped (see above)";
       report.rows.push_back(std::move(row));
@@ -306,10 +312,18 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
     std::vector<Candidate> cands;
     std::vector<codegen::ModuleKernel> kernels;
     std::vector<std::string> notes;
-    for (const ops::GemmConfig& config : ops::GemmCandidateConfigs(problem.gemm)) {
-      absl::StatusOr<std::vector<codegen::KernelLaunch>> launches = ops::GenerateMatMulGroup(*problem.node, &config);
+    std::vector<codegen::GemmTileConfig> configs;
+    if (sm90) {
+      for (const ops::Sm90GemmConfig& c : ops::Sm90CandidateConfigs(*problem.node)) configs.push_back(c);
+    } else {
+      for (const ops::GemmConfig& c : ops::GemmCandidateConfigs(problem.gemm)) configs.push_back(c);
+    }
+    for (const codegen::GemmTileConfig& config : configs) {
+      absl::StatusOr<std::vector<codegen::KernelLaunch>> launches =
+          config.sm90 ? ops::GenerateMatMulGroupSm90(*problem.node, &config.sm90_config)
+                      : ops::GenerateMatMulGroup(*problem.node, &config.sm80_config);
       if (!launches.ok() || launches->size() != 1) {
-        notes.push_back(absl::StrCat(ops::GemmConfigString(config), ": ",
+        notes.push_back(absl::StrCat(config.ToString(), ": ",
                                      launches.ok() ? "not one launch" : launches.status().message()));
         continue;
       }
@@ -375,8 +389,8 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
         c.failure = absl::StrCat(cudaGetErrorName(e), ": ", cudaGetErrorString(e));
         cudaGetLastError();
         if (IsSticky(e)) {
-          stopped = absl::StrCat("tuning stopped: ", problem.key.ShapeText(), " config ",
-                                 ops::GemmConfigString(c.config), ": ", c.failure);
+          stopped = absl::StrCat("tuning stopped: ", problem.key.ShapeText(), " config ", c.config.ToString(), ": ",
+                                 c.failure);
           break;
         }
         if (i == 0) break;
@@ -400,7 +414,7 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
       if (c.ms < cands[best].ms) best = static_cast<int>(i);
     }
     for (const Candidate& c : cands) {
-      if (!c.failure.empty()) notes.push_back(absl::StrCat(ops::GemmConfigString(c.config), " left out: ", c.failure));
+      if (!c.failure.empty()) notes.push_back(absl::StrCat(c.config.ToString(), " left out: ", c.failure));
     }
     if (best < 0) {
       row.note = absl::StrCat("not tuned: ", absl::StrJoin(notes, "; "));
@@ -448,8 +462,8 @@ std::string GemmTuneTable(const GemmTuneReport& r) {
     const std::string speedup =
         row.best_ms > 0 && row.heuristic_ms > 0 ? absl::StrFormat("%.2fx", row.heuristic_ms / row.best_ms) : "-";
     absl::StrAppend(&out, absl::StrFormat("  %-40s %-20s %10s %-20s %10s %8s %s\n", row.key.ShapeText(),
-                                          ops::GemmConfigString(row.heuristic), Ms(row.heuristic_ms),
-                                          row.best_ms > 0 ? ops::GemmConfigString(row.best) : "-", Ms(row.best_ms),
+                                          row.heuristic.ToString(), Ms(row.heuristic_ms),
+                                          row.best_ms > 0 ? row.best.ToString() : "-", Ms(row.best_ms),
                                           speedup, absl::StrJoin(row.groups, ", ")));
     absl::StrAppend(&out, "    ", row.key.signature, ": ", row.timed, "/", row.candidates, " configs measured",
                     row.stored ? ", stored" : ", not stored",

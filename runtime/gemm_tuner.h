@@ -1,9 +1,10 @@
 // Autotuning of the generated tensor-core GEMM (`kiln compile --tune`): for every
 // distinct GEMM problem among a graph's MatMul groups (codegen::TuningKey: arch,
-// dtype, shape, layout, group signature), compile the candidate tile configs
-// (ops::GemmCandidateConfigs) with NVRTC in parallel, time each on the local GPU and
-// store the fastest in the tuning database (codegen/tuning_db.h), which every later
-// compile reads, on any machine.
+// dtype, shape, layout, group signature), compile the candidate tile configs of the
+// family that runs it (codegen::UsesSm90Gemm: on sm_90a the sm90 family's
+// ops::Sm90CandidateConfigs, else the sm_80 template's ops::GemmCandidateConfigs) with
+// NVRTC in parallel, time each on the local GPU and store the fastest in the tuning
+// database (codegen/tuning_db.h), which every later compile reads, on any machine.
 //
 // Measuring: one buffer per group input and output in device memory, inputs filled
 // with uniform random values in [-1, 1) (a fixed seed; integer inputs zero), and one
@@ -45,7 +46,7 @@ struct GemmTuneOptions {
 struct GemmTuneRow {
   codegen::TuningKey key;
   std::vector<std::string> groups;  // the graph nodes with this problem
-  codegen::ops::GemmConfig heuristic, best;
+  codegen::GemmTileConfig heuristic, best;  // the family's configs (sm90 on sm_90a where it runs the group)
   double heuristic_ms = 0, best_ms = 0;  // 0: not measured
   int candidates = 0;  // configs compiled (the heuristic's included)
   int timed = 0;       // ... measured within the budget

@@ -1,6 +1,6 @@
 // `--tune` on the GPU (ctest label gpu; skips without one): tuning a small MatMul
 // group stores an entry, the next compile (no --tune) uses it, and the bundle with the
-// tuned kernel matches the CPU backend.
+// tuned kernel matches the CPU backend; on sm_90a both GEMM families.
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "graph/text_format.h"
 #include "gtest/gtest.h"
@@ -27,42 +28,48 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-// MatMul + bias + GELU over weights that are graph inputs (random in the test).
-constexpr char kGraph[] = R"(graph @tune_gpu {
-  input %x : f32[200,512]
-  input %w : f32[512,384]
-  input %b : f32[384]
-  %mm : f32[200,384] = MatMul(%x, %w) @matmul
-  %add : f32[200,384] = Add(%mm, %b) @bias
-  %y : f32[200,384] = Gelu(%add) @gelu
+// MatMul + bias + GELU over weights that are graph inputs (random in the test). In
+// f32 the compile's casts to fp16 become prologues, which keep the group on the sm_80
+// template; in f16 the sm90 family takes it on sm_90a.
+std::string Graph(const std::string& dtype) {
+  return absl::StrReplaceAll(R"(graph @tune_gpu {
+  input %x : D[200,512]
+  input %w : D[512,384]
+  input %b : D[384]
+  %mm : D[200,384] = MatMul(%x, %w) @matmul
+  %add : D[200,384] = Add(%mm, %b) @bias
+  %y : D[200,384] = Gelu(%add) @gelu
   output %y
-})";
+})",
+                             {{"D[", absl::StrCat(dtype, "[")}});
+}
 
-Tensor Random(const Shape& shape, uint32_t seed) {
+Tensor Random(DType dtype, const Shape& shape, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
   std::vector<float> v(NumElements(shape));
   for (float& x : v) x = uni(rng);
-  return Tensor::FromFloat(DType::kFloat32, shape, v);
+  return Tensor::FromFloat(dtype, shape, v);
 }
 
-TEST(GemmTunerGpuTest, TunedEntryIsStoredReusedAndCorrect) {
-  absl::StatusOr<GpuInfo> gpu = LocalGpu();
-  if (!gpu.ok()) GTEST_SKIP() << "skipped: " << gpu.status().message();
-  ASSERT_FALSE(gpu->arch.empty()) << "no kiln arch for " << gpu->name;
-  const fs::path dir = fs::path(::testing::TempDir()) / absl::StrCat("kiln_tuner_gpu_", ::getpid());
+// Tunes the graph's one MatMul group, checks the stored entry (of the sm90 family when
+// `sm90`), that the next compile (no --tune) reuses it and that the bundle with the
+// tuned kernel matches the CPU backend.
+void TuneReuseAndCheck(const GpuInfo& gpu, DType dtype, bool sm90) {
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / absl::StrCat("kiln_tuner_gpu_", ::getpid(), "_", DTypeName(dtype));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  auto graph = ParseGraph(kGraph);
+  auto graph = ParseGraph(Graph(std::string(DTypeName(dtype))));
   ASSERT_TRUE(graph.ok()) << graph.status();
 
   CompileOptions options;
-  options.arch = gpu->arch;
+  options.arch = gpu.arch;
   options.matmul_groups = "generated";
   options.tuning_db_path = (dir / "tuning.tsv").string();
   options.kernel_cache_dir = (dir / "cache").string();
   options.tune = true;
-  options.tune_budget_seconds = 60;
+  options.tune_budget_seconds = 120;
   GemmTuneReport report;
   options.tuning_report = &report;
   auto tuned = BuildBundle(**graph, options, "tune.onnx", "bytes");
@@ -74,8 +81,10 @@ TEST(GemmTunerGpuTest, TunedEntryIsStoredReusedAndCorrect) {
   EXPECT_EQ(row.key.m, 200);
   EXPECT_EQ(row.key.n, 384);
   EXPECT_EQ(row.key.k, "512");
+  EXPECT_EQ(row.heuristic.sm90, sm90);
+  EXPECT_EQ(row.best.sm90, sm90);
   EXPECT_GE(row.candidates, 8);
-  EXPECT_EQ(row.timed, row.candidates) << row.note;  // a 60 s budget measures them all
+  EXPECT_EQ(row.timed, row.candidates) << row.note;  // the budget measures them all
   EXPECT_GT(row.heuristic_ms, 0);
   EXPECT_GT(row.best_ms, 0);
   EXPECT_LE(row.best_ms, row.heuristic_ms);
@@ -89,8 +98,9 @@ TEST(GemmTunerGpuTest, TunedEntryIsStoredReusedAndCorrect) {
   const codegen::TuningEntry* e = db.Find(row.key);
   ASSERT_NE(e, nullptr);
   EXPECT_TRUE(e->config == row.best);
-  EXPECT_EQ(e->device, gpu->name);
-  const std::string expected = codegen::ops::GemmConfigString(row.best) + " (tuning database)";
+  EXPECT_EQ(e->device, gpu.name);
+  const std::string expected = row.best.ToString() + " (tuning database)";
+  EXPECT_EQ(absl::StartsWith(expected, "sm90 "), sm90) << expected;
   auto config_of = [](const BundleContents& b) {
     for (const auto& s : b.manifest.steps()) {
       for (const auto& l : s.launches()) {
@@ -118,7 +128,8 @@ TEST(GemmTunerGpuTest, TunedEntryIsStoredReusedAndCorrect) {
   ASSERT_TRUE(gpu_exec.ok()) << gpu_exec.status();
   auto cpu_exec = CpuExecutor::Create(*host);
   ASSERT_TRUE(cpu_exec.ok()) << cpu_exec.status();
-  const TensorMap feeds = {{"x", Random({200, 512}, 1)}, {"w", Random({512, 384}, 2)}, {"b", Random({384}, 3)}};
+  const TensorMap feeds = {
+      {"x", Random(dtype, {200, 512}, 1)}, {"w", Random(dtype, {512, 384}, 2)}, {"b", Random(dtype, {384}, 3)}};
   auto got = (*gpu_exec)->Run(feeds);
   ASSERT_TRUE(got.ok()) << got.status();
   auto want = (*cpu_exec)->Run(feeds);
@@ -133,6 +144,21 @@ TEST(GemmTunerGpuTest, TunedEntryIsStoredReusedAndCorrect) {
   }
   std::cout << "[ gpu ] tuned " << expected << ": rel. error " << err / scale << " vs the CPU backend\n";
   EXPECT_LE(err / scale, 3e-2);
+}
+
+TEST(GemmTunerGpuTest, TunedEntryIsStoredReusedAndCorrect) {
+  absl::StatusOr<GpuInfo> gpu = LocalGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "skipped: " << gpu.status().message();
+  ASSERT_FALSE(gpu->arch.empty()) << "no kiln arch for " << gpu->name;
+  TuneReuseAndCheck(*gpu, DType::kFloat32, /*sm90=*/false);
+}
+
+// On sm_90a, `--tune` measures the sm90 family's configs for the groups it runs.
+TEST(GemmTunerGpuTest, Sm90GroupsTuneSm90Configs) {
+  absl::StatusOr<GpuInfo> gpu = LocalGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "skipped: " << gpu.status().message();
+  if (gpu->arch != "sm_90a") GTEST_SKIP() << "skipped: the sm90 family needs an sm_90a GPU, not " << gpu->name;
+  TuneReuseAndCheck(*gpu, DType::kFloat16, /*sm90=*/true);
 }
 
 }  // namespace

@@ -378,6 +378,78 @@ absl::Status Sm90SwapAbEligible(const Node& node) {
   return absl::OkStatus();
 }
 
+namespace {
+// The heuristic's config for a planned, Sm90Eligible group.
+Sm90GemmConfig HeuristicConfig(const Node& node, const GemmFamilyPlan& p, int sm_count) {
+  if (!p.dual && PreferSm90SwapAb(p.m, p.n, p.k) && Sm90SwapAbEligible(node).ok()) {
+    return PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch, sm_count);
+  }
+  return PickSm90GemmConfig(p.m, p.n, p.k + p.k2, p.batch, sm_count, p.prologue_a, p.epilogue_work);
+}
+}  // namespace
+
+absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfig(const Node& node, int sm_count) {
+  if (absl::Status st = Sm90Eligible(node); !st.ok()) return st;
+  absl::StatusOr<GemmFamilyPlan> p = PlanGemmForFamily(node);
+  if (!p.ok()) return p.status();
+  return HeuristicConfig(node, *p, sm_count <= 0 ? 132 : sm_count);
+}
+
+std::vector<Sm90GemmConfig> Sm90CandidateConfigs(const Node& node, int sm_count) {
+  std::vector<Sm90GemmConfig> out;
+  absl::StatusOr<Sm90GemmConfig> heuristic = HeuristicSm90GemmConfig(node, sm_count);
+  absl::StatusOr<GemmFamilyPlan> plan = PlanGemmForFamily(node);
+  if (!heuristic.ok() || !plan.ok()) return out;
+  const GemmFamilyPlan& p = *plan;
+  if (sm_count <= 0) sm_count = 132;
+  std::vector<std::string> seen;
+  auto add = [&](const Sm90GemmConfig& c) {
+    const std::string text = Sm90GemmConfigString(c);
+    if (std::find(seen.begin(), seen.end(), text) != seen.end()) return;
+    seen.push_back(text);
+    // What the generator takes (the verifier, the splits' k tiles, the scratch cap).
+    if (GenerateMatMulGroupSm90(node, &c, sm_count).ok()) out.push_back(c);
+  };
+  add(*heuristic);
+  auto round_up = [](int64_t v, int64_t to) { return (v + to - 1) / to * to; };
+  const int64_t k_total = p.k + p.k2;
+  for (const Sm90TileCost& cost : Sm90TileCosts()) {
+    Sm90GemmConfig tile = cost.config;
+    // Tiles at least twice the problem's rows or columns only compute padding.
+    if (tile.bm >= 2 * round_up(p.m, 64) || tile.bn >= 2 * round_up(p.n, 64)) continue;
+    add(tile);
+    if (tile.bm == 64 && tile.bn == 64) {  // the other ring depth (kSm90SmallTileDeepRingStages)
+      tile.stages = tile.stages == kSm90SmallTileDeepRingStages ? 8 : kSm90SmallTileDeepRingStages;
+      add(tile);
+      tile.stages = 8;
+    }
+    // Split-K for tiles that leave SMs idle: the heuristic's split and its neighbours.
+    const int64_t tiles = ((p.m + tile.bm - 1) / tile.bm) * ((p.n + tile.bn - 1) / tile.bn) * p.batch;
+    if (!tile.pingpong && 2 * tiles <= sm_count) {
+      const int s = PickSm90SplitK(tile, p.m, p.n, k_total, p.batch, sm_count, kSm90SmallTileMinSplitKTiles,
+                                   static_cast<int>(sm_count));
+      const int s_short = PickSm90SplitK(tile, p.m, p.n, k_total, p.batch, sm_count, kSm90TuneMinSplitKTiles,
+                                         static_cast<int>(sm_count));
+      for (int split : {s, s / 2, s_short, 2}) {
+        if (split < 2) continue;
+        Sm90GemmConfig c = tile;
+        c.split_k = split;
+        add(c);
+      }
+    }
+  }
+  // Swap-AB for few rows: M rounded up to 16 as the wgmma n, split until the units fill the SMs.
+  if (p.m <= 64 && Sm90SwapAbEligible(node).ok()) {
+    Sm90GemmConfig base = PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch, sm_count);
+    for (int split : {1, 2, 3, 4, base.split_k}) {
+      Sm90GemmConfig c = base;
+      c.split_k = split;
+      add(c);
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& node, const Sm90GemmConfig* config,
                                                                   int sm_count) {
   if (absl::Status st = Sm90Eligible(node); !st.ok()) return st;
@@ -394,10 +466,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
             absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": ", st.message()));
       }
     }
-  } else if (!p.dual && PreferSm90SwapAb(p.m, p.n, p.k) && Sm90SwapAbEligible(node).ok()) {
-    cfg = PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch, sm_count);
   } else {
-    cfg = PickSm90GemmConfig(p.m, p.n, p.k + p.k2, p.batch, sm_count, p.prologue_a, p.epilogue_work);
+    cfg = HeuristicConfig(node, p, sm_count);
   }
   const bool swap = cfg.swap_ab;
   // The kernel's problem: C^T [N, M] = B^T A^T when swapped (gemm_sm90.cuh, "Swap-AB").

@@ -226,6 +226,21 @@ absl::Status Sm90SwapAbEligible(const Node& node);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& node,
                                                                   const Sm90GemmConfig* config = nullptr,
                                                                   int sm_count = 132);
+// The config GenerateMatMulGroupSm90 picks for `node` without one (the swap-AB rule,
+// else PickSm90GemmConfig); Sm90Eligible's error otherwise.
+absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfig(const Node& node, int sm_count = 132);
+// The configs `kiln compile --tune` measures for `node` on the sm90 family: the
+// heuristic's first, then each tile of Sm90TileCosts (leaving out tiles at least twice
+// the problem's M or N rounded up to 64), the 64x64 tile with the other ring depth,
+// split-K forms of the cooperative tiles that leave more than half the SMs idle
+// (PickSm90SplitK's count filling the SMs with 12 k tiles a split, half that, the count
+// with kSm90TuneMinSplitKTiles a split, and 2), and for M <= 64 the swap-AB tile with 1
+// to 4 splits. Each one GenerateMatMulGroupSm90 accepts, once; empty when the group is
+// not Sm90Eligible.
+std::vector<Sm90GemmConfig> Sm90CandidateConfigs(const Node& node, int sm_count = 132);
+// The shortest splits `--tune` tries: 4 k tiles of 64 (K = 768 in 3), where the
+// heuristic wants 12 (BERT's attention output at 128 tokens, 24 tiles of 64x64).
+inline constexpr int kSm90TuneMinSplitKTiles = 4;
 // The GEMM generator GenerateNodeKernels uses for MatMul groups: the sm90 family when
 // `options.hopper` and Sm90Eligible, else the sm_80 template (GenerateMatMulGroup).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateGemm(const Node& node, const KernelOptions& options);
