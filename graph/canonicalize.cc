@@ -8,6 +8,7 @@
 #include "graph/fold_transpose_into_matmul.h"
 #include "graph/gemm_to_matmul.h"
 #include "graph/infer_shapes.h"
+#include "graph/patchify_conv.h"
 #include "graph/recognize_gelu.h"
 #include "graph/recognize_layer_norm.h"
 #include "graph/remove_identity.h"
@@ -58,6 +59,10 @@ const std::vector<CanonicalPass>& CanonicalPasses() {
        "folds BN into the Conv before it (or a per-channel Mul + Add) so that the Conv's epilogue (bias, ReLU) is "
        "adjacent to it when fusion runs",
        Runner<FoldBatchNorm>()},
+      {"patchify-conv",
+       "after fold-batch-norm (a BN folds into the conv first): convs whose kernel tiles the input without overlap "
+       "(ViT's patch embedding) become a MatMul over patches, which the GEMMs and epilogue fusion take",
+       Runner<PatchifyConv>()},
       {"recognize-gelu",
        "GELU decompositions (opset < 20) become one Gelu: one epilogue activation instead of 7-8 pointwise ops",
        Runner<RecognizeGelu>()},
