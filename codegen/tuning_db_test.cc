@@ -89,6 +89,19 @@ TuningEntry Entry(const TuningKey& key, const GemmConfig& config, double ms) {
   return e;
 }
 
+// Compiles `kernels` for `arch` in one module and expects ptxas to report each
+// without spills.
+void ExpectCompilesWithoutSpills(const std::vector<ModuleKernel>& kernels, const std::string& arch) {
+  auto module = InspectModule(kernels, arch);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const std::vector<KernelResources> resources = ParsePtxasResources(module->log);
+  EXPECT_EQ(resources.size(), kernels.size());
+  for (const KernelResources& r : resources) {
+    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " (" << r.registers << " registers)";
+    EXPECT_EQ(r.spill_load_bytes, 0) << r.function;
+  }
+}
+
 TEST(GemmProblemTest, DescribesShapeLayoutAndSignature) {
   Built b = MakeGroup("f16", 128, 3072, 768, "Relu", false);
   ASSERT_NE(b.group, nullptr);
@@ -183,15 +196,8 @@ TEST(GemmProblemTest, CandidatesCompile) {
     kernels.push_back({absl::StrCat("cand", kernels.size(), "_", c.bm, "x", c.bn, "x", c.bk, "_w", c.warps_m, "x", c.warps_n, "_s", c.stages, "_k", c.split_k), (*launches)[0].source});
   }
   EXPECT_GE(kernels.size(), 12u);
-  auto module = InspectModule(kernels, "sm_80");
-  ASSERT_TRUE(module.ok()) << module.status();
   // ptxas: no candidate spills (the verifier's register estimate keeps them in budget).
-  const std::vector<KernelResources> resources = ParsePtxasResources(module->log);
-  EXPECT_EQ(resources.size(), kernels.size());
-  for (const KernelResources& r : resources) {
-    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " (" << r.registers << " registers)";
-    EXPECT_EQ(r.spill_load_bytes, 0) << r.function;
-  }
+  ExpectCompilesWithoutSpills(kernels, "sm_80");
 }
 
 TEST(GemmConfigStringTest, RoundTripsAndRejectsGarbage) {
@@ -493,14 +499,7 @@ TEST(GemmProblemTest, Sm90CandidatesCoverTheFamilysForms) {
     ASSERT_TRUE(launches.ok()) << launches.status();
     kernels.push_back({absl::StrCat("cand", kernels.size()), (*launches)[0].source});
   }
-  auto module = InspectModule(kernels, "sm_90a");
-  ASSERT_TRUE(module.ok()) << module.status();
-  const std::vector<KernelResources> resources = ParsePtxasResources(module->log);
-  EXPECT_EQ(resources.size(), kernels.size());
-  for (const KernelResources& r : resources) {
-    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " (" << r.registers << " registers)";
-    EXPECT_EQ(r.spill_load_bytes, 0) << r.function;
-  }
+  ExpectCompilesWithoutSpills(kernels, "sm_90a");
 }
 
 }  // namespace
