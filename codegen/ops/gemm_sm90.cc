@@ -423,7 +423,7 @@ std::vector<Sm90GemmConfig> Sm90CandidateConfigs(const Node& node, int sm_count)
       add(tile);
       tile.stages = 8;
     }
-    // Split-K for tiles that leave SMs idle: the heuristic's split and its neighbours.
+    // Split-K for tiles that leave more than half the SMs idle (Sm90CandidateConfigs in gemm_sm90.h).
     const int64_t tiles = ((p.m + tile.bm - 1) / tile.bm) * ((p.n + tile.bn - 1) / tile.bn) * p.batch;
     if (!tile.pingpong && 2 * tiles <= sm_count) {
       const int s = PickSm90SplitK(tile, p.m, p.n, k_total, p.batch, sm_count, kSm90SmallTileMinSplitKTiles,
