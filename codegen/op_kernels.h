@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "graph/graph.h"
 
 namespace kiln::codegen {
@@ -116,14 +117,17 @@ struct KernelOptions {
   // a cudnnAddTensor pass) stay on cuDNN: generated, ResNet-50 batch 128 measured
   // 5.28 ms against 5.21.
   bool conv_template_auto = false;
-  // The target is sm_90a (CompileOptions::arch): MatMul groups the Hopper family
-  // takes (codegen/ops/gemm_sm90.h: TMA-readable fp16/bf16 operands, no prologue or
-  // dual mainloop) get it instead of the sm_80 template (with gemm_template on).
+  // The target is sm_90a (IsHopperArch(CompileOptions::arch)): MatMul groups the
+  // Hopper family takes (codegen/ops/gemm_sm90.h: TMA-readable fp16/bf16 operands, no
+  // prologue or dual mainloop) get it instead of the sm_80 template (with
+  // gemm_template on).
   bool hopper = false;
   // Multiprocessors of the target GPU: the Hopper family's persistent grid size
   // (0: 132, an H100 SXM).
   int sm_count = 0;
 };
+// Whether `arch` runs the Hopper GEMM family (KernelOptions::hopper): sm_90a.
+inline bool IsHopperArch(absl::string_view arch) { return arch == "sm_90a"; }
 
 // The launches that compute `node`'s outputs from its inputs, in order. `node` has
 // static shapes and the dtypes it will run in (after precision lowering). An empty

@@ -305,7 +305,7 @@ absl::StatusOr<GemmTileConfig> GemmTileConfig::Parse(absl::string_view text) {
 bool operator==(const GemmTileConfig& a, const GemmTileConfig& b) { return a.ToString() == b.ToString(); }
 
 bool UsesSm90Gemm(const Node& node, absl::string_view arch) {
-  return arch == "sm_90a" && ops::Sm90Eligible(node).ok();
+  return IsHopperArch(arch) && ops::Sm90Eligible(node).ok();
 }
 
 }  // namespace kiln::codegen

@@ -67,9 +67,8 @@ struct GemmTileConfig {
 };
 bool operator==(const GemmTileConfig& a, const GemmTileConfig& b);
 
-// Whether kiln's generated GEMM of `node` on `arch` is the sm90 family's (sm_90a and
-// ops::Sm90Eligible; runtime/compiler.cc sets KernelOptions::hopper for sm_90a),
-// else the sm_80 template's.
+// Whether kiln's generated GEMM of `node` on `arch` is the sm90 family's
+// (IsHopperArch and ops::Sm90Eligible), else the sm_80 template's.
 bool UsesSm90Gemm(const Node& node, absl::string_view arch);
 
 struct TuningEntry {

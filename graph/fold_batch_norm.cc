@@ -124,10 +124,7 @@ absl::StatusOr<bool> FoldBatchNorm::Run(Graph& graph) {
     }
     changed = true;
   }
-  if (changed) {
-    KILN_RETURN_IF_ERROR(graph.TopologicalSort());
-    graph.RemoveUnusedValues();
-  }
+  if (changed) KILN_RETURN_IF_ERROR(graph.FinishRewrites());
   return changed;
 }
 

@@ -25,12 +25,6 @@ Value* FoldedMatrix(Graph& graph, const Value* v, bool transpose, float scale, a
   return graph.AddConstant(absl::StrCat(v->name(), suffix), Tensor::FromFloat(v->dtype(), shape, out));
 }
 
-Value* NewValue(Graph& graph, const std::string& name, DType dtype, Shape shape) {
-  Value* v = graph.AddValue(name);
-  v->SetType(dtype, std::move(shape));
-  return v;
-}
-
 Value* ScalarConstant(Graph& graph, const std::string& name, DType dtype, float value) {
   return graph.AddConstant(name, Tensor::FromFloat(dtype, {}, {value}));
 }
@@ -73,13 +67,13 @@ void Rewrite(Graph& graph, Node* gemm) {
   Value* a2 = Operand(graph, a, trans_a, 1.f);
   Value* b2 = Operand(graph, b, trans_b, alpha_in_b ? alpha : 1.f);
 
-  Value* m = (alpha_mul || c) ? NewValue(graph, absl::StrCat(y->name(), "/matmul"), dtype, shape) : y;
+  Value* m = (alpha_mul || c) ? graph.AddValue(absl::StrCat(y->name(), "/matmul"), dtype, shape) : y;
   Node* matmul = graph.AddNode("MatMul", {a2, b2}, {m}, name);
   // A computed operand keeps its stored layout; the flag says it is transposed.
   if (trans_a && !a->is_constant()) matmul->SetAttr("trans_a", Attribute(int64_t{1}));
   if (trans_b && !b->is_constant()) matmul->SetAttr("trans_b", Attribute(int64_t{1}));
   if (alpha_mul) {
-    Value* scaled = c ? NewValue(graph, absl::StrCat(y->name(), "/alpha"), dtype, shape) : y;
+    Value* scaled = c ? graph.AddValue(absl::StrCat(y->name(), "/alpha"), dtype, shape) : y;
     graph.AddNode("Mul", {m, ScalarConstant(graph, absl::StrCat(name, "/alpha"), dtype, alpha)}, {scaled},
                   absl::StrCat(name, "/alpha"));
     m = scaled;
@@ -92,7 +86,7 @@ void Rewrite(Graph& graph, Node* gemm) {
         for (float& v : cv) v *= beta;
         c2 = graph.AddConstant(absl::StrCat(c->name(), "/scaled"), Tensor::FromFloat(c->dtype(), c->shape(), cv));
       } else {
-        c2 = NewValue(graph, absl::StrCat(c->name(), "/beta"), c->dtype(), c->shape());
+        c2 = graph.AddValue(absl::StrCat(c->name(), "/beta"), c->dtype(), c->shape());
         graph.AddNode("Mul", {c, ScalarConstant(graph, absl::StrCat(name, "/beta"), dtype, beta)}, {c2},
                       absl::StrCat(name, "/beta"));
       }
@@ -110,10 +104,7 @@ absl::StatusOr<bool> GemmToMatMul::Run(Graph& graph) {
     Rewrite(graph, node);
     changed = true;
   }
-  if (changed) {
-    KILN_RETURN_IF_ERROR(graph.TopologicalSort());
-    graph.RemoveUnusedValues();
-  }
+  if (changed) KILN_RETURN_IF_ERROR(graph.FinishRewrites());
   return changed;
 }
 

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 
 namespace kiln {
 
@@ -125,6 +126,12 @@ Value* Graph::AddValue(const std::string& name) {
   return raw;
 }
 
+Value* Graph::AddValue(const std::string& name, DType dtype, Shape shape) {
+  Value* v = AddValue(name);
+  v->SetType(dtype, std::move(shape));
+  return v;
+}
+
 Value* Graph::AddConstant(const std::string& name, Tensor data) {
   Value* v = AddValue(name);
   SetConstant(v, std::move(data));
@@ -226,6 +233,12 @@ std::vector<Value*> Graph::constants() const {
     if (v->is_constant()) out.push_back(v.get());
   }
   return out;
+}
+
+absl::Status Graph::FinishRewrites() {
+  KILN_RETURN_IF_ERROR(TopologicalSort());
+  RemoveUnusedValues();
+  return absl::OkStatus();
 }
 
 absl::Status Graph::TopologicalSort() {

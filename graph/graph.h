@@ -147,6 +147,8 @@ class Graph {
 
   // Creates a value with a unique name (a suffix is added if `name` is taken).
   Value* AddValue(const std::string& name);
+  // A new value typed `dtype` `shape` (a rewrite's intermediate result).
+  Value* AddValue(const std::string& name, DType dtype, Shape shape);
   Value* AddConstant(const std::string& name, Tensor data);
   // Makes an existing value constant (it must have no producer).
   void SetConstant(Value* value, Tensor data);
@@ -181,6 +183,8 @@ class Graph {
   // Reorders nodes topologically (stable: keeps the current order where legal);
   // fails with the names of the nodes on a cycle.
   absl::Status TopologicalSort();
+  // What a pass does after rewriting nodes: TopologicalSort, then RemoveUnusedValues.
+  absl::Status FinishRewrites();
 
  private:
   std::string UniqueValueName(const std::string& name);

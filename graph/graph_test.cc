@@ -49,6 +49,32 @@ TEST(GraphTest, TopologicalSortReordersAndDetectsCycles) {
   EXPECT_NE(s.message().find("n1"), std::string::npos);
 }
 
+// A pass's rewrites: typed new values, then FinishRewrites sorts the nodes and drops
+// the values nothing refers to any more; a cycle is its error.
+TEST(GraphTest, FinishRewritesSortsAndDropsUnusedValues) {
+  Graph g;
+  Value* x = g.AddValue("x", DType::kFloat16, {2, 3});
+  EXPECT_EQ(x->dtype(), DType::kFloat16);
+  EXPECT_EQ(x->shape(), (Shape{2, 3}));
+  g.AddInput(x);
+  Value* a = g.AddValue("a", DType::kFloat16, {2, 3});
+  Value* b = g.AddValue("b", DType::kFloat16, {2, 3});
+  g.AddValue("orphan", DType::kFloat16, {1});
+  g.AddNode("Relu", {a}, {b}, "second");
+  g.AddNode("Relu", {x}, {a}, "first");
+  g.AddOutput(b);
+  ASSERT_TRUE(g.FinishRewrites().ok());
+  EXPECT_EQ(g.nodes()[0]->name(), "first");
+  EXPECT_EQ(g.values().size(), 3u);  // x, a, b
+
+  Graph cyc;
+  Value* p = cyc.AddValue("p");
+  Value* q = cyc.AddValue("q");
+  cyc.AddNode("Relu", {p}, {q}, "n1");
+  cyc.AddNode("Relu", {q}, {p}, "n2");
+  EXPECT_NE(cyc.FinishRewrites().message().find("cycle"), std::string::npos);
+}
+
 TEST(GraphTest, AttributeTypeMismatchIsAnError) {
   Graph g;
   Value* x = g.AddValue("x");

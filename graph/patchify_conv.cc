@@ -41,12 +41,6 @@ bool Qualifies(const Node& node) {
   return x->shape()[2] % kh == 0 && x->shape()[3] % kw == 0;
 }
 
-Value* NewValue(Graph& graph, const std::string& name, DType dtype, Shape shape) {
-  Value* v = graph.AddValue(name);
-  v->SetType(dtype, std::move(shape));
-  return v;
-}
-
 Value* ShapeConstant(Graph& graph, const std::string& name, const std::vector<int64_t>& dims) {
   return graph.AddConstant(name, Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(dims.size())}, dims));
 }
@@ -71,13 +65,13 @@ void Rewrite(Graph& graph, Node* conv) {
   graph.RemoveNode(conv);
 
   auto node = [&](const std::string& op, std::vector<Value*> in, const std::string& suffix, Shape shape) {
-    Value* out = NewValue(graph, absl::StrCat(y->name(), suffix), dtype, std::move(shape));
+    Value* out = graph.AddValue(absl::StrCat(y->name(), suffix), dtype, std::move(shape));
     graph.AddNode(op, std::move(in), {out}, absl::StrCat(name, suffix));
     return out;
   };
   Value* p = node("Reshape", {x, ShapeConstant(graph, absl::StrCat(name, "/patch_grid_shape"), {n, c, oh, kh, ow, kw})},
                   "/patch_grid", {n, c, oh, kh, ow, kw});
-  Value* t = NewValue(graph, absl::StrCat(y->name(), "/patches_nhwc"), dtype, {n, oh, ow, c, kh, kw});
+  Value* t = graph.AddValue(absl::StrCat(y->name(), "/patches_nhwc"), dtype, {n, oh, ow, c, kh, kw});
   graph.AddNode("Transpose", {p}, {t}, absl::StrCat(name, "/patches_nhwc"))
       ->SetAttr("perm", Attribute(std::vector<int64_t>{0, 2, 4, 1, 3, 5}));
   Value* rows = node("Reshape", {t, ShapeConstant(graph, absl::StrCat(name, "/patches_shape"), {n * oh * ow, k})},
@@ -99,10 +93,7 @@ absl::StatusOr<bool> PatchifyConv::Run(Graph& graph) {
     Rewrite(graph, node);
     changed = true;
   }
-  if (changed) {
-    KILN_RETURN_IF_ERROR(graph.TopologicalSort());
-    graph.RemoveUnusedValues();
-  }
+  if (changed) KILN_RETURN_IF_ERROR(graph.FinishRewrites());
   return changed;
 }
 

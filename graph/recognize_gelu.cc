@@ -180,10 +180,7 @@ absl::StatusOr<bool> RecognizeGelu::Run(Graph& graph) {
     gelu->SetAttr("approximate", m.tanh() ? "tanh" : "none");
     changed = true;
   }
-  if (changed) {
-    KILN_RETURN_IF_ERROR(graph.TopologicalSort());
-    graph.RemoveUnusedValues();
-  }
+  if (changed) KILN_RETURN_IF_ERROR(graph.FinishRewrites());
   return changed;
 }
 

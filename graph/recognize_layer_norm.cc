@@ -181,10 +181,7 @@ absl::StatusOr<bool> RecognizeLayerNorm::Run(Graph& graph) {
     ln->SetAttr("epsilon", m->epsilon);
     changed = true;
   }
-  if (changed) {
-    KILN_RETURN_IF_ERROR(graph.TopologicalSort());
-    graph.RemoveUnusedValues();
-  }
+  if (changed) KILN_RETURN_IF_ERROR(graph.FinishRewrites());
   return changed;
 }
 

@@ -131,7 +131,7 @@ codegen::KernelOptions KernelOptionsFor(const CompileOptions& options) {
   k.conv_template_auto = options.conv_groups == "auto";
   // sm_90a: the Hopper GEMM family (TMA + wgmma) for the MatMul groups it takes;
   // its persistent grid is sized for an H100 SXM (132 SMs) when sm_count is 0.
-  k.hopper = options.arch == "sm_90a";
+  k.hopper = codegen::IsHopperArch(options.arch);
   return k;
 }
 
