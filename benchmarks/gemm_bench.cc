@@ -290,10 +290,29 @@ class KernelTable {
 
   // Compiles everything (modules of `per_module` kernels, in parallel) and, when
   // `load`, loads the cubins and looks the kernels up.
-  absl::Status Compile(const std::string& arch, int per_module, bool load, int* modules) {
+  // With `dump_dir`, also writes each kernel's source (kiln_bench_N.cu) and each
+  // module's cubin (module_M.cubin, kernels M * per_module ...) there.
+  absl::Status Compile(const std::string& arch, int per_module, bool load, int* modules,
+                       const std::string& dump_dir = "") {
     auto cubins = codegen::CompileModules(kernels_, arch, per_module);
     if (!cubins.ok()) return cubins.status();
     *modules = static_cast<int>(cubins->size());
+    if (!dump_dir.empty()) {
+      auto write = [&](const std::string& name, const std::string& bytes) {
+        std::ofstream f(dump_dir + "/" + name, std::ios::binary);
+        f << bytes;
+        return f.good() ? absl::OkStatus()
+                        : absl::InvalidArgumentError(absl::StrCat("--dump-kernels: cannot write ", dump_dir, "/", name));
+      };
+      for (const codegen::ModuleKernel& k : kernels_) {
+        if (absl::Status s = write(k.function + ".cu", k.source); !s.ok()) return s;
+      }
+      for (size_t i = 0; i < cubins->size(); ++i) {
+        if (absl::Status s = write(absl::StrCat("module_", i, ".cubin"), (*cubins)[i]); !s.ok()) return s;
+      }
+      std::printf("wrote %zu kernel sources and %zu cubins (%d kernels a module) to %s\n", kernels_.size(),
+                  cubins->size(), per_module, dump_dir.c_str());
+    }
     if (!load) return absl::OkStatus();
     std::vector<cudaLibrary_t> libs;
     for (const std::string& cubin : *cubins) {
@@ -575,6 +594,7 @@ struct Options {
   int sm_count = 0;             // the device's (the sm90 family's persistent grid)
   bool b_nk = false;            // --b-layout nk: B operands stored [N, K]
   std::vector<Problem> shapes;  // --shapes: these problems instead of the sets
+  std::string dump_dir;         // --dump-kernels: write the kernels' sources and cubins here
 };
 
 class Timer {
@@ -853,7 +873,7 @@ int Main(Options o) {
   // Modules of a few kernels amortise the prelude while keeping every core busy.
   const int per_module = std::clamp(table.size() / (4 * threads), 1, 8);
   int modules = 0;
-  if (absl::Status s = table.Compile(arch, per_module, have_gpu && !o.compile_only, &modules); !s.ok()) {
+  if (absl::Status s = table.Compile(arch, per_module, have_gpu && !o.compile_only, &modules, o.dump_dir); !s.ok()) {
     std::fprintf(stderr, "compile: %s\n", std::string(s.message()).c_str());
     return 1;
   }
@@ -1081,6 +1101,7 @@ constexpr char kUsage[] =
     "                       [--warmup N]\n"
     "                       [--no-flush] [--seed S] [--count N] [--tol X] [--csv out.csv]\n"
     "                       [--compile-only [--arch sm_90a|sm_89|sm_86|sm_80]] [--family sm80|sm90]\n"
+    "                       [--dump-kernels DIR]\n"
     "                       [--b-layout kn|nk]\n"
     "  --set      shape sets (default all): squares 1024..8192; transformer tokens {128..16384} x (N, K)\n"
     "             of BERT/GPT-2 layers; random: the seed protocol (--count problems, multiples of 128 up to\n"
@@ -1091,7 +1112,8 @@ constexpr char kUsage[] =
     "  --idioms   default: the first five; bias_gelu_erf (GELU's erf form) only when named\n"
     "  --reps     timed runs per measurement, the median is reported (default 20); --warmup (default 3)\n"
     "  --no-flush keep L2 warm between timed runs (default: flushed before every run)\n"
-    "  --compile-only  generate and NVRTC-compile everything, print the compile time, no GPU needed\n"
+    "  --compile-only  generate and NVRTC-compile everything, print the compile time, no GPU needed\n"    "  --dump-kernels DIR  also write every kiln kernel's source (kiln_bench_N.cu, the CSV's order of\n"
+    "             first use) and each compiled module (module_M.cubin) into DIR, which must exist\n"
     "  --family   kiln's GEMM template family (default sm80): sm90 is the Hopper TMA + wgmma family\n"
     "             (sm_90a only) for the groups it takes, the others stay on sm80; the config column says\n"
     "             which ran (sm90_... or the sm80 tile); --sm90-config \"64x256 p2x1 s5\" forces a tile config\n"
@@ -1198,6 +1220,8 @@ int ParseAndRun(int argc, char** argv) {
       o.b_nk = v == "nk";
     } else if (arg == "--sm90-config") {
       o.sm90_config = value();
+    } else if (arg == "--dump-kernels") {
+      o.dump_dir = value();
     } else if (arg == "--compile-only") {
       o.compile_only = true;
     } else if (arg == "--help" || arg == "-h") {

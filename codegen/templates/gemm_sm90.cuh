@@ -459,24 +459,39 @@ static __device__ __forceinline__ void kiln_sm90_produce(const kiln_tensor_map* 
   }
 }
 
-// B's wgmma descriptor for k16 step kk of a stage.
-template <int TRANS_B>
-static __device__ __forceinline__ unsigned long long kiln_sm90_desc_b(unsigned sb, int kk) {
-  return TRANS_B ? kiln_sm90_desc(sb + kk * 32, 16, 1024) : kiln_sm90_desc(sb + kk * 2048, 8192, 1024);
+// The descriptor of the tile `units` 16-byte units past the one `desc` describes
+// (same layout). Shared-memory addresses stay below 2^18, so the start-address field
+// (bits 0-13: the address >> 4) takes the units without a carry: one 32-bit add, where
+// kiln_sm90_desc on the tile's address takes five instructions. The descriptors of the
+// ring's first stage (kiln_sm90_desc on `base`) and a stage's offset in units are the
+// same for every wgmma of a k tile, so the compiler computes them once.
+static __device__ __forceinline__ unsigned long long kiln_sm90_desc_add(unsigned long long desc, unsigned units) {
+  return (desc & 0xFFFFFFFF00000000ull) | (static_cast<unsigned>(desc) + units);
 }
 
-// The wgmmas of one stage (A and B from shared memory at sa, sb).
+// B's wgmma descriptor for k16 step kk of the stage whose B tile is at `sb` (the ring
+// at `base`).
+template <int TRANS_B>
+static __device__ __forceinline__ unsigned long long kiln_sm90_desc_b(unsigned base, unsigned sb, int kk) {
+  const unsigned b0 = base + GEMM_A_TILE_BYTES;  // stage 0's B tile
+  return TRANS_B ? kiln_sm90_desc_add(kiln_sm90_desc(b0, 16, 1024), (sb - b0) / 16 + kk * 2)
+                 : kiln_sm90_desc_add(kiln_sm90_desc(b0, 8192, 1024), (sb - b0) / 16 + kk * 128);
+}
+
+// The wgmmas of one stage (A and B from shared memory at sa, sb; the ring at `base`).
 template <int TRANS_A, int TRANS_B, int PAIR>
-static __device__ __forceinline__ void kiln_sm90_stage_mma(float (&acc)[WG_M][BN / 2], unsigned sa, unsigned sb,
-                                                           int row0) {
+static __device__ __forceinline__ void kiln_sm90_stage_mma(float (&acc)[WG_M][BN / 2], unsigned base, unsigned sa,
+                                                           unsigned sb, int row0) {
+  const unsigned stage = (sa - base) / 16;  // the stage's offset in 16-byte units
 #pragma unroll
   for (int kk = 0; kk < GEMM_BK / 16; ++kk) {
-    const unsigned long long db = kiln_sm90_desc_b<TRANS_B>(sb, kk);
+    const unsigned long long db = kiln_sm90_desc_b<TRANS_B>(base, sb, kk);
 #pragma unroll
     for (int i = 0; i < WG_M; ++i) {
-      const int row = row0 + i * 64;  // m offset inside the tile
-      const unsigned long long da = TRANS_A ? kiln_sm90_desc(sa + (row / 64) * 8192 + kk * 2048, 8192, 1024)
-                                            : kiln_sm90_desc(sa + row * 128 + kk * 32, 16, 1024);
+      const int row = row0 + i * 64;  // m offset inside the tile (a multiple of 64)
+      const unsigned long long da =
+          TRANS_A ? kiln_sm90_desc_add(kiln_sm90_desc(base, 8192, 1024), stage + (row / 64) * 512 + kk * 128)
+                  : kiln_sm90_desc_add(kiln_sm90_desc(base, 16, 1024), stage + row * 8 + kk * 2);
 #if GEMM_DUAL
       if constexpr (PAIR == 1) {
         kiln_sm90_wgmma2(acc[i], da, db);
@@ -501,7 +516,7 @@ static __device__ __forceinline__ void kiln_sm90_consume(float (&acc)[WG_M][BN /
     kiln_sm90_mbar_wait(kiln_sm90_full(bars, s), phase);
     const unsigned sa = base + s * GEMM_STAGE_BYTES, sb = sa + GEMM_A_TILE_BYTES;
     kiln_sm90_wgmma_fence();
-    kiln_sm90_stage_mma<TRANS_A, TRANS_B, PAIR>(acc, sa, sb, row0);
+    kiln_sm90_stage_mma<TRANS_A, TRANS_B, PAIR>(acc, base, sa, sb, row0);
     kiln_sm90_wgmma_commit();
     // The previous stage's wgmmas are done once at most this one is pending.
     kiln_sm90_wgmma_wait<1>();
@@ -611,7 +626,7 @@ static __device__ __forceinline__ void kiln_sm90_consume_rs(float (&acc)[WG_M][B
         }
       }
       kiln_sm90_wgmma_fence();  // the fragments' registers, then the wgmmas that read them
-      const unsigned long long db = kiln_sm90_desc_b<GEMM_TRANS_B>(sb, kk);
+      const unsigned long long db = kiln_sm90_desc_b<GEMM_TRANS_B>(base, sb, kk);
 #pragma unroll
       for (int i = 0; i < WG_M; ++i) kiln_sm90_wgmma_rs(acc[i], af[kk][i], db);
       kiln_sm90_wgmma_commit();
