@@ -596,6 +596,18 @@ std::string Form(const KernelLaunch& l) {
 
 constexpr int kPerModule = 8;
 
+// ptxas' "warpgroup.arrive / warpgroup.wait is injected ... to allow use of registers
+// in GMMA" (C7519, C7517): code between a wgmma.fence and the wgmmas writes or reads
+// their registers (an accumulator's zero copied in after another block's first wgmma),
+// and ptxas waits for the wgmmas in flight there; the serialized form (C7520) is
+// checked by its own message.
+void ExpectNoInjectedWgmmaWaits(const std::string& log) {
+  for (const char* code : {"C7517", "C7519"}) {
+    const size_t at = log.find(code);
+    EXPECT_EQ(at, std::string::npos) << log.substr(at == std::string::npos ? 0 : at, 300);
+  }
+}
+
 TEST(GemmCodegenTest, CompilesForSm80AndSm90a) {
   Generated gen;
   ASSERT_NO_FATAL_FAILURE(Generate(gen, Select::kFormsLight));
@@ -643,6 +655,7 @@ TEST(GemmCodegenTest, Sm90CompilesForSm90a) {
   ASSERT_TRUE(inspected.ok()) << inspected.status();
   EXPECT_EQ(inspected->log.find("C7508"), std::string::npos) << inspected->log;
   EXPECT_EQ(inspected->log.find("serialized"), std::string::npos) << inspected->log;
+  ExpectNoInjectedWgmmaWaits(inspected->log);
   EXPECT_NE(inspected->ptx.find("wgmma.mma_async"), std::string::npos);
   // Dual groups and A-prologues are among the forms, the latter with the register-A
   // wgmma (A a vector of four registers after the accumulators).
@@ -676,6 +689,7 @@ TEST(GemmCodegenTest, Sm90LargeTilesDoNotSpill) {
   EXPECT_EQ(inspected->log.find("C7508"), std::string::npos) << inspected->log;
   // ptxas' "wgmma.mma_async instructions are serialized" (C7510/C7515) would cost the overlap.
   EXPECT_EQ(inspected->log.find("serialized"), std::string::npos) << inspected->log;
+  ExpectNoInjectedWgmmaWaits(inspected->log);
   for (const KernelResources& r : ParsePtxasResources(inspected->log)) {
     EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " spills (" << r.registers << " registers)";
     EXPECT_EQ(r.stack_bytes, 0) << r.function << " has a stack frame";
@@ -1628,6 +1642,7 @@ TEST(GemmCodegenTest, Sm90SplitKCompilesWithoutSpills) {
   ASSERT_TRUE(inspected.ok()) << inspected.status();
   EXPECT_EQ(inspected->log.find("C7508"), std::string::npos) << inspected->log;
   EXPECT_EQ(inspected->log.find("serialized"), std::string::npos) << inspected->log;
+  ExpectNoInjectedWgmmaWaits(inspected->log);
   const std::vector<KernelResources> resources = ParsePtxasResources(inspected->log);
   EXPECT_EQ(resources.size(), kernels.size());
   for (const KernelResources& r : resources) {
@@ -1915,6 +1930,7 @@ TEST(GemmCodegenTest, Sm90SwapAbCompilesForSm90a) {
   ASSERT_TRUE(inspected.ok()) << inspected.status();
   EXPECT_EQ(inspected->log.find("C7508"), std::string::npos) << inspected->log;
   EXPECT_EQ(inspected->log.find("serialized"), std::string::npos) << inspected->log;
+  ExpectNoInjectedWgmmaWaits(inspected->log);
   for (const char* shape : {"m64n8k16", "m64n48k16", "m64n64k16", "m64n32k16"}) {
     EXPECT_NE(inspected->ptx.find(shape), std::string::npos) << shape;
   }

@@ -971,7 +971,14 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #pragma unroll
       for (int i = 0; i < WG_M; ++i)
 #pragma unroll
-        for (int j = 0; j < BN / 2; ++j) acc[i][j] = 0.f;
+        for (int j = 0; j < BN / 2; ++j) {
+          acc[i][j] = 0.f;
+          // Each zero in its own register here, before the mainloop: otherwise the
+          // compiler may copy one zero into an m64 block's accumulators just before that
+          // block's first wgmma, after the other block's, and ptxas then waits for the
+          // wgmmas in flight (C7517/C7519) or serializes them (C7520).
+          asm volatile("" : "+f"(acc[i][j])::"memory");
+        }
       int prev = -1;  // the stage whose wgmmas may still be reading it
 #if GEMM_PROLOGUE
       kiln_sm90_consume_rs(acc, kb, ke, base, bars, m0, row0, batch, lane, warp, s, phase, prev, GEMM_PROLOGUE_A);
