@@ -43,6 +43,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "codegen/nvrtc_module.h"
+#include "common/write_file.h"
 #include "codegen/op_kernels.h"
 #include "codegen/ops/gemm_sm90.h"
 #include "graph/fused_group.h"
@@ -299,10 +300,7 @@ class KernelTable {
     *modules = static_cast<int>(cubins->size());
     if (!dump_dir.empty()) {
       auto write = [&](const std::string& name, const std::string& bytes) {
-        std::ofstream f(dump_dir + "/" + name, std::ios::binary);
-        f << bytes;
-        return f.good() ? absl::OkStatus()
-                        : absl::InvalidArgumentError(absl::StrCat("--dump-kernels: cannot write ", dump_dir, "/", name));
+        return WriteFile(absl::StrCat(dump_dir, "/", name), bytes, "--dump-kernels");
       };
       for (const codegen::ModuleKernel& k : kernels_) {
         if (absl::Status s = write(k.function + ".cu", k.source); !s.ok()) return s;

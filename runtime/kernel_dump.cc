@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "common/write_file.h"
 #include "graph/fused_group.h"
 #include "graph/text_format.h"
 #include "tbb/parallel_for.h"
@@ -34,11 +35,7 @@ namespace fs = std::filesystem;
 constexpr char kIndexTitle[] = "# kiln kernel dump";
 
 absl::Status WriteFile(const fs::path& path, absl::string_view data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (out) out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  out.close();
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("--dump-kernels: cannot write ", path.string()));
-  return absl::OkStatus();
+  return kiln::WriteFile(path.string(), data, "--dump-kernels");
 }
 
 std::string ShellQuote(const std::string& s) {
