@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -299,6 +300,12 @@ class KernelTable {
     if (!cubins.ok()) return cubins.status();
     *modules = static_cast<int>(cubins->size());
     if (!dump_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(dump_dir, ec);
+      if (ec) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("--dump-kernels: cannot create the directory ", dump_dir, ": ", ec.message()));
+      }
       auto write = [&](const std::string& name, const std::string& bytes) {
         return WriteFile(absl::StrCat(dump_dir, "/", name), bytes, "--dump-kernels");
       };
@@ -1112,7 +1119,7 @@ constexpr char kUsage[] =
     "  --no-flush keep L2 warm between timed runs (default: flushed before every run)\n"
     "  --compile-only  generate and NVRTC-compile everything, print the compile time, no GPU needed\n"
     "  --dump-kernels DIR  also write every kiln kernel's source (kiln_bench_N.cu, the CSV's order of\n"
-    "             first use) and each compiled module (module_M.cubin) into DIR, which must exist\n"
+    "             first use) and each compiled module (module_M.cubin) into DIR (created if missing)\n"
     "  --family   kiln's GEMM template family (default sm80): sm90 is the Hopper TMA + wgmma family\n"
     "             (sm_90a only) for the groups it takes, the others stay on sm80; the config column says\n"
     "             which ran (sm90_... or the sm80 tile); --sm90-config \"64x256 p2x1 s5\" forces a tile config\n"
