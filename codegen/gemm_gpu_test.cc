@@ -28,6 +28,8 @@
 #include "codegen/op_kernels.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/gemm_sm90.h"
+#include "codegen/templates.h"
+#include "common/float16.h"
 #include "graph/evaluate.h"
 #include "graph/fused_group.h"
 #include "graph/infer_shapes.h"
@@ -698,7 +700,8 @@ TEST(GemmCodegenTest, Sm90LargeTilesDoNotSpill) {
 
 // The sm90 epilogue prefetches into L1 the loads that depend on C's column alone (a
 // bias), at the start of each tile, and nothing else: a residual (row and column)
-// stays an ordinary load, and a scalar has nothing to prefetch.
+// stays an ordinary load, and a scalar has nothing to prefetch. Unswapped, a 16-bit
+// column vector is also loaded into registers (kiln_epilogue_columns).
 TEST(GemmCodegenTest, Sm90PrefetchesColumnVectorsOnly) {
   KernelOptions hopper;
   hopper.gemm_template = true;
@@ -720,10 +723,61 @@ TEST(GemmCodegenTest, Sm90PrefetchesColumnVectorsOnly) {
                     std::string::npos,
                 prefetched)
           << EpiName(epi) << " m " << m;
+      // The 16-bit bias is also held in registers, two columns a register; the TMA-store
+      // epilogue (unswapped here) loads them before the tile's last wgmma wait.
+      EXPECT_EQ(src.find("#define KILN_EPILOGUE_COLUMNS 1\n") != std::string::npos, prefetched)
+          << EpiName(epi) << " m " << m;
       if (prefetched) {
         absl::StatusOr<ModuleInspection> inspected = InspectModule({{"kiln_prefetch_check", src}}, "sm_90a");
         ASSERT_TRUE(inspected.ok()) << inspected.status();
-        EXPECT_NE(inspected->ptx.find("prefetch.global.L1"), std::string::npos) << EpiName(epi) << " m " << m;
+        const std::string& ptx = inspected->ptx;
+        EXPECT_NE(ptx.find("prefetch.global.L1"), std::string::npos) << EpiName(epi) << " m " << m;
+        const size_t pair = std::min(ptx.find("ld.global.u32"), ptx.find("ld.global.nc.u32"));
+        const size_t wait = ptx.find("wgmma.wait_group.sync.aligned 0;");
+        ASSERT_NE(wait, std::string::npos);
+        if (m == 256) {
+          EXPECT_LT(pair, wait) << EpiName(epi) << ": no 4-byte bias load before the last wgmma wait";
+        } else {
+          EXPECT_EQ(pair, std::string::npos) << EpiName(epi) << ": swapped tiles load the bias per element";
+        }
+      }
+    }
+  }
+}
+
+// A ReLU that ends the epilogue runs on the packed 16-bit result in the TMA-store
+// epilogue (relu(round(x)) == round(relu(x))): one max.f16x2 / max.bf16x2 per two
+// elements, no fp32 max; so does GELU's tanh form for an fp16 result, in fp16x2
+// arithmetic (tanh.approx.f16x2; PackedGeluTanhWithinBound bounds its error). A bf16
+// GELU stays in the fp32 functor, and the swapped kernel (direct stores) keeps the
+// whole functor.
+TEST(GemmCodegenTest, Sm90LastOpRunsOnThePackedResult) {
+  KernelOptions hopper;
+  hopper.gemm_template = true;
+  hopper.hopper = true;
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    const bool f16 = dt == DType::kFloat16;
+    for (Epi epi : {Epi::kBiasRelu, Epi::kBiasGeluTanh}) {
+      const bool relu = epi == Epi::kBiasRelu, tail = relu || f16;
+      const std::string fn = relu ? (f16 ? "kiln_relu_f16x2" : "kiln_relu_bf16x2") : "kiln_gelu_tanh_f16x2";
+      const std::string packed = relu ? (f16 ? "max.f16x2" : "max.bf16x2") : "tanh.approx.f16x2";
+      const std::string scalar = relu ? "max.f32" : "tanh.approx.f32";
+      for (int64_t m : {256, 16}) {
+        SCOPED_TRACE(absl::StrCat(EpiName(epi), f16 ? " f16" : " bf16", " m ", m));
+        absl::StatusOr<Built> b =
+            Build(GemmCase{dt, {}, m, m == 16 ? 2048 : 512, m == 16 ? 2048 : 256, false, false, false, epi}, 1);
+        ASSERT_TRUE(b.ok()) << b.status();
+        absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(*b->node, hopper);
+        ASSERT_TRUE(l.ok()) << l.status();
+        const std::string& src = (*l)[0].source;
+        const bool swapped = m == 16;
+        ASSERT_EQ(src.find("#define GEMM_SWAP_AB 1") != std::string::npos, swapped);
+        EXPECT_EQ(src.find(absl::StrCat("#define KILN_EPILOGUE_TAIL(x) ", fn, "(x)\n")) != std::string::npos, tail);
+        absl::StatusOr<ModuleInspection> inspected = InspectModule({{"kiln_tail_check", src}}, "sm_90a");
+        ASSERT_TRUE(inspected.ok()) << inspected.status();
+        const std::string& ptx = inspected->ptx;
+        EXPECT_EQ(ptx.find(packed) != std::string::npos, tail && !swapped);
+        EXPECT_EQ(ptx.find(scalar) != std::string::npos, !tail || swapped);
       }
     }
   }
@@ -1156,20 +1210,11 @@ void RunOnGpu(Family family) {
     const Value* y = node.output(0);
     test::NodeBuffers buf;
     ASSERT_NO_FATAL_FAILURE(buf.SetUp(node, gen.built[ci].feeds));
-    const std::vector<void*>& dev = buf.dev;
     cudaKernel_t kernel;
     ASSERT_NO_FATAL_FAILURE(test::GetKernel(libs[ci / kPerModule], gen.kernels[ci].function, l.shared_bytes, &kernel));
-    DeviceWorkspace workspace;  // a launch the heuristic splits (K over blockIdx.y) takes one
-    ASSERT_TRUE(workspace.ReserveFor(l).ok());
-    absl::StatusOr<LaunchArgs> args = LaunchArgs::Build(l, [&](int v) { return dev[v]; }, workspace.view());
-    ASSERT_TRUE(args.ok()) << args.status();
-    KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
-                                  dim3(l.block[0], l.block[1], l.block[2]), args->params(), l.shared_bytes, nullptr));
-    KILN_CUDA_OK(cudaGetLastError());
-    KILN_CUDA_OK(cudaDeviceSynchronize());
     absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, buf.inputs);
     ASSERT_TRUE(ref.ok()) << ref.status();
-    const std::vector<float> g = buf.Output(node).ToFloat(), w = (*ref)[0].ToFloat();
+    const std::vector<float> w = (*ref)[0].ToFloat();
     const float tol = y->dtype() == DType::kFloat16 ? 2e-2f : 6e-2f;
     // Errors are scaled by the reference's magnitude, or for a dual-matmul by that of
     // its products: the reference rounds each product to the storage dtype before
@@ -1186,26 +1231,60 @@ void RunOnGpu(Family family) {
         for (size_t i = 0; i < w.size(); ++i) scale[i] = std::max(scale[i], std::fabs((*p)[i]));
       }
     }
-    float worst = 0.f;
-    size_t worst_i = 0;
-    for (size_t i = 0; i < w.size(); ++i) {
-      const float err = std::isnan(g[i]) ? INFINITY : std::fabs(g[i] - w[i]) / scale[i];
-      if (err > worst) {
-        worst = err;
-        worst_i = i;
+    // One launch on the buffers `dev`, checked against the reference.
+    auto run = [&](const std::vector<void*>& dev, const std::string& label) {
+      KILN_CUDA_OK(cudaMemset(dev[0], 0xA5, buf.out_bytes));
+      DeviceWorkspace workspace;  // a launch the heuristic splits (K over blockIdx.y) takes one
+      ASSERT_TRUE(workspace.ReserveFor(l).ok());
+      absl::StatusOr<LaunchArgs> args = LaunchArgs::Build(l, [&](int v) { return dev[v]; }, workspace.view());
+      ASSERT_TRUE(args.ok()) << args.status();
+      KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
+                                    dim3(l.block[0], l.block[1], l.block[2]), args->params(), l.shared_bytes,
+                                    nullptr));
+      KILN_CUDA_OK(cudaGetLastError());
+      KILN_CUDA_OK(cudaDeviceSynchronize());
+      const std::vector<float> g = buf.Output(node).ToFloat();
+      float worst = 0.f;
+      size_t worst_i = 0;
+      for (size_t i = 0; i < w.size(); ++i) {
+        const float err = std::isnan(g[i]) ? INFINITY : std::fabs(g[i] - w[i]) / scale[i];
+        if (err > worst) {
+          worst = err;
+          worst_i = i;
+        }
       }
-    }
-    const bool ok = worst <= tol;
-    EXPECT_TRUE(ok) << name << ": max scaled |err| " << worst << " at " << worst_i << " (got " << g[worst_i]
-                    << ", want " << w[worst_i] << ")";
-    failures += !ok;
-    const GemmCase& c = gen.cases[ci];
-    auto& [count, kind_worst] = per_kind[absl::StrCat(c.Kind(), c.dtype == DType::kFloat16 ? " f16" : " bf16")];
-    ++count;
-    kind_worst = std::max(kind_worst, worst);
-    if (!ok || std::getenv("KILN_GEMM_TEST_VERBOSE") != nullptr) {
-      std::printf("%-56s grid %u x %u block %u smem %u: max scaled err %.3g %s\n", name.c_str(), l.grid[0], l.grid[2],
-                  l.block[0], l.shared_bytes, worst, ok ? "ok" : "FAIL");
+      const bool ok = worst <= tol;
+      EXPECT_TRUE(ok) << name << label << ": max scaled |err| " << worst << " at " << worst_i << " (got "
+                      << g[worst_i] << ", want " << w[worst_i] << ")";
+      failures += !ok;
+      const GemmCase& c = gen.cases[ci];
+      auto& [count, kind_worst] = per_kind[absl::StrCat(c.Kind(), c.dtype == DType::kFloat16 ? " f16" : " bf16")];
+      ++count;
+      kind_worst = std::max(kind_worst, worst);
+      if (!ok || std::getenv("KILN_GEMM_TEST_VERBOSE") != nullptr) {
+        std::printf("%-56s grid %u x %u block %u smem %u: max scaled err %.3g %s\n", (name + label).c_str(),
+                    l.grid[0], l.grid[2], l.block[0], l.shared_bytes, worst, ok ? "ok" : "FAIL");
+      }
+    };
+    ASSERT_NO_FATAL_FAILURE(run(buf.dev, ""));
+    // The sm90 epilogue loads a 16-bit bias two elements at a time where the pointer
+    // allows: again with every rank-1 input (the bias) 2 bytes past an aligned address.
+    if (family == Family::kSm90 && (gen.cases[ci].epi == Epi::kBiasRelu || gen.cases[ci].epi == Epi::kBiasGelu ||
+                                    gen.cases[ci].epi == Epi::kBiasGeluTanh)) {
+      std::vector<void*> dev = buf.dev;
+      std::vector<void*> shifted;
+      for (int i = 0; i < node.num_inputs(); ++i) {
+        const Tensor& t = buf.host[i];
+        if (t.shape().size() != 1 || DTypeSize(t.dtype()) != 2) continue;
+        void* p = nullptr;
+        KILN_CUDA_OK(cudaMalloc(&p, t.nbytes() + 2));
+        shifted.push_back(p);
+        KILN_CUDA_OK(cudaMemcpy(static_cast<char*>(p) + 2, t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice));
+        dev[1 + i] = static_cast<char*>(p) + 2;
+      }
+      ASSERT_FALSE(shifted.empty()) << name << ": no bias input";
+      ASSERT_NO_FATAL_FAILURE(run(dev, " (bias misaligned)"));
+      for (void* p : shifted) cudaFree(p);
     }
   }
   for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
@@ -1214,6 +1293,67 @@ void RunOnGpu(Family family) {
   }
   std::printf("ran %zu GEMM cases (%s family) on %s (%s): %d failing\n", gen.cases.size(),
               family == Family::kSm90 ? "sm90" : "sm80", test::DeviceName().c_str(), arch.c_str(), failures);
+}
+
+// The sm90 epilogue's GELU (tanh form) for an fp16 result, on packed fp16 pairs
+// (kiln_gelu_tanh_f16x2, templates/pointwise.cuh), on every finite fp16 input against
+// GELU in double precision: within 2 ulps of the result plus 2^-10 |0.5 x|. The fp32
+// form's bound (op_kernels_gpu_test.cc) is one ulp plus 2^-11 |0.5 x|: the fp16x2 form
+// rounds its polynomial in fp16 and tanh.approx.f16x2 is coarser. NaN stays NaN and
+// +inf gives +inf.
+TEST(GemmGpuTest, PackedGeluTanhWithinBound) {
+  KILN_ARCH_OR_SKIP(arch);
+  if (arch != "sm_90a") GTEST_SKIP() << "skipped: the sm90 GEMM family's epilogue needs sm_90a, not " << arch;
+  const std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), R"(
+extern "C" __global__ void KILN_KERNEL(unsigned* y, const unsigned* x) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < 32768) y[i] = kiln_gelu_tanh_f16x2(x[i]);
+})");
+  absl::StatusOr<std::vector<std::string>> cubins = CompileModules({{"kiln_gelu_f16x2_check", src}}, arch, 1);
+  ASSERT_TRUE(cubins.ok()) << cubins.status();
+  cudaLibrary_t lib;
+  KILN_CUDA_OK(cudaLibraryLoadData(&lib, (*cubins)[0].data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  cudaKernel_t kernel;
+  ASSERT_NO_FATAL_FAILURE(test::GetKernel(lib, "kiln_gelu_f16x2_check", 0, &kernel));
+  std::vector<uint16_t> in(65536), out(65536);
+  for (int i = 0; i < 65536; ++i) in[i] = static_cast<uint16_t>(i);
+  void *dx = nullptr, *dy = nullptr;
+  KILN_CUDA_OK(cudaMalloc(&dx, 65536 * 2));
+  KILN_CUDA_OK(cudaMalloc(&dy, 65536 * 2));
+  KILN_CUDA_OK(cudaMemcpy(dx, in.data(), 65536 * 2, cudaMemcpyHostToDevice));
+  void* params[] = {&dy, &dx};
+  KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(128), dim3(256), params, 0, nullptr));
+  KILN_CUDA_OK(cudaDeviceSynchronize());
+  KILN_CUDA_OK(cudaMemcpy(out.data(), dy, 65536 * 2, cudaMemcpyDeviceToHost));
+  cudaFree(dx);
+  cudaFree(dy);
+  cudaLibraryUnload(lib);
+  double worst = 0;  // |error| / (ulp + 2^-11 |0.5 x|)
+  int worst_at = 0, bad = 0;
+  for (int i = 0; i < 65536; ++i) {
+    const double x = HalfToFloat(in[i]), got = HalfToFloat(out[i]);
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(got)) << "GELU(NaN) = " << got;
+      continue;
+    }
+    if (std::isinf(x)) {
+      if (x > 0) EXPECT_EQ(got, x) << "GELU(+inf)";
+      continue;
+    }
+    const double exact = 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    double ulp = std::ldexp(1.0, -24);  // fp16's smallest subnormal
+    if (std::fabs(exact) >= std::ldexp(1.0, -14)) ulp = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(std::fabs(exact)))) - 10);
+    const double err = std::fabs(got - exact), unit = ulp + std::ldexp(std::fabs(0.5 * x), -11);
+    if (!(err <= 2 * ulp + std::ldexp(std::fabs(0.5 * x), -10))) {
+      if (++bad <= 5) ADD_FAILURE() << "x = " << x << ": got " << got << ", GELU(x) = " << exact;
+    }
+    if (!(err / unit <= worst)) {
+      worst = err / unit;
+      worst_at = i;
+    }
+  }
+  std::printf("kiln_gelu_tanh_f16x2 on %d fp16 inputs: %d out of bound; worst |err| %.3g x (ulp + 2^-11 |0.5 x|) at x = %g\n",
+              65536, bad, worst, HalfToFloat(in[worst_at]));
 }
 
 TEST(GemmGpuTest, MatchesCpuReference) { RunOnGpu(Family::kSm80); }

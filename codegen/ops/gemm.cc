@@ -173,6 +173,12 @@ struct GemmPlan {
   std::string result = "acc";
   std::vector<ElementwiseLoad> loads;  // group inputs the epilogue reads (g<l>)
   EpilogueWork epilogue_work = EpilogueWork::kNone;  // for the sm90 tile costs
+  // A last op that the sm90 TMA-store epilogue applies to the packed 16-bit result
+  // instead: a ReLU (relu(round(x)) == round(relu(x)), exact), or GELU's tanh form
+  // for an fp16 result (fp16x2 arithmetic, on the rounded input). The packed function
+  // ("kiln_relu_f16x2", templates/pointwise.cuh) and the value it takes (the op's
+  // input), else empty.
+  std::string packed_tail, tail_input;
 };
 
 // Offset of element (batch, row, col) of an operand of shape `view` broadcast
@@ -348,6 +354,23 @@ absl::Status PlanGroup(const Node& group, GemmPlan& plan) {
   if (out == composed.computed.end()) return NoKernel(group, "group output is not computed from the MatMul");
   if (out->second.second != Domain::kFloat) return NoKernel(group, "epilogue result is not floating point");
   plan.result = out->second.first;
+  const Node* last = body.outputs()[0]->producer();
+  const DType out_dt = group.output(0)->dtype();
+  if (last != nullptr && std::find(epilogue.begin(), epilogue.end(), last) != epilogue.end() &&
+      (out_dt == DType::kFloat16 || out_dt == DType::kBFloat16)) {
+    auto in = composed.computed.find(last->input(0));
+    std::string packed;
+    if (last->op_type() == "Relu") {
+      packed = absl::StrCat("kiln_relu_", FloatSuffix(out_dt), "x2");
+    } else if (last->op_type() == "Gelu" && out_dt == DType::kFloat16 &&
+               last->GetString("approximate", "none").value_or("") == "tanh") {
+      packed = "kiln_gelu_tanh_f16x2";
+    }
+    if (!packed.empty() && in != composed.computed.end() && in->second.second == Domain::kFloat) {
+      plan.packed_tail = packed;
+      plan.tail_input = in->second.first;
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -786,18 +809,61 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
                                     epilogue.args, "\n");
   // Loads that depend on the output column alone (a bias; a per-channel scale): the
   // sm90 template prefetches the lines a tile's epilogue will read while its
-  // mainloop runs (KILN_EPILOGUE_PREFETCH in gemm_sm90.cuh).
+  // mainloop runs (KILN_EPILOGUE_PREFETCH in gemm_sm90.cuh), and the TMA-store
+  // epilogue holds 16-bit ones in registers, two columns a register, loaded while
+  // the tile's last wgmmas run (kiln_epilogue_columns, kiln_epilogue_at).
   const Shape& ys = prep.y->shape();
-  std::string prefetch;
+  std::string prefetch, members, column_loads, values, unpack, at_loads;
+  int registers = 0;
   for (size_t l = 0; l < plan.loads.size(); ++l) {
     const ElementwiseLoad& ld = plan.loads[l];
     const bool column = !ld.view.empty() && ld.strides.empty() && ld.offset == 0 && ys.size() >= 2 &&
                         ld.view.back() == ys.back() && ys.back() > 1 &&
                         std::all_of(ld.view.begin(), ld.view.end() - 1, [](int64_t d) { return d == 1; });
     if (column) absl::StrAppend(&prefetch, " kiln_sm90_prefetch_columns(e", l, ", first, t);");
+    const DType dt = node.input(ld.input)->dtype();
+    const bool sixteen = dt == DType::kFloat16 || dt == DType::kBFloat16;
+    if (column && sixteen && ld.domain == Domain::kFloat) {
+      const std::string r = absl::StrCat("r", registers), g = absl::StrCat("g", l);
+      absl::StrAppend(&members, "  unsigned ", r, "[BN / 8];  // e", l, "\n");
+      absl::StrAppend(&column_loads, "    kiln_column_pairs(", r, ", e", l, ", first, bound);\n");
+      absl::StrAppend(&values, "  float ", g, ";\n");
+      absl::StrAppend(&unpack, "    v.", g, " = kiln_pair_", FloatSuffix(dt), "(", r, "[j], h);\n");
+      absl::StrAppend(&at_loads, "  const float ", g, " = kiln_c.", g, ";\n");
+      ++registers;
+      continue;
+    }
+    absl::StatusOr<std::string> off = BroadcastOffset(node, ld.view, ys);
+    if (!off.ok()) return off.status();
+    absl::StrAppend(&at_loads, "  const ", DomainType(ld.domain), " g", l, " = ",
+                    LoadAs(dt, ld.domain, absl::StrCat("e", l), *off), ";\n");
   }
   if (!prefetch.empty()) absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_PREFETCH(first, t)", prefetch, "\n");
   f.epilogue_function = GemmEpilogueFunction(epilogue, plan.epilogue_code, plan.result);
+  // The TMA-store epilogue's form of the functor: column operands from registers, and
+  // without a last op that it applies to the packed result instead (KILN_EPILOGUE_TAIL).
+  if (registers > 0 || !plan.packed_tail.empty()) {
+    absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_AT 1\n#define KILN_EPILOGUE_COLUMNS ", registers,
+                    "\n");
+    if (!plan.packed_tail.empty()) {
+      absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_TAIL(x) ", plan.packed_tail, "(x)\n");
+    }
+    absl::StrAppend(
+        &f.epilogue_function,
+        "// The 16-bit column operands in registers: r<i>[j] holds columns first + 8 j and\n"
+        "// first + 8 j + 1 (zeros at or past `bound`); at(j, h) gives column first + 8 j + h\n"
+        "// of each as fp32, once for all the rows of the column.\nstruct kiln_epilogue_column_values {\n", values,
+        "};\nstruct kiln_epilogue_columns {\n", members,
+        "  __device__ __forceinline__ void load(int first, int bound KILN_EPILOGUE_PARAMS) {\n", column_loads,
+        "  }\n  __device__ __forceinline__ kiln_epilogue_column_values at(int j, int h) const {\n"
+        "    kiln_epilogue_column_values v;\n", unpack, "    return v;\n  }\n};\n"
+        "// kiln_epilogue with the column operands from kiln_c",
+        plan.packed_tail.empty() ? "" : absl::StrCat(", up to ", plan.packed_tail, "'s input"),
+        ".\nstatic __device__ __forceinline__ float kiln_epilogue_at(float acc, int row, int col, int batch, "
+        "const kiln_epilogue_column_values& kiln_c KILN_EPILOGUE_PARAMS) {\n",
+        at_loads, plan.epilogue_code, "  return ", plan.packed_tail.empty() ? plan.result : plan.tail_input,
+        ";\n}\n");
+  }
   f.epilogue_work = plan.epilogue_work;
   f.description = GroupComment(node, plan, *prep.y);
   return f;

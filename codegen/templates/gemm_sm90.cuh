@@ -658,16 +658,35 @@ static __device__ __forceinline__ void kiln_sm90_prefetch_columns(const T* p, in
 }
 #endif
 
+// The TMA-store epilogue's functor, where the generator emits one (KILN_EPILOGUE_AT):
+// kiln_epilogue_at takes the 16-bit column operands (a bias) from registers
+// (kiln_epilogue_columns, KILN_EPILOGUE_COLUMNS of them: BN / 8 registers each, at
+// most 32 registers in all), loaded while the tile's last wgmmas run; and it stops
+// before a last op that KILN_EPILOGUE_TAIL applies to the packed 16-bit result (a
+// ReLU; GELU's tanh form for fp16). The other epilogues call kiln_epilogue.
+#if defined(KILN_EPILOGUE_AT) && GEMM_TMA_STORE && !GEMM_SWAP_AB && KILN_EPILOGUE_COLUMNS * BN <= 256
+#define GEMM_EPILOGUE_AT 1
+#else
+#define GEMM_EPILOGUE_AT 0
+#ifndef KILN_EPILOGUE_AT
+struct kiln_epilogue_columns {};  // nothing held: kiln_epilogue loads the operands
+#endif
+#endif
+
 // The epilogue functor on every accumulator of a consumer's tile, in place (rows from
 // `row_base`, columns from n0). MASK: elements outside the output become zeros (and
 // the functor does not run there); without it the whole tile is inside, and nothing
 // conditional separates the functor's loads (a bias: shared by a column's rows).
 template <bool MASK>
 static __device__ __forceinline__ void kiln_sm90_epilogue_regs(float (&acc)[WG_M][BN / 2], int row_base, int n0,
-                                                               int batch, int lane, int warp KILN_EPILOGUE_PARAMS) {
+                                                               int batch, int lane, int warp,
+                                                               const kiln_epilogue_columns& cols KILN_EPILOGUE_PARAMS) {
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     const int col = n0 + 8 * j + 2 * (lane % 4);
+#if GEMM_EPILOGUE_AT
+    const kiln_epilogue_column_values c0 = cols.at(j, 0), c1 = cols.at(j, 1);  // columns col and col + 1
+#endif
 #pragma unroll
     for (int i = 0; i < WG_M; ++i) {
 #pragma unroll
@@ -676,8 +695,13 @@ static __device__ __forceinline__ void kiln_sm90_epilogue_regs(float (&acc)[WG_M
         float& v0 = acc[i][4 * j + 2 * h];
         float& v1 = acc[i][4 * j + 2 * h + 1];
         if (!MASK || (row < GEMM_M && col < GEMM_N)) {  // N % 8 == 0 (TMA store): col + 1 < N too
+#if GEMM_EPILOGUE_AT
+          v0 = kiln_epilogue_at(v0, row, col, batch, c0 KILN_EPILOGUE_ARGS);
+          v1 = kiln_epilogue_at(v1, row, col + 1, batch, c1 KILN_EPILOGUE_ARGS);
+#else
           v0 = kiln_epilogue(v0, row, col, batch KILN_EPILOGUE_ARGS);
           v1 = kiln_epilogue(v1, row, col + 1, batch KILN_EPILOGUE_ARGS);
+#endif
         } else {
           v0 = v1 = 0.f;
         }
@@ -996,6 +1020,11 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
                                                          lane == 0, s, phase, prev);
 #endif
       if (GEMM_PINGPONG && lane == 0) kiln_sm90_mbar_arrive(turn(1 - c));  // its turn
+      kiln_epilogue_columns cols;
+#if GEMM_EPILOGUE_AT
+      // While the last wgmmas run (from L1: KILN_EPILOGUE_PREFETCH).
+      cols.load(n0 + 2 * (lane % 4), GEMM_N KILN_EPILOGUE_ARGS);
+#endif
       kiln_sm90_wgmma_wait<0>();
       if (prev >= 0 && lane == 0) kiln_sm90_release(empty(prev));
       if (GEMM_PINGPONG) {  // skip the other consumers' next tiles
@@ -1023,9 +1052,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
       // so the compiler batches them, and this overlaps the previous tile's TMA
       // store. Tiles inside the output skip the per-element bounds.
       if (m0 + row0 + 64 * WG_M <= GEMM_M && n0 + BN <= GEMM_N) {
-        kiln_sm90_epilogue_regs<false>(acc, m0 + row0, n0, batch, lane, warp KILN_EPILOGUE_ARGS);
+        kiln_sm90_epilogue_regs<false>(acc, m0 + row0, n0, batch, lane, warp, cols KILN_EPILOGUE_ARGS);
       } else {
-        kiln_sm90_epilogue_regs<true>(acc, m0 + row0, n0, batch, lane, warp KILN_EPILOGUE_ARGS);
+        kiln_sm90_epilogue_regs<true>(acc, m0 + row0, n0, batch, lane, warp, cols KILN_EPILOGUE_ARGS);
       }
       // This consumer's C tile, in GEMM_C_CHUNKS chunks of BN / GEMM_C_CHUNKS columns
       // through one shared-memory buffer of (BN / GEMM_C_CHUNKS) / 64 boxes of
@@ -1053,8 +1082,10 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = i * 64 + warp * 16 + lane / 4 + 8 * h;  // row in this consumer's tile
-            const unsigned packed =
-                kiln_mma_pack<GEMM_OUT_KIND == 1>(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
+            unsigned packed = kiln_mma_pack<GEMM_OUT_KIND == 1>(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
+#if GEMM_EPILOGUE_AT && defined(KILN_EPILOGUE_TAIL)
+            packed = KILN_EPILOGUE_TAIL(packed);
+#endif
             const unsigned addr = ct + (ct_col / 64) * (64 * WG_M * 128) + r * 128 +
                                   ((((ct_col % 64) / 8) ^ (r % 8)) << 4) + (ct_col % 8) * 2;
             asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(packed) : "memory");
@@ -1196,3 +1227,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #undef KILN_EPILOGUE_PARAMS
 #undef KILN_EPILOGUE_ARGS
 #undef KILN_EPILOGUE_PREFETCH
+#undef KILN_EPILOGUE_COLUMNS
+#undef GEMM_EPILOGUE_AT
+#undef KILN_EPILOGUE_AT
+#undef KILN_EPILOGUE_TAIL

@@ -102,3 +102,63 @@ static __device__ __forceinline__ float kiln_gelu_erf_fast(float x) {
   p = fmaf(p, xq, -0.99998951f);
   return fmaf(-xq, kiln_exp2_approx(p), kiln_relu_nan(x));  // relu(x) - |x| Phi(-|x|)
 }
+// Column pairs of a 16-bit column vector (a GEMM epilogue's bias) as registers, the
+// way a wgmma accumulator fragment holds them: r[j] = elements first + 8 j (low half)
+// and first + 8 j + 1 (high half), zeros at or past `bound`. One 4-byte load a pair
+// where `first` is even and p 4-byte aligned, two 2-byte loads otherwise.
+// kiln_pair_f16 / kiln_pair_bf16 give half h (0 low, 1 high) of a pair as fp32.
+template <int J>
+static __device__ __forceinline__ void kiln_column_pairs(unsigned (&r)[J], const unsigned short* p, int first,
+                                                         int bound) {
+  if ((first & 1) == 0 && (reinterpret_cast<unsigned long long>(p) & 3) == 0 && first + 8 * (J - 1) + 1 < bound) {
+    const unsigned* q = reinterpret_cast<const unsigned*>(p + first);
+#pragma unroll
+    for (int j = 0; j < J; ++j) r[j] = q[4 * j];
+  } else {
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const int c = first + 8 * j;
+      r[j] = (c < bound ? p[c] : 0u) | ((c + 1 < bound ? p[c + 1] : 0u) << 16);
+    }
+  }
+}
+static __device__ __forceinline__ float kiln_pair_f16(unsigned r, int h) {
+  float f;
+  if (h) {
+    asm("{\n.reg .f16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, h;\n}\n" : "=f"(f) : "r"(r));
+  } else {
+    asm("{\n.reg .f16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, l;\n}\n" : "=f"(f) : "r"(r));
+  }
+  return f;
+}
+static __device__ __forceinline__ float kiln_pair_bf16(unsigned r, int h) {
+  return __uint_as_float(h ? r & 0xffff0000u : r << 16);
+}
+// ReLU of two packed 16-bit values (a GEMM epilogue's last op, after rounding:
+// relu(round(x)) == round(relu(x)); NaN gives 0, as x > 0 ? x : 0 does).
+static __device__ __forceinline__ unsigned kiln_relu_f16x2(unsigned x) {
+  unsigned y;
+  asm("max.f16x2 %0, %1, %2;" : "=r"(y) : "r"(x), "r"(0u));
+  return y;
+}
+static __device__ __forceinline__ unsigned kiln_relu_bf16x2(unsigned x) {
+  unsigned y;
+  asm("max.bf16x2 %0, %1, %2;" : "=r"(y) : "r"(x), "r"(0u));
+  return y;
+}
+// GELU's tanh form on two packed fp16 values, in fp16x2 arithmetic (a GEMM epilogue's
+// last op with an fp16 result, on the rounded pre-activation): six instructions for
+// two elements, one of them MUFU (tanh.approx.f16x2), where the fp32 form takes five
+// and one MUFU op per element. Constants rounded to fp16: 0.5, sqrt(2/pi) =
+// 0.79785 (0x3a62), 0.044715 sqrt(2/pi) = 0.035675 (0x2891). x^2 overflows past
+// |x| = 256 to inf, and tanh(+-inf) = +-1 gives x or 0 there, as GELU does.
+static __device__ __forceinline__ unsigned kiln_gelu_tanh_f16x2(unsigned x) {
+  unsigned h, x2, p, u, t, y;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(h) : "r"(x), "r"(0x38003800u));
+  asm("mul.rn.f16x2 %0, %1, %1;" : "=r"(x2) : "r"(x));
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(p) : "r"(x2), "r"(0x28912891u), "r"(0x3a623a62u));
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(u) : "r"(x), "r"(p));
+  asm("tanh.approx.f16x2 %0, %1;" : "=r"(t) : "r"(u));
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(y) : "r"(h), "r"(t), "r"(h));
+  return y;
+}
