@@ -148,8 +148,8 @@ static __device__ __forceinline__ unsigned kiln_relu_bf16x2(unsigned x) {
 }
 // GELU's tanh form on two packed fp16 values, in fp16x2 arithmetic (a GEMM epilogue's
 // last op with an fp16 result, on the rounded pre-activation): six instructions for
-// two elements, one of them MUFU (tanh.approx.f16x2), where the fp32 form takes five
-// and one MUFU op per element. Constants rounded to fp16: 0.5, sqrt(2/pi) =
+// two elements, where the fp32 form takes six per element (five and a MUFU op);
+// tanh.approx.f16x2 is still two MUFU.TANH.F16 in SASS. Constants rounded to fp16: 0.5, sqrt(2/pi) =
 // 0.79785 (0x3a62), 0.044715 sqrt(2/pi) = 0.035675 (0x2891). x^2 overflows past
 // |x| = 256 to inf, and tanh(+-inf) = +-1 gives x or 0 there, as GELU does.
 static __device__ __forceinline__ unsigned kiln_gelu_tanh_f16x2(unsigned x) {
