@@ -828,15 +828,12 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
       absl::StrAppend(&members, "  unsigned ", r, "[BN / 8];  // e", l, "\n");
       absl::StrAppend(&column_loads, "    kiln_column_pairs(", r, ", e", l, ", first, bound);\n");
       absl::StrAppend(&values, "  float ", g, ";\n");
-      absl::StrAppend(&unpack, "    v.", g, " = kiln_pair_", FloatSuffix(dt), "(", r, "[j], h);\n");
+      absl::StrAppend(&unpack, "    kiln_unpack_", FloatSuffix(dt), "x2(", r, "[j], lo.", g, ", hi.", g, ");\n");
       absl::StrAppend(&at_loads, "  const float ", g, " = kiln_c.", g, ";\n");
       ++registers;
       continue;
     }
-    absl::StatusOr<std::string> off = BroadcastOffset(node, ld.view, ys);
-    if (!off.ok()) return off.status();
-    absl::StrAppend(&at_loads, "  const ", DomainType(ld.domain), " g", l, " = ",
-                    LoadAs(dt, ld.domain, absl::StrCat("e", l), *off), ";\n");
+    absl::StrAppend(&at_loads, epilogue.load[l]);
   }
   if (!prefetch.empty()) absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_PREFETCH(first, t)", prefetch, "\n");
   f.epilogue_function = GemmEpilogueFunction(epilogue, plan.epilogue_code, plan.result);
@@ -851,12 +848,12 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
     absl::StrAppend(
         &f.epilogue_function,
         "// The 16-bit column operands in registers: r<i>[j] holds columns first + 8 j and\n"
-        "// first + 8 j + 1 (zeros at or past `bound`); at(j, h) gives column first + 8 j + h\n"
-        "// of each as fp32, once for all the rows of the column.\nstruct kiln_epilogue_column_values {\n", values,
-        "};\nstruct kiln_epilogue_columns {\n", members,
+        "// first + 8 j + 1 (zeros at or past `bound`); at(j, lo, hi) gives columns first + 8 j\n"
+        "// and first + 8 j + 1 of each as fp32, once for all the rows of the columns.\n"
+        "struct kiln_epilogue_column_values {\n", values, "};\nstruct kiln_epilogue_columns {\n", members,
         "  __device__ __forceinline__ void load(int first, int bound KILN_EPILOGUE_PARAMS) {\n", column_loads,
-        "  }\n  __device__ __forceinline__ kiln_epilogue_column_values at(int j, int h) const {\n"
-        "    kiln_epilogue_column_values v;\n", unpack, "    return v;\n  }\n};\n"
+        "  }\n  __device__ __forceinline__ void at(int j, kiln_epilogue_column_values& lo, "
+        "kiln_epilogue_column_values& hi) const {\n", unpack, "  }\n};\n"
         "// kiln_epilogue with the column operands from kiln_c",
         plan.packed_tail.empty() ? "" : absl::StrCat(", up to ", plan.packed_tail, "'s input"),
         ".\nstatic __device__ __forceinline__ float kiln_epilogue_at(float acc, int row, int col, int batch, "

@@ -28,8 +28,9 @@ absl::Status AppendGemmEpilogueLoads(const Node& node, const std::vector<Element
     absl::StrAppend(&out.args, ", e", l);
     absl::StatusOr<std::string> off = offset(loads[l].view);
     if (!off.ok()) return off.status();
-    absl::StrAppend(&out.loads, "  const ", DomainType(loads[l].domain), " g", l, " = ",
-                    LoadAs(v->dtype(), loads[l].domain, absl::StrCat("e", l), *off), ";\n");
+    out.load.push_back(absl::StrCat("  const ", DomainType(loads[l].domain), " g", l, " = ",
+                                    LoadAs(v->dtype(), loads[l].domain, absl::StrCat("e", l), *off), ";\n"));
+    absl::StrAppend(&out.loads, out.load.back());
     launch.args.push_back(InputArg(node, loads[l].input));
   }
   return absl::OkStatus();

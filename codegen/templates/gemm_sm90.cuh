@@ -530,12 +530,9 @@ static __device__ __forceinline__ void kiln_sm90_consume(float (&acc)[WG_M][BN /
 // Two 16-bit elements (low, high) of the tensor-core type as fp32.
 static __device__ __forceinline__ void kiln_sm90_unpack(unsigned v, float& lo, float& hi) {
 #if GEMM_BF16
-  lo = __uint_as_float(v << 16);
-  hi = __uint_as_float(v & 0xffff0000u);
+  kiln_unpack_bf16x2(v, lo, hi);
 #else
-  asm("{\n.reg .f16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
-      : "=f"(lo), "=f"(hi)
-      : "r"(v));
+  kiln_unpack_f16x2(v, lo, hi);
 #endif
 }
 
@@ -685,7 +682,8 @@ static __device__ __forceinline__ void kiln_sm90_epilogue_regs(float (&acc)[WG_M
   for (int j = 0; j < BN / 8; ++j) {
     const int col = n0 + 8 * j + 2 * (lane % 4);
 #if GEMM_EPILOGUE_AT
-    const kiln_epilogue_column_values c0 = cols.at(j, 0), c1 = cols.at(j, 1);  // columns col and col + 1
+    kiln_epilogue_column_values c0, c1;  // columns col and col + 1
+    cols.at(j, c0, c1);
 #endif
 #pragma unroll
     for (int i = 0; i < WG_M; ++i) {

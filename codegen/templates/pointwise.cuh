@@ -106,7 +106,8 @@ static __device__ __forceinline__ float kiln_gelu_erf_fast(float x) {
 // way a wgmma accumulator fragment holds them: r[j] = elements first + 8 j (low half)
 // and first + 8 j + 1 (high half), zeros at or past `bound`. One 4-byte load a pair
 // where `first` is even and p 4-byte aligned, two 2-byte loads otherwise.
-// kiln_pair_f16 / kiln_pair_bf16 give half h (0 low, 1 high) of a pair as fp32.
+// kiln_unpack_f16x2 / kiln_unpack_bf16x2 give a register's low and high halves as fp32
+// (a column pair; two elements of a wgmma fragment).
 template <int J>
 static __device__ __forceinline__ void kiln_column_pairs(unsigned (&r)[J], const unsigned short* p, int first,
                                                          int bound) {
@@ -122,17 +123,14 @@ static __device__ __forceinline__ void kiln_column_pairs(unsigned (&r)[J], const
     }
   }
 }
-static __device__ __forceinline__ float kiln_pair_f16(unsigned r, int h) {
-  float f;
-  if (h) {
-    asm("{\n.reg .f16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, h;\n}\n" : "=f"(f) : "r"(r));
-  } else {
-    asm("{\n.reg .f16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, l;\n}\n" : "=f"(f) : "r"(r));
-  }
-  return f;
+static __device__ __forceinline__ void kiln_unpack_f16x2(unsigned v, float& lo, float& hi) {
+  asm("{\n.reg .f16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
+      : "=f"(lo), "=f"(hi)
+      : "r"(v));
 }
-static __device__ __forceinline__ float kiln_pair_bf16(unsigned r, int h) {
-  return __uint_as_float(h ? r & 0xffff0000u : r << 16);
+static __device__ __forceinline__ void kiln_unpack_bf16x2(unsigned v, float& lo, float& hi) {
+  lo = __uint_as_float(v << 16);
+  hi = __uint_as_float(v & 0xffff0000u);
 }
 // ReLU of two packed 16-bit values (a GEMM epilogue's last op, after rounding:
 // relu(round(x)) == round(relu(x)); NaN gives 0, as x > 0 ? x : 0 does).
