@@ -38,7 +38,7 @@
 namespace kiln::codegen {
 namespace {
 
-enum class Epi { kNone, kBiasRelu, kBiasGelu, kResidual, kScale, kBiasGeluTanh };
+enum class Epi { kNone, kBiasRelu, kBiasGelu, kResidual, kScale, kBiasGeluTanh, kBiasResidual };
 const char* EpiName(Epi e) {
   switch (e) {
     case Epi::kNone: return "";
@@ -47,6 +47,7 @@ const char* EpiName(Epi e) {
     case Epi::kResidual: return "_residual";
     case Epi::kScale: return "_scale";
     case Epi::kBiasGeluTanh: return "_bias_gelu_tanh";
+    case Epi::kBiasResidual: return "_bias_residual";
   }
   return "?";
 }
@@ -210,6 +211,10 @@ absl::StatusOr<Built> Build(const GemmCase& c, uint32_t seed) {
       if (c.epi == Epi::kBiasGeluTanh) members.back()->SetAttr("approximate", std::string("tanh"));
       break;
     case Epi::kResidual: last = add("Add", {input("residual", ys, c.dtype), last}); break;
+    case Epi::kBiasResidual:  // BERT's attention and FFN outputs
+      last = add("Add", {last, input("bias", {c.n}, c.dtype)});
+      last = add("Add", {last, input("residual", ys, c.dtype)});
+      break;
     case Epi::kScale: last = add("Mul", {last, scalar("scale", 0.125f)}); break;
   }
   g.AddOutput(last);
@@ -365,6 +370,10 @@ std::vector<GemmCase> Sm90Cases() {
     }
     push({dt, {}, 1, 64, 8, false, false, true, Epi::kBiasGeluTanh});
     push({dt, {3}, 65, 136, 72, true, false, false, Epi::kBiasGeluTanh});
+    // A bias and a residual (the bias in registers, the residual read in column
+    // pairs): batched whole tiles as in BERT's attention output, and partial tiles.
+    push({dt, {4}, 128, 384, 256, true, false, false, Epi::kBiasResidual});
+    push({dt, {}, 65, 136, 72, false, false, true, Epi::kBiasResidual});
     for (Pro p : {Pro::kReluA, Pro::kRowScaleA}) {
       for (const auto& l : layouts) {
         if (!l[0] && !l[1]) continue;  // NN is in Cases()
@@ -698,26 +707,34 @@ TEST(GemmCodegenTest, Sm90LargeTilesDoNotSpill) {
   }
 }
 
+// The sm90 kernel source of `epi` on 256x512x256 (unswapped) or, with m = 16, on
+// 16x2048x2048 (swap-AB).
+absl::StatusOr<std::string> Sm90EpilogueSource(DType dt, Epi epi, int64_t m) {
+  KernelOptions hopper;
+  hopper.gemm_template = true;
+  hopper.hopper = true;
+  absl::StatusOr<Built> b =
+      Build(GemmCase{dt, {}, m, m == 16 ? 2048 : 512, m == 16 ? 2048 : 256, false, false, false, epi}, 1);
+  if (!b.ok()) return b.status();
+  absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(*b->node, hopper);
+  if (!l.ok()) return l.status();
+  if ((*l)[0].family != "gemm_sm90") return absl::InternalError("not on the sm90 family");
+  return std::move((*l)[0].source);
+}
+
 // The sm90 epilogue prefetches into L1 the loads that depend on C's column alone (a
 // bias), at the start of each tile, and nothing else: a residual (row and column)
 // stays an ordinary load, and a scalar has nothing to prefetch. Unswapped, a 16-bit
 // column vector is also loaded into registers (kiln_epilogue_columns).
 TEST(GemmCodegenTest, Sm90PrefetchesColumnVectorsOnly) {
-  KernelOptions hopper;
-  hopper.gemm_template = true;
-  hopper.hopper = true;
   for (auto [epi, prefetched] : {std::pair<Epi, bool>{Epi::kBiasRelu, true}, {Epi::kBiasGeluTanh, true},
                                  {Epi::kResidual, false}, {Epi::kScale, false}, {Epi::kNone, false}}) {
     // 256x512x256 stays unswapped; 16x2048x2048 swaps A and B (C's columns are the
     // kernel's rows).
     for (int64_t m : {256, 16}) {
-      absl::StatusOr<Built> b =
-          Build(GemmCase{DType::kFloat16, {}, m, m == 16 ? 2048 : 512, m == 16 ? 2048 : 256, false, false, false, epi}, 1);
-      ASSERT_TRUE(b.ok()) << b.status();
-      absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(*b->node, hopper);
-      ASSERT_TRUE(l.ok()) << l.status();
-      ASSERT_EQ((*l)[0].family, "gemm_sm90");
-      const std::string& src = (*l)[0].source;
+      absl::StatusOr<std::string> source = Sm90EpilogueSource(DType::kFloat16, epi, m);
+      ASSERT_TRUE(source.ok()) << source.status();
+      const std::string& src = *source;
       EXPECT_EQ(src.find("#define GEMM_SWAP_AB 1") != std::string::npos, m == 16) << EpiName(epi) << " m " << m;
       EXPECT_EQ(src.find("#define KILN_EPILOGUE_PREFETCH(first, t) kiln_sm90_prefetch_columns(e0, first, t);") !=
                     std::string::npos,
@@ -745,6 +762,41 @@ TEST(GemmCodegenTest, Sm90PrefetchesColumnVectorsOnly) {
   }
 }
 
+// The TMA-store epilogue reads a 16-bit operand dense along C's rows (a residual) a
+// column pair at a time: one 4-byte load for the two elements a thread's fragment
+// holds, after the tile's last wgmma wait (a bias held in registers loads before it),
+// when the pointers are 4-byte aligned (KILN_EPILOGUE_PAIRS_ALIGNED); partial tiles
+// and unaligned pointers take 2-byte loads. Swapped tiles (direct stores) keep the
+// per-element functor.
+TEST(GemmCodegenTest, Sm90ReadsRowDenseOperandsInPairs) {
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    for (auto [epi, pairs] : {std::pair<Epi, bool>{Epi::kResidual, true}, {Epi::kBiasResidual, true},
+                              {Epi::kBiasRelu, false}, {Epi::kScale, false}}) {
+      for (int64_t m : {256, 16}) {
+        SCOPED_TRACE(absl::StrCat(EpiName(epi), dt == DType::kFloat16 ? " f16" : " bf16", " m ", m));
+        absl::StatusOr<std::string> source = Sm90EpilogueSource(dt, epi, m);
+        ASSERT_TRUE(source.ok()) << source.status();
+        const std::string& src = *source;
+        const bool swapped = m == 16;
+        ASSERT_EQ(src.find("#define GEMM_SWAP_AB 1") != std::string::npos, swapped);
+        EXPECT_EQ(src.find("#define KILN_EPILOGUE_PAIRS_ALIGNED ((reinterpret_cast<unsigned long long>(e") !=
+                      std::string::npos,
+                  pairs);
+        absl::StatusOr<ModuleInspection> inspected = InspectModule({{"kiln_pairs_check", src}}, "sm_90a");
+        ASSERT_TRUE(inspected.ok()) << inspected.status();
+        const std::string& ptx = inspected->ptx;
+        const size_t wait = ptx.find("wgmma.wait_group.sync.aligned 0;");
+        ASSERT_NE(wait, std::string::npos);
+        const size_t pair = ptx.find("ld.global.nc.u32", wait);
+        EXPECT_EQ(pair != std::string::npos, pairs && !swapped) << "a 4-byte residual load after the last wait";
+        if (pairs && !swapped) {
+          EXPECT_NE(ptx.find("ld.global.u16", wait), std::string::npos) << "no 2-byte fallback";
+        }
+      }
+    }
+  }
+}
+
 // A ReLU that ends the epilogue runs on the packed 16-bit result in the TMA-store
 // epilogue (relu(round(x)) == round(relu(x))): one max.f16x2 / max.bf16x2 per two
 // elements, no fp32 max; so does GELU's tanh form for an fp16 result, in fp16x2
@@ -752,9 +804,6 @@ TEST(GemmCodegenTest, Sm90PrefetchesColumnVectorsOnly) {
 // GELU stays in the fp32 functor, and the swapped kernel (direct stores) keeps the
 // whole functor.
 TEST(GemmCodegenTest, Sm90LastOpRunsOnThePackedResult) {
-  KernelOptions hopper;
-  hopper.gemm_template = true;
-  hopper.hopper = true;
   for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
     const bool f16 = dt == DType::kFloat16;
     for (Epi epi : {Epi::kBiasRelu, Epi::kBiasGeluTanh}) {
@@ -764,12 +813,9 @@ TEST(GemmCodegenTest, Sm90LastOpRunsOnThePackedResult) {
       const std::string scalar = relu ? "max.f32" : "tanh.approx.f32";
       for (int64_t m : {256, 16}) {
         SCOPED_TRACE(absl::StrCat(EpiName(epi), f16 ? " f16" : " bf16", " m ", m));
-        absl::StatusOr<Built> b =
-            Build(GemmCase{dt, {}, m, m == 16 ? 2048 : 512, m == 16 ? 2048 : 256, false, false, false, epi}, 1);
-        ASSERT_TRUE(b.ok()) << b.status();
-        absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(*b->node, hopper);
-        ASSERT_TRUE(l.ok()) << l.status();
-        const std::string& src = (*l)[0].source;
+        absl::StatusOr<std::string> source = Sm90EpilogueSource(dt, epi, m);
+        ASSERT_TRUE(source.ok()) << source.status();
+        const std::string& src = *source;
         const bool swapped = m == 16;
         ASSERT_EQ(src.find("#define GEMM_SWAP_AB 1") != std::string::npos, swapped);
         EXPECT_EQ(src.find(absl::StrCat("#define KILN_EPILOGUE_TAIL(x) ", fn, "(x)\n")) != std::string::npos, tail);
@@ -1267,23 +1313,25 @@ void RunOnGpu(Family family) {
       }
     };
     ASSERT_NO_FATAL_FAILURE(run(buf.dev, ""));
-    // The sm90 epilogue loads a 16-bit bias two elements at a time where the pointer
-    // allows: again with every rank-1 input (the bias) 2 bytes past an aligned address.
-    if (family == Family::kSm90 && (gen.cases[ci].epi == Epi::kBiasRelu || gen.cases[ci].epi == Epi::kBiasGelu ||
-                                    gen.cases[ci].epi == Epi::kBiasGeluTanh)) {
+    // The sm90 epilogue loads a 16-bit bias or residual two elements at a time where
+    // the pointer allows: again with each of them 2 bytes past an aligned address.
+    const Epi epi = gen.cases[ci].epi;
+    if (family == Family::kSm90 && (epi == Epi::kBiasRelu || epi == Epi::kBiasGelu || epi == Epi::kBiasGeluTanh ||
+                                    epi == Epi::kResidual || epi == Epi::kBiasResidual)) {
       std::vector<void*> dev = buf.dev;
       std::vector<void*> shifted;
       for (int i = 0; i < node.num_inputs(); ++i) {
         const Tensor& t = buf.host[i];
-        if (t.shape().size() != 1 || DTypeSize(t.dtype()) != 2) continue;
+        const std::string& in = node.input(i)->name();
+        if ((in != "bias" && in != "residual") || DTypeSize(t.dtype()) != 2) continue;
         void* p = nullptr;
         KILN_CUDA_OK(cudaMalloc(&p, t.nbytes() + 2));
         shifted.push_back(p);
         KILN_CUDA_OK(cudaMemcpy(static_cast<char*>(p) + 2, t.raw_data(), t.nbytes(), cudaMemcpyHostToDevice));
         dev[1 + i] = static_cast<char*>(p) + 2;
       }
-      ASSERT_FALSE(shifted.empty()) << name << ": no bias input";
-      ASSERT_NO_FATAL_FAILURE(run(dev, " (bias misaligned)"));
+      ASSERT_FALSE(shifted.empty()) << name << ": no bias or residual input";
+      ASSERT_NO_FATAL_FAILURE(run(dev, " (epilogue inputs misaligned)"));
       for (void* p : shifted) cudaFree(p);
     }
   }

@@ -812,25 +812,51 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   // mainloop runs (KILN_EPILOGUE_PREFETCH in gemm_sm90.cuh), and the TMA-store
   // epilogue holds 16-bit ones in registers, two columns a register, loaded while
   // the tile's last wgmmas run (kiln_epilogue_columns, kiln_epilogue_at).
+  // 16-bit loads dense along the output's rows (a residual) are read there a column
+  // pair at a time, one 4-byte load for the two elements a thread's fragment holds
+  // (kiln_epilogue_at2): half the load instructions, which bound that epilogue.
   const Shape& ys = prep.y->shape();
-  std::string prefetch, members, column_loads, values, unpack, at_loads;
+  std::string prefetch, members, column_loads, values, unpack, at_loads, paired, unpaired, aligned;
   int registers = 0;
   for (size_t l = 0; l < plan.loads.size(); ++l) {
     const ElementwiseLoad& ld = plan.loads[l];
-    const bool column = !ld.view.empty() && ld.strides.empty() && ld.offset == 0 && ys.size() >= 2 &&
-                        ld.view.back() == ys.back() && ys.back() > 1 &&
-                        std::all_of(ld.view.begin(), ld.view.end() - 1, [](int64_t d) { return d == 1; });
+    const bool dense_rows = !ld.view.empty() && ld.strides.empty() && ld.offset == 0 && ys.size() >= 2 &&
+                            ld.view.back() == ys.back() && ys.back() > 1;
+    const bool column =
+        dense_rows && std::all_of(ld.view.begin(), ld.view.end() - 1, [](int64_t d) { return d == 1; });
     if (column) absl::StrAppend(&prefetch, " kiln_sm90_prefetch_columns(e", l, ", first, t);");
     const DType dt = node.input(ld.input)->dtype();
     const bool sixteen = dt == DType::kFloat16 || dt == DType::kBFloat16;
+    const std::string g = absl::StrCat("g", l), e = absl::StrCat("e", l);
     if (column && sixteen && ld.domain == Domain::kFloat) {
-      const std::string r = absl::StrCat("r", registers), g = absl::StrCat("g", l);
-      absl::StrAppend(&members, "  unsigned ", r, "[BN / 8];  // e", l, "\n");
-      absl::StrAppend(&column_loads, "    kiln_column_pairs(", r, ", e", l, ", first, bound);\n");
+      const std::string r = absl::StrCat("r", registers);
+      absl::StrAppend(&members, "  unsigned ", r, "[BN / 8];  // ", e, "\n");
+      absl::StrAppend(&column_loads, "    kiln_column_pairs(", r, ", ", e, ", first, bound);\n");
       absl::StrAppend(&values, "  float ", g, ";\n");
       absl::StrAppend(&unpack, "    kiln_unpack_", FloatSuffix(dt), "x2(", r, "[j], lo.", g, ", hi.", g, ");\n");
       absl::StrAppend(&at_loads, "  const float ", g, " = kiln_c.", g, ";\n");
       ++registers;
+      continue;
+    }
+    // Dense rows of even length: every other stride of the offset is a multiple of
+    // the row, so columns col (even) and col + 1 are one aligned 4-byte word when
+    // the pointer is (KILN_EPILOGUE_PAIRS_ALIGNED). Only operands that vary along
+    // C's rows: one broadcast over them (a bias per batch entry) is loaded once per
+    // column already, the compiler sharing it between the rows, and pairs measured
+    // 2% slower there (RESULTS.md 2026-11-26 (c)).
+    const size_t rank = ys.size();
+    const bool per_row = ld.view.size() >= 2 && ld.view[ld.view.size() - 2] == ys[rank - 2] && ys[rank - 2] > 1;
+    if (dense_rows && per_row && sixteen && ld.domain == Domain::kFloat && ys.back() % 2 == 0) {
+      absl::StatusOr<std::string> off = BroadcastOffset(node, ld.view, ys);
+      if (!off.ok()) return off.status();
+      absl::StrAppend(&values, "  float ", g, ";\n");
+      absl::StrAppend(&at_loads, "  const float ", g, " = kiln_c.", g, ";\n");
+      absl::StrAppend(&paired, "    kiln_unpack_", FloatSuffix(dt), "x2(__ldg(reinterpret_cast<const unsigned*>(", e,
+                      " + (", *off, "))), kiln_c0.", g, ", kiln_c1.", g, ");\n");
+      absl::StrAppend(&unpaired, "    kiln_c0.", g, " = ", LoadAs(dt, ld.domain, e, *off), ";\n    kiln_c1.", g,
+                      " = ", LoadAs(dt, ld.domain, e, absl::StrCat("(", *off, ") + 1")), ";\n");
+      absl::StrAppend(&aligned, aligned.empty() ? "" : " && ", "(reinterpret_cast<unsigned long long>(", e,
+                      ") & 3) == 0");
       continue;
     }
     absl::StrAppend(&at_loads, epilogue.load[l]);
@@ -839,9 +865,10 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   f.epilogue_function = GemmEpilogueFunction(epilogue, plan.epilogue_code, plan.result);
   // The TMA-store epilogue's form of the functor: column operands from registers, and
   // without a last op that it applies to the packed result instead (KILN_EPILOGUE_TAIL).
-  if (registers > 0 || !plan.packed_tail.empty()) {
+  if (registers > 0 || !paired.empty() || !plan.packed_tail.empty()) {
     absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_AT 1\n#define KILN_EPILOGUE_COLUMNS ", registers,
                     "\n");
+    if (!aligned.empty()) absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_PAIRS_ALIGNED (", aligned, ")\n");
     if (!plan.packed_tail.empty()) {
       absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_TAIL(x) ", plan.packed_tail, "(x)\n");
     }
@@ -859,7 +886,17 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
         ".\nstatic __device__ __forceinline__ float kiln_epilogue_at(float acc, int row, int col, int batch, "
         "const kiln_epilogue_column_values& kiln_c KILN_EPILOGUE_PARAMS) {\n",
         at_loads, plan.epilogue_code, "  return ", plan.packed_tail.empty() ? plan.result : plan.tail_input,
-        ";\n}\n");
+        ";\n}\n"
+        "// kiln_epilogue_at on columns col and col + 1 of a row (kiln_c0, kiln_c1: their\n"
+        "// column operands), the row-dense operands one 4-byte load for both (PAIRED: the\n"
+        "// pointers are 4-byte aligned, KILN_EPILOGUE_PAIRS_ALIGNED) or two 2-byte loads.\n"
+        "template <bool PAIRED>\n"
+        "static __device__ __forceinline__ void kiln_epilogue_at2(float& acc0, float& acc1, int row, int col, "
+        "int batch, kiln_epilogue_column_values kiln_c0, kiln_epilogue_column_values kiln_c1 "
+        "KILN_EPILOGUE_PARAMS) {\n",
+        paired.empty() ? "" : absl::StrCat("  if (PAIRED) {\n", paired, "  } else {\n", unpaired, "  }\n"),
+        "  acc0 = kiln_epilogue_at(acc0, row, col, batch, kiln_c0 KILN_EPILOGUE_ARGS);\n"
+        "  acc1 = kiln_epilogue_at(acc1, row, col + 1, batch, kiln_c1 KILN_EPILOGUE_ARGS);\n}\n");
   }
   f.epilogue_work = plan.epilogue_work;
   f.description = GroupComment(node, plan, *prep.y);

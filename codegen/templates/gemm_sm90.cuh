@@ -660,20 +660,29 @@ static __device__ __forceinline__ void kiln_sm90_prefetch_columns(const T* p, in
 // (kiln_epilogue_columns, KILN_EPILOGUE_COLUMNS of them: BN / 8 registers each, at
 // most 32 registers in all), loaded while the tile's last wgmmas run; and it stops
 // before a last op that KILN_EPILOGUE_TAIL applies to the packed 16-bit result (a
-// ReLU; GELU's tanh form for fp16). The other epilogues call kiln_epilogue.
+// ReLU; GELU's tanh form for fp16). kiln_epilogue_at2 runs it on a fragment's column
+// pair, reading 16-bit operands dense along the row (a residual) one 4-byte load a
+// pair where KILN_EPILOGUE_PAIRS_ALIGNED (their pointers are 4-byte aligned) holds.
+// The other epilogues call kiln_epilogue.
 #if defined(KILN_EPILOGUE_AT) && GEMM_TMA_STORE && !GEMM_SWAP_AB && KILN_EPILOGUE_COLUMNS * BN <= 256
 #define GEMM_EPILOGUE_AT 1
+#ifndef KILN_EPILOGUE_PAIRS_ALIGNED
+#define KILN_EPILOGUE_PAIRS_ALIGNED true
+#endif
 #else
 #define GEMM_EPILOGUE_AT 0
 #ifndef KILN_EPILOGUE_AT
 struct kiln_epilogue_columns {};  // nothing held: kiln_epilogue loads the operands
 #endif
+#undef KILN_EPILOGUE_PAIRS_ALIGNED
+#define KILN_EPILOGUE_PAIRS_ALIGNED true
 #endif
 
 // The epilogue functor on every accumulator of a consumer's tile, in place (rows from
 // `row_base`, columns from n0). MASK: elements outside the output become zeros (and
-// the functor does not run there); without it the whole tile is inside, and nothing
-// conditional separates the functor's loads (a bias: shared by a column's rows).
+// the functor does not run there); without it the whole tile is inside, nothing
+// conditional separates the functor's loads (a bias: shared by a column's rows), and
+// row-dense operands are read in aligned pairs (kiln_epilogue_at2<true>).
 template <bool MASK>
 static __device__ __forceinline__ void kiln_sm90_epilogue_regs(float (&acc)[WG_M][BN / 2], int row_base, int n0,
                                                                int batch, int lane, int warp,
@@ -694,8 +703,7 @@ static __device__ __forceinline__ void kiln_sm90_epilogue_regs(float (&acc)[WG_M
         float& v1 = acc[i][4 * j + 2 * h + 1];
         if (!MASK || (row < GEMM_M && col < GEMM_N)) {  // N % 8 == 0 (TMA store): col + 1 < N too
 #if GEMM_EPILOGUE_AT
-          v0 = kiln_epilogue_at(v0, row, col, batch, c0 KILN_EPILOGUE_ARGS);
-          v1 = kiln_epilogue_at(v1, row, col + 1, batch, c1 KILN_EPILOGUE_ARGS);
+          kiln_epilogue_at2<!MASK>(v0, v1, row, col, batch, c0, c1 KILN_EPILOGUE_ARGS);
 #else
           v0 = kiln_epilogue(v0, row, col, batch KILN_EPILOGUE_ARGS);
           v1 = kiln_epilogue(v1, row, col + 1, batch KILN_EPILOGUE_ARGS);
@@ -1048,8 +1056,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
       // The functor on every accumulator first, in place: no shared-memory store
       // (an asm with a memory clobber) sits between its loads (a bias, a residual),
       // so the compiler batches them, and this overlaps the previous tile's TMA
-      // store. Tiles inside the output skip the per-element bounds.
-      if (m0 + row0 + 64 * WG_M <= GEMM_M && n0 + BN <= GEMM_N) {
+      // store. Tiles inside the output skip the per-element bounds and read row-dense
+      // operands in 4-byte pairs, unless those are not 4-byte aligned.
+      if (m0 + row0 + 64 * WG_M <= GEMM_M && n0 + BN <= GEMM_N && KILN_EPILOGUE_PAIRS_ALIGNED) {
         kiln_sm90_epilogue_regs<false>(acc, m0 + row0, n0, batch, lane, warp, cols KILN_EPILOGUE_ARGS);
       } else {
         kiln_sm90_epilogue_regs<true>(acc, m0 + row0, n0, batch, lane, warp, cols KILN_EPILOGUE_ARGS);
@@ -1228,4 +1237,5 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #undef KILN_EPILOGUE_COLUMNS
 #undef GEMM_EPILOGUE_AT
 #undef KILN_EPILOGUE_AT
+#undef KILN_EPILOGUE_PAIRS_ALIGNED
 #undef KILN_EPILOGUE_TAIL
