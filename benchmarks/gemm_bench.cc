@@ -5,6 +5,8 @@
 //   bias_gelu  GEMM+bias+GELU(tanh) vs cuBLASLt GELU_BIAS, and cuBLAS + a separate bias+GELU kernel
 //   bias_gelu_erf  GEMM+bias+GELU(erf) vs cuBLAS + a separate bias+GELU(erf) kernel (cuBLASLt's
 //              GELU epilogue is the tanh form)
+//   bias_residual  GEMM+bias+residual (a transformer's attention and FFN outputs) vs cuBLASLt
+//              BIAS with C = the residual (beta = 1), and cuBLAS + a separate bias+residual kernel
 //   relu_gemm  ReLU(A)·B (prologue) vs a separate ReLU kernel + cuBLAS
 //   dual_gemm  A·B + A2·B2 (dual)   vs cuBLAS + cuBLAS(beta=1), and two cuBLAS + a separate add kernel
 // fp16 in and out, fp32 accumulate, row-major A[M,K]·B[K,N]. kiln's side of each idiom
@@ -76,9 +78,10 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // ---------------------------------------------------------------------------------
 // Idioms and shapes.
 
-enum class Idiom { kGemm, kBiasRelu, kBiasGelu, kReluGemm, kDualGemm, kBiasGeluErf };
+enum class Idiom { kGemm, kBiasRelu, kBiasGelu, kReluGemm, kDualGemm, kBiasGeluErf, kBiasResidual };
 constexpr Idiom kAllIdioms[] = {Idiom::kGemm,     Idiom::kBiasRelu, Idiom::kBiasGelu,
-                                Idiom::kReluGemm, Idiom::kDualGemm, Idiom::kBiasGeluErf};
+                                Idiom::kReluGemm, Idiom::kDualGemm, Idiom::kBiasGeluErf,
+                                Idiom::kBiasResidual};
 
 const char* IdiomName(Idiom i) {
   switch (i) {
@@ -88,6 +91,7 @@ const char* IdiomName(Idiom i) {
     case Idiom::kReluGemm: return "relu_gemm";
     case Idiom::kDualGemm: return "dual_gemm";
     case Idiom::kBiasGeluErf: return "bias_gelu_erf";
+    case Idiom::kBiasResidual: return "bias_residual";
   }
   return "?";
 }
@@ -101,6 +105,7 @@ const char* PeerA(Idiom i) {
     case Idiom::kReluGemm: return "relu_kernel+cublas";
     case Idiom::kDualGemm: return "cublas+cublas_beta1";
     case Idiom::kBiasGeluErf: return "cublas+bias_gelu_erf_kernel";
+    case Idiom::kBiasResidual: return "cublasLt_BIAS_beta1";
   }
   return "?";
 }
@@ -112,6 +117,7 @@ const char* PeerB(Idiom i) {
     case Idiom::kReluGemm: return "";
     case Idiom::kDualGemm: return "2xcublas+add_kernel";
     case Idiom::kBiasGeluErf: return "";
+    case Idiom::kBiasResidual: return "cublas+bias_residual_kernel";
   }
   return "?";
 }
@@ -236,6 +242,12 @@ absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k, bo
       if (idiom == Idiom::kBiasGelu) act->SetAttr("approximate", "tanh");
       return Finish(std::move(b), {mm, add, act}, "matmul+epilogue", mm, act->output(0));
     }
+    case Idiom::kBiasResidual: {
+      Node* mm = matmul(Input(g, "a", {m, k}), "b", "mm");
+      Node* add = Op(g, "Add", {mm->output(0), Input(g, "bias", {n})}, "biased");
+      Node* res = Op(g, "Add", {add->output(0), Input(g, "residual", {m, n})}, "out");
+      return Finish(std::move(b), {mm, add, res}, "matmul+epilogue", mm, res->output(0));
+    }
     case Idiom::kReluGemm: {
       Node* relu = Op(g, "Relu", {Input(g, "a", {m, k})}, "relu_a");
       Node* mm = matmul(relu->output(0), "b", "out");
@@ -260,6 +272,15 @@ absl::StatusOr<Built> BiasActGroup(Idiom idiom, int64_t m, int64_t n) {
   Node* act = Op(g, idiom == Idiom::kBiasRelu ? "Relu" : "Gelu", {add->output(0)}, "out");
   if (idiom == Idiom::kBiasGelu) act->SetAttr("approximate", "tanh");
   return Finish(std::move(b), {add, act}, "pointwise", nullptr, act->output(0));
+}
+
+// The bias_residual peer's separate kernel: out = y + bias + residual.
+absl::StatusOr<Built> BiasResidualGroup(int64_t m, int64_t n) {
+  Built b;
+  Graph& g = *b.graph;
+  Node* add = Op(g, "Add", {Input(g, "y", {m, n}), Input(g, "bias", {n})}, "biased");
+  Node* res = Op(g, "Add", {add->output(0), Input(g, "residual", {m, n})}, "out");
+  return Finish(std::move(b), {add, res}, "pointwise", nullptr, res->output(0));
 }
 
 // out = Relu(a) over [rows, cols] (a plain node).
@@ -565,9 +586,11 @@ class LtPlan {
   LtPlan(const LtPlan&) = delete;
   LtPlan& operator=(const LtPlan&) = delete;
 
-  void Run(const void* a, const void* b, void* c, float beta) const {
+  void Run(const void* a, const void* b, void* c, float beta) const { Run(a, b, c, c, beta); }
+  // D = A·B (+ the epilogue) + beta C.
+  void Run(const void* a, const void* b, const void* c, void* d, float beta) const {
     const float alpha = 1.f;
-    CHECK_BLAS(cublasLtMatmul(blas_.lt, desc_, &alpha, b, la_, a, lb_, &beta, c, lc_, c, lc_, &heuristic_.algo,
+    CHECK_BLAS(cublasLtMatmul(blas_.lt, desc_, &alpha, b, la_, a, lb_, &beta, c, lc_, d, lc_, &heuristic_.algo,
                               blas_.workspace, blas_.workspace_bytes, blas_.stream));
   }
 
@@ -797,7 +820,7 @@ void PrintSummary(const std::vector<Row>& rows, const Options& o) {
 struct ProblemKernels {
   std::map<Idiom, absl::StatusOr<Generated>> kiln;
   absl::StatusOr<Generated> bias_relu = absl::UnknownError(""), bias_gelu = absl::UnknownError("");
-  absl::StatusOr<Generated> bias_gelu_erf = absl::UnknownError("");
+  absl::StatusOr<Generated> bias_gelu_erf = absl::UnknownError(""), bias_residual = absl::UnknownError("");
   absl::StatusOr<Generated> relu_a = absl::UnknownError(""), add = absl::UnknownError("");
 };
 
@@ -820,6 +843,7 @@ ProblemKernels GenerateProblem(const Options& o, const Problem& p, KernelTable& 
   if (Has(o, Idiom::kBiasRelu)) pk.bias_relu = gen(BiasActGroup(Idiom::kBiasRelu, p.m, p.n));
   if (Has(o, Idiom::kBiasGelu)) pk.bias_gelu = gen(BiasActGroup(Idiom::kBiasGelu, p.m, p.n));
   if (Has(o, Idiom::kBiasGeluErf)) pk.bias_gelu_erf = gen(BiasActGroup(Idiom::kBiasGeluErf, p.m, p.n));
+  if (Has(o, Idiom::kBiasResidual)) pk.bias_residual = gen(BiasResidualGroup(p.m, p.n));
   if (Has(o, Idiom::kReluGemm)) pk.relu_a = gen(ReluNode(p.m, p.k));
   if (Has(o, Idiom::kDualGemm)) pk.add = gen(AddNode(p.m, p.n));
   return pk;
@@ -904,10 +928,11 @@ int Main(Options o) {
     mn = std::max(mn, p.m * p.n);
     nmax = std::max(nmax, p.n);
   }
-  const bool dual = Has(o, Idiom::kDualGemm);
+  const bool dual = Has(o, Idiom::kDualGemm), residual = Has(o, Idiom::kBiasResidual);
   std::map<std::string, int64_t> sizes = {{"a", mk},     {"b", kn},     {"bias", nmax}, {"kiln", mn}, {"ref", mn},
                                           {"other", mn}, {"tmp", mn},   {"relu_a", Has(o, Idiom::kReluGemm) ? mk : 0},
-                                          {"a2", dual ? mk : 0}, {"b2", dual ? kn : 0}, {"tmp2", dual ? mn : 0}};
+                                          {"a2", dual ? mk : 0}, {"b2", dual ? kn : 0}, {"tmp2", dual ? mn : 0},
+                                          {"residual", residual ? mn : 0}};
   std::map<std::string, void*> buf;
   size_t total = 0;
   for (const auto& [name, n] : sizes) {
@@ -959,6 +984,7 @@ int Main(Options o) {
       dev.Fill(buf["a2"], m * k, seed + 4, 1.f);
       dev.Fill(buf["b2"], k * n, seed + 5, b_scale);
     }
+    if (residual) dev.Fill(buf["residual"], m * n, seed + 6, 1.f);
 
     // The plain GEMM of both APIs first: composite peers use the faster one.
     LtPlan lt_plain(blas, m, n, k, CUBLASLT_EPILOGUE_DEFAULT, nullptr);
@@ -1007,6 +1033,20 @@ int Main(Options o) {
                                              std::map<std::string, void*>{{"y", buf["tmp"]}, {"bias", buf["bias"]},
                                                                           {"out", buf["ref"]}});
           peer_a = [&] {
+            cublas(buf["a"], buf["b"], buf["tmp"], 0.f);
+            separate->Run(stream);
+          };
+          break;
+        case Idiom::kBiasResidual:
+          RequireOk(pk.bias_residual, "bias+residual");
+          lt_epi = std::make_unique<LtPlan>(blas, m, n, k, CUBLASLT_EPILOGUE_BIAS, buf["bias"]);
+          separate = std::make_unique<Bound>(*pk.bias_residual, table,
+                                             std::map<std::string, void*>{{"y", buf["tmp"]},
+                                                                          {"bias", buf["bias"]},
+                                                                          {"residual", buf["residual"]},
+                                                                          {"out", buf["other"]}});
+          peer_a = [&] { lt_epi->Run(buf["a"], buf["b"], buf["residual"], buf["ref"], 1.f); };
+          peer_b = [&] {
             cublas(buf["a"], buf["b"], buf["tmp"], 0.f);
             separate->Run(stream);
           };
@@ -1066,7 +1106,7 @@ int Main(Options o) {
         r.config = g->config;
         Bound kiln(*g, table,
                    {{"a", buf["a"]}, {"b", buf["b"]}, {"a2", buf["a2"]}, {"b2", buf["b2"]}, {"bias", buf["bias"]},
-                    {"out", buf["kiln"]}});
+                    {"residual", buf["residual"]}, {"out", buf["kiln"]}});
         dev.Poison(buf["kiln"], m * n);
         kiln.Run(stream);
         r.err = dev.MaxRelError(buf["kiln"], buf["ref"], m * n);
@@ -1102,7 +1142,8 @@ int Main(Options o) {
 constexpr char kUsage[] =
     "usage: kiln_gemm_bench [--set squares|transformer|random|small_m|all[,...]] [--smoke]\n"
     "                       [--shapes MxNxK[,MxNxK...]]\n"
-    "                       [--idioms gemm,bias_relu,bias_gelu,relu_gemm,dual_gemm,bias_gelu_erf] [--reps N]\n"
+    "                       [--idioms gemm,bias_relu,bias_gelu,relu_gemm,dual_gemm,bias_gelu_erf,bias_residual]\n"
+    "                       [--reps N]\n"
     "                       [--warmup N]\n"
     "                       [--no-flush] [--seed S] [--count N] [--tol X] [--csv out.csv]\n"
     "                       [--compile-only [--arch sm_90a|sm_89|sm_86|sm_80]] [--family sm80|sm90]\n"
@@ -1114,7 +1155,7 @@ constexpr char kUsage[] =
     "             (not in all)\n"
     "  --smoke    three small problems instead (a quick check of the harness)\n"
     "  --shapes   these problems instead of the sets (set column \"shapes\"), e.g. 4096x4096x4096,128x768x3072\n"
-    "  --idioms   default: the first five; bias_gelu_erf (GELU's erf form) only when named\n"
+    "  --idioms   default: the first five; bias_gelu_erf (GELU's erf form) and bias_residual only when named\n"
     "  --reps     timed runs per measurement, the median is reported (default 20); --warmup (default 3)\n"
     "  --no-flush keep L2 warm between timed runs (default: flushed before every run)\n"
     "  --compile-only  generate and NVRTC-compile everything, print the compile time, no GPU needed\n"
