@@ -766,8 +766,8 @@ TEST(GemmCodegenTest, Sm90PrefetchesColumnVectorsOnly) {
 // column pair at a time: one 4-byte load for the two elements a thread's fragment
 // holds, after the tile's last wgmma wait (a bias held in registers loads before it),
 // when the pointers are 4-byte aligned (KILN_EPILOGUE_PAIRS_ALIGNED); partial tiles
-// and unaligned pointers take 2-byte loads. Swapped tiles (direct stores) keep the
-// per-element functor.
+// and unaligned pointers take 2-byte loads. The tile's rows of it are prefetched into
+// L2 as the tile starts. Swapped tiles (direct stores) keep the per-element functor.
 TEST(GemmCodegenTest, Sm90ReadsRowDenseOperandsInPairs) {
   for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
     for (auto [epi, pairs] : {std::pair<Epi, bool>{Epi::kResidual, true}, {Epi::kBiasResidual, true},
@@ -792,6 +792,8 @@ TEST(GemmCodegenTest, Sm90ReadsRowDenseOperandsInPairs) {
         if (pairs && !swapped) {
           EXPECT_NE(ptx.find("ld.global.u16", wait), std::string::npos) << "no 2-byte fallback";
         }
+        // Each consumer asks L2 for its tile's rows of the residual as the tile starts.
+        EXPECT_EQ(ptx.find("cp.async.bulk.prefetch.L2.global") != std::string::npos, pairs && !swapped);
       }
     }
   }

@@ -816,7 +816,7 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   // pair at a time, one 4-byte load for the two elements a thread's fragment holds
   // (kiln_epilogue_at2): half the load instructions, which bound that epilogue.
   const Shape& ys = prep.y->shape();
-  std::string prefetch, members, column_loads, values, unpack, at_loads, paired, unpaired, aligned;
+  std::string prefetch, members, column_loads, values, unpack, at_loads, paired, unpaired, aligned, prefetch_rows;
   int registers = 0;
   for (size_t l = 0; l < plan.loads.size(); ++l) {
     const ElementwiseLoad& ld = plan.loads[l];
@@ -857,6 +857,7 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
                       " = ", LoadAs(dt, ld.domain, e, absl::StrCat("(", *off, ") + 1")), ";\n");
       absl::StrAppend(&aligned, aligned.empty() ? "" : " && ", "(reinterpret_cast<unsigned long long>(", e,
                       ") & 3) == 0");
+      absl::StrAppend(&prefetch_rows, " kiln_sm90_prefetch_row(", e, " + (", *off, "), bytes);");
       continue;
     }
     absl::StrAppend(&at_loads, epilogue.load[l]);
@@ -869,6 +870,10 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
     absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_AT 1\n#define KILN_EPILOGUE_COLUMNS ", registers,
                     "\n");
     if (!aligned.empty()) absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_PAIRS_ALIGNED (", aligned, ")\n");
+    if (!prefetch_rows.empty()) {
+      absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_PREFETCH_ROWS(row, col, batch, bytes)",
+                      prefetch_rows, "\n");
+    }
     if (!plan.packed_tail.empty()) {
       absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_TAIL(x) ", plan.packed_tail, "(x)\n");
     }

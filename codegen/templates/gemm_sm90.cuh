@@ -655,6 +655,16 @@ static __device__ __forceinline__ void kiln_sm90_prefetch_columns(const T* p, in
 }
 #endif
 
+// An epilogue operand dense along C's rows (a residual; KILN_EPILOGUE_PREFETCH_ROWS):
+// each thread of a consumer asks L2 for one row of the consumer's tile of it, `bytes`
+// from p, at the start of the tile (cp.async.bulk.prefetch: 16-byte aligned, a
+// multiple of 16), so the epilogue's loads hit L2 instead of waiting for DRAM.
+static __device__ __forceinline__ void kiln_sm90_prefetch_row(const void* p, int bytes) {
+  if ((reinterpret_cast<unsigned long long>(p) & 15) == 0 && bytes % 16 == 0) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+  }
+}
+
 // The TMA-store epilogue's functor, where the generator emits one (KILN_EPILOGUE_AT):
 // kiln_epilogue_at takes the 16-bit column operands (a bias) from registers
 // (kiln_epilogue_columns, KILN_EPILOGUE_COLUMNS of them: BN / 8 registers each, at
@@ -998,6 +1008,12 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #ifdef KILN_EPILOGUE_PREFETCH
       KILN_EPILOGUE_PREFETCH(GEMM_SWAP_AB ? m0 + row0 : n0, static_cast<int>(threadIdx.x % 128));
 #endif
+#if defined(KILN_EPILOGUE_PREFETCH_ROWS) && GEMM_EPILOGUE_AT
+      for (int r = threadIdx.x % 128; r < 64 * WG_M; r += 128) {
+        const int prow = m0 + row0 + r, pcol = n0, pbytes = 2 * min(BN, GEMM_N - n0);  // plain names: a macro
+        if (prow < GEMM_M) KILN_EPILOGUE_PREFETCH_ROWS(prow, pcol, batch, pbytes);
+      }
+#endif
 #pragma unroll
       for (int i = 0; i < WG_M; ++i)
 #pragma unroll
@@ -1234,6 +1250,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #undef KILN_EPILOGUE_PARAMS
 #undef KILN_EPILOGUE_ARGS
 #undef KILN_EPILOGUE_PREFETCH
+#undef KILN_EPILOGUE_PREFETCH_ROWS
 #undef KILN_EPILOGUE_COLUMNS
 #undef GEMM_EPILOGUE_AT
 #undef KILN_EPILOGUE_AT
