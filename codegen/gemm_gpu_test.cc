@@ -724,7 +724,8 @@ absl::StatusOr<std::string> Sm90EpilogueSource(DType dt, Epi epi, int64_t m) {
 
 // The sm90 epilogue prefetches into L1 the loads that depend on C's column alone (a
 // bias), at the start of each tile, and nothing else: a residual (row and column)
-// stays an ordinary load, and a scalar has nothing to prefetch. Unswapped, a 16-bit
+// does not fit the L1 left beside the ring (it goes to L2 instead:
+// Sm90ReadsRowDenseOperandsInPairs), and a scalar has nothing to prefetch. Unswapped, a 16-bit
 // column vector is also loaded into registers (kiln_epilogue_columns).
 TEST(GemmCodegenTest, Sm90PrefetchesColumnVectorsOnly) {
   for (auto [epi, prefetched] : {std::pair<Epi, bool>{Epi::kBiasRelu, true}, {Epi::kBiasGeluTanh, true},
