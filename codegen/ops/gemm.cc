@@ -847,17 +847,16 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
     const size_t rank = ys.size();
     const bool per_row = ld.view.size() >= 2 && ld.view[ld.view.size() - 2] == ys[rank - 2] && ys[rank - 2] > 1;
     if (dense_rows && per_row && sixteen && ld.domain == Domain::kFloat && ys.back() % 2 == 0) {
-      absl::StatusOr<std::string> off = BroadcastOffset(node, ld.view, ys);
-      if (!off.ok()) return off.status();
+      const std::string& off = epilogue.offset[l];
       absl::StrAppend(&values, "  float ", g, ";\n");
       absl::StrAppend(&at_loads, "  const float ", g, " = kiln_c.", g, ";\n");
       absl::StrAppend(&paired, "    kiln_unpack_", FloatSuffix(dt), "x2(__ldg(reinterpret_cast<const unsigned*>(", e,
-                      " + (", *off, "))), kiln_c0.", g, ", kiln_c1.", g, ");\n");
-      absl::StrAppend(&unpaired, "    kiln_c0.", g, " = ", LoadAs(dt, ld.domain, e, *off), ";\n    kiln_c1.", g,
-                      " = ", LoadAs(dt, ld.domain, e, absl::StrCat("(", *off, ") + 1")), ";\n");
+                      " + (", off, "))), kiln_c0.", g, ", kiln_c1.", g, ");\n");
+      absl::StrAppend(&unpaired, "    kiln_c0.", g, " = ", LoadAs(dt, ld.domain, e, off), ";\n    kiln_c1.", g,
+                      " = ", LoadAs(dt, ld.domain, e, absl::StrCat("(", off, ") + 1")), ";\n");
       absl::StrAppend(&aligned, aligned.empty() ? "" : " && ", "(reinterpret_cast<unsigned long long>(", e,
                       ") & 3) == 0");
-      absl::StrAppend(&prefetch_rows, " kiln_sm90_prefetch_row(", e, " + (", *off, "), bytes);");
+      absl::StrAppend(&prefetch_rows, " kiln_sm90_prefetch_row(", e, " + (", off, "), bytes);");
       continue;
     }
     absl::StrAppend(&at_loads, epilogue.load[l]);

@@ -60,9 +60,11 @@ struct GemmFamilyPlan {
   std::vector<int> prologue_args;
   // `static __device__ float kiln_epilogue(float acc, int row, int col, int batch
   // KILN_EPILOGUE_PARAMS)` with its #defines, and the launch args of its params; with
-  // a 16-bit column operand (a bias) or a last op that runs on the packed result,
-  // also the TMA-store epilogue's kiln_epilogue_at and kiln_epilogue_columns
-  // (KILN_EPILOGUE_AT, KILN_EPILOGUE_COLUMNS, KILN_EPILOGUE_TAIL; gemm_sm90.cuh).
+  // a 16-bit column operand (a bias), a 16-bit operand dense along C's rows (a
+  // residual) or a last op that runs on the packed result, also the TMA-store
+  // epilogue's kiln_epilogue_at, kiln_epilogue_at2 and kiln_epilogue_columns
+  // (KILN_EPILOGUE_AT, KILN_EPILOGUE_COLUMNS, KILN_EPILOGUE_PAIRS_ALIGNED,
+  // KILN_EPILOGUE_PREFETCH_ROWS, KILN_EPILOGUE_TAIL; gemm_sm90.cuh).
   std::string epilogue_defines, epilogue_function;
   std::vector<int> epilogue_args;
   EpilogueWork epilogue_work = EpilogueWork::kNone;

@@ -28,6 +28,7 @@ absl::Status AppendGemmEpilogueLoads(const Node& node, const std::vector<Element
     absl::StrAppend(&out.args, ", e", l);
     absl::StatusOr<std::string> off = offset(loads[l].view);
     if (!off.ok()) return off.status();
+    out.offset.push_back(*off);
     out.load.push_back(absl::StrCat("  const ", DomainType(loads[l].domain), " g", l, " = ",
                                     LoadAs(v->dtype(), loads[l].domain, absl::StrCat("e", l), *off), ";\n"));
     absl::StrAppend(&out.loads, out.load.back());

@@ -21,10 +21,10 @@ int GemmLoadMode(GemmLoad load);
 // The epilogue functor's group-input loads as kernel code: one parameter e<l> per
 // load (", const kiln_f16* __restrict__ e0"), the matching arguments (", e0") and the
 // statements declaring g<l> (the load's domain) at element (row, col, batch): all of
-// them (`loads`), and load l's alone (`load[l]`).
+// them (`loads`), load l's alone (`load[l]`), and its offset expression (`offset[l]`).
 struct GemmEpilogueSource {
   std::string params, args, loads;
-  std::vector<std::string> load;
+  std::vector<std::string> load, offset;
 };
 // The C offset expression of a load of shape `view` at (row, col, batch), or an
 // error (Unimplemented) when it does not broadcast into the output.
