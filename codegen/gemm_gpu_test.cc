@@ -548,10 +548,11 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
         }
       }
       if (select == Select::kAll && c.m <= 64 && ops::Sm90SwapAbEligible(*b->node).ok()) {
-        // Swapped tiles: n8 (unsplit), two consumers split in 2, two m64 blocks split in 3.
+        // Swapped tiles: n8 (unsplit, the heuristic's 16-stage ring), two consumers split
+        // in 2, two m64 blocks split in 3.
         const int64_t k_tiles = (c.k + 63) / 64;
         for (ops::Sm90GemmConfig cfg :
-             {Sm90Swap(64, 8, 1, 1, 8, 1), Sm90Swap(128, 16, 2, 1, 4, 2), Sm90Swap(128, 32, 1, 2, 6, 3)}) {
+             {Sm90Swap(64, 8, 1, 1, 16, 1), Sm90Swap(128, 16, 2, 1, 4, 2), Sm90Swap(128, 32, 1, 2, 6, 3)}) {
           if ((cfg.split_k - 1) * ((k_tiles + cfg.split_k - 1) / cfg.split_k) >= k_tiles) cfg.split_k = 1;
           absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroupSm90(*b->node, &cfg, 3);
           ASSERT_TRUE(x.ok()) << c.Name() << ": " << x.status();
@@ -1583,6 +1584,8 @@ std::vector<SplitCase> Sm90SplitCases() {
     add({dt, {}, 40, 264, 1000, false, false, true}, Sm90Swap(64, 48, 1, 1, 8, 6));
     add({dt, {}, 64, 136, 1000, false, false, false, Epi::kBiasGelu}, Sm90Swap(128, 32, 1, 2, 6, 4));
     add({dt, {3}, 16, 136, 584, true, false, true}, Sm90Swap(64, 16, 1, 1, 8, 4), 3);
+    // The unsplit 16-stage ring around twice (33 k tiles, a K tail), batched on 2 CTAs.
+    add({dt, {2}, 8, 200, 2056, false, false, true, Epi::kBiasRelu}, Sm90Swap(64, 8, 1, 1, 16, 1), 2);
   }
   // Three consumer warpgroups (192-row tiles): split-K with a partial row tile, and
   // stream-K with data-parallel tiles first (12 tiles on 5 CTAs: DP 5, SK 7).
@@ -2009,20 +2012,26 @@ TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
   EXPECT_FALSE(ops::VerifySm90GemmConfig(Sm90Swap(64, 264, 1, 1, 4, 1)).ok());
   // No C tiles in shared memory (C is stored from registers).
   EXPECT_EQ(ops::Sm90GemmSharedBytes(Sm90Swap(64, 16, 1, 1, 8, 1)), 1024 + 8 * 80 * 128 + 128 + 16);
-  // The heuristic: 64-row tiles of N, bn = M rounded up to 16, units up to the SMs
-  // with >= 4 k tiles each, the fewest splits of that length.
+  // The heuristic: 64-row tiles of N. From 32 of them unsplit, bn = M rounded up to 8,
+  // the deepest ring up to 16 stages that fits; else bn = M rounded up to 16, units up
+  // to the SMs with >= 4 k tiles each, the fewest splits of that length.
   for (auto [m, n, k, want] :
-       {std::tuple<int64_t, int64_t, int64_t, const char*>{1, 4096, 4096, "64x16 c1x1 s8 k2 swap"},  // 64 tiles
+       {std::tuple<int64_t, int64_t, int64_t, const char*>{1, 4096, 4096, "64x8 c1x1 s16 swap"},  // 64 tiles
+        {16, 2048, 3072, "64x16 c1x1 s16 swap"},     // 32 tiles
+        {16, 1984, 3072, "64x16 c1x1 s8 k4 swap"},   // 31 tiles: 4 splits of 12 k tiles
         {16, 768, 3072, "64x16 c1x1 s8 k10 swap"},   // 12 tiles, 48 k tiles: 11 by count, 5 each -> 10
         {64, 768, 4096, "64x64 c1x1 s8 k11 swap"},   // 64 k tiles: 11 of 6
-        {33, 4096, 768, "64x48 c1x1 s8 k2 swap"},    // 12 k tiles: 2 of 6
+        {33, 4096, 768, "64x40 c1x1 s16 swap"},      // 64 tiles
+        {33, 1024, 768, "64x48 c1x1 s8 k3 swap"},    // 16 tiles, 12 k tiles: 3 of 4
         {1, 768, 768, "64x16 c1x1 s8 k3 swap"},      // 12 k tiles: 3 of 4
         {8, 64, 8, "64x16 c1x1 s8 swap"},            // one k tile
-        {64, 16384, 4096, "64x64 c1x1 s8 swap"}}) {  // 256 tiles fill the SMs
+        {64, 16384, 4096, "64x64 c1x1 s14 swap"}}) {  // 16 KiB stages: 14 fit in 227 KiB
     const ops::Sm90GemmConfig c = ops::PickSm90SwapAbConfig(m, n, k, 1, 132);
     EXPECT_EQ(ops::Sm90GemmConfigString(c), want) << m << "x" << n << "x" << k;
     EXPECT_TRUE(ops::VerifySm90GemmConfig(c).ok()) << ops::Sm90GemmConfigString(c);
   }
+  // Batches count as tiles: 4 x 8 tiles of N go unsplit.
+  EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90SwapAbConfig(8, 512, 4096, 4, 132)), "64x8 c1x1 s16 swap");
   EXPECT_TRUE(ops::PreferSm90SwapAb(1, 4096, 4096));
   EXPECT_TRUE(ops::PreferSm90SwapAb(16, 2048, 2048));
   EXPECT_FALSE(ops::PreferSm90SwapAb(17, 4096, 4096));  // unsplit 12-stage 64x64 tiles measured faster
@@ -2105,7 +2114,7 @@ TEST(GemmCodegenTest, Sm90SwapAbCompilesForSm90a) {
       const GemmCase c{dt, {}, 33, 200, 584, false, false, tb, tb ? Epi::kBiasGelu : Epi::kResidual};
       absl::StatusOr<Built> b = Build(c, 1);
       ASSERT_TRUE(b.ok()) << b.status();
-      for (const ops::Sm90GemmConfig& cfg : {Sm90Swap(64, 8, 1, 1, 8, 1), Sm90Swap(64, 48, 1, 1, 8, 1),
+      for (const ops::Sm90GemmConfig& cfg : {Sm90Swap(64, 8, 1, 1, 16, 1), Sm90Swap(64, 48, 1, 1, 8, 1),
                                              Sm90Swap(128, 64, 2, 1, 6, 1), Sm90Swap(128, 32, 1, 2, 6, 1)}) {
         absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateMatMulGroupSm90(*b->node, &cfg);
         ASSERT_TRUE(l.ok()) << c.Name() << ": " << l.status();

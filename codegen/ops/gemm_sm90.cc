@@ -256,10 +256,19 @@ Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t bat
   if (sm_count <= 0) sm_count = 132;
   Sm90GemmConfig c{64, 16, 1, 1, 8};
   c.swap_ab = true;
+  const int64_t row_tiles = ((n + c.bm - 1) / c.bm) * std::max<int64_t>(batch, 1);
+  // Enough tiles of N to stream the weight from that many SMs: unsplit, bn = M rounded
+  // up to 8, the deepest ring that fits (kSm90SwapAbUnsplitStages).
+  if (row_tiles >= kSm90SwapAbUnsplitMinTiles) {
+    c.bn = static_cast<int>(std::clamp<int64_t>((m + 7) / 8 * 8, 8, 256));
+    c.stages = kSm90SwapAbUnsplitStages;
+    while (c.stages > 2 && !VerifySm90GemmConfig(c).ok()) --c.stages;
+    return c;
+  }
   c.bn = static_cast<int>(std::clamp<int64_t>((m + 15) / 16 * 16, 16, 256));
   // Units up to one per SM (not PickSm90SplitK's half: the reduction of these narrow
   // tiles is a few KiB), each with at least kSm90SwapAbMinSplitKTiles k tiles.
-  const int64_t tiles = ((n + c.bm - 1) / c.bm) * ((m + c.bn - 1) / c.bn) * std::max<int64_t>(batch, 1);
+  const int64_t tiles = row_tiles * ((m + c.bn - 1) / c.bn);
   const int64_t k_tiles = (k + 63) / 64;
   int64_t split = std::min<int64_t>({sm_count / std::max<int64_t>(tiles, 1), k_tiles / kSm90SwapAbMinSplitKTiles,
                                      kGemmMaxSplitK});
@@ -438,11 +447,13 @@ std::vector<Sm90GemmConfig> Sm90CandidateConfigs(const Node& node, int sm_count)
       }
     }
   }
-  // Swap-AB for few rows: M rounded up to 16 as the wgmma n, split until the units fill the SMs.
+  // Swap-AB for few rows: PickSm90SwapAbConfig's, and 8-stage tiles of M rounded up to
+  // 16 as the wgmma n in 1 to 4 splits.
   if (p.m <= 64 && Sm90SwapAbEligible(node).ok()) {
-    Sm90GemmConfig base = PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch, sm_count);
-    for (int split : {1, 2, 3, 4, base.split_k}) {
-      Sm90GemmConfig c = base;
+    add(PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch, sm_count));
+    Sm90GemmConfig c{64, static_cast<int>(round_up(p.m, 16)), 1, 1, 8};
+    c.swap_ab = true;
+    for (int split : {1, 2, 3, 4}) {
       c.split_k = split;
       add(c);
     }

@@ -187,11 +187,19 @@ inline constexpr int64_t kSm90SmallTileDeepRingMaxM = 128, kSm90SmallTileDeepRin
 // where VerifySm90GemmConfig refuses the split tile.
 int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
                    int min_k_tiles = kSm90MinSplitKTiles, int max_units = 0, int max_splits = 0);
-// Swap-AB's tile config (Sm90SwapAbEligible groups): 64-row tiles of N, bn = M rounded
-// up to 16, 8 stages, and split-K until the units fill the SMs (at least
-// kSm90SwapAbMinSplitKTiles k tiles a split): small M is bound by the weight's bytes, so
-// every SM should stream a share.
+// Swap-AB's tile config (Sm90SwapAbEligible groups): 64-row tiles of N. With at least
+// kSm90SwapAbUnsplitMinTiles of them (N >= 2048 at batch 1, so wherever
+// PreferSm90SwapAb swaps): unsplit, bn = M rounded up to 8 and a ring of
+// kSm90SwapAbUnsplitStages (fewer where shared memory runs out). Else bn = M rounded up
+// to 16, 8 stages, and split-K until the units fill the SMs (at least
+// kSm90SwapAbMinSplitKTiles k tiles a split). Small M is bound by the weight's bytes;
+// on the H100 the unsplit deep ring streamed them faster than the splits that put every
+// SM to work: 1.04-1.19x at M = 1, 8, 16 with N = 2048..4096 (32 to 64 tiles), bias and
+// GELU epilogues alike. cuBLAS runs such tiles there too (64x8 / 64x16, 16 stages, no
+// split; RESULTS.md 2026-11-26 (e)).
 inline constexpr int kSm90SwapAbMinSplitKTiles = 4;
+inline constexpr int64_t kSm90SwapAbUnsplitMinTiles = 32;
+inline constexpr int kSm90SwapAbUnsplitStages = 16;
 Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count);
 // Whether the heuristic swaps: M <= 16 with N >= 2048 and K >= 2048. Against the
 // unswapped heuristic of 8-stage 64x64 tiles the swapped form measured faster on every
