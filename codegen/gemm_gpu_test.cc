@@ -548,11 +548,12 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
         }
       }
       if (select == Select::kAll && c.m <= 64 && ops::Sm90SwapAbEligible(*b->node).ok()) {
-        // Swapped tiles: n8 (unsplit, the heuristic's 16-stage ring), two consumers split
-        // in 2, two m64 blocks split in 3.
+        // Swapped tiles: n8 (unsplit, the heuristic's 16-stage ring), n16 in clusters of
+        // two sharing A^T, two consumers split in 2, two m64 blocks split in 3.
         const int64_t k_tiles = (c.k + 63) / 64;
         for (ops::Sm90GemmConfig cfg :
-             {Sm90Swap(64, 8, 1, 1, 16, 1), Sm90Swap(128, 16, 2, 1, 4, 2), Sm90Swap(128, 32, 1, 2, 6, 3)}) {
+             {Sm90Swap(64, 8, 1, 1, 16, 1), Sm90Cluster(Sm90Swap(64, 16, 1, 1, 16, 1)), Sm90Swap(128, 16, 2, 1, 4, 2),
+              Sm90Swap(128, 32, 1, 2, 6, 3)}) {
           if ((cfg.split_k - 1) * ((k_tiles + cfg.split_k - 1) / cfg.split_k) >= k_tiles) cfg.split_k = 1;
           absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroupSm90(*b->node, &cfg, 3);
           ASSERT_TRUE(x.ok()) << c.Name() << ": " << x.status();
@@ -985,7 +986,8 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
   EXPECT_GT(ops::PickSm90SplitK(ops::Sm90GemmConfig{192, 128, 3, 1, 5}, 192, 128, 8192, 1, 132), 1);
   for (const char* text : {"128x256 c2x1 s3", "64x256 p2x1 s4", "64x128 c1x1 s8", "128x256 c2x1 s3 cl2",
                            "192x192 c3x1 s4", "192x128 c3x1 s5 sk",
-                           "128x128 p2x2 s4 cl2", "64x128 c1x1 s8 k6", "64x16 c1x1 s8 k4 swap"}) {
+                           "128x128 p2x2 s4 cl2", "64x128 c1x1 s8 k6", "64x16 c1x1 s8 k4 swap",
+                           "64x16 c1x1 s16 swap cl2"}) {
     absl::StatusOr<ops::Sm90GemmConfig> c = ops::ParseSm90GemmConfig(text);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(ops::Sm90GemmConfigString(*c), text);
@@ -996,8 +998,9 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
                            "128x256 c2x1 s3 swapx"}) {
     EXPECT_FALSE(ops::ParseSm90GemmConfig(text).ok()) << text;
   }
-  // Clusters: 1 or 2 CTAs, neither split nor swapped.
-  for (const char* text : {"128x256 c2x1 s3 cl3", "64x128 c1x1 s8 k2 cl2", "64x16 c1x1 s8 swap cl2"}) {
+  // Clusters: 1 or 2 CTAs, not split; swapped, 16-row multiples of A^T (8 rows a CTA).
+  for (const char* text : {"128x256 c2x1 s3 cl3", "64x128 c1x1 s8 k2 cl2", "64x16 c1x1 s8 k2 swap cl2",
+                           "64x8 c1x1 s16 swap cl2", "64x24 c1x1 s16 swap cl2"}) {
     const absl::StatusOr<ops::Sm90GemmConfig> c = ops::ParseSm90GemmConfig(text);
     ASSERT_FALSE(c.ok()) << text;
     EXPECT_NE(c.status().message().find("cluster"), absl::string_view::npos) << c.status();
@@ -2034,7 +2037,8 @@ TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
   EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90SwapAbConfig(8, 512, 4096, 4, 132)), "64x8 c1x1 s16 swap");
   EXPECT_TRUE(ops::PreferSm90SwapAb(1, 4096, 4096));
   EXPECT_TRUE(ops::PreferSm90SwapAb(16, 2048, 2048));
-  EXPECT_FALSE(ops::PreferSm90SwapAb(17, 4096, 4096));  // unsplit 12-stage 64x64 tiles measured faster
+  EXPECT_TRUE(ops::PreferSm90SwapAb(32, 4096, 4096));
+  EXPECT_FALSE(ops::PreferSm90SwapAb(33, 4096, 4096));  // unsplit 12-stage 64x64 tiles measured faster at 64
   EXPECT_FALSE(ops::PreferSm90SwapAb(64, 4096, 4096));
   EXPECT_FALSE(ops::PreferSm90SwapAb(16, 768, 3072));  // measured slower at N = 768
   EXPECT_FALSE(ops::PreferSm90SwapAb(16, 4096, 768));  // and at K = 768
@@ -2056,7 +2060,8 @@ TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
                          Route{GemmCase{DType::kBFloat16, {3}, 7, 2048, 2048, true, false, false, Epi::kBiasGelu},
                                true, ""},
                          Route{GemmCase{DType::kFloat16, {}, 16, 3072, 2048}, true, ""},
-                         Route{GemmCase{DType::kFloat16, {}, 17, 3072, 2048}, false, ""},  // eligible, M > 16
+                         Route{GemmCase{DType::kFloat16, {}, 32, 3072, 2048}, true, ""},
+                         Route{GemmCase{DType::kFloat16, {}, 33, 3072, 2048}, false, ""},  // eligible, M > 32
                          Route{GemmCase{DType::kFloat16, {}, 16, 768, 3072}, false, ""},   // eligible, N < 2048
                          Route{GemmCase{DType::kFloat16, {}, 16, 64, 64, false, true, false}, false, "[K, M]"},
                          Route{dual, false, "dual"}, Route{pro, false, "prologue"}}) {
@@ -2099,6 +2104,15 @@ TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
       EXPECT_NE(src.find("#define GEMM_TMA_STORE 0"), std::string::npos);
       EXPECT_NE(src.find(absl::StrCat("#define GEMM_TRANS_A ", r.c.tb ? 0 : 1, "\n#define GEMM_TRANS_B 1\n")),
                 std::string::npos);
+      // Clustered: pairs of tiles of N share A^T, each CTA multicasting bn / 2 of its
+      // rows; the grid is whole clusters walking the pairs.
+      const ops::Sm90GemmConfig pair = Sm90Cluster(Sm90Swap(64, 16, 1, 1, 16, 1));
+      absl::StatusOr<std::vector<KernelLaunch>> cl = ops::GenerateMatMulGroupSm90(*b->node, &pair);
+      ASSERT_TRUE(cl.ok()) << cl.status();
+      EXPECT_NE((*cl)[0].source.find("#define GEMM_CLUSTER_M 2\n"), std::string::npos);
+      EXPECT_EQ((*cl)[0].tensor_maps[1].box[1], 8u);
+      EXPECT_EQ((*cl)[0].grid[0],
+                static_cast<uint32_t>(2 * std::min<int64_t>((r.c.n + 127) / 128 * ((r.c.m + 15) / 16) * batch, 66)));
     }
   }
 }
@@ -2114,8 +2128,10 @@ TEST(GemmCodegenTest, Sm90SwapAbCompilesForSm90a) {
       const GemmCase c{dt, {}, 33, 200, 584, false, false, tb, tb ? Epi::kBiasGelu : Epi::kResidual};
       absl::StatusOr<Built> b = Build(c, 1);
       ASSERT_TRUE(b.ok()) << b.status();
-      for (const ops::Sm90GemmConfig& cfg : {Sm90Swap(64, 8, 1, 1, 16, 1), Sm90Swap(64, 48, 1, 1, 8, 1),
-                                             Sm90Swap(128, 64, 2, 1, 6, 1), Sm90Swap(128, 32, 1, 2, 6, 1)}) {
+      for (const ops::Sm90GemmConfig& cfg :
+           {Sm90Swap(64, 8, 1, 1, 16, 1), Sm90Swap(64, 48, 1, 1, 8, 1), Sm90Swap(128, 64, 2, 1, 6, 1),
+            Sm90Swap(128, 32, 1, 2, 6, 1), Sm90Cluster(Sm90Swap(64, 16, 1, 1, 16, 1)),
+            Sm90Cluster(Sm90Swap(128, 32, 2, 1, 8, 1))}) {
         absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateMatMulGroupSm90(*b->node, &cfg);
         ASSERT_TRUE(l.ok()) << c.Name() << ": " << l.status();
         kernels.push_back({absl::StrCat("kiln_gemm_swap_", c.Name(), "_", n++), (*l)[0].source});

@@ -105,8 +105,10 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
     return bad("split-K needs cooperative tiles (ping-pong consumers take whole tiles)");
   }
   if (c.cluster_m != 1 && c.cluster_m != 2) return bad("clusters of 1 or 2 CTAs along M");
-  if (c.cluster_m > 1 && (c.split_k > 1 || c.swap_ab)) {
-    return bad("clusters take neither split-K nor swap-AB (unclustered forms)");
+  if (c.cluster_m > 1 && c.split_k > 1) return bad("clusters take no split-K (unclustered forms)");
+  if (c.cluster_m > 1 && c.swap_ab && c.bn % 16 != 0) {
+    return bad("swap-AB with clusters: BN must be a multiple of 16 (each CTA multicasts BN / 2 rows of A^T: whole "
+               "1024-byte swizzle atoms)");
   }
   if (c.stream_k && (c.pingpong || c.split_k > 1 || c.swap_ab || c.cluster_m > 1)) {
     return bad("stream-K takes cooperative tiles without split-K, swap-AB or clusters");
@@ -538,11 +540,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
     t.swizzle_bytes = 128;
     return t;
   };
+  // A cluster's CTAs each load 1/cluster_m of the kernel's K-major B tile's rows.
   if (swap) {  // the kernel's A is B (K-major when stored [N, K]), its B is A (K-major, [M, K])
     launch.tensor_maps.push_back(map(p.b_shape, p.b_input, p.b_batch, p.trans_b, cfg.bm));
-    launch.tensor_maps.push_back(map(p.a_shape, p.a_input, p.a_batch, /*k_major=*/true, cfg.bn));
+    launch.tensor_maps.push_back(map(p.a_shape, p.a_input, p.a_batch, /*k_major=*/true, cfg.bn / cfg.cluster_m));
   } else {
-    // A cluster's CTAs each load 1/cluster_m of a K-major B tile's rows.
     launch.tensor_maps.push_back(map(p.a_shape, p.a_input, p.a_batch, !p.trans_a, cfg.bm));
     launch.tensor_maps.push_back(map(p.b_shape, p.b_input, p.b_batch, p.trans_b, cfg.bn / cfg.cluster_m));
   }

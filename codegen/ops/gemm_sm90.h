@@ -201,12 +201,15 @@ inline constexpr int kSm90SwapAbMinSplitKTiles = 4;
 inline constexpr int64_t kSm90SwapAbUnsplitMinTiles = 32;
 inline constexpr int kSm90SwapAbUnsplitStages = 16;
 Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count);
-// Whether the heuristic swaps: M <= 16 with N >= 2048 and K >= 2048. Against the
+// Whether the heuristic swaps: M <= 32 with N >= 2048 and K >= 2048. Against the
 // unswapped heuristic of 8-stage 64x64 tiles the swapped form measured faster on every
 // small_m shape of the H100 up to M = 64 (1.02-1.36x); at N = 768 or K = 768 it measured
 // 0.79-1.06x (benchmarks/RESULTS.md, 2026-11-22 (e)). Against unsplit 12-stage 64x64
-// tiles it lost 2-18% at M = 32 and 64 and tied at M = 16 (RESULTS.md 2026-11-23 (d)).
-inline constexpr int64_t kSm90SwapAbMaxM = 16, kSm90SwapAbMinN = 2048, kSm90SwapAbMinK = 2048;
+// tiles the split form lost 2-18% at M = 32 and 64 and tied at M = 16 (RESULTS.md
+// 2026-11-23 (d)); the unsplit 16-stage form (PickSm90SwapAbConfig) ran 1.004-1.098x
+// them at M = 32 (N, K in {3072, 4096}) and 0.96-0.98x at M = 64 (RESULTS.md
+// 2026-11-26 (e)).
+inline constexpr int64_t kSm90SwapAbMaxM = 32, kSm90SwapAbMinN = 2048, kSm90SwapAbMinK = 2048;
 inline bool PreferSm90SwapAb(int64_t m, int64_t n, int64_t k) {
   return m <= kSm90SwapAbMaxM && n >= kSm90SwapAbMinN && k >= kSm90SwapAbMinK;
 }

@@ -51,7 +51,8 @@
 //                        CTAs); default 0. Cooperative tiles only; not with split-K,
 //                        swap-AB or clusters.
 //   GEMM_CLUSTER_M       2: clusters of two CTAs along M sharing B (below); default 1.
-//                        Not with GEMM_SPLIT_K > 1 or GEMM_SWAP_AB.
+//                        Not with GEMM_SPLIT_K > 1. Swapped, the shared B is C's
+//                        rows' operand (A^T): pairs of tiles of N share the activations.
 //   GEMM_OUT_KIND        0 fp16, 1 bf16, 2 fp32 output; GEMM_OUT_T its storage type
 //   GEMM_TMA_STORE       1: the epilogue writes each consumer's tile into shared
 //                        memory (128B-swizzled [rows][64] boxes) and one thread
@@ -181,8 +182,8 @@
 #ifndef GEMM_STREAM_K
 #define GEMM_STREAM_K 0
 #endif
-#if GEMM_CLUSTER_M > 1 && (GEMM_SPLIT_K > 1 || GEMM_SWAP_AB)
-#error "clustered GEMM with split-K or swap-AB"
+#if GEMM_CLUSTER_M > 1 && GEMM_SPLIT_K > 1
+#error "clustered GEMM with split-K"
 #endif
 #if GEMM_STREAM_K && (GEMM_SPLIT_K > 1 || GEMM_SWAP_AB || GEMM_CLUSTER_M > 1 || GEMM_PINGPONG)
 #error "stream-K GEMM with split-K, swap-AB, clusters or ping-pong consumers"
