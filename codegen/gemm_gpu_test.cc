@@ -549,11 +549,12 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
       }
       if (select == Select::kAll && c.m <= 64 && ops::Sm90SwapAbEligible(*b->node).ok()) {
         // Swapped tiles: n8 (unsplit, the heuristic's 16-stage ring), n16 in clusters of
-        // two sharing A^T, two consumers split in 2, two m64 blocks split in 3.
+        // two sharing A^T, two consumers split in 2, two m64 blocks split in 3, three
+        // consumers (PickSm90SwapWaveConfig's 192-row tiles).
         const int64_t k_tiles = (c.k + 63) / 64;
         for (ops::Sm90GemmConfig cfg :
              {Sm90Swap(64, 8, 1, 1, 16, 1), Sm90Cluster(Sm90Swap(64, 16, 1, 1, 16, 1)), Sm90Swap(128, 16, 2, 1, 4, 2),
-              Sm90Swap(128, 32, 1, 2, 6, 3)}) {
+              Sm90Swap(128, 32, 1, 2, 6, 3), Sm90Swap(192, 48, 3, 1, 4, 1)}) {
           if ((cfg.split_k - 1) * ((k_tiles + cfg.split_k - 1) / cfg.split_k) >= k_tiles) cfg.split_k = 1;
           absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroupSm90(*b->node, &cfg, 3);
           ASSERT_TRUE(x.ok()) << c.Name() << ": " << x.status();
@@ -2013,8 +2014,12 @@ TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
             std::string::npos);
   EXPECT_TRUE(ops::VerifySm90GemmConfig(Sm90Swap(64, 256, 1, 1, 4, 1)).ok());
   EXPECT_FALSE(ops::VerifySm90GemmConfig(Sm90Swap(64, 264, 1, 1, 4, 1)).ok());
-  // No C tiles in shared memory (C is stored from registers).
-  EXPECT_EQ(ops::Sm90GemmSharedBytes(Sm90Swap(64, 16, 1, 1, 8, 1)), 1024 + 8 * 80 * 128 + 128 + 16);
+  // C's tile goes through shared memory where it fits beside the ring, else none
+  // (C is stored from registers): 13 stages of n64 leave room for it, 14 do not.
+  EXPECT_EQ(ops::Sm90GemmSharedBytes(Sm90Swap(64, 16, 1, 1, 8, 1)), 1024 + 8 * 80 * 128 + 128 + 16 + 64 * 16 * 2);
+  EXPECT_EQ(ops::Sm90GemmSharedBytes(Sm90Swap(64, 64, 1, 1, 13, 1)), 1024 + 13 * 128 * 128 + 13 * 16 + 16 + 64 * 64 * 2);
+  EXPECT_EQ(ops::Sm90GemmSharedBytes(Sm90Swap(64, 64, 1, 1, 14, 1)), 1024 + 14 * 128 * 128 + 14 * 16 + 16);
+  EXPECT_EQ(ops::Sm90CChunks(Sm90Swap(128, 256, 2, 1, 4, 1)), 1);
   // The heuristic: 64-row tiles of N. From 32 of them unsplit, bn = M rounded up to 8,
   // the deepest ring up to 16 stages that fits; else bn = M rounded up to 16, units up
   // to the SMs with >= 4 k tiles each, the fewest splits of that length.
@@ -2084,10 +2089,11 @@ TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
     }
     if (r.swapped) {
       // The kernel's problem is C^T: M and N trade places, B's map first, A's (box of
-      // bn rows) second, no C map; the workspace counts C^T's tiles.
+      // bn rows) second, then C's own (C's columns first, boxes of 64 of them x bn C
+      // rows: the TMA store); the workspace counts C^T's tiles.
       EXPECT_NE(src.find(absl::StrCat("#define GEMM_M ", r.c.n, "\n#define GEMM_N ", r.c.m, "\n")),
                 std::string::npos);
-      ASSERT_EQ((*l)[0].tensor_maps.size(), 2u);
+      ASSERT_EQ((*l)[0].tensor_maps.size(), 3u);
       const ops::Sm90GemmConfig plain{64, 128, 1, 1, 8};
       absl::StatusOr<std::vector<KernelLaunch>> u = ops::GenerateMatMulGroupSm90(*b->node, &plain);
       ASSERT_TRUE(u.ok()) << u.status();
@@ -2101,7 +2107,10 @@ TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
       EXPECT_EQ((*l)[0].grid[0], static_cast<uint32_t>(std::min<int64_t>(
                                       ((r.c.n + 63) / 64) * ((r.c.m + want.bn - 1) / want.bn) * batch * want.split_k,
                                       132)));
-      EXPECT_NE(src.find("#define GEMM_TMA_STORE 0"), std::string::npos);
+      EXPECT_NE(src.find("#define GEMM_TMA_STORE 1"), std::string::npos);
+      EXPECT_EQ((*l)[0].tensor_maps[2].dims[0], static_cast<uint64_t>(r.c.n));
+      EXPECT_EQ((*l)[0].tensor_maps[2].box[0], 64u);
+      EXPECT_EQ((*l)[0].tensor_maps[2].box[1], static_cast<uint32_t>(want.bn));
       EXPECT_NE(src.find(absl::StrCat("#define GEMM_TRANS_A ", r.c.tb ? 0 : 1, "\n#define GEMM_TRANS_B 1\n")),
                 std::string::npos);
       // Clustered: pairs of tiles of N share A^T, each CTA multicasting bn / 2 of its
@@ -2117,9 +2126,47 @@ TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
   }
 }
 
+// Swapped tiles that fill the wave where the unswapped pick's 64-column steps leave it
+// part-empty (PickSm90SwapWaveConfig), and the heuristic taking them.
+TEST(GemmCodegenTest, Sm90SwapWaveTilesFillTheWave) {
+  // 120 tiles of 64x192 over 1280x1024: 1280 x 1024 / (132 x 64 x 192).
+  EXPECT_NEAR(ops::Sm90WaveUse(1280, 1024, 1, 64, 192, 132), 1280.0 * 1024 / (132 * 64 * 192), 1e-12);
+  EXPECT_NEAR(ops::Sm90WaveUse(1024, 1280, 1, 128, 80, 132), 1280.0 * 1024 / (132 * 128 * 80), 1e-12);
+  EXPECT_NEAR(ops::Sm90WaveUse(4096, 4096, 1, 128, 256, 132), 4096.0 * 4096 / (4 * 132 * 128 * 256), 1e-12);
+  const ops::Sm90GemmConfig c64x192{64, 192, 1, 1, 6}, c192x128{192, 128, 3, 1, 5}, c128x256{128, 256, 2, 1, 4};
+  for (auto [m, n, k, tile, want] : std::vector<std::tuple<int64_t, int64_t, int64_t, ops::Sm90GemmConfig, const char*>>{
+           {1280, 1024, 2816, c64x192, "128x80 c2x1 s7 swap"},    // 8 x 16 tiles: the wave, none of them partial
+           {2048, 1152, 1152, c192x128, "192x96 c3x1 s5 swap"},   // 6 x 22 = 132 tiles
+           {2816, 256, 3840, {64, 128, 1, 1, 8}, "64x96 c1x1 s10 swap"},  // 4 x 30 tiles
+           {640, 2176, 3200, c64x192, ""},                        // 17 x 7 tiles of 128x96: no better
+           {4096, 4096, 4096, c128x256, ""},                      // four full waves already
+           {1280, 1024, 960, c64x192, ""},                        // K < 1024
+       }) {
+    const std::optional<ops::Sm90GemmConfig> c = ops::PickSm90SwapWaveConfig(tile, m, n, k, 1, 132);
+    EXPECT_EQ(c ? ops::Sm90GemmConfigString(*c) : "", want) << m << "x" << n << "x" << k;
+    if (c) {
+      EXPECT_TRUE(ops::VerifySm90GemmConfig(*c).ok()) << ops::Sm90GemmConfigString(*c);
+    }
+  }
+  ops::Sm90GemmConfig split = c64x192;
+  split.split_k = 2;
+  EXPECT_FALSE(ops::PickSm90SwapWaveConfig(split, 1280, 1024, 2816, 1, 132).has_value());
+  // The heuristic: swapped where C's rows suit the TMA store; unswapped where they are
+  // not 16-byte aligned (N = 1020, B stored [N, K]) and where A is stored [K, M].
+  for (auto [n, ta, tb, swapped] : {std::tuple<int64_t, bool, bool, bool>{1024, false, false, true},
+                                    {1024, false, true, true}, {1020, false, true, false}, {1024, true, false, false}}) {
+    absl::StatusOr<Built> b = Build(GemmCase{DType::kFloat16, {}, 1280, n, 2816, false, ta, tb}, 1);
+    ASSERT_TRUE(b.ok()) << b.status();
+    absl::StatusOr<ops::Sm90GemmConfig> h = ops::HeuristicSm90GemmConfig(*b->node);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ(h->swap_ab, swapped) << n << " " << ta << tb << ": " << ops::Sm90GemmConfigString(*h);
+  }
+}
+
 // The swapped forms compile for sm_90a without spills, a stack frame, setmaxnreg
 // warnings or serialized wgmmas: n8..n64 wgmmas with A' K-major (B stored [N, K]) and
-// M-major (B [K, N]), one or two consumers, two m64 blocks, fp16 and bf16, fp32 out.
+// M-major (B [K, N]), one or two consumers, two m64 blocks, clusters, fp16 and bf16, C
+// through shared memory and (n64 with 14 stages, no room for C's tile) from registers.
 TEST(GemmCodegenTest, Sm90SwapAbCompilesForSm90a) {
   std::vector<ModuleKernel> kernels;
   int n = 0;
@@ -2131,7 +2178,7 @@ TEST(GemmCodegenTest, Sm90SwapAbCompilesForSm90a) {
       for (const ops::Sm90GemmConfig& cfg :
            {Sm90Swap(64, 8, 1, 1, 16, 1), Sm90Swap(64, 48, 1, 1, 8, 1), Sm90Swap(128, 64, 2, 1, 6, 1),
             Sm90Swap(128, 32, 1, 2, 6, 1), Sm90Cluster(Sm90Swap(64, 16, 1, 1, 16, 1)),
-            Sm90Cluster(Sm90Swap(128, 32, 2, 1, 8, 1))}) {
+            Sm90Cluster(Sm90Swap(128, 32, 2, 1, 8, 1)), Sm90Swap(64, 64, 1, 1, 14, 1)}) {
         absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateMatMulGroupSm90(*b->node, &cfg);
         ASSERT_TRUE(l.ok()) << c.Name() << ": " << l.status();
         kernels.push_back({absl::StrCat("kiln_gemm_swap_", c.Name(), "_", n++), (*l)[0].source});
@@ -2145,6 +2192,8 @@ TEST(GemmCodegenTest, Sm90SwapAbCompilesForSm90a) {
     EXPECT_NE(inspected->ptx.find(shape), std::string::npos) << shape;
   }
   EXPECT_NE(inspected->ptx.find("shfl.sync.bfly"), std::string::npos);  // the transposing store
+  EXPECT_NE(inspected->ptx.find("cp.async.bulk.tensor.3d.global.shared::cta"), std::string::npos);  // through smem
+  EXPECT_NE(inspected->ptx.find("st.global"), std::string::npos);  // n64 with 14 stages: from registers
   for (const KernelResources& r : ParsePtxasResources(inspected->log)) {
     EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " spills (" << r.registers << " registers)";
     EXPECT_EQ(r.stack_bytes, 0) << r.function << " has a stack frame";

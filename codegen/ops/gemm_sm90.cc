@@ -4,6 +4,7 @@
 #include "codegen/ops/gemm_sm90.h"
 
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <cstring>
 
@@ -54,13 +55,17 @@ bool TmaRowsOk(const Shape& s) { return s.back() % 8 == 0; }
 
 namespace {
 int64_t SharedBytesWithChunks(const Sm90GemmConfig& c, bool tma_store, int chunks) {
-  const int64_t c_tiles =
-      tma_store && !c.swap_ab ? static_cast<int64_t>(c.consumers) * 64 * c.wg_m * (c.bn / chunks) * 2 : 0;
-  return 1024 + static_cast<int64_t>(c.stages) * (c.bm + c.bn) * 64 * 2 + c_tiles + 16 * c.stages + 16;
+  const int64_t ring = 1024 + static_cast<int64_t>(c.stages) * (c.bm + c.bn) * 64 * 2 + 16 * c.stages + 16;
+  int64_t c_tiles = tma_store ? static_cast<int64_t>(c.consumers) * 64 * c.wg_m * (c.bn / chunks) * 2 : 0;
+  // Swapped, C goes through shared memory only where its whole tile fits beside the
+  // ring; else the epilogue stores from registers (no C tiles).
+  if (c.swap_ab && ring + c_tiles > kSm90MaxSharedBytes) c_tiles = 0;
+  return ring + c_tiles;
 }
 }  // namespace
 
 int Sm90CChunks(const Sm90GemmConfig& c) {
+  if (c.swap_ab) return 1;  // swapped: the whole tile or register stores (Sm90SwapTmaStore)
   const int boxes = std::max(c.bn / 64, 1);
   for (int q = 1; q < boxes; ++q) {
     if (boxes % q == 0 && SharedBytesWithChunks(c, true, q) <= kSm90MaxSharedBytes) return q;
@@ -279,6 +284,51 @@ Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t bat
   return c;
 }
 
+double Sm90WaveUse(int64_t rows, int64_t cols, int64_t batch, int tile_rows, int tile_cols, int sm_count) {
+  if (sm_count <= 0) sm_count = 132;
+  if (rows <= 0 || cols <= 0 || tile_rows <= 0 || tile_cols <= 0) return 0;
+  batch = std::max<int64_t>(batch, 1);
+  const int64_t tiles = ((rows + tile_rows - 1) / tile_rows) * ((cols + tile_cols - 1) / tile_cols) * batch;
+  const int64_t waves = (tiles + sm_count - 1) / sm_count;
+  return static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(batch) /
+         (static_cast<double>(waves) * sm_count * tile_rows * tile_cols);
+}
+
+std::optional<Sm90GemmConfig> PickSm90SwapWaveConfig(const Sm90GemmConfig& unswapped, int64_t m, int64_t n, int64_t k,
+                                                     int64_t batch, int sm_count) {
+  if (sm_count <= 0) sm_count = 132;
+  if (unswapped.swap_ab || unswapped.split_k > 1 || unswapped.stream_k || k < kSm90SwapWaveMinK) return std::nullopt;
+  const double use = Sm90WaveUse(m, n, batch, unswapped.bm, unswapped.bn, sm_count);
+  std::optional<Sm90GemmConfig> best;
+  double best_use = 0;
+  for (int consumers = 1; consumers <= 3; ++consumers) {
+    // n from 64: a wgmma m64nNk16 reads 2 KiB of A and 32 N bytes of B from shared
+    // memory in about N / 2 cycles, over the 128 bytes a cycle shared memory gives
+    // below n64. One consumer only up to n96 (the measured form; wider n is what the
+    // unswapped 64-row tiles are for).
+    const int max_bn = consumers == 1 ? 96 : consumers == 2 ? 256 : 192;
+    for (int bn = 64; bn <= max_bn; bn += 16) {
+      Sm90GemmConfig c{64 * consumers, bn, consumers, 1, 2};
+      c.swap_ab = true;
+      const int64_t tiles = ((n + c.bm - 1) / c.bm) * ((m + bn - 1) / bn) * std::max<int64_t>(batch, 1);
+      if (tiles > sm_count) continue;
+      // The most stages up to 10 with C's tile beside the ring (the TMA store).
+      for (c.stages = 10; c.stages >= 2; --c.stages) {
+        if (VerifySm90GemmConfig(c).ok() && Sm90GemmSharedBytes(c, true) > Sm90GemmSharedBytes(c, false)) break;
+      }
+      if (c.stages < (consumers == 1 ? 8 : 4)) continue;
+      const double u = Sm90WaveUse(n, m, batch, c.bm, c.bn, sm_count);
+      // The best use, then the larger tile.
+      if (!best || u > best_use + 1e-9 ||
+          (u > best_use - 1e-9 && c.bm * c.bn > best->bm * best->bn)) {
+        best = c, best_use = u;
+      }
+    }
+  }
+  if (!best || best_use < kSm90SwapWaveMinUse || best_use < use + kSm90SwapWaveMargin) return std::nullopt;
+  return best;
+}
+
 Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a,
                                   EpilogueWork epilogue) {
   if (sm_count <= 0) sm_count = 132;
@@ -392,10 +442,18 @@ absl::Status Sm90SwapAbEligible(const Node& node) {
 namespace {
 // The heuristic's config for a planned, Sm90Eligible group.
 Sm90GemmConfig HeuristicConfig(const Node& node, const GemmFamilyPlan& p, int sm_count) {
-  if (!p.dual && PreferSm90SwapAb(p.m, p.n, p.k) && Sm90SwapAbEligible(node).ok()) {
-    return PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch, sm_count);
+  const bool can_swap = !p.dual && Sm90SwapAbEligible(node).ok();
+  if (can_swap && PreferSm90SwapAb(p.m, p.n, p.k)) return PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch, sm_count);
+  const Sm90GemmConfig tile =
+      PickSm90GemmConfig(p.m, p.n, p.k + p.k2, p.batch, sm_count, p.prologue_a, p.epilogue_work);
+  // A swapped tile that fills the wave better, where C can go out by TMA.
+  const bool tma_store = (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.n % 8 == 0;
+  if (can_swap && tma_store) {
+    if (std::optional<Sm90GemmConfig> wave = PickSm90SwapWaveConfig(tile, p.m, p.n, p.k, p.batch, sm_count)) {
+      return *wave;
+    }
   }
-  return PickSm90GemmConfig(p.m, p.n, p.k + p.k2, p.batch, sm_count, p.prologue_a, p.epilogue_work);
+  return tile;
 }
 }  // namespace
 
@@ -485,8 +543,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   const bool swap = cfg.swap_ab;
   // The kernel's problem: C^T [N, M] = B^T A^T when swapped (gemm_sm90.cuh, "Swap-AB").
   const int64_t km = swap ? p.n : p.m, kn = swap ? p.m : p.n;
-  const bool tma_store =
-      !swap && (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.n % 8 == 0;
+  // C through shared memory and TMA: a 16-bit C with 16-byte aligned rows; swapped,
+  // where the whole tile's buffer fits beside the ring (Sm90GemmSharedBytes counts it
+  // then), else register stores.
+  const bool tma_store = (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.n % 8 == 0 &&
+                         (!swap || Sm90GemmSharedBytes(cfg, true) > Sm90GemmSharedBytes(cfg, false));
   if (absl::Status valid = VerifySm90GemmConfig(cfg, tma_store); !valid.ok()) return valid;
   const int64_t tiles = ((km + cfg.bm - 1) / cfg.bm) * ((kn + cfg.bn - 1) / cfg.bn) * p.batch;
   if (tiles * cfg.split_k >= (int64_t{1} << 31)) return NoKernel(node, "too many tiles");
@@ -552,13 +613,13 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
     launch.tensor_maps.push_back(map(p.a2_shape, p.a2_input, p.a2_batch, !p.trans_a2, cfg.bm));
     launch.tensor_maps.push_back(map(p.b2_shape, p.b2_input, p.b2_batch, p.trans_b2, cfg.bn / cfg.cluster_m));
   }
-  if (tma_store) {  // C [batch, M, N]: boxes of 64 columns x one consumer's rows
+  if (tma_store) {  // C [batch, M, N]: boxes of 64 columns x one consumer's rows (swapped: x BN rows)
     TensorMapSpec t;
     t.tensor = 0;
     t.rank = 3;
     t.dims = {static_cast<uint64_t>(p.n), static_cast<uint64_t>(p.m), static_cast<uint64_t>(p.batch), 0, 0};
     t.strides_bytes = {static_cast<uint64_t>(p.n) * 2, static_cast<uint64_t>(p.m * p.n) * 2, 0, 0};
-    t.box = {64, static_cast<uint32_t>(64 * cfg.wg_m), 1, 0, 0};
+    t.box = {64, static_cast<uint32_t>(swap ? cfg.bn : 64 * cfg.wg_m), 1, 0, 0};
     t.dtype = p.out_dtype;
     t.swizzle_bytes = 128;
     launch.tensor_maps.push_back(t);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,11 +114,13 @@ struct Sm90StreamKSplit {
 Sm90StreamKSplit Sm90StreamK(int64_t tiles, int64_t k_tiles, int sm_count);
 inline constexpr int64_t kSm90MaxSharedBytes = 227 * 1024;
 // 1024 (alignment) + stages * (bm + bn) * 64 * 2 + 16 * stages + 16 (barriers), plus
-// with `tma_store` (the epilogue's shared-memory C buffers, one per consumer; never
-// with swap_ab) consumers * 64 * wg_m * (bn / Sm90CChunks) * 2.
+// with `tma_store` (the epilogue's shared-memory C buffers, one per consumer)
+// consumers * 64 * wg_m * (bn / Sm90CChunks) * 2; with swap_ab only where that fits
+// (else the swapped epilogue stores from registers and no C buffer is counted).
 // The epilogue's C chunks: the fewest q dividing bn / 64 with which the shared memory
 // fits (a TMA-store epilogue then stores its tile q chunks of bn / q columns through
-// one buffer; 128x256 tiles take 4 stages with q = 2); bn / 64 when none does.
+// one buffer; 128x256 tiles take 4 stages with q = 2); bn / 64 when none does; 1
+// with swap_ab (the whole tile or none).
 int Sm90CChunks(const Sm90GemmConfig& config);
 int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& config, bool tma_store = true);
 // InvalidArgument naming the constraint: bm = 64 * wg_m * consumers (ping-pong:
@@ -213,6 +216,22 @@ inline constexpr int64_t kSm90SwapAbMaxM = 32, kSm90SwapAbMinN = 2048, kSm90Swap
 inline bool PreferSm90SwapAb(int64_t m, int64_t n, int64_t k) {
   return m <= kSm90SwapAbMaxM && n >= kSm90SwapAbMinN && k >= kSm90SwapAbMinK;
 }
+// The share of the tile slots of ceil(tiles / sm_count) waves of `tile_rows` x
+// `tile_cols` tiles over a rows x cols x batch output that lies inside the output.
+double Sm90WaveUse(int64_t rows, int64_t cols, int64_t batch, int tile_rows, int tile_cols, int sm_count);
+// A swapped tile (swap-AB: 64 x consumers rows of N, bn columns of M) in one wave that
+// uses its slots better than the `unswapped` pick does: its n (bn, a multiple of 16
+// from 64) fits C's M where the unswapped tiles' 64-column steps cannot, as cuBLAS's
+// tiles do (128x80, 192x96, 128x160: RESULTS.md 2026-11-26 (e)). Candidates: one
+// consumer up to n96 with >= 8 stages, two up to n256 and three up to n192 with >= 4,
+// the most stages up to 10 that leave room for C's tile (the TMA store). Taken when
+// K >= kSm90SwapWaveMinK, the unswapped pick is unsplit, and the best candidate's use
+// (Sm90WaveUse) is at least kSm90SwapWaveMinUse and kSm90SwapWaveMargin above the
+// unswapped pick's; ties go to the larger tile. nullopt otherwise.
+inline constexpr int64_t kSm90SwapWaveMinK = 1024;
+inline constexpr double kSm90SwapWaveMinUse = 0.85, kSm90SwapWaveMargin = 0.15;
+std::optional<Sm90GemmConfig> PickSm90SwapWaveConfig(const Sm90GemmConfig& unswapped, int64_t m, int64_t n, int64_t k,
+                                                     int64_t batch, int sm_count);
 // "128x256 c2x1 s4" (cooperative: consumers x wg_m), "64x256 p2x1 s5" (ping-pong),
 // "64x128 c1x1 s8 k6" (split-K in 6), "64x16 c1x1 s8 k4 swap" (swap-AB),
 // "128x256 c2x1 s3 cl2" (clusters of 2 along M), "128x256 c2x1 s4 sk" (stream-K).

@@ -44,8 +44,8 @@
 //                        unsigned long long desc_b) (A from registers). Not with
 //                        GEMM_DUAL.
 //   GEMM_SPLIT_K         S > 1: split-K (below); default 1. Cooperative tiles only.
-//   GEMM_SWAP_AB         1: swap-AB (below); default 0. Not with GEMM_TMA_STORE,
-//                        GEMM_DUAL or GEMM_PROLOGUE.
+//   GEMM_SWAP_AB         1: swap-AB (below); default 0. Not with GEMM_DUAL,
+//                        GEMM_PROLOGUE or GEMM_C_CHUNKS > 1.
 //   GEMM_STREAM_K        1: stream-K (below), with GEMM_SK_TILES (the walk's last tiles,
 //                        split into even ranges of k tiles) and GEMM_GRID (the grid's
 //                        CTAs); default 0. Cooperative tiles only; not with split-K,
@@ -62,6 +62,8 @@
 //                        GEMM_C_CHUNKS (default 1, dividing BN / 64): the tile goes
 //                        through a buffer of BN / GEMM_C_CHUNKS columns, chunk after
 //                        chunk (less shared memory, so more stages fit).
+//                        Swapped: the consumer's tile of C (BN rows of C, 64 WG_M
+//                        columns) as WG_M boxes of [BN rows][64 cols], no chunks.
 //                        0: predicated 4-byte stores from registers
 //   KILN_EPILOGUE_PARAMS, KILN_EPILOGUE_ARGS and
 //   float kiln_epilogue(float acc, int row, int col, int batch KILN_EPILOGUE_PARAMS)
@@ -69,7 +71,7 @@
 //                   unsigned long long desc_b)   the wgmma of this BN and layout
 // Kernel parameters: (C KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS, tensor map of A,
 // tensor map of B [, tensor maps of A2 and B2] [, tensor map of C: {N, M, batches}
-// box {64, 64 * WG_M, 1}] [, unsigned* kiln_semaphores, float* kiln_scratch with
+// box {64, 64 * WG_M, 1}; swapped {C's columns, C's rows, batches} box {64, BN, 1}] [, unsigned* kiln_semaphores, float* kiln_scratch with
 // GEMM_SPLIT_K > 1 or GEMM_STREAM_K]): the pointer parameters of the source contract, then the tensor
 // maps, then the workspace (codegen/op_kernels.h). The maps are rank 3 {contiguous dim, rows, batches}:
 //   A (TRANS_A 0): {K, M, nb} box {64, BM, 1};   A (TRANS_A 1): {M, K, nb} box {64, 64, 1}
@@ -149,9 +151,10 @@
 // = !trans_b) and "B" is A's (K-major, A stored [M, K]: TRANS_B 1, box {64, BN} with BN
 // a multiple of 8, 16 when split). Everything up to the epilogue runs unchanged on that
 // problem; the epilogue calls the functor with C's own (row, col) = (tile column, tile
-// row) and stores C [M][N] (row length GEMM_C_LD = GEMM_M) from registers: lanes 4
-// apart hold neighbouring C columns, one shuffle gives each thread two of one C row,
-// then one 4-byte store (scalar for odd row lengths).
+// row). Lanes 4 apart hold neighbouring C columns: one shuffle gives each thread two
+// of one C row. With GEMM_TMA_STORE the pairs go into shared memory as C's own
+// [BN rows][64 columns] boxes, which one thread stores by TMA; without it, one 4-byte
+// store each into C [M][N] (row length GEMM_C_LD = GEMM_M; scalar for odd lengths).
 //
 // Register A (GEMM_PROLOGUE): warp w of a consumer holds rows 16 w .. 16 w + 15 of
 // each of its m64 blocks as the m16k16 fragments of mma.sync (thread t: rows t/4 and
@@ -188,8 +191,8 @@
 #if GEMM_STREAM_K && (GEMM_SPLIT_K > 1 || GEMM_SWAP_AB || GEMM_CLUSTER_M > 1 || GEMM_PINGPONG)
 #error "stream-K GEMM with split-K, swap-AB, clusters or ping-pong consumers"
 #endif
-#if GEMM_SWAP_AB && (GEMM_TMA_STORE || GEMM_DUAL || GEMM_PROLOGUE)
-#error "swap-AB GEMM with a TMA store, a dual mainloop or a prologue"
+#if GEMM_SWAP_AB && (GEMM_DUAL || GEMM_PROLOGUE || (defined(GEMM_C_CHUNKS) && GEMM_C_CHUNKS > 1))
+#error "swap-AB GEMM with a dual mainloop, a prologue or C in chunks"
 #endif
 #if GEMM_SPLIT_K > 1 && GEMM_PINGPONG
 #error "split-K GEMM with ping-pong consumers"
@@ -1069,7 +1072,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 
       // Epilogue: accumulator j of m64 block i is row 16 warp + lane/4 (+8 for
       // j % 4 >= 2), column 8 (j / 4) + 2 (lane % 4) + (j % 2).
-#if GEMM_TMA_STORE
+#if GEMM_TMA_STORE && !GEMM_SWAP_AB
       // The functor on every accumulator first, in place: no shared-memory store
       // (an asm with a memory clobber) sits between its loads (a bias, a residual),
       // so the compiler batches them, and this overlaps the previous tile's TMA
@@ -1135,8 +1138,58 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
       // [GEMM_N][GEMM_M]). Lanes 4 apart hold neighbouring C columns of the same C
       // rows: one shuffle gives each thread two adjacent columns of one C row, a 4-byte
       // store (the even thread of the pair takes its first C row, the odd its second).
-      GEMM_OUT_T* Cb = C + (kiln_index)batch * GEMM_C_BATCH;
       const bool odd = (lane / 4) % 2 == 1;
+#if GEMM_TMA_STORE
+      // Through shared memory: the functor on every accumulator first, in place
+      // (elements outside C become zeros), then the shuffled pairs into this
+      // consumer's WG_M boxes of [BN rows of C][64 columns], 128B swizzled (a warp's
+      // 8 C rows x 16 bytes land in distinct banks), once the previous TMA store has
+      // read them; one thread stores the boxes (TMA clips what lies outside C).
+#pragma unroll
+      for (int i = 0; i < WG_M; ++i) {
+        const int r = m0 + row0 + i * 64 + warp * 16 + lane / 4;  // C column
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const int cr = n0 + 8 * j + 2 * (lane % 4);  // C row (and cr + 1)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int col = r + 8 * h;
+            float& x0 = acc[i][4 * j + 2 * h];
+            float& x1 = acc[i][4 * j + 2 * h + 1];
+            x0 = (col < GEMM_M && cr < GEMM_N) ? kiln_epilogue(x0, cr, col, batch KILN_EPILOGUE_ARGS) : 0.f;
+            x1 = (col < GEMM_M && cr + 1 < GEMM_N) ? kiln_epilogue(x1, cr + 1, col, batch KILN_EPILOGUE_ARGS) : 0.f;
+          }
+        }
+      }
+      const unsigned ct = c_tiles + c * GEMM_C_TILE_BYTES;
+      const bool issuer = threadIdx.x % 128 == 0;
+      if (issuer) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+#pragma unroll
+      for (int i = 0; i < WG_M; ++i) {
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const float x0 = acc[i][4 * j + 2 * h], x1 = acc[i][4 * j + 2 * h + 1];
+            const float got = __shfl_xor_sync(0xffffffffu, odd ? x0 : x1, 4);
+            const int row = 8 * j + 2 * (lane % 4) + (odd ? 1 : 0);      // C row in the tile
+            const int col = warp * 16 + lane / 4 + 8 * h - (odd ? 1 : 0);  // the pair's first C column in the box
+            const unsigned packed = kiln_mma_pack<GEMM_OUT_KIND == 1>(odd ? got : x0, odd ? x1 : got);
+            const unsigned addr = ct + i * (BN * 128) + row * 128 + (((col / 8) ^ (row % 8)) << 4) + (col % 8) * 2;
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(packed) : "memory");
+          }
+        }
+      }
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+      if (issuer) {
+#pragma unroll
+        for (int i = 0; i < WG_M; ++i) kiln_sm90_tma_store(&tma_c, ct + i * (BN * 128), m0 + row0 + 64 * i, n0, batch);
+        asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+      }
+#else
+      GEMM_OUT_T* Cb = C + (kiln_index)batch * GEMM_C_BATCH;
 #pragma unroll
       for (int i = 0; i < WG_M; ++i) {
         const int r = m0 + row0 + i * 64 + warp * 16 + lane / 4;  // C column
@@ -1164,6 +1217,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
           }
         }
       }
+#endif  // GEMM_TMA_STORE (swapped)
 #else
       GEMM_OUT_T* Cb = C + (kiln_index)batch * GEMM_C_BATCH;
 #pragma unroll
