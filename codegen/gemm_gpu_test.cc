@@ -1574,10 +1574,9 @@ std::vector<SplitCase> Sm90SplitCases() {
     dual.tb2 = true;
     add(dual, {128, 128, 2, 1, 4}, 3);
   }
-  // Swap-AB (the heuristic's 64x4096x4096 case above swaps too): each B layout, 16,
-  // 32 and 48 columns of C^T (3 n16 pairs: a short group in the reduction), two
-  // consumers, two m64 blocks, batched on a grid of 3. After the others, which keep
-  // their inputs (seeds count cases).
+  // Swap-AB: each B layout, 16, 32 and 48 columns of C^T (3 n16 pairs: a short group
+  // in the reduction), two consumers, two m64 blocks, batched on a grid of 3. After
+  // the others, which keep their inputs (seeds count cases).
   for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
     auto add = [&](GemmCase c, ops::Sm90GemmConfig config, int sm_count = 132) {
       c.dtype = dt;
