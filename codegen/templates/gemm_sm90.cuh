@@ -692,6 +692,32 @@ struct kiln_epilogue_columns {};  // nothing held: kiln_epilogue loads the opera
 #define KILN_EPILOGUE_PAIRS_ALIGNED true
 #endif
 
+#if GEMM_SWAP_AB
+// Swapped: the epilogue functor on every accumulator of a consumer's tile of C^T, in
+// place, at C's own (row, col) = (tile column, tile row), C's columns from col_base;
+// elements outside C become zeros (the functor does not run there, so its side loads
+// stay inside).
+static __device__ __forceinline__ void kiln_sm90_swap_epilogue_regs(float (&acc)[WG_M][BN / 2], int col_base, int n0,
+                                                                    int batch, int lane,
+                                                                    int warp KILN_EPILOGUE_PARAMS) {
+#pragma unroll
+  for (int i = 0; i < WG_M; ++i) {
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int cr = n0 + 8 * j + 2 * (lane % 4);  // C row (and cr + 1)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int col = col_base + i * 64 + warp * 16 + lane / 4 + 8 * h;
+        float& x0 = acc[i][4 * j + 2 * h];
+        float& x1 = acc[i][4 * j + 2 * h + 1];
+        x0 = (col < GEMM_M && cr < GEMM_N) ? kiln_epilogue(x0, cr, col, batch KILN_EPILOGUE_ARGS) : 0.f;
+        x1 = (col < GEMM_M && cr + 1 < GEMM_N) ? kiln_epilogue(x1, cr + 1, col, batch KILN_EPILOGUE_ARGS) : 0.f;
+      }
+    }
+  }
+}
+#endif
+
 // The epilogue functor on every accumulator of a consumer's tile, in place (rows from
 // `row_base`, columns from n0). MASK: elements outside the output become zeros (and
 // the functor does not run there); without it the whole tile is inside, nothing
@@ -1145,22 +1171,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
       // consumer's WG_M boxes of [BN rows of C][64 columns], 128B swizzled (a warp's
       // 8 C rows x 16 bytes land in distinct banks), once the previous TMA store has
       // read them; one thread stores the boxes (TMA clips what lies outside C).
-#pragma unroll
-      for (int i = 0; i < WG_M; ++i) {
-        const int r = m0 + row0 + i * 64 + warp * 16 + lane / 4;  // C column
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int cr = n0 + 8 * j + 2 * (lane % 4);  // C row (and cr + 1)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int col = r + 8 * h;
-            float& x0 = acc[i][4 * j + 2 * h];
-            float& x1 = acc[i][4 * j + 2 * h + 1];
-            x0 = (col < GEMM_M && cr < GEMM_N) ? kiln_epilogue(x0, cr, col, batch KILN_EPILOGUE_ARGS) : 0.f;
-            x1 = (col < GEMM_M && cr + 1 < GEMM_N) ? kiln_epilogue(x1, cr + 1, col, batch KILN_EPILOGUE_ARGS) : 0.f;
-          }
-        }
-      }
+      kiln_sm90_swap_epilogue_regs(acc, m0 + row0, n0, batch, lane, warp KILN_EPILOGUE_ARGS);
       const unsigned ct = c_tiles + c * GEMM_C_TILE_BYTES;
       const bool issuer = threadIdx.x % 128 == 0;
       if (issuer) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
@@ -1189,6 +1200,8 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
       }
 #else
+      // From registers: the functor on every accumulator first, then the pairs.
+      kiln_sm90_swap_epilogue_regs(acc, m0 + row0, n0, batch, lane, warp KILN_EPILOGUE_ARGS);
       GEMM_OUT_T* Cb = C + (kiln_index)batch * GEMM_C_BATCH;
 #pragma unroll
       for (int i = 0; i < WG_M; ++i) {
@@ -1199,11 +1212,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int col = r + 8 * h;
-            // Functor first, at each element's own coordinates (bounds: the functor's
-            // side loads stay inside).
-            float x0 = acc[i][4 * j + 2 * h], x1 = acc[i][4 * j + 2 * h + 1];
-            x0 = (col < GEMM_M && cr < GEMM_N) ? kiln_epilogue(x0, cr, col, batch KILN_EPILOGUE_ARGS) : 0.f;
-            x1 = (col < GEMM_M && cr + 1 < GEMM_N) ? kiln_epilogue(x1, cr + 1, col, batch KILN_EPILOGUE_ARGS) : 0.f;
+            const float x0 = acc[i][4 * j + 2 * h], x1 = acc[i][4 * j + 2 * h + 1];
             // Even thread (C column col, even): keeps (cr, col), gets (cr, col + 1);
             // odd thread (col odd): keeps (cr + 1, col), gets (cr + 1, col - 1).
             const float give = odd ? x0 : x1;
