@@ -4,7 +4,6 @@
 #include "codegen/ops/gemm_sm90.h"
 
 #include <algorithm>
-#include <optional>
 #include <cstdio>
 #include <cstring>
 
@@ -65,7 +64,7 @@ int64_t SharedBytesWithChunks(const Sm90GemmConfig& c, bool tma_store, int chunk
 }  // namespace
 
 int Sm90CChunks(const Sm90GemmConfig& c) {
-  if (c.swap_ab) return 1;  // swapped: the whole tile or register stores (Sm90SwapTmaStore)
+  if (c.swap_ab) return 1;  // swapped: the whole tile or register stores (SharedBytesWithChunks)
   const int boxes = std::max(c.bn / 64, 1);
   for (int q = 1; q < boxes; ++q) {
     if (boxes % q == 0 && SharedBytesWithChunks(c, true, q) <= kSm90MaxSharedBytes) return q;

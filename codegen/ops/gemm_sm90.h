@@ -89,12 +89,13 @@ struct Sm90GemmConfig {
   int split_k = 1;
   // Swap-AB (few rows of C, gemm_sm90.cuh "Swap-AB"): the kernel computes C^T = B^T A^T,
   // so B's N fills the 64-row wgmma M and C's M rows become the wgmma N: bm tiles N,
-  // bn (a multiple of 8 in [8, 256], of 16 when split) tiles M. Cooperative tiles, C
-  // stored from registers; plain matmul[+epilogue] groups with A stored [M, K].
+  // bn (a multiple of 8 in [8, 256], of 16 when split or clustered) tiles M.
+  // Cooperative tiles, C through shared memory and TMA where it fits (else from
+  // registers); plain matmul[+epilogue] groups with A stored [M, K].
   bool swap_ab = false;
   // Clusters of `cluster_m` CTAs along M (1 or 2; gemm_sm90.cuh "Clusters"): the two
   // tiles of a pair share B's tile, each CTA loading half and multicasting it, which
-  // halves B's L2 -> SM traffic. Not with split_k or swap_ab.
+  // halves B's L2 -> SM traffic (swapped: A^T, the activations). Not with split_k.
   int cluster_m = 1;
   // Stream-K (cooperative tiles; not with split_k, swap_ab or clusters;
   // gemm_sm90.cuh "Stream-K"): the grid takes the tiles of its whole waves but one
@@ -128,8 +129,8 @@ int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& config, bool tma_store = true)
 // with split_k or stream_k), wg_m 1..2, bn a multiple of 64 (TMA boxes of 64 columns) in [64, 256] (wgmma n),
 // accumulators wg_m * bn / 2 <= 128 registers, 2..16 stages, shared memory <= 227 KiB,
 // split_k in [1, kGemmMaxSplitK] and 1 with ping-pong; cluster_m 1 or 2, 1 with
-// split_k or swap_ab; stream_k cooperative, without split_k, swap_ab or clusters; swap_ab: cooperative, bn a
-// multiple of 8 in [8, 256] (16 when split; B' = A is K-major, one TMA box of bn rows). The K-dependent checks (every
+// split_k; stream_k cooperative, without split_k, swap_ab or clusters; swap_ab: cooperative, bn a
+// multiple of 8 in [8, 256] (16 when split or clustered; B' = A is K-major, one TMA box of bn rows). The K-dependent checks (every
 // split gets a k tile, the scratch size) are GenerateMatMulGroupSm90's.
 absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store = true);
 // The shape heuristic (`sm_count` multiprocessors; `k` the summed K of a dual group).
