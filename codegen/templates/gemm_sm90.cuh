@@ -71,7 +71,8 @@
 //                   unsigned long long desc_b)   the wgmma of this BN and layout
 // Kernel parameters: (C KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS, tensor map of A,
 // tensor map of B [, tensor maps of A2 and B2] [, tensor map of C: {N, M, batches}
-// box {64, 64 * WG_M, 1}; swapped {C's columns, C's rows, batches} box {64, BN, 1}] [, unsigned* kiln_semaphores, float* kiln_scratch with
+// box {64, 64 * WG_M, 1}; swapped {C's columns, C's rows, batches} box {64, BN, 1}]
+// [, unsigned* kiln_semaphores, float* kiln_scratch with
 // GEMM_SPLIT_K > 1 or GEMM_STREAM_K]): the pointer parameters of the source contract, then the tensor
 // maps, then the workspace (codegen/op_kernels.h). The maps are rank 3 {contiguous dim, rows, batches}:
 //   A (TRANS_A 0): {K, M, nb} box {64, BM, 1};   A (TRANS_A 1): {M, K, nb} box {64, 64, 1}
