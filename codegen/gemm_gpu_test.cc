@@ -2138,6 +2138,7 @@ TEST(GemmCodegenTest, Sm90SwapWaveTilesFillTheWave) {
            {2048, 1152, 1152, c192x128, "192x96 c3x1 s5 swap"},   // 6 x 22 = 132 tiles
            {2816, 256, 3840, {64, 128, 1, 1, 8}, "64x96 c1x1 s10 swap"},  // 4 x 30 tiles
            {640, 2176, 3200, c64x192, ""},                        // 17 x 7 tiles of 128x96: no better
+           {1024, 1664, 3712, {128, 128, 2, 1, 5}, ""},           // 128x112: use 0.79 -> 0.90, under the margin
            {4096, 4096, 4096, c128x256, ""},                      // four full waves already
            {1280, 1024, 960, c64x192, ""},                        // K < 1024
        }) {

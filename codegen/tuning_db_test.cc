@@ -465,15 +465,16 @@ TEST(TuningDbTest, Sm90GroupsTakeSm90Entries) {
 
 // `--tune`'s sm90 pool: the heuristic's config first, each config once and each one
 // the generator takes; split-K forms where the tiles leave SMs idle, swap-AB forms for
-// few rows, neither for a square that fills the GPU; and they compile for sm_90a
-// without spills.
+// few rows and the swapped tile that fills one wave (1024x1664: 13 x 10 tiles of
+// 128x112, which the heuristic's margin leaves out), neither for a square that fills
+// the GPU; and they compile for sm_90a without spills.
 TEST(GemmProblemTest, Sm90CandidatesCoverTheFamilysForms) {
   struct Case {
     int64_t m, n, k;
     bool splits, swaps;
   };
   for (const Case& c : {Case{128, 768, 3072, true, false}, Case{8, 3072, 3072, true, true},
-                        Case{4096, 4096, 4096, false, false}}) {
+                        Case{1024, 1664, 3712, true, true}, Case{4096, 4096, 4096, false, false}}) {
     Built b = MakeGroup("f16", c.m, c.n, c.k, "Relu", false);
     const std::vector<ops::Sm90GemmConfig> cands = ops::Sm90CandidateConfigs(*b.group);
     absl::StatusOr<ops::Sm90GemmConfig> heuristic = ops::HeuristicSm90GemmConfig(*b.group);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
@@ -293,13 +294,13 @@ double Sm90WaveUse(int64_t rows, int64_t cols, int64_t batch, int tile_rows, int
          (static_cast<double>(waves) * sm_count * tile_rows * tile_cols);
 }
 
-std::optional<Sm90GemmConfig> PickSm90SwapWaveConfig(const Sm90GemmConfig& unswapped, int64_t m, int64_t n, int64_t k,
-                                                     int64_t batch, int sm_count) {
-  if (sm_count <= 0) sm_count = 132;
-  if (unswapped.swap_ab || unswapped.split_k > 1 || unswapped.stream_k || k < kSm90SwapWaveMinK) return std::nullopt;
-  const double use = Sm90WaveUse(m, n, batch, unswapped.bm, unswapped.bn, sm_count);
-  std::optional<Sm90GemmConfig> best;
-  double best_use = 0;
+namespace {
+// The swapped tile in one wave with the best Sm90WaveUse over C [m, n] (ties: the larger
+// tile) among PickSm90SwapWaveConfig's candidates, with that use; nullopt when none
+// fits one wave.
+std::optional<std::pair<Sm90GemmConfig, double>> BestSm90SwapWaveTile(int64_t m, int64_t n, int64_t batch,
+                                                                      int sm_count) {
+  std::optional<std::pair<Sm90GemmConfig, double>> best;
   for (int consumers = 1; consumers <= 3; ++consumers) {
     // n from 64: a wgmma m64nNk16 reads 2 KiB of A and 32 N bytes of B from shared
     // memory in about N / 2 cycles, over the 128 bytes a cycle shared memory gives
@@ -317,15 +318,24 @@ std::optional<Sm90GemmConfig> PickSm90SwapWaveConfig(const Sm90GemmConfig& unswa
       }
       if (c.stages < (consumers == 1 ? 8 : 4)) continue;
       const double u = Sm90WaveUse(n, m, batch, c.bm, c.bn, sm_count);
-      // The best use, then the larger tile.
-      if (!best || u > best_use + 1e-9 ||
-          (u > best_use - 1e-9 && c.bm * c.bn > best->bm * best->bn)) {
-        best = c, best_use = u;
+      if (!best || u > best->second + 1e-9 ||
+          (u > best->second - 1e-9 && c.bm * c.bn > best->first.bm * best->first.bn)) {
+        best = std::make_pair(c, u);
       }
     }
   }
-  if (!best || best_use < kSm90SwapWaveMinUse || best_use < use + kSm90SwapWaveMargin) return std::nullopt;
   return best;
+}
+}  // namespace
+
+std::optional<Sm90GemmConfig> PickSm90SwapWaveConfig(const Sm90GemmConfig& unswapped, int64_t m, int64_t n, int64_t k,
+                                                     int64_t batch, int sm_count) {
+  if (sm_count <= 0) sm_count = 132;
+  if (unswapped.swap_ab || unswapped.split_k > 1 || unswapped.stream_k || k < kSm90SwapWaveMinK) return std::nullopt;
+  const std::optional<std::pair<Sm90GemmConfig, double>> best = BestSm90SwapWaveTile(m, n, batch, sm_count);
+  const double use = Sm90WaveUse(m, n, batch, unswapped.bm, unswapped.bn, sm_count);
+  if (!best || best->second < kSm90SwapWaveMinUse || best->second < use + kSm90SwapWaveMargin) return std::nullopt;
+  return best->first;
 }
 
 Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a,
@@ -506,9 +516,17 @@ std::vector<Sm90GemmConfig> Sm90CandidateConfigs(const Node& node, int sm_count)
       }
     }
   }
+  // The swapped tile that uses one wave best (at least kSm90SwapWaveMinUse of it),
+  // where C can go out by TMA, also below the heuristic's margin over the unswapped
+  // pick (PickSm90SwapWaveConfig): the measurement decides.
+  const bool swappable = !p.dual && Sm90SwapAbEligible(node).ok();
+  if (swappable && (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.n % 8 == 0) {
+    const auto wave = BestSm90SwapWaveTile(p.m, p.n, p.batch, sm_count);
+    if (wave && wave->second >= kSm90SwapWaveMinUse) add(wave->first);
+  }
   // Swap-AB for few rows: PickSm90SwapAbConfig's, and 8-stage tiles of M rounded up to
   // 16 as the wgmma n in 1 to 4 splits.
-  if (p.m <= 64 && Sm90SwapAbEligible(node).ok()) {
+  if (p.m <= 64 && swappable) {
     add(PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch, sm_count));
     Sm90GemmConfig c{64, static_cast<int>(round_up(p.m, 16)), 1, 1, 8};
     c.swap_ab = true;
