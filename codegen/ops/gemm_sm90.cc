@@ -259,6 +259,19 @@ int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, 
   return c.split_k >= 2 && VerifySm90GemmConfig(c).ok() ? c.split_k : 1;
 }
 
+namespace {
+// The most stages in [2, most] with which `c` verifies and, with `c_tile`, keeps C's
+// tile in shared memory beside the ring (swapped tiles: the TMA store); 0 when none.
+int MostSm90Stages(Sm90GemmConfig c, int most, bool c_tile) {
+  for (c.stages = most; c.stages >= 2; --c.stages) {
+    if (VerifySm90GemmConfig(c).ok() && (!c_tile || Sm90GemmSharedBytes(c, true) > Sm90GemmSharedBytes(c, false))) {
+      return c.stages;
+    }
+  }
+  return 0;
+}
+}  // namespace
+
 Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) {
   if (sm_count <= 0) sm_count = 132;
   Sm90GemmConfig c{64, 16, 1, 1, 8};
@@ -268,8 +281,7 @@ Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t bat
   // up to 8, the deepest ring that fits (kSm90SwapAbUnsplitStages).
   if (row_tiles >= kSm90SwapAbUnsplitMinTiles) {
     c.bn = static_cast<int>(std::clamp<int64_t>((m + 7) / 8 * 8, 8, 256));
-    c.stages = kSm90SwapAbUnsplitStages;
-    while (c.stages > 2 && !VerifySm90GemmConfig(c).ok()) --c.stages;
+    c.stages = std::max(MostSm90Stages(c, kSm90SwapAbUnsplitStages, /*c_tile=*/false), 2);
     return c;
   }
   c.bn = static_cast<int>(std::clamp<int64_t>((m + 15) / 16 * 16, 16, 256));
@@ -313,9 +325,7 @@ std::optional<std::pair<Sm90GemmConfig, double>> BestSm90SwapWaveTile(int64_t m,
       const int64_t tiles = ((n + c.bm - 1) / c.bm) * ((m + bn - 1) / bn) * std::max<int64_t>(batch, 1);
       if (tiles > sm_count) continue;
       // The most stages up to 10 with C's tile beside the ring (the TMA store).
-      for (c.stages = 10; c.stages >= 2; --c.stages) {
-        if (VerifySm90GemmConfig(c).ok() && Sm90GemmSharedBytes(c, true) > Sm90GemmSharedBytes(c, false)) break;
-      }
+      c.stages = MostSm90Stages(c, 10, /*c_tile=*/true);
       if (c.stages < (consumers == 1 ? 8 : 4)) continue;
       const double u = Sm90WaveUse(n, m, batch, c.bm, c.bn, sm_count);
       if (!best || u > best->second + 1e-9 ||
@@ -435,29 +445,39 @@ absl::Status Sm90Eligible(const Node& node) {
   return absl::OkStatus();
 }
 
-absl::Status Sm90SwapAbEligible(const Node& node) {
-  if (absl::Status st = Sm90Eligible(node); !st.ok()) return st;
-  absl::StatusOr<GemmFamilyPlan> p = PlanGemmForFamily(node);
-  if (!p.ok()) return p.status();
-  if (p->dual) return NoKernel(node, "sm90 swap-AB: dual mainloops run unswapped");
-  if (p->prologue_a) return NoKernel(node, "sm90 swap-AB: A-prologues (A through registers) run unswapped");
-  if (p->trans_a) {
+namespace {
+// Sm90SwapAbEligible for an Sm90Eligible group, from its plan.
+absl::Status SwapAbEligible(const Node& node, const GemmFamilyPlan& p) {
+  if (p.dual) return NoKernel(node, "sm90 swap-AB: dual mainloops run unswapped");
+  if (p.prologue_a) return NoKernel(node, "sm90 swap-AB: A-prologues (A through registers) run unswapped");
+  if (p.trans_a) {
     return NoKernel(node, "sm90 swap-AB: A stored [K, M] would be an M-major operand narrower than one 128-byte "
                           "swizzle row; runs unswapped");
   }
   return absl::OkStatus();
 }
+// Whether the epilogue can store C by TMA: a 16-bit C with 16-byte aligned rows.
+bool CByTma(const GemmFamilyPlan& p) {
+  return (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.n % 8 == 0;
+}
+}  // namespace
+
+absl::Status Sm90SwapAbEligible(const Node& node) {
+  if (absl::Status st = Sm90Eligible(node); !st.ok()) return st;
+  absl::StatusOr<GemmFamilyPlan> p = PlanGemmForFamily(node);
+  if (!p.ok()) return p.status();
+  return SwapAbEligible(node, *p);
+}
 
 namespace {
 // The heuristic's config for a planned, Sm90Eligible group.
 Sm90GemmConfig HeuristicConfig(const Node& node, const GemmFamilyPlan& p, int sm_count) {
-  const bool can_swap = !p.dual && Sm90SwapAbEligible(node).ok();
+  const bool can_swap = SwapAbEligible(node, p).ok();
   if (can_swap && PreferSm90SwapAb(p.m, p.n, p.k)) return PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch, sm_count);
   const Sm90GemmConfig tile =
       PickSm90GemmConfig(p.m, p.n, p.k + p.k2, p.batch, sm_count, p.prologue_a, p.epilogue_work);
   // A swapped tile that fills the wave better, where C can go out by TMA.
-  const bool tma_store = (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.n % 8 == 0;
-  if (can_swap && tma_store) {
+  if (can_swap && CByTma(p)) {
     if (std::optional<Sm90GemmConfig> wave = PickSm90SwapWaveConfig(tile, p.m, p.n, p.k, p.batch, sm_count)) {
       return *wave;
     }
@@ -519,8 +539,8 @@ std::vector<Sm90GemmConfig> Sm90CandidateConfigs(const Node& node, int sm_count)
   // The swapped tile that uses one wave best (at least kSm90SwapWaveMinUse of it),
   // where C can go out by TMA, also below the heuristic's margin over the unswapped
   // pick (PickSm90SwapWaveConfig): the measurement decides.
-  const bool swappable = !p.dual && Sm90SwapAbEligible(node).ok();
-  if (swappable && (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.n % 8 == 0) {
+  const bool swappable = SwapAbEligible(node, p).ok();
+  if (swappable && CByTma(p)) {
     const auto wave = BestSm90SwapWaveTile(p.m, p.n, p.batch, sm_count);
     if (wave && wave->second >= kSm90SwapWaveMinUse) add(wave->first);
   }
@@ -549,7 +569,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   if (config != nullptr) {
     cfg = *config;
     if (cfg.swap_ab) {
-      if (absl::Status st = Sm90SwapAbEligible(node); !st.ok()) {
+      if (absl::Status st = SwapAbEligible(node, p); !st.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": ", st.message()));
       }
@@ -563,8 +583,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   // C through shared memory and TMA: a 16-bit C with 16-byte aligned rows; swapped,
   // where the whole tile's buffer fits beside the ring (Sm90GemmSharedBytes counts it
   // then), else register stores.
-  const bool tma_store = (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.n % 8 == 0 &&
-                         (!swap || Sm90GemmSharedBytes(cfg, true) > Sm90GemmSharedBytes(cfg, false));
+  const bool tma_store = CByTma(p) && (!swap || Sm90GemmSharedBytes(cfg, true) > Sm90GemmSharedBytes(cfg, false));
   if (absl::Status valid = VerifySm90GemmConfig(cfg, tma_store); !valid.ok()) return valid;
   const int64_t tiles = ((km + cfg.bm - 1) / cfg.bm) * ((kn + cfg.bn - 1) / cfg.bn) * p.batch;
   if (tiles * cfg.split_k >= (int64_t{1} << 31)) return NoKernel(node, "too many tiles");
