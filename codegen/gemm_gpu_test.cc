@@ -329,6 +329,10 @@ ops::Sm90GemmConfig Sm90Swap(int bm, int bn, int consumers, int wg_m, int stages
   c.swap_ab = true;
   return c;
 }
+ops::Sm90GemmConfig Sm90Bk128(ops::Sm90GemmConfig c) {
+  c.bk = 128;
+  return c;
+}
 
 // The sm90 family's cases: Cases() (the sm_80 table, of which it takes the aligned
 // ones), then forms only it needs more of: swap-AB's few rows (M = 1, 7, 16, 33, 64)
@@ -550,11 +554,13 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
       if (select == Select::kAll && c.m <= 64 && ops::Sm90SwapAbEligible(*b->node).ok()) {
         // Swapped tiles: n8 (unsplit, the heuristic's 16-stage ring), n16 in clusters of
         // two sharing A^T, two consumers split in 2, two m64 blocks split in 3, three
-        // consumers (PickSm90SwapWaveConfig's 192-row tiles).
-        const int64_t k_tiles = (c.k + 63) / 64;
+        // consumers (PickSm90SwapWaveConfig's 192-row tiles), and 128 k per stage with
+        // one consumer, with two m64 blocks, and split in 2.
         for (ops::Sm90GemmConfig cfg :
              {Sm90Swap(64, 8, 1, 1, 16, 1), Sm90Cluster(Sm90Swap(64, 16, 1, 1, 16, 1)), Sm90Swap(128, 16, 2, 1, 4, 2),
-              Sm90Swap(128, 32, 1, 2, 6, 3), Sm90Swap(192, 48, 3, 1, 4, 1)}) {
+              Sm90Swap(128, 32, 1, 2, 6, 3), Sm90Swap(192, 48, 3, 1, 4, 1), Sm90Bk128(Sm90Swap(64, 8, 1, 1, 8, 1)),
+              Sm90Bk128(Sm90Swap(128, 32, 1, 2, 4, 1)), Sm90Bk128(Sm90Swap(64, 16, 1, 1, 8, 2))}) {
+          const int64_t k_tiles = (c.k + cfg.bk - 1) / cfg.bk;
           if ((cfg.split_k - 1) * ((k_tiles + cfg.split_k - 1) / cfg.split_k) >= k_tiles) cfg.split_k = 1;
           absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroupSm90(*b->node, &cfg, 3);
           ASSERT_TRUE(x.ok()) << c.Name() << ": " << x.status();
@@ -988,7 +994,7 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
   for (const char* text : {"128x256 c2x1 s3", "64x256 p2x1 s4", "64x128 c1x1 s8", "128x256 c2x1 s3 cl2",
                            "192x192 c3x1 s4", "192x128 c3x1 s5 sk",
                            "128x128 p2x2 s4 cl2", "64x128 c1x1 s8 k6", "64x16 c1x1 s8 k4 swap",
-                           "64x16 c1x1 s16 swap cl2"}) {
+                           "64x16 c1x1 s16 swap cl2", "64x16 c1x1 s8 swap bk128"}) {
     absl::StatusOr<ops::Sm90GemmConfig> c = ops::ParseSm90GemmConfig(text);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(ops::Sm90GemmConfigString(*c), text);
@@ -1006,6 +1012,16 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
     ASSERT_FALSE(c.ok()) << text;
     EXPECT_NE(c.status().message().find("cluster"), absl::string_view::npos) << c.status();
   }
+  // 128 k per stage: swapped tiles without clusters or stream-K only.
+  EXPECT_EQ(ops::ParseSm90GemmConfig("64x16 c1x1 s8 swap bk128")->bk, 128);
+  EXPECT_EQ(ops::ParseSm90GemmConfig("64x16 c1x1 s8 k3 swap bk128")->split_k, 3);
+  for (const char* text : {"64x64 c1x1 s8 bk128", "64x16 c1x1 s8 swap bk96",
+                           "64x16 c1x1 s8 swap cl2 bk128", "128x256 c2x1 s4 sk bk128"}) {
+    const absl::StatusOr<ops::Sm90GemmConfig> c = ops::ParseSm90GemmConfig(text);
+    ASSERT_FALSE(c.ok()) << text;
+    EXPECT_NE(c.status().message().find("bk128"), absl::string_view::npos) << c.status();
+  }
+  EXPECT_FALSE(ops::ParseSm90GemmConfig("64x16 c1x1 s8 bk128 swap").ok());  // token order
   for (auto [m, n, k] : {std::array<int64_t, 3>{4096, 4096, 4096}, {1, 64, 8}, {128, 768, 768}, {8192, 3072, 768}}) {
     const ops::Sm90GemmConfig c = ops::PickSm90GemmConfig(m, n, k, 1, 132);
     EXPECT_TRUE(ops::VerifySm90GemmConfig(c).ok()) << ops::Sm90GemmConfigString(c);
@@ -1589,6 +1605,11 @@ std::vector<SplitCase> Sm90SplitCases() {
     add({dt, {3}, 16, 136, 584, true, false, true}, Sm90Swap(64, 16, 1, 1, 8, 4), 3);
     // The unsplit 16-stage ring around twice (33 k tiles, a K tail), batched on 2 CTAs.
     add({dt, {2}, 8, 200, 2056, false, false, true, Epi::kBiasRelu}, Sm90Swap(64, 8, 1, 1, 16, 1), 2);
+    // 128 k per stage: split in 3 (17 k tiles, a K tail of 8: splits of 6, 6, 5) with B
+    // stored [N, K] (a K-major A^T), and unsplit around an 8-stage ring twice on 2 CTAs
+    // with B stored [K, N] (an MN-major A^T of 128-row boxes).
+    add({dt, {}, 16, 200, 2056, false, false, true, Epi::kBiasGelu}, Sm90Bk128(Sm90Swap(64, 16, 1, 1, 8, 3)));
+    add({dt, {2}, 5, 136, 2056, false, false, false, Epi::kBiasRelu}, Sm90Bk128(Sm90Swap(64, 8, 1, 1, 8, 1)), 2);
   }
   // Three consumer warpgroups (192-row tiles): split-K with a partial row tile, and
   // stream-K with data-parallel tiles first (12 tiles on 5 CTAs: DP 5, SK 7).
@@ -1920,9 +1941,11 @@ TEST(GemmCodegenTest, Sm90SplitKConfigsHeuristicAndLaunches) {
   const absl::Status refused = ops::GenerateMatMulGroupSm90(*b->node, ptr(Sm90Split(64, 128, 1, 1, 8, 17)), 132).status();
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("K = 1000"), absl::string_view::npos) << refused;
-  // The heuristic through GenerateGemm: M = 16 at BERT-base's FFN down splits (N = 768:
-  // unswapped, PreferSm90SwapAb).
-  absl::StatusOr<Built> small = Build(GemmCase{DType::kBFloat16, {}, 16, 768, 3072, false, false, true}, 1);
+  // The heuristic through GenerateGemm: M = 48 at BERT-base's FFN down splits the same
+  // 12 tiles (N = 768: unswapped above M = 32, PreferSm90SwapAb); M = 16 swaps, unsplit
+  // with 128 k per stage on the 12 tiles of N.
+  EXPECT_EQ(ops::PickSm90GemmConfig(48, 768, 3072, 1, 132).split_k, m16.split_k);
+  absl::StatusOr<Built> small = Build(GemmCase{DType::kBFloat16, {}, 48, 768, 3072, false, false, true}, 1);
   ASSERT_TRUE(small.ok());
   KernelOptions options;
   options.gemm_template = true;
@@ -1934,6 +1957,14 @@ TEST(GemmCodegenTest, Sm90SplitKConfigsHeuristicAndLaunches) {
   EXPECT_EQ((*h)[0].grid[0], 12u * m16.split_k);
   EXPECT_EQ((*h)[0].semaphores, 12u);
   EXPECT_NE((*h)[0].source.find("#define GEMM_SWAP_AB 0"), std::string::npos);
+  absl::StatusOr<Built> few = Build(GemmCase{DType::kBFloat16, {}, 16, 768, 3072, false, false, true}, 1);
+  ASSERT_TRUE(few.ok());
+  absl::StatusOr<std::vector<KernelLaunch>> swapped = ops::GenerateGemm(*few->node, options);
+  ASSERT_TRUE(swapped.ok()) << swapped.status();
+  EXPECT_EQ((*swapped)[0].grid[0], 12u);
+  EXPECT_EQ((*swapped)[0].semaphores, 0u);
+  EXPECT_NE((*swapped)[0].source.find("#define GEMM_SWAP_AB 1"), std::string::npos);
+  EXPECT_NE((*swapped)[0].source.find("#define GEMM_BK 128"), std::string::npos);
 }
 
 // Stream-K: config strings, the verifier, the partition (Sm90StreamK) and the launches'
@@ -2016,36 +2047,43 @@ TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
   // C's tile goes through shared memory where it fits beside the ring, else none
   // (C is stored from registers): 13 stages of n64 leave room for it, 14 do not.
   EXPECT_EQ(ops::Sm90GemmSharedBytes(Sm90Swap(64, 16, 1, 1, 8, 1)), 1024 + 8 * 80 * 128 + 128 + 16 + 64 * 16 * 2);
+  EXPECT_EQ(ops::Sm90GemmSharedBytes(Sm90Bk128(Sm90Swap(64, 16, 1, 1, 8, 1))),
+            1024 + 8 * 80 * 256 + 128 + 16 + 64 * 16 * 2);  // 128 k per stage: twice the ring
   EXPECT_EQ(ops::Sm90GemmSharedBytes(Sm90Swap(64, 64, 1, 1, 13, 1)), 1024 + 13 * 128 * 128 + 13 * 16 + 16 + 64 * 64 * 2);
   EXPECT_EQ(ops::Sm90GemmSharedBytes(Sm90Swap(64, 64, 1, 1, 14, 1)), 1024 + 14 * 128 * 128 + 14 * 16 + 16);
   EXPECT_EQ(ops::Sm90CChunks(Sm90Swap(128, 256, 2, 1, 4, 1)), 1);
-  // The heuristic: 64-row tiles of N. From 32 of them unsplit, bn = M rounded up to 8,
-  // the deepest ring up to 16 stages that fits; else bn = M rounded up to 16, units up
-  // to the SMs with >= 4 k tiles each, the fewest splits of that length.
+  // The heuristic: 64-row tiles of N, bn = M rounded up to 8. From 32 of them unsplit,
+  // the deepest ring up to 16 stages that fits; else 128 k per stage, up to 8 stages,
+  // split in 4 (bn = M rounded up to 16) at up to 12 tiles with K >= 4096.
   for (auto [m, n, k, want] :
        {std::tuple<int64_t, int64_t, int64_t, const char*>{1, 4096, 4096, "64x8 c1x1 s16 swap"},  // 64 tiles
-        {16, 2048, 3072, "64x16 c1x1 s16 swap"},     // 32 tiles
-        {16, 1984, 3072, "64x16 c1x1 s8 k4 swap"},   // 31 tiles: 4 splits of 12 k tiles
-        {16, 768, 3072, "64x16 c1x1 s8 k10 swap"},   // 12 tiles, 48 k tiles: 11 by count, 5 each -> 10
-        {64, 768, 4096, "64x64 c1x1 s8 k11 swap"},   // 64 k tiles: 11 of 6
-        {33, 4096, 768, "64x40 c1x1 s16 swap"},      // 64 tiles
-        {33, 1024, 768, "64x48 c1x1 s8 k3 swap"},    // 16 tiles, 12 k tiles: 3 of 4
-        {1, 768, 768, "64x16 c1x1 s8 k3 swap"},      // 12 k tiles: 3 of 4
-        {8, 64, 8, "64x16 c1x1 s8 swap"},            // one k tile
+        {16, 2048, 3072, "64x16 c1x1 s16 swap"},           // 32 tiles
+        {16, 1984, 3072, "64x16 c1x1 s8 swap bk128"},      // 31 tiles
+        {16, 768, 3072, "64x16 c1x1 s8 swap bk128"},       // 12 tiles, K < 4096
+        {8, 768, 4096, "64x16 c1x1 s8 k4 swap bk128"},     // 12 tiles, K = 4096: split, n16
+        {16, 832, 4096, "64x16 c1x1 s8 swap bk128"},       // 13 tiles
+        {64, 768, 4096, "64x64 c1x1 s7 k4 swap bk128"},    // 32 KiB stages: 7 fit
+        {33, 4096, 768, "64x40 c1x1 s16 swap"},            // 64 tiles
+        {33, 1024, 768, "64x40 c1x1 s8 swap bk128"},       // 16 tiles
+        {1, 768, 768, "64x8 c1x1 s8 swap bk128"},
+        {8, 64, 8, "64x8 c1x1 s8 swap bk128"},             // one k tile
         {64, 16384, 4096, "64x64 c1x1 s14 swap"}}) {  // 16 KiB stages: 14 fit in 227 KiB
-    const ops::Sm90GemmConfig c = ops::PickSm90SwapAbConfig(m, n, k, 1, 132);
+    const ops::Sm90GemmConfig c = ops::PickSm90SwapAbConfig(m, n, k, 1);
     EXPECT_EQ(ops::Sm90GemmConfigString(c), want) << m << "x" << n << "x" << k;
     EXPECT_TRUE(ops::VerifySm90GemmConfig(c).ok()) << ops::Sm90GemmConfigString(c);
   }
   // Batches count as tiles: 4 x 8 tiles of N go unsplit.
-  EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90SwapAbConfig(8, 512, 4096, 4, 132)), "64x8 c1x1 s16 swap");
+  EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90SwapAbConfig(8, 512, 4096, 4)), "64x8 c1x1 s16 swap");
   EXPECT_TRUE(ops::PreferSm90SwapAb(1, 4096, 4096));
   EXPECT_TRUE(ops::PreferSm90SwapAb(16, 2048, 2048));
   EXPECT_TRUE(ops::PreferSm90SwapAb(32, 4096, 4096));
   EXPECT_FALSE(ops::PreferSm90SwapAb(33, 4096, 4096));  // unsplit 12-stage 64x64 tiles measured faster at 64
   EXPECT_FALSE(ops::PreferSm90SwapAb(64, 4096, 4096));
-  EXPECT_FALSE(ops::PreferSm90SwapAb(16, 768, 3072));  // measured slower at N = 768
-  EXPECT_FALSE(ops::PreferSm90SwapAb(16, 4096, 768));  // and at K = 768
+  EXPECT_TRUE(ops::PreferSm90SwapAb(16, 768, 3072));    // bk128 tiles from N = 768
+  EXPECT_TRUE(ops::PreferSm90SwapAb(1, 1536, 768));     // and K = 768 below N = 2048
+  EXPECT_FALSE(ops::PreferSm90SwapAb(16, 512, 3072));   // not measured below N = 768
+  EXPECT_FALSE(ops::PreferSm90SwapAb(16, 1024, 512));   // nor below K = 768
+  EXPECT_FALSE(ops::PreferSm90SwapAb(16, 4096, 768));   // from N = 2048: measured slower at K = 768
   // Routing: which groups swap (the heuristic) and why the others cannot.
   KernelOptions hopper;
   hopper.gemm_template = true;
@@ -2101,7 +2139,7 @@ TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
       EXPECT_EQ((*u)[0].source.find("#define GEMM_SWAP_AB 1"), std::string::npos);
       EXPECT_EQ((*l)[0].tensor_maps[1].dims[1], static_cast<uint64_t>(r.c.m));
       const int64_t batch = r.c.batch.empty() ? 1 : r.c.batch[0];
-      const ops::Sm90GemmConfig want = ops::PickSm90SwapAbConfig(r.c.m, r.c.n, r.c.k, batch, 132);
+      const ops::Sm90GemmConfig want = ops::PickSm90SwapAbConfig(r.c.m, r.c.n, r.c.k, batch);
       EXPECT_EQ((*l)[0].tensor_maps[1].box[1], static_cast<uint32_t>(want.bn));
       EXPECT_EQ((*l)[0].grid[0], static_cast<uint32_t>(std::min<int64_t>(
                                       ((r.c.n + 63) / 64) * ((r.c.m + want.bn - 1) / want.bn) * batch * want.split_k,

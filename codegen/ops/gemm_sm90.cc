@@ -55,7 +55,7 @@ bool TmaRowsOk(const Shape& s) { return s.back() % 8 == 0; }
 
 namespace {
 int64_t SharedBytesWithChunks(const Sm90GemmConfig& c, bool tma_store, int chunks) {
-  const int64_t ring = 1024 + static_cast<int64_t>(c.stages) * (c.bm + c.bn) * 64 * 2 + 16 * c.stages + 16;
+  const int64_t ring = 1024 + static_cast<int64_t>(c.stages) * (c.bm + c.bn) * c.bk * 2 + 16 * c.stages + 16;
   int64_t c_tiles = tma_store ? static_cast<int64_t>(c.consumers) * 64 * c.wg_m * (c.bn / chunks) * 2 : 0;
   // Swapped, C goes through shared memory only where its whole tile fits beside the
   // ring; else the epilogue stores from registers (no C tiles).
@@ -115,6 +115,9 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
     return bad("swap-AB with clusters: BN must be a multiple of 16 (each CTA multicasts BN / 2 rows of A^T: whole "
                "1024-byte swizzle atoms)");
   }
+  if (c.bk != 64 && (c.bk != 128 || !c.swap_ab || c.cluster_m > 1 || c.stream_k)) {
+    return bad("128 k per stage (bk128) is for swap-AB tiles without clusters or stream-K; else 64");
+  }
   if (c.stream_k && (c.pingpong || c.split_k > 1 || c.swap_ab || c.cluster_m > 1)) {
     return bad("stream-K takes cooperative tiles without split-K, swap-AB or clusters");
   }
@@ -132,7 +135,8 @@ absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& c, bool tma_store) {
 std::string Sm90GemmConfigString(const Sm90GemmConfig& c) {
   return absl::StrCat(c.bm, "x", c.bn, c.pingpong ? " p" : " c", c.consumers, "x", c.wg_m, " s", c.stages,
                       c.split_k != 1 ? absl::StrCat(" k", c.split_k) : "", c.swap_ab ? " swap" : "",
-                      c.cluster_m != 1 ? absl::StrCat(" cl", c.cluster_m) : "", c.stream_k ? " sk" : "");
+                      c.cluster_m != 1 ? absl::StrCat(" cl", c.cluster_m) : "", c.stream_k ? " sk" : "",
+                      c.bk != 64 ? absl::StrCat(" bk", c.bk) : "");
 }
 
 absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
@@ -142,7 +146,7 @@ absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
   bool ok = std::sscanf(text.c_str(), "%dx%d %c%dx%d s%d%n", &c.bm, &c.bn, &mode, &c.consumers, &c.wg_m,
                         &c.stages, &used) == 6 &&
             (mode == 'c' || mode == 'p');
-  // Optional tokens, each at most once and in this order: kS, swap, clN, sk.
+  // Optional tokens, each at most once and in this order: kS, swap, clN, sk, bkK.
   int next = 0;  // the index of the first token still allowed
   while (ok && used < static_cast<int>(text.size())) {
     int n = 0, value = 0;
@@ -155,6 +159,8 @@ absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
       c.cluster_m = value, next = 3;
     } else if (next <= 3 && std::strncmp(rest, " sk", 3) == 0 && (rest[3] == 0 || rest[3] == ' ')) {
       c.stream_k = true, n = 3, next = 4;
+    } else if (next <= 4 && std::sscanf(rest, " bk%d%n", &value, &n) == 1 && n > 0) {
+      c.bk = value, next = 5;
     } else {
       ok = false;
     }
@@ -163,7 +169,7 @@ absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text) {
   if (!ok) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", text,
-        "' is not an sm90 GEMM config (BMxBN cCONSUMERSxWG_M sSTAGES [kSPLITS] [swap] [clCLUSTER] [sk], or p... "
+        "' is not an sm90 GEMM config (BMxBN cCONSUMERSxWG_M sSTAGES [kSPLITS] [swap] [clCLUSTER] [sk] [bkK], or p... "
         "for ping-pong: 128x256 c2x1 s4, 64x256 p2x1 s5, 64x128 c1x1 s8 k6, 64x16 c1x1 s8 k4 swap, 128x256 c2x1 s3 "
         "cl2, 128x256 c2x1 s4 sk)"));
   }
@@ -272,27 +278,24 @@ int MostSm90Stages(Sm90GemmConfig c, int most, bool c_tile) {
 }
 }  // namespace
 
-Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count) {
-  if (sm_count <= 0) sm_count = 132;
-  Sm90GemmConfig c{64, 16, 1, 1, 8};
+Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t batch) {
+  Sm90GemmConfig c{64, 8, 1, 1, kSm90SwapAbUnsplitStages};
   c.swap_ab = true;
+  c.bn = static_cast<int>(std::clamp<int64_t>((m + 7) / 8 * 8, 8, 256));
   const int64_t row_tiles = ((n + c.bm - 1) / c.bm) * std::max<int64_t>(batch, 1);
   // Enough tiles of N to stream the weight from that many SMs: unsplit, bn = M rounded
   // up to 8, the deepest ring that fits (kSm90SwapAbUnsplitStages).
   if (row_tiles >= kSm90SwapAbUnsplitMinTiles) {
-    c.bn = static_cast<int>(std::clamp<int64_t>((m + 7) / 8 * 8, 8, 256));
     c.stages = std::max(MostSm90Stages(c, kSm90SwapAbUnsplitStages, /*c_tile=*/false), 2);
     return c;
   }
-  c.bn = static_cast<int>(std::clamp<int64_t>((m + 15) / 16 * 16, 16, 256));
-  // Units up to one per SM (not PickSm90SplitK's half: the reduction of these narrow
-  // tiles is a few KiB), each with at least kSm90SwapAbMinSplitKTiles k tiles.
-  const int64_t tiles = row_tiles * ((m + c.bn - 1) / c.bn);
-  const int64_t k_tiles = (k + 63) / 64;
-  int64_t split = std::min<int64_t>({sm_count / std::max<int64_t>(tiles, 1), k_tiles / kSm90SwapAbMinSplitKTiles,
-                                     kGemmMaxSplitK});
-  if (split >= 2) split = FewestSplits(k_tiles, split);
-  c.split_k = split >= 2 ? static_cast<int>(split) : 1;
+  // Fewer: each SM's pull bounds the stream, and 128 k per stage lifts it.
+  c.bk = 128;
+  if (row_tiles <= kSm90SwapAbSplitMaxTiles && k >= kSm90SwapAbSplitMinK) {
+    c.bn = static_cast<int>(std::clamp<int64_t>((m + 15) / 16 * 16, 16, 256));
+    c.split_k = kSm90SwapAbSplits;
+  }
+  c.stages = std::max(MostSm90Stages(c, kSm90SwapAbBk128Stages, /*c_tile=*/false), 2);
   return c;
 }
 
@@ -473,7 +476,7 @@ namespace {
 // The heuristic's config for a planned, Sm90Eligible group.
 Sm90GemmConfig HeuristicConfig(const Node& node, const GemmFamilyPlan& p, int sm_count) {
   const bool can_swap = SwapAbEligible(node, p).ok();
-  if (can_swap && PreferSm90SwapAb(p.m, p.n, p.k)) return PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch, sm_count);
+  if (can_swap && PreferSm90SwapAb(p.m, p.n, p.k)) return PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch);
   const Sm90GemmConfig tile =
       PickSm90GemmConfig(p.m, p.n, p.k + p.k2, p.batch, sm_count, p.prologue_a, p.epilogue_work);
   // A swapped tile that fills the wave better, where C can go out by TMA.
@@ -547,7 +550,7 @@ std::vector<Sm90GemmConfig> Sm90CandidateConfigs(const Node& node, int sm_count)
   // Swap-AB for few rows: PickSm90SwapAbConfig's, and 8-stage tiles of M rounded up to
   // 16 as the wgmma n in 1 to 4 splits.
   if (p.m <= 64 && swappable) {
-    add(PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch, sm_count));
+    add(PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch));
     Sm90GemmConfig c{64, static_cast<int>(round_up(p.m, 16)), 1, 1, 8};
     c.swap_ab = true;
     for (int split : {1, 2, 3, 4}) {
@@ -591,13 +594,13 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   // past M), times the splits (never both).
   const int64_t units = ((km + cfg.bm * cfg.cluster_m - 1) / (cfg.bm * cfg.cluster_m)) *
                         ((kn + cfg.bn - 1) / cfg.bn) * p.batch * cfg.split_k;
-  const int64_t k_tiles = (p.k + 63) / 64 + (p.dual ? (p.k2 + 63) / 64 : 0);
+  const int64_t k_tiles = (p.k + cfg.bk - 1) / cfg.bk + (p.dual ? (p.k2 + cfg.bk - 1) / cfg.bk : 0);
   if (cfg.split_k > 1) {
     const int64_t per = (k_tiles + cfg.split_k - 1) / cfg.split_k;
     if ((cfg.split_k - 1) * per >= k_tiles) {
       return absl::InvalidArgumentError(absl::StrCat(
           "sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": K = ", p.k + p.k2, " has ", k_tiles,
-          " k tile(s) of 64: ", cfg.split_k, " splits of ", per, " leave the last split without one"));
+          " k tile(s) of ", cfg.bk, ": ", cfg.split_k, " splits of ", per, " leave the last split without one"));
     }
   }
   // Stream-K: the split of the tiles (none when they fill whole waves: the kernel is
@@ -624,7 +627,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   launch.args.insert(launch.args.end(), p.prologue_args.begin(), p.prologue_args.end());
   launch.args.insert(launch.args.end(), p.epilogue_args.begin(), p.epilogue_args.end());
   // Tensor maps: {contiguous, rows, batches}, 128B swizzle, boxes of 64 contiguous
-  // elements (128 bytes) x the tile's rows (K-major) or 64 k rows (MN-major).
+  // elements (128 bytes) x the tile's rows (K-major) or bk k rows (MN-major).
   auto map = [&](const Shape& s, int input, int64_t batch_stride, bool k_major, int tile_rows) {
     TensorMapSpec t;
     t.tensor = InputArg(node, input);
@@ -632,7 +635,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
     const uint64_t cols = s[s.size() - 1], rows = s[s.size() - 2];
     t.dims = {cols, rows, static_cast<uint64_t>(batch_stride == 0 ? 1 : p.batch), 0, 0};
     t.strides_bytes = {cols * 2, rows * cols * 2, 0, 0};
-    t.box = {64, static_cast<uint32_t>(k_major ? tile_rows : 64), 1, 0, 0};
+    t.box = {64, static_cast<uint32_t>(k_major ? tile_rows : cfg.bk), 1, 0, 0};
     t.dtype = p.dtype;
     t.swizzle_bytes = 128;
     return t;
@@ -677,6 +680,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
                   cfg.pingpong ? 1 : 0, "\n#define GEMM_TMA_STORE ", tma_store ? 1 : 0, "\n#define GEMM_OUT_KIND ",
                   out_kind, "\n#define GEMM_OUT_T ", StorageTypeName(p.out_dtype), "\n");
   if (cfg.split_k > 1) absl::StrAppend(&src, "#define GEMM_SPLIT_K ", cfg.split_k, "\n");
+  if (cfg.bk != 64) absl::StrAppend(&src, "#define GEMM_BK ", cfg.bk, "\n");
   if (cfg.cluster_m > 1) absl::StrAppend(&src, "#define GEMM_CLUSTER_M ", cfg.cluster_m, "\n");
   if (sk.sk_tiles > 0) {
     absl::StrAppend(&src, "#define GEMM_STREAM_K 1\n#define GEMM_SK_TILES ", sk.sk_tiles, "\n#define GEMM_GRID ",

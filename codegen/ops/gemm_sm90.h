@@ -103,6 +103,10 @@ struct Sm90GemmConfig {
   // tile's first k tiles adding the others' partials. The launch then takes a
   // workspace (stream-K tiles * consumers semaphores, grid * bm * bn * 4 bytes).
   bool stream_k = false;
+  // k per stage (gemm_sm90.cuh GEMM_BK): 64, or 128 for swap_ab tiles without clusters
+  // or stream_k: twice the bytes per TMA box, which lifts what one SM pulls where few
+  // CTAs stream the weights (RESULTS.md 2026-11-26 (g)).
+  int bk = 64;
 };
 // Stream-K's split of `tiles` tiles of `k_tiles` k tiles each over at most `sm_count`
 // CTAs: the stream-K tiles are all of them when tiles < 2 sm_count (and not exactly
@@ -191,31 +195,42 @@ inline constexpr int64_t kSm90SmallTileDeepRingMaxM = 128, kSm90SmallTileDeepRin
 // where VerifySm90GemmConfig refuses the split tile.
 int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
                    int min_k_tiles = kSm90MinSplitKTiles, int max_units = 0, int max_splits = 0);
-// Swap-AB's tile config (Sm90SwapAbEligible groups): 64-row tiles of N. With at least
-// kSm90SwapAbUnsplitMinTiles of them (N >= 2048 at batch 1, so wherever
-// PreferSm90SwapAb swaps): unsplit, bn = M rounded up to 8 and a ring of
-// kSm90SwapAbUnsplitStages (fewer where shared memory runs out). Else bn = M rounded up
-// to 16, 8 stages, and split-K until the units fill the SMs (at least
-// kSm90SwapAbMinSplitKTiles k tiles a split). Small M is bound by the weight's bytes;
-// on the H100 the unsplit deep ring streamed them faster than the splits that put every
-// SM to work: 1.04-1.19x at M = 1, 8, 16 with N = 2048..4096 (32 to 64 tiles), bias and
-// GELU epilogues alike. cuBLAS runs such tiles there too (64x8 / 64x16, 16 stages, no
-// split; RESULTS.md 2026-11-26 (e)).
-inline constexpr int kSm90SwapAbMinSplitKTiles = 4;
+// Swap-AB's tile config (Sm90SwapAbEligible groups): 64-row tiles of N, bn = M rounded
+// up to 8. With at least kSm90SwapAbUnsplitMinTiles of them (N >= 2048 at batch 1):
+// unsplit, a ring of kSm90SwapAbUnsplitStages (fewer where shared memory runs out).
+// Small M is bound by the weight's bytes; on the H100 the unsplit deep ring streamed
+// them faster than the splits that put every SM to work: 1.04-1.19x at M = 1, 8, 16
+// with N = 2048..4096 (32 to 64 tiles), bias and GELU epilogues alike. cuBLAS runs such
+// tiles there too (64x8 / 64x16, 16 stages, no split; RESULTS.md 2026-11-26 (e)).
+// Fewer tiles: 128 k per stage (bk 128) and a ring of kSm90SwapAbBk128Stages, split in
+// kSm90SwapAbSplits (bn then M rounded up to 16) where there are at most
+// kSm90SwapAbSplitMaxTiles tiles and K >= kSm90SwapAbSplitMinK. There the SMs that
+// stream the weight each pull at most ~22 bytes a cycle through 8 KiB TMA boxes (a
+// traced kernel: one stage every ~454 cycles at 12 and at 48 CTAs alike), and 16 KiB
+// boxes lift that. Chosen on M in {1, 8, 16, 32} x N in {768, 1024, 1536} x K in {768,
+// 3072, 4096} (split in 4 won at 12 tiles with K = 4096), where the rule ran 1.00-1.18x
+// (geomean 1.09) the unswapped heuristic (RESULTS.md 2026-11-26 (g)).
 inline constexpr int64_t kSm90SwapAbUnsplitMinTiles = 32;
-inline constexpr int kSm90SwapAbUnsplitStages = 16;
-Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count);
-// Whether the heuristic swaps: M <= 32 with N >= 2048 and K >= 2048. Against the
-// unswapped heuristic of 8-stage 64x64 tiles the swapped form measured faster on every
-// small_m shape of the H100 up to M = 64 (1.02-1.36x); at N = 768 or K = 768 it measured
-// 0.79-1.06x (benchmarks/RESULTS.md, 2026-11-22 (e)). Against unsplit 12-stage 64x64
-// tiles the split form lost 2-18% at M = 32 and 64 and tied at M = 16 (RESULTS.md
-// 2026-11-23 (d)); the unsplit 16-stage form (PickSm90SwapAbConfig) ran 1.004-1.098x
-// them at M = 32 (N, K in {3072, 4096}) and 0.96-0.98x at M = 64 (RESULTS.md
-// 2026-11-26 (e)).
+inline constexpr int kSm90SwapAbUnsplitStages = 16, kSm90SwapAbBk128Stages = 8;
+inline constexpr int64_t kSm90SwapAbSplitMaxTiles = 12, kSm90SwapAbSplitMinK = 4096;
+inline constexpr int kSm90SwapAbSplits = 4;
+Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t batch);
+// Whether the heuristic swaps: M <= 32 with N >= 2048 and K >= 2048, or N in
+// [768, 2048) and K >= 768 (the bk128 tiles). Against the unswapped heuristic of 8-stage
+// 64x64 tiles the swapped form measured faster on every small_m shape of the H100 up to
+// M = 64 (1.02-1.36x); at N = 768 or K = 768 its split bk64 form measured
+// 0.79-1.06x (benchmarks/RESULTS.md, 2026-11-22 (e)), and the bk128 tiles
+// 1.00-1.18x at N in {768, 1024, 1536} (M <= 32, K in {768, 3072, 4096}; 2026-11-26
+// (g)). Against unsplit 12-stage 64x64 tiles the split form lost 2-18% at M = 32 and
+// 64 and tied at M = 16 (RESULTS.md 2026-11-23 (d)); the unsplit 16-stage form
+// (PickSm90SwapAbConfig) ran 1.004-1.098x them at M = 32 (N, K in {3072, 4096}) and
+// 0.96-0.98x at M = 64 (RESULTS.md 2026-11-26 (e)).
 inline constexpr int64_t kSm90SwapAbMaxM = 32, kSm90SwapAbMinN = 2048, kSm90SwapAbMinK = 2048;
+inline constexpr int64_t kSm90SwapAbBk128MinN = 768, kSm90SwapAbBk128MinK = 768;
 inline bool PreferSm90SwapAb(int64_t m, int64_t n, int64_t k) {
-  return m <= kSm90SwapAbMaxM && n >= kSm90SwapAbMinN && k >= kSm90SwapAbMinK;
+  if (m > kSm90SwapAbMaxM) return false;
+  if (n >= kSm90SwapAbMinN) return k >= kSm90SwapAbMinK;
+  return n >= kSm90SwapAbBk128MinN && k >= kSm90SwapAbBk128MinK;
 }
 // The share of the tile slots of ceil(tiles / sm_count) waves of `tile_rows` x
 // `tile_cols` tiles over a rows x cols x batch output that lies inside the output.
@@ -236,7 +251,7 @@ std::optional<Sm90GemmConfig> PickSm90SwapWaveConfig(const Sm90GemmConfig& unswa
 // "128x256 c2x1 s4" (cooperative: consumers x wg_m), "64x256 p2x1 s5" (ping-pong),
 // "64x128 c1x1 s8 k6" (split-K in 6), "64x16 c1x1 s8 k4 swap" (swap-AB),
 // "128x256 c2x1 s3 cl2" (clusters of 2 along M), "128x256 c2x1 s4 sk" (stream-K).
-// Optional tokens in that order.
+// "64x16 c1x1 s8 swap bk128" (128 k per stage). Optional tokens in that order.
 std::string Sm90GemmConfigString(const Sm90GemmConfig& config);
 absl::StatusOr<Sm90GemmConfig> ParseSm90GemmConfig(const std::string& text);
 

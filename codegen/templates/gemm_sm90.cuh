@@ -75,18 +75,19 @@
 // [, unsigned* kiln_semaphores, float* kiln_scratch with
 // GEMM_SPLIT_K > 1 or GEMM_STREAM_K]): the pointer parameters of the source contract, then the tensor
 // maps, then the workspace (codegen/op_kernels.h). The maps are rank 3 {contiguous dim, rows, batches}:
-//   A (TRANS_A 0): {K, M, nb} box {64, BM, 1};   A (TRANS_A 1): {M, K, nb} box {64, 64, 1}
-//   B (TRANS_B 1): {K, N, nb} box {64, BN, 1};   B (TRANS_B 0): {N, K, nb} box {64, 64, 1}
+//   A (TRANS_A 0): {K, M, nb} box {64, BM, 1};   A (TRANS_A 1): {M, K, nb} box {64, GEMM_BK, 1}
+//   B (TRANS_B 1): {K, N, nb} box {64, BN, 1};   B (TRANS_B 0): {N, K, nb} box {64, GEMM_BK, 1}
 // all with 128-byte swizzle and zero fill out of bounds (partial tiles, K tails).
-// Dynamic shared memory: 1024 (alignment) + STAGES * (BM + BN) * 64 * 2
+// Dynamic shared memory: 1024 (alignment) + STAGES * (BM + BN) * GEMM_BK * 2
 // [+ CONSUMERS * 64 * WG_M * (BN / GEMM_C_CHUNKS) * 2 with GEMM_TMA_STORE] + 16 * STAGES
 // + 16 (barriers).
 //
-// Shared-memory tiles. A K-major operand tile is [rows][64] (128-byte rows, TMA's
-// 128B swizzle): wgmma descriptor with SBO 1024 (8 rows), LBO unused, the k16 step
-// +32 bytes. An MN-major operand tile is [rows/64][64 k][64 mn] (one TMA box per 64
-// columns): SBO 1024 (8 k rows), LBO 8192 (the next 64 columns), the k16 step
-// +2048 bytes (16 k rows).
+// Shared-memory tiles (GEMM_BK = 64 k per stage, or 128). A K-major operand tile is
+// [GEMM_BK / 64][rows][64] (128-byte rows, TMA's 128B swizzle, one box per 64 k):
+// wgmma descriptor with SBO 1024 (8 rows), LBO unused, the k16 step +32 bytes within
+// a box, the next box rows x 128 bytes on. An MN-major operand tile is
+// [rows/64][GEMM_BK k][64 mn] (one TMA box per 64 columns): SBO 1024 (8 k rows), LBO
+// GEMM_BK x 128 (the next 64 columns), the k16 step +2048 bytes (16 k rows).
 //
 // Split-K (GEMM_SPLIT_K = S > 1): the persistent walk goes over work units = tiles x
 // S, unit u being split u % S of tile u / S (a tile's splits run side by side on
@@ -198,7 +199,16 @@
 #if GEMM_SPLIT_K > 1 && GEMM_PINGPONG
 #error "split-K GEMM with ping-pong consumers"
 #endif
+// k per stage: 64, or 128 (GEMM_BK 128: swapped tiles; two 64-column boxes of a
+// K-major operand per stage, one box of 128 rows of an MN-major one).
+#ifndef GEMM_BK
 #define GEMM_BK 64
+#endif
+#if GEMM_BK != 64 && (GEMM_BK != 128 || !GEMM_SWAP_AB || GEMM_CLUSTER_M > 1 || GEMM_STREAM_K)
+#error "GEMM_BK 128 is for swap-AB tiles without stream-K or clusters"
+#endif
+// The bytes of one 64-row block of an MN-major tile (GEMM_BK rows of 128 bytes).
+#define GEMM_MN_BLOCK_BYTES (GEMM_BK * 128)
 // C's row length (its leading dimension): swap-AB computes C^T, [GEMM_N][GEMM_M].
 #define GEMM_C_LD (GEMM_SWAP_AB ? GEMM_M : GEMM_N)
 #define GEMM_THREADS (128 * (CONSUMERS + 1))
@@ -438,9 +448,12 @@ static __device__ __forceinline__ void kiln_sm90_produce(const kiln_tensor_map* 
     const int k0 = kt * GEMM_BK;
     if constexpr (TRANS_A) {
 #pragma unroll
-      for (int j = 0; j < BM / 64; ++j) kiln_sm90_tma_load(sa + j * 8192, map_a, full, m0 + 64 * j, k0, ab);
+      for (int j = 0; j < BM / 64; ++j) {
+        kiln_sm90_tma_load(sa + j * GEMM_MN_BLOCK_BYTES, map_a, full, m0 + 64 * j, k0, ab);
+      }
     } else {
-      kiln_sm90_tma_load(sa, map_a, full, k0, m0, ab);
+#pragma unroll
+      for (int q = 0; q < GEMM_BK / 64; ++q) kiln_sm90_tma_load(sa + q * BM * 128, map_a, full, k0 + 64 * q, m0, ab);
     }
 #if GEMM_CLUSTER_M > 1
     if constexpr (TRANS_B) {  // rows [rank BN / 2, (rank + 1) BN / 2) of the tile
@@ -449,15 +462,20 @@ static __device__ __forceinline__ void kiln_sm90_produce(const kiln_tensor_map* 
     } else {
 #pragma unroll
       for (int j = 0; j < BN / 64; ++j) {
-        if (j % GEMM_CLUSTER_M == rank) kiln_sm90_tma_load_multicast(sb + j * 8192, map_b, full, n0 + 64 * j, k0, bb);
+        if (j % GEMM_CLUSTER_M == rank) {
+          kiln_sm90_tma_load_multicast(sb + j * GEMM_MN_BLOCK_BYTES, map_b, full, n0 + 64 * j, k0, bb);
+        }
       }
     }
 #else
     if constexpr (TRANS_B) {
-      kiln_sm90_tma_load(sb, map_b, full, k0, n0, bb);
+#pragma unroll
+      for (int q = 0; q < GEMM_BK / 64; ++q) kiln_sm90_tma_load(sb + q * BN * 128, map_b, full, k0 + 64 * q, n0, bb);
     } else {
 #pragma unroll
-      for (int j = 0; j < BN / 64; ++j) kiln_sm90_tma_load(sb + j * 8192, map_b, full, n0 + 64 * j, k0, bb);
+      for (int j = 0; j < BN / 64; ++j) {
+        kiln_sm90_tma_load(sb + j * GEMM_MN_BLOCK_BYTES, map_b, full, n0 + 64 * j, k0, bb);
+      }
     }
 #endif
     kiln_sm90_advance(s, phase);
@@ -474,13 +492,20 @@ static __device__ __forceinline__ unsigned long long kiln_sm90_desc_add(unsigned
   return (desc & 0xFFFFFFFF00000000ull) | (static_cast<unsigned>(desc) + units);
 }
 
+// The offset in 16-byte units of k16 step kk in a K-major tile of ROWS rows: 32 bytes a
+// step within a box of 64 k, the next box ROWS x 128 bytes on (GEMM_BK 128).
+template <int ROWS>
+static __device__ __forceinline__ unsigned kiln_sm90_k_step(int kk) {
+  return GEMM_BK == 64 ? kk * 2 : (kk % 4) * 2 + (kk / 4) * ROWS * 8;
+}
+
 // B's wgmma descriptor for k16 step kk of the stage whose B tile is at `sb` (the ring
 // at `base`).
 template <int TRANS_B>
 static __device__ __forceinline__ unsigned long long kiln_sm90_desc_b(unsigned base, unsigned sb, int kk) {
   const unsigned b0 = base + GEMM_A_TILE_BYTES;  // stage 0's B tile
-  return TRANS_B ? kiln_sm90_desc_add(kiln_sm90_desc(b0, 16, 1024), (sb - b0) / 16 + kk * 2)
-                 : kiln_sm90_desc_add(kiln_sm90_desc(b0, 8192, 1024), (sb - b0) / 16 + kk * 128);
+  return TRANS_B ? kiln_sm90_desc_add(kiln_sm90_desc(b0, 16, 1024), (sb - b0) / 16 + kiln_sm90_k_step<BN>(kk))
+                 : kiln_sm90_desc_add(kiln_sm90_desc(b0, GEMM_MN_BLOCK_BYTES, 1024), (sb - b0) / 16 + kk * 128);
 }
 
 // The wgmmas of one stage (A and B from shared memory at sa, sb; the ring at `base`).
@@ -495,8 +520,9 @@ static __device__ __forceinline__ void kiln_sm90_stage_mma(float (&acc)[WG_M][BN
     for (int i = 0; i < WG_M; ++i) {
       const int row = row0 + i * 64;  // m offset inside the tile (a multiple of 64)
       const unsigned long long da =
-          TRANS_A ? kiln_sm90_desc_add(kiln_sm90_desc(base, 8192, 1024), stage + (row / 64) * 512 + kk * 128)
-                  : kiln_sm90_desc_add(kiln_sm90_desc(base, 16, 1024), stage + row * 8 + kk * 2);
+          TRANS_A ? kiln_sm90_desc_add(kiln_sm90_desc(base, GEMM_MN_BLOCK_BYTES, 1024),
+                                       stage + (row / 64) * (GEMM_MN_BLOCK_BYTES / 16) + kk * 128)
+                  : kiln_sm90_desc_add(kiln_sm90_desc(base, 16, 1024), stage + row * 8 + kiln_sm90_k_step<BM>(kk));
 #if GEMM_DUAL
       if constexpr (PAIR == 1) {
         kiln_sm90_wgmma2(acc[i], da, db);
@@ -1263,6 +1289,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 
 // The next kernel of the module defines its own configuration.
 #undef GEMM_BK
+#undef GEMM_MN_BLOCK_BYTES
 #undef GEMM_C_LD
 #undef GEMM_THREADS
 #undef GEMM_CONSUMER_REGS
