@@ -221,7 +221,8 @@ Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t bat
 // M = 64 (1.02-1.36x); at N = 768 or K = 768 its split bk64 form measured
 // 0.79-1.06x (benchmarks/RESULTS.md, 2026-11-22 (e)), and the bk128 tiles
 // 1.00-1.18x at N in {768, 1024, 1536} (M <= 32, K in {768, 3072, 4096}; 2026-11-26
-// (g)). Against unsplit 12-stage 64x64 tiles the split form lost 2-18% at M = 32 and
+// (g); a batch there with 32 tiles of N or more in all takes the 16-stage bk64 tile
+// instead, which was measured from N = 2048 only). Against unsplit 12-stage 64x64 tiles the split form lost 2-18% at M = 32 and
 // 64 and tied at M = 16 (RESULTS.md 2026-11-23 (d)); the unsplit 16-stage form
 // (PickSm90SwapAbConfig) ran 1.004-1.098x them at M = 32 (N, K in {3072, 4096}) and
 // 0.96-0.98x at M = 64 (RESULTS.md 2026-11-26 (e)).
