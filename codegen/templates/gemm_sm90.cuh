@@ -1192,13 +1192,14 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
       // rows: one shuffle gives each thread two adjacent columns of one C row, a 4-byte
       // store (the even thread of the pair takes its first C row, the odd its second).
       const bool odd = (lane / 4) % 2 == 1;
-#if GEMM_TMA_STORE
-      // Through shared memory: the functor on every accumulator first, in place
-      // (elements outside C become zeros), then the shuffled pairs into this
-      // consumer's WG_M boxes of [BN rows of C][64 columns], 128B swizzled (a warp's
-      // 8 C rows x 16 bytes land in distinct banks), once the previous TMA store has
-      // read them; one thread stores the boxes (TMA clips what lies outside C).
+      // The functor on every accumulator first, in place (elements outside C become
+      // zeros), then the pairs.
       kiln_sm90_swap_epilogue_regs(acc, m0 + row0, n0, batch, lane, warp KILN_EPILOGUE_ARGS);
+#if GEMM_TMA_STORE
+      // Through shared memory: the shuffled pairs into this consumer's WG_M boxes of
+      // [BN rows of C][64 columns], 128B swizzled (a warp's 8 C rows x 16 bytes land
+      // in distinct banks), once the previous TMA store has read them; one thread
+      // stores the boxes (TMA clips what lies outside C).
       const unsigned ct = c_tiles + c * GEMM_C_TILE_BYTES;
       const bool issuer = threadIdx.x % 128 == 0;
       if (issuer) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
@@ -1227,8 +1228,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
       }
 #else
-      // From registers: the functor on every accumulator first, then the pairs.
-      kiln_sm90_swap_epilogue_regs(acc, m0 + row0, n0, batch, lane, warp KILN_EPILOGUE_ARGS);
+      // From registers: one 4-byte store a pair.
       GEMM_OUT_T* Cb = C + (kiln_index)batch * GEMM_C_BATCH;
 #pragma unroll
       for (int i = 0; i < WG_M; ++i) {
