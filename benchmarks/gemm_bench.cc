@@ -616,6 +616,7 @@ struct Options {
   int warmup = 3;
   bool flush = true;
   bool sequential = false;  // --sequential: time each measurement's runs back to back (Timer::MedianMs)
+  bool fixed_order = false;  // --fixed-order: every round in the same order (Timer::MedianMs)
   uint64_t seed = 20240805;
   int count = 100;
   double tolerance = 1e-2;
@@ -653,8 +654,11 @@ class Timer {
   // warm-up runs, then --reps rounds of one timed run of each, so that a change of the
   // GPU's clock during the measurement reaches every run alike (the H100's SM clock
   // drops from 1980 to ~1450 MHz a few hundred ms into a series of large GEMMs;
-  // RESULTS.md 2026-11-26 (g)). --sequential: each run's warm-up and timed runs back
-  // to back, one run after the other (the protocol of the tables before (g)).
+  // RESULTS.md 2026-11-26 (g)). The rounds rotate: round i starts at run i (mod n),
+  // because a run's place in a fixed order moved some of them by 4-5% (RESULTS.md
+  // 2026-11-27); --fixed-order keeps one order. --sequential: each run's warm-up and
+  // timed runs back to back, one run after the other (the protocol of the tables
+  // before (g)).
   std::vector<double> MedianMs(const std::vector<std::function<void()>>& runs) {
     std::vector<std::vector<float>> ms(runs.size());
     if (o_.sequential) {
@@ -667,7 +671,13 @@ class Timer {
         for (int i = 0; i < o_.warmup; ++i) run();
       }
       for (int i = 0; i < o_.reps; ++i) {
-        for (size_t j = 0; j < runs.size(); ++j) ms[j].push_back(TimeOnce(runs[j], i));
+        // Round i starts at run i (mod n) unless --fixed-order: no run always follows
+        // the same one or holds the same place in the round.
+        const size_t first = o_.fixed_order ? 0 : static_cast<size_t>(i) % runs.size();
+        for (size_t t = 0; t < runs.size(); ++t) {
+          const size_t j = (first + t) % runs.size();
+          ms[j].push_back(TimeOnce(runs[j], i));
+        }
       }
     }
     std::vector<double> medians;
@@ -1213,7 +1223,7 @@ constexpr char kUsage[] =
     "                       [--idioms gemm,bias_relu,bias_gelu,relu_gemm,dual_gemm,bias_gelu_erf,bias_residual]\n"
     "                       [--reps N]\n"
     "                       [--warmup N]\n"
-    "                       [--no-flush] [--sequential] [--seed S] [--count N] [--tol X] [--csv out.csv]\n"
+    "                       [--no-flush] [--sequential | --fixed-order] [--seed S] [--count N] [--tol X] [--csv out.csv]\n"
     "                       [--compile-only [--arch sm_90a|sm_89|sm_86|sm_80]] [--family sm80|sm90]\n"
     "                       [--dump-kernels DIR]\n"
     "                       [--b-layout kn|nk]\n"
@@ -1228,7 +1238,9 @@ constexpr char kUsage[] =
     "  --no-flush keep L2 warm between timed runs (default: flushed before every run)\n"
     "  --sequential  time each measurement's runs back to back, one measurement after the other\n"
     "             (default: per problem, rounds of one timed run of every peer and kiln kernel, so that\n"
-    "             clock changes during the measurement reach all of them alike)\n"
+    "             clock changes during the measurement reach all of them alike; round i starts at the\n"
+    "             problem's i-th run, so no run always holds the same place)\n"
+    "  --fixed-order  every round in the same order (the protocol of RESULTS.md 2026-11-26 (g))\n"
     "  --compile-only  generate and NVRTC-compile everything, print the compile time, no GPU needed\n"
     "  --dump-kernels DIR  also write every kiln kernel's source (kiln_bench_N.cu, the CSV's order of\n"
     "             first use) and each compiled module (module_M.cubin) into DIR (created if missing)\n"
@@ -1310,6 +1322,8 @@ int ParseAndRun(int argc, char** argv) {
       o.warmup = static_cast<int>(integer(0));
     } else if (arg == "--sequential") {
       o.sequential = true;
+    } else if (arg == "--fixed-order") {
+      o.fixed_order = true;
     } else if (arg == "--no-flush") {
       o.flush = false;
     } else if (arg == "--seed") {
