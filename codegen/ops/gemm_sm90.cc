@@ -205,20 +205,31 @@ double Sm90TileCost::PredictUs(int64_t m, int64_t n, int64_t k, int64_t batch, i
 absl::Span<const Sm90TileCost> Sm90TileCosts() {
   // H100 80GB HBM3, 132 SMs, kiln_gemm_bench --family sm90 --idioms gemm,bias_relu,bias_gelu
   // --reps 10 --sm90-config C over --set squares,transformer,random, every config in one
-  // session (benchmarks/results/gemm_sm90_epilogue_tile_sweep_h100_2026-11-23e.csv, the
-  // first of its two rounds; benchmarks/fit_sm90_tile_costs.py): one fit per
-  // EpilogueWork, from gemm (kNone), bias+ReLU (kLight) and bias+GELU(tanh) (kSpecial).
+  // session (benchmarks/fit_sm90_tile_costs.py): one fit per EpilogueWork, from gemm
+  // (kNone), bias+ReLU (kLight) and bias+GELU(tanh) (kSpecial). The first ten rows are
+  // fitted to benchmarks/results/gemm_sm90_epilogue_tile_sweep_h100_2026-11-23e.csv (its
+  // first round); the two 64-row ping-pong rows to gemm_sm90_tile_sweep_h100_2026-11-27.csv.
+  // A refit of all twelve to the 2026-11-27 sweep (one round) moved established picks
+  // (128x192 -> 192x128, 128x128 ping-pong -> 128x256 on some shapes) that then ran 1-3%
+  // slower in an A/B run, where adding the two rows alone lost nowhere on a set
+  // (RESULTS.md 2026-11-27).
   // The epilogue shows in the per-wave term: 2.09 -> 3.55 -> 4.19 us for 128x256, where
   // both consumers run it while the tensor cores wait, against 0.71 -> 0.78 -> 1.12 us
   // for the 128x128 ping-pong tile, whose consumers overlap it with each other's
-  // mainloop (RESULTS.md 2026-11-23 (e)). 128x256 s4 and 64x256 s5 store C in two
-  // chunks (1.5-3.7% and 2.2-3.6% faster than s3 and s4, RESULTS.md (i), (j)); the
-  // 192-row tiles of three consumers fill one wave where the others leave most of a
-  // second one idle (1152x3968x3200: 55.1 -> 43.9 us, RESULTS.md 2026-11-23 (b)).
-  // Left out: 64x256 ping-pong (swept too: the worst fits, 6-7% mean error, and the
-  // shapes it took ran 1-4% slower), and configs that no shape wanted by a clear
-  // margin: 256x128, 128x64, the same tiles with fewer stages, and clusters (cl2 ran
-  // 0.97-0.985x of the same tile unclustered; RESULTS.md (i)).
+  // mainloop (RESULTS.md 2026-11-23 (e)). The 64-row ping-pong tiles (each consumer
+  // warpgroup its own 64xBN tiles, the 64x64 one with a 12-stage ring) win where there
+  // are a few tiles per SM: in the A/B run 512x1024x4096 went 16.0 -> 14.3 us, and the
+  // 68 (shape, idiom) rows that moved from the cooperative 64x64 s8 tile ran 1.05x
+  // (0.96-1.39x). 128x256 s4 and 64x256 s5
+  // store C in two chunks (1.5-3.7% and 2.2-3.6% faster than s3 and s4, RESULTS.md
+  // 2026-11-22 (i), (j)); the 192-row tiles of three consumers fill one wave where the
+  // others leave most of a second one idle (1152x3968x3200: 55.1 -> 43.9 us, RESULTS.md
+  // 2026-11-23 (b)).
+  // Left out: 64x256 and 64x192 ping-pong (the worst fits, 6-9% mean error, and the
+  // shapes they took ran slower: 64x192 p2x1 0.85-0.92x at 640x2176x3200), and configs
+  // that no shape wanted by a clear margin: 256x128, 128x64, the same tiles with fewer
+  // stages, and clusters (cl2 ran 0.97-0.985x of the same tile unclustered; RESULTS.md
+  // 2026-11-22 (i)).
   static const Sm90TileCost kCosts[] = {
       {{128, 256, 2, 1, 4}, {{4.927, 2.093, 0.009675}, {4.331, 3.548, 0.009677}, {4.819, 4.188, 0.009661}}},
       {{128, 192, 2, 1, 5}, {{5.083, 1.689, 0.007442}, {4.972, 2.373, 0.007425}, {5.295, 3.002, 0.007442}}},
@@ -230,6 +241,8 @@ absl::Span<const Sm90TileCost> Sm90TileCosts() {
       {{192, 192, 3, 1, 4}, {{4.76, 2.358, 0.01086}, {5.091, 3.734, 0.01104}, {5.018, 4.631, 0.011}}},
       {{192, 128, 3, 1, 5}, {{5.168, 1.484, 0.007536}, {4.335, 2.312, 0.007641}, {4.823, 2.961, 0.007597}}},
       {{128, 128, 2, 2, 5, true}, {{5.668, 0.7095, 0.005336}, {5.632, 0.7837, 0.005345}, {6.504, 1.116, 0.00536}}},
+      {{64, 64, 2, 1, 12, true}, {{4.613, 0.06634, 0.002586}, {4.763, 0.136, 0.002567}, {4.949, 0.221, 0.002524}}},
+      {{64, 128, 2, 1, 8, true}, {{4.485, 0.326, 0.003601}, {4.72, 0.3583, 0.003598}, {5.026, 0.4934, 0.003559}}},
   };
   return kCosts;
 }

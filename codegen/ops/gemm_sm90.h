@@ -156,9 +156,11 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
 // Least-squares fits (relative error) per config and epilogue to an H100 sweep of
 // every config over the squares, transformer and random sets of kiln_gemm_bench, with
 // gemm, bias+ReLU and bias+GELU(tanh) (benchmarks/RESULTS.md 2026-11-23 (e), every
-// config in one session); mean error 3-6% per fit. The 64x64 entry is fitted with 8
-// stages; the heuristic gives it 12 unsplit at K >= 1024 with M or N thin (up to 13%
-// faster; kSm90SmallTileDeepRingMaxM/N), so the model overstates its time there a little.
+// config in one session; the 64-row ping-pong tiles from a sweep of 2026-11-27); mean
+// error 3-6% per fit, 8% for the 64-row ping-pong tiles. The cooperative 64x64 entry is
+// fitted with 8 stages; the heuristic gives it 12 unsplit at K >= 1024 with M or N thin
+// (up to 13% faster; kSm90SmallTileDeepRingMaxM/N), so the model overstates its time
+// there a little.
 struct Sm90TileCost {
   struct Fit {
     double fixed_us = 0, wave_us = 0, wave_us_per_k = 0;
@@ -283,7 +285,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
 absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfig(const Node& node, int sm_count = 132);
 // The configs `kiln compile --tune` measures for `node` on the sm90 family: the
 // heuristic's first, then each tile of Sm90TileCosts (leaving out tiles at least twice
-// the problem's M or N rounded up to 64), the 64x64 tile with the other ring depth,
+// the problem's M or N rounded up to 64), each 64x64 tile with the other ring depth,
 // split-K forms of the cooperative tiles that leave more than half the SMs idle
 // (PickSm90SplitK's count filling the SMs with 12 k tiles a split, half that, the count
 // with kSm90TuneMinSplitKTiles a split, and 2), and for M <= 64 the swap-AB tile with 1
