@@ -18,9 +18,10 @@ the fastest peer and against the best config of each shape.
 
 Sm90TileCosts holds the two 64-row ping-pong rows of that fit and the other ten from
 benchmarks/results/gemm_sm90_epilogue_tile_sweep_h100_2026-11-23e.csv (which has no
-64-row ping-pong rows; configs a sweep lacks are left out): the 2026-11-27 refit of all twelve, one round, moved some established
-picks that ran slower in an A/B run (RESULTS.md 2026-11-27). Earlier tables fitted gemm
-alone: the 2026-11-22 g and i sweeps, then 2026-11-23 b.
+64-row ping-pong rows; configs a sweep lacks are left out): the 2026-11-27 refit of all
+twelve, one round, moved some established picks that ran slower in an A/B run
+(RESULTS.md 2026-11-27). Earlier tables fitted gemm alone: the 2026-11-22 g and i
+sweeps, then 2026-11-23 b.
 """
 import csv
 import math
