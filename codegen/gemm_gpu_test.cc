@@ -1948,6 +1948,11 @@ TEST(GemmCodegenTest, Sm90SplitKConfigsHeuristicAndLaunches) {
   // 12 tiles (N = 768: unswapped above M = 32, PreferSm90SwapAb); M = 16 swaps, unsplit
   // with 128 k per stage on the 12 tiles of N.
   EXPECT_EQ(ops::PickSm90GemmConfig(48, 768, 3072, 1, 132).split_k, m16.split_k);
+  // PickSm90SplitK counts k tiles of the tile's bk: K = 4096 is 64 tiles of 64 (5 splits
+  // of >= 12) but 32 of 128 (2).
+  ops::Sm90GemmConfig narrow = Sm90Swap(64, 16, 1, 1, 8, 1);
+  EXPECT_EQ(ops::PickSm90SplitK(narrow, 768, 16, 4096, 1, 132, 12, 132), 5);
+  EXPECT_EQ(ops::PickSm90SplitK(Sm90Bk128(narrow), 768, 16, 4096, 1, 132, 12, 132), 2);
   absl::StatusOr<Built> small = Build(GemmCase{DType::kBFloat16, {}, 48, 768, 3072, false, false, true}, 1);
   ASSERT_TRUE(small.ok());
   KernelOptions options;

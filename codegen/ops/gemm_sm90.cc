@@ -268,7 +268,7 @@ int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, 
   if (max_units <= 0) max_units = sm_count / 2;
   if (tile.pingpong || tile.bm <= 0 || tile.bn <= 0 || m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 1;
   const int64_t tiles = ((m + tile.bm - 1) / tile.bm) * ((n + tile.bn - 1) / tile.bn) * batch;
-  const int64_t k_tiles = (k + 63) / 64;
+  const int64_t k_tiles = (k + tile.bk - 1) / tile.bk;
   if (2 * tiles > max_units) return 1;
   if (max_splits <= 0 || max_splits > kGemmMaxSplitK) max_splits = kGemmMaxSplitK;
   int64_t split = std::min<int64_t>({max_units / tiles, k_tiles / std::max(min_k_tiles, 1), max_splits});

@@ -192,9 +192,9 @@ inline constexpr int64_t kSm90SmallTileDeepRingMinK = 1024;
 inline constexpr int64_t kSm90SmallTileDeepRingMaxM = 128, kSm90SmallTileDeepRingMaxN = 512;
 // The split count for a cooperative `tile` config: 1 unless 2 * tiles * batch <=
 // max_units (0: sm_count / 2); else as many splits as fit (tiles * splits <=
-// max_units) with at least `min_k_tiles` k tiles of 64 each (at most max_splits, 0:
-// no cap but kGemmMaxSplitK's), reduced to the fewest splits with the same k tiles per split; 1
-// where VerifySm90GemmConfig refuses the split tile.
+// max_units) with at least `min_k_tiles` k tiles (of tile.bk) each (at most max_splits,
+// 0: no cap but kGemmMaxSplitK's), reduced to the fewest splits with the same k tiles
+// per split; 1 where VerifySm90GemmConfig refuses the split tile.
 int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
                    int min_k_tiles = kSm90MinSplitKTiles, int max_units = 0, int max_splits = 0);
 // Swap-AB's tile config (Sm90SwapAbEligible groups): 64-row tiles of N, bn = M rounded
@@ -224,8 +224,9 @@ Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t bat
 // 0.79-1.06x (benchmarks/RESULTS.md, 2026-11-22 (e)), and the bk128 tiles
 // 1.00-1.18x at N in {768, 1024, 1536} (M <= 32, K in {768, 3072, 4096}; 2026-11-26
 // (g); a batch there with 32 tiles of N or more in all takes the 16-stage bk64 tile
-// instead, which was measured from N = 2048 only). Against unsplit 12-stage 64x64 tiles the split form lost 2-18% at M = 32 and
-// 64 and tied at M = 16 (RESULTS.md 2026-11-23 (d)); the unsplit 16-stage form
+// instead, which was measured from N = 2048 only). Against unsplit 12-stage 64x64
+// tiles the split form lost 2-18% at M = 32 and 64 and tied at M = 16 (RESULTS.md
+// 2026-11-23 (d)); the unsplit 16-stage form
 // (PickSm90SwapAbConfig) ran 1.004-1.098x them at M = 32 (N, K in {3072, 4096}) and
 // 0.96-0.98x at M = 64 (RESULTS.md 2026-11-26 (e)).
 inline constexpr int64_t kSm90SwapAbMaxM = 32, kSm90SwapAbMinN = 2048, kSm90SwapAbMinK = 2048;
