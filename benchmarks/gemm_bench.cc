@@ -1367,6 +1367,10 @@ int ParseAndRun(int argc, char** argv) {
       return 1;
     }
   }
+  if (o.sequential && o.fixed_order) {
+    std::fprintf(stderr, "--sequential and --fixed-order exclude each other (--sequential has no rounds)\n%s", kUsage);
+    return 1;
+  }
   if (o.reps < 20) std::printf("note: --reps %d is below the 20 the benchmark protocol asks for\n", o.reps);
   return Main(o);
 }
