@@ -38,7 +38,8 @@
 namespace kiln::codegen {
 namespace {
 
-enum class Epi { kNone, kBiasRelu, kBiasGelu, kResidual, kScale, kBiasGeluTanh, kBiasResidual };
+// kRowsResidual: a residual [M, N] shared by the batch (a position table).
+enum class Epi { kNone, kBiasRelu, kBiasGelu, kResidual, kScale, kBiasGeluTanh, kBiasResidual, kRowsResidual };
 const char* EpiName(Epi e) {
   switch (e) {
     case Epi::kNone: return "";
@@ -48,6 +49,7 @@ const char* EpiName(Epi e) {
     case Epi::kScale: return "_scale";
     case Epi::kBiasGeluTanh: return "_bias_gelu_tanh";
     case Epi::kBiasResidual: return "_bias_residual";
+    case Epi::kRowsResidual: return "_rows_residual";
   }
   return "?";
 }
@@ -211,6 +213,7 @@ absl::StatusOr<Built> Build(const GemmCase& c, uint32_t seed) {
       if (c.epi == Epi::kBiasGeluTanh) members.back()->SetAttr("approximate", std::string("tanh"));
       break;
     case Epi::kResidual: last = add("Add", {input("residual", ys, c.dtype), last}); break;
+    case Epi::kRowsResidual: last = add("Add", {last, input("residual", {c.m, c.n}, c.dtype)}); break;
     case Epi::kBiasResidual:  // BERT's attention and FFN outputs
       last = add("Add", {last, input("bias", {c.n}, c.dtype)});
       last = add("Add", {last, input("residual", ys, c.dtype)});
@@ -378,6 +381,10 @@ std::vector<GemmCase> Sm90Cases() {
     // pairs): batched whole tiles as in BERT's attention output, and partial tiles.
     push({dt, {4}, 128, 384, 256, true, false, false, Epi::kBiasResidual});
     push({dt, {}, 65, 136, 72, false, false, true, Epi::kBiasResidual});
+    // Batched with B shared: C's batch folds into its rows (BERT at 77 tokens: one
+    // GEMM of 308 rows), unless an operand is shared by the batch but not the rows.
+    push({dt, {4}, 77, 768, 256, true, false, true, Epi::kBiasResidual});
+    push({dt, {2, 3}, 77, 136, 72, true, false, false, Epi::kRowsResidual});
     for (Pro p : {Pro::kReluA, Pro::kRowScaleA}) {
       for (const auto& l : layouts) {
         if (!l[0] && !l[1]) continue;  // NN is in Cases()
@@ -1086,6 +1093,51 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
 // With `hopper`, GenerateNodeKernels gives the sm90 family what it takes (dual groups
 // and A-prologues included) and the sm_80 template the rest: rows that are not 16-byte
 // aligned (TMA), prologues on B or loading fp32, with the reason in Sm90Eligible.
+// A batched group whose A is stored [batch..., M, K] and whose B is shared by the
+// batch runs as one GEMM of batch * M rows, the epilogue's operands indexed in C's
+// folded rows; not with A transposed, a prologue, a batched B, or an operand shared by
+// the batch but not the rows (its offset needs the batch entry).
+TEST(GemmCodegenTest, Sm90FoldsTheBatchIntoRows) {
+  struct Fold {
+    GemmCase c;
+    bool folds;
+  };
+  GemmCase pro{DType::kFloat16, {4}, 77, 768, 256, true, false, false, Epi::kBiasRelu};
+  pro.pro = Pro::kReluA;
+  GemmCase dual{DType::kFloat16, {2, 3}, 77, 136, 72, true, false, true, Epi::kResidual};
+  dual.dual = true;
+  dual.k2 = 40;
+  GemmCase dual_t = dual;
+  dual_t.ta2 = true;
+  for (const Fold& f : {Fold{{DType::kFloat16, {4}, 77, 768, 256, true, false, true, Epi::kBiasResidual}, true},
+                        Fold{{DType::kBFloat16, {2, 3}, 77, 136, 72, true, false, false, Epi::kBiasGeluTanh}, true},
+                        Fold{{DType::kFloat16, {4}, 77, 768, 256, true}, true}, Fold{dual, true},
+                        Fold{dual_t, false},
+                        Fold{{DType::kFloat16, {4}, 77, 768, 256, false, false, true, Epi::kBiasResidual}, false},
+                        Fold{{DType::kFloat16, {4}, 80, 768, 256, true, true, false, Epi::kBiasRelu}, false},
+                        Fold{{DType::kFloat16, {2, 3}, 77, 136, 72, true, false, false, Epi::kRowsResidual}, false},
+                        Fold{pro, false}}) {
+    SCOPED_TRACE(f.c.Name());
+    absl::StatusOr<Built> b = Build(f.c, 1);
+    ASSERT_TRUE(b.ok()) << b.status();
+    absl::StatusOr<ops::GemmFamilyPlan> p = ops::PlanGemmForFamily(*b->node);
+    ASSERT_TRUE(p.ok()) << p.status();
+    const int64_t batch = NumElements(f.c.batch);
+    EXPECT_EQ(p->m, f.folds ? batch * f.c.m : f.c.m);
+    EXPECT_EQ(p->batch, f.folds ? 1 : batch);
+    if (f.folds) {
+      EXPECT_EQ(p->a_batch, 0);
+      EXPECT_EQ(p->a_shape, (Shape{batch * f.c.m, f.c.k}));
+      if (f.c.dual) EXPECT_EQ(p->a2_shape, (Shape{batch * f.c.m, f.c.k2}));
+      // A residual dense over C is read at C's folded row, a bias at the column alone.
+      if (f.c.epi == Epi::kBiasResidual) {
+        EXPECT_NE(p->epilogue_function.find("row * 768"), std::string::npos) << p->epilogue_function;
+        EXPECT_EQ(p->epilogue_function.find("(batch /"), std::string::npos) << p->epilogue_function;
+      }
+    }
+  }
+}
+
 TEST(GemmCodegenTest, Sm90Routing) {
   KernelOptions hopper;
   hopper.gemm_template = true;
@@ -1911,7 +1963,8 @@ TEST(GemmCodegenTest, Sm90SplitKConfigsHeuristicAndLaunches) {
   EXPECT_EQ(ops::PickSm90SplitK(ops::Sm90GemmConfig{64, 256, 2, 1, 4, true}, 16, 768, 3072, 1, 132, 4), 1);
 
   // A forced split: grid = units, the workspace per (tile, consumer), the parameters.
-  absl::StatusOr<Built> b = Build(GemmCase{DType::kFloat16, {3}, 65, 136, 1000, true}, 1);
+  // B per batch entry, so that the batch stays (a shared B folds it into M).
+  absl::StatusOr<Built> b = Build(GemmCase{DType::kFloat16, {3}, 65, 136, 1000}, 1);
   ASSERT_TRUE(b.ok()) << b.status();
   const ops::Sm90GemmConfig two_wg = Sm90Split(128, 128, 2, 1, 4, 3);  // 1 x 2 tiles x 3 batches
   absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateMatMulGroupSm90(*b->node, &two_wg, 132);
@@ -2003,8 +2056,9 @@ TEST(GemmCodegenTest, Sm90StreamKConfigsPartitionAndLaunches) {
   EXPECT_EQ(split(1, 1, 132), (std::array<int64_t, 2>{1, 1}));
 
   // Launches: 12 tiles of 64x128 (65 x 136 x 3 batches) on 5 SMs: 5 data-parallel, 7
-  // stream-K tiles, grid 5, a semaphore per stream-K tile, a partial per CTA.
-  absl::StatusOr<Built> b = Build(GemmCase{DType::kFloat16, {3}, 65, 136, 584, true}, 1);
+  // stream-K tiles, grid 5, a semaphore per stream-K tile, a partial per CTA. B per
+  // batch entry (a shared one folds the batch into M).
+  absl::StatusOr<Built> b = Build(GemmCase{DType::kFloat16, {3}, 65, 136, 584}, 1);
   ASSERT_TRUE(b.ok()) << b.status();
   const ops::Sm90GemmConfig sk = WithStreamK({64, 128, 1, 1, 8});
   absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateMatMulGroupSm90(*b->node, &sk, 5);
@@ -2107,7 +2161,7 @@ TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
     const char* why;  // in Sm90SwapAbEligible's message when not eligible
   };
   for (const Route& r : {Route{GemmCase{DType::kFloat16, {}, 16, 4096, 4096, false, false, true}, true, ""},
-                         Route{GemmCase{DType::kBFloat16, {3}, 7, 2048, 2048, true, false, false, Epi::kBiasGelu},
+                         Route{GemmCase{DType::kBFloat16, {3}, 7, 2048, 2048, false, false, false, Epi::kBiasGelu},
                                true, ""},
                          Route{GemmCase{DType::kFloat16, {}, 16, 3072, 2048}, true, ""},
                          Route{GemmCase{DType::kFloat16, {}, 32, 3072, 2048}, true, ""},

@@ -752,6 +752,53 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   return std::vector<KernelLaunch>{std::move(launch)};
 }
 
+namespace {
+// Whether the epilogue load of `view` (broadcast against the output `ys`, [batch...,
+// M, N]) reads C's batch and row dims either all densely or all broadcast: then the
+// batch folds into M (FoldsBatchIntoRows).
+bool RowsFoldWithBatch(const ElementwiseLoad& load, const Shape& ys) {
+  if (!load.strides.empty() || load.offset != 0 || load.view.size() > ys.size()) return false;
+  const size_t lead = ys.size() - load.view.size();
+  bool dense = true, broadcast = true;
+  for (size_t d = 0; d + 1 < ys.size(); ++d) {
+    const int64_t v = d < lead ? 1 : load.view[d - lead];
+    dense = dense && v == ys[d];
+    broadcast = broadcast && v == 1;
+  }
+  return dense || broadcast;
+}
+
+// Whether a batched GEMM group runs as one GEMM of batch * M rows: every mainloop's
+// A is stored [batch..., M, K] (dense, not transposed, no prologue) and its B is
+// shared by the batch, and every epilogue operand folds (RowsFoldWithBatch). C
+// [batch..., M, N] is then [batch * M, N]. BERT at 77 tokens and batch 4 is a GEMM of
+// 308 rows, where 4 batches of 77 rows would compute 128 rows of 64-row tiles each.
+bool FoldsBatchIntoRows(const GemmPrep& prep) {
+  const GemmPlan& plan = prep.plan;
+  if (prep.batch <= 1) return false;
+  const int64_t rows = prep.batch * prep.m;
+  if (rows * prep.n >= (int64_t{1} << 31)) return false;
+  for (size_t i = 0; i < plan.loops.size(); ++i) {
+    const LoopPlan& l = plan.loops[i];
+    if (l.a.trans || !l.a.chain.empty() || !l.b.chain.empty() || prep.b_batch[i] != 0 ||
+        prep.a_batch[i] != prep.m * l.k || rows * l.k >= (int64_t{1} << 31)) {
+      return false;
+    }
+  }
+  const Shape& ys = prep.y->shape();
+  return std::all_of(plan.loads.begin(), plan.loads.end(),
+                     [&](const ElementwiseLoad& load) { return RowsFoldWithBatch(load, ys); });
+}
+
+// `view`, a load that RowsFoldWithBatch, against the folded output [rows, N]: [1, n]
+// where it is broadcast over the batch and rows, else [rows, n].
+Shape FoldedView(const Shape& view, int64_t rows) {
+  if (view.empty()) return Shape{1, 1};
+  const bool broadcast = std::all_of(view.begin(), view.end() - 1, [](int64_t d) { return d == 1; });
+  return Shape{broadcast ? 1 : rows, view.back()};
+}
+}  // namespace
+
 absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   GemmPrep prep;
   if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
@@ -785,6 +832,19 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
     f.a2_shape = l1.a.stored->shape();
     f.b2_shape = l1.b.stored->shape();
   }
+  // The output's shape as the kernel sees it: [batch..., M, N], or [batch * M, N]
+  // with the batch folded into the rows.
+  Shape ys = prep.y->shape();
+  const bool fold = FoldsBatchIntoRows(prep);
+  if (fold) {
+    f.m = prep.batch * prep.m;
+    f.batch = 1;
+    f.a_batch = f.a2_batch = 0;
+    f.a_shape = Shape{f.m, f.k};
+    if (f.dual) f.a2_shape = Shape{f.m, f.k2};
+    ys = Shape{f.m, f.n};
+  }
+  auto view_of = [&](const Shape& view) { return fold ? FoldedView(view, f.m) : view; };
   f.prologue_a = !l0.a.chain.empty();
   f.prologue_b = !l0.b.chain.empty();
   f.a_loaded_dtype = l0.a.loaded->dtype();
@@ -799,7 +859,7 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   GemmEpilogueSource epilogue;
   KernelLaunch loads;
   if (absl::Status st = AppendGemmEpilogueLoads(
-          node, plan.loads, [&](const Shape& view) { return BroadcastOffset(node, view, prep.y->shape()); },
+          node, plan.loads, [&](const Shape& view) { return BroadcastOffset(node, view_of(view), ys); },
           epilogue, loads);
       !st.ok()) {
     return st;
@@ -815,15 +875,14 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   // 16-bit loads dense along the output's rows (a residual) are read there a column
   // pair at a time, one 4-byte load for the two elements a thread's fragment holds
   // (kiln_epilogue_at2): half the load instructions, which bound that epilogue.
-  const Shape& ys = prep.y->shape();
   std::string prefetch, members, column_loads, values, unpack, at_loads, paired, unpaired, aligned, prefetch_rows;
   int registers = 0;
   for (size_t l = 0; l < plan.loads.size(); ++l) {
     const ElementwiseLoad& ld = plan.loads[l];
-    const bool dense_rows = !ld.view.empty() && ld.strides.empty() && ld.offset == 0 && ys.size() >= 2 &&
-                            ld.view.back() == ys.back() && ys.back() > 1;
-    const bool column =
-        dense_rows && std::all_of(ld.view.begin(), ld.view.end() - 1, [](int64_t d) { return d == 1; });
+    const Shape view = view_of(ld.view);
+    const bool dense_rows = !view.empty() && ld.strides.empty() && ld.offset == 0 && ys.size() >= 2 &&
+                            view.back() == ys.back() && ys.back() > 1;
+    const bool column = dense_rows && std::all_of(view.begin(), view.end() - 1, [](int64_t d) { return d == 1; });
     if (column) absl::StrAppend(&prefetch, " kiln_sm90_prefetch_columns(e", l, ", first, t);");
     const DType dt = node.input(ld.input)->dtype();
     const bool sixteen = dt == DType::kFloat16 || dt == DType::kBFloat16;
@@ -845,7 +904,7 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
     // column already, the compiler sharing it between the rows, and pairs measured
     // 2% slower there (RESULTS.md 2026-11-26 (c)).
     const size_t rank = ys.size();
-    const bool per_row = ld.view.size() >= 2 && ld.view[ld.view.size() - 2] == ys[rank - 2] && ys[rank - 2] > 1;
+    const bool per_row = view.size() >= 2 && view[view.size() - 2] == ys[rank - 2] && ys[rank - 2] > 1;
     if (dense_rows && per_row && sixteen && ld.domain == Domain::kFloat && ys.back() % 2 == 0) {
       const std::string& off = epilogue.offset[l];
       absl::StrAppend(&values, "  float ", g, ";\n");
