@@ -37,6 +37,11 @@ bool IsMatMulGroup(const Node& node) {
   return false;
 }
 
+bool GeneratesMatMulGroup(const Node& node, const KernelOptions& options) {
+  if (!options.gemm_template || !IsMatMulGroup(node)) return false;
+  return !options.gemm_template_sm90_only || (options.hopper && ops::Sm90Eligible(node).ok());
+}
+
 bool IsConvGroup(const Node& node) {
   if (!IsFusedGroup(node)) return false;
   auto pattern = node.GetString("pattern", "");
@@ -62,7 +67,14 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
     if (pattern.ok() && (*pattern == "softmax" || *pattern == "layernorm")) return ops::GenerateRowGroup(node);
     if (pattern.ok() && *pattern == "attention") return ops::GenerateAttentionGroup(node);  // every mode
     if (IsMatMulGroup(node)) {
-      if (options.gemm_template) return ops::GenerateGemm(node, options);
+      if (GeneratesMatMulGroup(node, options)) return ops::GenerateGemm(node, options);
+      if (options.gemm_template) {
+        return absl::UnimplementedError(absl::StrCat(
+            "no fused GPU kernel for this '", *pattern, "' group with --matmul-groups auto on sm_90a: ",
+            options.hopper ? ops::Sm90Eligible(node).message() : "not a Hopper target",
+            "; cuBLASLt takes matmul+epilogue groups of a bias and Relu/tanh-Gelu only (--matmul-groups generated "
+            "runs it on the sm_80 template)"));
+      }
       return absl::UnimplementedError(absl::StrCat(
           "no fused GPU kernel for '", *pattern, "' groups with --matmul-groups library (cuBLASLt takes ",
           "matmul+epilogue groups of a bias and Relu/tanh-Gelu only; --matmul-groups generated runs every ",

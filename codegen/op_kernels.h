@@ -91,6 +91,12 @@ struct KernelOptions {
   // epilogue generated into it. Off: they have no generated kernel (the caller uses
   // a library epilogue or expands them).
   bool gemm_template = false;
+  // With gemm_template and hopper: only the MatMul groups the Hopper family takes
+  // (ops::Sm90Eligible) get generated kernels; the others stay on the library
+  // (cuBLASLt's fused epilogue, or expanded: cuBLASLt's GEMM and a pointwise kernel)
+  // rather than the sm_80 template, which reaches 0.35-0.55x cuBLASLt on the H100.
+  // `--matmul-groups auto` on sm_90a.
+  bool gemm_template_sm90_only = false;
   // "conv+epilogue" groups run as one cudnnConvolutionBiasActivationForward call
   // (cudnn:FusedConv). On the H100 that call is slower than cudnnConvolutionForward
   // plus one generated pointwise kernel in NCHW (ResNet-50 batch 1: 0.833 vs 0.706
@@ -139,6 +145,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
 
 // Whether `node` is a FusedGroup the GEMM template takes (a MatMul anchor).
 bool IsMatMulGroup(const Node& node);
+// Whether the options give `node`, a MatMul group, a generated GEMM: gemm_template,
+// and with gemm_template_sm90_only a group the Hopper family takes on a Hopper target.
+bool GeneratesMatMulGroup(const Node& node, const KernelOptions& options);
 
 // Whether `node` is a "conv+epilogue" FusedGroup (a Conv anchor).
 bool IsConvGroup(const Node& node);

@@ -45,7 +45,7 @@ bool IsAliasedView(const bundle::Step& step, const Node& node) {
 }  // namespace
 
 bool UsesLibraryKernel(const Node& node, const codegen::KernelOptions& kernel_options) {
-  if (kernel_options.gemm_template && codegen::IsMatMulGroup(node)) return false;
+  if (codegen::GeneratesMatMulGroup(node, kernel_options)) return false;
   // Generated conv kernels take NHWC convs and conv groups (ConvKernelFits); the
   // others stay on cuDNN.
   if (codegen::ConvTemplateTakes(node, kernel_options) && codegen::ConvKernelFits(node).ok()) {
@@ -86,7 +86,7 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
     }
     absl::StatusOr<std::vector<codegen::KernelLaunch>> launches;
     std::optional<codegen::GemmChoice> gemm;
-    if (kernel_options.gemm_template && codegen::IsMatMulGroup(node)) {
+    if (codegen::GeneratesMatMulGroup(node, kernel_options)) {
       // The sm90 family on sm_90a where it takes the group, else the sm_80 template;
       // either with the tuning database's config when it holds one.
       launches = codegen::GenerateMatMulGroupWithDb(node, arch, compile_options.tuning_db, &gemm.emplace(),

@@ -124,14 +124,22 @@ absl::StatusOr<int> ExpandGroupsWithoutKernels(Graph& graph, const codegen::Kern
 
 codegen::KernelOptions KernelOptionsFor(const CompileOptions& options) {
   codegen::KernelOptions k;
-  k.gemm_template = options.matmul_groups == "generated" ||
-                    (options.matmul_groups == "auto" && options.arch != "sm_90a");
+  // auto: generated; on sm_90a only for the groups the Hopper family takes (the
+  // library for the others: gemm_template_sm90_only).
+  k.gemm_template = options.matmul_groups == "generated" || options.matmul_groups == "auto";
+  k.gemm_template_sm90_only = options.matmul_groups == "auto" && codegen::IsHopperArch(options.arch);
   k.cudnn_fused_conv = options.conv_groups == "cudnn" || options.conv_groups == "auto";
   k.conv_template = options.conv_groups == "generated";
   k.conv_template_auto = options.conv_groups == "auto";
-  // sm_90a: the Hopper GEMM family (TMA + wgmma) for the MatMul groups it takes;
-  // its persistent grid is sized for an H100 SXM (132 SMs) when sm_count is 0.
+  // sm_90a: the Hopper GEMM family (TMA + wgmma) for the MatMul groups it takes.
+  // Its persistent grid is sized for the local GPU's multiprocessors when that GPU is
+  // of the target arch (an H100 PCIe has 114, where 132 CTAs would leave 18 for a
+  // second wave), else for an H100 SXM's 132 (sm_count 0).
   k.hopper = codegen::IsHopperArch(options.arch);
+  if (k.hopper) {
+    absl::StatusOr<GpuInfo> gpu = LocalGpu();
+    if (gpu.ok() && gpu->arch == options.arch) k.sm_count = gpu->sm_count;
+  }
   return k;
 }
 
@@ -294,7 +302,9 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   std::sort(kept.begin(), kept.end());  // a stable manifest
   for (const std::string& name : kept) m.mutable_compile_options()->add_float32_nodes(name);
   m.mutable_compile_options()->set_no_fuse(!options.fuse);
-  m.mutable_compile_options()->set_matmul_groups(kernel_options.gemm_template ? "generated" : "library");
+  m.mutable_compile_options()->set_matmul_groups(!kernel_options.gemm_template           ? "library"
+                                                 : kernel_options.gemm_template_sm90_only ? "sm90+library"
+                                                                                          : "generated");
   bundle::FusionReport* fr = m.mutable_fusion();
   fr->set_enabled(options.fuse);
   fr->set_nodes_before(report.nodes_before);
@@ -399,14 +409,17 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
     tune_options.arch = options.arch;
     tune_options.budget_seconds = options.tune_budget_seconds;
     tune_options.cache = compile_options.cache;
-    absl::StatusOr<GemmTuneReport> tuned = TuneGemmGroups(nodes, *tuning_db, tune_options);
+    std::vector<Node*> generated;  // the MatMul groups that get a generated GEMM
+    for (Node* n : nodes) {
+      if (codegen::GeneratesMatMulGroup(*n, kernel_options)) generated.push_back(n);
+    }
+    absl::StatusOr<GemmTuneReport> tuned = TuneGemmGroups(generated, *tuning_db, tune_options);
     if (!tuned.ok()) return where("tuning", tuned.status());
     tuned->warnings = std::move(tune_report.warnings);
     tune_report = *std::move(tuned);
   } else if (options.tune) {
     tune_report.tuned = true;
-    tune_report.note = absl::StrCat("nothing to tune: MatMul groups run on cuBLASLt (--matmul-groups resolves to "
-                                    "library for ", options.arch, "); pass --matmul-groups generated");
+    tune_report.note = "nothing to tune: MatMul groups run on cuBLASLt (--matmul-groups library)";
   }
   if (tuning_db.has_value()) {
     for (const std::string& w : tuning_db->warnings()) {

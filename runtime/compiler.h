@@ -46,10 +46,12 @@ struct CompileOptions {
   // kernel (the unfused baseline).
   bool fuse = true;
   // Which kernel runs fused groups anchored on a MatMul: "generated" (kiln's
-  // sm_80-class tensor-core GEMM with the epilogue generated into it), "library"
+  // tensor-core GEMM with the epilogue generated into it: on sm_90a the Hopper
+  // family where it takes the group, else the sm_80-class template), "library"
   // (cuBLASLt with a fused epilogue where cuBLASLt has one, else the group is
-  // expanded) or "auto": generated for sm_80/86/89, library for sm_90a, where the
-  // sm_80-class kernel reaches only ~0.35-0.55x cuBLASLt (Hopper kernels: next).
+  // expanded) or "auto": generated for sm_80/86/89; on sm_90a the Hopper family for
+  // the groups it takes and the library for the others, since the sm_80-class
+  // template reaches only ~0.35-0.55x cuBLASLt there (docs/gpu.md).
   std::string matmul_groups = "auto";
   // Which kernel runs convs and "conv+epilogue" groups: "auto" (default: depthwise
   // convs and the groups cuDNN's fused call cannot take on kiln's generated kernels,

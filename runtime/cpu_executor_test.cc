@@ -315,7 +315,44 @@ TEST(CpuExecutorTest, SiblingSplitsOfTransformersAreViews) {
   }
 }
 
-// --matmul-groups library (sm_90a's default): a MatMul group cuBLASLt cannot take
+// --matmul-groups auto on sm_90a (the default there): the MatMul groups the Hopper
+// family takes run it; the others (FFN width 60: rows TMA cannot read) go to the
+// library as --matmul-groups library would, not to the sm_80 template.
+TEST(CpuExecutorTest, AutoOnSm90aSplitsMatMulGroupsBetweenHopperFamilyAndLibrary) {
+  for (int64_t ffn : {64, 60}) {
+    SCOPED_TRACE(absl::StrCat("ffn ", ffn));
+    models::ModelOptions options;
+    options.seq = 8;
+    options.hidden = 32;
+    options.heads = 2;
+    options.ffn = ffn;
+    auto model = models::MakeModel("bert_layer", options);
+    ASSERT_TRUE(model.ok()) << model.status();
+    auto graph = ImportOnnxModel(*std::move(model), ".");
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    CompileOptions compile = WithPrecision("fp16");
+    compile.arch = "sm_90a";
+    auto contents = BuildBundle(**graph, compile, "bert_layer", "");
+    ASSERT_TRUE(contents.ok()) << contents.status();
+    EXPECT_EQ(contents->manifest.compile_options().matmul_groups(), "sm90+library");
+    int library = 0, generated_groups = 0;
+    for (const bundle::Step& step : contents->manifest.steps()) {
+      if (absl::StartsWith(step.kernel(), "cublaslt:")) ++library;
+      if (step.op_type() == "FusedGroup" && absl::StartsWith(step.kernel(), "nvrtc:")) ++generated_groups;
+    }
+    // Q/K/V (stacked) and the attention output on the Hopper family, with attention
+    // and the LayerNorm group; the two FFN MatMuls on cuBLASLt where the width is 60.
+    EXPECT_EQ(library, ffn == 60 ? 2 : 0);
+    int refused = 0;
+    for (const bundle::FusionGroup& g : contents->manifest.fusion().groups()) {
+      if (absl::StrContains(g.note(), "--matmul-groups auto on sm_90a")) ++refused;
+    }
+    EXPECT_EQ(refused, ffn == 60 ? 2 : 0);
+    EXPECT_GE(generated_groups, 4);
+  }
+}
+
+// --matmul-groups library: a MatMul group cuBLASLt cannot take
 // whole is expanded, but its MatMul keeps the bias in one cuBLASLt call and the tail
 // (residual add, erf-GELU) is fused again into pointwise / LayerNorm groups: no
 // element-wise op of the BERT layer runs as a kernel of its own.

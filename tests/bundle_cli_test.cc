@@ -180,6 +180,8 @@ TEST_F(BundleCliTest, FusionReportNoFuseAndDumps) {
   EXPECT_THAT(Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --arch sm_86"), dir_).out,
               HasSubstr("matmul groups: generated"));
   EXPECT_THAT(Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --arch sm_90a"), dir_).out,
+              HasSubstr("matmul groups: sm90+library"));
+  EXPECT_THAT(Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --arch sm_90a --matmul-groups library"), dir_).out,
               HasSubstr("matmul groups: library"));
   EXPECT_THAT(Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --matmul-groups some"), dir_).out,
               HasSubstr("unsupported --matmul-groups 'some': choose auto, library or generated"));
