@@ -37,7 +37,12 @@
 
 namespace kiln {
 
-inline constexpr int kKernelsPerModule = 48;
+// One module per distinct kernel: NVRTC compiles the modules in parallel (TBB), so
+// a model's first compile is bounded by its slowest kernel rather than by a module of
+// many. On 2 cores BERT-base's NVRTC time (sm_90a) went 14.5-18.1 -> 10.6-13.0 s
+// (2 modules of 48 -> 65 of 1), and 13.5-16.1 -> 6.2-8.0 s with `--matmul-groups
+// library` (docs/gpu.md).
+inline constexpr int kKernelsPerModule = 1;
 
 struct KernelAssignmentStats {
   int generated_steps = 0;   // steps running generated kernels
