@@ -1090,9 +1090,6 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
   }
 }
 
-// With `hopper`, GenerateNodeKernels gives the sm90 family what it takes (dual groups
-// and A-prologues included) and the sm_80 template the rest: rows that are not 16-byte
-// aligned (TMA), prologues on B or loading fp32, with the reason in Sm90Eligible.
 // A batched group whose A is stored [batch..., M, K] and whose B is shared by the
 // batch runs as one GEMM of batch * M rows, the epilogue's operands indexed in C's
 // folded rows; not with A transposed, a prologue, a batched B, or an operand shared by
@@ -1138,6 +1135,9 @@ TEST(GemmCodegenTest, Sm90FoldsTheBatchIntoRows) {
   }
 }
 
+// With `hopper`, GenerateNodeKernels gives the sm90 family what it takes (dual groups
+// and A-prologues included) and the sm_80 template the rest: rows that are not 16-byte
+// aligned (TMA), prologues on B or loading fp32, with the reason in Sm90Eligible.
 TEST(GemmCodegenTest, Sm90Routing) {
   KernelOptions hopper;
   hopper.gemm_template = true;
