@@ -315,20 +315,25 @@ TEST(CpuExecutorTest, SiblingSplitsOfTransformersAreViews) {
   }
 }
 
+// A BERT layer of 8 tokens, hidden 32, 2 heads and FFN width `ffn`, imported.
+absl::StatusOr<std::unique_ptr<Graph>> SmallBertLayer(int64_t ffn) {
+  models::ModelOptions options;
+  options.seq = 8;
+  options.hidden = 32;
+  options.heads = 2;
+  options.ffn = ffn;
+  absl::StatusOr<onnx::ModelProto> model = models::MakeModel("bert_layer", options);
+  if (!model.ok()) return model.status();
+  return ImportOnnxModel(*std::move(model), ".");
+}
+
 // --matmul-groups auto on sm_90a (the default there): the MatMul groups the Hopper
 // family takes run it; the others (FFN width 60: rows TMA cannot read) go to the
 // library as --matmul-groups library would, not to the sm_80 template.
 TEST(CpuExecutorTest, AutoOnSm90aSplitsMatMulGroupsBetweenHopperFamilyAndLibrary) {
   for (int64_t ffn : {64, 60}) {
     SCOPED_TRACE(absl::StrCat("ffn ", ffn));
-    models::ModelOptions options;
-    options.seq = 8;
-    options.hidden = 32;
-    options.heads = 2;
-    options.ffn = ffn;
-    auto model = models::MakeModel("bert_layer", options);
-    ASSERT_TRUE(model.ok()) << model.status();
-    auto graph = ImportOnnxModel(*std::move(model), ".");
+    auto graph = SmallBertLayer(ffn);
     ASSERT_TRUE(graph.ok()) << graph.status();
     CompileOptions compile = WithPrecision("fp16");
     compile.arch = "sm_90a";
@@ -357,14 +362,7 @@ TEST(CpuExecutorTest, AutoOnSm90aSplitsMatMulGroupsBetweenHopperFamilyAndLibrary
 // (residual add, erf-GELU) is fused again into pointwise / LayerNorm groups: no
 // element-wise op of the BERT layer runs as a kernel of its own.
 TEST(CpuExecutorTest, LibraryModeKeepsBiasInCublasLtAndRefusesTheTail) {
-  models::ModelOptions options;
-  options.seq = 8;
-  options.hidden = 32;
-  options.heads = 2;
-  options.ffn = 64;
-  auto model = models::MakeModel("bert_layer", options);
-  ASSERT_TRUE(model.ok()) << model.status();
-  auto graph = ImportOnnxModel(*std::move(model), ".");
+  auto graph = SmallBertLayer(64);
   ASSERT_TRUE(graph.ok()) << graph.status();
   CompileOptions compile = WithPrecision("fp16");
   compile.matmul_groups = "library";
