@@ -42,6 +42,13 @@ bool GeneratesMatMulGroup(const Node& node, const KernelOptions& options) {
   return !options.gemm_template_sm90_only || (options.hopper && ops::Sm90Eligible(node).ok());
 }
 
+std::string Sm90OnlyRefusal(const Node& node, const KernelOptions& options) {
+  if (!options.gemm_template || !options.gemm_template_sm90_only || !IsMatMulGroup(node)) return "";
+  if (!options.hopper) return "not a Hopper target";
+  absl::Status eligible = ops::Sm90Eligible(node);
+  return eligible.ok() ? "" : std::string(eligible.message());
+}
+
 bool IsConvGroup(const Node& node) {
   if (!IsFusedGroup(node)) return false;
   auto pattern = node.GetString("pattern", "");
@@ -71,7 +78,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
       if (options.gemm_template) {
         return absl::UnimplementedError(absl::StrCat(
             "no fused GPU kernel for this '", *pattern, "' group with --matmul-groups auto on sm_90a: ",
-            options.hopper ? ops::Sm90Eligible(node).message() : "not a Hopper target",
+            Sm90OnlyRefusal(node, options),
             "; cuBLASLt takes matmul+epilogue groups of a bias and Relu/tanh-Gelu only (--matmul-groups generated "
             "runs it on the sm_80 template)"));
       }

@@ -148,6 +148,10 @@ bool IsMatMulGroup(const Node& node);
 // Whether the options give `node`, a MatMul group, a generated GEMM: gemm_template,
 // and with gemm_template_sm90_only a group the Hopper family takes on a Hopper target.
 bool GeneratesMatMulGroup(const Node& node, const KernelOptions& options);
+// Why a MatMul group that auto mode (gemm_template_sm90_only) wanted generated gets
+// none: the Hopper family refused it (its reason), or the target is not Hopper. ""
+// when GeneratesMatMulGroup holds, for other modes, and for other nodes.
+std::string Sm90OnlyRefusal(const Node& node, const KernelOptions& options);
 
 // Whether `node` is a "conv+epilogue" FusedGroup (a Conv anchor).
 bool IsConvGroup(const Node& node);

@@ -27,6 +27,22 @@ bool IsActivation(const std::string& op) {
 
 bool IsArithmetic(const std::string& op) { return op == "Add" || op == "Sub" || op == "Mul" || op == "Div"; }
 
+// The LayerNormalization that is the only reader of `add`'s sum, when `add` adds the
+// full-size operand `other` (a residual, not a broadcast bias); else null. Such an add
+// is left to the norm (FusePointwise groups {add, norm}): the two tensors are read
+// once either way, but in the norm the add is one more stream of a bandwidth-bound
+// kernel, while in a GEMM epilogue it is a load on the critical path after the last
+// MMA (benchmarks/RESULTS.md 2026-11-27 (c)).
+const Node* ResidualNormReader(const Graph& graph, const Node& add, const Value& other) {
+  const Value* sum = add.output(0);
+  if (add.op_type() != "Add" || other.shape() != sum->shape() || graph.IsGraphOutput(sum)) return nullptr;
+  const std::vector<Node*> readers = Consumers(sum);
+  if (readers.size() != 1 || readers[0]->op_type() != "LayerNormalization" || readers[0]->input(0) != sum) {
+    return nullptr;
+  }
+  return readers[0];
+}
+
 // One step of the chain: the nodes it takes and the value the chain continues from,
 // or why the consumer cannot be taken. `candidate` is false for consumers that are
 // not element-wise at all (not reported).
@@ -107,6 +123,13 @@ Step TryStep(const Graph& graph, Node* c, Value* v, const Shape& shape) {
     if (other->dtype() != v->dtype()) {
       st.reason = absl::StrCat("dtype: operand ", Quote(other->name()), " of ", Quote(c->name()), " is ",
                                DTypeName(other->dtype()), " but the chain is ", DTypeName(v->dtype()));
+      return st;
+    }
+    if (const Node* norm = ResidualNormReader(graph, *c, *other)) {
+      st.reason = absl::StrCat("cost: ", Quote(c->name()), " adds a full-size operand and only ",
+                               Quote(norm->name()), " (LayerNormalization) reads its sum; the norm takes the add, "
+                               "which there costs one more read in a bandwidth-bound kernel instead of a residual "
+                               "load on the GEMM's critical path");
       return st;
     }
   }

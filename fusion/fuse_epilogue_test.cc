@@ -176,6 +176,45 @@ graph @main {
   EXPECT_TRUE(report.rejections.empty()) << report.ToString();
 }
 
+TEST(FuseEpilogueTest, LeavesAResidualReadOnlyByALayerNormToTheNorm) {
+  // BERT's post-LN form: the sum is read only by the norm, which takes the add
+  // (FusePointwise); the epilogue keeps the bias.
+  const std::string post_ln = R"(
+graph @main {
+  input %x : f32[4,8]
+  input %r : f32[4,16]
+  const %w : f32[8,16] = splat(0.5)
+  const %b : f32[16] = splat(0.1)
+  const %gamma : f32[16] = splat(1.0)
+  const %beta : f32[16] = splat(0.0)
+  %m = MatMul(%x, %w) @mm
+  %a = Add(%m, %b) @bias
+  %h = Add(%a, %r) @residual
+  %y = LayerNormalization(%h, %gamma, %beta) {axis = -1, epsilon = 1e-05} @ln
+  output %y
+}
+)";
+  FusionReport report;
+  auto g = FuseAndCheck(post_ln, &report);
+  EXPECT_EQ(Summary(*g), "FusedGroup matmul+epilogue [mm, bias] anchor=mm\nAdd @residual\nLayerNormalization @ln\n");
+  ExpectOneRejection(report, {"mm", "residual"}, "cost: 'residual' adds a full-size operand and only 'ln'");
+
+  // GPT-2's pre-LN form: the sum is also the next residual, so it is stored anyway
+  // and the epilogue takes the add.
+  std::string pre_ln = post_ln;
+  pre_ln.replace(pre_ln.find("  output %y"), 11, "  output %y\n  output %h");
+  FusionReport pre_report;
+  g = FuseAndCheck(pre_ln, &pre_report);
+  EXPECT_EQ(Summary(*g), "FusedGroup matmul+epilogue [mm, bias, residual] anchor=mm\nLayerNormalization @ln\n");
+
+  // A broadcast operand (a bias) before the norm stays in the epilogue.
+  std::string bias_only = post_ln;
+  bias_only.replace(bias_only.find("input %r : f32[4,16]"), 20, "input %r : f32[16]  ");
+  FusionReport bias_report;
+  g = FuseAndCheck(bias_only, &bias_report);
+  EXPECT_EQ(Summary(*g), "FusedGroup matmul+epilogue [mm, bias, residual] anchor=mm\nLayerNormalization @ln\n");
+}
+
 TEST(FuseEpilogueTest, StopsWhereConvexityBreaks) {
   // q reads a and Softmax(a): taking q would leave the group through Softmax and return.
   FusionReport report;

@@ -98,7 +98,19 @@ absl::StatusOr<int> ExpandGroupsWithoutKernels(Graph& graph, const codegen::Kern
   int expanded = 0;
   for (Node* n : graph.nodes()) {
     if (!IsFusedGroup(*n)) continue;
-    if (UsesLibraryKernel(*n, kernel_options)) continue;
+    if (UsesLibraryKernel(*n, kernel_options)) {
+      // Auto mode on sm_90a: say why a group the library takes whole is not on the
+      // Hopper family.
+      if (std::string refusal = codegen::Sm90OnlyRefusal(*n, kernel_options); !refusal.empty()) {
+        for (FusionReport::Group& g : report->groups) {
+          if (g.name == n->name()) {
+            g.note = absl::StrCat("on ", codegen::LibraryKernelName(*n), " (--matmul-groups auto on sm_90a): ",
+                                  refusal);
+          }
+        }
+      }
+      continue;
+    }
     absl::StatusOr<std::vector<codegen::KernelLaunch>> kernels = codegen::GenerateNodeKernels(*n, kernel_options);
     if (kernels.ok()) continue;
     if (kernels.status().code() != absl::StatusCode::kUnimplemented) return kernels.status();
