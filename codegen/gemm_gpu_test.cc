@@ -272,6 +272,10 @@ std::vector<GemmCase> Cases() {
     push({dt, {}, 1, 64, 8, false, true, true, Epi::kBiasGelu});
     push({dt, {2, 3}, 33, 64, 48, true, false, false, Epi::kResidual});
     push({dt, {}, 37, 129, 65, false, true, true, Epi::kBiasGelu});
+    // Batched with B shared: C's batch folds into its rows (BERT at 77 tokens: one
+    // GEMM of 308 rows), unless an operand is shared by the batch but not the rows.
+    push({dt, {4}, 77, 768, 256, true, false, true, Epi::kBiasResidual});
+    push({dt, {2, 3}, 77, 136, 72, true, false, false, Epi::kRowsResidual});
     // prologue+matmul[+epilogue]: unaligned, aligned, M = 1 with K = 8, partial tiles
     // of aligned dims; the 128x128 config; batched with broadcast side inputs.
     for (Pro p : {Pro::kReluA, Pro::kScaleBiasA, Pro::kClipB, Pro::kCastA, Pro::kBoth, Pro::kRowScaleA}) {
@@ -381,10 +385,6 @@ std::vector<GemmCase> Sm90Cases() {
     // pairs): batched whole tiles as in BERT's attention output, and partial tiles.
     push({dt, {4}, 128, 384, 256, true, false, false, Epi::kBiasResidual});
     push({dt, {}, 65, 136, 72, false, false, true, Epi::kBiasResidual});
-    // Batched with B shared: C's batch folds into its rows (BERT at 77 tokens: one
-    // GEMM of 308 rows), unless an operand is shared by the batch but not the rows.
-    push({dt, {4}, 77, 768, 256, true, false, true, Epi::kBiasResidual});
-    push({dt, {2, 3}, 77, 136, 72, true, false, false, Epi::kRowsResidual});
     for (Pro p : {Pro::kReluA, Pro::kRowScaleA}) {
       for (const auto& l : layouts) {
         if (!l[0] && !l[1]) continue;  // NN is in Cases()
@@ -1093,8 +1093,9 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
 // A batched group whose A is stored [batch..., M, K] and whose B is shared by the
 // batch runs as one GEMM of batch * M rows, the epilogue's operands indexed in C's
 // folded rows; not with A transposed, a prologue, a batched B, or an operand shared by
-// the batch but not the rows (its offset needs the batch entry).
-TEST(GemmCodegenTest, Sm90FoldsTheBatchIntoRows) {
+// the batch but not the rows (its offset needs the batch entry). Both families: the
+// sm90 plan (PlanGemmForFamily) and the sm_80 template's source and grid.
+TEST(GemmCodegenTest, FoldsTheBatchIntoRows) {
   struct Fold {
     GemmCase c;
     bool folds;
@@ -1132,6 +1133,13 @@ TEST(GemmCodegenTest, Sm90FoldsTheBatchIntoRows) {
         EXPECT_EQ(p->epilogue_function.find("(batch /"), std::string::npos) << p->epilogue_function;
       }
     }
+    // The sm_80 template folds the same groups: one GEMM of batch * M rows, no batch.
+    absl::StatusOr<std::vector<KernelLaunch>> sm80 = ops::GenerateMatMulGroup(*b->node);
+    ASSERT_TRUE(sm80.ok()) << sm80.status();
+    const std::string& src = sm80->at(0).source;
+    EXPECT_NE(src.find(absl::StrCat("#define GEMM_M ", f.folds ? batch * f.c.m : f.c.m, "\n")), std::string::npos);
+    EXPECT_EQ(src.find("#define GEMM_C_BATCH 0LL\n") != std::string::npos, f.folds) << src.substr(0, 2000);
+    EXPECT_EQ(sm80->at(0).grid[2], f.folds ? 1u : static_cast<uint32_t>(batch));
   }
 }
 

@@ -147,6 +147,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
 // What decides a GEMM kernel's speed besides its tile config: the tuning problem of
 // a node GenerateMatMulGroup takes (codegen/tuning_db.h keys its entries by it).
 struct GemmProblem {
+  // A batch that folds into the rows (A [batch..., M, K] with B shared) is counted in
+  // m: batch * M rows, batch 1, as the kernels compute it.
   int64_t m = 0, n = 0, batch = 1;
   std::vector<int64_t> k;          // per mainloop (two for a dual-matmul)
   DType dtype = DType::kFloat16;   // the tensor-core operands' storage dtype

@@ -478,13 +478,62 @@ double GemmProblem::Flops() const {
          static_cast<double>(batch);
 }
 
+namespace {
+// Whether the epilogue load of `view` (broadcast against the output `ys`, [batch...,
+// M, N]) reads C's batch and row dims either all densely or all broadcast: then the
+// batch folds into M (FoldsBatchIntoRows).
+bool RowsFoldWithBatch(const ElementwiseLoad& load, const Shape& ys) {
+  if (!load.strides.empty() || load.offset != 0 || load.view.size() > ys.size()) return false;
+  const size_t lead = ys.size() - load.view.size();
+  bool dense = true, broadcast = true;
+  for (size_t d = 0; d + 1 < ys.size(); ++d) {
+    const int64_t v = d < lead ? 1 : load.view[d - lead];
+    dense = dense && v == ys[d];
+    broadcast = broadcast && v == 1;
+  }
+  return dense || broadcast;
+}
+
+// Whether a batched GEMM group runs as one GEMM of batch * M rows: every mainloop's
+// A is stored [batch..., M, K] (dense, not transposed, no prologue) and its B is
+// shared by the batch, and every epilogue operand folds (RowsFoldWithBatch). C
+// [batch..., M, N] is then [batch * M, N]. BERT at 77 tokens and batch 4 is a GEMM of
+// 308 rows, where 4 batches of 77 rows would compute 128 rows of 64-row tiles each.
+bool FoldsBatchIntoRows(const GemmPrep& prep) {
+  const GemmPlan& plan = prep.plan;
+  if (prep.batch <= 1) return false;
+  const int64_t rows = prep.batch * prep.m;
+  if (rows * prep.n >= (int64_t{1} << 31)) return false;
+  for (size_t i = 0; i < plan.loops.size(); ++i) {
+    const LoopPlan& l = plan.loops[i];
+    if (l.a.trans || !l.a.chain.empty() || !l.b.chain.empty() || prep.b_batch[i] != 0 ||
+        prep.a_batch[i] != prep.m * l.k || rows * l.k >= (int64_t{1} << 31)) {
+      return false;
+    }
+  }
+  const Shape& ys = prep.y->shape();
+  return std::all_of(plan.loads.begin(), plan.loads.end(),
+                     [&](const ElementwiseLoad& load) { return RowsFoldWithBatch(load, ys); });
+}
+
+// `view`, a load that RowsFoldWithBatch, against the folded output [rows, N]: [1, n]
+// where it is broadcast over the batch and rows, else [rows, n].
+Shape FoldedView(const Shape& view, int64_t rows) {
+  if (view.empty()) return Shape{1, 1};
+  const bool broadcast = std::all_of(view.begin(), view.end() - 1, [](int64_t d) { return d == 1; });
+  return Shape{broadcast ? 1 : rows, view.back()};
+}
+}  // namespace
+
 absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node) {
   GemmPrep prep;
   if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
+  // The problem the kernels compute: one GEMM of batch * M rows where the batch folds.
+  const bool fold = FoldsBatchIntoRows(prep);
   GemmProblem p;
-  p.m = prep.m;
+  p.m = fold ? prep.batch * prep.m : prep.m;
   p.n = prep.n;
-  p.batch = prep.batch;
+  p.batch = fold ? 1 : prep.batch;
   p.dtype = prep.dt;
   p.variant = prep.variant;
   std::string hashed = absl::StrCat("out ", DTypeName(prep.y->dtype()), "\n");
@@ -502,8 +551,8 @@ absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node) {
     if (i > 0) p.layout += "+";
     p.layout += l.a.trans ? "T" : "N";
     p.layout += l.b.trans ? "T" : "N";
-    if (prep.batch > 1 && prep.a_batch[i] == 0) p.layout += "a";
-    if (prep.batch > 1 && prep.b_batch[i] == 0) p.layout += "b";
+    if (p.batch > 1 && prep.a_batch[i] == 0) p.layout += "a";
+    if (p.batch > 1 && prep.b_batch[i] == 0) p.layout += "b";
     for (const OperandPlan* op : {&l.a, &l.b}) {
       absl::StrAppend(&hashed, "operand ", DTypeName(op->loaded->dtype()), ShapeToString(op->stored->shape()), "\n");
       for (const Node* c : op->chain) absl::StrAppend(&hashed, " ", c->op_type());
@@ -659,18 +708,24 @@ std::string GroupComment(const Node& node, const GemmPlan& plan, const Value& y)
 
 }  // namespace
 
+
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, const GemmConfig* config,
                                                               int sm_count) {
   GemmPrep prep;
   if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
   const GemmPlan& plan = prep.plan;
   const GemmVariant& variant = prep.variant;
-  const std::vector<int64_t>& a_batch = prep.a_batch;
+  // With the batch folded into the rows (FoldsBatchIntoRows) the kernel sees one GEMM
+  // of batch * M rows: A [batch * M, K], C [batch * M, N].
+  const bool fold = FoldsBatchIntoRows(prep);
+  std::vector<int64_t> a_batch = prep.a_batch;
+  if (fold) std::fill(a_batch.begin(), a_batch.end(), 0);
   const std::vector<int64_t>& b_batch = prep.b_batch;
-  const int64_t m = prep.m, n = prep.n, batch = prep.batch;
+  const int64_t m = fold ? prep.batch * prep.m : prep.m, n = prep.n, batch = fold ? 1 : prep.batch;
   const DType dt = prep.dt;
   const Value* y = prep.y;
-  const Shape& ys = y->shape();
+  const Shape ys = fold ? Shape{m, n} : y->shape();
+  auto view_of = [&](const Shape& view) { return fold ? FoldedView(view, m) : view; };
   GemmConfig cfg;
   if (config != nullptr) {
     cfg = *config;
@@ -714,7 +769,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   }
   GemmEpilogueSource epilogue;
   if (absl::Status st = AppendGemmEpilogueLoads(
-          node, plan.loads, [&](const Shape& view) { return BroadcastOffset(node, view, ys); }, epilogue, launch);
+          node, plan.loads, [&](const Shape& view) { return BroadcastOffset(node, view_of(view), ys); }, epilogue,
+          launch);
       !st.ok()) {
     return st;
   }
@@ -752,52 +808,6 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   return std::vector<KernelLaunch>{std::move(launch)};
 }
 
-namespace {
-// Whether the epilogue load of `view` (broadcast against the output `ys`, [batch...,
-// M, N]) reads C's batch and row dims either all densely or all broadcast: then the
-// batch folds into M (FoldsBatchIntoRows).
-bool RowsFoldWithBatch(const ElementwiseLoad& load, const Shape& ys) {
-  if (!load.strides.empty() || load.offset != 0 || load.view.size() > ys.size()) return false;
-  const size_t lead = ys.size() - load.view.size();
-  bool dense = true, broadcast = true;
-  for (size_t d = 0; d + 1 < ys.size(); ++d) {
-    const int64_t v = d < lead ? 1 : load.view[d - lead];
-    dense = dense && v == ys[d];
-    broadcast = broadcast && v == 1;
-  }
-  return dense || broadcast;
-}
-
-// Whether a batched GEMM group runs as one GEMM of batch * M rows: every mainloop's
-// A is stored [batch..., M, K] (dense, not transposed, no prologue) and its B is
-// shared by the batch, and every epilogue operand folds (RowsFoldWithBatch). C
-// [batch..., M, N] is then [batch * M, N]. BERT at 77 tokens and batch 4 is a GEMM of
-// 308 rows, where 4 batches of 77 rows would compute 128 rows of 64-row tiles each.
-bool FoldsBatchIntoRows(const GemmPrep& prep) {
-  const GemmPlan& plan = prep.plan;
-  if (prep.batch <= 1) return false;
-  const int64_t rows = prep.batch * prep.m;
-  if (rows * prep.n >= (int64_t{1} << 31)) return false;
-  for (size_t i = 0; i < plan.loops.size(); ++i) {
-    const LoopPlan& l = plan.loops[i];
-    if (l.a.trans || !l.a.chain.empty() || !l.b.chain.empty() || prep.b_batch[i] != 0 ||
-        prep.a_batch[i] != prep.m * l.k || rows * l.k >= (int64_t{1} << 31)) {
-      return false;
-    }
-  }
-  const Shape& ys = prep.y->shape();
-  return std::all_of(plan.loads.begin(), plan.loads.end(),
-                     [&](const ElementwiseLoad& load) { return RowsFoldWithBatch(load, ys); });
-}
-
-// `view`, a load that RowsFoldWithBatch, against the folded output [rows, N]: [1, n]
-// where it is broadcast over the batch and rows, else [rows, n].
-Shape FoldedView(const Shape& view, int64_t rows) {
-  if (view.empty()) return Shape{1, 1};
-  const bool broadcast = std::all_of(view.begin(), view.end() - 1, [](int64_t d) { return d == 1; });
-  return Shape{broadcast ? 1 : rows, view.back()};
-}
-}  // namespace
 
 absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   GemmPrep prep;
