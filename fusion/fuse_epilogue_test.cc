@@ -199,13 +199,14 @@ graph @main {
   EXPECT_EQ(Summary(*g), "FusedGroup matmul+epilogue [mm, bias] anchor=mm\nAdd @residual\nLayerNormalization @ln\n");
   ExpectOneRejection(report, {"mm", "residual"}, "cost: 'residual' adds a full-size operand and only 'ln'");
 
-  // GPT-2's pre-LN form: the sum is also the next residual, so it is stored anyway
-  // and the epilogue takes the add.
+  // GPT-2's pre-LN form: the sum is also the next residual (read by a later add), so
+  // it is stored anyway and the epilogue takes the add.
   std::string pre_ln = post_ln;
-  pre_ln.replace(pre_ln.find("  output %y"), 11, "  output %y\n  output %h");
+  pre_ln.replace(pre_ln.find("  output %y"), 11, "  %z = Add(%h, %y) @next\n  output %z");
   FusionReport pre_report;
   g = FuseAndCheck(pre_ln, &pre_report);
-  EXPECT_EQ(Summary(*g), "FusedGroup matmul+epilogue [mm, bias, residual] anchor=mm\nLayerNormalization @ln\n");
+  EXPECT_EQ(Summary(*g),
+            "FusedGroup matmul+epilogue [mm, bias, residual] anchor=mm\nLayerNormalization @ln\nAdd @next\n");
 
   // A broadcast operand (a bias) before the norm stays in the epilogue.
   std::string bias_only = post_ln;

@@ -708,7 +708,6 @@ std::string GroupComment(const Node& node, const GemmPlan& plan, const Value& y)
 
 }  // namespace
 
-
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, const GemmConfig* config,
                                                               int sm_count) {
   GemmPrep prep;
@@ -807,7 +806,6 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   launch.shared_bytes = static_cast<uint32_t>(GemmSharedBytes(cfg, variant));
   return std::vector<KernelLaunch>{std::move(launch)};
 }
-
 
 absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   GemmPrep prep;
