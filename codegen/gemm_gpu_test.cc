@@ -1834,8 +1834,8 @@ TEST(GemmCodegenTest, SplitKLaunches) {
             std::string::npos);
   EXPECT_EQ(k.args, (std::vector<int>{0, 1, 2, 3}));  // C, A, B, bias: the workspace is not a tensor
 
-  // Batched: per (batch, tile).
-  absl::StatusOr<Built> batched = Build(GemmCase{DType::kBFloat16, {3}, 65, 130, 700, true}, 1);
+  // Batched: per (batch, tile). B per batch: with B shared the batch would fold into M.
+  absl::StatusOr<Built> batched = Build(GemmCase{DType::kBFloat16, {3}, 65, 130, 700, false}, 1);
   ASSERT_TRUE(batched.ok());
   const ops::GemmConfig four = SplitConfig(64, 64, 32, 4, 4);
   absl::StatusOr<std::vector<KernelLaunch>> b = ops::GenerateMatMulGroup(*batched->node, &four);
