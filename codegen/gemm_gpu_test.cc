@@ -1539,7 +1539,9 @@ std::vector<SplitCase> SplitCases() {
     add({dt, {}, 37, 129, 999, false, false, true}, SplitConfig(64, 64, 32, 3, 5));
     add({dt, {}, 37, 129, 999, false, true, true, Epi::kBiasRelu}, SplitConfig(64, 64, 32, 4, 2));
     add({dt, {}, 1, 64, 520, false, false, true}, SplitConfig(64, 64, 32, 4, 4));  // 17 k tiles: 5, 5, 5, 2
-    // Batched: one semaphore and S partial tiles per (batch entry, tile).
+    // Batched: one semaphore and S partial tiles per (batch entry, tile); with B shared
+    // the batch folds into M first (one GEMM of 195 rows, split the same way).
+    add({dt, {3}, 65, 130, 700, false}, SplitConfig(64, 64, 32, 4, 4));
     add({dt, {3}, 65, 130, 700, true}, SplitConfig(64, 64, 32, 4, 4));
     add({dt, {2, 3}, 33, 64, 480, false, false, false, Epi::kResidual}, SplitConfig(32, 32, 64, 4, 3));
     // Prologues see absolute coordinates: the split does not change them.
