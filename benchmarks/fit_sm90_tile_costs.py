@@ -14,16 +14,17 @@ gemm is kNone, bias_relu kLight, bias_gelu kSpecial). It prints the C++ table ro
 each fit's mean/max error, and a leave-one-out check of the picks per idiom against
 the fastest peer and against the best config of each shape.
 
-    benchmarks/fit_sm90_tile_costs.py benchmarks/results/gemm_sm90_tile_sweep_h100_2026-11-27.csv
+    benchmarks/fit_sm90_tile_costs.py benchmarks/results/gemm_sm90_tile_sweep_h100_2026-11-27.csv.gz
 
 Sm90TileCosts holds the two 64-row ping-pong rows of that fit and the other ten from
-benchmarks/results/gemm_sm90_epilogue_tile_sweep_h100_2026-11-23e.csv (which has no
+benchmarks/results/gemm_sm90_epilogue_tile_sweep_h100_2026-11-23e.csv.gz (which has no
 64-row ping-pong rows; configs a sweep lacks are left out): the 2026-11-27 refit of all
 twelve, one round, moved some established picks that ran slower in an A/B run
 (RESULTS.md 2026-11-27). Earlier tables fitted gemm alone: the 2026-11-22 g and i
 sweeps, then 2026-11-23 b.
 """
 import csv
+import gzip
 import math
 import sys
 
@@ -83,7 +84,10 @@ def main(paths):
     times = {}  # (idiom, config) -> {shape: us}
     peers = {}  # (idiom, shape) -> fastest peer us
     first_session = {}
-    for path, r in ((p, r) for p in paths for r in csv.DictReader(l for l in open(p) if not l.startswith("#"))):
+    def lines(p):  # the committed sweeps are gzipped (benchmarks/RESULTS.md, "Raw data")
+        return gzip.open(p, "rt") if p.endswith(".gz") else open(p)
+
+    for path, r in ((p, r) for p in paths for r in csv.DictReader(l for l in lines(p) if not l.startswith("#"))):
         if r["status"] != "OK" or r["idiom"] not in IDIOMS or r["set"] not in SETS:
             continue
         shape = (int(r["m"]), int(r["n"]), int(r["k"]))

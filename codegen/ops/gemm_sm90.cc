@@ -207,8 +207,8 @@ absl::Span<const Sm90TileCost> Sm90TileCosts() {
   // --reps 10 --sm90-config C over --set squares,transformer,random, every config in one
   // session (benchmarks/fit_sm90_tile_costs.py): one fit per EpilogueWork, from gemm
   // (kNone), bias+ReLU (kLight) and bias+GELU(tanh) (kSpecial). The first ten rows are
-  // fitted to benchmarks/results/gemm_sm90_epilogue_tile_sweep_h100_2026-11-23e.csv (its
-  // first round); the two 64-row ping-pong rows to gemm_sm90_tile_sweep_h100_2026-11-27.csv.
+  // fitted to benchmarks/results/gemm_sm90_epilogue_tile_sweep_h100_2026-11-23e.csv.gz (its
+  // first round); the two 64-row ping-pong rows to gemm_sm90_tile_sweep_h100_2026-11-27.csv.gz.
   // A refit of all twelve to the 2026-11-27 sweep (one round) moved established picks
   // (128x192 -> 192x128, 128x128 ping-pong -> 128x256 on some shapes) that then ran 1-3%
   // slower in an A/B run, where adding the two rows alone lost nowhere on a set
