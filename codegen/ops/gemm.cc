@@ -377,7 +377,31 @@ absl::Status PlanGroup(const Node& group, GemmPlan& plan) {
 // The template's element kind of a loaded dtype (0 fp16, 1 bf16, 2 fp32).
 int Kind(DType dt) { return dt == DType::kFloat16 ? 0 : dt == DType::kBFloat16 ? 1 : 2; }
 
-// Everything GenerateMatMulGroup knows before it picks a tile config.
+// Whether the epilogue load of `view` (broadcast against the output `ys`, [batch...,
+// M, N]) reads C's batch and row dims either all densely or all broadcast: then the
+// batch folds into M (FoldsBatchIntoRows).
+bool RowsFoldWithBatch(const ElementwiseLoad& load, const Shape& ys) {
+  if (!load.strides.empty() || load.offset != 0 || load.view.size() > ys.size()) return false;
+  const size_t lead = ys.size() - load.view.size();
+  bool dense = true, broadcast = true;
+  for (size_t d = 0; d + 1 < ys.size(); ++d) {
+    const int64_t v = d < lead ? 1 : load.view[d - lead];
+    dense = dense && v == ys[d];
+    broadcast = broadcast && v == 1;
+  }
+  return dense || broadcast;
+}
+
+// `view`, a load that RowsFoldWithBatch, against the folded output [rows, N]: [1, n]
+// where it is broadcast over the batch and rows, else [rows, n].
+Shape FoldedView(const Shape& view, int64_t rows) {
+  if (view.empty()) return Shape{1, 1};
+  const bool broadcast = std::all_of(view.begin(), view.end() - 1, [](int64_t d) { return d == 1; });
+  return Shape{broadcast ? 1 : rows, view.back()};
+}
+// Everything GenerateMatMulGroup knows before it picks a tile config: the problem as
+// the kernels compute it, with a batch that folds into the rows (FoldsBatchIntoRows)
+// already folded (m = batch * M, batch 1, a_batch 0, out_shape [batch * M, N]).
 struct GemmPrep {
   GemmPlan plan;
   GemmVariant variant;
@@ -385,7 +409,35 @@ struct GemmPrep {
   int64_t m = 0, n = 0, batch = 1, k_total = 0;
   DType dt = DType::kFloat16;
   const Value* y = nullptr;
+  bool folded = false;
+  Shape out_shape;  // C as the kernels see it: y's shape, or [batch * M, N] folded
+
+  // An epilogue load's view against out_shape.
+  Shape View(const Shape& view) const { return folded ? FoldedView(view, m) : view; }
 };
+
+// Whether a batched GEMM group runs as one GEMM of batch * M rows: every mainloop's
+// A is stored [batch..., M, K] (dense, not transposed, no prologue) and its B is
+// shared by the batch, and every epilogue operand folds (RowsFoldWithBatch). C
+// [batch..., M, N] is then [batch * M, N]. BERT at 77 tokens and batch 4 is a GEMM of
+// 308 rows, where 4 batches of 77 rows would compute 128 rows of 64-row tiles each.
+bool FoldsBatchIntoRows(const GemmPrep& prep) {
+  const GemmPlan& plan = prep.plan;
+  if (prep.batch <= 1) return false;
+  const int64_t rows = prep.batch * prep.m;
+  if (rows * prep.n >= (int64_t{1} << 31)) return false;
+  for (size_t i = 0; i < plan.loops.size(); ++i) {
+    const LoopPlan& l = plan.loops[i];
+    if (l.a.trans || !l.a.chain.empty() || !l.b.chain.empty() || prep.b_batch[i] != 0 ||
+        prep.a_batch[i] != prep.m * l.k || rows * l.k >= (int64_t{1} << 31)) {
+      return false;
+    }
+  }
+  const Shape& ys = prep.y->shape();
+  return std::all_of(plan.loads.begin(), plan.loads.end(),
+                     [&](const ElementwiseLoad& load) { return RowsFoldWithBatch(load, ys); });
+}
+
 
 absl::Status PrepareMatMul(const Node& node, GemmPrep& prep) {
   GemmPlan& plan = prep.plan;
@@ -459,7 +511,14 @@ absl::Status PrepareMatMul(const Node& node, GemmPrep& prep) {
     }
     variant.mainloops.push_back(ml);
   }
-
+  prep.out_shape = ys;
+  if (FoldsBatchIntoRows(prep)) {
+    prep.folded = true;
+    prep.m *= prep.batch;
+    prep.batch = 1;
+    std::fill(a_batch.begin(), a_batch.end(), 0);
+    prep.out_shape = Shape{prep.m, n};
+  }
   return absl::OkStatus();
 }
 
@@ -478,62 +537,13 @@ double GemmProblem::Flops() const {
          static_cast<double>(batch);
 }
 
-namespace {
-// Whether the epilogue load of `view` (broadcast against the output `ys`, [batch...,
-// M, N]) reads C's batch and row dims either all densely or all broadcast: then the
-// batch folds into M (FoldsBatchIntoRows).
-bool RowsFoldWithBatch(const ElementwiseLoad& load, const Shape& ys) {
-  if (!load.strides.empty() || load.offset != 0 || load.view.size() > ys.size()) return false;
-  const size_t lead = ys.size() - load.view.size();
-  bool dense = true, broadcast = true;
-  for (size_t d = 0; d + 1 < ys.size(); ++d) {
-    const int64_t v = d < lead ? 1 : load.view[d - lead];
-    dense = dense && v == ys[d];
-    broadcast = broadcast && v == 1;
-  }
-  return dense || broadcast;
-}
-
-// Whether a batched GEMM group runs as one GEMM of batch * M rows: every mainloop's
-// A is stored [batch..., M, K] (dense, not transposed, no prologue) and its B is
-// shared by the batch, and every epilogue operand folds (RowsFoldWithBatch). C
-// [batch..., M, N] is then [batch * M, N]. BERT at 77 tokens and batch 4 is a GEMM of
-// 308 rows, where 4 batches of 77 rows would compute 128 rows of 64-row tiles each.
-bool FoldsBatchIntoRows(const GemmPrep& prep) {
-  const GemmPlan& plan = prep.plan;
-  if (prep.batch <= 1) return false;
-  const int64_t rows = prep.batch * prep.m;
-  if (rows * prep.n >= (int64_t{1} << 31)) return false;
-  for (size_t i = 0; i < plan.loops.size(); ++i) {
-    const LoopPlan& l = plan.loops[i];
-    if (l.a.trans || !l.a.chain.empty() || !l.b.chain.empty() || prep.b_batch[i] != 0 ||
-        prep.a_batch[i] != prep.m * l.k || rows * l.k >= (int64_t{1} << 31)) {
-      return false;
-    }
-  }
-  const Shape& ys = prep.y->shape();
-  return std::all_of(plan.loads.begin(), plan.loads.end(),
-                     [&](const ElementwiseLoad& load) { return RowsFoldWithBatch(load, ys); });
-}
-
-// `view`, a load that RowsFoldWithBatch, against the folded output [rows, N]: [1, n]
-// where it is broadcast over the batch and rows, else [rows, n].
-Shape FoldedView(const Shape& view, int64_t rows) {
-  if (view.empty()) return Shape{1, 1};
-  const bool broadcast = std::all_of(view.begin(), view.end() - 1, [](int64_t d) { return d == 1; });
-  return Shape{broadcast ? 1 : rows, view.back()};
-}
-}  // namespace
-
 absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node) {
   GemmPrep prep;
   if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
-  // The problem the kernels compute: one GEMM of batch * M rows where the batch folds.
-  const bool fold = FoldsBatchIntoRows(prep);
   GemmProblem p;
-  p.m = fold ? prep.batch * prep.m : prep.m;
+  p.m = prep.m;
   p.n = prep.n;
-  p.batch = fold ? 1 : prep.batch;
+  p.batch = prep.batch;
   p.dtype = prep.dt;
   p.variant = prep.variant;
   std::string hashed = absl::StrCat("out ", DTypeName(prep.y->dtype()), "\n");
@@ -551,8 +561,8 @@ absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node) {
     if (i > 0) p.layout += "+";
     p.layout += l.a.trans ? "T" : "N";
     p.layout += l.b.trans ? "T" : "N";
-    if (p.batch > 1 && prep.a_batch[i] == 0) p.layout += "a";
-    if (p.batch > 1 && prep.b_batch[i] == 0) p.layout += "b";
+    if (prep.batch > 1 && prep.a_batch[i] == 0) p.layout += "a";
+    if (prep.batch > 1 && prep.b_batch[i] == 0) p.layout += "b";
     for (const OperandPlan* op : {&l.a, &l.b}) {
       absl::StrAppend(&hashed, "operand ", DTypeName(op->loaded->dtype()), ShapeToString(op->stored->shape()), "\n");
       for (const Node* c : op->chain) absl::StrAppend(&hashed, " ", c->op_type());
@@ -714,17 +724,12 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
   const GemmPlan& plan = prep.plan;
   const GemmVariant& variant = prep.variant;
-  // With the batch folded into the rows (FoldsBatchIntoRows) the kernel sees one GEMM
-  // of batch * M rows: A [batch * M, K], C [batch * M, N].
-  const bool fold = FoldsBatchIntoRows(prep);
-  std::vector<int64_t> a_batch = prep.a_batch;
-  if (fold) std::fill(a_batch.begin(), a_batch.end(), 0);
+  const std::vector<int64_t>& a_batch = prep.a_batch;
   const std::vector<int64_t>& b_batch = prep.b_batch;
-  const int64_t m = fold ? prep.batch * prep.m : prep.m, n = prep.n, batch = fold ? 1 : prep.batch;
+  const int64_t m = prep.m, n = prep.n, batch = prep.batch;
   const DType dt = prep.dt;
   const Value* y = prep.y;
-  const Shape ys = fold ? Shape{m, n} : y->shape();
-  auto view_of = [&](const Shape& view) { return fold ? FoldedView(view, m) : view; };
+  const Shape& ys = prep.out_shape;
   GemmConfig cfg;
   if (config != nullptr) {
     cfg = *config;
@@ -768,7 +773,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   }
   GemmEpilogueSource epilogue;
   if (absl::Status st = AppendGemmEpilogueLoads(
-          node, plan.loads, [&](const Shape& view) { return BroadcastOffset(node, view_of(view), ys); }, epilogue,
+          node, plan.loads, [&](const Shape& view) { return BroadcastOffset(node, prep.View(view), ys); }, epilogue,
           launch);
       !st.ok()) {
     return st;
@@ -840,19 +845,12 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
     f.a2_shape = l1.a.stored->shape();
     f.b2_shape = l1.b.stored->shape();
   }
-  // The output's shape as the kernel sees it: [batch..., M, N], or [batch * M, N]
-  // with the batch folded into the rows.
-  Shape ys = prep.y->shape();
-  const bool fold = FoldsBatchIntoRows(prep);
-  if (fold) {
-    f.m = prep.batch * prep.m;
-    f.batch = 1;
-    f.a_batch = f.a2_batch = 0;
+  // A folded batch: A is read as one [batch * M, K] matrix (a 2-D tensor map).
+  if (prep.folded) {
     f.a_shape = Shape{f.m, f.k};
     if (f.dual) f.a2_shape = Shape{f.m, f.k2};
-    ys = Shape{f.m, f.n};
   }
-  auto view_of = [&](const Shape& view) { return fold ? FoldedView(view, f.m) : view; };
+  const Shape& ys = prep.out_shape;
   f.prologue_a = !l0.a.chain.empty();
   f.prologue_b = !l0.b.chain.empty();
   f.a_loaded_dtype = l0.a.loaded->dtype();
@@ -867,7 +865,7 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   GemmEpilogueSource epilogue;
   KernelLaunch loads;
   if (absl::Status st = AppendGemmEpilogueLoads(
-          node, plan.loads, [&](const Shape& view) { return BroadcastOffset(node, view_of(view), ys); },
+          node, plan.loads, [&](const Shape& view) { return BroadcastOffset(node, prep.View(view), ys); },
           epilogue, loads);
       !st.ok()) {
     return st;
@@ -887,7 +885,7 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   int registers = 0;
   for (size_t l = 0; l < plan.loads.size(); ++l) {
     const ElementwiseLoad& ld = plan.loads[l];
-    const Shape view = view_of(ld.view);
+    const Shape view = prep.View(ld.view);
     const bool dense_rows = !view.empty() && ld.strides.empty() && ld.offset == 0 && ys.size() >= 2 &&
                             view.back() == ys.back() && ys.back() > 1;
     const bool column = dense_rows && std::all_of(view.begin(), view.end() - 1, [](int64_t d) { return d == 1; });
