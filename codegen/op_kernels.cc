@@ -37,16 +37,15 @@ bool IsMatMulGroup(const Node& node) {
   return false;
 }
 
-bool GeneratesMatMulGroup(const Node& node, const KernelOptions& options) {
-  if (!options.gemm_template || !IsMatMulGroup(node)) return false;
-  return !options.gemm_template_sm90_only || (options.hopper && ops::Sm90Eligible(node).ok());
-}
-
 std::string Sm90OnlyRefusal(const Node& node, const KernelOptions& options) {
   if (!options.gemm_template || !options.gemm_template_sm90_only || !IsMatMulGroup(node)) return "";
   if (!options.hopper) return "not a Hopper target";
   absl::Status eligible = ops::Sm90Eligible(node);
   return eligible.ok() ? "" : std::string(eligible.message());
+}
+
+bool GeneratesMatMulGroup(const Node& node, const KernelOptions& options) {
+  return options.gemm_template && IsMatMulGroup(node) && Sm90OnlyRefusal(node, options).empty();
 }
 
 bool IsConvGroup(const Node& node) {

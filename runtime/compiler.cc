@@ -96,18 +96,19 @@ absl::StatusOr<std::string> RegroupLibraryPrefix(Graph& graph, const std::string
 absl::StatusOr<int> ExpandGroupsWithoutKernels(Graph& graph, const codegen::KernelOptions& kernel_options,
                                                FusionReport* report) {
   int expanded = 0;
+  auto note = [&](const std::string& group, const std::string& text) {
+    for (FusionReport::Group& g : report->groups) {
+      if (g.name == group) g.note = text;
+    }
+  };
   for (Node* n : graph.nodes()) {
     if (!IsFusedGroup(*n)) continue;
     if (UsesLibraryKernel(*n, kernel_options)) {
       // Auto mode on sm_90a: say why a group the library takes whole is not on the
       // Hopper family.
       if (std::string refusal = codegen::Sm90OnlyRefusal(*n, kernel_options); !refusal.empty()) {
-        for (FusionReport::Group& g : report->groups) {
-          if (g.name == n->name()) {
-            g.note = absl::StrCat("on ", codegen::LibraryKernelName(*n), " (--matmul-groups auto on sm_90a): ",
-                                  refusal);
-          }
-        }
+        note(n->name(), absl::StrCat("on ", codegen::LibraryKernelName(*n), " (--matmul-groups auto on sm_90a): ",
+                                     refusal));
       }
       continue;
     }
@@ -123,11 +124,7 @@ absl::StatusOr<int> ExpandGroupsWithoutKernels(Graph& graph, const codegen::Kern
     if (!anchor.empty()) {
       KILN_ASSIGN_OR_RETURN(kept, RegroupLibraryPrefix(graph, anchor, members, kernel_options));
     }
-    for (FusionReport::Group& g : report->groups) {
-      if (g.name != name) continue;
-      g.note = absl::StrCat("expanded: ", kernels.status().message());
-      if (!kept.empty()) absl::StrAppend(&g.note, "; ", kept);
-    }
+    note(name, absl::StrCat("expanded: ", kernels.status().message(), kept.empty() ? "" : "; ", kept));
   }
   return expanded;
 }
