@@ -4,10 +4,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "codegen/library_kernels.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/gemm_sm90.h"
 #include "codegen/ops/kernel_util.h"
+#include "codegen/tuning_db.h"
 #include "graph/fused_group.h"
 
 namespace kiln::codegen {
@@ -41,7 +43,23 @@ std::string Sm90OnlyRefusal(const Node& node, const KernelOptions& options) {
   if (!options.gemm_template || !options.gemm_template_sm90_only || !IsMatMulGroup(node)) return "";
   if (!options.hopper) return "not a Hopper target";
   absl::Status eligible = ops::Sm90Eligible(node);
-  return eligible.ok() ? "" : std::string(eligible.message());
+  if (!eligible.ok()) return std::string(eligible.message());
+  if (const TuningEntry* e = LibraryTuningEntry(node, options)) {
+    return absl::StrFormat("kiln compile --tune measured cuBLASLt faster on %s (%.4f ms against the family's %.4f ms)",
+                           e->device, e->library_ms, e->tuned_ms);
+  }
+  return "";
+}
+
+const TuningEntry* LibraryTuningEntry(const Node& node, const KernelOptions& options) {
+  if (options.tuning_db == nullptr || !options.gemm_template || !options.gemm_template_sm90_only ||
+      !options.hopper || !IsMatMulGroup(node) || LibraryKernelName(node).empty()) {
+    return nullptr;
+  }
+  absl::StatusOr<ops::GemmProblem> problem = ops::DescribeMatMulGroup(node);
+  if (!problem.ok()) return nullptr;
+  const TuningEntry* e = options.tuning_db->Find(GemmTuningKey(kHopperArch, *problem));
+  return e != nullptr && LibraryMeasuredFaster(*e) ? e : nullptr;
 }
 
 bool GeneratesMatMulGroup(const Node& node, const KernelOptions& options) {

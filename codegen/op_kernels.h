@@ -49,6 +49,9 @@
 
 namespace kiln::codegen {
 
+class TuningDb;      // codegen/tuning_db.h
+struct TuningEntry;  // codegen/tuning_db.h
+
 // A TMA tensor map over one tensor of the launch (cuTensorMapEncodeTiled's
 // arguments but the address): a tiled view of `rank` dims, innermost first, with
 // 128-byte swizzle or none and zero fill out of bounds. TMA needs the tensor's
@@ -131,9 +134,16 @@ struct KernelOptions {
   // Multiprocessors of the target GPU: the Hopper family's persistent grid size
   // (0: 132, an H100 SXM).
   int sm_count = 0;
+  // The tuning database (codegen/tuning_db.h), or nullptr: MatMul groups on the
+  // generated GEMM take its tile config for their problem (GenerateMatMulGroupWithDb),
+  // and with gemm_template_sm90_only (auto on sm_90a) a group cuBLASLt can run in one
+  // call goes to cuBLASLt where `kiln compile --tune` measured cuBLASLt faster than
+  // the family (LibraryMeasuredFaster).
+  const TuningDb* tuning_db = nullptr;
 };
-// Whether `arch` runs the Hopper GEMM family (KernelOptions::hopper): sm_90a.
-inline bool IsHopperArch(absl::string_view arch) { return arch == "sm_90a"; }
+// The arch that runs the Hopper GEMM family (KernelOptions::hopper), and the test.
+inline constexpr absl::string_view kHopperArch = "sm_90a";
+inline bool IsHopperArch(absl::string_view arch) { return arch == kHopperArch; }
 
 // The launches that compute `node`'s outputs from its inputs, in order. `node` has
 // static shapes and the dtypes it will run in (after precision lowering). An empty
@@ -149,9 +159,15 @@ bool IsMatMulGroup(const Node& node);
 // and with gemm_template_sm90_only a group the Hopper family takes on a Hopper target.
 bool GeneratesMatMulGroup(const Node& node, const KernelOptions& options);
 // Why a MatMul group that auto mode (gemm_template_sm90_only) wanted generated gets
-// none: the Hopper family refused it (its reason), or the target is not Hopper. ""
-// when GeneratesMatMulGroup holds, for other modes, and for other nodes.
+// none: the Hopper family refused it (its reason), the target is not Hopper, or the
+// tuning database measured cuBLASLt faster on it (LibraryTuningEntry). "" when
+// GeneratesMatMulGroup holds, for other modes, and for other nodes.
 std::string Sm90OnlyRefusal(const Node& node, const KernelOptions& options);
+// In auto mode on sm_90a (gemm_template_sm90_only, hopper), for a MatMul group the
+// family takes and cuBLASLt can run in one call (LibraryKernelName): options.tuning_db's
+// entry for it when that entry measured cuBLASLt faster (LibraryMeasuredFaster), else
+// nullptr.
+const TuningEntry* LibraryTuningEntry(const Node& node, const KernelOptions& options);
 
 // Whether `node` is a "conv+epilogue" FusedGroup (a Conv anchor).
 bool IsConvGroup(const Node& node);

@@ -29,8 +29,11 @@ namespace {
 
 constexpr char kHeader[] =
     "# kiln tuning database v1 (kiln compile --tune); one entry per line, tab-separated:\n"
-    "# arch\tdtype\tM\tN\tK\tbatch\tlayout\tsignature\tconfig\ttuned_ms\theuristic_config\theuristic_ms\tdevice\n";
-constexpr int kFields = 13;
+    "# arch\tdtype\tM\tN\tK\tbatch\tlayout\tsignature\tconfig\ttuned_ms\theuristic_config\theuristic_ms\tdevice"
+    "\tlibrary_ms\n";
+// The 14th field (library_ms) came later: lines of 13 are read as not measured.
+constexpr int kFields = 14;
+constexpr int kFieldsWithoutLibrary = 13;
 
 // A field may hold neither tabs nor line breaks.
 std::string Clean(absl::string_view s) {
@@ -64,6 +67,10 @@ class FileLock {
 
 }  // namespace
 
+bool LibraryMeasuredFaster(const TuningEntry& e) {
+  return e.library_ms > 0 && e.tuned_ms > 0 && e.library_ms < 0.99 * e.tuned_ms;
+}
+
 std::string TuningKey::ToString() const {
   return absl::StrCat(arch, "\t", dtype, "\t", m, "\t", n, "\t", k, "\t", batch, "\t", layout, "\t", signature);
 }
@@ -96,8 +103,9 @@ std::string DefaultTuningDbPath(const std::string& kernel_cache_dir) {
 
 absl::StatusOr<TuningEntry> TuningDb::ParseLine(absl::string_view line) {
   std::vector<absl::string_view> f = absl::StrSplit(line, '\t');
-  if (f.size() != kFields) {
-    return absl::InvalidArgumentError(absl::StrCat(f.size(), " tab-separated fields, expected ", kFields));
+  if (f.size() != kFields && f.size() != kFieldsWithoutLibrary) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(f.size(), " tab-separated fields, expected ", kFields, " (or ", kFieldsWithoutLibrary, ")"));
   }
   TuningEntry e;
   TuningKey& k = e.key;
@@ -131,6 +139,10 @@ absl::StatusOr<TuningEntry> TuningDb::ParseLine(absl::string_view line) {
     return absl::InvalidArgumentError("times must be non-negative numbers (milliseconds)");
   }
   e.device = std::string(f[12]);
+  if (f.size() == kFields &&
+      (!absl::SimpleAtod(f[13], &e.library_ms) || !std::isfinite(e.library_ms) || e.library_ms < 0)) {
+    return absl::InvalidArgumentError("library_ms must be a non-negative number (milliseconds; 0: not measured)");
+  }
   return e;
 }
 
@@ -138,7 +150,7 @@ std::string TuningDb::Format(const std::map<std::string, TuningEntry>& entries) 
   std::string out = kHeader;
   for (const auto& [key, e] : entries) {
     absl::StrAppend(&out, e.key.ToString(), "\t", e.config.ToString(), "\t", Ms(e.tuned_ms), "\t",
-                    e.heuristic.ToString(), "\t", Ms(e.heuristic_ms), "\t", Clean(e.device), "\n");
+                    e.heuristic.ToString(), "\t", Ms(e.heuristic_ms), "\t", Clean(e.device), "\t", Ms(e.library_ms), "\n");
   }
   return out;
 }

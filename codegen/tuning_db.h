@@ -5,14 +5,17 @@
 // An entry is keyed by (arch, dtype, M, N, K, batch, layout, group signature): the
 // fields of ops::GemmProblem, so a GEMM with another epilogue, prologue, layout or
 // dtype tunes separately. Its value: the winning config, its measured time, the
-// heuristic's config and time, and the GPU that measured them.
+// heuristic's config and time, the GPU that measured them, and cuBLASLt's time for
+// the whole group where cuBLASLt can run it in one call (0: not measured). On sm_90a,
+// `--matmul-groups auto` gives a group to cuBLASLt when that time is the faster one
+// (LibraryMeasuredFaster); every other mode ignores it.
 //
 // File: one text file, `tuning.tsv`, next to the kernel cache (DefaultTuningDbPath).
-// Lines starting with '#' are comments; every other line is one entry of 13
-// tab-separated fields:
-//   arch dtype M N K batch layout signature config tuned_ms heuristic_config heuristic_ms device
+// Lines starting with '#' are comments; every other line is one entry of 14
+// tab-separated fields (13, without library_ms, in files written before it):
+//   arch dtype M N K batch layout signature config tuned_ms heuristic_config heuristic_ms device library_ms
 // e.g. "sm_90a f16 128 768 768 1 NN matmul+epilogue[MatMul,Add,Add]#5f1c... 64x32x32 w2x1 s4 0.0061
-//       64x64x32 w2x2 s4 0.0083 NVIDIA H100 80GB HBM3" (K of a dual-matmul: "768+3072"; a
+//       64x64x32 w2x2 s4 0.0083 NVIDIA H100 80GB HBM3 0" (K of a dual-matmul: "768+3072"; a
 // split-K config ends in " kS": "64x64x32 w2x2 s4 k5", ops::GemmConfigString).
 // A line that does not parse is skipped with a warning naming the file and line (the
 // rest of the file is used). Save() rewrites the file atomically (temporary file in
@@ -78,7 +81,12 @@ struct TuningEntry {
   GemmTileConfig heuristic;
   double heuristic_ms = 0;
   std::string device;  // "NVIDIA H100 80GB HBM3"
+  double library_ms = 0;  // cuBLASLt's call for the whole group; 0: not measured
 };
+
+// Whether cuBLASLt measured faster than the generated kernel's best: library_ms under
+// 0.99 x tuned_ms (the tuner's noise guard, as for configs).
+bool LibraryMeasuredFaster(const TuningEntry& entry);
 
 // The database file when none is named: $KILN_TUNING_DB, else `kernel_cache_dir`/
 // tuning.tsv (kernel_cache_dir: the kernel cache's, codegen::DefaultKernelCacheDir()

@@ -238,8 +238,8 @@ TEST(TuningDbTest, RoundTrip) {
   }
   const std::string text = Slurp(path);
   EXPECT_TRUE(absl::StartsWith(text, "# kiln tuning database v1")) << text;
-  EXPECT_THAT(text, HasSubstr("\t32x64x32 w1x2 s4\t0.0123\t64x64x32 w2x2 s4\t0.0246\tTest GPU\n"));
-  EXPECT_THAT(text, HasSubstr("\t64x64x32 w2x2 s4 k11\t0.02\t64x64x32 w2x2 s4\t0.04\tTest GPU\n"));
+  EXPECT_THAT(text, HasSubstr("\t32x64x32 w1x2 s4\t0.0123\t64x64x32 w2x2 s4\t0.0246\tTest GPU\t0\n"));
+  EXPECT_THAT(text, HasSubstr("\t64x64x32 w2x2 s4 k11\t0.02\t64x64x32 w2x2 s4\t0.04\tTest GPU\t0\n"));
   TuningDb db(path);
   ASSERT_TRUE(db.Load().ok());
   EXPECT_TRUE(db.warnings().empty());
@@ -259,6 +259,42 @@ TEST(TuningDbTest, RoundTrip) {
   // Saving again without changes writes the same bytes.
   ASSERT_TRUE(db.Save().ok());
   EXPECT_EQ(Slurp(path), text);
+}
+
+// cuBLASLt's time (the 14th field) round-trips; lines written before it (13 fields)
+// read as not measured; auto mode takes cuBLASLt only when at least 1% faster.
+TEST(TuningDbTest, LibraryTimeRoundTripsAndOlderLinesRead) {
+  const std::string path = TestPath("library.tsv");
+  const TuningKey a = KeyOf(MakeGroup("f16", 128, 768, 768, "Relu", false));
+  {
+    TuningDb db(path);
+    TuningEntry e = Entry(a, GemmConfig{32, 64, 32, 1, 2, 4}, 0.0123);
+    e.library_ms = 0.0101;
+    db.Put(e);
+    ASSERT_TRUE(db.Save().ok());
+  }
+  const std::string text = Slurp(path);
+  EXPECT_THAT(text, HasSubstr("\tTest GPU\t0.0101\n"));
+  EXPECT_THAT(text, HasSubstr("\tdevice\tlibrary_ms\n"));  // the header names the field
+  Write(path, absl::StrCat(text, "sm_80\tf16\t1\t2\t3\t1\tNN\tsig\t64x64x32 w2x2 s3\t1\t64x64x32 w2x2 s4\t2\tG\n",
+                           "sm_80\tf16\t1\t2\t4\t1\tNN\tsig\t64x64x32 w2x2 s3\t1\t64x64x32 w2x2 s4\t2\tG\t-3\n"));
+  TuningDb db(path);
+  ASSERT_TRUE(db.Load().ok());
+  ASSERT_EQ(db.size(), 2u);
+  ASSERT_EQ(db.warnings().size(), 1u);
+  EXPECT_THAT(db.warnings()[0], HasSubstr("line 5: library_ms must be a non-negative number"));
+  const TuningEntry* e = db.Find(a);
+  ASSERT_NE(e, nullptr);
+  EXPECT_DOUBLE_EQ(e->library_ms, 0.0101);
+  EXPECT_TRUE(LibraryMeasuredFaster(*e));
+  for (const auto& [key, entry] : db.entries()) {
+    if (entry.key.k == "3") EXPECT_EQ(entry.library_ms, 0);  // the 13-field line
+  }
+  TuningEntry f = *e;
+  f.library_ms = 0.995 * f.tuned_ms;  // within the 1% noise guard
+  EXPECT_FALSE(LibraryMeasuredFaster(f));
+  f.library_ms = 0;  // not measured
+  EXPECT_FALSE(LibraryMeasuredFaster(f));
 }
 
 TEST(TuningDbTest, CorruptLinesAreSkippedWithAWarning) {

@@ -89,7 +89,7 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
     if (codegen::GeneratesMatMulGroup(node, kernel_options)) {
       // The sm90 family on sm_90a where it takes the group, else the sm_80 template;
       // either with the tuning database's config when it holds one.
-      launches = codegen::GenerateMatMulGroupWithDb(node, arch, compile_options.tuning_db, &gemm.emplace(),
+      launches = codegen::GenerateMatMulGroupWithDb(node, arch, kernel_options.tuning_db, &gemm.emplace(),
                                                     kernel_options.sm_count);
     } else {
       launches = codegen::GenerateNodeKernels(node, kernel_options);

@@ -9,11 +9,13 @@
 //   "cublaslt:<Op>"   MatMul/Gemm, "cudnn:Conv" and the fused groups the libraries
 //                     can run in one call (codegen/library_kernels.h), unless
 //                     KernelOptions::gemm_template gives MatMul groups to the
-//                     generated GEMM;
+//                     generated GEMM (in auto mode on sm_90a, not those the tuning
+//                     database measured cuBLASLt faster on: LibraryTuningEntry);
 //   "nvrtc:<fn>"      generated kernels (codegen/op_kernels.h), recorded as launches;
 //                     a MatMul group's GEMM takes its tile config from the tuning
-//                     database when it has one (codegen/tuning_db.h), and the launch
-//                     records which (bundle::Launch.config);
+//                     database when it has one (KernelOptions::tuning_db,
+//                     codegen/tuning_db.h), and the launch records which
+//                     (bundle::Launch.config);
 //   "cpu_ref:<Op>"    no GPU kernel: Step.gpu_unsupported says why; the bundle still
 //                     runs on the CPU backend and a GPU session refuses it by name.
 // Identical kernel sources are compiled once and shared by their steps. Kernels are
@@ -59,10 +61,6 @@ struct KernelAssignmentStats {
 // How the generated kernels are compiled (beyond what they are: KernelOptions).
 struct KernelCompileOptions {
   const codegen::KernelCache* cache = nullptr;  // nullptr: compile every module
-  // MatMul groups on the generated GEMM take the tile config this database holds for
-  // their problem on `arch` (codegen/tuning_db.h), else the heuristic's; each such
-  // launch records which in bundle::Launch.config. nullptr: the heuristic.
-  const codegen::TuningDb* tuning_db = nullptr;
   codegen::CompileProgress* progress = nullptr;  // nullptr: silent
   std::string dump_dir;                          // "": no --dump-kernels
 };

@@ -90,26 +90,37 @@ absl::StatusOr<std::string> RegroupLibraryPrefix(Graph& graph, const std::string
   return std::string();
 }
 
+// Sets the report note of the fused group named `group`.
+void NoteGroup(FusionReport* report, const std::string& group, const std::string& text) {
+  for (FusionReport::Group& g : report->groups) {
+    if (g.name == group) g.note = text;
+  }
+}
+
+// Auto mode on sm_90a: notes why a group the library takes whole is not on the
+// Hopper family (the family refused it, or --tune measured cuBLASLt faster); clears
+// that note where the group is on the family (after --tune).
+void NoteLibraryGroup(const Node& n, const codegen::KernelOptions& kernel_options, FusionReport* report) {
+  if (!UsesLibraryKernel(n, kernel_options)) {
+    if (codegen::GeneratesMatMulGroup(n, kernel_options)) NoteGroup(report, n.name(), "");
+    return;
+  }
+  if (std::string refusal = codegen::Sm90OnlyRefusal(n, kernel_options); !refusal.empty()) {
+    NoteGroup(report, n.name(),
+              absl::StrCat("on ", codegen::LibraryKernelName(n), " (--matmul-groups auto on sm_90a): ", refusal));
+  }
+}
+
 // Expands every fused group that has no GPU kernel yet back into its members, and
 // notes why in the report: a bundle must run on the GPU whatever fusion formed.
 // Returns how many it expanded.
 absl::StatusOr<int> ExpandGroupsWithoutKernels(Graph& graph, const codegen::KernelOptions& kernel_options,
                                                FusionReport* report) {
   int expanded = 0;
-  auto note = [&](const std::string& group, const std::string& text) {
-    for (FusionReport::Group& g : report->groups) {
-      if (g.name == group) g.note = text;
-    }
-  };
   for (Node* n : graph.nodes()) {
     if (!IsFusedGroup(*n)) continue;
     if (UsesLibraryKernel(*n, kernel_options)) {
-      // Auto mode on sm_90a: say why a group the library takes whole is not on the
-      // Hopper family.
-      if (std::string refusal = codegen::Sm90OnlyRefusal(*n, kernel_options); !refusal.empty()) {
-        note(n->name(), absl::StrCat("on ", codegen::LibraryKernelName(*n), " (--matmul-groups auto on sm_90a): ",
-                                     refusal));
-      }
+      NoteLibraryGroup(*n, kernel_options, report);
       continue;
     }
     absl::StatusOr<std::vector<codegen::KernelLaunch>> kernels = codegen::GenerateNodeKernels(*n, kernel_options);
@@ -124,7 +135,7 @@ absl::StatusOr<int> ExpandGroupsWithoutKernels(Graph& graph, const codegen::Kern
     if (!anchor.empty()) {
       KILN_ASSIGN_OR_RETURN(kept, RegroupLibraryPrefix(graph, anchor, members, kernel_options));
     }
-    note(name, absl::StrCat("expanded: ", kernels.status().message(), kept.empty() ? "" : "; ", kept));
+    NoteGroup(report, name, absl::StrCat("expanded: ", kernels.status().message(), kept.empty() ? "" : "; ", kept));
   }
   return expanded;
 }
@@ -209,7 +220,34 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   auto where = [&](absl::string_view stage, const absl::Status& st) {
     return absl::Status(st.code(), absl::StrCat(source_path, ": ", stage, ": ", st.message()));
   };
-  const codegen::KernelOptions kernel_options = KernelOptionsFor(options);
+  codegen::KernelOptions kernel_options = KernelOptionsFor(options);
+  // GEMM tile configs, and in auto mode on sm_90a cuBLASLt where it measured faster:
+  // the tuning database (filled after fusion with --tune), else the heuristic.
+  GemmTuneReport tune_report;
+  std::optional<codegen::TuningDb> tuning_db;
+  if (options.tuning_db) {
+    const std::string path = options.tuning_db_path.empty()
+                                 ? codegen::DefaultTuningDbPath(options.kernel_cache_dir)
+                                 : options.tuning_db_path;
+    if (path.empty() && options.tune) {
+      return absl::FailedPreconditionError(
+          "--tune: no place for the tuning database (set KILN_TUNING_DB, KILN_CACHE_DIR or HOME)");
+    }
+    if (!path.empty()) {
+      tune_report.db_path = path;
+      if (absl::Status st = tuning_db.emplace(path).Load(); !st.ok()) {
+        if (options.tune) return st;
+        tune_report.warnings.push_back(absl::StrCat(st.message(), "; compiling with the heuristic's configs"));
+        tuning_db.reset();
+      }
+    }
+  }
+  if (tuning_db.has_value()) kernel_options.tuning_db = &*tuning_db;
+  const std::string cache_dir =
+      options.kernel_cache_dir.empty() ? codegen::DefaultKernelCacheDir() : options.kernel_cache_dir;
+  std::optional<codegen::KernelCache> cache;
+  const codegen::KernelCache* kernel_cache =
+      options.kernel_cache && !cache_dir.empty() ? &cache.emplace(cache_dir) : nullptr;
   std::unique_ptr<Graph> working = source_graph.Clone();
   Graph& graph = *working;
   PipelineOptions pipeline;
@@ -287,6 +325,40 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   report.nodes_before = nodes_before;
   report.nodes_after = graph.num_nodes();
   if (!options.fuse) report.nodes_fused = report.nodes_after;
+
+  // 4. --tune: measure the generated GEMM's candidate configs (and cuBLASLt, where auto
+  // mode on sm_90a could give it a group) for every MatMul group that gets a generated
+  // GEMM, whatever the database said before, and store the results.
+  if (options.tune && kernel_options.gemm_template) {
+    GemmTuneOptions tune_options;
+    tune_options.arch = options.arch;
+    tune_options.budget_seconds = options.tune_budget_seconds;
+    tune_options.cache = kernel_cache;
+    tune_options.library = kernel_options.gemm_template_sm90_only && kernel_options.hopper;
+    codegen::KernelOptions without_db = kernel_options;
+    without_db.tuning_db = nullptr;
+    std::vector<Node*> generated;  // the MatMul groups that get a generated GEMM
+    for (Node* n : graph.nodes()) {
+      if (codegen::GeneratesMatMulGroup(*n, without_db)) generated.push_back(n);
+    }
+    absl::StatusOr<GemmTuneReport> tuned = TuneGemmGroups(generated, *tuning_db, tune_options);
+    if (!tuned.ok()) return where("tuning", tuned.status());
+    tuned->warnings = std::move(tune_report.warnings);
+    tune_report = *std::move(tuned);
+    // The new entries may move groups between the family and cuBLASLt.
+    for (Node* n : generated) NoteLibraryGroup(*n, kernel_options, &report);
+  } else if (options.tune) {
+    tune_report.tuned = true;
+    tune_report.note = "nothing to tune: MatMul groups run on cuBLASLt (--matmul-groups library)";
+  }
+  if (tuning_db.has_value()) {
+    for (const std::string& w : tuning_db->warnings()) {
+      if (std::find(tune_report.warnings.begin(), tune_report.warnings.end(), w) == tune_report.warnings.end()) {
+        tune_report.warnings.push_back(w);
+      }
+    }
+  }
+  if (options.tuning_report != nullptr) *options.tuning_report = tune_report;
 
   auto plan_or = PlanGraphMemory(graph);
   if (!plan_or.ok()) {
@@ -387,58 +459,9 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
     for (const Value* o : node->outputs()) KILN_RETURN_IF_ERROR(bind(o, step->add_outputs()));
   }
   KernelCompileOptions compile_options;
-  const std::string cache_dir =
-      options.kernel_cache_dir.empty() ? codegen::DefaultKernelCacheDir() : options.kernel_cache_dir;
-  std::optional<codegen::KernelCache> cache;
-  if (options.kernel_cache && !cache_dir.empty()) compile_options.cache = &cache.emplace(cache_dir);
+  compile_options.cache = kernel_cache;
   compile_options.progress = options.progress;
   compile_options.dump_dir = options.dump_kernels_dir;
-  // GEMM tile configs: the tuning database (filled first with --tune), else the heuristic.
-  GemmTuneReport tune_report;
-  std::optional<codegen::TuningDb> tuning_db;
-  if (options.tuning_db) {
-    const std::string path = options.tuning_db_path.empty()
-                                 ? codegen::DefaultTuningDbPath(options.kernel_cache_dir)
-                                 : options.tuning_db_path;
-    if (path.empty() && options.tune) {
-      return absl::FailedPreconditionError(
-          "--tune: no place for the tuning database (set KILN_TUNING_DB, KILN_CACHE_DIR or HOME)");
-    }
-    if (!path.empty()) {
-      tune_report.db_path = path;
-      if (absl::Status st = tuning_db.emplace(path).Load(); !st.ok()) {
-        if (options.tune) return st;
-        tune_report.warnings.push_back(absl::StrCat(st.message(), "; compiling with the heuristic's configs"));
-        tuning_db.reset();
-      }
-    }
-  }
-  if (options.tune && kernel_options.gemm_template) {
-    GemmTuneOptions tune_options;
-    tune_options.arch = options.arch;
-    tune_options.budget_seconds = options.tune_budget_seconds;
-    tune_options.cache = compile_options.cache;
-    std::vector<Node*> generated;  // the MatMul groups that get a generated GEMM
-    for (Node* n : nodes) {
-      if (codegen::GeneratesMatMulGroup(*n, kernel_options)) generated.push_back(n);
-    }
-    absl::StatusOr<GemmTuneReport> tuned = TuneGemmGroups(generated, *tuning_db, tune_options);
-    if (!tuned.ok()) return where("tuning", tuned.status());
-    tuned->warnings = std::move(tune_report.warnings);
-    tune_report = *std::move(tuned);
-  } else if (options.tune) {
-    tune_report.tuned = true;
-    tune_report.note = "nothing to tune: MatMul groups run on cuBLASLt (--matmul-groups library)";
-  }
-  if (tuning_db.has_value()) {
-    for (const std::string& w : tuning_db->warnings()) {
-      if (std::find(tune_report.warnings.begin(), tune_report.warnings.end(), w) == tune_report.warnings.end()) {
-        tune_report.warnings.push_back(w);
-      }
-    }
-    compile_options.tuning_db = &*tuning_db;
-  }
-  if (options.tuning_report != nullptr) *options.tuning_report = tune_report;
   if (auto assigned = AssignKernels(nodes, options.arch, kernel_options, &out, compile_options); !assigned.ok()) {
     return absl::Status(assigned.status().code(), absl::StrCat(source_path, ": ", assigned.status().message()));
   }

@@ -2,6 +2,7 @@
 // cudaLibraryLoadData, timed with CUDA events, checked against the heuristic's output.
 #include "runtime/gemm_tuner.h"
 
+#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "codegen/library_kernels.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
 #include "common/status_macros.h"
@@ -166,15 +168,29 @@ class ProblemRunner {
     return t.ToFloat();
   }
 
-  // Median per-launch milliseconds; a CUDA error is returned as is.
+  // The group's buffers for a library call on this runner's stream (no workspace).
+  codegen::LibraryLaunchArgs LibraryArgs() const {
+    codegen::LibraryLaunchArgs args;
+    args.outputs = outputs_;
+    args.inputs.assign(inputs_.begin(), inputs_.end());
+    args.stream = stream_;
+    return args;
+  }
+
+  // Median per-launch milliseconds of candidate `c`; a CUDA error is returned as is.
   cudaError_t Time(const Candidate& c, const GemmTuneOptions& o, Events& ev, double* ms) {
-    cudaError_t e = Launch(c);
+    return Time([&] { return Launch(c); }, o, ev, ms);
+  }
+  // The same for any enqueueing `launch` (a cudaError_t of its own).
+  template <class LaunchFn>
+  cudaError_t Time(const LaunchFn& launch, const GemmTuneOptions& o, Events& ev, double* ms) {
+    cudaError_t e = launch();
     if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);
     if (e != cudaSuccess) return e;
     // One timed launch decides the batch size.
     float t = 0;
     cudaEventRecord(ev.start, stream_);
-    e = Launch(c);
+    e = launch();
     cudaEventRecord(ev.stop, stream_);
     if (e == cudaSuccess) e = cudaEventSynchronize(ev.stop);
     if (e == cudaSuccess) e = cudaEventElapsedTime(&t, ev.start, ev.stop);
@@ -183,7 +199,7 @@ class ProblemRunner {
     std::vector<double> samples;
     for (int s = 0; s < o.samples; ++s) {
       cudaEventRecord(ev.start, stream_);
-      for (int r = 0; r < reps && e == cudaSuccess; ++r) e = Launch(c);
+      for (int r = 0; r < reps && e == cudaSuccess; ++r) e = launch();
       cudaEventRecord(ev.stop, stream_);
       if (e == cudaSuccess) e = cudaEventSynchronize(ev.stop);
       if (e == cudaSuccess) e = cudaEventElapsedTime(&t, ev.start, ev.stop);
@@ -222,6 +238,70 @@ double MaxRelError(const std::vector<float>& got, const std::vector<float>& want
 }
 
 std::string Ms(double ms) { return ms > 0 ? absl::StrFormat("%.4f", ms) : std::string("-"); }
+
+// The output tolerance against the heuristic config's output.
+double Tolerance(const Node& node) { return node.output(0)->dtype() == DType::kBFloat16 ? 5e-2 : 1e-2; }
+
+// A cuBLASLt handle, created on first use and destroyed with the tuner's run.
+class LtHandle {
+ public:
+  ~LtHandle() {
+    if (h_ != nullptr) cublasLtDestroy(h_);
+  }
+  absl::StatusOr<cublasLtHandle_t> Get() {
+    if (h_ == nullptr) {
+      if (cublasStatus_t st = cublasLtCreate(&h_); st != CUBLAS_STATUS_SUCCESS) {
+        h_ = nullptr;
+        return absl::InternalError(absl::StrCat("cublasLtCreate: ", cublasLtGetStatusString(st)));
+      }
+    }
+    return h_;
+  }
+
+ private:
+  cublasLtHandle_t h_ = nullptr;
+};
+
+// Times cuBLASLt's call for `node`'s whole group on the runner's buffers and checks
+// its output against `reference` (the heuristic config's). Returns the milliseconds,
+// or a status saying why it was left out; *sticky when a CUDA error ended the context.
+absl::StatusOr<double> TimeLibrary(const Node& node, ProblemRunner& runner, LtHandle& lt,
+                                   const std::vector<float>& reference, const GemmTuneOptions& o, Events& ev,
+                                   bool* sticky) {
+  KILN_ASSIGN_OR_RETURN(cublasLtHandle_t handle, lt.Get());
+  codegen::LibraryHandles handles;
+  handles.cublaslt = handle;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<codegen::LibraryKernel> kernel, codegen::CreateLibraryKernel(node, handles));
+  Buffers scratch;
+  codegen::LibraryLaunchArgs args = runner.LibraryArgs();
+  args.workspace_bytes = kernel->workspace_bytes();
+  if (args.workspace_bytes > 0) {
+    KILN_ASSIGN_OR_RETURN(args.workspace, scratch.Alloc(args.workspace_bytes));
+  }
+  std::string launch_error;
+  double ms = 0;
+  const cudaError_t e = runner.Time(
+      [&]() -> cudaError_t {
+        absl::Status st = kernel->Launch(args);
+        if (st.ok()) return cudaSuccess;
+        launch_error = std::string(st.message());
+        return cudaErrorInvalidValue;
+      },
+      o, ev, &ms);
+  if (e != cudaSuccess) {
+    *sticky = IsSticky(e);
+    if (!launch_error.empty()) return absl::InternalError(launch_error);
+    cudaGetLastError();
+    return absl::InternalError(absl::StrCat(cudaGetErrorName(e), ": ", cudaGetErrorString(e)));
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<float> out, runner.Output());
+  const double error = MaxRelError(out, reference);
+  if (!(error <= Tolerance(node))) {
+    return absl::InternalError(
+        absl::StrFormat("output differs from the heuristic config's (max rel error %.3g)", error));
+  }
+  return ms;
+}
 
 }  // namespace
 
@@ -284,6 +364,7 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
   } stream_guard{stream};
   Events ev;
   KILN_RETURN_IF_ERROR(ev.Create());
+  LtHandle lt;  // options.library
 
   std::string stopped;  // a sticky CUDA error: nothing more can run
   for (const Problem& problem : problems) {
@@ -406,8 +487,7 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
         continue;
       }
       c.error = MaxRelError(*out, reference);
-      const double tolerance = problem.node->output(0)->dtype() == DType::kBFloat16 ? 5e-2 : 1e-2;
-      if (!(c.error <= tolerance)) {
+      if (!(c.error <= Tolerance(*problem.node))) {
         c.failure = absl::StrFormat("output differs from the heuristic config's (max rel error %.3g)", c.error);
         continue;
       }
@@ -427,7 +507,24 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
     row.best = cands[best].config;
     row.best_ms = cands[best].ms;
     row.max_rel_error = cands[best].error;
-    if (row.timed >= 2) {
+    // cuBLASLt, where auto mode could give it the group.
+    if (options.library && stopped.empty() && !codegen::LibraryKernelName(*problem.node).empty()) {
+      if (Clock::now() >= deadline) {
+        report.budget_exhausted = true;
+        notes.push_back("the budget was spent before cuBLASLt was measured");
+      } else {
+        bool sticky = false;
+        absl::StatusOr<double> lib = TimeLibrary(*problem.node, runner, lt, reference, options, ev, &sticky);
+        if (lib.ok()) {
+          row.library_ms = *lib;
+        } else if (sticky) {
+          stopped = absl::StrCat("tuning stopped: ", problem.key.ShapeText(), " cuBLASLt: ", lib.status().message());
+        } else {
+          notes.push_back(absl::StrCat("cuBLASLt left out: ", lib.status().message()));
+        }
+      }
+    }
+    if (row.timed >= 2 || row.library_ms > 0) {
       codegen::TuningEntry entry;
       entry.key = problem.key;
       entry.config = row.best;
@@ -435,6 +532,8 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
       entry.heuristic = row.heuristic;
       entry.heuristic_ms = row.heuristic_ms;
       entry.device = gpu.name;
+      entry.library_ms = row.library_ms;
+      row.library_faster = codegen::LibraryMeasuredFaster(entry);
       db.Put(std::move(entry));
       row.stored = true;
     } else {
@@ -456,16 +555,17 @@ std::string GemmTuneTable(const GemmTuneReport& r) {
   absl::StrAppend(&out, "GEMM tuning on ", r.device, " (database ", r.db_path.empty() ? "none" : r.db_path, ")\n");
   if (!r.note.empty()) absl::StrAppend(&out, "  ", r.note, "\n");
   if (r.rows.empty()) return out;
-  absl::StrAppend(&out, absl::StrFormat("  %-40s %-20s %10s %-20s %10s %8s %s\n", "problem (MxNxK dtype layout)",
-                                        "heuristic", "ms", "best", "ms", "speedup", "groups"));
+  absl::StrAppend(&out, absl::StrFormat("  %-40s %-20s %10s %-20s %10s %8s %10s %s\n", "problem (MxNxK dtype layout)",
+                                        "heuristic", "ms", "best", "ms", "speedup", "cuBLASLt", "groups"));
   for (const GemmTuneRow& row : r.rows) {
     const std::string speedup =
         row.best_ms > 0 && row.heuristic_ms > 0 ? absl::StrFormat("%.2fx", row.heuristic_ms / row.best_ms) : "-";
-    absl::StrAppend(&out, absl::StrFormat("  %-40s %-20s %10s %-20s %10s %8s %s\n", row.key.ShapeText(),
+    absl::StrAppend(&out, absl::StrFormat("  %-40s %-20s %10s %-20s %10s %8s %10s %s\n", row.key.ShapeText(),
                                           row.heuristic.ToString(), Ms(row.heuristic_ms),
                                           row.best_ms > 0 ? row.best.ToString() : "-", Ms(row.best_ms),
-                                          speedup, absl::StrJoin(row.groups, ", ")));
+                                          speedup, Ms(row.library_ms), absl::StrJoin(row.groups, ", ")));
     absl::StrAppend(&out, "    ", row.key.signature, ": ", row.timed, "/", row.candidates, " configs measured",
+                    row.library_faster ? ", cuBLASLt faster (--matmul-groups auto runs the group on it)" : "",
                     row.stored ? ", stored" : ", not stored",
                     row.timed >= 2 ? absl::StrFormat(", max rel error vs heuristic %.2g", row.max_rel_error) : "",
                     row.note.empty() ? "" : "; ", row.note, "\n");

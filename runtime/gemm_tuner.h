@@ -18,7 +18,13 @@
 // the heuristic has none fails); one that fails, does not compile or does not launch
 // is left out and named in the row's note.
 // Deciding: a candidate replaces the heuristic only when at least 1% faster (below
-// that, timing noise). The problems run largest first (FLOPs); before each problem
+// that, timing noise).
+// cuBLASLt (GemmTuneOptions::library: auto mode on sm_90a): for a group cuBLASLt can
+// run in one call (codegen::LibraryKernelName), its call is timed the same way, on
+// the same buffers, and checked against the heuristic's output with the same
+// tolerance; the entry stores its time (TuningEntry::library_ms), and auto mode gives
+// the group to cuBLASLt when that is at least 1% under the family's best
+// (codegen::LibraryMeasuredFaster). The problems run largest first (FLOPs); before each problem
 // and each candidate the budget is checked: once it is spent, the problem in progress
 // keeps the best config measured so far and the rest keep their earlier entries or
 // the heuristic, and the report says so.
@@ -41,6 +47,7 @@ struct GemmTuneOptions {
   const codegen::KernelCache* cache = nullptr;  // for the candidates' modules
   int samples = 9;              // timed batches per candidate
   double min_sample_ms = 0.3;   // launches per batch: enough for this long
+  bool library = false;         // also time cuBLASLt where it takes a group whole
 };
 
 struct GemmTuneRow {
@@ -48,6 +55,8 @@ struct GemmTuneRow {
   std::vector<std::string> groups;  // the graph nodes with this problem
   codegen::GemmTileConfig heuristic, best;  // the family's configs (sm90 on sm_90a where it runs the group)
   double heuristic_ms = 0, best_ms = 0;  // 0: not measured
+  double library_ms = 0;                 // cuBLASLt's call for the group; 0: not measured
+  bool library_faster = false;           // ... and stored as faster (auto mode takes it)
   int candidates = 0;  // configs compiled (the heuristic's included)
   int timed = 0;       // ... measured within the budget
   double max_rel_error = 0;  // the winner's output against the heuristic's
@@ -79,7 +88,8 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
                                               const GemmTuneOptions& options);
 
 // The table `kiln compile --tune` prints: per problem the heuristic's and the best
-// config with their times and the speed-up, then the budget line.
+// config with their times and the speed-up, cuBLASLt's time where measured (and
+// whether auto mode takes it), then the budget line.
 std::string GemmTuneTable(const GemmTuneReport& report);
 
 }  // namespace kiln

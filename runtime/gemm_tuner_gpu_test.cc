@@ -52,6 +52,39 @@ Tensor Random(DType dtype, const Shape& shape, uint32_t seed) {
   return Tensor::FromFloat(dtype, shape, v);
 }
 
+// Writes `contents` to `path`, runs it on the GPU and on the CPU backend with `feeds`
+// and returns max |gpu - cpu| / max |cpu| of output 0 (infinity on any failure, which
+// is also reported).
+double GpuVsCpuError(BundleContents contents, const std::string& path, const TensorMap& feeds) {
+  if (absl::Status st = WriteBundle(std::move(contents), path); !st.ok()) {
+    ADD_FAILURE() << st;
+    return INFINITY;
+  }
+  auto bundle = Bundle::Load(path);
+  if (!bundle.ok()) return ADD_FAILURE() << bundle.status(), INFINITY;
+  auto host = CpuProgram::Create(**bundle);
+  if (!host.ok()) return ADD_FAILURE() << host.status(), INFINITY;
+  auto program = GpuProgram::Create(*host);
+  if (!program.ok()) return ADD_FAILURE() << program.status(), INFINITY;
+  auto gpu_exec = GpuExecutor::Create(*program);
+  if (!gpu_exec.ok()) return ADD_FAILURE() << gpu_exec.status(), INFINITY;
+  auto cpu_exec = CpuExecutor::Create(*host);
+  if (!cpu_exec.ok()) return ADD_FAILURE() << cpu_exec.status(), INFINITY;
+  auto got = (*gpu_exec)->Run(feeds);
+  if (!got.ok()) return ADD_FAILURE() << got.status(), INFINITY;
+  auto want = (*cpu_exec)->Run(feeds);
+  if (!want.ok()) return ADD_FAILURE() << want.status(), INFINITY;
+  const std::vector<float> g = (*got)[0].ToFloat(), w = (*want)[0].ToFloat();
+  if (g.size() != w.size()) return ADD_FAILURE() << g.size() << " vs " << w.size() << " elements", INFINITY;
+  double err = 0, scale = 1e-6;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!std::isfinite(g[i])) return ADD_FAILURE() << "element " << i << " is " << g[i], INFINITY;
+    err = std::max(err, static_cast<double>(std::fabs(g[i] - w[i])));
+    scale = std::max(scale, static_cast<double>(std::fabs(w[i])));
+  }
+  return err / scale;
+}
+
 // Tunes the graph's one MatMul group, checks the stored entry (of the sm90 family when
 // `sm90`), that the next compile (no --tune) reuses it and that the bundle with the
 // tuned kernel matches the CPU backend.
@@ -116,34 +149,11 @@ void TuneReuseAndCheck(const GpuInfo& gpu, DType dtype, bool sm90) {
   auto again = BuildBundle(**graph, options, "tune.onnx", "bytes");
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(config_of(*again), expected);
-  const std::string path = (dir / "tuned.kiln").string();
-  ASSERT_TRUE(WriteBundle(*std::move(again), path).ok());
-  auto bundle = Bundle::Load(path);
-  ASSERT_TRUE(bundle.ok()) << bundle.status();
-  auto host = CpuProgram::Create(**bundle);
-  ASSERT_TRUE(host.ok()) << host.status();
-  auto program = GpuProgram::Create(*host);
-  ASSERT_TRUE(program.ok()) << program.status();
-  auto gpu_exec = GpuExecutor::Create(*program);
-  ASSERT_TRUE(gpu_exec.ok()) << gpu_exec.status();
-  auto cpu_exec = CpuExecutor::Create(*host);
-  ASSERT_TRUE(cpu_exec.ok()) << cpu_exec.status();
   const TensorMap feeds = {
       {"x", Random(dtype, {200, 512}, 1)}, {"w", Random(dtype, {512, 384}, 2)}, {"b", Random(dtype, {384}, 3)}};
-  auto got = (*gpu_exec)->Run(feeds);
-  ASSERT_TRUE(got.ok()) << got.status();
-  auto want = (*cpu_exec)->Run(feeds);
-  ASSERT_TRUE(want.ok()) << want.status();
-  const std::vector<float> g = (*got)[0].ToFloat(), w = (*want)[0].ToFloat();
-  ASSERT_EQ(g.size(), w.size());
-  double err = 0, scale = 1e-6;
-  for (size_t i = 0; i < g.size(); ++i) {
-    ASSERT_TRUE(std::isfinite(g[i])) << i;
-    err = std::max(err, static_cast<double>(std::fabs(g[i] - w[i])));
-    scale = std::max(scale, static_cast<double>(std::fabs(w[i])));
-  }
-  std::cout << "[ gpu ] tuned " << expected << ": rel. error " << err / scale << " vs the CPU backend\n";
-  EXPECT_LE(err / scale, 3e-2);
+  const double rel = GpuVsCpuError(*std::move(again), (dir / "tuned.kiln").string(), feeds);
+  std::cout << "[ gpu ] tuned " << expected << ": rel. error " << rel << " vs the CPU backend\n";
+  EXPECT_LE(rel, 3e-2);
 }
 
 TEST(GemmTunerGpuTest, TunedEntryIsStoredReusedAndCorrect) {
@@ -159,6 +169,70 @@ TEST(GemmTunerGpuTest, Sm90GroupsTuneSm90Configs) {
   if (!gpu.ok()) GTEST_SKIP() << "skipped: " << gpu.status().message();
   if (gpu->arch != "sm_90a") GTEST_SKIP() << "skipped: the sm90 family needs an sm_90a GPU, not " << gpu->name;
   TuneReuseAndCheck(*gpu, DType::kFloat16, /*sm90=*/true);
+}
+
+// Auto mode on sm_90a also times cuBLASLt for a group it can run whole (bias + Relu
+// here), stores that time, and routes the group by it; both routes run correctly.
+TEST(GemmTunerGpuTest, AutoModeMeasuresCublasLtAndRoutesByIt) {
+  absl::StatusOr<GpuInfo> gpu = LocalGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "skipped: " << gpu.status().message();
+  if (gpu->arch != "sm_90a") GTEST_SKIP() << "skipped: auto mode's cuBLASLt routing is sm_90a's, not " << gpu->name;
+  const fs::path dir = fs::path(::testing::TempDir()) / absl::StrCat("kiln_tuner_gpu_lib_", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto graph = ParseGraph(absl::StrReplaceAll(Graph("f16"), {{"Gelu(", "Relu("}}));
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CompileOptions options;
+  options.arch = gpu->arch;
+  options.matmul_groups = "auto";
+  options.tuning_db_path = (dir / "tuning.tsv").string();
+  options.kernel_cache_dir = (dir / "cache").string();
+  options.tune = true;
+  options.tune_budget_seconds = 120;
+  GemmTuneReport report;
+  options.tuning_report = &report;
+  auto tuned = BuildBundle(**graph, options, "tune.onnx", "bytes");
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  std::cout << GemmTuneTable(report);
+  ASSERT_EQ(report.rows.size(), 1u) << report.note;
+  const GemmTuneRow& row = report.rows[0];
+  EXPECT_TRUE(row.best.sm90);
+  EXPECT_GT(row.library_ms, 0) << row.note;
+  EXPECT_TRUE(row.stored) << row.note;
+  codegen::TuningDb db(options.tuning_db_path);
+  ASSERT_TRUE(db.Load().ok());
+  const codegen::TuningEntry* e = db.Find(row.key);
+  ASSERT_NE(e, nullptr);
+  EXPECT_NEAR(e->library_ms, row.library_ms, 1e-5 * row.library_ms);  // stored to 6 digits
+  EXPECT_EQ(row.library_faster, codegen::LibraryMeasuredFaster(*e));
+
+  // Each route, forced through the stored times, compiles to it and runs right.
+  const TensorMap feeds = {{"x", Random(DType::kFloat16, {200, 512}, 1)},
+                           {"w", Random(DType::kFloat16, {512, 384}, 2)},
+                           {"b", Random(DType::kFloat16, {384}, 3)}};
+  options.tune = false;
+  for (const bool library : {true, false}) {
+    codegen::TuningEntry forced = *e;
+    forced.library_ms = library ? 0.5 * forced.tuned_ms : 2 * forced.tuned_ms;
+    codegen::TuningDb write(options.tuning_db_path);
+    ASSERT_TRUE(write.Load().ok());
+    write.Put(forced);
+    ASSERT_TRUE(write.Save().ok());
+    auto bundle = BuildBundle(**graph, options, "tune.onnx", "bytes");
+    ASSERT_TRUE(bundle.ok()) << bundle.status();
+    std::string kernel;
+    for (const auto& s : bundle->manifest.steps()) {
+      if (s.op_type() == "FusedGroup") kernel = s.kernel();
+    }
+    if (library) {
+      EXPECT_EQ(kernel, "cublaslt:FusedMatMul");
+    } else {
+      EXPECT_TRUE(absl::StartsWith(kernel, "nvrtc:")) << kernel;
+    }
+    const double rel = GpuVsCpuError(*std::move(bundle), (dir / "routed.kiln").string(), feeds);
+    std::cout << "[ gpu ] " << kernel << ": rel. error " << rel << " vs the CPU backend\n";
+    EXPECT_LE(rel, 3e-2);
+  }
 }
 
 }  // namespace

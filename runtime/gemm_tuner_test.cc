@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/op_kernels.h"
 #include "gmock/gmock.h"
@@ -22,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using codegen::ops::GemmConfig;
 
 // MatMul + bias + Relu: one matmul+epilogue group on the generated GEMM.
@@ -156,6 +158,91 @@ TEST(GemmTuningCompileTest, CompileReusesADatabaseEntryWithoutAGpu) {
   EXPECT_EQ(GemmLaunch(*no_db)->config(), "32x32x64 w2x2 s4 (heuristic)");
 }
 
+// The step that runs the bundle's MatMul group, and its fusion report note.
+const bundle::Step* GroupStep(const BundleContents& b) {
+  for (const bundle::Step& s : b.manifest.steps()) {
+    if (s.op_type() == "FusedGroup") return &s;
+  }
+  return nullptr;
+}
+std::string GroupNote(const BundleContents& b) {
+  const bundle::Step* s = GroupStep(b);
+  if (s == nullptr) return "<no group step>";
+  for (const bundle::FusionGroup& g : b.manifest.fusion().groups()) {
+    if (g.name() == s->node()) return g.note();
+  }
+  return "<no report group>";
+}
+
+// Auto mode on sm_90a gives a group cuBLASLt can run whole (bias + Relu) to cuBLASLt
+// where the database says --tune measured it at least 1% faster than the family, and
+// the report says why; the family keeps it otherwise, and --matmul-groups generated
+// ignores the cuBLASLt time. No GPU needed (NVRTC compiles for sm_90a).
+TEST(GemmTuningCompileTest, AutoOnSm90aTakesCublasLtWhereTuningMeasuredItFaster) {
+  const std::string dir = TestDir("library");
+  const std::string db_path = dir + "/tuning.tsv";
+  CompileOptions options = Options(db_path);
+  options.arch = "sm_90a";
+  options.matmul_groups = "auto";
+  // fp16 in and out (an f32 input's cast would be an A prologue, which the family
+  // leaves to the sm_80 template).
+  auto graph = ParseGraph(R"(graph @tune16 {
+  input %x : f16[96,256]
+  const %w : f16[256,192] = splat(0.5)
+  const %b : f16[192] = splat(0.25)
+  %mm : f16[96,192] = MatMul(%x, %w) @matmul
+  %add : f16[96,192] = Add(%mm, %b) @bias
+  %y : f16[96,192] = Relu(%add) @relu
+  output %y
+})");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto Build = [&](const CompileOptions& o) { return BuildBundle(**graph, o, "tune16.onnx", "bytes"); };
+  auto family = Build(options);
+  ASSERT_TRUE(family.ok()) << family.status();
+  ASSERT_NE(GroupStep(*family), nullptr);
+  EXPECT_TRUE(absl::StartsWith(GroupStep(*family)->kernel(), "nvrtc:")) << GroupStep(*family)->kernel();
+  ASSERT_NE(GemmLaunch(*family), nullptr);
+  EXPECT_EQ(GemmLaunch(*family)->family(), "gemm_sm90");
+  EXPECT_EQ(GroupNote(*family), "");
+  auto key = GroupKey(*family, "sm_90a");
+  ASSERT_TRUE(key.ok()) << key.status();
+
+  auto store = [&](double library_ms) {
+    codegen::TuningDb db(db_path);
+    ASSERT_TRUE(db.Load().ok());
+    codegen::TuningEntry e;
+    e.key = *key;
+    e.config = codegen::ops::Sm90GemmConfig{64, 64, 2, 1, 12, true};
+    e.tuned_ms = 0.0100;
+    e.heuristic = e.config;
+    e.heuristic_ms = 0.0100;
+    e.device = "Test GPU";
+    e.library_ms = library_ms;
+    db.Put(e);
+    ASSERT_TRUE(db.Save().ok());
+  };
+  store(0.0080);
+  auto library = Build(options);
+  ASSERT_TRUE(library.ok()) << library.status();
+  EXPECT_EQ(GroupStep(*library)->kernel(), "cublaslt:FusedMatMul");
+  EXPECT_EQ(GemmLaunch(*library), nullptr);
+  EXPECT_THAT(GroupNote(*library), HasSubstr("(--matmul-groups auto on sm_90a): kiln compile --tune measured "
+                                             "cuBLASLt faster on Test GPU (0.0080 ms against the family's 0.0100 ms)"));
+  // --matmul-groups generated: the family, with the entry's config.
+  options.matmul_groups = "generated";
+  auto generated = Build(options);
+  ASSERT_TRUE(generated.ok()) << generated.status();
+  ASSERT_NE(GemmLaunch(*generated), nullptr);
+  EXPECT_EQ(GemmLaunch(*generated)->config(), "sm90 64x64 p2x1 s12 (tuning database)");
+  // Within 1% (timing noise): the family keeps the group.
+  options.matmul_groups = "auto";
+  store(0.0099);
+  auto close = Build(options);
+  ASSERT_TRUE(close.ok()) << close.status();
+  EXPECT_TRUE(absl::StartsWith(GroupStep(*close)->kernel(), "nvrtc:")) << GroupStep(*close)->kernel();
+  EXPECT_EQ(GroupNote(*close), "");
+}
+
 // A long-K GEMM with few output tiles (BERT-base's FFN down at 128 tokens): the
 // heuristic splits K over 5 CTAs per tile and the launch records the workspace the
 // executor must give it (codegen/op_kernels.h, "Workspace").
@@ -257,6 +344,12 @@ TEST(GemmTuningCompileTest, TableSaysWhatWasMeasured) {
   EXPECT_THAT(table, HasSubstr("group_a, group_b"));
   EXPECT_THAT(table, HasSubstr("12/12 configs measured, stored"));
   EXPECT_THAT(table, HasSubstr("3.2 s of a 60 s budget\n"));
+  EXPECT_THAT(table, Not(HasSubstr("cuBLASLt faster")));
+  // cuBLASLt measured and faster: its time, and that auto mode takes it.
+  r.rows[0].library_ms = 0.0061;
+  r.rows[0].library_faster = true;
+  EXPECT_THAT(GemmTuneTable(r), HasSubstr("0.0061"));
+  EXPECT_THAT(GemmTuneTable(r), HasSubstr("cuBLASLt faster (--matmul-groups auto runs the group on it)"));
   r.budget_exhausted = true;
   EXPECT_THAT(GemmTuneTable(r), HasSubstr("rerun with a larger --tune-budget"));
   EXPECT_EQ(GemmTuneTable(GemmTuneReport{}), "");  // no --tune: no table
