@@ -26,6 +26,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -47,6 +48,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "benchmarks/nvml_meter.h"
 #include "codegen/nvrtc_module.h"
 #include "common/write_file.h"
 #include "codegen/op_kernels.h"
@@ -629,6 +631,17 @@ struct Options {
   bool b_nk = false;            // --b-layout nk: B operands stored [N, K]
   std::vector<Problem> shapes;  // --shapes: these problems instead of the sets
   std::string dump_dir;         // --dump-kernels: write the kernels' sources and cubins here
+  int sustain_ms = 0;           // --sustain: back-to-back launches for this long per measurement
+};
+
+// One measurement under --sustain: launches back to back, the energy NVML counted over
+// them and the SM clock sampled meanwhile.
+struct Sustained {
+  double ms = 0;        // per launch (GPU time of the window / launches)
+  double mj = std::numeric_limits<double>::quiet_NaN();   // board energy per launch
+  double mhz = std::numeric_limits<double>::quiet_NaN();  // mean SM clock in the window
+  double watts = std::numeric_limits<double>::quiet_NaN();  // mean board power in the window
+  long long launches = 0;
 };
 
 class Timer {
@@ -648,7 +661,10 @@ class Timer {
 
   // Median milliseconds of `run` (everything it enqueues on the stream): its warm-up
   // runs, then --reps timed runs back to back.
-  double MedianMs(const std::function<void()>& run) { return MedianMs(std::vector<std::function<void()>>{run})[0]; }
+  // (Never sustained: the peer probe.)
+  double MedianMs(const std::function<void()>& run) {
+    return MedianMs(std::vector<std::function<void()>>{run}, /*sustain=*/false)[0];
+  }
 
   // Median milliseconds of each of `runs`. Interleaved (the default): every run's
   // warm-up runs, then --reps rounds of one timed run of each, so that a change of the
@@ -659,7 +675,18 @@ class Timer {
   // 2026-11-27); --fixed-order keeps one order. --sequential: each run's warm-up and
   // timed runs back to back, one run after the other (the protocol of the tables
   // before (g)).
-  std::vector<double> MedianMs(const std::vector<std::function<void()>>& runs) {
+  // --sustain (unless `sustain` is false): each run's Sustain, one after the other;
+  // the time is its per-launch time, and sustained() holds the rest.
+  std::vector<double> MedianMs(const std::vector<std::function<void()>>& runs, bool sustain = true) {
+    if (sustain && o_.sustain_ms > 0) {
+      sustained_.clear();
+      std::vector<double> ms;
+      for (const auto& run : runs) {
+        sustained_.push_back(Sustain(run));
+        ms.push_back(sustained_.back().ms);
+      }
+      return ms;
+    }
     std::vector<std::vector<float>> ms(runs.size());
     if (o_.sequential) {
       for (size_t j = 0; j < runs.size(); ++j) {
@@ -688,7 +715,77 @@ class Timer {
     return medians;
   }
 
+  // --sustain: what the last MedianMs measured, in the order of its runs.
+  const std::vector<Sustained>& sustained() const { return sustained_; }
+  void set_meter(const bench::NvmlMeter* meter) { meter_ = meter; }
+
  private:
+  // --sustain: `run` back to back (no flush, no spin) for half of --sustain ms to reach
+  // the power state a long series reaches, then for --sustain ms measured: GPU time
+  // between two events, launches, NVML's energy counter before and after, and the SM
+  // clock and power sampled every 10 ms by a host thread. Launches go in chunks of
+  // about 2 ms, at most two in flight, so that the host's clock follows the GPU's.
+  Sustained Sustain(const std::function<void()>& run) {
+    using Clock = std::chrono::steady_clock;
+    const float once = Elapsed(run);
+    const int chunk = std::clamp(static_cast<int>(2.0 / std::max(once, 1e-3f)), 1, 4096);
+    // Two chunks in flight: the host waits for the one before the chunk it just queued,
+    // so the GPU never runs dry between chunks.
+    cudaEvent_t queued[2];
+    for (cudaEvent_t& e : queued) CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    auto launch_for = [&](double ms, long long* launches) {
+      const auto end = Clock::now() + std::chrono::microseconds(static_cast<long long>(ms * 1000));
+      for (long long c = 0; Clock::now() < end; ++c) {
+        for (int i = 0; i < chunk; ++i) run();
+        *launches += chunk;
+        CHECK_CUDA(cudaEventRecord(queued[c % 2], stream_));
+        if (c > 0) CHECK_CUDA(cudaEventSynchronize(queued[(c - 1) % 2]));
+      }
+      CHECK_CUDA(cudaStreamSynchronize(stream_));
+    };
+    long long ramp = 0;
+    launch_for(0.5 * o_.sustain_ms, &ramp);
+    Sustained s;
+    std::atomic<bool> done{false};
+    std::vector<std::pair<unsigned, unsigned>> samples;  // (MHz, mW)
+    std::thread sampler;
+    absl::StatusOr<uint64_t> energy0 = absl::UnavailableError("no NVML");
+    if (meter_ != nullptr) {
+      energy0 = meter_->EnergyMj();
+      sampler = std::thread([&] {
+        while (!done.load()) {
+          absl::StatusOr<unsigned> mhz = meter_->SmClockMhz();
+          absl::StatusOr<unsigned> mw = meter_->PowerMw();
+          if (mhz.ok() && mw.ok()) samples.emplace_back(*mhz, *mw);
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      });
+    }
+    CHECK_CUDA(cudaEventRecord(e0_, stream_));
+    launch_for(o_.sustain_ms, &s.launches);
+    CHECK_CUDA(cudaEventRecord(e1_, stream_));
+    CHECK_CUDA(cudaEventSynchronize(e1_));
+    if (meter_ != nullptr) {
+      done.store(true);
+      sampler.join();
+      absl::StatusOr<uint64_t> energy1 = meter_->EnergyMj();
+      if (energy0.ok() && energy1.ok() && s.launches > 0) {
+        s.mj = static_cast<double>(*energy1 - *energy0) / static_cast<double>(s.launches);
+      }
+      if (!samples.empty()) {
+        double mhz = 0, mw = 0;
+        for (const auto& [c, p] : samples) mhz += c, mw += p;
+        s.mhz = mhz / samples.size();
+        s.watts = mw / samples.size() / 1000.0;
+      }
+    }
+    for (cudaEvent_t e : queued) CHECK_CUDA(cudaEventDestroy(e));
+    float window = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&window, e0_, e1_));
+    s.ms = s.launches > 0 ? window / static_cast<double>(s.launches) : 0;
+    return s;
+  }
+
   // One timed run of `run` after the flush (or the spin kernel): milliseconds.
   float TimeOnce(const std::function<void()>& run, int i) {
     if (flush_ != nullptr) {
@@ -698,6 +795,11 @@ class Timer {
       void* args[] = {&ns};
       CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(delay_), dim3(1), dim3(1), args, 0, stream_));
     }
+    return Elapsed(run);
+  }
+
+  // Milliseconds of `run` between two events, waited for.
+  float Elapsed(const std::function<void()>& run) {
     CHECK_CUDA(cudaEventRecord(e0_, stream_));
     run();
     CHECK_CUDA(cudaEventRecord(e1_, stream_));
@@ -713,6 +815,8 @@ class Timer {
   cudaEvent_t e0_, e1_;
   void* flush_ = nullptr;
   size_t flush_bytes_;
+  const bench::NvmlMeter* meter_ = nullptr;  // --sustain's energy and clocks (nullptr: none)
+  std::vector<Sustained> sustained_;
 };
 
 class Device {
@@ -760,6 +864,7 @@ struct Row {
   std::string config;
   double kiln_ms = kNaN, a_ms = kNaN, b_ms = kNaN;
   double err = kNaN, peer_err = kNaN;
+  Sustained kiln_s, a_s, b_s;  // --sustain (the *_ms above are then their per-launch times)
 
   double Flops() const { return (idiom == Idiom::kDualGemm ? 4.0 : 2.0) * p.m * p.n * p.k; }
   double BestPeerMs() const { return std::isnan(b_ms) ? a_ms : std::isnan(a_ms) ? b_ms : std::min(a_ms, b_ms); }
@@ -790,10 +895,33 @@ void PrintRow(const Row& r) {
   std::fflush(stdout);
 }
 
-void WriteCsv(const std::string& path, const std::vector<Row>& rows) {
+// --sustain's columns of one measurement: energy per launch (mJ), mean SM clock, mean power.
+std::string SustainedCsv(const Sustained& s) {
+  return absl::StrCat(Num(s.mj, 4), ",", Num(s.mhz, 4), ",", Num(s.watts, 4));
+}
+
+// --sustain: per measurement, energy per launch, mean SM clock and power, and kiln's
+// energy per launch over each peer's.
+void PrintSustained(const Row& r) {
+  auto one = [](const char* who, const Sustained& s) {
+    if (!(s.ms > 0)) return std::string();
+    return absl::StrCat("  ", who, " ", Fixed(s.ms * 1000, 2), " us/launch ", Fixed(s.mj, 3), " mJ ", Fixed(s.mhz, 0),
+                        " MHz ", Fixed(s.watts, 0), " W");
+  };
+  std::printf("  sustained:%s%s%s", one("kiln", r.kiln_s).c_str(), one("peer_a", r.a_s).c_str(),
+              one("peer_b", r.b_s).c_str());
+  if (r.kiln_s.mj > 0 && r.a_s.mj > 0) std::printf("  energy kiln/peer_a %.3f", r.kiln_s.mj / r.a_s.mj);
+  if (r.kiln_s.mj > 0 && r.b_s.mj > 0) std::printf(" kiln/peer_b %.3f", r.kiln_s.mj / r.b_s.mj);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+void WriteCsv(const std::string& path, const std::vector<Row>& rows, bool sustained) {
   std::ofstream csv(path);
   csv << "set,m,n,k,idiom,status,kiln_ms,kiln_tflops,kiln_config,peer_a,peer_a_ms,peer_b,peer_b_ms,best_peer_ms,"
-         "speedup_vs_a,speedup_vs_b,speedup_vs_best,max_rel_err,peer_rel_err,note\n";
+         "speedup_vs_a,speedup_vs_b,speedup_vs_best,max_rel_err,peer_rel_err,note"
+      << (sustained ? ",kiln_mj,kiln_mhz,kiln_w,peer_a_mj,peer_a_mhz,peer_a_w,peer_b_mj,peer_b_mhz,peer_b_w" : "")
+      << "\n";
   for (const Row& r : rows) {
     std::string note = r.note;
     std::replace(note.begin(), note.end(), ',', ';');
@@ -802,8 +930,9 @@ void WriteCsv(const std::string& path, const std::vector<Row>& rows) {
         << "," << Num(r.kiln_ms, 6) << "," << Num(r.Flops() / r.kiln_ms / 1e9) << "," << r.config << ","
         << PeerA(r.idiom) << "," << Num(r.a_ms, 6) << "," << PeerB(r.idiom) << "," << Num(r.b_ms, 6) << ","
         << Num(r.BestPeerMs(), 6) << "," << Num(r.Speedup(r.a_ms)) << "," << Num(r.Speedup(r.b_ms)) << ","
-        << Num(r.Speedup(r.BestPeerMs())) << "," << Num(r.err, 3) << "," << Num(r.peer_err, 3) << "," << note
-        << "\n";
+        << Num(r.Speedup(r.BestPeerMs())) << "," << Num(r.err, 3) << "," << Num(r.peer_err, 3) << "," << note;
+    if (sustained) csv << "," << SustainedCsv(r.kiln_s) << "," << SustainedCsv(r.a_s) << "," << SustainedCsv(r.b_s);
+    csv << "\n";
   }
 }
 
@@ -991,6 +1120,18 @@ int Main(Options o) {
   CHECK_BLAS(cublasLtCreate(&blas.lt));
   CHECK_CUDA(cudaMalloc(&blas.workspace, blas.workspace_bytes));
   Timer timer(o, stream, prop.l2CacheSize, table.handle(delay_id));
+  std::unique_ptr<bench::NvmlMeter> meter;
+  if (o.sustain_ms > 0) {
+    char bus[32] = {};
+    CHECK_CUDA(cudaDeviceGetPCIBusId(bus, sizeof(bus), 0));  // the device prop describes
+    absl::StatusOr<std::unique_ptr<bench::NvmlMeter>> m = bench::NvmlMeter::Open(bus);
+    if (m.ok()) {
+      meter = *std::move(m);
+      timer.set_meter(meter.get());
+    } else {
+      std::printf("note: --sustain without energy and clocks: %s\n", std::string(m.status().message()).c_str());
+    }
+  }
   Device dev(stream, table.handle(fill_id), table.handle(error_id));
 
   std::printf(
@@ -1054,6 +1195,7 @@ int Main(Options o) {
     std::vector<std::unique_ptr<IdiomRun>> runs;
     std::vector<std::function<void()>> timed;  // the runs to time, and where each median goes
     std::vector<double*> medians;
+    std::vector<Sustained*> sustained;  // --sustain: where each timed run's measurement goes
     for (Idiom idiom : o.idioms) {
       runs.push_back(std::make_unique<IdiomRun>(IdiomRun{Row{p, idiom}}));
       IdiomRun* const x = runs.back().get();
@@ -1180,13 +1322,16 @@ int Main(Options o) {
       }
       timed.push_back(x->peer_a);
       medians.push_back(&r.a_ms);
+      sustained.push_back(&r.a_s);
       if (x->peer_b) {
         timed.push_back(x->peer_b);
         medians.push_back(&r.b_ms);
+        sustained.push_back(&r.b_s);
       }
       if (r.status == "OK") {
         timed.push_back([&, x] { x->kiln->Run(stream); });
         medians.push_back(&r.kiln_ms);
+        sustained.push_back(&r.kiln_s);
       }
     }
     const std::vector<double> ms = timer.MedianMs(timed);
@@ -1197,16 +1342,18 @@ int Main(Options o) {
         return 1;
       }
       *medians[i] = ms[i];
+      if (o.sustain_ms > 0) *sustained[i] = timer.sustained()[i];
     }
     for (auto& x : runs) {
       PrintRow(x->r);
+      if (o.sustain_ms > 0) PrintSustained(x->r);
       rows.push_back(std::move(x->r));
     }
   }
   CHECK_CUDA(cudaStreamSynchronize(stream));
 
   PrintSummary(rows, o);
-  WriteCsv(o.csv, rows);
+  WriteCsv(o.csv, rows, o.sustain_ms > 0);
   std::printf("wrote %s (plot: benchmarks/plot_gemm.sh %s)\n", o.csv.c_str(), o.csv.c_str());
   cublasLtDestroy(blas.lt);
   cublasDestroy(blas.handle);
@@ -1226,7 +1373,7 @@ constexpr char kUsage[] =
     "                       [--no-flush] [--sequential | --fixed-order] [--seed S] [--count N] [--tol X] [--csv out.csv]\n"
     "                       [--compile-only [--arch sm_90a|sm_89|sm_86|sm_80]] [--family sm80|sm90]\n"
     "                       [--dump-kernels DIR]\n"
-    "                       [--b-layout kn|nk]\n"
+    "                       [--b-layout kn|nk] [--sustain MS]\n"
     "  --set      shape sets (default all): squares 1024..8192; transformer tokens {128..16384} x (N, K)\n"
     "             of BERT/GPT-2 layers; random: the seed protocol (--count problems, multiples of 128 up to\n"
     "             4096, drawn from --seed); small_m: M in {1, 8, 16, 32, 64} x N, K in {768, 3072, 4096}\n"
@@ -1236,6 +1383,10 @@ constexpr char kUsage[] =
     "  --idioms   default: the first five; bias_gelu_erf (GELU's erf form) and bias_residual only when named\n"
     "  --reps     timed runs per measurement, the median is reported (default 20); --warmup (default 3)\n"
     "  --no-flush keep L2 warm between timed runs (default: flushed before every run)\n"
+    "  --sustain MS  instead of --reps: each measurement's kernel back to back (no flush, no gaps) for\n"
+    "             MS/2 ms, then MS ms timed: time per launch, and from NVML (the driver's libnvidia-ml)\n"
+    "             energy per launch, mean SM clock and power (extra CSV columns kiln_mj, kiln_mhz,\n"
+    "             kiln_w, peer_a_*, peer_b_*): what a long series at the power cap costs each kernel\n"
     "  --sequential  time each measurement's runs back to back, one measurement after the other\n"
     "             (default: per problem, rounds of one timed run of every peer and kiln kernel, so that\n"
     "             clock changes during the measurement reach all of them alike; round i starts at the\n"
@@ -1326,6 +1477,8 @@ int ParseAndRun(int argc, char** argv) {
       o.fixed_order = true;
     } else if (arg == "--no-flush") {
       o.flush = false;
+    } else if (arg == "--sustain") {
+      o.sustain_ms = static_cast<int>(integer(1));
     } else if (arg == "--seed") {
       o.seed = static_cast<uint64_t>(integer(0));
     } else if (arg == "--count") {
@@ -1371,7 +1524,13 @@ int ParseAndRun(int argc, char** argv) {
     std::fprintf(stderr, "--sequential and --fixed-order exclude each other (--sequential has no rounds)\n%s", kUsage);
     return 1;
   }
-  if (o.reps < 20) std::printf("note: --reps %d is below the 20 the benchmark protocol asks for\n", o.reps);
+  if (o.sustain_ms > 0 && (o.sequential || o.fixed_order)) {
+    std::fprintf(stderr, "--sustain measures one kernel at a time: drop --sequential / --fixed-order\n%s", kUsage);
+    return 1;
+  }
+  if (o.sustain_ms == 0 && o.reps < 20) {
+    std::printf("note: --reps %d is below the 20 the benchmark protocol asks for\n", o.reps);
+  }
   return Main(o);
 }
 
