@@ -45,8 +45,8 @@ std::string Sm90OnlyRefusal(const Node& node, const KernelOptions& options) {
   absl::Status eligible = ops::Sm90Eligible(node);
   if (!eligible.ok()) return std::string(eligible.message());
   if (const TuningEntry* e = LibraryTuningEntry(node, options)) {
-    return absl::StrFormat("kiln compile --tune measured cuBLASLt faster on %s (%.4f ms against the family's %.4f ms)",
-                           e->device, e->library_ms, e->tuned_ms);
+    return absl::StrFormat("%s on %s (%.4f ms against the family's %.4f ms)", kTunedToLibraryReason, e->device,
+                           e->library_ms, e->tuned_ms);
   }
   return "";
 }

@@ -163,6 +163,9 @@ bool GeneratesMatMulGroup(const Node& node, const KernelOptions& options);
 // tuning database measured cuBLASLt faster on it (LibraryTuningEntry). "" when
 // GeneratesMatMulGroup holds, for other modes, and for other nodes.
 std::string Sm90OnlyRefusal(const Node& node, const KernelOptions& options);
+// How Sm90OnlyRefusal's reason starts when the tuning database sent the group to
+// cuBLASLt (so that reports can count such groups).
+inline constexpr absl::string_view kTunedToLibraryReason = "kiln compile --tune measured cuBLASLt faster";
 // In auto mode on sm_90a (gemm_template_sm90_only, hopper), for a MatMul group the
 // family takes and cuBLASLt can run in one call (LibraryKernelName): options.tuning_db's
 // entry for it when that entry measured cuBLASLt faster (LibraryMeasuredFaster), else

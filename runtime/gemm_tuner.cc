@@ -12,6 +12,7 @@
 #include <map>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -547,6 +548,14 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
   KILN_RETURN_IF_ERROR(db.Save());
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
+}
+
+int GroupsTunedToLibrary(const bundle::Manifest& manifest) {
+  int n = 0;
+  for (const bundle::FusionGroup& g : manifest.fusion().groups()) {
+    if (absl::StrContains(g.note(), codegen::kTunedToLibraryReason)) ++n;
+  }
+  return n;
 }
 
 std::string GemmTuneTable(const GemmTuneReport& r) {

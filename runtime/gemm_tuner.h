@@ -38,6 +38,7 @@
 #include "codegen/kernel_cache.h"
 #include "codegen/tuning_db.h"
 #include "graph/graph.h"
+#include "runtime/bundle.h"
 
 namespace kiln {
 
@@ -86,6 +87,10 @@ absl::Status CheckTuningDevice(const std::string& arch);
 // Candidates that fail are notes, not errors.
 absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, codegen::TuningDb& db,
                                               const GemmTuneOptions& options);
+
+// How many of a bundle's MatMul groups the tuning database sent to cuBLASLt (auto mode
+// on sm_90a), from the fusion report's notes (codegen::kTunedToLibraryReason).
+int GroupsTunedToLibrary(const bundle::Manifest& manifest);
 
 // The table `kiln compile --tune` prints: per problem the heuristic's and the best
 // config with their times and the speed-up, cuBLASLt's time where measured (and

@@ -228,6 +228,8 @@ TEST(GemmTuningCompileTest, AutoOnSm90aTakesCublasLtWhereTuningMeasuredItFaster)
   EXPECT_EQ(GemmLaunch(*library), nullptr);
   EXPECT_THAT(GroupNote(*library), HasSubstr("(--matmul-groups auto on sm_90a): kiln compile --tune measured "
                                              "cuBLASLt faster on Test GPU (0.0080 ms against the family's 0.0100 ms)"));
+  EXPECT_EQ(GroupsTunedToLibrary(library->manifest), 1);
+  EXPECT_EQ(GroupsTunedToLibrary(family->manifest), 0);
   // --matmul-groups generated: the family, with the entry's config.
   options.matmul_groups = "generated";
   auto generated = Build(options);

@@ -17,6 +17,7 @@
 #include "fusion/pipeline.h"
 #include "graph/text_format.h"
 #include "runtime/compiler.h"
+#include "runtime/gemm_tuner.h"
 #include "runtime/kernel_dump.h"
 #include "tools/args.h"
 #include "tools/commands.h"
@@ -243,6 +244,11 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
     std::cout << absl::StrFormat("  GEMM tile configs: %d of %d from the tuning database%s, the rest from the "
                                  "heuristic\n",
                                  tuned, gemms, tuning.db_path.empty() ? " (none used)" : " " + tuning.db_path);
+  }
+  if (const int to_library = GroupsTunedToLibrary(m); to_library > 0) {
+    std::cout << absl::StrFormat("  %d MatMul group%s on cuBLASLt, which --tune measured faster than kiln's kernel "
+                                 "(kiln compile --report says which)\n",
+                                 to_library, to_library == 1 ? "" : "s");
   }
   if (!unsupported.empty()) {
     std::vector<std::string> parts;
