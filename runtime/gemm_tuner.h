@@ -18,16 +18,16 @@
 // the heuristic has none fails); one that fails, does not compile or does not launch
 // is left out and named in the row's note.
 // Deciding: a candidate replaces the heuristic only when at least 1% faster (below
-// that, timing noise).
+// that, timing noise). The problems run largest first (FLOPs); before each problem
+// and each candidate the budget is checked: once it is spent, the problem in progress
+// keeps the best config measured so far and the rest keep their earlier entries or
+// the heuristic, and the report says so.
 // cuBLASLt (GemmTuneOptions::library: auto mode on sm_90a): for a group cuBLASLt can
 // run in one call (codegen::LibraryKernelName), its call is timed the same way, on
 // the same buffers, and checked against the heuristic's output with the same
 // tolerance; the entry stores its time (TuningEntry::library_ms), and auto mode gives
 // the group to cuBLASLt when that is at least 1% under the family's best
-// (codegen::LibraryMeasuredFaster). The problems run largest first (FLOPs); before each problem
-// and each candidate the budget is checked: once it is spent, the problem in progress
-// keeps the best config measured so far and the rest keep their earlier entries or
-// the heuristic, and the report says so.
+// (codegen::LibraryMeasuredFaster).
 #pragma once
 
 #include <string>

@@ -1,6 +1,7 @@
 // `--tune` on the GPU (ctest label gpu; skips without one): tuning a small MatMul
 // group stores an entry, the next compile (no --tune) uses it, and the bundle with the
-// tuned kernel matches the CPU backend; on sm_90a both GEMM families.
+// tuned kernel matches the CPU backend; on sm_90a both GEMM families, and auto mode's
+// cuBLASLt candidate and routing.
 #include <unistd.h>
 
 #include <algorithm>
