@@ -53,6 +53,21 @@ Tensor Random(DType dtype, const Shape& shape, uint32_t seed) {
   return Tensor::FromFloat(dtype, shape, v);
 }
 
+// `--tune` for the local GPU's arch with `matmul_groups`, the database and kernel cache
+// in `dir`, a budget that measures every candidate, the report into `report`.
+CompileOptions TuneOptions(const GpuInfo& gpu, const std::string& matmul_groups, const fs::path& dir,
+                           GemmTuneReport* report) {
+  CompileOptions options;
+  options.arch = gpu.arch;
+  options.matmul_groups = matmul_groups;
+  options.tuning_db_path = (dir / "tuning.tsv").string();
+  options.kernel_cache_dir = (dir / "cache").string();
+  options.tune = true;
+  options.tune_budget_seconds = 120;
+  options.tuning_report = report;
+  return options;
+}
+
 // Writes `contents` to `path`, runs it on the GPU and on the CPU backend with `feeds`
 // and returns max |gpu - cpu| / max |cpu| of output 0 (infinity on any failure, which
 // is also reported).
@@ -97,15 +112,8 @@ void TuneReuseAndCheck(const GpuInfo& gpu, DType dtype, bool sm90) {
   auto graph = ParseGraph(Graph(std::string(DTypeName(dtype))));
   ASSERT_TRUE(graph.ok()) << graph.status();
 
-  CompileOptions options;
-  options.arch = gpu.arch;
-  options.matmul_groups = "generated";
-  options.tuning_db_path = (dir / "tuning.tsv").string();
-  options.kernel_cache_dir = (dir / "cache").string();
-  options.tune = true;
-  options.tune_budget_seconds = 120;
   GemmTuneReport report;
-  options.tuning_report = &report;
+  CompileOptions options = TuneOptions(gpu, "generated", dir, &report);
   auto tuned = BuildBundle(**graph, options, "tune.onnx", "bytes");
   ASSERT_TRUE(tuned.ok()) << tuned.status();
   std::cout << GemmTuneTable(report);
@@ -183,15 +191,8 @@ TEST(GemmTunerGpuTest, AutoModeMeasuresCublasLtAndRoutesByIt) {
   fs::create_directories(dir);
   auto graph = ParseGraph(absl::StrReplaceAll(Graph("f16"), {{"Gelu(", "Relu("}}));
   ASSERT_TRUE(graph.ok()) << graph.status();
-  CompileOptions options;
-  options.arch = gpu->arch;
-  options.matmul_groups = "auto";
-  options.tuning_db_path = (dir / "tuning.tsv").string();
-  options.kernel_cache_dir = (dir / "cache").string();
-  options.tune = true;
-  options.tune_budget_seconds = 120;
   GemmTuneReport report;
-  options.tuning_report = &report;
+  CompileOptions options = TuneOptions(*gpu, "auto", dir, &report);
   auto tuned = BuildBundle(**graph, options, "tune.onnx", "bytes");
   ASSERT_TRUE(tuned.ok()) << tuned.status();
   std::cout << GemmTuneTable(report);

@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "codegen/op_kernels.h"
 #include "gmock/gmock.h"
 #include "graph/text_format.h"
@@ -26,16 +27,21 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using codegen::ops::GemmConfig;
 
-// MatMul + bias + Relu: one matmul+epilogue group on the generated GEMM.
-constexpr char kGraph[] = R"(graph @tune {
-  input %x : f32[96,256]
-  const %w : f32[256,192] = splat(0.5)
-  const %b : f32[192] = splat(0.25)
-  %mm : f32[96,192] = MatMul(%x, %w) @matmul
-  %add : f32[96,192] = Add(%mm, %b) @bias
-  %y : f32[96,192] = Relu(%add) @relu
+// MatMul + bias + Relu in `dtype`: one matmul+epilogue group on the generated GEMM.
+// In f32 the compile's cast of the input to fp16 becomes an A prologue, which the sm90
+// family leaves to the sm_80 template; in f16 the family takes the group on sm_90a.
+std::string Graph(const std::string& dtype = "f32") {
+  return absl::StrReplaceAll(R"(graph @tune {
+  input %x : D[96,256]
+  const %w : D[256,192] = splat(0.5)
+  const %b : D[192] = splat(0.25)
+  %mm : D[96,192] = MatMul(%x, %w) @matmul
+  %add : D[96,192] = Add(%mm, %b) @bias
+  %y : D[96,192] = Relu(%add) @relu
   output %y
-})";
+})",
+                             {{"D[", absl::StrCat(dtype, "[")}});
+}
 
 std::string TestDir(const std::string& name) {
   const fs::path dir = fs::path(::testing::TempDir()) / absl::StrCat("kiln_tuning_", name, "_", ::getpid());
@@ -49,8 +55,8 @@ std::string Slurp(const fs::path& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-absl::StatusOr<BundleContents> Build(const CompileOptions& options) {
-  auto graph = ParseGraph(kGraph);
+absl::StatusOr<BundleContents> Build(const CompileOptions& options, const std::string& dtype = "f32") {
+  auto graph = ParseGraph(Graph(dtype));
   if (!graph.ok()) return graph.status();
   return BuildBundle(**graph, options, "tune.onnx", "bytes");
 }
@@ -184,20 +190,7 @@ TEST(GemmTuningCompileTest, AutoOnSm90aTakesCublasLtWhereTuningMeasuredItFaster)
   CompileOptions options = Options(db_path);
   options.arch = "sm_90a";
   options.matmul_groups = "auto";
-  // fp16 in and out (an f32 input's cast would be an A prologue, which the family
-  // leaves to the sm_80 template).
-  auto graph = ParseGraph(R"(graph @tune16 {
-  input %x : f16[96,256]
-  const %w : f16[256,192] = splat(0.5)
-  const %b : f16[192] = splat(0.25)
-  %mm : f16[96,192] = MatMul(%x, %w) @matmul
-  %add : f16[96,192] = Add(%mm, %b) @bias
-  %y : f16[96,192] = Relu(%add) @relu
-  output %y
-})");
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  auto Build = [&](const CompileOptions& o) { return BuildBundle(**graph, o, "tune16.onnx", "bytes"); };
-  auto family = Build(options);
+  auto family = Build(options, "f16");
   ASSERT_TRUE(family.ok()) << family.status();
   ASSERT_NE(GroupStep(*family), nullptr);
   EXPECT_TRUE(absl::StartsWith(GroupStep(*family)->kernel(), "nvrtc:")) << GroupStep(*family)->kernel();
@@ -222,7 +215,7 @@ TEST(GemmTuningCompileTest, AutoOnSm90aTakesCublasLtWhereTuningMeasuredItFaster)
     ASSERT_TRUE(db.Save().ok());
   };
   store(0.0080);
-  auto library = Build(options);
+  auto library = Build(options, "f16");
   ASSERT_TRUE(library.ok()) << library.status();
   EXPECT_EQ(GroupStep(*library)->kernel(), "cublaslt:FusedMatMul");
   EXPECT_EQ(GemmLaunch(*library), nullptr);
@@ -232,14 +225,14 @@ TEST(GemmTuningCompileTest, AutoOnSm90aTakesCublasLtWhereTuningMeasuredItFaster)
   EXPECT_EQ(GroupsTunedToLibrary(family->manifest), 0);
   // --matmul-groups generated: the family, with the entry's config.
   options.matmul_groups = "generated";
-  auto generated = Build(options);
+  auto generated = Build(options, "f16");
   ASSERT_TRUE(generated.ok()) << generated.status();
   ASSERT_NE(GemmLaunch(*generated), nullptr);
   EXPECT_EQ(GemmLaunch(*generated)->config(), "sm90 64x64 p2x1 s12 (tuning database)");
   // Within 1% (timing noise): the family keeps the group.
   options.matmul_groups = "auto";
   store(0.0099);
-  auto close = Build(options);
+  auto close = Build(options, "f16");
   ASSERT_TRUE(close.ok()) << close.status();
   EXPECT_TRUE(absl::StartsWith(GroupStep(*close)->kernel(), "nvrtc:")) << GroupStep(*close)->kernel();
   EXPECT_EQ(GroupNote(*close), "");
