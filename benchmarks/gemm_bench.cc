@@ -26,7 +26,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -48,13 +47,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "benchmarks/nvml_meter.h"
 #include "codegen/nvrtc_module.h"
-#include "common/write_file.h"
 #include "codegen/op_kernels.h"
 #include "codegen/ops/gemm_sm90.h"
+#include "common/write_file.h"
 #include "graph/fused_group.h"
 #include "graph/infer_shapes.h"
+#include "runtime/nvml_meter.h"
 #include "runtime/tensor_map.h"
 
 namespace kiln {
@@ -634,11 +633,11 @@ struct Options {
   int sustain_ms = 0;           // --sustain: back-to-back launches for this long per measurement
 };
 
-// One measurement under --sustain: launches back to back, the energy NVML counted over
-// them and the SM clock sampled meanwhile.
+// One measurement under --sustain: launches back to back, and the SM clock and board
+// power sampled meanwhile (NVML).
 struct Sustained {
   double ms = 0;        // per launch (GPU time of the window / launches)
-  double mj = std::numeric_limits<double>::quiet_NaN();   // board energy per launch
+  double mj = std::numeric_limits<double>::quiet_NaN();   // board energy per launch: watts x ms
   double mhz = std::numeric_limits<double>::quiet_NaN();  // mean SM clock in the window
   double watts = std::numeric_limits<double>::quiet_NaN();  // mean board power in the window
   long long launches = 0;
@@ -717,13 +716,13 @@ class Timer {
 
   // --sustain: what the last MedianMs measured, in the order of its runs.
   const std::vector<Sustained>& sustained() const { return sustained_; }
-  void set_meter(const bench::NvmlMeter* meter) { meter_ = meter; }
+  void set_meter(const NvmlMeter* meter) { meter_ = meter; }
 
  private:
   // --sustain: `run` back to back (no flush, no spin) for half of --sustain ms to reach
   // the power state a long series reaches, then for --sustain ms measured: GPU time
-  // between two events, launches, NVML's energy counter before and after, and the SM
-  // clock and power sampled every 10 ms by a host thread. Launches go in chunks of
+  // between two events, launches, and the SM clock and power sampled every 10 ms by a
+  // host thread (PowerSampler; energy per launch = mean power x time). Launches go in chunks of
   // about 2 ms, at most two in flight, so that the host's clock follows the GPU's.
   Sustained Sustain(const std::function<void()>& run) {
     using Clock = std::chrono::steady_clock;
@@ -747,43 +746,22 @@ class Timer {
     long long ramp = 0;
     launch_for(0.5 * o_.sustain_ms, &ramp);
     Sustained s;
-    std::atomic<bool> done{false};
-    std::vector<std::pair<unsigned, unsigned>> samples;  // (MHz, mW)
-    std::thread sampler;
-    absl::StatusOr<uint64_t> energy0 = absl::UnavailableError("no NVML");
-    if (meter_ != nullptr) {
-      energy0 = meter_->EnergyMj();
-      sampler = std::thread([&] {
-        while (!done.load()) {
-          absl::StatusOr<unsigned> mhz = meter_->SmClockMhz();
-          absl::StatusOr<unsigned> mw = meter_->PowerMw();
-          if (mhz.ok() && mw.ok()) samples.emplace_back(*mhz, *mw);
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-      });
-    }
+    std::optional<PowerSampler> sampler;
+    if (meter_ != nullptr) sampler.emplace(*meter_);
     CHECK_CUDA(cudaEventRecord(e0_, stream_));
     launch_for(o_.sustain_ms, &s.launches);
     CHECK_CUDA(cudaEventRecord(e1_, stream_));
     CHECK_CUDA(cudaEventSynchronize(e1_));
-    if (meter_ != nullptr) {
-      done.store(true);
-      sampler.join();
-      absl::StatusOr<uint64_t> energy1 = meter_->EnergyMj();
-      if (energy0.ok() && energy1.ok() && *energy1 >= *energy0 && s.launches > 0) {
-        s.mj = static_cast<double>(*energy1 - *energy0) / static_cast<double>(s.launches);
-      }
-      if (!samples.empty()) {
-        double mhz = 0, mw = 0;
-        for (const auto& [c, p] : samples) mhz += c, mw += p;
-        s.mhz = mhz / samples.size();
-        s.watts = mw / samples.size() / 1000.0;
-      }
-    }
+    const PowerReading power = sampler ? sampler->Stop() : PowerReading{};
     for (cudaEvent_t e : queued) CHECK_CUDA(cudaEventDestroy(e));
     float window = 0;
     CHECK_CUDA(cudaEventElapsedTime(&window, e0_, e1_));
     s.ms = s.launches > 0 ? window / static_cast<double>(s.launches) : 0;
+    if (power.samples > 0) {
+      s.mhz = power.mean_sm_mhz;
+      s.watts = power.mean_watts;
+      s.mj = power.mean_watts * s.ms;
+    }
     return s;
   }
 
@@ -816,7 +794,7 @@ class Timer {
   cudaEvent_t e0_, e1_;
   void* flush_ = nullptr;
   size_t flush_bytes_;
-  const bench::NvmlMeter* meter_ = nullptr;  // --sustain's energy and clocks (nullptr: none)
+  const NvmlMeter* meter_ = nullptr;  // --sustain's energy and clocks (nullptr: none)
   std::vector<Sustained> sustained_;
 };
 
@@ -1121,11 +1099,9 @@ int Main(Options o) {
   CHECK_BLAS(cublasLtCreate(&blas.lt));
   CHECK_CUDA(cudaMalloc(&blas.workspace, blas.workspace_bytes));
   Timer timer(o, stream, prop.l2CacheSize, table.handle(delay_id));
-  std::unique_ptr<bench::NvmlMeter> meter;
+  std::unique_ptr<NvmlMeter> meter;
   if (o.sustain_ms > 0) {
-    char bus[32] = {};
-    CHECK_CUDA(cudaDeviceGetPCIBusId(bus, sizeof(bus), 0));  // the device prop describes
-    absl::StatusOr<std::unique_ptr<bench::NvmlMeter>> m = bench::NvmlMeter::Open(bus);
+    absl::StatusOr<std::unique_ptr<NvmlMeter>> m = OpenCurrentDeviceMeter();  // the device prop describes
     if (m.ok()) {
       meter = *std::move(m);
       timer.set_meter(meter.get());
@@ -1386,8 +1362,9 @@ constexpr char kUsage[] =
     "  --no-flush keep L2 warm between timed runs (default: flushed before every run)\n"
     "  --sustain MS  instead of --reps: each measurement's kernel back to back (no flush, no gaps) for\n"
     "             MS/2 ms, then MS ms timed: time per launch, and from NVML (the driver's libnvidia-ml)\n"
-    "             energy per launch, mean SM clock and power (extra CSV columns kiln_mj, kiln_mhz,\n"
-    "             kiln_w, peer_a_*, peer_b_*): what a long series at the power cap costs each kernel\n"
+    "             mean SM clock and power, and energy per launch = power x time (extra CSV columns\n"
+    "             kiln_mj, kiln_mhz, kiln_w, peer_a_*, peer_b_*): what a long series at the power cap\n"
+    "             costs each kernel\n"
     "  --sequential  time each measurement's runs back to back, one measurement after the other\n"
     "             (default: per problem, rounds of one timed run of every peer and kiln kernel, so that\n"
     "             clock changes during the measurement reach all of them alike; round i starts at the\n"

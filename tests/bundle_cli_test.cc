@@ -227,10 +227,15 @@ TEST_F(BundleCliTest, BenchComparesFusedAndUnfused) {
   const std::vector<std::string> lines = absl::StrSplit(ReadFileOrEmpty(csv), '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 3u) << ReadFileOrEmpty(csv);
   EXPECT_THAT(lines[0], HasSubstr("config,matmul_groups,compile_s,steps,launches,median_ms"));
-  // Columns: ..., 2 config, 5 steps, 6 launches, 7 median_ms, 10 speedup, 14 max_rel_diff, 15 min_cosine.
+  // Columns: ..., 2 config, 5 steps, 6 launches, 7 median_ms, 10 speedup, 14 max_rel_diff, 15 min_cosine,
+  // 16-18 sm_mhz, watts, mj_per_run (the GPU's, from NVML: empty on the CPU backend, and
+  // no such columns in the table; tests/bench_gpu_power.sh checks them on a GPU).
   const std::vector<std::string> fused = absl::StrSplit(lines[1], ',');
   const std::vector<std::string> unfused = absl::StrSplit(lines[2], ',');
-  ASSERT_EQ(fused.size(), 16u);
+  ASSERT_EQ(fused.size(), 19u);
+  EXPECT_THAT(lines[0], HasSubstr("min_cosine,sm_mhz,watts,mj_per_run"));
+  EXPECT_EQ(fused[16] + fused[17] + fused[18], "");
+  EXPECT_THAT(r.out, Not(HasSubstr("SM_MHz")));
   EXPECT_EQ(fused[2], "fused");
   EXPECT_EQ(unfused[2], "unfused");
   EXPECT_LT(std::stoi(fused[6]), std::stoi(unfused[6]));  // fusion removes launches

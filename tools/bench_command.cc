@@ -1,6 +1,7 @@
 // `kiln bench MODEL.onnx --compare fused,unfused`: compiles the model once per
 // configuration, runs each bundle on the same inputs, and prints latency, speedup,
-// device memory, compile time and the largest numeric difference between them.
+// device memory, compile time and the largest numeric difference between them; on the GPU
+// also the board's mean power and SM clock while each one ran (NVML).
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +26,7 @@
 #include "runtime/cpu_executor.h"
 #include "runtime/cuda_util.h"
 #include "runtime/gpu_executor.h"
+#include "runtime/nvml_meter.h"
 #include "tools/args.h"
 #include "tools/commands.h"
 #include "tools/model_inputs.h"
@@ -59,6 +62,12 @@ constexpr char kUsage[] =
     "data already in the arena (CUDA graph replay); device memory is what creating the\n"
     "session took (weights, arena, library workspaces: cudaMemGetInfo before and after).\n"
     "On the CPU backend (--device cpu) it is host time per run, and no memory column.\n"
+    "On the GPU, where the driver's NVML library answers, the table also gives the board's\n"
+    "mean SM clock (SM_MHz) and power (W) over the timed runs, sampled every 10 ms, and\n"
+    "the energy a run took (mJ/run: mean power x mean time per run). A GPU at its power\n"
+    "limit lowers its clock: configurations that differ there differ in energy per run\n"
+    "rather than in work per clock. The power state of a long series needs a second or\n"
+    "more of runs: raise --iterations (and --warmup) until the clock settles.\n"
     "--layout sets the layout of every configuration as kiln compile --layout does (the\n"
     "nchw/nhwc configurations override it).\n"
     "Inputs default to random:1 (uniform [0,1)); SOURCE as in kiln run.\n"
@@ -83,6 +92,13 @@ struct Result {
   std::vector<Tensor> outputs;
   double max_rel_diff = 0;  // vs the baseline configuration, max over outputs
   double min_cosine = 1;
+  std::optional<PowerReading> power;  // during the timed runs (GPU, NVML)
+  // The board's energy per run: mean power x mean time per run (millijoules).
+  double MjPerRun() const {
+    double sum = 0;
+    for (double t : times_ms) sum += t;
+    return power && !times_ms.empty() ? power->mean_watts * sum / static_cast<double>(times_ms.size()) : 0;
+  }
 };
 
 double Percentile(std::vector<double> v, double q) {
@@ -151,9 +167,11 @@ std::pair<double, double> Difference(const Tensor& got, const Tensor& want) {
   return {max_abs / range, cosine};
 }
 
-// Compiles `config` into `dir`, runs it `warmup` + `iterations` times on `feeds`.
+// Compiles `config` into `dir`, runs it `warmup` + `iterations` times on `feeds`; `meter`
+// (may be null) samples the board during the timed GPU runs.
 absl::StatusOr<Result> RunConfig(const std::string& onnx_path, const Config& config, const std::string& device,
-                                 const TensorMap& feeds, int warmup, int iterations, const std::string& dir) {
+                                 const TensorMap& feeds, int warmup, int iterations, const std::string& dir,
+                                 const NvmlMeter* meter) {
   Result r;
   r.config = config.name;
   std::cerr << "kiln bench: compiling '" << config.name << "'...\n";
@@ -183,7 +201,13 @@ absl::StatusOr<Result> RunConfig(const std::string& onnx_path, const Config& con
     r.device_bytes = after - before;
     r.arena_bytes = gpu->arena_bytes();
     KILN_RETURN_IF_ERROR(gpu->TimeRuns(warmup).status());
+    std::optional<PowerSampler> sampler;
+    if (meter != nullptr) sampler.emplace(*meter);
     KILN_ASSIGN_OR_RETURN(r.times_ms, gpu->TimeRuns(iterations));
+    if (sampler) {
+      const PowerReading reading = sampler->Stop();
+      if (reading.samples > 0) r.power = reading;
+    }
   } else {
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutor> cpu, CpuExecutor::Create(program));
     r.arena_bytes = cpu->arena_bytes();
@@ -207,13 +231,16 @@ absl::Status WriteCsv(const std::string& file, const std::string& model, const s
                       const std::vector<Result>& results, const Result& baseline) {
   std::ofstream out(file, std::ios::trunc);
   out << "model,device,config,matmul_groups,compile_s,steps,launches,median_ms,min_ms,p90_ms,speedup,"
-         "device_bytes,arena_bytes,weight_bytes,max_rel_diff,min_cosine\n";
+         "device_bytes,arena_bytes,weight_bytes,max_rel_diff,min_cosine,sm_mhz,watts,mj_per_run\n";
   for (const Result& r : results) {
-    out << absl::StrFormat("%s,%s,%s,%s,%.3f,%d,%d,%.4f,%.4f,%.4f,%.3f,%s,%d,%d,%.3g,%.6f\n", model, device, r.config,
+    out << absl::StrFormat("%s,%s,%s,%s,%.3f,%d,%d,%.4f,%.4f,%.4f,%.3f,%s,%d,%d,%.3g,%.6f,%s\n", model, device, r.config,
                            r.matmul_groups, r.compile_s, r.steps, r.launches, r.median_ms, r.min_ms, r.p90_ms,
                            baseline.median_ms / r.median_ms,
                            r.device_bytes < 0 ? "" : absl::StrCat(r.device_bytes), r.arena_bytes, r.weight_bytes,
-                           r.max_rel_diff, r.min_cosine);
+                           r.max_rel_diff, r.min_cosine,
+                           r.power ? absl::StrFormat("%.0f,%.1f,%.3f", r.power->mean_sm_mhz, r.power->mean_watts,
+                                                     r.MjPerRun())
+                                   : ",,");
   }
   out.close();
   if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write --csv ", file));
@@ -310,10 +337,19 @@ absl::Status BenchCommand(const std::vector<std::string>& argv) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
+  std::unique_ptr<NvmlMeter> meter;
+  if (device == "gpu") {
+    absl::StatusOr<std::unique_ptr<NvmlMeter>> m = OpenCurrentDeviceMeter();
+    if (m.ok()) {
+      meter = *std::move(m);
+    } else {
+      std::cerr << "kiln bench: no power and clock columns: " << m.status().message() << "\n";
+    }
+  }
   std::vector<Result> results;
   absl::Status status;
   for (const Config& c : configs) {
-    absl::StatusOr<Result> r = RunConfig(path, c, device, feeds, warmup, iterations, dir.string());
+    absl::StatusOr<Result> r = RunConfig(path, c, device, feeds, warmup, iterations, dir.string(), meter.get());
     if (!r.ok()) {
       status = absl::Status(r.status().code(), absl::StrCat("configuration '", c.name, "': ", r.status().message()));
       break;
@@ -335,14 +371,21 @@ absl::Status BenchCommand(const std::vector<std::string>& argv) {
     std::cout << absl::StrFormat("%s on the %s (%s, %s, %d runs after %d warm-up)\n", path,
                                  device == "gpu" ? absl::StrCat("GPU ", LocalGpu()->name) : "CPU backend",
                                  base.arch, base.precision, iterations, warmup);
-    std::cout << absl::StrFormat("  %-10s %9s %6s %8s %10s %10s %10s %8s %10s %10s %10s %9s\n", "config", "compile_s",
+    const bool power = std::any_of(results.begin(), results.end(), [](const Result& r) { return r.power.has_value(); });
+    std::cout << absl::StrFormat("  %-10s %9s %6s %8s %10s %10s %10s %8s %10s %10s %10s %9s", "config", "compile_s",
                                  "steps", "launches", "median_ms", "min_ms", "p90_ms", "speedup", "device_MiB",
-                                 "arena_MiB", "max_diff", "cosine");
+                                 "arena_MiB", "max_diff", "cosine")
+              << (power ? absl::StrFormat(" %7s %6s %8s", "SM_MHz", "W", "mJ/run") : "") << "\n";
     for (const Result& r : results) {
-      std::cout << absl::StrFormat("  %-10s %9.2f %6d %8d %10.4f %10.4f %10.4f %7.2fx %10s %10s %10.2e %9.6f\n",
+      std::cout << absl::StrFormat("  %-10s %9.2f %6d %8d %10.4f %10.4f %10.4f %7.2fx %10s %10s %10.2e %9.6f",
                                    r.config, r.compile_s, r.steps, r.launches, r.median_ms, r.min_ms, r.p90_ms,
                                    baseline.median_ms / r.median_ms, Mib(r.device_bytes), Mib(r.arena_bytes),
-                                   r.max_rel_diff, r.min_cosine);
+                                   r.max_rel_diff, r.min_cosine)
+                << (!power    ? ""
+                    : r.power ? absl::StrFormat(" %7.0f %6.1f %8.3f", r.power->mean_sm_mhz, r.power->mean_watts,
+                                                r.MjPerRun())
+                              : absl::StrFormat(" %7s %6s %8s", "-", "-", "-"))
+                << "\n";
     }
     std::cout << absl::StrFormat("  (speedup: %s's median over each one's; max_diff: max |out - %s's out| over that "
                                  "output's range)\n", baseline.config, baseline.config);
