@@ -1101,7 +1101,7 @@ int Main(Options o) {
   Timer timer(o, stream, prop.l2CacheSize, table.handle(delay_id));
   std::unique_ptr<NvmlMeter> meter;
   if (o.sustain_ms > 0) {
-    absl::StatusOr<std::unique_ptr<NvmlMeter>> m = OpenCurrentDeviceMeter();  // the device prop describes
+    absl::StatusOr<std::unique_ptr<NvmlMeter>> m = OpenCurrentDeviceMeter();  // the device timed
     if (m.ok()) {
       meter = *std::move(m);
       timer.set_meter(meter.get());
