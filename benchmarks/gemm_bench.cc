@@ -637,10 +637,11 @@ struct Options {
 // power sampled meanwhile (NVML).
 struct Sustained {
   double ms = 0;        // per launch (GPU time of the window / launches)
-  double mj = std::numeric_limits<double>::quiet_NaN();   // board energy per launch: watts x ms
   double mhz = std::numeric_limits<double>::quiet_NaN();  // mean SM clock in the window
   double watts = std::numeric_limits<double>::quiet_NaN();  // mean board power in the window
   long long launches = 0;
+  // Board energy per launch (millijoules): mean power x time; NaN without NVML.
+  double Mj() const { return watts * ms; }
 };
 
 class Timer {
@@ -760,7 +761,6 @@ class Timer {
     if (power.samples > 0) {
       s.mhz = power.mean_sm_mhz;
       s.watts = power.mean_watts;
-      s.mj = power.mean_watts * s.ms;
     }
     return s;
   }
@@ -876,7 +876,7 @@ void PrintRow(const Row& r) {
 
 // --sustain's columns of one measurement: energy per launch (mJ), mean SM clock, mean power.
 std::string SustainedCsv(const Sustained& s) {
-  return absl::StrCat(Num(s.mj, 4), ",", Num(s.mhz, 4), ",", Num(s.watts, 4));
+  return absl::StrCat(Num(s.Mj(), 4), ",", Num(s.mhz, 4), ",", Num(s.watts, 4));
 }
 
 // --sustain: per measurement, energy per launch, mean SM clock and power, and kiln's
@@ -884,13 +884,13 @@ std::string SustainedCsv(const Sustained& s) {
 void PrintSustained(const Row& r) {
   auto one = [](const char* who, const Sustained& s) {
     if (!(s.ms > 0)) return std::string();
-    return absl::StrCat("  ", who, " ", Fixed(s.ms * 1000, 2), " us/launch ", Fixed(s.mj, 3), " mJ ", Fixed(s.mhz, 0),
+    return absl::StrCat("  ", who, " ", Fixed(s.ms * 1000, 2), " us/launch ", Fixed(s.Mj(), 3), " mJ ", Fixed(s.mhz, 0),
                         " MHz ", Fixed(s.watts, 0), " W");
   };
   std::printf("  sustained:%s%s%s", one("kiln", r.kiln_s).c_str(), one("peer_a", r.a_s).c_str(),
               one("peer_b", r.b_s).c_str());
-  if (r.kiln_s.mj > 0 && r.a_s.mj > 0) std::printf("  energy kiln/peer_a %.3f", r.kiln_s.mj / r.a_s.mj);
-  if (r.kiln_s.mj > 0 && r.b_s.mj > 0) std::printf(" kiln/peer_b %.3f", r.kiln_s.mj / r.b_s.mj);
+  if (r.kiln_s.Mj() > 0 && r.a_s.Mj() > 0) std::printf("  energy kiln/peer_a %.3f", r.kiln_s.Mj() / r.a_s.Mj());
+  if (r.kiln_s.Mj() > 0 && r.b_s.Mj() > 0) std::printf(" kiln/peer_b %.3f", r.kiln_s.Mj() / r.b_s.Mj());
   std::printf("\n");
   std::fflush(stdout);
 }

@@ -150,7 +150,8 @@ std::string TuningDb::Format(const std::map<std::string, TuningEntry>& entries) 
   std::string out = kHeader;
   for (const auto& [key, e] : entries) {
     absl::StrAppend(&out, e.key.ToString(), "\t", e.config.ToString(), "\t", Ms(e.tuned_ms), "\t",
-                    e.heuristic.ToString(), "\t", Ms(e.heuristic_ms), "\t", Clean(e.device), "\t", Ms(e.library_ms), "\n");
+                    e.heuristic.ToString(), "\t", Ms(e.heuristic_ms), "\t", Clean(e.device), "\t",
+                    Ms(e.library_ms), "\n");
   }
   return out;
 }

@@ -240,8 +240,13 @@ double MaxRelError(const std::vector<float>& got, const std::vector<float>& want
 
 std::string Ms(double ms) { return ms > 0 ? absl::StrFormat("%.4f", ms) : std::string("-"); }
 
-// The output tolerance against the heuristic config's output.
-double Tolerance(const Node& node) { return node.output(0)->dtype() == DType::kBFloat16 ? 5e-2 : 1e-2; }
+// Why an output `error` (max relative, against the heuristic config's output) is
+// refused for `node`'s dtype, or "" when it is within the tolerance.
+std::string Mismatch(const Node& node, double error) {
+  const double tolerance = node.output(0)->dtype() == DType::kBFloat16 ? 5e-2 : 1e-2;
+  if (error <= tolerance) return "";
+  return absl::StrFormat("output differs from the heuristic config's (max rel error %.3g)", error);
+}
 
 // A cuBLASLt handle, created on first use and destroyed with the tuner's run.
 class LtHandle {
@@ -296,10 +301,8 @@ absl::StatusOr<double> TimeLibrary(const Node& node, ProblemRunner& runner, LtHa
     return absl::InternalError(absl::StrCat(cudaGetErrorName(e), ": ", cudaGetErrorString(e)));
   }
   KILN_ASSIGN_OR_RETURN(std::vector<float> out, runner.Output());
-  const double error = MaxRelError(out, reference);
-  if (!(error <= Tolerance(node))) {
-    return absl::InternalError(
-        absl::StrFormat("output differs from the heuristic config's (max rel error %.3g)", error));
+  if (std::string mismatch = Mismatch(node, MaxRelError(out, reference)); !mismatch.empty()) {
+    return absl::InternalError(mismatch);
   }
   return ms;
 }
@@ -488,10 +491,8 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
         continue;
       }
       c.error = MaxRelError(*out, reference);
-      if (!(c.error <= Tolerance(*problem.node))) {
-        c.failure = absl::StrFormat("output differs from the heuristic config's (max rel error %.3g)", c.error);
-        continue;
-      }
+      c.failure = Mismatch(*problem.node, c.error);
+      if (!c.failure.empty()) continue;
       if (c.ms < cands[best].ms) best = static_cast<int>(i);
     }
     for (const Candidate& c : cands) {

@@ -233,8 +233,8 @@ absl::Status WriteCsv(const std::string& file, const std::string& model, const s
   out << "model,device,config,matmul_groups,compile_s,steps,launches,median_ms,min_ms,p90_ms,speedup,"
          "device_bytes,arena_bytes,weight_bytes,max_rel_diff,min_cosine,sm_mhz,watts,mj_per_run\n";
   for (const Result& r : results) {
-    out << absl::StrFormat("%s,%s,%s,%s,%.3f,%d,%d,%.4f,%.4f,%.4f,%.3f,%s,%d,%d,%.3g,%.6f,%s\n", model, device, r.config,
-                           r.matmul_groups, r.compile_s, r.steps, r.launches, r.median_ms, r.min_ms, r.p90_ms,
+    out << absl::StrFormat("%s,%s,%s,%s,%.3f,%d,%d,%.4f,%.4f,%.4f,%.3f,%s,%d,%d,%.3g,%.6f,%s\n", model, device,
+                           r.config, r.matmul_groups, r.compile_s, r.steps, r.launches, r.median_ms, r.min_ms, r.p90_ms,
                            baseline.median_ms / r.median_ms,
                            r.device_bytes < 0 ? "" : absl::StrCat(r.device_bytes), r.arena_bytes, r.weight_bytes,
                            r.max_rel_diff, r.min_cosine,

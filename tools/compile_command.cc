@@ -76,8 +76,8 @@ constexpr char kUsage[] =
     "within --tune-budget seconds (default 60; '90s' works too), print heuristic vs best,\n"
     "and store the winners in the tuning database; with auto on sm_90a also time cuBLASLt on\n"
     "the groups it can run in one call, which later auto compiles give to cuBLASLt where it\n"
-    "measured at least 1% faster. Every compile, with or without a\n"
-    "GPU, takes the database's config for a GEMM it holds, else the shape heuristic's; the\n"
+    "measured at least 1% faster. Every compile, with or without a GPU, takes the\n"
+    "database's config for a GEMM it holds, else the shape heuristic's; the\n"
     "database is $KILN_TUNING_DB, else tuning.tsv beside the kernel cache (--tuning-db FILE\n"
     "names another; --no-tuning-db: the heuristic only).";
 

@@ -399,6 +399,7 @@ Shape FoldedView(const Shape& view, int64_t rows) {
   const bool broadcast = std::all_of(view.begin(), view.end() - 1, [](int64_t d) { return d == 1; });
   return Shape{broadcast ? 1 : rows, view.back()};
 }
+
 // Everything GenerateMatMulGroup knows before it picks a tile config: the problem as
 // the kernels compute it, with a batch that folds into the rows (FoldsBatchIntoRows)
 // already folded (m = batch * M, batch 1, a_batch 0, out_shape [batch * M, N]).
@@ -437,7 +438,6 @@ bool FoldsBatchIntoRows(const GemmPrep& prep) {
   return std::all_of(plan.loads.begin(), plan.loads.end(),
                      [&](const ElementwiseLoad& load) { return RowsFoldWithBatch(load, ys); });
 }
-
 
 absl::Status PrepareMatMul(const Node& node, GemmPrep& prep) {
   GemmPlan& plan = prep.plan;
