@@ -115,12 +115,13 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
   return t;
 }
 
-absl::StatusOr<Tensor> ReadTensorProtoFile(const std::string& path) {
+absl::StatusOr<Tensor> ReadTensorProtoFile(const std::string& path, std::string* name) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, ReadAll(path));
   onnx::TensorProto proto;
   if (!proto.ParseFromString(bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a valid ONNX TensorProto file"));
   }
+  if (name != nullptr) *name = proto.name();
   auto t = TensorFromProto(proto, ".", /*double_to_float=*/true);
   if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(path, ": ", t.status().message()));
   return t;

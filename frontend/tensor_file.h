@@ -13,7 +13,8 @@ namespace kiln {
 // float64 data is converted to f32; Fortran-order arrays are rejected.
 absl::StatusOr<Tensor> ReadTensorFile(const std::string& path);
 absl::StatusOr<Tensor> ReadNpy(const std::string& path);
-absl::StatusOr<Tensor> ReadTensorProtoFile(const std::string& path);
+// `name`, when given, receives the TensorProto's name ("" when it has none).
+absl::StatusOr<Tensor> ReadTensorProtoFile(const std::string& path, std::string* name = nullptr);
 
 // Writes a .npy (version 1.0, little endian). bf16 has no NumPy type and is
 // written as float32.

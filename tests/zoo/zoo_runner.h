@@ -1,0 +1,61 @@
+// The model zoo runner: real exports of transformers / torchvision models (both torch
+// exporters) in the ONNX backend test-data layout, compiled by kiln and run on the CPU
+// backend or the GPU against onnxruntime's outputs.
+//
+// Layout (made by shared/zoo/export_zoo.py):
+//   DIR/NAME.EXPORTER/model.onnx
+//   DIR/NAME.EXPORTER/test_data_set_0/input_K.pb, output_K.pb  (named TensorProtos)
+// Inputs with dynamic dims (the legacy exporter's batch / seq) take the shapes of the
+// data set's inputs.
+//
+// A case is correct when every output has the expected shape and, over the output,
+// max |got - want| <= kZooMaxRelDiff * max |want| and cosine(got, want) >=
+// kZooMinCosine (fp16 storage, fp32 math).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln::zoo {
+
+inline constexpr double kZooMaxRelDiff = 2e-2;
+inline constexpr double kZooMinCosine = 0.9999;
+
+enum class ZooDevice { kCpu, kGpu };
+
+struct ZooOptions {
+  ZooDevice device = ZooDevice::kCpu;
+  std::string arch = "sm_90a";
+  std::string precision = "fp16";
+  // Where the bundles are written ("": a folder under the system's temp dir).
+  std::string work_dir;
+};
+
+struct ZooResult {
+  std::string name;  // NAME.EXPORTER
+  bool compiled = false;
+  bool gpu_runnable = false;  // every step has a GPU kernel
+  bool ran = false;
+  bool correct = false;
+  std::string detail;  // the first error, or the comparison's worst output
+  double compile_seconds = 0;
+  double max_rel_diff = 0;  // worst over the outputs: max |got - want| / max |want|
+  double min_cosine = 1;    // worst over the outputs
+  int kernels_unfused = 0;  // kernels per inference of the unfused baseline
+  int kernels_fused = 0;    // steps of the fused bundle that launch work (no views)
+  std::map<std::string, int> groups;  // fused groups by pattern ("attention", ...)
+};
+
+// The case folders under `dir` (those holding a model.onnx), sorted by name.
+std::vector<std::string> ListZooCases(const std::string& dir);
+
+// Compiles `dir/name/model.onnx` and runs it on options.device against the expected
+// outputs. Never fails: errors land in the result.
+ZooResult RunZooCase(const std::string& dir, const std::string& name, const ZooOptions& options);
+
+// One line per case: compiled, GPU-runnable, correct, error, cosine, kernels
+// unfused -> fused, groups by kind; then the totals.
+std::string FormatZooTable(const std::vector<ZooResult>& results, ZooDevice device);
+
+}  // namespace kiln::zoo
