@@ -1,5 +1,5 @@
 // Per-node kernel generation: dispatches each op to its family's generator
-// (codegen/ops/{pointwise,movement,reduce,pool}.cc).
+// (codegen/ops/{pointwise,movement,reduce,pool,indexing}.cc).
 #include "codegen/op_kernels.h"
 
 #include "absl/strings/match.h"
@@ -126,6 +126,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
   if (ops::IsMovementOp(op)) return ops::GenerateMovement(node);
   if (ops::IsReduceOp(op)) return ops::GenerateReduce(node);
   if (ops::IsPoolOp(op)) return ops::GeneratePool(node);
+  if (ops::IsIndexingOp(op)) return ops::GenerateIndexing(node);
   if (op == "Conv" && ConvTemplateTakes(node, options)) return ops::GenerateConv(node, nullptr, options.sm_count);
   return ops::NoKernel(node, "");
 }

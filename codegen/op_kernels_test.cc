@@ -2,6 +2,7 @@
 // generates launches with valid args and launch shapes, and all of them compile
 // with NVRTC for sm_90a and sm_80; unsupported ops are Unimplemented.
 #include "codegen/op_kernels.h"
+#include "graph/evaluate.h"
 
 #include <gtest/gtest.h>
 
@@ -64,6 +65,19 @@ TEST(OpKernelsTest, AllCasesGenerateAndCompile) {
     absl::StatusOr<std::vector<std::string>> cubins = CompileModules(kernels, arch, 24);
     ASSERT_TRUE(cubins.ok()) << arch << ": " << cubins.status();
     for (const std::string& cubin : *cubins) EXPECT_FALSE(cubin.empty());
+  }
+}
+
+// The GPU test compares every case with the CPU reference: the reference must take
+// each case (so a GPU run is never spent on a case it would reject).
+TEST(OpKernelsTest, AllCasesEvaluateOnTheCpuReference) {
+  for (const test::Case& c : test::AllCases()) {
+    absl::StatusOr<test::BuiltCase> b = test::Build(c);
+    ASSERT_TRUE(b.ok()) << c.name << ": " << b.status();
+    std::vector<const Tensor*> in;
+    for (int i = 0; i < b->node->num_inputs(); ++i) in.push_back(b->node->has_input(i) ? &b->inputs[i] : nullptr);
+    absl::StatusOr<std::vector<Tensor>> out = EvaluateNode(*b->node, in);
+    EXPECT_TRUE(out.ok()) << c.name << ": " << out.status();
   }
 }
 

@@ -46,6 +46,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateReduce(const Node& node);
 // with the group's element-wise prologue in registers (codegen/ops/reduce.cc).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group);
 
+// Index-driven ops: GatherElements, GatherND, ScatterElements (Scatter), ScatterND
+// (codegen/ops/indexing.cc).
+bool IsIndexingOp(absl::string_view op);
+absl::StatusOr<std::vector<KernelLaunch>> GenerateIndexing(const Node& node);
+
 // Windowed ops: MaxPool, AveragePool, LRN (codegen/ops/pool.cc).
 bool IsPoolOp(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GeneratePool(const Node& node);

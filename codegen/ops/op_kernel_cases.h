@@ -179,6 +179,58 @@ inline std::vector<Case> AllCases() {
   add("PadWrapF32", "Pad", {R(f32, {3, 4}), K(Ints({2, 5, 1, 2}))}, {{"mode", std::string("wrap")}});
   add("TileF16", "Tile", {R(f16, {2, 3}), K(Ints({3, 2}))});
 
+  // ---- Index-driven ----
+  auto I64 = [&](Shape s, std::vector<int64_t> v) { return X(Tensor::FromInt64(i64, std::move(s), v)); };
+  add("GatherElementsAxis1F16", "GatherElements",
+      {R(f16, {3, 5}), I64({3, 2}, {0, 4, -1, 2, 3, -5})}, {{"axis", int64_t{1}}});
+  add("GatherElementsAxis0I32IdxF32", "GatherElements",
+      {R(f32, {4, 3, 2}), X(Tensor::FromInt64(i32, {2, 3, 2}, {0, 1, 2, 3, -1, 0, 1, 1, 2, 2, 3, -4}))});
+  add("GatherNdF32", "GatherND", {R(f32, {4, 3, 5}), I64({2, 2, 2}, {0, 1, 3, 2, -1, 0, 2, -3})});
+  add("GatherNdBatchI64", "GatherND", {R(i64, {2, 3, 4}), I64({2, 2, 1}, {2, 0, 1, -1})},
+      {{"batch_dims", int64_t{1}}});
+  add("GatherNdScalarsF16", "GatherND", {R(f16, {3, 4}), I64({5, 2}, {0, 0, 2, 3, 1, -1, -3, 2, 1, 1})});
+  add("ScatterNdF32", "ScatterND", {R(f32, {5, 3}), I64({2, 1}, {3, -5}), R(f32, {2, 3})});
+  add("ScatterNdAddDupF16", "ScatterND", {R(f16, {4, 3, 2}), I64({3, 2}, {1, 2, 0, 0, 1, 2}), R(f16, {3, 2})},
+      {{"reduction", std::string("add")}});
+  add("ScatterNdMulF32", "ScatterND", {R(f32, {6}), I64({4, 1}, {5, 0, 5, 2}), R(f32, {4})},
+      {{"reduction", std::string("mul")}});
+  add("ScatterNdMaxI64", "ScatterND", {R(i64, {3, 4}), I64({2, 2}, {0, 1, 0, 1}), R(i64, {2})},
+      {{"reduction", std::string("max")}});
+  add("ScatterElementsAxis1F32", "ScatterElements",
+      {R(f32, {3, 5}), I64({3, 2}, {0, 4, -1, 2, 3, 1}), R(f32, {3, 2})}, {{"axis", int64_t{1}}});
+  add("ScatterElementsAddDupBF16", "ScatterElements",
+      {R(bf16, {4, 3}), I64({3, 3}, {1, 0, 2, 1, 0, 2, 3, 3, 3}), R(bf16, {3, 3})},
+      {{"reduction", std::string("add")}});
+  add("ScatterElementsMinI64", "ScatterElements",
+      {R(i64, {2, 6}), I64({2, 4}, {0, 0, 5, 0, 1, 1, 1, 2}), R(i64, {2, 4})},
+      {{"axis", int64_t{-1}}, {"reduction", std::string("min")}});
+  add("ScatterLegacyF32", "Scatter", {R(f32, {3, 3}), I64({2, 3}, {1, 0, 2, 0, 2, 1}), R(f32, {2, 3})});
+
+  // ---- More element-wise ops ----
+  for (const char* op : {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Atanh"}) {
+    add(absl::StrCat(op, "F32"), op, {R(f32, {3, 11}, -0.9f, 0.9f)});
+  }
+  add("AcoshF16", "Acosh", {R(f16, {3, 11}, 1.1f, 3.f)});
+  add("SinBF16", "Sin", {R(bf16, {40}, -6.f, 6.f)});
+  add("SignF32", "Sign", {X(Tensor::FromFloat(f32, {6}, {-2.5f, 0.f, 3.f, -0.f, 1e-20f, -7.f}))});
+  add("SignI64", "Sign", {R(i64, {4, 5})});
+  add("RoundHalfEvenF32", "Round", {X(Tensor::FromFloat(f32, {8}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f, -2.6f, 7.f}))});
+  add("SoftsignF16", "Softsign", {R(f16, {5, 7}, -5.f, 5.f)});
+  add("ModFloatF32", "Mod", {R(f32, {4, 6}, -9.f, 9.f), R(f32, {6}, 0.5f, 3.f)}, {{"fmod", int64_t{1}}});
+  add("ModI64", "Mod", {I64({6}, {7, -7, 7, -7, 5, 0}), I64({6}, {3, 3, -3, -3, 0, 4})});
+  add("ModFmodI32", "Mod", {X(Tensor::FromInt64(i32, {4}, {7, -7, 7, -7})), X(Tensor::FromInt64(i32, {4}, {3, 3, -3, -1}))},
+      {{"fmod", int64_t{1}}});
+  add("Xor", "Xor", {R(D::kBool, {4, 3}), R(D::kBool, {3})});
+  add("ShrinkF32", "Shrink", {R(f32, {3, 9})}, {{"lambd", 0.7f}, {"bias", 0.2f}});
+  add("ShrinkI64", "Shrink", {R(i64, {3, 9})}, {{"lambd", 1.5f}, {"bias", 1.f}});
+  add("ThresholdedReluBF16", "ThresholdedRelu", {R(bf16, {3, 9})}, {{"alpha", 0.4f}});
+  const float kNan = std::nanf(""), kInf = INFINITY;
+  add("IsNaNF32", "IsNaN", {X(Tensor::FromFloat(f32, {6}, {1.f, kNan, -kInf, kInf, 0.f, -2.f}))});
+  add("IsNaNF16", "IsNaN", {X(Tensor::FromFloat(f16, {2, 3}, {kNan, 1.f, kInf, -0.f, kNan, 3.f}))});
+  add("IsInfF32", "IsInf", {X(Tensor::FromFloat(f32, {6}, {1.f, kNan, -kInf, kInf, 0.f, -2.f}))});
+  add("IsInfPositiveBF16", "IsInf", {X(Tensor::FromFloat(bf16, {6}, {1.f, kNan, -kInf, kInf, 0.f, -2.f}))},
+      {{"detect_negative", int64_t{0}}});
+
   // ---- Reductions ----
   add("ReduceMeanAxis1F32", "ReduceMean", {R(f32, {2, 5, 7}), K(Ints({1}))});
   add("ReduceSumLastF16", "ReduceSum", {R(f16, {6, 300}), K(Ints({-1}))}, {{"keepdims", int64_t{0}}});

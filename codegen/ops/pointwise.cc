@@ -5,6 +5,7 @@
 // vectorised loads and stores and the scalar fallback are EmitElementwiseKernel's
 // (codegen/ops/kernel_util.h).
 #include <cctype>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <string>
@@ -78,6 +79,21 @@ const std::map<std::string, Unary>& UnaryOps() {
       {"Ceil", {"ceilf(x)", nullptr}},
       {"HardSwish", {"x * fmaxf(0.f, fminf(1.f, x * (1.f / 6.f) + 0.5f))", nullptr}},
       {"Softplus", {"kiln_softplus(x)", nullptr}},
+      {"Softsign", {"x / (1.f + fabsf(x))", nullptr}},
+      {"Round", {"rintf(x)", nullptr}},  // half to even, as the reference
+      {"Sign", {"x > 0.f ? 1.f : (x < 0.f ? -1.f : (x == 0.f ? 0.f : x))",
+                "x > 0 ? (kiln_i64)1 : (x < 0 ? (kiln_i64)-1 : (kiln_i64)0)"}},
+      {"Sin", {"sinf(x)", nullptr}},
+      {"Cos", {"cosf(x)", nullptr}},
+      {"Tan", {"tanf(x)", nullptr}},
+      {"Asin", {"asinf(x)", nullptr}},
+      {"Acos", {"acosf(x)", nullptr}},
+      {"Atan", {"atanf(x)", nullptr}},
+      {"Sinh", {"sinhf(x)", nullptr}},
+      {"Cosh", {"coshf(x)", nullptr}},
+      {"Asinh", {"asinhf(x)", nullptr}},
+      {"Acosh", {"acoshf(x)", nullptr}},
+      {"Atanh", {"atanhf(x)", nullptr}},
   };
   return *ops;
 }
@@ -102,6 +118,7 @@ const std::map<std::string, Binary>& BinaryOps() {
       {"GreaterOrEqual", {"a >= b", "a >= b", true}},
       {"And", {nullptr, "a & b", false}},
       {"Or", {nullptr, "a | b", false}},
+      {"Xor", {nullptr, "a ^ b", false}},
   };
   return *ops;
 }
@@ -189,6 +206,52 @@ absl::StatusOr<PwSpec> Spec(const Node& node) {
     s.result_domain = d0;
     return s;
   }
+  if (op == "Mod") {
+    auto fmod = node.GetInt("fmod", 0);
+    if (!fmod.ok()) return fmod.status();
+    s.inputs = {In(node, 0, d0), In(node, 1, d0)};
+    s.result_domain = d0;
+    if (fl) {
+      if (*fmod == 0) return NoKernel(node, "fmod=0 on floats");
+      s.result = "fmodf(v0, v1)";
+    } else {
+      // C's remainder takes the dividend's sign; fmod=0 takes the divisor's. A zero or
+      // -1 divisor gives 0, as the reference.
+      s.body = "const kiln_i64 r = (v1 == 0 || v1 == -1) ? (kiln_i64)0 : v0 % v1;\n";
+      s.result = *fmod != 0 ? "r" : "(r != 0 && ((r < 0) != (v1 < 0))) ? r + v1 : r";
+    }
+    return s;
+  }
+  if (op == "IsNaN" || op == "IsInf") {
+    if (!fl) return NoKernel(node, absl::StrCat("dtype ", DTypeName(t0)));
+    s.inputs = {In(node, 0, Domain::kFloat)};
+    s.result_domain = Domain::kBool;
+    if (op == "IsNaN") {
+      s.result = "v0 != v0";
+      return s;
+    }
+    auto neg = node.GetInt("detect_negative", 1);
+    auto pos = node.GetInt("detect_positive", 1);
+    if (!neg.ok()) return neg.status();
+    if (!pos.ok()) return pos.status();
+    const std::string inf = FloatLit(INFINITY);
+    s.result = absl::StrCat("(", *pos != 0 ? absl::StrCat("v0 == ", inf) : "false", ") || (",
+                            *neg != 0 ? absl::StrCat("v0 == -", inf) : "false", ")");
+    return s;
+  }
+  if (op == "Shrink") {
+    auto lambd = Attr(node, "lambd", 0.5f);
+    auto bias = Attr(node, "bias", 0.f);
+    if (!lambd.ok()) return lambd.status();
+    if (!bias.ok()) return bias.status();
+    const std::string l = FloatLit(*lambd), b = FloatLit(*bias);
+    s.inputs = {In(node, 0, d0)};
+    s.result_domain = d0;
+    s.result = fl ? absl::StrCat("v0 < -", l, " ? v0 + ", b, " : (v0 > ", l, " ? v0 - ", b, " : 0.f)")
+                  : absl::StrCat("(kiln_i64)((double)v0 < -(double)", l, " ? (double)v0 + (double)", b,
+                                 " : ((double)v0 > (double)", l, " ? (double)v0 - (double)", b, " : 0.0))");
+    return s;
+  }
   if (op == "Not" || op == "Cast") {
     s.inputs = {In(node, 0, d0)};
     s.result = op == "Not" ? "v0 == 0" : "v0";
@@ -244,6 +307,10 @@ absl::StatusOr<PwSpec> Spec(const Node& node) {
     if (!alpha.ok()) return alpha.status();
     if (!beta.ok()) return beta.status();
     s.result = absl::StrCat("fmaxf(0.f, fminf(1.f, ", FloatLit(*alpha), " * v0 + ", FloatLit(*beta), "))");
+  } else if (op == "ThresholdedRelu") {
+    auto alpha = Attr(node, "alpha", 1.f);
+    if (!alpha.ok()) return alpha.status();
+    s.result = absl::StrCat("v0 > ", FloatLit(*alpha), " ? v0 : 0.f");
   } else if (op == "Gelu") {
     auto approx = node.GetString("approximate", "none");
     if (!approx.ok()) return approx.status();
@@ -281,7 +348,8 @@ absl::StatusOr<PwSpec> Spec(const Node& node) {
 bool IsPointwiseOp(absl::string_view op) {
   static const char* const kOthers[] = {"Pow",  "Max",  "Min",   "Sum",       "Mean", "Not",
                                         "Cast", "Where", "Clip", "LeakyRelu", "Elu",  "Selu",
-                                        "HardSigmoid", "Gelu", "BatchNormalization"};
+                                        "HardSigmoid", "Gelu", "BatchNormalization", "Mod", "IsNaN",
+                                        "IsInf", "Shrink", "ThresholdedRelu"};
   const std::string o(op);
   if (UnaryOps().count(o) || BinaryOps().count(o)) return true;
   for (const char* k : kOthers) {
@@ -291,8 +359,10 @@ bool IsPointwiseOp(absl::string_view op) {
 }
 
 bool PointwiseUsesSpecialFunction(absl::string_view op) {
-  static const char* const kSpecial[] = {"Exp", "Log",  "Sqrt",  "Tanh", "Erf",  "Sigmoid",
-                                         "Softplus", "Pow", "Elu", "Selu", "Gelu"};
+  static const char* const kSpecial[] = {"Exp",  "Log",  "Sqrt", "Tanh", "Erf",  "Sigmoid", "Softplus",
+                                         "Pow",  "Elu",  "Selu", "Gelu", "Sin",  "Cos",     "Tan",
+                                         "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",   "Acosh",
+                                         "Atanh"};
   for (const char* k : kSpecial) {
     if (op == k) return true;
   }

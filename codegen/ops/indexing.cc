@@ -1,0 +1,209 @@
+// Index-driven kernels: GatherElements, GatherND, ScatterElements (and Scatter),
+// ScatterND. Offsets are computed in 64 bits. An index outside its axis cannot raise
+// an error on the GPU: it is clamped into the axis (the CPU reference rejects it).
+// Scatters copy data into the output, then apply the updates: without a reduction
+// one thread per update element (a repeated target keeps an arbitrary one of its
+// updates, as ONNX allows); with one, one thread per target line walks its updates in
+// the reference's order, so the result matches it exactly.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/ops/families.h"
+#include "codegen/ops/kernel_util.h"
+#include "graph/ops/scatter_util.h"
+
+namespace kiln::codegen::ops {
+namespace {
+
+using kiln::ops::ScatterReduction;
+
+// Statements that declare `var` = the index loaded from `expr` (of an integer
+// dtype), wrapped once if negative and clamped into [0, dim).
+std::string ClampedIndex(const std::string& var, const std::string& expr, int64_t dim) {
+  return absl::StrCat("kiln_index ", var, " = (kiln_index)(", expr, ");\nif (", var, " < 0) ", var, " += ", dim,
+                      ";\n", var, " = ", var, " < 0 ? 0 : (", var, " >= ", dim, " ? ", dim - 1, " : ", var, ");\n");
+}
+
+// The statement that combines update element `u` into output element `o`.
+std::string CombineStatement(ScatterReduction r, DType dtype, const std::string& o, const std::string& u) {
+  const Domain d = DomainOf(dtype);
+  const std::string a = LoadAs(dtype, d, "out", o), b = LoadAs(dtype, d, "upd", u);
+  std::string v;
+  switch (r) {
+    case ScatterReduction::kNone: return absl::StrCat("out[", o, "] = upd[", u, "];\n");
+    case ScatterReduction::kAdd: v = absl::StrCat(a, " + ", b); break;
+    case ScatterReduction::kMul: v = absl::StrCat(a, " * ", b); break;
+    case ScatterReduction::kMax: v = absl::StrCat("(", b, " > ", a, " ? ", b, " : ", a, ")"); break;
+    case ScatterReduction::kMin: v = absl::StrCat("(", b, " < ", a, " ? ", b, " : ", a, ")"); break;
+  }
+  return StoreFrom(dtype, d, "out", o, v) + "\n";
+}
+
+// out = data (the scatters' first launch).
+KernelLaunch CopyData(const Node& node) {
+  const DType dt = node.output(0)->dtype();
+  const int64_t n = node.output(0)->numel();
+  KernelLaunch l;
+  l.args = {0, InputArg(node, 0)};
+  l.source = absl::StrCat("// ", node.op_type(), " copy ", node.output(0)->TypeString(),
+                          "\nextern \"C\" __global__ void KILN_KERNEL(", Param(dt, false, "out"), ", ",
+                          Param(dt, true, "data"), ") {\n", GridStrideLoop(n), "out[i] = data[i];\n}\n}\n");
+  SetGrid1D(l, n);
+  return l;
+}
+
+// Kernel over `n` work items `w` with parameters out, then `inputs` (name, node input).
+KernelLaunch Kernel(const Node& node, const std::string& what, int64_t n,
+                    const std::vector<std::pair<std::string, int>>& inputs, const std::string& body) {
+  KernelLaunch l;
+  l.args = {0};
+  std::string params = Param(node.output(0)->dtype(), false, "out");
+  for (const auto& [name, input] : inputs) {
+    absl::StrAppend(&params, ", ", Param(node.input(input)->dtype(), true, name));
+    l.args.push_back(InputArg(node, input));
+  }
+  l.source = absl::StrCat("// ", node.op_type(), " ", what, " ", node.output(0)->TypeString(),
+                          "\nextern \"C\" __global__ void KILN_KERNEL(", params, ") {\n",
+                          GridStrideLoop(n, "w"), body, "}\n}\n");
+  SetGrid1D(l, n);
+  return l;
+}
+
+// Decomposes `w` over `shape` and declares `off` = sum of coordinate * strides[d].
+std::string Decompose(const Shape& shape, const std::vector<int64_t>& strides) {
+  std::string s = "kiln_index r_ = w, off = 0;\n";
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    if (strides[d] != 0) absl::StrAppend(&s, "off += (r_ % ", shape[d], ") * ", strides[d], ";\n");
+    if (d > 0) absl::StrAppend(&s, "r_ /= ", shape[d], ";\n");
+  }
+  return s + "(void)r_;\n";
+}
+
+absl::StatusOr<int64_t> Axis(const Node& node, int64_t rank) {
+  absl::StatusOr<int64_t> axis = node.GetInt("axis", 0);
+  if (!axis.ok()) return axis.status();
+  return *axis < 0 ? *axis + rank : *axis;
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> GatherElements(const Node& node) {
+  const Shape& data = node.input(0)->shape();
+  const Shape& idx = node.input(1)->shape();
+  absl::StatusOr<int64_t> axis = Axis(node, data.size());
+  if (!axis.ok()) return axis.status();
+  std::vector<int64_t> strides = DenseStrides(data);
+  const int64_t axis_stride = strides[*axis];
+  strides[*axis] = 0;
+  const std::string body = absl::StrCat(Decompose(idx, strides), ClampedIndex("x", "indices[w]", data[*axis]),
+                                        "out[w] = data[off + x * ", axis_stride, "];\n");
+  return std::vector<KernelLaunch>{Kernel(node, "", node.output(0)->numel(), {{"data", 0}, {"indices", 1}}, body)};
+}
+
+// The offset of index tuple `t` (k indices starting at dim b of data): statements
+// that add each clamped index times its stride to `off`.
+std::string TupleOffset(const Shape& data, int64_t b, int64_t k) {
+  const std::vector<int64_t> strides = DenseStrides(data);
+  std::string s;
+  for (int64_t j = 0; j < k; ++j) {
+    absl::StrAppend(&s, "{\n", ClampedIndex("x", absl::StrCat("indices[t * ", k, " + ", j, "]"), data[b + j]),
+                    "off += x * ", strides[b + j], ";\n}\n");
+  }
+  return s;
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> GatherNd(const Node& node) {
+  absl::StatusOr<int64_t> b = node.GetInt("batch_dims", 0);
+  if (!b.ok()) return b.status();
+  const Shape& data = node.input(0)->shape();
+  const Shape& idx = node.input(1)->shape();
+  const int64_t k = idx.back();
+  int64_t per_batch = 1, slice = 1;
+  for (size_t d = *b; d + 1 < idx.size(); ++d) per_batch *= idx[d];
+  for (size_t d = *b + k; d < data.size(); ++d) slice *= data[d];
+  const int64_t batch_stride = *b == 0 ? 0 : DenseStrides(data)[*b - 1];
+  const std::string body =
+      absl::StrCat("const kiln_index t = w / ", slice, ", e = w % ", slice, ";\nkiln_index off = (t / ", per_batch,
+                   ") * ", batch_stride, " + e;\n", TupleOffset(data, *b, k), "out[w] = data[off];\n");
+  return std::vector<KernelLaunch>{Kernel(node, "", node.output(0)->numel(), {{"data", 0}, {"indices", 1}}, body)};
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> ScatterNd(const Node& node) {
+  absl::StatusOr<ScatterReduction> r = kiln::ops::GetScatterReduction(node);
+  if (!r.ok()) return r.status();
+  const Shape& data = node.input(0)->shape();
+  const int64_t k = node.input(1)->shape().back();
+  const int64_t tuples = node.input(1)->numel() / k;
+  int64_t slice = 1;
+  for (size_t d = k; d < data.size(); ++d) slice *= data[d];
+  const DType dt = node.output(0)->dtype();
+  std::vector<KernelLaunch> ls = {CopyData(node)};
+  if (tuples * slice == 0) return ls;
+  const std::vector<std::pair<std::string, int>> in = {{"indices", 1}, {"upd", 2}};
+  if (*r == ScatterReduction::kNone) {
+    ls.push_back(Kernel(node, "updates", tuples * slice, in,
+                        absl::StrCat("const kiln_index t = w / ", slice, ", e = w % ", slice, ";\nkiln_index off = e;\n",
+                                     TupleOffset(data, 0, k), CombineStatement(*r, dt, "off", "w"))));
+  } else {
+    ls.push_back(Kernel(node, "updates (reduction)", slice, in,
+                        absl::StrCat("for (kiln_index t = 0; t < ", tuples, "; ++t) {\nkiln_index off = w;\n",
+                                     TupleOffset(data, 0, k),
+                                     CombineStatement(*r, dt, "off", absl::StrCat("t * ", slice, " + w")), "}\n")));
+  }
+  return ls;
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> ScatterElements(const Node& node) {
+  absl::StatusOr<ScatterReduction> r = kiln::ops::GetScatterReduction(node);
+  if (!r.ok()) return r.status();
+  const Shape& data = node.input(0)->shape();
+  const Shape& idx = node.input(1)->shape();
+  absl::StatusOr<int64_t> axis = Axis(node, data.size());
+  if (!axis.ok()) return axis.status();
+  std::vector<int64_t> strides = DenseStrides(data);
+  const int64_t axis_stride = strides[*axis];
+  strides[*axis] = 0;
+  const DType dt = node.output(0)->dtype();
+  std::vector<KernelLaunch> ls = {CopyData(node)};
+  const int64_t n = node.input(1)->numel();
+  if (n == 0) return ls;
+  const std::vector<std::pair<std::string, int>> in = {{"indices", 1}, {"upd", 2}};
+  if (*r == ScatterReduction::kNone) {
+    ls.push_back(Kernel(node, "updates", n, in,
+                        absl::StrCat(Decompose(idx, strides), ClampedIndex("x", "indices[w]", data[*axis]),
+                                     CombineStatement(*r, dt, absl::StrCat("off + x * ", axis_stride), "w"))));
+    return ls;
+  }
+  // One thread per line along the axis: the line's first update element is `u0`,
+  // its elements `idx_stride` apart.
+  Shape lines = idx;
+  lines[*axis] = 1;
+  const int64_t idx_stride = DenseStrides(idx)[*axis];
+  std::vector<int64_t> upd_strides = DenseStrides(idx);
+  std::string body = Decompose(lines, strides);
+  absl::StrAppend(&body, "kiln_index u0 = 0;\n{\nkiln_index q_ = w;\n");
+  for (int d = static_cast<int>(lines.size()) - 1; d >= 0; --d) {
+    absl::StrAppend(&body, "u0 += (q_ % ", lines[d], ") * ", upd_strides[d], "; q_ /= ", lines[d], ";\n");
+  }
+  absl::StrAppend(&body, "}\nfor (kiln_index j = 0; j < ", idx[*axis], "; ++j) {\nconst kiln_index u = u0 + j * ",
+                  idx_stride, ";\n", ClampedIndex("x", "indices[u]", data[*axis]),
+                  CombineStatement(*r, dt, absl::StrCat("off + x * ", axis_stride), "u"), "}\n");
+  ls.push_back(Kernel(node, "updates (reduction)", NumElements(lines), in, body));
+  return ls;
+}
+
+}  // namespace
+
+bool IsIndexingOp(absl::string_view op) {
+  return op == "GatherElements" || op == "GatherND" || op == "ScatterElements" || op == "Scatter" ||
+         op == "ScatterND";
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> GenerateIndexing(const Node& node) {
+  const std::string& op = node.op_type();
+  if (op == "GatherElements") return GatherElements(node);
+  if (op == "GatherND") return GatherNd(node);
+  if (op == "ScatterND") return ScatterNd(node);
+  if (op == "ScatterElements" || op == "Scatter") return ScatterElements(node);
+  return NoKernel(node, "");
+}
+
+}  // namespace kiln::codegen::ops
