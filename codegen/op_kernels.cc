@@ -1,5 +1,5 @@
 // Per-node kernel generation: dispatches each op to its family's generator
-// (codegen/ops/{pointwise,movement,reduce,pool,indexing}.cc).
+// (codegen/ops/*.cc).
 #include "codegen/op_kernels.h"
 
 #include "absl/strings/match.h"
@@ -127,6 +127,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
   if (ops::IsReduceOp(op)) return ops::GenerateReduce(node);
   if (ops::IsPoolOp(op)) return ops::GeneratePool(node);
   if (ops::IsIndexingOp(op)) return ops::GenerateIndexing(node);
+  if (ops::IsLineOp(op)) return ops::GenerateLine(node);
+  if (op == "Resize") return ops::GenerateResize(node);
+  if (op == "ConvTranspose") return ops::GenerateConvTranspose(node);
   if (op == "Conv" && ConvTemplateTakes(node, options)) return ops::GenerateConv(node, nullptr, options.sm_count);
   return ops::NoKernel(node, "");
 }

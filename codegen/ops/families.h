@@ -24,7 +24,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwise(const Node& node);
 absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& group);
 
 // Data movement: views, Transpose, Concat, Split, Slice, Gather, Pad, Tile, Expand,
-// Identity, Dropout (codegen/ops/movement.cc).
+// Identity, Dropout, DepthToSpace, SpaceToDepth (codegen/ops/movement.cc).
 bool IsMovementOp(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node);
 
@@ -46,10 +46,23 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateReduce(const Node& node);
 // with the group's element-wise prologue in registers (codegen/ops/reduce.cc).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group);
 
-// Index-driven ops: GatherElements, GatherND, ScatterElements (Scatter), ScatterND
-// (codegen/ops/indexing.cc).
+// Index-driven ops: GatherElements, GatherND, ScatterElements (Scatter), ScatterND,
+// OneHot, Trilu (codegen/ops/indexing.cc).
 bool IsIndexingOp(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateIndexing(const Node& node);
+
+// Ops over lines along one axis: CumSum, Hardmax, TopK, ReduceLogSumExp,
+// InstanceNormalization (codegen/ops/line.cc).
+bool IsLineOp(absl::string_view op);
+absl::StatusOr<std::vector<KernelLaunch>> GenerateLine(const Node& node);
+
+// Resize: every mode and coordinate transform the reference takes
+// (codegen/ops/resize.cc).
+absl::StatusOr<std::vector<KernelLaunch>> GenerateResize(const Node& node);
+
+// ConvTranspose: a direct kernel, every form the reference takes
+// (codegen/ops/conv_transpose.cc).
+absl::StatusOr<std::vector<KernelLaunch>> GenerateConvTranspose(const Node& node);
 
 // Windowed ops: MaxPool, AveragePool, LRN (codegen/ops/pool.cc).
 bool IsPoolOp(absl::string_view op);

@@ -1,5 +1,5 @@
 // Index-driven kernels: GatherElements, GatherND, ScatterElements (and Scatter),
-// ScatterND. Offsets are computed in 64 bits. An index outside its axis cannot raise
+// ScatterND, OneHot, Trilu. Offsets are computed in 64 bits. An index outside its axis cannot raise
 // an error on the GPU: it is clamped into the axis (the CPU reference rejects it).
 // Scatters copy data into the output, then apply the updates: without a reduction
 // one thread per update element (a repeated target keeps an arbitrary one of its
@@ -190,11 +190,53 @@ absl::StatusOr<std::vector<KernelLaunch>> ScatterElements(const Node& node) {
   return ls;
 }
 
+// OneHot: output [outer, depth, inner]; element (o, d, i) is on where the index at
+// (o, i), wrapped once if negative, equals d.
+absl::StatusOr<std::vector<KernelLaunch>> OneHot(const Node& node) {
+  const Value* depth_v = node.input(1);
+  if (!depth_v->is_constant()) return NoKernel(node, "depth is not a constant");
+  const int64_t depth = depth_v->constant().ScalarInt64();
+  const Shape& ind = node.input(0)->shape();
+  const int64_t rank = static_cast<int64_t>(ind.size()) + 1;
+  absl::StatusOr<int64_t> axis = node.GetInt("axis", -1);
+  if (!axis.ok()) return axis.status();
+  const int64_t a = *axis < 0 ? *axis + rank : *axis;
+  int64_t inner = 1;
+  for (int64_t d = a; d < rank - 1; ++d) inner *= ind[d];
+  const std::string body = absl::StrCat(
+      "const kiln_index i = w % ", inner, ", d = (w / ", inner, ") % ", depth, ", o = w / ", inner * depth,
+      ";\nkiln_index x = ", LoadAs(node.input(0)->dtype(), Domain::kInt, "indices", absl::StrCat("o * ", inner, " + i")),
+      ";\nif (x < 0) x += ", depth, ";\nout[w] = values[x == d ? 1 : 0];\n");
+  return std::vector<KernelLaunch>{
+      Kernel(node, "", node.output(0)->numel(), {{"indices", 0}, {"values", 2}}, body)};
+}
+
+// Trilu: element (.., i, j) of the last two dims is kept where j - i >= k (upper) or
+// j - i <= k (lower), else 0; k a constant or a one-element input.
+absl::StatusOr<std::vector<KernelLaunch>> Trilu(const Node& node) {
+  absl::StatusOr<int64_t> upper = node.GetInt("upper", 1);
+  if (!upper.ok()) return upper.status();
+  const Shape& s = node.input(0)->shape();
+  const int64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
+  std::vector<std::pair<std::string, int>> in = {{"x", 0}};
+  std::string k = "0";
+  if (node.has_input(1) && node.input(1)->is_constant()) {
+    k = IntLit(node.input(1)->constant().ScalarInt64());
+  } else if (node.has_input(1)) {
+    in.push_back({"k", 1});
+    k = "(kiln_index)k[0]";
+  }
+  const std::string body = absl::StrCat("const kiln_index j = w % ", cols, ", i = (w / ", cols, ") % ", rows,
+                                        ";\nconst bool keep = j - i ", *upper ? ">=" : "<=", " ", k, ";\nout[w] = keep ? x[w] : (",
+                                        StorageTypeName(node.output(0)->dtype()), ")0;\n");
+  return std::vector<KernelLaunch>{Kernel(node, *upper ? "upper" : "lower", node.output(0)->numel(), in, body)};
+}
+
 }  // namespace
 
 bool IsIndexingOp(absl::string_view op) {
   return op == "GatherElements" || op == "GatherND" || op == "ScatterElements" || op == "Scatter" ||
-         op == "ScatterND";
+         op == "ScatterND" || op == "OneHot" || op == "Trilu";
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateIndexing(const Node& node) {
@@ -203,6 +245,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateIndexing(const Node& node) {
   if (op == "GatherND") return GatherNd(node);
   if (op == "ScatterND") return ScatterNd(node);
   if (op == "ScatterElements" || op == "Scatter") return ScatterElements(node);
+  if (op == "OneHot") return OneHot(node);
+  if (op == "Trilu") return Trilu(node);
   return NoKernel(node, "");
 }
 

@@ -154,11 +154,39 @@ absl::StatusOr<std::vector<KernelLaunch>> Pad(const Node& node) {
   return std::vector<KernelLaunch>{std::move(l)};
 }
 
+// DepthToSpace / SpaceToDepth: one strided copy, the output seen as a 6-D space (the
+// reference's views, graph/ops/depth_to_space.cc and space_to_depth.cc).
+absl::StatusOr<std::vector<KernelLaunch>> BlockMove(const Node& node) {
+  auto b_attr = node.GetInt("blocksize");
+  if (!b_attr.ok()) return b_attr.status();
+  const int64_t b = *b_attr;
+  const Shape& s = node.input(0)->shape();
+  Shape space;
+  std::vector<int64_t> strides;
+  if (node.op_type() == "DepthToSpace") {
+    auto mode = node.GetString("mode", "DCR");
+    if (!mode.ok()) return mode.status();
+    const int64_t n = s[0], c = s[1] / (b * b), h = s[2], w = s[3];
+    const bool crd = *mode == "CRD";
+    const std::vector<int64_t> st = DenseStrides(crd ? Shape{n, c, b, b, h, w} : Shape{n, b, b, c, h, w});
+    strides = crd ? std::vector<int64_t>{st[0], st[1], st[4], st[2], st[5], st[3]}
+                  : std::vector<int64_t>{st[0], st[3], st[4], st[1], st[5], st[2]};
+    space = {n, c, h, b, w, b};
+  } else {
+    const int64_t n = s[0], c = s[1], h = s[2] / b, w = s[3] / b;
+    const std::vector<int64_t> st = DenseStrides({n, c, h, b, w, b});
+    strides = {st[0], st[3], st[5], st[1], st[2], st[4]};
+    space = {n, b, b, c, h, w};
+  }
+  return std::vector<KernelLaunch>{Gather(node, 0, 0, space, strides, 0)};
+}
+
 }  // namespace
 
 bool IsMovementOp(absl::string_view op) {
   static const char* const kOps[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout",
-                                     "Transpose", "Concat", "Split", "Slice", "Gather", "Pad", "Tile", "Expand"};
+                                     "Transpose", "Concat", "Split", "Slice", "Gather", "Pad", "Tile", "Expand",
+                                     "DepthToSpace", "SpaceToDepth"};
   for (const char* k : kOps) {
     if (op == k) return true;
   }
@@ -279,6 +307,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node) {
   }
   if (op == "Gather") return GatherOp(node);
   if (op == "Pad") return Pad(node);
+  if (op == "DepthToSpace" || op == "SpaceToDepth") return BlockMove(node);
   return NoKernel(node, "");
 }
 

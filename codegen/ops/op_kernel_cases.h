@@ -180,6 +180,7 @@ inline std::vector<Case> AllCases() {
   add("TileF16", "Tile", {R(f16, {2, 3}), K(Ints({3, 2}))});
 
   // ---- Index-driven ----
+  const float kNanF = std::nanf("");
   auto I64 = [&](Shape s, std::vector<int64_t> v) { return X(Tensor::FromInt64(i64, std::move(s), v)); };
   add("GatherElementsAxis1F16", "GatherElements",
       {R(f16, {3, 5}), I64({3, 2}, {0, 4, -1, 2, 3, -5})}, {{"axis", int64_t{1}}});
@@ -206,6 +207,60 @@ inline std::vector<Case> AllCases() {
       {{"axis", int64_t{-1}}, {"reduction", std::string("min")}});
   add("ScatterLegacyF32", "Scatter", {R(f32, {3, 3}), I64({2, 3}, {1, 0, 2, 0, 2, 1}), R(f32, {2, 3})});
 
+  add("OneHotAxis0F32", "OneHot", {I64({2, 3}, {0, 3, -1, 4, -5, 2}), K(Ints({4})), R(f32, {2})},
+      {{"axis", int64_t{0}}});
+  add("OneHotLastI32Idx", "OneHot", {X(Tensor::FromInt64(i32, {5}, {1, 0, 2, 2, 1})), K(Ints({3})), R(i64, {2})});
+  add("TriluUpperF32", "Trilu", {R(f32, {2, 4, 5}), K(Ints({1}))});
+  add("TriluLowerRuntimeKF16", "Trilu", {R(f16, {3, 6}), X(Tensor::FromInt64(i64, {}, {-1}))},
+      {{"upper", int64_t{0}}});
+  add("TriluLowerI64", "Trilu", {R(i64, {5, 3})}, {{"upper", int64_t{0}}});
+  add("DepthToSpaceDcrF16", "DepthToSpace", {R(f16, {2, 8, 3, 2})}, {{"blocksize", int64_t{2}}});
+  add("DepthToSpaceCrdF32", "DepthToSpace", {R(f32, {1, 18, 2, 3})},
+      {{"blocksize", int64_t{3}}, {"mode", std::string("CRD")}});
+  add("SpaceToDepthI64", "SpaceToDepth", {R(i64, {2, 3, 4, 6})}, {{"blocksize", int64_t{2}}});
+
+  // ---- Lines along an axis ----
+  add("CumSumAxis1F32", "CumSum", {R(f32, {3, 7, 4}), K(Ints({1}))});
+  add("CumSumExclusiveReverseF16", "CumSum", {R(f16, {5, 9}), K(Ints({-1}))},
+      {{"exclusive", int64_t{1}}, {"reverse", int64_t{1}}});
+  add("CumSumI64", "CumSum", {R(i64, {6, 3}), K(Ints({0}))}, {{"exclusive", int64_t{1}}});
+  add("HardmaxF32", "Hardmax", {R(f32, {4, 9})});
+  add("HardmaxAxis0F16", "Hardmax", {R(f16, {5, 3, 2})}, {{"axis", int64_t{0}}});
+  add("TopKTiesF32", "TopK", {X(Tensor::FromFloat(f32, {2, 6}, {3, 1, 3, kNanF, 2, 3, -1, 5, 5, 0, 5, 4})), K(Ints({4}))},
+      {}, 2);
+  add("TopKSmallestAxis0I64", "TopK", {R(i64, {7, 3}), K(Ints({3}))},
+      {{"axis", int64_t{0}}, {"largest", int64_t{0}}}, 2);
+  add("TopKF16", "TopK", {R(f16, {3, 40}), K(Ints({5}))}, {}, 2);
+  add("ReduceLogSumExpAxis1F32", "ReduceLogSumExp", {R(f32, {3, 5, 4}, -30.f, 30.f), K(Ints({1}))},
+      {{"keepdims", int64_t{0}}});
+  add("ReduceLogSumExpAllF16", "ReduceLogSumExp", {R(f16, {4, 6})});
+  add("InstanceNormF32", "InstanceNormalization", {R(f32, {2, 3, 5, 7}), RK(f32, {3}), RK(f32, {3})});
+  add("InstanceNormLongF16", "InstanceNormalization", {R(f16, {1, 4, 300}), RK(f16, {4}), RK(f16, {4})},
+      {{"epsilon", 1e-3f}});
+  add("CastLikeF32ToF16", "CastLike", {R(f32, {3, 7}), R(f16, {1})});
+
+  // ---- Resize, ConvTranspose ----
+  const std::vector<float> kScales2x = {1.f, 1.f, 2.f, 1.5f};
+  add("ResizeNearestF16", "Resize", {R(f16, {1, 2, 3, 4}), Absent(), K(Tensor::FromFloat(f32, {4}, kScales2x))});
+  add("ResizeLinearAlignF32", "Resize", {R(f32, {2, 3, 4, 5}), Absent(), Absent(), K(Ints({2, 3, 7, 3}))},
+      {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("align_corners")}});
+  add("ResizeCubicExcludeF32", "Resize", {R(f32, {1, 1, 5, 6}), Absent(), K(Tensor::FromFloat(f32, {4}, {1, 1, 1.6f, 0.5f}))},
+      {{"mode", std::string("cubic")}, {"exclude_outside", int64_t{1}}});
+  add("ResizeCropExtrapolateBF16", "Resize",
+      {R(bf16, {1, 1, 4, 4}), K(Tensor::FromFloat(f32, {8}, {0, 0, -0.2f, 0.1f, 1, 1, 1.3f, 0.9f})), Absent(),
+       K(Ints({1, 1, 5, 3}))},
+      {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+       {"extrapolation_value", 7.f}});
+  add("ResizeNearestI64", "Resize", {R(i64, {2, 5}), Absent(), K(Tensor::FromFloat(f32, {2}, {1.f, 0.6f}))},
+      {{"nearest_mode", std::string("ceil")}});
+  add("ConvTransposeF32", "ConvTranspose", {R(f32, {2, 4, 5, 6}), RK(f32, {4, 3, 3, 2}), RK(f32, {3})},
+      {{"strides", std::vector<int64_t>{2, 1}}, {"pads", std::vector<int64_t>{1, 0, 0, 1}}});
+  add("ConvTransposeGroupDilF16", "ConvTranspose", {R(f16, {1, 4, 7}), RK(f16, {4, 2, 3})},
+      {{"group", int64_t{2}}, {"dilations", std::vector<int64_t>{2}}, {"strides", std::vector<int64_t>{3}},
+       {"output_padding", std::vector<int64_t>{1}}});
+  add("ConvTransposeSame3dF32", "ConvTranspose", {R(f32, {1, 2, 3, 2, 3}), RK(f32, {2, 1, 2, 2, 2})},
+      {{"auto_pad", std::string("SAME_UPPER")}, {"strides", std::vector<int64_t>{2, 2, 1}}});
+
   // ---- More element-wise ops ----
   for (const char* op : {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Atanh"}) {
     add(absl::StrCat(op, "F32"), op, {R(f32, {3, 11}, -0.9f, 0.9f)});
@@ -224,7 +279,7 @@ inline std::vector<Case> AllCases() {
   add("ShrinkF32", "Shrink", {R(f32, {3, 9})}, {{"lambd", 0.7f}, {"bias", 0.2f}});
   add("ShrinkI64", "Shrink", {R(i64, {3, 9})}, {{"lambd", 1.5f}, {"bias", 1.f}});
   add("ThresholdedReluBF16", "ThresholdedRelu", {R(bf16, {3, 9})}, {{"alpha", 0.4f}});
-  const float kNan = std::nanf(""), kInf = INFINITY;
+  const float kNan = kNanF, kInf = INFINITY;
   add("IsNaNF32", "IsNaN", {X(Tensor::FromFloat(f32, {6}, {1.f, kNan, -kInf, kInf, 0.f, -2.f}))});
   add("IsNaNF16", "IsNaN", {X(Tensor::FromFloat(f16, {2, 3}, {kNan, 1.f, kInf, -0.f, kNan, 3.f}))});
   add("IsInfF32", "IsInf", {X(Tensor::FromFloat(f32, {6}, {1.f, kNan, -kInf, kInf, 0.f, -2.f}))});
@@ -240,6 +295,8 @@ inline std::vector<Case> AllCases() {
   add("ReduceL2F16", "ReduceL2", {R(f16, {4, 6, 3}), K(Ints({1, 2}))});
   add("ReduceSumSquareF32", "ReduceSumSquare", {R(f32, {4, 6}), K(Ints({0}))});
   add("ReduceSumI64", "ReduceSum", {R(i64, {4, 6}), K(Ints({1}))});
+  add("ReduceL1F16", "ReduceL1", {R(f16, {3, 5, 4}), K(Ints({0, 2}))});
+  add("ReduceLogSumF32", "ReduceLogSum", {R(f32, {4, 7}, 0.1f, 2.f), K(Ints({1}))}, {{"keepdims", int64_t{0}}});
   add("ReduceMeanNoopF32", "ReduceMean", {R(f32, {4, 6})}, {{"noop_with_empty_axes", int64_t{1}}});
   add("SoftmaxLastF16", "Softmax", {R(f16, {4, 37})});
   add("SoftmaxMiddleF32", "Softmax", {R(f32, {2, 5, 3})}, {{"axis", int64_t{1}}});

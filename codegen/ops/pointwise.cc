@@ -252,7 +252,7 @@ absl::StatusOr<PwSpec> Spec(const Node& node) {
                                  " : ((double)v0 > (double)", l, " ? (double)v0 - (double)", b, " : 0.0))");
     return s;
   }
-  if (op == "Not" || op == "Cast") {
+  if (op == "Not" || op == "Cast" || op == "CastLike") {
     s.inputs = {In(node, 0, d0)};
     s.result = op == "Not" ? "v0 == 0" : "v0";
     s.result_domain = op == "Not" ? Domain::kBool : d0;
@@ -349,7 +349,7 @@ bool IsPointwiseOp(absl::string_view op) {
   static const char* const kOthers[] = {"Pow",  "Max",  "Min",   "Sum",       "Mean", "Not",
                                         "Cast", "Where", "Clip", "LeakyRelu", "Elu",  "Selu",
                                         "HardSigmoid", "Gelu", "BatchNormalization", "Mod", "IsNaN",
-                                        "IsInf", "Shrink", "ThresholdedRelu"};
+                                        "IsInf", "Shrink", "ThresholdedRelu", "CastLike"};
   const std::string o(op);
   if (UnaryOps().count(o) || BinaryOps().count(o)) return true;
   for (const char* k : kOthers) {

@@ -8,14 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/op_registry.h"
+#include "graph/ops/conv_transpose.h"
 #include "graph/ops/op_util.h"
 
 namespace kiln::ops {
 namespace {
 
-struct Geometry {
-  std::vector<int64_t> kernel, strides, dilations, pads_begin, output;
-};
+using Geometry = ConvTransposeGeometry;
 
 absl::StatusOr<std::vector<int64_t>> PerDim(const Node& node, const char* name, size_t n, int64_t dflt,
                                             int64_t min_value) {
@@ -29,7 +28,9 @@ absl::StatusOr<std::vector<int64_t>> PerDim(const Node& node, const char* name, 
   return v;
 }
 
-absl::StatusOr<Geometry> ComputeGeometry(const Node& node) {
+}  // namespace
+
+absl::StatusOr<ConvTransposeGeometry> ComputeConvTransposeGeometry(const Node& node) {
   const Shape& x = node.input(0)->shape();
   const Shape& w = node.input(1)->shape();
   const size_t n = x.size() - 2;
@@ -93,6 +94,8 @@ absl::StatusOr<Geometry> ComputeGeometry(const Node& node) {
   return g;
 }
 
+namespace {
+
 absl::Status Infer(Node& node) {
   const Value* x = node.input(0);
   const Value* w = node.input(1);
@@ -122,7 +125,7 @@ absl::Status Infer(Node& node) {
   if (node.has_input(2) && node.input(2)->shape() != Shape{m}) {
     return node.Error(absl::StrCat("bias B must be [", m, "], got ", node.input(2)->TypeString()));
   }
-  KILN_ASSIGN_OR_RETURN(Geometry g, ComputeGeometry(node));
+  KILN_ASSIGN_OR_RETURN(Geometry g, ComputeConvTransposeGeometry(node));
   Shape out = {x->shape()[0], m};
   out.insert(out.end(), g.output.begin(), g.output.end());
   node.output(0)->SetType(x->dtype(), out);
@@ -130,7 +133,7 @@ absl::Status Infer(Node& node) {
 }
 
 absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
-  KILN_ASSIGN_OR_RETURN(Geometry geo, ComputeGeometry(node));
+  KILN_ASSIGN_OR_RETURN(Geometry geo, ComputeConvTransposeGeometry(node));
   KILN_ASSIGN_OR_RETURN(int64_t group, node.GetInt("group", 1));
   const Shape& xs = in[0]->shape();
   const Shape& ws = in[1]->shape();

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/op_registry.h"
 #include "graph/ops/op_util.h"
+#include "graph/ops/resize.h"
 
 namespace kiln::ops {
 namespace {
@@ -159,11 +160,7 @@ absl::Status Infer(Node& node) {
   return absl::OkStatus();
 }
 
-// Interpolation taps of one output position along one axis; empty = extrapolate.
-struct Taps {
-  std::vector<int64_t> idx;
-  std::vector<double> w;
-};
+using Taps = ResizeTaps;
 
 double SourceCoord(const Plan& p, int64_t axis, int64_t x, int64_t in_len, int64_t out_len) {
   const double s = p.scale[axis];
@@ -241,24 +238,39 @@ Taps AxisTaps(const Plan& p, int64_t axis, int64_t x, int64_t in_len, int64_t ou
   return t;
 }
 
-absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+}  // namespace
+
+absl::StatusOr<ResizePlan> PlanResize(const Node& node) {
   KILN_ASSIGN_OR_RETURN(Plan p, MakePlan(node));
-  const Tensor& x = *in[0];
-  const Shape& is = x.shape();
-  const int rank = x.rank();
-  // taps[d][o]: the taps of output index o along axis d.
-  std::vector<std::vector<Taps>> taps(rank);
+  const Shape& is = node.input(0)->shape();
+  const int rank = static_cast<int>(is.size());
+  ResizePlan r;
+  r.out = p.out;
+  r.extrapolation = p.extrapolation;
+  r.taps.resize(rank);
   for (int d = 0; d < rank; ++d) {
-    taps[d].resize(p.out[d]);
+    r.taps[d].resize(p.out[d]);
     for (int64_t o = 0; o < p.out[d]; ++o) {
       if (p.out[d] == is[d] && p.scale[d] == 1.0 && p.coord != "tf_crop_and_resize") {
-        taps[d][o].idx = {o};
-        taps[d][o].w = {1.0};
+        r.taps[d][o].idx = {o};
+        r.taps[d][o].w = {1.0};
       } else {
-        taps[d][o] = AxisTaps(p, d, o, is[d], p.out[d]);
+        r.taps[d][o] = AxisTaps(p, d, o, is[d], p.out[d]);
       }
     }
   }
+  return r;
+}
+
+namespace {
+
+absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
+  KILN_ASSIGN_OR_RETURN(ResizePlan plan, PlanResize(node));
+  const Tensor& x = *in[0];
+  const Shape& is = x.shape();
+  const int rank = x.rank();
+  const ResizePlan& p = plan;
+  const std::vector<std::vector<Taps>>& taps = plan.taps;
   const std::vector<int64_t> in_strides = Strides(is);
   std::vector<double> xv;
   if (IsFloating(x.dtype())) {
