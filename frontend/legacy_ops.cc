@@ -122,9 +122,12 @@ absl::Status RewriteCoercedSoftmax(Graph& graph, Node* node) {
 
 }  // namespace
 
-absl::Status UpgradeLegacyNodes(Graph& graph, int64_t opset) {
+absl::Status UpgradeLegacyNodes(Graph& graph, int64_t model_opset,
+                                const absl::flat_hash_map<const Node*, int64_t>& node_opsets) {
   for (Node* node : graph.nodes()) {
     const std::string& op = node->op_type();
+    const auto own = node_opsets.find(node);
+    const int64_t opset = own == node_opsets.end() ? model_opset : own->second;
     node->RemoveAttr("consumed_inputs");
     if ((op == "Squeeze" || op == "Unsqueeze") && opset < 13) IntsAttrToInput(graph, node, "axes", 1);
     if (IsReduce(op) && opset < (op == "ReduceSum" ? 13 : 18)) IntsAttrToInput(graph, node, "axes", 1);

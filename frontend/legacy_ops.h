@@ -1,7 +1,8 @@
 // Rewrites nodes written against older ONNX opsets into the newest form of their
 // op, which is the only form kiln's op definitions implement.
 //
-// Rules (opset = the model's default-domain opset):
+// Rules (opset = the model's default-domain opset, or the node's own where
+// `node_opsets` gives one: nodes from an ONNX function body, frontend/expand_functions.h):
 //   - attributes that later became inputs move to constant inputs:
 //     Squeeze/Unsqueeze axes (< 13), ReduceSum axes (< 13), other Reduce* axes (< 18),
 //     Split split (< 13), Clip min/max (< 11), Pad pads/value (< 11),
@@ -18,11 +19,13 @@
 
 #include <cstdint>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "graph/graph.h"
 
 namespace kiln {
 
-absl::Status UpgradeLegacyNodes(Graph& graph, int64_t opset);
+absl::Status UpgradeLegacyNodes(Graph& graph, int64_t model_opset,
+                                const absl::flat_hash_map<const Node*, int64_t>& node_opsets = {});
 
 }  // namespace kiln

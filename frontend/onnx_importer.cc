@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "frontend/expand_functions.h"
 #include "frontend/legacy_ops.h"
 #include "frontend/onnx_tensor.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -191,14 +192,19 @@ int64_t DefaultOpset(const onnx::ModelProto& model) {
   return 1;
 }
 
-std::vector<UnsupportedOp> FindUnsupportedOps(const onnx::ModelProto& model) {
+namespace {
+
+bool KilnDefinesOp(const std::string& op) { return OpRegistry::Global().Find(op) != nullptr; }
+
+// The ops of `model` kiln has no definition of, as they stand (no function expansion).
+std::vector<UnsupportedOp> ScanUnsupportedOps(const onnx::ModelProto& model) {
   std::map<std::pair<std::string, std::string>, UnsupportedOp> found;
   const int64_t opset = DefaultOpset(model);
   int index = 0;
   for (const auto& node : model.graph().node()) {
     const std::string name = node.name().empty() ? absl::StrCat("#", index) : node.name();
     ++index;
-    const bool supported = IsDefaultDomain(node.domain()) && OpRegistry::Global().Find(node.op_type()) != nullptr;
+    const bool supported = IsDefaultDomain(node.domain()) && KilnDefinesOp(node.op_type());
     if (supported) continue;
     auto& entry = found[{node.domain(), node.op_type()}];
     entry.domain = node.domain();
@@ -212,6 +218,14 @@ std::vector<UnsupportedOp> FindUnsupportedOps(const onnx::ModelProto& model) {
   std::vector<UnsupportedOp> out;
   for (auto& [key, value] : found) out.push_back(std::move(value));
   return out;
+}
+
+}  // namespace
+
+std::vector<UnsupportedOp> FindUnsupportedOps(const onnx::ModelProto& model) {
+  onnx::ModelProto expanded = model;
+  if (!ExpandFunctionOps(expanded, KilnDefinesOp, nullptr).ok()) return ScanUnsupportedOps(model);
+  return ScanUnsupportedOps(expanded);
 }
 
 std::string FormatUnsupportedOps(const std::vector<UnsupportedOp>& ops) {
@@ -273,7 +287,12 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   for (const auto& init : model.graph().initializer()) initializer_names.insert(init.name());
   KILN_RETURN_IF_ERROR(FixInputShapes(model, options.input_shapes, initializer_names));
 
-  if (auto unsupported = FindUnsupportedOps(model); !unsupported.empty()) {
+  // Ops kiln lacks that ONNX defines as functions of other ops become their bodies;
+  // the checks below read the model as given.
+  onnx::ModelProto expanded = model;
+  std::map<int, int64_t> body_opsets;  // node position -> its function's opset
+  KILN_RETURN_IF_ERROR(ExpandFunctionOps(expanded, KilnDefinesOp, &body_opsets));
+  if (auto unsupported = ScanUnsupportedOps(expanded); !unsupported.empty()) {
     return absl::UnimplementedError(FormatUnsupportedOps(unsupported));
   }
   // The installed ONNX library may predate the model's opset; then kiln's own
@@ -281,7 +300,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   const bool run_onnx_checks = options.run_onnx_checker && opset <= OnnxLibraryMaxOpset();
   if (run_onnx_checks) KILN_RETURN_IF_ERROR(RunOnnxChecks(model, base_dir));
 
-  const onnx::GraphProto& gp = model.graph();
+  const onnx::GraphProto& gp = expanded.graph();
   auto graph = std::make_unique<Graph>();
   graph->set_name(gp.name().empty() ? "main" : gp.name());
 
@@ -319,6 +338,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
     if (Value* v = graph->FindValue(name)) return v;
     return nullptr;
   };
+  absl::flat_hash_map<const Node*, int64_t> node_opsets;
   int index = 0;
   for (const auto& np : gp.node()) {
     const std::string node_name = np.name().empty() ? absl::StrCat(np.op_type(), "_", index) : np.name();
@@ -346,6 +366,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
       outputs.push_back(graph->AddValue(out.empty() ? absl::StrCat(node_name, "/unused") : out));
     }
     Node* node = graph->AddNode(np.op_type(), inputs, outputs, node_name);
+    if (auto it = body_opsets.find(index - 1); it != body_opsets.end()) node_opsets[node] = it->second;
     for (const auto& a : np.attribute()) {
       KILN_ASSIGN_OR_RETURN(Attribute attr, ConvertAttribute(a, base_dir, where));
       node->SetAttr(a.name(), std::move(attr));
@@ -358,7 +379,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
     }
     graph->AddOutput(v);
   }
-  KILN_RETURN_IF_ERROR(UpgradeLegacyNodes(*graph, opset));
+  KILN_RETURN_IF_ERROR(UpgradeLegacyNodes(*graph, opset, node_opsets));
   KILN_RETURN_IF_ERROR(InferShapes(*graph));
   if (run_onnx_checks) KILN_RETURN_IF_ERROR(RunOnnxShapeInference(model));
   KILN_RETURN_IF_ERROR(EliminateDeadCode().Run(*graph).status());

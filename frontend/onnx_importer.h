@@ -2,7 +2,9 @@
 // every value statically typed and constant subgraphs folded.
 //
 // Steps: parse; check the opset range (1..21); fix dynamic input dims from
-// `input_shapes`; report every unsupported op at once; run the ONNX checker (when
+// `input_shapes`; expand ONNX function ops kiln lacks into their bodies
+// (frontend/expand_functions.h); report every unsupported op at once; run the ONNX
+// checker on the model as given (when
 // the model's opset is within what the installed ONNX library knows); build the
 // graph (initializers -> constants, weights listed as graph inputs -> constants);
 // rewrite older-opset node forms (frontend/legacy_ops.h); kiln shape inference
@@ -53,7 +55,10 @@ std::string ModelDir(const std::string& path);
 // The default-domain opset a model imports (ONNX semantics: 1 when absent).
 int64_t DefaultOpset(const onnx::ModelProto& model);
 
-// Ops of the model that kiln cannot import, grouped by (domain, op type).
+// Ops of the model that kiln cannot import, grouped by (domain, op type): ops kiln
+// has no definition of, after ONNX function ops are expanded into their bodies
+// (frontend/expand_functions.h; a body's unsupported ops are reported under their
+// own names).
 struct UnsupportedOp {
   std::string domain;
   std::string op_type;
