@@ -1,6 +1,8 @@
 // Conformance runner over the ONNX backend test data.
 #include "tests/conformance/conformance.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,6 +18,9 @@
 #include "frontend/onnx_importer.h"
 #include "frontend/tensor_file.h"
 #include "graph/evaluate.h"
+#include "runtime/bundle.h"
+#include "runtime/compiler.h"
+#include "runtime/gpu_executor.h"
 
 namespace kiln::conformance {
 namespace fs = std::filesystem;
@@ -108,9 +113,34 @@ bool HasDynamicDims(const onnx::ModelProto& model, const std::string& input) {
 
 bool IsUnsupported(const absl::Status& s) { return s.code() == absl::StatusCode::kUnimplemented; }
 
+// The graph's outputs for `feeds`: the CPU reference, or the graph compiled for the
+// local GPU and run there (a step without a GPU kernel fails the case).
+absl::StatusOr<std::vector<Tensor>> Execute(const Graph& g, const TensorMap& feeds, Device device,
+                                            const std::string& name) {
+  if (device == Device::kReference) return EvaluateGraph(g, feeds);
+  CompileOptions options;
+  options.arch = DefaultArch();
+  options.precision = "fp32";
+  absl::StatusOr<BundleContents> contents = BuildBundle(g, options, name, "");
+  if (!contents.ok()) return contents.status();
+  const fs::path path = fs::temp_directory_path() / absl::StrCat("kiln_conformance_", ::getpid(), ".kiln");
+  if (absl::Status s = WriteBundle(*std::move(contents), path.string()); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<Bundle>> bundle = Bundle::Load(path.string());
+  std::error_code ec;
+  fs::remove(path, ec);
+  if (!bundle.ok()) return bundle.status();
+  absl::StatusOr<std::shared_ptr<const CpuProgram>> host = CpuProgram::Create(**bundle);
+  if (!host.ok()) return host.status();
+  absl::StatusOr<std::shared_ptr<const GpuProgram>> program = GpuProgram::Create(*host);
+  if (!program.ok()) return program.status();
+  absl::StatusOr<std::unique_ptr<GpuExecutor>> gpu = GpuExecutor::Create(*program);
+  if (!gpu.ok()) return gpu.status();
+  return (*gpu)->Run(feeds);
+}
+
 CaseResult RunCase(const std::string& suite, const fs::path& model_path,
                    const std::vector<std::pair<std::vector<fs::path>, std::vector<fs::path>>>& data_sets,
-                   bool arange_input, const fs::path& light_expected) {
+                   bool arange_input, const fs::path& light_expected, Device device) {
   CaseResult r;
   r.suite = suite;
   const auto start = std::chrono::steady_clock::now();
@@ -182,7 +212,7 @@ CaseResult RunCase(const std::string& suite, const fs::path& model_path,
       for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i) / static_cast<float>(n);
       feeds[in->name()] = Tensor::FromFloat(in->dtype(), in->shape(), values);
     }
-    auto outputs = EvaluateGraph(g, feeds);
+    auto outputs = Execute(g, feeds, device, model_path.string());
     if (!outputs.ok()) return finish(Outcome::kFailed, std::string(outputs.status().message()));
     if (auto done = check_outputs(*outputs, {light_expected}, "arange")) return *done;
     return finish(Outcome::kPassed, "");
@@ -200,7 +230,7 @@ CaseResult RunCase(const std::string& suite, const fs::path& model_path,
       const Value* v = g.FindValue(input_names[i]);
       if (v != nullptr && g.IsGraphInput(v)) feeds[input_names[i]] = *std::move(t);
     }
-    auto outputs = EvaluateGraph(g, feeds);
+    auto outputs = Execute(g, feeds, device, model_path.string());
     if (!outputs.ok()) {
       return finish(IsUnsupported(outputs.status()) ? Outcome::kUnsupported : Outcome::kFailed,
                     std::string(outputs.status().message()));
@@ -227,7 +257,7 @@ std::vector<fs::path> SortedMatching(const fs::path& dir, const std::string& pre
 }  // namespace
 
 std::vector<CaseResult> RunSuite(const std::string& data_dir, const std::string& suite, const std::string& filter,
-                                 bool verbose) {
+                                 bool verbose, Device device) {
   std::vector<CaseResult> results;
   const fs::path root = fs::path(data_dir) / suite;
   if (!fs::is_directory(root)) return results;
@@ -242,7 +272,7 @@ std::vector<CaseResult> RunSuite(const std::string& data_dir, const std::string&
       if (entry.extension() != ".onnx") continue;
       fs::path expected = entry;
       expected.replace_filename(entry.stem().string() + "_output_0.pb");
-      r = RunCase(suite, entry, {}, /*arange_input=*/true, expected);
+      r = RunCase(suite, entry, {}, /*arange_input=*/true, expected, device);
       r.name = entry.stem().string();
     } else {
       if (!fs::is_directory(entry) || !fs::exists(entry / "model.onnx")) continue;
@@ -255,7 +285,7 @@ std::vector<CaseResult> RunSuite(const std::string& data_dir, const std::string&
       }
       std::sort(set_dirs.begin(), set_dirs.end());
       for (const auto& d : set_dirs) sets.push_back({SortedMatching(d, "input_"), SortedMatching(d, "output_")});
-      r = RunCase(suite, entry / "model.onnx", sets, false, {});
+      r = RunCase(suite, entry / "model.onnx", sets, false, {}, device);
       r.name = name;
     }
     if (verbose) {

@@ -1,5 +1,6 @@
 // Conformance runner: imports each ONNX backend test case, runs it on the CPU
-// reference and compares against the expected outputs.
+// reference (or compiles it and runs the bundle on the GPU) and compares against the
+// expected outputs.
 //
 // Layout understood (ONNX backend test data): <suite>/<case>/model.onnx with
 // test_data_set_N/{input,output}_K.pb; and the "light" suite of whole models,
@@ -39,9 +40,15 @@ struct Counts {
   int total() const { return passed + failed + unsupported; }
 };
 
+// Where a case runs: kiln's CPU reference on the imported graph, or a bundle compiled
+// for the local GPU (fp32 storage, so the node tests' fp32 tolerances apply; fp16
+// and bf16 models keep their dtypes) and run there.
+enum class Device { kReference, kGpu };
+
 // Runs every case under `data_dir/suite` whose name contains `filter`.
 std::vector<CaseResult> RunSuite(const std::string& data_dir, const std::string& suite,
-                                 const std::string& filter = "", bool verbose = false);
+                                 const std::string& filter = "", bool verbose = false,
+                                 Device device = Device::kReference);
 
 // Per-suite and per-op tables as printable text.
 std::string FormatReport(const std::vector<CaseResult>& results, bool per_op);
