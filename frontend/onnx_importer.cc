@@ -34,6 +34,10 @@ absl::Status Prefixed(const absl::Status& s, const std::string& prefix) {
 
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
+// kiln computes float64 in float32 (as TensorRT's ONNX parser does): DOUBLE inputs,
+// initializers, constants and Cast targets import as FLOAT.
+int32_t ComputedElemType(int32_t t) { return t == onnx::TensorProto::DOUBLE ? onnx::TensorProto::FLOAT : t; }
+
 int64_t OnnxLibraryMaxOpset() {
   const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   auto it = map.find("");
@@ -51,7 +55,7 @@ absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& a, const 
     case A::FLOATS: return Attribute(std::vector<float>(a.floats().begin(), a.floats().end()));
     case A::STRINGS: return Attribute(std::vector<std::string>(a.strings().begin(), a.strings().end()));
     case A::TENSOR: {
-      auto t = TensorFromProto(a.t(), base_dir);
+      auto t = TensorFromProto(a.t(), base_dir, /*double_to_float=*/true);
       if (!t.ok()) return Prefixed(t.status(), absl::StrCat(where, ": attribute '", a.name(), "'"));
       return Attribute(*std::move(t));
     }
@@ -305,7 +309,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   graph->set_name(gp.name().empty() ? "main" : gp.name());
 
   for (const auto& init : gp.initializer()) {
-    auto t = TensorFromProto(init, base_dir);
+    auto t = TensorFromProto(init, base_dir, /*double_to_float=*/true);
     if (!t.ok()) return Prefixed(t.status(), "initializer");
     if (graph->FindValue(init.name())) {
       return absl::InvalidArgumentError(absl::StrCat("initializer '", init.name(), "' is defined twice"));
@@ -315,7 +319,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   for (const auto& input : gp.input()) {
     if (initializer_names.count(input.name())) continue;  // a weight listed as input (IR < 4)
     const auto& tt = input.type().tensor_type();
-    auto dtype = DTypeFromOnnx(tt.elem_type());
+    auto dtype = DTypeFromOnnx(ComputedElemType(tt.elem_type()));
     if (!dtype.ok()) return Prefixed(dtype.status(), absl::StrCat("input '", input.name(), "'"));
     Shape shape;
     for (const auto& d : tt.shape().dim()) shape.push_back(d.dim_value());
@@ -366,9 +370,11 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
       outputs.push_back(graph->AddValue(out.empty() ? absl::StrCat(node_name, "/unused") : out));
     }
     Node* node = graph->AddNode(np.op_type(), inputs, outputs, node_name);
+    const bool cast = np.op_type() == "Cast" && IsDefaultDomain(np.domain());
     if (auto it = body_opsets.find(index - 1); it != body_opsets.end()) node_opsets[node] = it->second;
     for (const auto& a : np.attribute()) {
       KILN_ASSIGN_OR_RETURN(Attribute attr, ConvertAttribute(a, base_dir, where));
+      if (cast && a.name() == "to" && a.i() == onnx::TensorProto::DOUBLE) attr = int64_t{onnx::TensorProto::FLOAT};
       node->SetAttr(a.name(), std::move(attr));
     }
   }

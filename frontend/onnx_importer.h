@@ -11,6 +11,9 @@
 // with constant folding; then ONNX shape inference as a cross-check (only after
 // kiln's accepted the graph: ONNX 1.12's crashes on some malformed models);
 // dead-code elimination; the verifier.
+//
+// float64 is computed in float32: DOUBLE inputs, outputs, initializers, constants
+// and Cast targets import as f32 (the bundle's signature says f32).
 #pragma once
 
 #include <cstdint>

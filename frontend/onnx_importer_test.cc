@@ -322,17 +322,40 @@ TEST(OnnxImporterUnsupportedTest, FindUnsupportedOpsGroupsByOpType) {
   EXPECT_EQ(FormatUnsupportedOps({}), "");
 }
 
-TEST(OnnxImporterUnsupportedTest, DoubleInputIsUnimplemented) {
+// float64 is computed in float32: a DOUBLE input, initializer and Cast target
+// import as f32.
+TEST(OnnxImporterUnsupportedTest, DoubleImportsAsFloat) {
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "x_double", {2}, onnx::TensorProto::DOUBLE);
+  AddOutput(m, "y", {2}, onnx::TensorProto::DOUBLE);
+  auto* w = m.mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::DOUBLE);
+  w->add_dims(2);
+  w->add_double_data(0.25);
+  w->add_double_data(-4.0);
+  AddNode(m, "Mul", {"x_double", "w"}, {"p"}, "mul_1");
+  AddIntAttr(AddNode(m, "Cast", {"p"}, {"y"}, "cast_1"), "to", onnx::TensorProto::DOUBLE);
+  auto graph = ImportOnnxModel(m, ".");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ((*graph)->inputs()[0]->dtype(), DType::kFloat32);
+  EXPECT_EQ((*graph)->outputs()[0]->dtype(), DType::kFloat32);
+  auto out = EvaluateGraph(**graph, {{"x_double", F32({2}, {2.f, 3.f})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].ToFloat(), (std::vector<float>{0.5f, -12.f}));
+}
+
+TEST(OnnxImporterUnsupportedTest, UnsupportedElementTypeIsUnimplemented) {
   const std::string dir = TestDir();
   onnx::ModelProto m = NewModel();
-  AddInput(m, "x_double", {2, 3}, onnx::TensorProto::DOUBLE);
-  AddOutput(m, "y", {2, 3}, onnx::TensorProto::DOUBLE);
-  AddNode(m, "Relu", {"x_double"}, {"y"}, "relu_1");
-  const std::string path = WriteModel(dir, "double.onnx", m);
+  AddInput(m, "x_u64", {2, 3}, onnx::TensorProto::UINT64);
+  AddOutput(m, "y", {2, 3}, onnx::TensorProto::UINT64);
+  AddNode(m, "Relu", {"x_u64"}, {"y"}, "relu_1");
+  const std::string path = WriteModel(dir, "u64.onnx", m);
   auto graph = ImportOnnxFile(path);
   ASSERT_FALSE(graph.ok());
   EXPECT_EQ(graph.status().code(), absl::StatusCode::kUnimplemented) << graph.status();
-  EXPECT_THAT(Msg(graph.status()), AllOf(HasSubstr(path), HasSubstr("input 'x_double'"), HasSubstr("DOUBLE")));
+  EXPECT_THAT(Msg(graph.status()), AllOf(HasSubstr(path), HasSubstr("input 'x_u64'"), HasSubstr("UINT64")));
 }
 
 // --- Bad attributes and shapes ------------------------------------------------
