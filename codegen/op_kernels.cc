@@ -130,7 +130,14 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
   if (ops::IsLineOp(op)) return ops::GenerateLine(node);
   if (op == "Resize") return ops::GenerateResize(node);
   if (op == "ConvTranspose") return ops::GenerateConvTranspose(node);
-  if (op == "Conv" && ConvTemplateTakes(node, options)) return ops::GenerateConv(node, nullptr, options.sm_count);
+  if (op == "Conv") {
+    // The library takes the convs it can (runtime/assign_kernels.h); of the rest, the
+    // generated conv kernels take theirs and a direct kernel the others.
+    if (ConvTemplateTakes(node, options) && ConvKernelFits(node).ok()) {
+      return ops::GenerateConv(node, nullptr, options.sm_count);
+    }
+    return ops::GenerateDirectConv(node);
+  }
   return ops::NoKernel(node, "");
 }
 

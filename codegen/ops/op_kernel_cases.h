@@ -253,6 +253,13 @@ inline std::vector<Case> AllCases() {
        {"extrapolation_value", 7.f}});
   add("ResizeNearestI64", "Resize", {R(i64, {2, 5}), Absent(), K(Tensor::FromFloat(f32, {2}, {1.f, 0.6f}))},
       {{"nearest_mode", std::string("ceil")}});
+  // Conv as the direct kernel (the fallback for convs cuDNN and the conv templates
+  // do not take): 3-D, and a grouped dilated 1-D one.
+  add("ConvDirect3dF32", "Conv", {R(f32, {2, 4, 3, 5, 4}), RK(f32, {6, 2, 2, 3, 2}), RK(f32, {6})},
+      {{"group", int64_t{2}}, {"pads", std::vector<int64_t>{1, 0, 1, 0, 1, 0}},
+       {"strides", std::vector<int64_t>{1, 2, 1}}});
+  add("ConvDirect1dF16", "Conv", {R(f16, {1, 4, 11}), RK(f16, {4, 1, 3})},
+      {{"group", int64_t{4}}, {"dilations", std::vector<int64_t>{2}}, {"auto_pad", std::string("SAME_UPPER")}});
   add("ConvTransposeF32", "ConvTranspose", {R(f32, {2, 4, 5, 6}), RK(f32, {4, 3, 3, 2}), RK(f32, {3})},
       {{"strides", std::vector<int64_t>{2, 1}}, {"pads", std::vector<int64_t>{1, 0, 0, 1}}});
   add("ConvTransposeGroupDilF16", "ConvTranspose", {R(f16, {1, 4, 7}), RK(f16, {4, 2, 3})},

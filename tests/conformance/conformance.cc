@@ -114,10 +114,13 @@ bool HasDynamicDims(const onnx::ModelProto& model, const std::string& input) {
 bool IsUnsupported(const absl::Status& s) { return s.code() == absl::StatusCode::kUnimplemented; }
 
 // The graph's outputs for `feeds`: the CPU reference, or the graph compiled for the
-// local GPU and run there (a step without a GPU kernel fails the case).
+// local GPU and run there (a step without a GPU kernel fails the case). A form the
+// reference does not evaluate (Unimplemented: training-mode Dropout, say) is
+// unsupported on both.
 absl::StatusOr<std::vector<Tensor>> Execute(const Graph& g, const TensorMap& feeds, Device device,
                                             const std::string& name) {
-  if (device == Device::kReference) return EvaluateGraph(g, feeds);
+  absl::StatusOr<std::vector<Tensor>> reference = EvaluateGraph(g, feeds);
+  if (device == Device::kReference || (!reference.ok() && IsUnsupported(reference.status()))) return reference;
   CompileOptions options;
   options.arch = DefaultArch();
   options.precision = "fp32";
