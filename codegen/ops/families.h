@@ -47,7 +47,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateReduce(const Node& node);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group);
 
 // Index-driven ops: GatherElements, GatherND, ScatterElements (Scatter), ScatterND,
-// OneHot, Trilu (codegen/ops/indexing.cc).
+// OneHot, Trilu, Compress, EyeLike (codegen/ops/indexing.cc).
 bool IsIndexingOp(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateIndexing(const Node& node);
 

@@ -1,5 +1,5 @@
 // Index-driven kernels: GatherElements, GatherND, ScatterElements (and Scatter),
-// ScatterND, OneHot, Trilu. Offsets are computed in 64 bits. An index outside its axis cannot raise
+// ScatterND, OneHot, Trilu, Compress, EyeLike. Offsets are computed in 64 bits. An index outside its axis cannot raise
 // an error on the GPU: it is clamped into the axis (the CPU reference rejects it).
 // Scatters copy data into the output, then apply the updates: without a reduction
 // one thread per update element (a repeated target keeps an arbitrary one of its
@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
+#include "graph/ops/compress.h"
 #include "graph/ops/scatter_util.h"
 
 namespace kiln::codegen::ops {
@@ -232,11 +233,45 @@ absl::StatusOr<std::vector<KernelLaunch>> Trilu(const Node& node) {
   return std::vector<KernelLaunch>{Kernel(node, *upper ? "upper" : "lower", node.output(0)->numel(), in, body)};
 }
 
+// Compress with a constant condition: a gather of the kept positions along the axis
+// (graph/ops/compress.h), their list baked into the kernel.
+absl::StatusOr<std::vector<KernelLaunch>> Compress(const Node& node) {
+  absl::StatusOr<kiln::ops::CompressPlan> p = kiln::ops::PlanCompress(node);
+  if (!p.ok()) return p.status();
+  const int64_t k = static_cast<int64_t>(p->kept.size());
+  const int64_t n = node.output(0)->numel();
+  std::string kept;
+  for (int64_t j : p->kept) absl::StrAppend(&kept, kept.empty() ? "" : ",", j);
+  KernelLaunch l = Kernel(node, "", n, {{"data", 0}},
+                          absl::StrCat("const kiln_index i = w % ", p->inner, ", j = (w / ", p->inner, ") % ", k,
+                                       ", o = w / ", k * p->inner, ";\nout[w] = data[(o * ", p->len,
+                                       " + kKept[j]) * ", p->inner, " + i];\n"));
+  if (n > 0) l.source = absl::StrCat("__device__ const kiln_index kKept[] = {", kept, "};\n", l.source);
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
+// EyeLike: out[i, j] = (j - i == k), whatever the input holds.
+absl::StatusOr<std::vector<KernelLaunch>> EyeLike(const Node& node) {
+  absl::StatusOr<int64_t> k = node.GetInt("k", 0);
+  if (!k.ok()) return k.status();
+  const int64_t cols = node.output(0)->shape()[1];
+  const DType dt = node.output(0)->dtype();
+  KernelLaunch l;
+  l.args = {0};
+  const int64_t n = node.output(0)->numel();
+  l.source = absl::StrCat("// EyeLike ", node.output(0)->TypeString(), " k ", *k,
+                          "\nextern \"C\" __global__ void KILN_KERNEL(", Param(dt, false, "out"), ") {\n",
+                          GridStrideLoop(n, "w"), "const bool on = (kiln_index)w % ", cols, " - (kiln_index)w / ", cols,
+                          " == ", IntLit(*k), ";\n", StoreFrom(dt, Domain::kInt, "out", "w", "on ? 1 : 0"), "\n}\n}\n");
+  SetGrid1D(l, n);
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
 }  // namespace
 
 bool IsIndexingOp(absl::string_view op) {
   return op == "GatherElements" || op == "GatherND" || op == "ScatterElements" || op == "Scatter" ||
-         op == "ScatterND" || op == "OneHot" || op == "Trilu";
+         op == "ScatterND" || op == "OneHot" || op == "Trilu" || op == "Compress" || op == "EyeLike";
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateIndexing(const Node& node) {
@@ -247,6 +282,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateIndexing(const Node& node) {
   if (op == "ScatterElements" || op == "Scatter") return ScatterElements(node);
   if (op == "OneHot") return OneHot(node);
   if (op == "Trilu") return Trilu(node);
+  if (op == "Compress") return Compress(node);
+  if (op == "EyeLike") return EyeLike(node);
   return NoKernel(node, "");
 }
 

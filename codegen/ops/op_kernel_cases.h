@@ -214,6 +214,11 @@ inline std::vector<Case> AllCases() {
   add("TriluLowerRuntimeKF16", "Trilu", {R(f16, {3, 6}), X(Tensor::FromInt64(i64, {}, {-1}))},
       {{"upper", int64_t{0}}});
   add("TriluLowerI64", "Trilu", {R(i64, {5, 3})}, {{"upper", int64_t{0}}});
+  add("CompressAxis1F16", "Compress", {R(f16, {2, 5, 3}), K(Tensor::FromInt64(D::kBool, {4}, {1, 0, 1, 1}))},
+      {{"axis", int64_t{1}}});
+  add("CompressFlatI64", "Compress", {R(i64, {3, 4}), K(Tensor::FromInt64(D::kBool, {7}, {0, 1, 1, 0, 0, 0, 1}))});
+  add("EyeLikeF32", "EyeLike", {R(f32, {4, 6})}, {{"k", int64_t{2}}});
+  add("EyeLikeToI64", "EyeLike", {R(f16, {5, 3})}, {{"k", int64_t{-1}}, {"dtype", int64_t{7}}});
   add("DepthToSpaceDcrF16", "DepthToSpace", {R(f16, {2, 8, 3, 2})}, {{"blocksize", int64_t{2}}});
   add("DepthToSpaceCrdF32", "DepthToSpace", {R(f32, {1, 18, 2, 3})},
       {{"blocksize", int64_t{3}}, {"mode", std::string("CRD")}});
