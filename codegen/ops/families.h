@@ -47,12 +47,13 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateReduce(const Node& node);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group);
 
 // Index-driven ops: GatherElements, GatherND, ScatterElements (Scatter), ScatterND,
-// OneHot, Trilu, Compress, EyeLike (codegen/ops/indexing.cc).
+// OneHot, Trilu, Compress, EyeLike, ReverseSequence, MaxUnpool
+// (codegen/ops/indexing.cc).
 bool IsIndexingOp(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateIndexing(const Node& node);
 
-// Ops over lines along one axis: CumSum, Hardmax, TopK, ReduceLogSumExp,
-// InstanceNormalization (codegen/ops/line.cc).
+// Ops over lines along one axis (or whole matrices): CumSum, Hardmax, TopK,
+// ReduceLogSumExp, InstanceNormalization, Det (codegen/ops/line.cc).
 bool IsLineOp(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateLine(const Node& node);
 

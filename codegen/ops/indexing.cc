@@ -1,5 +1,5 @@
 // Index-driven kernels: GatherElements, GatherND, ScatterElements (and Scatter),
-// ScatterND, OneHot, Trilu, Compress, EyeLike. Offsets are computed in 64 bits. An index outside its axis cannot raise
+// ScatterND, OneHot, Trilu, Compress, EyeLike, ReverseSequence, MaxUnpool. Offsets are computed in 64 bits. An index outside its axis cannot raise
 // an error on the GPU: it is clamped into the axis (the CPU reference rejects it).
 // Scatters copy data into the output, then apply the updates: without a reduction
 // one thread per update element (a repeated target keeps an arbitrary one of its
@@ -267,11 +267,63 @@ absl::StatusOr<std::vector<KernelLaunch>> EyeLike(const Node& node) {
   return std::vector<KernelLaunch>{std::move(l)};
 }
 
+// ReverseSequence: element (t, b, ...) reads (len[b] - 1 - t, b, ...) for t < len[b]
+// (lengths clamped into [0, T]), else itself; time and batch are dims 0 and 1.
+absl::StatusOr<std::vector<KernelLaunch>> ReverseSequence(const Node& node) {
+  absl::StatusOr<int64_t> time_axis = node.GetInt("time_axis", 0);
+  if (!time_axis.ok()) return time_axis.status();
+  const Shape& x = node.input(0)->shape();
+  const int64_t inner = DenseStrides(x)[1];
+  const int64_t steps = x[*time_axis];
+  const std::string t = *time_axis == 0 ? "d0" : "d1", b = *time_axis == 0 ? "d1" : "d0";
+  const std::string at = *time_axis == 0 ? absl::StrCat("(from * ", x[1], " + d1) * ", inner, " + i")
+                                         : absl::StrCat("(d0 * ", x[1], " + from) * ", inner, " + i");
+  const std::string body = absl::StrCat(
+      "const kiln_index i = w % ", inner, ", d1 = (w / ", inner, ") % ", x[1], ", d0 = w / ", inner * x[1],
+      ";\nkiln_index len = lens[", b, "];\nlen = len < 0 ? 0 : (len > ", steps, " ? ", steps,
+      " : len);\nconst kiln_index from = ", t, " < len ? len - 1 - ", t, " : ", t, ";\nout[w] = x[", at, "];\n");
+  return std::vector<KernelLaunch>{Kernel(node, "", node.output(0)->numel(), {{"x", 0}, {"lens", 1}}, body)};
+}
+
+// MaxUnpool: zeros, then each input value at its index's coordinates in the unpooled
+// shape (MaxPool's), placed in the (possibly larger) output at the same coordinates.
+absl::StatusOr<std::vector<KernelLaunch>> MaxUnpool(const Node& node) {
+  const Shape& x = node.input(0)->shape();
+  const Shape& os = node.output(0)->shape();
+  const size_t n = x.size() - 2;
+  auto kernel = node.GetInts("kernel_shape");
+  auto strides = node.GetInts("strides", std::vector<int64_t>(n, 1));
+  auto pads = node.GetInts("pads", std::vector<int64_t>(2 * n, 0));
+  if (!kernel.ok() || !strides.ok() || !pads.ok()) return NoKernel(node, "attributes");
+  Shape unpooled = {x[0], x[1]};
+  for (size_t i = 0; i < n; ++i) {
+    unpooled.push_back((x[i + 2] - 1) * (*strides)[i] + (*kernel)[i] - (*pads)[i] - (*pads)[i + n]);
+  }
+  const std::vector<int64_t> out_strides = DenseStrides(os);
+  const DType dt = node.output(0)->dtype();
+  KernelLaunch zero;
+  zero.args = {0};
+  const int64_t total = node.output(0)->numel();
+  zero.source = absl::StrCat("// MaxUnpool zero ", node.output(0)->TypeString(),
+                             "\nextern \"C\" __global__ void KILN_KERNEL(", Param(dt, false, "out"), ") {\n",
+                             GridStrideLoop(total, "w"), "out[w] = (", StorageTypeName(dt), ")0;\n}\n}\n");
+  SetGrid1D(zero, total);
+  std::string body = absl::StrCat("kiln_index r = indices[w];\nif (r < 0 || r >= ", NumElements(unpooled),
+                                  ") continue;\nkiln_index at = 0;\n");
+  for (int d = static_cast<int>(unpooled.size()) - 1; d >= 0; --d) {
+    absl::StrAppend(&body, "at += (r % ", unpooled[d], ") * ", out_strides[d], ";\nr /= ", unpooled[d], ";\n");
+  }
+  absl::StrAppend(&body, "out[at] = x[w];\n");
+  return std::vector<KernelLaunch>{
+      std::move(zero), Kernel(node, "scatter", node.input(0)->numel(), {{"x", 0}, {"indices", 1}}, body)};
+}
+
 }  // namespace
 
 bool IsIndexingOp(absl::string_view op) {
   return op == "GatherElements" || op == "GatherND" || op == "ScatterElements" || op == "Scatter" ||
-         op == "ScatterND" || op == "OneHot" || op == "Trilu" || op == "Compress" || op == "EyeLike";
+         op == "ScatterND" || op == "OneHot" || op == "Trilu" || op == "Compress" || op == "EyeLike" ||
+         op == "ReverseSequence" || op == "MaxUnpool";
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateIndexing(const Node& node) {
@@ -284,6 +336,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateIndexing(const Node& node) {
   if (op == "Trilu") return Trilu(node);
   if (op == "Compress") return Compress(node);
   if (op == "EyeLike") return EyeLike(node);
+  if (op == "ReverseSequence") return ReverseSequence(node);
+  if (op == "MaxUnpool") return MaxUnpool(node);
   return NoKernel(node, "");
 }
 

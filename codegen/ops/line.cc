@@ -1,6 +1,6 @@
 // Kernels over lines along one axis, one thread per line (or, for
-// InstanceNormalization, one block per image plane): CumSum, Hardmax, TopK,
-// ReduceLogSumExp and InstanceNormalization. Each follows its CPU reference's order of
+// InstanceNormalization, one block per image plane; for Det, one thread per matrix):
+// CumSum, Hardmax, TopK, ReduceLogSumExp, InstanceNormalization and Det. Each follows its CPU reference's order of
 // operations (CumSum accumulates floats in double; TopK breaks ties by the lower
 // index and counts NaN as the largest value), so results agree to the storage dtype's
 // rounding. Throughput is not the aim: none of these ops sits on a hot path of the
@@ -206,11 +206,36 @@ absl::StatusOr<std::vector<KernelLaunch>> InstanceNorm(const Node& node) {
   return std::vector<KernelLaunch>{std::move(l)};
 }
 
+// Det: one thread per matrix, LU with partial pivoting in double in local memory,
+// as the reference.
+absl::StatusOr<std::vector<KernelLaunch>> Det(const Node& node) {
+  const Shape& x = node.input(0)->shape();
+  const int64_t m = x.back();
+  const int64_t mats = node.output(0)->numel();
+  const DType dt = node.input(0)->dtype();
+  const Params p = OutsAndIns(node, {0});
+  KernelLaunch l;
+  l.args = p.args;
+  l.source = absl::StrCat(
+      "// Det ", node.input(0)->TypeString(), "\nextern \"C\" __global__ void KILN_KERNEL(", p.text, ") {\n",
+      GridStrideLoop(mats, "w"), "double a[", std::max<int64_t>(1, m * m), "];\nfor (int i = 0; i < ", m * m,
+      "; ++i) a[i] = (double)", LoadAs(dt, Domain::kFloat, "in0", absl::StrCat("(kiln_index)w * ", m * m, " + i")),
+      ";\ndouble det = 1.0;\nfor (int c = 0; c < ", m, "; ++c) {\nint p = c;\nfor (int r = c + 1; r < ", m,
+      "; ++r) if (fabs(a[r * ", m, " + c]) > fabs(a[p * ", m, " + c])) p = r;\nif (a[p * ", m,
+      " + c] == 0.0) { det = 0.0; break; }\nif (p != c) {\nfor (int k = 0; k < ", m, "; ++k) { const double t = a[p * ",
+      m, " + k]; a[p * ", m, " + k] = a[c * ", m, " + k]; a[c * ", m, " + k] = t; }\ndet = -det;\n}\ndet *= a[c * ", m,
+      " + c];\nfor (int r = c + 1; r < ", m, "; ++r) {\nconst double f = a[r * ", m, " + c] / a[c * ", m,
+      " + c];\nfor (int k = c; k < ", m, "; ++k) a[r * ", m, " + k] -= f * a[c * ", m, " + k];\n}\n}\n",
+      StoreFrom(node.output(0)->dtype(), Domain::kFloat, "out0", "w", "(float)det"), "\n}\n}\n");
+  SetGrid1D(l, mats);
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
 }  // namespace
 
 bool IsLineOp(absl::string_view op) {
   return op == "CumSum" || op == "Hardmax" || op == "TopK" || op == "ReduceLogSumExp" ||
-         op == "InstanceNormalization";
+         op == "InstanceNormalization" || op == "Det";
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateLine(const Node& node) {
@@ -220,6 +245,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateLine(const Node& node) {
   if (op == "TopK") return TopK(node);
   if (op == "ReduceLogSumExp") return ReduceLogSumExp(node);
   if (op == "InstanceNormalization") return InstanceNorm(node);
+  if (op == "Det") return Det(node);
   return NoKernel(node, "");
 }
 

@@ -219,12 +219,20 @@ inline std::vector<Case> AllCases() {
   add("CompressFlatI64", "Compress", {R(i64, {3, 4}), K(Tensor::FromInt64(D::kBool, {7}, {0, 1, 1, 0, 0, 0, 1}))});
   add("EyeLikeF32", "EyeLike", {R(f32, {4, 6})}, {{"k", int64_t{2}}});
   add("EyeLikeToI64", "EyeLike", {R(f16, {5, 3})}, {{"k", int64_t{-1}}, {"dtype", int64_t{7}}});
+  add("ReverseSequenceTimeF32", "ReverseSequence", {R(f32, {5, 3, 2}), I64({3}, {4, 0, 5})});
+  add("ReverseSequenceBatchI64", "ReverseSequence", {R(i64, {3, 4}), I64({3}, {1, 2, 4})},
+      {{"batch_axis", int64_t{0}}, {"time_axis", int64_t{1}}});
+  add("MaxUnpoolPaddedF16", "MaxUnpool", {R(f16, {1, 2, 2, 2}), I64({1, 2, 2, 2}, {0, 3, 10, 15, 16, 18, 27, 31}),
+                                          K(Ints({1, 2, 5, 5}))},
+      {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
   add("DepthToSpaceDcrF16", "DepthToSpace", {R(f16, {2, 8, 3, 2})}, {{"blocksize", int64_t{2}}});
   add("DepthToSpaceCrdF32", "DepthToSpace", {R(f32, {1, 18, 2, 3})},
       {{"blocksize", int64_t{3}}, {"mode", std::string("CRD")}});
   add("SpaceToDepthI64", "SpaceToDepth", {R(i64, {2, 3, 4, 6})}, {{"blocksize", int64_t{2}}});
 
   // ---- Lines along an axis ----
+  add("DetF32", "Det", {R(f32, {3, 4, 4})});
+  add("DetSingularF16", "Det", {X(Tensor::FromFloat(f16, {2, 2}, {1.f, 2.f, 2.f, 4.f}))});
   add("CumSumAxis1F32", "CumSum", {R(f32, {3, 7, 4}), K(Ints({1}))});
   add("CumSumExclusiveReverseF16", "CumSum", {R(f16, {5, 9}), K(Ints({-1}))},
       {{"exclusive", int64_t{1}}, {"reverse", int64_t{1}}});
@@ -287,6 +295,12 @@ inline std::vector<Case> AllCases() {
   add("ModI64", "Mod", {I64({6}, {7, -7, 7, -7, 5, 0}), I64({6}, {3, 3, -3, -3, 0, 4})});
   add("ModFmodI32", "Mod", {X(Tensor::FromInt64(i32, {4}, {7, -7, 7, -7})), X(Tensor::FromInt64(i32, {4}, {3, 3, -3, -1}))},
       {{"fmod", int64_t{1}}});
+  add("BitShiftLeftU8", "BitShift", {X(Tensor::FromInt64(D::kUInt8, {5}, {1, 3, 200, 7, 255})),
+                                     X(Tensor::FromInt64(D::kUInt8, {5}, {1, 4, 1, 9, 0}))},
+      {{"direction", std::string("LEFT")}});
+  add("BitShiftRightU8", "BitShift", {X(Tensor::FromInt64(D::kUInt8, {2, 3}, {16, 4, 255, 1, 128, 9})),
+                                      X(Tensor::FromInt64(D::kUInt8, {3}, {2, 1, 8}))},
+      {{"direction", std::string("RIGHT")}});
   add("Xor", "Xor", {R(D::kBool, {4, 3}), R(D::kBool, {3})});
   add("ShrinkF32", "Shrink", {R(f32, {3, 9})}, {{"lambd", 0.7f}, {"bias", 0.2f}});
   add("ShrinkI64", "Shrink", {R(i64, {3, 9})}, {{"lambd", 1.5f}, {"bias", 1.f}});

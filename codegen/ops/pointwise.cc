@@ -239,6 +239,14 @@ absl::StatusOr<PwSpec> Spec(const Node& node) {
                             *neg != 0 ? absl::StrCat("v0 == -", inf) : "false", ")");
     return s;
   }
+  if (op == "BitShift") {
+    auto dir = node.GetString("direction");
+    if (!dir.ok()) return dir.status();
+    s.inputs = {In(node, 0, Domain::kInt), In(node, 1, Domain::kInt)};
+    s.result_domain = Domain::kInt;
+    s.result = *dir == "LEFT" ? "v1 >= 8 ? (kiln_i64)0 : ((v0 << v1) & 0xff)" : "v1 >= 8 ? (kiln_i64)0 : (v0 >> v1)";
+    return s;
+  }
   if (op == "Shrink") {
     auto lambd = Attr(node, "lambd", 0.5f);
     auto bias = Attr(node, "bias", 0.f);
@@ -349,7 +357,7 @@ bool IsPointwiseOp(absl::string_view op) {
   static const char* const kOthers[] = {"Pow",  "Max",  "Min",   "Sum",       "Mean", "Not",
                                         "Cast", "Where", "Clip", "LeakyRelu", "Elu",  "Selu",
                                         "HardSigmoid", "Gelu", "BatchNormalization", "Mod", "IsNaN",
-                                        "IsInf", "Shrink", "ThresholdedRelu", "CastLike"};
+                                        "IsInf", "Shrink", "ThresholdedRelu", "CastLike", "BitShift"};
   const std::string o(op);
   if (UnaryOps().count(o) || BinaryOps().count(o)) return true;
   for (const char* k : kOthers) {
