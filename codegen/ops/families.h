@@ -61,6 +61,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateLine(const Node& node);
 // (codegen/ops/resize.cc).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateResize(const Node& node);
 
+// Einsum: a generic kernel for every equation (codegen/ops/einsum.cc).
+absl::StatusOr<std::vector<KernelLaunch>> GenerateEinsum(const Node& node);
+
 // Conv as a direct kernel, for the convolutions cuDNN and the generated conv kernels
 // do not take (3-D, empty, past 2^31 elements; codegen/ops/conv_direct.cc).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateDirectConv(const Node& node);

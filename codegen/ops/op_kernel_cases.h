@@ -230,6 +230,15 @@ inline std::vector<Case> AllCases() {
       {{"blocksize", int64_t{3}}, {"mode", std::string("CRD")}});
   add("SpaceToDepthI64", "SpaceToDepth", {R(i64, {2, 3, 4, 6})}, {{"blocksize", int64_t{2}}});
 
+  // ---- Einsum ----
+  add("EinsumBatchMatmulF32", "Einsum", {R(f32, {2, 3, 5}), R(f32, {2, 5, 4})},
+      {{"equation", std::string("bij,bjk->bik")}});
+  add("EinsumAttentionF16", "Einsum", {R(f16, {2, 3, 7, 8}), R(f16, {2, 3, 9, 8})},
+      {{"equation", std::string("bhid,bhjd->bhij")}});
+  add("EinsumDiagonalBroadcastF32", "Einsum", {R(f32, {3, 4, 4}), R(f32, {4})},
+      {{"equation", std::string("...ii,i->...i")}});
+  add("EinsumImplicitSumI64", "Einsum", {R(i64, {3, 4}), R(i64, {4, 2})}, {{"equation", std::string("ij,jk")}});
+
   // ---- Lines along an axis ----
   add("DetF32", "Det", {R(f32, {3, 4, 4})});
   add("DetSingularF16", "Det", {X(Tensor::FromFloat(f16, {2, 2}, {1.f, 2.f, 2.f, 4.f}))});
