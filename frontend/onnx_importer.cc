@@ -14,6 +14,7 @@
 #include "frontend/expand_functions.h"
 #include "frontend/legacy_ops.h"
 #include "frontend/onnx_tensor.h"
+#include "frontend/proto_rewrites.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "graph/eliminate_dead_code.h"
@@ -228,7 +229,9 @@ std::vector<UnsupportedOp> ScanUnsupportedOps(const onnx::ModelProto& model) {
 
 std::vector<UnsupportedOp> FindUnsupportedOps(const onnx::ModelProto& model) {
   onnx::ModelProto expanded = model;
-  if (!ExpandFunctionOps(expanded, KilnDefinesOp, nullptr).ok()) return ScanUnsupportedOps(model);
+  if (!RewriteOnnxModel(expanded, {}).ok() || !ExpandFunctionOps(expanded, KilnDefinesOp, nullptr).ok()) {
+    return ScanUnsupportedOps(model);
+  }
   return ScanUnsupportedOps(expanded);
 }
 
@@ -291,9 +294,11 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   for (const auto& init : model.graph().initializer()) initializer_names.insert(init.name());
   KILN_RETURN_IF_ERROR(FixInputShapes(model, options.input_shapes, initializer_names));
 
-  // Ops kiln lacks that ONNX defines as functions of other ops become their bodies;
+  // Deprecated ops and Ifs on constants are rewritten (frontend/proto_rewrites.h), and
+  // ops kiln lacks that ONNX defines as functions of other ops become their bodies;
   // the checks below read the model as given.
   onnx::ModelProto expanded = model;
+  KILN_RETURN_IF_ERROR(RewriteOnnxModel(expanded, options.constant_inputs));
   std::map<int, int64_t> body_opsets;  // node position -> its function's opset
   KILN_RETURN_IF_ERROR(ExpandFunctionOps(expanded, KilnDefinesOp, &body_opsets));
   if (auto unsupported = ScanUnsupportedOps(expanded); !unsupported.empty()) {

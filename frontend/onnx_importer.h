@@ -2,8 +2,8 @@
 // every value statically typed and constant subgraphs folded.
 //
 // Steps: parse; check the opset range (1..21); fix dynamic input dims from
-// `input_shapes`; expand ONNX function ops kiln lacks into their bodies
-// (frontend/expand_functions.h); report every unsupported op at once; run the ONNX
+// `input_shapes`; rewrite Upsample and Ifs on constants (frontend/proto_rewrites.h);
+// expand ONNX function ops kiln lacks into their bodies (frontend/expand_functions.h); report every unsupported op at once; run the ONNX
 // checker on the model as given (when
 // the model's opset is within what the installed ONNX library knows); build the
 // graph (initializers -> constants, weights listed as graph inputs -> constants);
