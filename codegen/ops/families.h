@@ -61,6 +61,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateLine(const Node& node);
 // (codegen/ops/resize.cc).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateResize(const Node& node);
 
+// Quantized ops: QuantizeLinear, DequantizeLinear, MatMulInteger, QLinearMatMul,
+// ConvInteger, QLinearConv (codegen/ops/quantized.cc).
+bool IsQuantizedOp(absl::string_view op);
+absl::StatusOr<std::vector<KernelLaunch>> GenerateQuantized(const Node& node);
+
 // Einsum: a generic kernel for every equation (codegen/ops/einsum.cc).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateEinsum(const Node& node);
 

@@ -239,6 +239,32 @@ inline std::vector<Case> AllCases() {
       {{"equation", std::string("...ii,i->...i")}});
   add("EinsumImplicitSumI64", "Einsum", {R(i64, {3, 4}), R(i64, {4, 2})}, {{"equation", std::string("ij,jk")}});
 
+  // ---- Quantized ----
+  const D u8 = D::kUInt8, i8 = D::kInt8;
+  add("QuantizeLinearU8F32", "QuantizeLinear",
+      {X(Tensor::FromFloat(f32, {8}, {0.f, 2.5f, 3.5f, -1.f, 300.f, -300.f, 1.49f, 77.7f})), R(f32, {}, 0.5f, 1.5f),
+       K(Tensor::FromInt64(u8, {}, {128}))});
+  add("QuantizeLinearAxisI8F16", "QuantizeLinear",
+      {R(f16, {2, 3, 4}, -50.f, 50.f), RK(f32, {3}, 0.2f, 1.f), K(Tensor::FromInt64(i8, {3}, {0, -3, 5}))});
+  add("DequantizeLinearAxisU8", "DequantizeLinear",
+      {R(u8, {2, 3, 5}), RK(f32, {3}, 0.1f, 1.f), K(Tensor::FromInt64(u8, {3}, {1, 2, 3}))}, {{"axis", int64_t{1}}});
+  add("DequantizeLinearI32", "DequantizeLinear", {R(i32, {7}), R(f32, {}, 0.1f, 1.f)});
+  add("MatMulIntegerPerRowU8", "MatMulInteger",
+      {R(u8, {2, 3, 5}), R(u8, {5, 4}), K(Tensor::FromInt64(u8, {3}, {1, 0, 2})), K(Tensor::FromInt64(u8, {}, {3}))});
+  add("QLinearMatMulI8", "QLinearMatMul",
+      {R(i8, {3, 6}), K(Tensor::FromFloat(f32, {}, {0.05f})), K(Tensor::FromInt64(i8, {}, {1})), R(i8, {6, 2}),
+       K(Tensor::FromFloat(f32, {}, {0.1f})), K(Tensor::FromInt64(i8, {}, {-2})), K(Tensor::FromFloat(f32, {}, {0.02f})),
+       K(Tensor::FromInt64(i8, {}, {3}))});
+  add("ConvIntegerPaddedU8", "ConvInteger",
+      {R(u8, {1, 2, 5, 5}), R(u8, {3, 2, 3, 3}), K(Tensor::FromInt64(u8, {}, {2})), K(Tensor::FromInt64(u8, {3}, {1, 0, 4}))},
+      {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  add("QLinearConvBiasU8", "QLinearConv",
+      {R(u8, {1, 2, 6, 6}), K(Tensor::FromFloat(f32, {}, {0.1f})), K(Tensor::FromInt64(u8, {}, {3})), R(u8, {4, 1, 2, 2}),
+       K(Tensor::FromFloat(f32, {4}, {0.05f, 0.1f, 0.2f, 0.3f})), K(Tensor::FromInt64(u8, {4}, {0, 1, 2, 3})),
+       K(Tensor::FromFloat(f32, {}, {0.5f})), K(Tensor::FromInt64(u8, {}, {10})),
+       K(Tensor::FromInt64(i32, {4}, {5, -5, 20, 0}))},
+      {{"group", int64_t{2}}, {"strides", std::vector<int64_t>{2, 1}}});
+
   // ---- Lines along an axis ----
   add("DetF32", "Det", {R(f32, {3, 4, 4})});
   add("DetSingularF16", "Det", {X(Tensor::FromFloat(f16, {2, 2}, {1.f, 2.f, 2.f, 4.f}))});
