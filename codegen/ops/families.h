@@ -66,6 +66,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateResize(const Node& node);
 bool IsQuantizedOp(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateQuantized(const Node& node);
 
+// GridSample (4-D), every mode and padding (codegen/ops/grid_sample.cc).
+absl::StatusOr<std::vector<KernelLaunch>> GenerateGridSample(const Node& node);
+
 // Einsum: a generic kernel for every equation (codegen/ops/einsum.cc).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateEinsum(const Node& node);
 

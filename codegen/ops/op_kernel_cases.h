@@ -239,6 +239,19 @@ inline std::vector<Case> AllCases() {
       {{"equation", std::string("...ii,i->...i")}});
   add("EinsumImplicitSumI64", "Einsum", {R(i64, {3, 4}), R(i64, {4, 2})}, {{"equation", std::string("ij,jk")}});
 
+  // ---- GridSample: every mode x padding, both align_corners; locations past the edges ----
+  {
+    int g = 0;
+    for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+      for (const char* padding : {"zeros", "border", "reflection"}) {
+        add(absl::StrCat("GridSample_", mode, "_", padding), "GridSample",
+            {R(g % 2 ? f16 : f32, {2, 3, 4, 5}), R(f32, {2, 3, 6, 2}, -1.6f, 1.6f)},
+            {{"mode", std::string(mode)}, {"padding_mode", std::string(padding)}, {"align_corners", int64_t{g % 2}}});
+        ++g;
+      }
+    }
+  }
+
   // ---- Quantized ----
   const D u8 = D::kUInt8, i8 = D::kInt8;
   add("QuantizeLinearU8F32", "QuantizeLinear",
