@@ -70,9 +70,12 @@ absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& a, const 
 // Applies --input-shape overrides to the model's declared inputs and checks that
 // every dim ends up known.
 absl::Status FixInputShapes(onnx::ModelProto& model, const std::map<std::string, Shape>& overrides,
-                            const std::set<std::string>& initializer_names) {
-  std::set<std::string> used;
+                            const std::map<std::string, int64_t>& dims, const std::set<std::string>& initializer_names) {
+  std::set<std::string> used, used_dims;
   std::vector<std::string> input_names;
+  // Dims still unknown: by name ("" for unnamed ones), where each appears.
+  std::map<std::string, std::vector<std::string>> unknown;
+  std::set<std::string> unnamed_inputs;  // inputs with an unnamed unknown dim
   for (auto& input : *model.mutable_graph()->mutable_input()) {
     if (initializer_names.count(input.name())) continue;
     input_names.push_back(input.name());
@@ -106,14 +109,17 @@ absl::Status FixInputShapes(onnx::ModelProto& model, const std::map<std::string,
                                                      input.name(), "=DxDx..."));
     }
     for (int d = 0; d < tensor_type->shape().dim_size(); ++d) {
-      const auto& dim = tensor_type->shape().dim(d);
-      if (!dim.has_dim_value() || dim.dim_value() < 0) {
-        const std::string label = dim.has_dim_param() ? absl::StrCat(" ('", dim.dim_param(), "')") : "";
-        return absl::InvalidArgumentError(absl::StrCat(
-            "input '", input.name(), "' dim ", d, label,
-            " is dynamic; kiln compiles static shapes: fix it with --input-shape ", input.name(), "=",
-            absl::StrJoin(std::vector<std::string>(tensor_type->shape().dim_size(), "D"), "x")));
+      auto* dim = tensor_type->mutable_shape()->mutable_dim(d);
+      if (dim->has_dim_value() && dim->dim_value() >= 0) continue;
+      if (dim->has_dim_param()) {
+        if (auto named = dims.find(dim->dim_param()); named != dims.end()) {
+          used_dims.insert(named->first);
+          dim->set_dim_value(named->second);
+          continue;
+        }
       }
+      unknown[dim->has_dim_param() ? dim->dim_param() : ""].push_back(absl::StrCat("input '", input.name(), "' dim ", d));
+      if (!dim->has_dim_param()) unnamed_inputs.insert(input.name());
     }
   }
   for (const auto& [name, shape] : overrides) {
@@ -121,6 +127,32 @@ absl::Status FixInputShapes(onnx::ModelProto& model, const std::map<std::string,
       return absl::InvalidArgumentError(absl::StrCat("--input-shape names '", name, "', which is not a model input (inputs: ",
                                                      absl::StrJoin(input_names, ", "), ")"));
     }
+  }
+  for (const auto& [name, value] : dims) {
+    if (value < 0) return absl::InvalidArgumentError(absl::StrCat("--dim ", name, "=", value, ": a dim must be >= 0"));
+    if (!used_dims.count(name)) {
+      std::vector<std::string> named;
+      for (const auto& [n, where] : unknown) {
+        if (!n.empty()) named.push_back(n);
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dim ", name, ": no dynamic input dim has that name",
+          named.empty() ? std::string(" (the model's inputs have no other named dynamic dims)")
+                        : absl::StrCat(" (dynamic dims left: ", absl::StrJoin(named, ", "), ")")));
+    }
+  }
+  if (!unknown.empty()) {
+    std::vector<std::string> parts, fixes;
+    for (const auto& [name, where] : unknown) {
+      parts.push_back(absl::StrCat(name.empty() ? "unnamed" : absl::StrCat("'", name, "'"), " (",
+                                   absl::StrJoin(where, ", "), ")"));
+      if (!name.empty()) fixes.push_back(absl::StrCat("--dim ", name, "=N"));
+    }
+    for (const std::string& input : unnamed_inputs) fixes.push_back(absl::StrCat("--input-shape ", input, "=DxD..."));
+    return absl::InvalidArgumentError(absl::StrCat("the model's inputs have dynamic dims: ", absl::StrJoin(parts, "; "),
+                                                   "; kiln compiles static shapes: fix them with ",
+                                                   absl::StrJoin(fixes, " "),
+                                                   " (or give whole shapes with --input-shape NAME=DxD...)"));
   }
   return absl::OkStatus();
 }
@@ -292,7 +324,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   }
   std::set<std::string> initializer_names;
   for (const auto& init : model.graph().initializer()) initializer_names.insert(init.name());
-  KILN_RETURN_IF_ERROR(FixInputShapes(model, options.input_shapes, initializer_names));
+  KILN_RETURN_IF_ERROR(FixInputShapes(model, options.input_shapes, options.dims, initializer_names));
 
   // Deprecated ops and Ifs on constants are rewritten (frontend/proto_rewrites.h), and
   // ops kiln lacks that ONNX defines as functions of other ops become their bodies;

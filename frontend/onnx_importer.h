@@ -31,6 +31,10 @@ namespace kiln {
 struct ImportOptions {
   // Static shapes for inputs with dynamic dims, e.g. {"input_ids": {1, 128}}.
   std::map<std::string, Shape> input_shapes;
+  // Values of named dynamic dims, e.g. {"batch": 2, "seq": 64}: every input dim of
+  // that name (ONNX dim_param) takes it. A name no dynamic dim has is an error, and
+  // so is a dim left unknown (the error names all of them).
+  std::map<std::string, int64_t> dims;
   // Inputs bound to fixed values at compile time: they become constants and are
   // no longer graph inputs (needed where a model computes shapes from an input).
   std::map<std::string, Tensor> constant_inputs;

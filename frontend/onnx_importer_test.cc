@@ -495,7 +495,48 @@ TEST(OnnxImporterDynamicShapeTest, DynamicDimWithoutInputShapeNamesInputDimAndPa
   ASSERT_FALSE(graph.ok());
   EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument) << graph.status();
   EXPECT_THAT(Msg(graph.status()), AllOf(HasSubstr(path), HasSubstr("input 'tokens' dim 0"),
-                                              HasSubstr("'batch'"), HasSubstr("--input-shape tokens=")));
+                                              HasSubstr("'batch'"), HasSubstr("--dim batch=N")));
+}
+
+// x: f32[batch, seq], m: i64[batch, seq, 2], z: f32[n]: every named dim unknown is
+// reported at once.
+onnx::ModelProto TwoNamedDimsModel() {
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "x", {-1, -1}, onnx::TensorProto::FLOAT, {"batch", "seq"});
+  AddInput(m, "m", {-1, -1, 2}, onnx::TensorProto::INT64, {"batch", "seq"});
+  AddOutput(m, "y", {-1, -1}, onnx::TensorProto::FLOAT, {"batch", "seq"});
+  AddNode(m, "Relu", {"x"}, {"y"}, "relu_1");
+  return m;
+}
+
+TEST(OnnxImporterDynamicShapeTest, EveryUnknownDimIsNamedAtOnce) {
+  auto graph = ImportOnnxModel(TwoNamedDimsModel(), TestDir());
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(Msg(graph.status()),
+              AllOf(HasSubstr("'batch' (input 'x' dim 0, input 'm' dim 0)"), HasSubstr("'seq' (input 'x' dim 1, "),
+                    HasSubstr("--dim batch=N --dim seq=N")));
+  ImportOptions options;
+  options.dims["batch"] = 2;
+  graph = ImportOnnxModel(TwoNamedDimsModel(), TestDir(), options);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(Msg(graph.status()), AllOf(HasSubstr("'seq'"), Not(HasSubstr("'batch'"))));
+}
+
+TEST(OnnxImporterDynamicShapeTest, DimsByNameFixEveryInputDimOfThatName) {
+  ImportOptions options;
+  options.dims = {{"batch", 2}, {"seq", 5}};
+  auto graph = ImportOnnxModel(TwoNamedDimsModel(), TestDir(), options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ((*graph)->inputs()[0]->shape(), (Shape{2, 5}));
+  EXPECT_EQ((*graph)->inputs()[1]->shape(), (Shape{2, 5, 2}));
+}
+
+TEST(OnnxImporterDynamicShapeTest, DimNoInputHasIsRejected) {
+  ImportOptions options;
+  options.dims = {{"batch", 2}, {"seq", 5}, {"sequence", 5}};
+  auto graph = ImportOnnxModel(TwoNamedDimsModel(), TestDir(), options);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(Msg(graph.status()), HasSubstr("--dim sequence: no dynamic input dim has that name"));
 }
 
 TEST(OnnxImporterDynamicShapeTest, UnnamedDynamicDimIsReported) {
@@ -503,7 +544,7 @@ TEST(OnnxImporterDynamicShapeTest, UnnamedDynamicDimIsReported) {
   m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->Clear();
   auto graph = ImportOnnxModel(m, TestDir());
   ASSERT_FALSE(graph.ok());
-  EXPECT_THAT(Msg(graph.status()), AllOf(HasSubstr("input 'tokens' dim 0"), HasSubstr("--input-shape")));
+  EXPECT_THAT(Msg(graph.status()), AllOf(HasSubstr("input 'tokens' dim 0"), HasSubstr("--input-shape tokens=")));
 }
 
 TEST(OnnxImporterDynamicShapeTest, InputShapesFixDynamicDims) {

@@ -497,6 +497,7 @@ absl::StatusOr<BundleContents> Compile(const std::string& onnx_path, const Compi
   const std::string bytes = ss.str();
   ImportOptions import_options;
   import_options.input_shapes = options.input_shapes;
+  import_options.dims = options.dims;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, ImportOnnxFile(onnx_path, import_options));
   return BuildBundle(*graph, options, onnx_path, bytes);
 }

@@ -34,8 +34,10 @@ inline constexpr float kFloat16SafeMagnitude = 16384.f;
 struct CompileOptions {
   std::string arch = "sm_90a";
   std::string precision = "fp16";
-  // Static shapes for inputs with dynamic dims (see ImportOptions::input_shapes).
+  // Static shapes for inputs with dynamic dims (see ImportOptions::input_shapes), and
+  // values of named dynamic dims (ImportOptions::dims: `--dim batch=8`).
   std::map<std::string, Shape> input_shapes;
+  std::map<std::string, int64_t> dims;
   // fp16 only, optional: builds calibration inputs for the imported graph (every
   // graph input, exact dtype and shape). The graph runs once on the CPU reference
   // with them, and every node that reads or writes a value beyond

@@ -198,6 +198,29 @@ TEST(KilnCliTest, RunReferenceWithGeneratedInput) {
   EXPECT_EQ(y->ToFloat(), SmallModelReference(arange));
 }
 
+// y = Relu(x), x f32[batch, 3] with a named dynamic dim: --dim batch=N fixes it, and
+// without it the error names the dim and the flag.
+TEST(KilnCliTest, DimByNameFixesADynamicDim) {
+  const std::string dir = TestDir();
+  onnx::ModelProto m = NewModel();
+  AddTensorInfo(m.mutable_graph()->add_input(), "x", {0, 3});
+  AddTensorInfo(m.mutable_graph()->add_output(), "y", {0, 3});
+  for (auto* vi : {m.mutable_graph()->mutable_input(0), m.mutable_graph()->mutable_output(0)}) {
+    vi->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+  }
+  AddNode(m, "Relu", {"x"}, "y", "relu");
+  const std::string model = WriteModel(dir, "dynamic.onnx", m);
+  RunResult r = RunKiln({"run", model, "--reference", "--dim", "batch=4", "--input", "x=ones"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_THAT(r.out, HasSubstr("f32[4,3]"));
+  r = RunKiln({"run", model, "--reference", "--input", "x=ones"}, dir);
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  EXPECT_THAT(r.err, AllOf(HasSubstr("'batch' (input 'x' dim 0)"), HasSubstr("--dim batch=N")));
+  r = RunKiln({"run", model, "--reference", "--dim", "batch=four", "--input", "x=ones"}, dir);
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("--dim batch=four: expected NAME=N"));
+}
+
 TEST(KilnCliTest, HelpExitsZero) {
   const std::string dir = TestDir();
   RunResult r = RunKiln({"--help"}, dir);

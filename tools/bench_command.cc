@@ -38,7 +38,7 @@ namespace fs = std::filesystem;
 
 constexpr char kUsage[] =
     "usage: kiln bench MODEL.onnx [--compare fused,unfused] [--device gpu|cpu] [--arch ARCH]\n"
-    "                  [--precision fp16|bf16|fp32] [--input-shape NAME=1x128]...\n"
+    "                  [--precision fp16|bf16|fp32] [--dim NAME=N]... [--input-shape NAME=1x128]...\n"
     "                  [--calibrate NAME=SOURCE]... [--input NAME=SOURCE]...\n"
     "                  [--iterations N] [--warmup N] [--csv FILE] [--plot FILE.png]\n"
     "                  [--layout auto|nchw|nhwc]\n"
@@ -279,7 +279,7 @@ absl::Status Plot(const std::string& png, const std::string& model, const std::v
 
 absl::Status BenchCommand(const std::vector<std::string>& argv) {
   KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv,
-                                               {"compare", "device", "arch", "precision", "input-shape", "calibrate",
+                                               {"compare", "device", "arch", "precision", "input-shape", "dim", "calibrate",
                                                 "input", "iterations", "warmup", "csv", "plot", "layout"},
                                                {"help"}));
   if (args.Has("help")) {
@@ -302,6 +302,7 @@ absl::Status BenchCommand(const std::vector<std::string>& argv) {
   base.precision = args.Get("precision", "fp16");
   base.layout = args.Get("layout", "auto");
   KILN_ASSIGN_OR_RETURN(base.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
+  KILN_ASSIGN_OR_RETURN(base.dims, ParseDims(args.GetAll("dim")));
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(base));
   std::map<std::string, std::string> calibration;
   for (const std::string& spec : args.GetAll("calibrate")) {
@@ -314,6 +315,7 @@ absl::Status BenchCommand(const std::vector<std::string>& argv) {
   // The inputs, from the imported graph's signature.
   ImportOptions import_options;
   import_options.input_shapes = base.input_shapes;
+  import_options.dims = base.dims;
   auto graph = ImportOnnxFile(path, import_options);
   if (!graph.ok()) return absl::Status(graph.status().code(), absl::StrCat(path, ": ", graph.status().message()));
   std::map<std::string, std::string> sources;

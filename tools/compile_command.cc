@@ -28,7 +28,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: kiln compile MODEL.onnx -o|--output MODEL.kiln [--arch sm_90a|sm_89|sm_86|sm_80]\n"
-    "                    [--precision fp16|bf16|fp32] [--input-shape NAME=1x128]...\n"
+    "                    [--precision fp16|bf16|fp32] [--dim NAME=N]... [--input-shape NAME=1x128]...\n"
     "                    [--calibrate NAME=SOURCE]... [--no-fuse] [--report]\n"
     "                    [--dump-after PASS|all] [--matmul-groups auto|library|generated]\n"
     "                    [--conv-groups auto|cudnn|expand|generated] [--layout auto|nchw|nhwc]\n"
@@ -40,6 +40,9 @@ constexpr char kUsage[] =
     "math in fp32; inputs and outputs keep their ONNX dtypes). The graph is canonicalised\n"
     "and fused (docs/fusion.md); each step then runs a generated kernel (fused groups,\n"
     "other ops), cuBLASLt (MatMul/Gemm and their fused epilogues) or cuDNN (Conv).\n"
+    "--dim NAME=N: every input dim named NAME (ONNX dim_param: batch, seq, ...) becomes N;\n"
+    "--input-shape NAME=DxD fixes one input's whole shape. A dim left dynamic is an error\n"
+    "that names all of them.\n"
     "--calibrate (fp16): runs the model once on the CPU reference with these inputs (SOURCE\n"
     "as in kiln run: FILE.npy|.pb, arange, zeros, ones, random[:SEED]) and keeps in fp32\n"
     "every node that reads or writes a value beyond +-16384 there, so that activations\n"
@@ -96,7 +99,7 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
     }
   }
   KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded,
-                                               {"output", "arch", "precision", "input-shape", "calibrate",
+                                               {"output", "arch", "precision", "input-shape", "dim", "calibrate",
                                                 "dump-after", "matmul-groups", "conv-groups", "layout", "dump-kernels", "tune-budget",
                                                 "tuning-db"},
                                                {"help", "no-fuse", "report", "no-kernel-cache", "tune",
@@ -130,6 +133,7 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   options.arch = args.Get("arch", DefaultArch());
   options.precision = args.Get("precision", "fp16");
   KILN_ASSIGN_OR_RETURN(options.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
+  KILN_ASSIGN_OR_RETURN(options.dims, ParseDims(args.GetAll("dim")));
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
   options.fuse = !args.Has("no-fuse");
   options.matmul_groups = args.Get("matmul-groups", "auto");

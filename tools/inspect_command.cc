@@ -21,7 +21,7 @@ namespace kiln::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: kiln inspect MODEL.onnx [--input-shape NAME=1x128]... [--graph] [--dot FILE]\n"
+    "usage: kiln inspect MODEL.onnx [--dim NAME=N]... [--input-shape NAME=1x128]... [--graph] [--dot FILE]\n"
     "       kiln inspect MODEL.kiln [--json]   (bundle: signature, sections, memory plan, steps)\n"
     "Prints the model's inputs and outputs, op histogram, parameter count and any\n"
     "unsupported ops, then imports it and reports the graph kiln would compile.\n"
@@ -58,7 +58,7 @@ std::string HumanBytes(double bytes) {
 }  // namespace
 
 absl::Status InspectCommand(const std::vector<std::string>& argv) {
-  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv, {"input-shape", "dot"}, {"help", "graph", "json"}));
+  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv, {"input-shape", "dim", "dot"}, {"help", "graph", "json"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
     return absl::OkStatus();
@@ -100,6 +100,7 @@ absl::Status InspectCommand(const std::vector<std::string>& argv) {
   // ConstantOfShape and friends are materialised; else on the initializers.
   ImportOptions options;
   KILN_ASSIGN_OR_RETURN(options.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
+  KILN_ASSIGN_OR_RETURN(options.dims, ParseDims(args.GetAll("dim")));
   auto graph = ImportOnnxModel(model, ModelDir(path), options);
   int64_t params = 0, bytes = 0;
   if (graph.ok()) {

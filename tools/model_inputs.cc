@@ -30,6 +30,21 @@ absl::StatusOr<std::map<std::string, Shape>> ParseInputShapes(const std::vector<
   return shapes;
 }
 
+absl::StatusOr<std::map<std::string, int64_t>> ParseDims(const std::vector<std::string>& specs) {
+  std::map<std::string, int64_t> dims;
+  for (const std::string& spec : specs) {
+    KILN_ASSIGN_OR_RETURN(auto kv, SplitAssignment(spec, "dim"));
+    int64_t v;
+    if (!absl::SimpleAtoi(kv.second, &v) || v < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--dim ", spec, ": expected NAME=N with N >= 0"));
+    }
+    if (!dims.emplace(kv.first, v).second) {
+      return absl::InvalidArgumentError(absl::StrCat("--dim ", kv.first, " is given twice"));
+    }
+  }
+  return dims;
+}
+
 absl::StatusOr<Tensor> MakeInput(const std::string& name, const std::string& source, DType dtype, const Shape& shape) {
   const int64_t n = NumElements(shape);
   std::vector<float> values(n, 0.f);

@@ -16,6 +16,8 @@ namespace kiln::cli {
 
 // "name=1x128" values -> map; errors name the bad value.
 absl::StatusOr<std::map<std::string, Shape>> ParseInputShapes(const std::vector<std::string>& specs);
+// --dim NAME=N values (named dynamic dims, ImportOptions::dims).
+absl::StatusOr<std::map<std::string, int64_t>> ParseDims(const std::vector<std::string>& specs);
 
 // "name=SOURCE" -> (name, SOURCE).
 absl::StatusOr<std::pair<std::string, std::string>> SplitAssignment(const std::string& spec, const char* flag);

@@ -33,7 +33,7 @@ constexpr char kUsage[] =
     "                [--output-format npy|pb] [--iterations N] [--profile [--profile-json FILE]]\n"
     "                [--no-cuda-graph]\n"
     "       kiln run MODEL.onnx --reference [--input NAME=SOURCE]... [--output-dir DIR]\n"
-    "                [--output-format npy|pb] [--input-shape NAME=1x128]... [--bind NAME=SOURCE]...\n"
+    "                [--output-format npy|pb] [--dim NAME=N]... [--input-shape NAME=1x128]... [--bind NAME=SOURCE]...\n"
     "Runs the model on kiln's CPU reference and prints one line per output.\n"
     "SOURCE is a .npy or ONNX TensorProto .pb file, or a generator: arange (arange(n)/n,\n"
     "as ONNX's backend tests feed the light models), zeros, ones, random[:SEED].\n"
@@ -120,8 +120,9 @@ absl::Status RunBundle(const std::string& path, const Args& args, const std::str
   if (args.Has("reference")) {
     return absl::InvalidArgumentError("--reference is for .onnx models; a bundle runs with --device gpu or --device cpu");
   }
-  if (args.Has("input-shape") || args.Has("bind")) {
-    return absl::InvalidArgumentError("--input-shape and --bind are fixed when compiling; pass them to kiln compile");
+  if (args.Has("input-shape") || args.Has("dim") || args.Has("bind")) {
+    return absl::InvalidArgumentError(
+        "--input-shape, --dim and --bind are fixed when compiling; pass them to kiln compile");
   }
   int iterations = 1;
   if (args.Has("iterations") && (!absl::SimpleAtoi(args.Get("iterations"), &iterations) || iterations < 1)) {
@@ -229,7 +230,7 @@ absl::Status RunBundle(const std::string& path, const Args& args, const std::str
 
 absl::Status RunCommand(const std::vector<std::string>& argv) {
   KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv,
-                                               {"input", "output-dir", "output-format", "input-shape", "bind",
+                                               {"input", "output-dir", "output-format", "input-shape", "dim", "bind",
                                                 "device", "iterations", "profile-json"},
                                                {"reference", "help", "profile", "no-cuda-graph"}));
   if (args.Has("help")) {
@@ -257,6 +258,7 @@ absl::Status RunCommand(const std::vector<std::string>& argv) {
 
   ImportOptions options;
   KILN_ASSIGN_OR_RETURN(options.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
+  KILN_ASSIGN_OR_RETURN(options.dims, ParseDims(args.GetAll("dim")));
   KILN_ASSIGN_OR_RETURN(onnx::ModelProto model, ReadOnnxModel(path));
   // --bind values take the dtype and shape the model declares for the input.
   for (const std::string& spec : args.GetAll("bind")) {
