@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/read_file.h"
 #include "common/status_macros.h"
 #include "frontend/expand_functions.h"
 #include "frontend/legacy_ops.h"
@@ -297,10 +298,13 @@ absl::StatusOr<Shape> ParseShapeSpec(const std::string& text) {
 }
 
 absl::StatusOr<onnx::ModelProto> ReadOnnxModel(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
   if (bytes.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": file is empty"));
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", bytes.size(),
+                                                   " bytes: an ONNX file over 2 GiB must keep its weights as "
+                                                   "external data (protobuf's limit)"));
+  }
   onnx::ModelProto model;
   google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream coded(&raw);
@@ -360,6 +364,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
     if (!dtype.ok()) return Prefixed(dtype.status(), absl::StrCat("input '", input.name(), "'"));
     Shape shape;
     for (const auto& d : tt.shape().dim()) shape.push_back(d.dim_value());
+    KILN_RETURN_IF_ERROR(CheckedTensorBytes(*dtype, shape, absl::StrCat("input '", input.name(), "'")).status());
     Value* v = graph->AddValue(input.name());
     if (v->name() != input.name()) {
       return absl::InvalidArgumentError(absl::StrCat("input '", input.name(), "' is declared twice"));

@@ -53,8 +53,6 @@ std::string OnnxTypeName(int32_t t) {
 
 namespace {
 
-constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
-
 absl::StatusOr<std::string> ReadExternalData(const TensorProto& proto, const std::string& base_dir) {
   const std::string what = absl::StrCat("tensor '", proto.name(), "'");
   std::string location;
@@ -123,45 +121,59 @@ absl::Status CopyField(const Field& field, int64_t n, const std::string& what, S
   return absl::OkStatus();
 }
 
+// The number of values a proto's typed field holds for its data type.
+int64_t TypedFieldSize(const TensorProto& proto) {
+  switch (proto.data_type()) {
+    case TensorProto::FLOAT: return proto.float_data_size();
+    case TensorProto::DOUBLE: return proto.double_data_size();
+    case TensorProto::INT64: return proto.int64_data_size();
+    default: return proto.int32_data_size();
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<Tensor> TensorFromProto(const TensorProto& proto, const std::string& base_dir,
                                        bool double_to_float) {
   const std::string what = absl::StrCat("tensor '", proto.name(), "'");
   Shape shape(proto.dims().begin(), proto.dims().end());
-  for (int64_t d : shape) {
-    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(what, ": negative dim in ", ShapeToString(shape)));
-  }
-  // Validate the element count before allocating anything: a corrupt or
-  // non-tensor file can claim absurd dims.
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d != 0 && n > kMaxTensorElements / d) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": shape ", ShapeToString(shape),
-                                                     " is too large (corrupt file, or not a tensor?)"));
-    }
-    n *= d;
-  }
   // (Unsupported element types are rejected below, with their own message.)
   auto known = DTypeFromOnnx(proto.data_type());
-  const int64_t elem_size = proto.data_type() == TensorProto::DOUBLE ? 8 : known.ok() ? DTypeSize(*known) : 0;
-  if (elem_size > 0 && proto.has_raw_data() && static_cast<int64_t>(proto.raw_data().size()) != n * elem_size) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": raw data has ", proto.raw_data().size(), " bytes, but shape ",
-                                                   ShapeToString(shape), " needs ", n * elem_size));
+  const bool is_double = proto.data_type() == TensorProto::DOUBLE;
+  const int64_t elem_size = is_double ? 8 : known.ok() ? DTypeSize(*known) : 0;
+  if (!known.ok() && !(is_double && double_to_float)) {
+    return absl::UnimplementedError(absl::StrCat(what, ": ", known.status().message()));
   }
-  if (proto.data_type() == TensorProto::DOUBLE && double_to_float) {
+  // The claimed shape is checked against the bytes or values the proto (or its
+  // external file) really holds before anything of that size is allocated: a
+  // corrupt or non-tensor file can claim absurd dims.
+  const absl::StatusOr<int64_t> count = CheckedNumElements(shape);
+  if (!count.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", count.status().message()));
+  const int64_t n = *count;
+  std::string external;
+  const bool raw_form = proto.data_location() == TensorProto::EXTERNAL || proto.has_raw_data();
+  const std::string* raw = &proto.raw_data();
+  if (proto.data_location() == TensorProto::EXTERNAL) {
+    KILN_ASSIGN_OR_RETURN(external, ReadExternalData(proto, base_dir));
+    raw = &external;
+  }
+  int64_t needed = 0;
+  const bool fits = CheckedMul(n, elem_size, &needed);
+  if (raw_form && (!fits || static_cast<int64_t>(raw->size()) != needed)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": raw data has ", raw->size(), " bytes, but shape ",
+                                                   ShapeToString(shape), " needs ",
+                                                   fits ? absl::StrCat(needed) : "more than 2^63", " bytes"));
+  }
+  if (!raw_form && TypedFieldSize(proto) != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": holds ", TypedFieldSize(proto), " values but its shape ", ShapeToString(shape), " needs ", n));
+  }
+  if (is_double) {
     std::vector<float> values(n);
-    if (proto.has_raw_data() || proto.data_location() == TensorProto::EXTERNAL) {
-      std::string raw = proto.raw_data();
-      if (proto.data_location() == TensorProto::EXTERNAL) {
-        KILN_ASSIGN_OR_RETURN(raw, ReadExternalData(proto, base_dir));
-      }
-      if (static_cast<int64_t>(raw.size()) != n * 8) {
-        return absl::InvalidArgumentError(absl::StrCat(what, ": raw data has ", raw.size(), " bytes, expected ", n * 8));
-      }
+    if (raw_form) {
       for (int64_t i = 0; i < n; ++i) {
         double d;
-        std::memcpy(&d, raw.data() + i * 8, 8);
+        std::memcpy(&d, raw->data() + i * 8, 8);
         values[i] = static_cast<float>(d);
       }
     } else {
@@ -170,23 +182,10 @@ absl::StatusOr<Tensor> TensorFromProto(const TensorProto& proto, const std::stri
     }
     return Tensor::FromFloat(DType::kFloat32, shape, values);
   }
-  auto dtype_or = DTypeFromOnnx(proto.data_type());
-  if (!dtype_or.ok()) return absl::UnimplementedError(absl::StrCat(what, ": ", dtype_or.status().message()));
-  const DType dtype = *dtype_or;
+  const DType dtype = *known;
   Tensor t(dtype, shape);
   const size_t nbytes = t.nbytes();
-
-  if (proto.data_location() == TensorProto::EXTERNAL || proto.has_raw_data()) {
-    std::string external;
-    const std::string* raw = &proto.raw_data();
-    if (proto.data_location() == TensorProto::EXTERNAL) {
-      KILN_ASSIGN_OR_RETURN(external, ReadExternalData(proto, base_dir));
-      raw = &external;
-    }
-    if (raw->size() != nbytes) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": raw data has ", raw->size(), " bytes, but ",
-                                                     t.TypeString(), " needs ", nbytes));
-    }
+  if (raw_form) {
     if (nbytes > 0) std::memcpy(t.mutable_raw_data(), raw->data(), nbytes);
     return t;
   }

@@ -12,16 +12,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "common/read_file.h"
 #include "frontend/onnx_tensor.h"
 
 namespace kiln {
 namespace {
-
-absl::StatusOr<std::string> ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 absl::Status WriteAll(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -51,7 +46,7 @@ absl::StatusOr<std::string> HeaderField(const std::string& header, const std::st
 }  // namespace
 
 absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
-  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadAll(path));
+  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a valid .npy file (", why, ")"));
   };
@@ -89,9 +84,15 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
   const std::string code = type.size() >= 2 ? type.substr(1) : type;
   const char* data = bytes.data() + header_start + header_len;
   const size_t available = bytes.size() - header_start - header_len;
-  const int64_t n = NumElements(shape);
+  // The shape is checked against the bytes the file holds before anything of its size
+  // is allocated.
+  const absl::StatusOr<int64_t> count = CheckedNumElements(shape);
+  if (!count.ok()) return bad(count.status().message());
+  const int64_t n = *count;
+  int64_t needed = 0;
+  auto fits = [&](int64_t elem) { return CheckedMul(n, elem, &needed) && static_cast<uint64_t>(needed) <= available; };
   if (code == "f8") {
-    if (available < static_cast<size_t>(n) * 8) return bad("data shorter than its shape");
+    if (!fits(8)) return bad(absl::StrCat("data has ", available, " bytes, shape ", ShapeToString(shape), " needs more"));
     std::vector<float> values(n);
     for (int64_t i = 0; i < n; ++i) {
       double d;
@@ -109,14 +110,16 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
   else if (code == "u1") dtype = DType::kUInt8;
   else if (code == "b1") dtype = DType::kBool;
   else return bad(absl::StrCat("dtype '", type, "' is not supported (use float32, float16, int64, int32, int8, uint8 or bool)"));
+  if (!fits(static_cast<int64_t>(DTypeSize(dtype)))) {
+    return bad(absl::StrCat("data has ", available, " bytes, shape ", ShapeToString(shape), " needs more"));
+  }
   Tensor t(dtype, shape);
-  if (available < t.nbytes()) return bad(absl::StrCat("data has ", available, " bytes, shape needs ", t.nbytes()));
   if (t.nbytes() > 0) std::memcpy(t.mutable_raw_data(), data, t.nbytes());
   return t;
 }
 
 absl::StatusOr<Tensor> ReadTensorProtoFile(const std::string& path, std::string* name) {
-  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadAll(path));
+  KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
   onnx::TensorProto proto;
   if (!proto.ParseFromString(bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a valid ONNX TensorProto file"));

@@ -57,6 +57,39 @@ int64_t NumElements(const Shape& shape) {
   return n;
 }
 
+bool CheckedMul(int64_t a, int64_t b, int64_t* out) {
+  if (a < 0 || b < 0) return false;
+  return !__builtin_mul_overflow(a, b, out);
+}
+
+absl::StatusOr<int64_t> CheckedNumElements(const Shape& shape) {
+  // The product of the non-zero dims must fit too (a zero dim makes the count 0, but
+  // code that splits a shape at an axis multiplies the others).
+  int64_t nonzero = 1;
+  bool empty = false;
+  for (int64_t d : shape) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeToString(shape), " has a negative dim"));
+    empty |= d == 0;
+    if (d != 0 && !CheckedMul(nonzero, d, &nonzero)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", ShapeToString(shape), " has more elements than a 64-bit count holds"));
+    }
+  }
+  return empty ? 0 : nonzero;
+}
+
+absl::StatusOr<int64_t> CheckedTensorBytes(DType dtype, const Shape& shape, absl::string_view what) {
+  absl::StatusOr<int64_t> n = CheckedNumElements(shape);
+  int64_t bytes = 0;
+  if (!n.ok() || !CheckedMul(*n, static_cast<int64_t>(DTypeSize(dtype)), &bytes) || bytes > kMaxTensorBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", DTypeName(dtype), ShapeToString(shape), " is too large: ",
+        n.ok() ? absl::StrCat(*n, " elements") : std::string(n.status().message()),
+        "; kiln takes tensors of at most 2^38 bytes (256 GiB)"));
+  }
+  return bytes;
+}
+
 std::string ShapeToString(const Shape& shape) { return absl::StrCat("[", absl::StrJoin(shape, ","), "]"); }
 
 }  // namespace kiln

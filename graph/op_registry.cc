@@ -1,6 +1,8 @@
 // The global op registry and arity-checked inference.
 #include "graph/op_registry.h"
 
+#include "common/status_macros.h"
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -62,7 +64,17 @@ absl::Status InferNode(Node& node) {
                                    def->max_outputs == def->min_outputs ? ""
                                                                         : absl::StrCat(" to ", def->max_outputs)));
   }
-  return def->infer(node);
+  KILN_RETURN_IF_ERROR(def->infer(node));
+  // Every inferred type is checked here, once: later arithmetic on shapes (element
+  // counts, byte sizes, offsets) relies on it.
+  for (int i = 0; i < node.num_outputs(); ++i) {
+    const Value* out = node.output(i);
+    if (out == nullptr || !out->has_type()) continue;
+    absl::Status size =
+        CheckedTensorBytes(out->dtype(), out->shape(), absl::StrCat("output ", i, " ('", out->name(), "')")).status();
+    if (!size.ok()) return node.Error(size.message());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace kiln

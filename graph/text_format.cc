@@ -694,6 +694,8 @@ class Parser {
         Next();
       }
     }
+    absl::Status size = CheckedTensorBytes(type.dtype, type.shape, "the type").status();
+    if (!size.ok()) return ErrorAt(Peek(), size.message());
     Next();  // ]
     return type;
   }

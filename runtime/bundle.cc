@@ -1,5 +1,6 @@
 // Writing (atomic) and loading (mmap, validated) of kiln bundles.
 #include "runtime/bundle.h"
+#include "runtime/bundle_validator.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -235,30 +236,8 @@ absl::StatusOr<std::unique_ptr<Bundle>> Bundle::Load(const std::string& path, co
     return absl::InvalidArgumentError(absl::StrCat(path, ": corrupt bundle: header version ", version,
                                                    " but manifest version ", m.format_version()));
   }
-  for (int i = 0; i < m.weights_size(); ++i) {
-    const auto& w = m.weights(i);
-    if (w.offset() % kBundleAlignment != 0 || w.offset() + w.bytes() > m.weight_section_bytes() ||
-        w.offset() + w.bytes() < w.offset()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": corrupt bundle: weight ", i, " ('", w.name(),
-                                                     "') lies outside the weight section"));
-    }
-  }
-  for (int i = 0; i < m.kernels_size(); ++i) {
-    const auto& k = m.kernels(i);
-    if (k.offset() + k.bytes() > m.kernel_section_bytes() || k.offset() + k.bytes() < k.offset()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": corrupt bundle: kernel ", i, " ('", k.name(),
-                                                     "') lies outside the kernel section"));
-    }
-  }
-  for (const bundle::Step& step : m.steps()) {
-    for (const bundle::Launch& l : step.launches()) {
-      if (l.semaphores() > kMaxLaunchSemaphores || l.scratch_bytes() > kMaxLaunchScratchBytes) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ": corrupt bundle: step ", step.index(), " (node '", step.node(), "'): launch '", l.function(),
-            "' asks for a workspace of ", l.semaphores(), " semaphores and ", l.scratch_bytes(),
-            " bytes of scratch (at most ", kMaxLaunchSemaphores, " and ", kMaxLaunchScratchBytes, ")"));
-      }
-    }
+  if (absl::Status valid = ValidateManifest(m); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", valid.message()));
   }
   if (!options.expected_arch.empty() && options.expected_arch != m.target_arch()) {
     return absl::FailedPreconditionError(absl::StrCat(path, ": the bundle was compiled for ", m.target_arch(),

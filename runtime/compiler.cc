@@ -2,13 +2,12 @@
 #include "runtime/compiler.h"
 
 #include <algorithm>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/read_file.h"
 #include "common/status_macros.h"
 #include "frontend/onnx_importer.h"
 #include "graph/lower_precision.h"
@@ -490,11 +489,7 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
 
 absl::StatusOr<BundleContents> Compile(const std::string& onnx_path, const CompileOptions& options) {
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
-  std::ifstream in(onnx_path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(onnx_path, ": cannot open the model file"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string bytes = ss.str();
+  KILN_ASSIGN_OR_RETURN(const std::string bytes, ReadFile(onnx_path));
   ImportOptions import_options;
   import_options.input_shapes = options.input_shapes;
   import_options.dims = options.dims;

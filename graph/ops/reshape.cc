@@ -27,7 +27,9 @@ absl::Status Infer(Node& node) {
     }
     if (d < 0) return node.Error(absl::StrCat("invalid dim ", d, " in shape"));
     out[i] = d;
-    known *= d;
+    if (!CheckedMul(known, d, &known)) {
+      return node.Error(absl::StrCat("shape ", ShapeToString(target), " has more elements than a 64-bit count holds"));
+    }
   }
   const int64_t total = NumElements(in);
   if (infer_at >= 0) {
@@ -36,7 +38,9 @@ absl::Status Infer(Node& node) {
     }
     out[infer_at] = total / known;
   }
-  if (NumElements(out) != total) {
+  absl::StatusOr<int64_t> count = CheckedNumElements(out);
+  if (!count.ok()) return node.Error(count.status().message());
+  if (*count != total) {
     return node.Error(absl::StrCat("cannot reshape ", ShapeToString(in), " (", total, " elements) to ",
                                    ShapeToString(out)));
   }

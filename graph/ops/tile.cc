@@ -19,7 +19,10 @@ absl::Status Infer(Node& node) {
     if (repeats[d] < 0) {
       return node.Error(absl::StrCat("repeats [", absl::StrJoin(repeats, ","), "] has a negative entry"));
     }
-    out[d] = in[d] * repeats[d];
+    if (!CheckedMul(in[d], repeats[d], &out[d])) {
+      return node.Error(absl::StrCat("repeats [", absl::StrJoin(repeats, ","), "] of ", ShapeToString(in),
+                                     " overflow a 64-bit dim"));
+    }
   }
   node.output(0)->SetType(node.input(0)->dtype(), out);
   return absl::OkStatus();
