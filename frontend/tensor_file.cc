@@ -13,17 +13,14 @@
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "common/read_file.h"
+#include "common/write_file.h"
 #include "frontend/onnx_tensor.h"
 
 namespace kiln {
 namespace {
 
 absl::Status WriteAll(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot open for writing"));
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) return absl::DataLossError(absl::StrCat(path, ": write failed"));
-  return absl::OkStatus();
+  return WriteFile(path, bytes, "writing a tensor");
 }
 
 // Value of `key` in the header dict, e.g. 'descr': '<f4'.

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "common/write_file.h"
 #include "models/model_builder.h"
 
 namespace kiln::models {
@@ -728,13 +729,9 @@ absl::Status WriteModel(const onnx::ModelProto& model, const std::string& path) 
     return absl::InvalidArgumentError(absl::StrCat(path, ": the model is ", model.ByteSizeLong(),
                                                    " bytes, over protobuf's 2 GiB limit; use smaller sizes"));
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot open for writing"));
-  if (!model.SerializeToOstream(&out))
-    return absl::DataLossError(absl::StrCat(path, ": failed to serialise the model"));
-  out.close();
-  if (!out) return absl::DataLossError(absl::StrCat(path, ": write failed"));
-  return absl::OkStatus();
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) return absl::DataLossError(absl::StrCat(path, ": failed to serialise the model"));
+  return WriteFile(path, bytes, "writing the model");
 }
 
 }  // namespace kiln::models

@@ -1,6 +1,5 @@
 // Writing (atomic) and loading (mmap, validated) of kiln bundles.
 #include "runtime/bundle.h"
-#include "runtime/bundle_validator.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -16,7 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "common/temp_files.h"
 #include "graph/text_format.h"
+#include "runtime/bundle_validator.h"
 
 namespace kiln {
 namespace {
@@ -120,6 +121,7 @@ absl::Status WriteBundle(BundleContents contents, const std::string& path) {
     return absl::PermissionDeniedError(
         absl::StrCat(path, ": cannot create a temporary file in ", dir.string(), ": ", std::strerror(errno)));
   }
+  ScopedTempFile guard(tmpl);  // removed if a signal ends the process mid-write
   uint64_t hash = Fnv1a64(head.data(), head.size());
   bool ok = WriteAll(fd, head.data(), head.size());
   const std::string zeros(kBundleAlignment, '\0');

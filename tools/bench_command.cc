@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "common/write_file.h"
 #include "frontend/onnx_importer.h"
 #include "runtime/bundle.h"
 #include "runtime/compiler.h"
@@ -229,7 +231,7 @@ std::string Mib(int64_t bytes) { return bytes < 0 ? "-" : absl::StrFormat("%.1f"
 
 absl::Status WriteCsv(const std::string& file, const std::string& model, const std::string& device,
                       const std::vector<Result>& results, const Result& baseline) {
-  std::ofstream out(file, std::ios::trunc);
+  std::ostringstream out;
   out << "model,device,config,matmul_groups,compile_s,steps,launches,median_ms,min_ms,p90_ms,speedup,"
          "device_bytes,arena_bytes,weight_bytes,max_rel_diff,min_cosine,sm_mhz,watts,mj_per_run\n";
   for (const Result& r : results) {
@@ -242,8 +244,7 @@ absl::Status WriteCsv(const std::string& file, const std::string& model, const s
                                                      r.MjPerRun())
                                    : ",,");
   }
-  out.close();
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write --csv ", file));
+  KILN_RETURN_IF_ERROR(WriteFile(file, out.str(), "--csv"));
   std::cout << "csv -> " << file << "\n";
   return absl::OkStatus();
 }

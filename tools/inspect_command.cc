@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "common/write_file.h"
 #include "frontend/onnx_importer.h"
 #include "frontend/onnx_tensor.h"
 #include "graph/dot.h"
@@ -133,9 +134,7 @@ absl::Status InspectCommand(const std::vector<std::string>& argv) {
     std::cout << "\n" << PrintGraph(imported, print);
   }
   if (args.Has("dot")) {
-    std::ofstream dot(args.Get("dot"));
-    dot << ExportDot(imported);
-    if (!dot) return absl::PermissionDeniedError(absl::StrCat("cannot write ", args.Get("dot")));
+    KILN_RETURN_IF_ERROR(WriteFile(args.Get("dot"), ExportDot(imported), "--dot"));
     std::cout << "wrote " << args.Get("dot") << "\n";
   }
   return absl::OkStatus();

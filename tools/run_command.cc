@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "common/write_file.h"
 #include "frontend/onnx_importer.h"
 #include "frontend/tensor_file.h"
 #include "graph/evaluate.h"
@@ -48,12 +49,20 @@ constexpr char kUsage[] =
     "ONNX nodes) and writes the same data as JSON to --profile-json FILE (default:\n"
     "BUNDLE_NAME.profile.json in --output-dir when given, else in the current directory).";
 
+// The file name of an output: its name with every byte other than a letter, digit,
+// '_' or '-' (and a leading '.') written as %XX, so that distinct names never share a
+// file ('a/b' -> a%2Fb, 'a_b' -> a_b) and the name can be read back.
 std::string FileNameFor(const std::string& value_name) {
-  std::string out = value_name;
-  for (char& c : out) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) c = '_';
+  std::string out;
+  for (size_t i = 0; i < value_name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(value_name[i]);
+    if (std::isalnum(c) || c == '_' || c == '-' || (c == '.' && i > 0)) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += absl::StrFormat("%%%02X", c);
+    }
   }
-  return out;
+  return out.empty() ? "%" : out;
 }
 
 // Prints one line per output (and writes it under `out_dir` when set).
@@ -97,10 +106,7 @@ absl::Status WriteProfile(const std::string& path, const Args& args, const Profi
   std::cout << absl::StrFormat("profile over %d iteration%s (%s backend):\n", iterations, iterations == 1 ? "" : "s",
                                report.device == "gpu" ? "GPU" : "CPU")
             << FormatProfileTable(report);
-  std::ofstream out(json_path, std::ios::binary | std::ios::trunc);
-  out << ProfileToJson(report);
-  out.close();
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write the profile to ", json_path));
+  KILN_RETURN_IF_ERROR(WriteFile(json_path, ProfileToJson(report), "--profile-json"));
   std::cout << "profile -> " << json_path << "\n";
   return absl::OkStatus();
 }
