@@ -14,22 +14,34 @@ namespace kiln {
 namespace {
 
 // Moves an ints attribute into a constant i64 input at `index` (absent inputs
-// before it are padded with nullptr).
-void IntsAttrToInput(Graph& graph, Node* node, const std::string& attr, int index) {
-  if (!node->has_attr(attr)) return;
-  std::vector<int64_t> values = node->attributes().at(attr).ints();
+// before it are padded with nullptr). An attribute of another kind is an error
+// naming the node.
+absl::Status IntsAttrToInput(Graph& graph, Node* node, const std::string& attr, int index) {
+  if (!node->has_attr(attr)) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> values, node->GetInts(attr));
   node->RemoveAttr(attr);
   Value* c = graph.AddConstant(absl::StrCat(node->name(), "/", attr),
                                Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(values.size())}, values));
   node->SetInput(index, c);
+  return absl::OkStatus();
 }
 
-void FloatAttrToInput(Graph& graph, Node* node, const std::string& attr, int index) {
-  if (!node->has_attr(attr)) return;
-  const float v = node->attributes().at(attr).f();
+absl::Status FloatAttrToInput(Graph& graph, Node* node, const std::string& attr, int index) {
+  if (!node->has_attr(attr)) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(float v, node->GetFloat(attr));
   node->RemoveAttr(attr);
   node->SetInput(index, graph.AddConstant(absl::StrCat(node->name(), "/", attr),
                                           Tensor::FromFloat(DType::kFloat32, {}, {v})));
+  return absl::OkStatus();
+}
+
+// Whether inputs 0..n-1 are present (arity is checked later, with its own message,
+// by shape inference: a rule leaves a node it cannot read alone).
+bool HasInputs(const Node* node, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (!node->has_input(i)) return false;
+  }
+  return true;
 }
 
 bool IsReduce(const std::string& op) { return op.rfind("Reduce", 0) == 0; }
@@ -49,7 +61,7 @@ absl::Status RewriteLegacyBroadcast(Graph& graph, Node* node) {
   if (!node->has_attr("axis") || node->op_type() == "Gemm") return absl::OkStatus();
   KILN_ASSIGN_OR_RETURN(int64_t axis, node->GetInt("axis"));
   node->RemoveAttr("axis");
-  if (!broadcast) return absl::OkStatus();
+  if (!broadcast || !HasInputs(node, 2)) return absl::OkStatus();
   Value* a = node->input(0);
   Value* b = node->input(1);
   if (!a->has_type() || !b->has_type()) {
@@ -73,6 +85,7 @@ absl::Status RewriteLegacyBroadcast(Graph& graph, Node* node) {
 // PRelu before opset 7 applied a 1-D slope along the channel axis (1); since
 // opset 7 it broadcasts numpy-style, so the slope becomes [C, 1, ..., 1].
 absl::Status RewriteLegacyPRelu(Graph& graph, Node* node) {
+  if (!HasInputs(node, 2)) return absl::OkStatus();
   Value* x = node->input(0);
   Value* slope = node->input(1);
   if (!x->has_type() || !slope->has_type() || slope->rank() != 1 || slope->numel() == 1) return absl::OkStatus();
@@ -101,6 +114,7 @@ absl::Status RewriteLegacyCast(Node* node) {
 
 absl::Status RewriteCoercedSoftmax(Graph& graph, Node* node) {
   KILN_ASSIGN_OR_RETURN(int64_t axis, node->GetInt("axis", 1));
+  if (!HasInputs(node, 1) || node->num_outputs() < 1) return absl::OkStatus();
   Value* x = node->input(0);
   Value* y = node->output(0);
   const std::string base = node->name();
@@ -129,28 +143,32 @@ absl::Status UpgradeLegacyNodes(Graph& graph, int64_t model_opset,
     const auto own = node_opsets.find(node);
     const int64_t opset = own == node_opsets.end() ? model_opset : own->second;
     node->RemoveAttr("consumed_inputs");
-    if ((op == "Squeeze" || op == "Unsqueeze") && opset < 13) IntsAttrToInput(graph, node, "axes", 1);
-    if (IsReduce(op) && opset < (op == "ReduceSum" ? 13 : 18)) IntsAttrToInput(graph, node, "axes", 1);
-    if (op == "Split" && opset < 13) IntsAttrToInput(graph, node, "split", 1);
+    if ((op == "Squeeze" || op == "Unsqueeze") && opset < 13) {
+      KILN_RETURN_IF_ERROR(IntsAttrToInput(graph, node, "axes", 1));
+    }
+    if (IsReduce(op) && opset < (op == "ReduceSum" ? 13 : 18)) {
+      KILN_RETURN_IF_ERROR(IntsAttrToInput(graph, node, "axes", 1));
+    }
+    if (op == "Split" && opset < 13) KILN_RETURN_IF_ERROR(IntsAttrToInput(graph, node, "split", 1));
     if (op == "Clip" && opset < 11) {
       // Absent bounds stay absent: the op treats them as -inf/+inf.
       const bool has_min = node->has_attr("min");
-      FloatAttrToInput(graph, node, "min", 1);
+      KILN_RETURN_IF_ERROR(FloatAttrToInput(graph, node, "min", 1));
       if (node->has_attr("max")) {
         if (!has_min) node->SetInput(1, nullptr);
-        FloatAttrToInput(graph, node, "max", 2);
+        KILN_RETURN_IF_ERROR(FloatAttrToInput(graph, node, "max", 2));
       }
     }
     if (op == "Pad" && opset < 11) {
-      IntsAttrToInput(graph, node, "pads", 1);
-      FloatAttrToInput(graph, node, "value", 2);
+      KILN_RETURN_IF_ERROR(IntsAttrToInput(graph, node, "pads", 1));
+      KILN_RETURN_IF_ERROR(FloatAttrToInput(graph, node, "value", 2));
     }
     if (op == "Slice" && opset < 10) {
-      IntsAttrToInput(graph, node, "starts", 1);
-      IntsAttrToInput(graph, node, "ends", 2);
-      IntsAttrToInput(graph, node, "axes", 3);
+      KILN_RETURN_IF_ERROR(IntsAttrToInput(graph, node, "starts", 1));
+      KILN_RETURN_IF_ERROR(IntsAttrToInput(graph, node, "ends", 2));
+      KILN_RETURN_IF_ERROR(IntsAttrToInput(graph, node, "axes", 3));
     }
-    if (op == "Reshape" && opset < 5) IntsAttrToInput(graph, node, "shape", 1);
+    if (op == "Reshape" && opset < 5) KILN_RETURN_IF_ERROR(IntsAttrToInput(graph, node, "shape", 1));
     if (op == "BatchNormalization") {
       KILN_ASSIGN_OR_RETURN(int64_t spatial, node->GetInt("spatial", 1));
       if (spatial != 1) {
