@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Builds kiln's fuzz targets with clang, libFuzzer, AddressSanitizer and
+# UndefinedBehaviorSanitizer, seeds their corpora and runs each for SECONDS
+# (default 60): docs/fuzzing.md.
+#
+#   bash scripts/fuzz.sh [SECONDS] [TARGET...]
+#
+# Targets: onnx_import (the importer with ONNX's checker), onnx_import_skipchecker
+# (without it), bundle (Bundle::Load, its validator and the CPU backend), tensor_file
+# (the .npy and TensorProto readers). Default: all four, one after the other.
+# Seeds come from $KILN_ONNX_DATA and $KILN_ZOO_DATA when set (ONNX models and their
+# input files) and from bundles compiled here. Corpora grow in build-fuzz/corpus/
+# TARGET/; crashes land in build-fuzz/findings/TARGET/ (copy each into
+# tests/fuzz/regressions/TARGET/, where the default test run replays it). Each run
+# appends a line to build-fuzz/fuzz_log.tsv: date, target, seconds, executions,
+# coverage, findings.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+shift || true
+targets=("$@")
+((${#targets[@]})) || targets=(onnx_import onnx_import_skipchecker bundle tensor_file)
+
+bash scripts/install_deps.sh
+if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+  echo "kiln: installing clang and its sanitizer runtimes"
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends clang libclang-rt-dev
+fi
+
+build=${KILN_FUZZ_BUILD_DIR:-build-fuzz}
+CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_BUILD_FUZZERS=ON \
+  -DKILN_BUILD_TESTS=OFF > /dev/null
+cmake --build "$build" --target onnx_import_fuzzer bundle_fuzzer tensor_file_fuzzer kiln kiln_make_model
+
+export ASAN_OPTIONS=detect_leaks=0:protect_shadow_gap=0
+export UBSAN_OPTIONS=print_stacktrace=1
+corpus=$build/corpus
+mkdir -p "$corpus"/{onnx_import,bundle,tensor_file} "$build"/findings
+
+# Seeds (once): ONNX models, bundles and their manifests, tensor files.
+if [ -z "$(ls -A "$corpus/onnx_import")" ]; then
+  for d in "${KILN_ONNX_DATA:-/nonexistent}"/node/*/ "${KILN_ZOO_DATA:-/nonexistent}"/*/; do
+    [ -f "$d/model.onnx" ] || continue
+    cp "$d/model.onnx" "$corpus/onnx_import/$(basename "$d").onnx"
+    for f in "$d"/test_data_set_0/*.pb; do
+      [ -f "$f" ] && cp "$f" "$corpus/tensor_file/$(basename "$d")_$(basename "$f")"
+    done
+  done
+  for model in mlp tiny_cnn bert_layer; do
+    "$build/models/kiln_make_model" "$model" -o "$build/seed_$model.onnx" > /dev/null
+    cp "$build/seed_$model.onnx" "$corpus/onnx_import/"
+    KILN_CACHE_DIR="$build/kernel-cache" "$build/tools/kiln" compile "$build/seed_$model.onnx" \
+      -o "$corpus/bundle/$model.kiln" > /dev/null
+    # The manifest alone (the target wraps it with a valid checksum).
+    python3 - "$corpus/bundle/$model.kiln" "$corpus/bundle/$model.manifest" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[12:20])[0]
+open(sys.argv[2], "wb").write(data[20:20 + n])
+PY
+  done
+fi
+[ -n "$(ls -A "$corpus/onnx_import")" ] || { echo "kiln: no ONNX seeds: set KILN_ONNX_DATA" >&2; exit 1; }
+
+for t in "${targets[@]}"; do
+  case $t in
+    onnx_import) bin=onnx_import_fuzzer; dir=onnx_import; env=();;
+    onnx_import_skipchecker) bin=onnx_import_fuzzer; dir=onnx_import; env=(KILN_FUZZ_SKIP_ONNX_CHECKER=1);;
+    bundle) bin=bundle_fuzzer; dir=bundle; env=();;
+    tensor_file) bin=tensor_file_fuzzer; dir=tensor_file; env=();;
+    *) echo "kiln: unknown fuzz target '$t'" >&2; exit 2;;
+  esac
+  mkdir -p "$build/findings/$t" "$corpus/$t.new"
+  log=$build/findings/$t/last_run.log
+  echo "kiln: fuzzing $t for ${seconds}s"
+  set +e
+  env "${env[@]}" "$build/tests/$bin" "$corpus/$t.new" "$corpus/$dir" -max_total_time="$seconds" -timeout=20 \
+    -rss_limit_mb=4096 -max_len=262144 -print_final_stats=1 -artifact_prefix="$build/findings/$t/" > "$log" 2>&1
+  rc=$?
+  set -e
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || echo 0)
+  found=$(find "$build/findings/$t" -name 'crash-*' -o -name 'oom-*' -o -name 'timeout-*' | wc -l)
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$seconds" "$execs" "$cov" "$found" >> "$build/fuzz_log.tsv"
+  echo "kiln: $t: exit $rc, $execs executions, coverage $cov, $found findings so far ($log)"
+done
