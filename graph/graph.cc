@@ -86,6 +86,13 @@ KILN_DEFINE_ATTR_GETTERS(std::vector<int64_t>, GetInts, AttrKind::kInts, ints)
 KILN_DEFINE_ATTR_GETTERS(std::vector<float>, GetFloats, AttrKind::kFloats, floats)
 #undef KILN_DEFINE_ATTR_GETTERS
 
+absl::StatusOr<std::vector<std::string>> Node::GetStrings(const std::string& name) const {
+  auto attr = FindAttr(name, AttrKind::kStrings);
+  if (!attr.ok()) return attr.status();
+  if (*attr == nullptr) return Error(absl::StrCat("missing required attribute '", name, "'"));
+  return (*attr)->strings();
+}
+
 absl::StatusOr<std::string> Node::GetString(const std::string& name) const {
   auto attr = FindAttr(name, AttrKind::kString);
   if (!attr.ok()) return attr.status();

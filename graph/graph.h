@@ -109,6 +109,7 @@ class Node {
                                                std::vector<int64_t> dflt) const;
   absl::StatusOr<std::vector<float>> GetFloats(const std::string& name) const;
   absl::StatusOr<std::vector<float>> GetFloats(const std::string& name, std::vector<float> dflt) const;
+  absl::StatusOr<std::vector<std::string>> GetStrings(const std::string& name) const;
   absl::StatusOr<Tensor> GetTensor(const std::string& name) const;
 
   // "node 'conv1' (Conv)": the prefix every message about this node starts with.

@@ -278,6 +278,26 @@ inline std::vector<Case> AllCases() {
        K(Tensor::FromInt64(i32, {4}, {5, -5, 20, 0}))},
       {{"group", int64_t{2}}, {"strides", std::vector<int64_t>{2, 1}}});
 
+  // ---- Recurrent ----
+  add("RnnReluBidirF32", "RNN", {R(f32, {5, 2, 3}, -1.f, 1.f), RK(f32, {2, 4, 3}, -0.5f, 0.5f), RK(f32, {2, 4, 4}, -0.5f, 0.5f),
+                                 RK(f32, {2, 8}, -0.5f, 0.5f), X(Tensor::FromInt64(i32, {2}, {5, 3}))},
+      {{"hidden_size", int64_t{4}}, {"direction", std::string("bidirectional")},
+       {"activations", std::vector<std::string>{"Relu", "Tanh"}}}, 2);
+  add("GruLinearBeforeResetF32", "GRU", {R(f32, {4, 3, 2}, -1.f, 1.f), RK(f32, {1, 15, 2}, -0.5f, 0.5f),
+                                         RK(f32, {1, 15, 5}, -0.5f, 0.5f), RK(f32, {1, 30}, -0.5f, 0.5f)},
+      {{"hidden_size", int64_t{5}}, {"linear_before_reset", int64_t{1}}}, 2);
+  add("GruReverseBatchFirstF16", "GRU", {R(f16, {2, 4, 3}, -1.f, 1.f), RK(f16, {1, 18, 3}, -0.5f, 0.5f),
+                                         RK(f16, {1, 18, 6}, -0.5f, 0.5f), Absent(), Absent(), R(f16, {2, 1, 6})},
+      {{"hidden_size", int64_t{6}}, {"direction", std::string("reverse")}, {"layout", int64_t{1}}}, 2);
+  add("LstmPeepholeSeqLensF32", "LSTM",
+      {R(f32, {4, 2, 3}, -1.f, 1.f), RK(f32, {1, 12, 3}, -0.5f, 0.5f), RK(f32, {1, 12, 3}, -0.5f, 0.5f),
+       RK(f32, {1, 24}, -0.5f, 0.5f), X(Tensor::FromInt64(i64, {2}, {4, 2})), R(f32, {1, 2, 3}), R(f32, {1, 2, 3}),
+       RK(f32, {1, 9}, -0.5f, 0.5f)},
+      {{"hidden_size", int64_t{3}}, {"clip", 2.f}}, 3);
+  add("LstmBidirBf16", "LSTM", {R(bf16, {3, 1, 4}, -1.f, 1.f), RK(bf16, {2, 20, 4}, -0.5f, 0.5f),
+                                RK(bf16, {2, 20, 5}, -0.5f, 0.5f)},
+      {{"hidden_size", int64_t{5}}, {"direction", std::string("bidirectional")}, {"input_forget", int64_t{1}}}, 3);
+
   // ---- Lines along an axis ----
   add("DetF32", "Det", {R(f32, {3, 4, 4})});
   add("DetSingularF16", "Det", {X(Tensor::FromFloat(f16, {2, 2}, {1.f, 2.f, 2.f, 4.f}))});
