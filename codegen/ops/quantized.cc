@@ -44,7 +44,7 @@ KernelLaunch Launch(const Node& node, const Kernel& k, int64_t n, const std::str
 
 // Statements storing `v` (a double) requantized with zero point `zp` into out[w].
 std::string RequantizeStore(DType to, const std::string& v, const std::string& zp) {
-  return absl::StrCat("{\ndouble q_ = rint(", v, ") + (double)(", zp, ");\nq_ = q_ < ", kiln::ops::QuantMin(to),
+  return absl::StrCat("{\ndouble v_ = ", v, ";\nif (v_ != v_) v_ = 0.0;\ndouble q_ = rint(v_) + (double)(", zp, ");\nq_ = q_ < ", kiln::ops::QuantMin(to),
                       ".0 ? ", kiln::ops::QuantMin(to), ".0 : (q_ > ", kiln::ops::QuantMax(to), ".0 ? ",
                       kiln::ops::QuantMax(to), ".0 : q_);\nout[w] = (", StorageTypeName(to), ")q_;\n}\n");
 }

@@ -155,6 +155,7 @@ std::vector<int64_t> IntConv(const IntConvPlan& p, const Shape& xs, const Shape&
 }
 
 int64_t Requantize(double v, int64_t zp, DType to) {
+  if (std::isnan(v)) v = 0;  // 0/0: the zero point
   const double r = std::nearbyint(v) + static_cast<double>(zp);  // half to even
   return static_cast<int64_t>(std::clamp<double>(r, QuantMin(to), QuantMax(to)));
 }

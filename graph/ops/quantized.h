@@ -55,7 +55,7 @@ absl::StatusOr<IntConvPlan> PlanIntConv(const Node& node, int x, int w);
 std::vector<int64_t> IntConv(const IntConvPlan& p, const Shape& xs, const Shape& ws, const std::vector<int64_t>& x,
                              const std::vector<int64_t>& w, int64_t x_zp, const std::vector<int64_t>& w_zp);
 
-// round-half-to-even(v) + zp saturated to `to`'s range.
+// round-half-to-even(v) + zp saturated to `to`'s range (NaN counts as 0).
 int64_t Requantize(double v, int64_t zp, DType to);
 
 }  // namespace kiln::ops
