@@ -133,6 +133,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
   if (op == "Einsum") return ops::GenerateEinsum(node);
   if (op == "GridSample") return ops::GenerateGridSample(node);
   if (op == "RNN" || op == "GRU" || op == "LSTM") return ops::GenerateRecurrent(node);
+  if (op == "RoiAlign") return ops::GenerateRoiAlign(node);
   if (ops::IsQuantizedOp(op)) return ops::GenerateQuantized(node);
   if (op == "Conv") {
     // The library takes the convs it can (runtime/assign_kernels.h); of the rest, the

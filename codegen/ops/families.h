@@ -69,6 +69,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateQuantized(const Node& node);
 // GridSample (4-D), every mode and padding (codegen/ops/grid_sample.cc).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateGridSample(const Node& node);
 
+// RoiAlign, both modes and coordinate transforms (codegen/ops/roi_align.cc).
+absl::StatusOr<std::vector<KernelLaunch>> GenerateRoiAlign(const Node& node);
+
 // RNN, GRU, LSTM: a block per (direction, batch entry) (codegen/ops/recurrent.cc).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateRecurrent(const Node& node);
 

@@ -255,7 +255,7 @@ inline std::vector<Case> AllCases() {
   // ---- Quantized ----
   const D u8 = D::kUInt8, i8 = D::kInt8;
   add("QuantizeLinearU8F32", "QuantizeLinear",
-      {X(Tensor::FromFloat(f32, {8}, {0.f, 2.5f, 3.5f, -1.f, 300.f, -300.f, 1.49f, 77.7f})), R(f32, {}, 0.5f, 1.5f),
+      {X(Tensor::FromFloat(f32, {8}, {0.f, 2.5f, 3.5f, -1.f, 300.f, -300.f, 1.49f, kNanF})), R(f32, {}, 0.5f, 1.5f),
        K(Tensor::FromInt64(u8, {}, {128}))});
   add("QuantizeLinearAxisI8F16", "QuantizeLinear",
       {R(f16, {2, 3, 4}, -50.f, 50.f), RK(f32, {3}, 0.2f, 1.f), K(Tensor::FromInt64(i8, {3}, {0, -3, 5}))});
@@ -277,6 +277,16 @@ inline std::vector<Case> AllCases() {
        K(Tensor::FromFloat(f32, {}, {0.5f})), K(Tensor::FromInt64(u8, {}, {10})),
        K(Tensor::FromInt64(i32, {4}, {5, -5, 20, 0}))},
       {{"group", int64_t{2}}, {"strides", std::vector<int64_t>{2, 1}}});
+
+  // ---- RoiAlign: regions past the edges, both modes ----
+  {
+    const Tensor rois = Tensor::FromFloat(f32, {3, 4}, {0.f, 0.f, 5.f, 4.f, 2.5f, 1.f, 9.f, 8.5f, -2.f, 6.f, 3.f, 11.f});
+    add("RoiAlignAvgHalfPixelF32", "RoiAlign", {R(f32, {2, 3, 8, 10}), X(rois), I64({3}, {0, 1, 1})},
+        {{"output_height", int64_t{3}}, {"output_width", int64_t{2}}, {"spatial_scale", 0.75f}});
+    add("RoiAlignMaxOutputHalfPixelF16", "RoiAlign", {R(f16, {2, 2, 7, 6}), X(rois), I64({3}, {1, 0, 1})},
+        {{"mode", std::string("max")}, {"coordinate_transformation_mode", std::string("output_half_pixel")},
+         {"sampling_ratio", int64_t{2}}, {"output_height", int64_t{2}}, {"output_width", int64_t{3}}});
+  }
 
   // ---- Recurrent ----
   add("RnnReluBidirF32", "RNN", {R(f32, {5, 2, 3}, -1.f, 1.f), RK(f32, {2, 4, 3}, -0.5f, 0.5f), RK(f32, {2, 4, 4}, -0.5f, 0.5f),
