@@ -200,22 +200,24 @@ absl::Status EvalRnn(const Node& node, RnnKind kind, absl::Span<const Tensor* co
             gate[row] = s;
           }
         }
+        if (kind == RnnKind::kGru) {  // the reset gate of every unit, before any h gate reads it
+          for (int64_t q = 0; q < H; ++q) rh[q] = ApplyRnnActivation(a[0], clip(gate[H + q]));
+        }
         for (int64_t j = 0; j < H; ++j) {
           if (kind == RnnKind::kRnn) {
             hn[j] = ApplyRnnActivation(a[0], clip(gate[j]));
           } else if (kind == RnnKind::kGru) {
             const float z = ApplyRnnActivation(a[0], clip(gate[j]));
-            const float rr = ApplyRnnActivation(a[0], clip(gate[H + j]));
-            // The h gate: GRU's reset applies to h before (or, linear_before_reset,
-            // after) its product with R; Rb_h is inside that product.
+            // The h gate: GRU's reset (r . h, elementwise) applies before (or,
+            // linear_before_reset, after) the product with R; Rb_h is inside that product.
             const int64_t row = 2 * H + j;
             const float rb = b.empty() ? 0.f : b[d * 2 * G * H + G * H + row];
             float s = gate[row] - rb;  // the biases and x's terms, without Rb_h
             float hr = 0.f;
             for (int64_t q = 0; q < H; ++q) {
-              hr += (p.linear_before_reset ? h[q] : rr * h[q]) * r[(d * G * H + row) * H + q];
+              hr += (p.linear_before_reset ? h[q] : rh[q] * h[q]) * r[(d * G * H + row) * H + q];
             }
-            s += p.linear_before_reset ? rr * (hr + rb) : hr + rb;
+            s += p.linear_before_reset ? rh[j] * (hr + rb) : hr + rb;
             const float hh = ApplyRnnActivation(a[1], clip(s));
             hn[j] = (1.f - z) * hh + z * h[j];
           } else {
