@@ -194,14 +194,15 @@ TEST(OpKernelsTest, UnsupportedOpsAreUnimplemented) {
     EXPECT_NE(l.status().message().find(absl::StrCat("no generated GPU kernel for ", op)), absl::string_view::npos)
         << l.status();
   }
-  // A supported op in an unsupported form.
-  test::Case c{"pool", "MaxPool", {test::X(test::Rand(DType::kFloat32, {1, 1, 4, 4}, 3))},
-               {{"kernel_shape", std::vector<int64_t>{2, 2}}}, 2};
+  // A supported op in a form no generated kernel takes: an fp32 channels_last Conv
+  // (the tensor-core template is f16/bf16, the direct kernel NCHW).
+  test::Case c{"conv", "Conv",
+               {test::X(test::Rand(DType::kFloat32, {1, 5, 5, 2}, 3)), test::X(test::Rand(DType::kFloat32, {4, 3, 3, 2}, 4))},
+               {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"channels_last", int64_t{1}}}};
   auto b = test::Build(c);
-  if (b.ok()) {
-    auto l = GenerateNodeKernels(*b->node);
-    EXPECT_EQ(l.status().code(), absl::StatusCode::kUnimplemented);
-  }
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto l = GenerateNodeKernels(*b->node);
+  EXPECT_EQ(l.status().code(), absl::StatusCode::kUnimplemented) << l.status();
 }
 
 }  // namespace

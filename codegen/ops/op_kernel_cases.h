@@ -426,6 +426,14 @@ inline std::vector<Case> AllCases() {
   add("MaxPoolCeilDilF32", "MaxPool", {R(f32, {2, 3, 10, 8})},
       {{"kernel_shape", std::vector<int64_t>{2, 3}}, {"strides", std::vector<int64_t>{3, 2}},
        {"dilations", std::vector<int64_t>{2, 1}}, {"ceil_mode", int64_t{1}}, {"pads", std::vector<int64_t>{0, 1, 1, 0}}});
+  add("MaxPoolIndicesPadF32", "MaxPool", {R(f32, {2, 3, 7, 6})},
+      {{"kernel_shape", std::vector<int64_t>{3, 2}}, {"strides", std::vector<int64_t>{2, 2}},
+       {"pads", std::vector<int64_t>{1, 0, 1, 1}}, {"ceil_mode", int64_t{1}}}, 2);
+  add("MaxPoolIndicesColMajorF16", "MaxPool", {R(f16, {1, 2, 6, 9})},
+      {{"kernel_shape", std::vector<int64_t>{2, 3}}, {"dilations", std::vector<int64_t>{2, 1}},
+       {"storage_order", int64_t{1}}}, 2);
+  add("MaxPoolIndices3DI8", "MaxPool", {R(D::kInt8, {1, 2, 4, 5, 3}, -100.f, 100.f)},
+      {{"kernel_shape", std::vector<int64_t>{2, 2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}, 2);
   add("MaxPool1DBF16", "MaxPool", {R(bf16, {2, 3, 11})},
       {{"kernel_shape", std::vector<int64_t>{3}}, {"auto_pad", std::string("SAME_UPPER")}, {"strides", std::vector<int64_t>{2}}});
   add("AvgPoolExclPadF32", "AveragePool", {R(f32, {1, 3, 7, 7})},

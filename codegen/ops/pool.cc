@@ -3,6 +3,7 @@
 // CPU reference does; the template is codegen/templates/pool.cuh), and LRN across
 // channels.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -14,11 +15,54 @@
 namespace kiln::codegen::ops {
 namespace {
 
+// MaxPool with its Indices output (NCHW; graph/ops/max_pool.cc has the rules): one
+// thread per output element walks its window.
+absl::StatusOr<std::vector<KernelLaunch>> MaxPoolWithIndices(const Node& node) {
+  const Value* x = node.input(0);
+  const Shape& xs = x->shape();
+  auto kernel = node.GetInts("kernel_shape");
+  if (!kernel.ok()) return kernel.status();
+  auto ceil_mode = node.GetInt("ceil_mode", 0);
+  if (!ceil_mode.ok()) return ceil_mode.status();
+  auto storage_order = node.GetInt("storage_order", 0);
+  if (!storage_order.ok()) return storage_order.status();
+  const Shape spatial(xs.begin() + 2, xs.end());
+  auto win = kiln::ops::ComputeWindow(node, spatial, *kernel, /*use_dilations=*/true, *ceil_mode != 0);
+  if (!win.ok()) return win.status();
+  const kiln::ops::Window3 g = kiln::ops::LiftWindow(spatial, *win);
+  const int64_t total = node.output(0)->numel(), in_plane = g.in[0] * g.in[1] * g.in[2];
+  // Tap k of output o along dim d sits at o * stride - pad_begin + k * dilation.
+  std::string taps;
+  const char* names[3] = {"d", "h", "w"};
+  for (int d = 0; d < 3; ++d) {
+    absl::StrAppend(&taps, "for (kiln_index k", names[d], " = 0; k", names[d], " < ", g.kernel[d], "; ++k",
+                    names[d], ") {\nconst kiln_index i", names[d], " = o", names[d], " * ", g.stride[d], " - ",
+                    g.pad_begin[d], " + k", names[d], " * ", g.dilation[d], ";\nif (i", names[d], " < 0 || i",
+                    names[d], " >= ", g.in[d], ") continue;\n");
+  }
+  const std::string at = *storage_order == 0 ? absl::StrCat("(id * ", g.in[1], " + ih) * ", g.in[2], " + iw")
+                                             : absl::StrCat("iw * ", g.in[1], " + ih");
+  KernelLaunch l;
+  l.args = {0, 1, InputArg(node, 0)};
+  l.source = absl::StrCat(
+      "// MaxPool with Indices ", x->TypeString(), "\nextern \"C\" __global__ void KILN_KERNEL(",
+      Param(x->dtype(), false, "out"), ", ", Param(DType::kInt64, false, "indices"), ", ", Param(x->dtype(), true, "x"), ") {\n",
+      GridStrideLoop(total, "o_"), "const kiln_index ow = o_ % ", g.out[2], ", oh = (o_ / ", g.out[2], ") % ",
+      g.out[1], ", od = (o_ / ", g.out[1] * g.out[2], ") % ", g.out[0], ", t = o_ / ", g.out[0] * g.out[1] * g.out[2],
+      ";\nfloat m = -", FloatLit(INFINITY), ";\nlong long at = -1;\n", taps, "const float v = ",
+      LoadAs(x->dtype(), Domain::kFloat, "x", absl::StrCat("t * ", in_plane, " + (id * ", g.in[1], " + ih) * ", g.in[2], " + iw")),
+      ";\nif (at < 0 || v > m || (v != v && m == m)) { m = v; at = ", at, "; }\n}\n}\n}\n",
+      StoreFrom(x->dtype(), Domain::kFloat, "out", "o_", "m"), "\nindices[o_] = at < 0 ? -1 : t * ", in_plane,
+      "LL + at;\n}\n}\n");
+  SetGrid1D(l, total);
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
 absl::StatusOr<std::vector<KernelLaunch>> Pool(const Node& node) {
   const Value* x = node.input(0);
   const Value* y = node.output(0);
   const bool is_max = node.op_type() == "MaxPool";
-  if (node.num_outputs() > 1) return NoKernel(node, "Indices output");
+  if (node.num_outputs() > 1) return MaxPoolWithIndices(node);
   if (x->rank() < 3 || x->rank() > 5) return NoKernel(node, absl::StrCat("rank ", x->rank()));
   if (!IsFloating(x->dtype()) && !(is_max && (x->dtype() == DType::kInt8 || x->dtype() == DType::kUInt8))) {
     return NoKernel(node, absl::StrCat("dtype ", DTypeName(x->dtype())));
