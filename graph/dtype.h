@@ -48,6 +48,9 @@ absl::StatusOr<int64_t> CheckedNumElements(const Shape& shape);
 // The bytes of a `dtype` tensor of `shape`; InvalidArgument as above, and when they
 // exceed kMaxTensorBytes. `what` (e.g. "input 'x'") starts the message.
 absl::StatusOr<int64_t> CheckedTensorBytes(DType dtype, const Shape& shape, absl::string_view what);
+// v truncated toward zero into int64, saturating; NaN gives 0. Narrower integer
+// types take this value's low bits, as the GPU's stores do (PTX cvt.rzi.s64).
+int64_t TruncToInt64(double v);
 // "[1,3,224,224]"; "[]" for a scalar.
 std::string ShapeToString(const Shape& shape);
 

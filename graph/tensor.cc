@@ -3,6 +3,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "common/float16.h"
@@ -74,6 +75,15 @@ void ForEachAs(const Tensor& t, Out* out, Fn convert) {
 
 template <typename In, typename FromFloatFn>
 Tensor Build(DType dtype, Shape shape, absl::Span<const In> values, FromFloatFn to_float) {
+  // Floats become integers as the GPU stores them (TruncToInt64), never through an
+  // out-of-range cast.
+  auto to_int = [](In v) -> int64_t {
+    if constexpr (std::is_floating_point_v<In>) {
+      return TruncToInt64(v);
+    } else {
+      return static_cast<int64_t>(v);
+    }
+  };
   Tensor t(dtype, std::move(shape));
   const int64_t n = t.numel();
   assert(static_cast<int64_t>(values.size()) == n);
@@ -95,22 +105,22 @@ Tensor Build(DType dtype, Shape shape, absl::Span<const In> values, FromFloatFn 
     }
     case DType::kInt64: {
       int64_t* p = t.mutable_data<int64_t>();
-      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(values[i]);
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(to_int(values[i]));
       break;
     }
     case DType::kInt32: {
       int32_t* p = t.mutable_data<int32_t>();
-      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(values[i]);
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(to_int(values[i]));
       break;
     }
     case DType::kInt8: {
       int8_t* p = t.mutable_data<int8_t>();
-      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int8_t>(values[i]);
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int8_t>(to_int(values[i]));
       break;
     }
     case DType::kUInt8: {
       uint8_t* p = t.mutable_data<uint8_t>();
-      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(values[i]);
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(to_int(values[i]));
       break;
     }
     case DType::kBool: {

@@ -397,18 +397,7 @@ Tensor CastTensor(const Tensor& in, DType to) {
   std::vector<float> values = in.ToFloat();
   if (IsFloating(to) || to == DType::kBool) return Tensor::FromFloat(to, in.shape(), values);
   std::vector<int64_t> ints(values.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    const double v = std::trunc(static_cast<double>(values[i]));
-    if (std::isnan(v)) {
-      ints[i] = 0;
-    } else if (v >= 9223372036854775807.0) {
-      ints[i] = INT64_MAX;
-    } else if (v <= -9223372036854775808.0) {
-      ints[i] = INT64_MIN;
-    } else {
-      ints[i] = static_cast<int64_t>(v);
-    }
-  }
+  for (size_t i = 0; i < values.size(); ++i) ints[i] = TruncToInt64(values[i]);
   return Tensor::FromInt64(to, in.shape(), ints);
 }
 

@@ -36,14 +36,6 @@ int64_t IntPow(int64_t base, int64_t e) {
   return static_cast<int64_t>(result);
 }
 
-// Truncates a double toward zero into int64, saturating; NaN gives 0.
-int64_t TruncToInt64(double v) {
-  if (std::isnan(v)) return 0;
-  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
-  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
-  return static_cast<int64_t>(v);
-}
-
 absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
   const Tensor& a = *in[0];
   const Tensor& b = *in[1];
