@@ -3,8 +3,10 @@
 # UndefinedBehaviorSanitizer, seeds their corpora and runs each for SECONDS
 # (default 60): docs/fuzzing.md.
 #
-#   bash scripts/fuzz.sh [SECONDS] [TARGET...]
+#   [KILN_FUZZ_JOBS=N] bash scripts/fuzz.sh [SECONDS] [TARGET...]
 #
+# With KILN_FUZZ_JOBS=N, N libFuzzer workers run each target at once, sharing its
+# corpus (N x SECONDS of fuzzing).
 # Targets: onnx_import (the importer with ONNX's checker), onnx_import_skipchecker
 # (without it), bundle (Bundle::Load, its validator and the CPU backend), tensor_file
 # (the .npy and TensorProto readers). Default: all four, one after the other.
@@ -12,8 +14,8 @@
 # input files) and from bundles compiled here. Corpora grow in build-fuzz/corpus/
 # TARGET/; crashes land in build-fuzz/findings/TARGET/ (copy each into
 # tests/fuzz/regressions/TARGET/, where the default test run replays it). Each run
-# appends a line to build-fuzz/fuzz_log.tsv: date, target, seconds, executions,
-# coverage, findings.
+# appends a line to build-fuzz/fuzz_log.tsv: date, target, seconds, workers,
+# executions (all workers), coverage (the largest of the workers'), findings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -29,7 +31,7 @@ if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends clang libclang-rt-dev
 fi
 
-build=${KILN_FUZZ_BUILD_DIR:-build-fuzz}
+build=$(realpath -m "${KILN_FUZZ_BUILD_DIR:-build-fuzz}")
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_BUILD_FUZZERS=ON \
   -DKILN_BUILD_TESTS=OFF > /dev/null
 cmake --build "$build" --target onnx_import_fuzzer bundle_fuzzer tensor_file_fuzzer kiln kiln_make_model
@@ -72,17 +74,26 @@ for t in "${targets[@]}"; do
     tensor_file) bin=tensor_file_fuzzer; dir=tensor_file; env=();;
     *) echo "kiln: unknown fuzz target '$t'" >&2; exit 2;;
   esac
-  mkdir -p "$build/findings/$t" "$corpus/$t.new"
+  mkdir -p "$build/findings/$t" "$corpus/$t.new" "$build/work/$t"
+  jobs=${KILN_FUZZ_JOBS:-1}
+  parallel=()
+  ((jobs > 1)) && parallel=(-jobs="$jobs" -workers="$jobs")
   log=$build/findings/$t/last_run.log
-  echo "kiln: fuzzing $t for ${seconds}s"
+  echo "kiln: fuzzing $t for ${seconds}s with $jobs worker(s)"
+  rm -f "$build/work/$t"/fuzz-*.log
   set +e
-  env "${env[@]}" "$build/tests/$bin" "$corpus/$t.new" "$corpus/$dir" -max_total_time="$seconds" -timeout=20 \
-    -rss_limit_mb=4096 -max_len=262144 -print_final_stats=1 -artifact_prefix="$build/findings/$t/" > "$log" 2>&1
+  (cd "$build/work/$t" && env "${env[@]}" "$build/tests/$bin" "$corpus/$t.new" "$corpus/$dir" \
+    -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 -max_len=262144 -print_final_stats=1 \
+    -artifact_prefix="$build/findings/$t/" "${parallel[@]}") > "$log" 2>&1
   rc=$?
   set -e
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || echo 0)
+  # One worker logs to $log; several each to work/TARGET/fuzz-K.log.
+  logs=("$log"); ((jobs > 1)) && logs=("$build/work/$t"/fuzz-*.log)
+  execs=$(cat "${logs[@]}" | grep -o 'stat::number_of_executed_units: *[0-9]*' | grep -o '[0-9]*$' |
+          awk '{s += $1} END {print s + 0}' || true)
+  cov=$(cat "${logs[@]}" | grep -o 'cov: [0-9]*' | grep -o '[0-9]*' | sort -n | tail -1 || true)
   found=$(find "$build/findings/$t" -name 'crash-*' -o -name 'oom-*' -o -name 'timeout-*' | wc -l)
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$seconds" "$execs" "$cov" "$found" >> "$build/fuzz_log.tsv"
-  echo "kiln: $t: exit $rc, $execs executions, coverage $cov, $found findings so far ($log)"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$seconds" "$jobs" "$execs" "${cov:-0}" "$found" \
+    >> "$build/fuzz_log.tsv"
+  echo "kiln: $t: exit $rc, $execs executions, coverage ${cov:-0}, $found findings so far ($log)"
 done
