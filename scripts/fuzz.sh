@@ -41,20 +41,26 @@ export UBSAN_OPTIONS=print_stacktrace=1
 corpus=$build/corpus
 mkdir -p "$corpus"/{onnx_import,bundle,tensor_file} "$build"/findings
 
-# Seeds (once): ONNX models, bundles and their manifests, tensor files.
+# Seeds, each corpus once: ONNX models and their input files, then bundles of three
+# generated models and their manifests.
 if [ -z "$(ls -A "$corpus/onnx_import")" ]; then
   for d in "${KILN_ONNX_DATA:-/nonexistent}"/node/*/ "${KILN_ZOO_DATA:-/nonexistent}"/*/; do
     [ -f "$d/model.onnx" ] || continue
     cp "$d/model.onnx" "$corpus/onnx_import/$(basename "$d").onnx"
     for f in "$d"/test_data_set_0/*.pb; do
-      [ -f "$f" ] && cp "$f" "$corpus/tensor_file/$(basename "$d")_$(basename "$f")"
+      if [ -f "$f" ]; then cp "$f" "$corpus/tensor_file/$(basename "$d")_$(basename "$f")"; fi
     done
   done
+fi
+if [ -z "$(ls -A "$corpus/bundle")" ]; then
   for model in mlp tiny_cnn bert_layer; do
     "$build/models/kiln_make_model" "$model" -o "$build/seed_$model.onnx" > /dev/null
     cp "$build/seed_$model.onnx" "$corpus/onnx_import/"
-    KILN_CACHE_DIR="$build/kernel-cache" "$build/tools/kiln" compile "$build/seed_$model.onnx" \
-      -o "$corpus/bundle/$model.kiln" > /dev/null
+    if ! KILN_CACHE_DIR="$build/kernel-cache" "$build/tools/kiln" compile "$build/seed_$model.onnx" \
+         -o "$corpus/bundle/$model.kiln" > /dev/null; then
+      echo "kiln: warning: could not compile the seed bundle '$model'" >&2
+      continue
+    fi
     # The manifest alone (the target wraps it with a valid checksum).
     python3 - "$corpus/bundle/$model.kiln" "$corpus/bundle/$model.manifest" <<'PY'
 import struct, sys
