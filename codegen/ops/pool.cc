@@ -15,21 +15,28 @@
 namespace kiln::codegen::ops {
 namespace {
 
+// The pool's window over `spatial` (kernel_shape, ceil_mode, strides, pads,
+// dilations), lifted to three dims as the reference does.
+absl::StatusOr<kiln::ops::Window3> PoolWindow(const Node& node, const Shape& spatial) {
+  auto kernel = node.GetInts("kernel_shape");
+  if (!kernel.ok()) return kernel.status();
+  auto ceil_mode = node.GetInt("ceil_mode", 0);
+  if (!ceil_mode.ok()) return ceil_mode.status();
+  auto win = kiln::ops::ComputeWindow(node, spatial, *kernel, /*use_dilations=*/true, *ceil_mode != 0);
+  if (!win.ok()) return win.status();
+  return kiln::ops::LiftWindow(spatial, *win);
+}
+
 // MaxPool with its Indices output (NCHW; graph/ops/max_pool.cc has the rules): one
 // thread per output element walks its window.
 absl::StatusOr<std::vector<KernelLaunch>> MaxPoolWithIndices(const Node& node) {
   const Value* x = node.input(0);
   const Shape& xs = x->shape();
-  auto kernel = node.GetInts("kernel_shape");
-  if (!kernel.ok()) return kernel.status();
-  auto ceil_mode = node.GetInt("ceil_mode", 0);
-  if (!ceil_mode.ok()) return ceil_mode.status();
   auto storage_order = node.GetInt("storage_order", 0);
   if (!storage_order.ok()) return storage_order.status();
-  const Shape spatial(xs.begin() + 2, xs.end());
-  auto win = kiln::ops::ComputeWindow(node, spatial, *kernel, /*use_dilations=*/true, *ceil_mode != 0);
-  if (!win.ok()) return win.status();
-  const kiln::ops::Window3 g = kiln::ops::LiftWindow(spatial, *win);
+  auto window = PoolWindow(node, Shape(xs.begin() + 2, xs.end()));
+  if (!window.ok()) return window.status();
+  const kiln::ops::Window3& g = *window;
   const int64_t total = node.output(0)->numel(), in_plane = g.in[0] * g.in[1] * g.in[2];
   // Tap k of output o along dim d sits at o * stride - pad_begin + k * dilation.
   std::string taps;
@@ -67,10 +74,6 @@ absl::StatusOr<std::vector<KernelLaunch>> Pool(const Node& node) {
   if (!IsFloating(x->dtype()) && !(is_max && (x->dtype() == DType::kInt8 || x->dtype() == DType::kUInt8))) {
     return NoKernel(node, absl::StrCat("dtype ", DTypeName(x->dtype())));
   }
-  auto kernel = node.GetInts("kernel_shape");
-  if (!kernel.ok()) return kernel.status();
-  auto ceil_mode = node.GetInt("ceil_mode", 0);
-  if (!ceil_mode.ok()) return ceil_mode.status();
   auto count_pad = node.GetInt("count_include_pad", 0);
   if (!count_pad.ok()) return count_pad.status();
   auto channels_last = kiln::ops::ChannelsLast(node);
@@ -79,9 +82,9 @@ absl::StatusOr<std::vector<KernelLaunch>> Pool(const Node& node) {
   // NCHW: planes = N * C, one channel per plane (kC = 1); channels_last (NHWC):
   // planes = N, the C channels innermost.
   const Shape spatial = *channels_last ? Shape(xs.begin() + 1, xs.end() - 1) : Shape(xs.begin() + 2, xs.end());
-  auto win = kiln::ops::ComputeWindow(node, spatial, *kernel, /*use_dilations=*/true, *ceil_mode != 0);
-  if (!win.ok()) return win.status();
-  const kiln::ops::Window3 g = kiln::ops::LiftWindow(spatial, *win);
+  auto window = PoolWindow(node, spatial);
+  if (!window.ok()) return window.status();
+  const kiln::ops::Window3& g = *window;
   const int64_t planes = *channels_last ? xs[0] : xs[0] * xs[1];
   const int64_t channels = *channels_last ? xs[3] : 1;
   // NHWC: up to 16 bytes of adjacent channels per thread when C allows.

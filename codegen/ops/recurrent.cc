@@ -19,11 +19,28 @@ using kiln::ops::RnnPlan;
 constexpr int kX = 0, kW = 1, kR = 2, kB = 3, kLens = 4, kH0 = 5, kC0 = 6, kP = 7;
 constexpr int64_t kMaxSharedFloats = 10 * 1024;  // 40 KiB of the 48 KiB static limit
 
+// kiln::ops::ApplyRnnActivation as CUDA source over the expression `x`.
+std::string ActivationSource(const kiln::ops::RnnActivation& a, const std::string& x) {
+  const std::string& n = a.name;
+  const std::string al = absl::StrCat("(", FloatLit(a.alpha), ")"), be = absl::StrCat("(", FloatLit(a.beta), ")");
+  if (n == "Sigmoid") return absl::StrCat("(1.f / (1.f + expf(-(", x, "))))");
+  if (n == "Tanh") return absl::StrCat("tanhf(", x, ")");
+  if (n == "Relu") return absl::StrCat("fmaxf(0.f, ", x, ")");
+  if (n == "HardSigmoid") return absl::StrCat("fmaxf(0.f, fminf(1.f, ", al, " * (", x, ") + ", be, "))");
+  if (n == "LeakyRelu") return absl::StrCat("((", x, ") >= 0.f ? (", x, ") : ", al, " * (", x, "))");
+  if (n == "ThresholdedRelu") return absl::StrCat("((", x, ") > ", al, " ? (", x, ") : 0.f)");
+  if (n == "ScaledTanh") return absl::StrCat("(", al, " * tanhf(", be, " * (", x, ")))");
+  if (n == "Affine") return absl::StrCat("(", al, " * (", x, ") + ", be, ")");
+  if (n == "Elu") return absl::StrCat("((", x, ") >= 0.f ? (", x, ") : ", al, " * (expf(", x, ") - 1.f))");
+  if (n == "Softsign") return absl::StrCat("((", x, ") / (1.f + fabsf(", x, ")))");
+  return absl::StrCat("log1pf(expf(", x, "))");
+}
+
 // activation `k` of the kind, per direction.
 std::string Act(const RnnPlan& p, size_t k, const std::string& x) {
-  if (p.dirs == 1) return kiln::ops::RnnActivationSource(p.acts[0][k], x);
-  return absl::StrCat("(d == 0 ? ", kiln::ops::RnnActivationSource(p.acts[0][k], x), " : ",
-                      kiln::ops::RnnActivationSource(p.acts[1][k], x), ")");
+  if (p.dirs == 1) return ActivationSource(p.acts[0][k], x);
+  return absl::StrCat("(d == 0 ? ", ActivationSource(p.acts[0][k], x), " : ",
+                      ActivationSource(p.acts[1][k], x), ")");
 }
 
 }  // namespace

@@ -54,21 +54,6 @@ float ApplyRnnActivation(const RnnActivation& a, float x) {
   return std::log1p(std::exp(x));  // Softplus
 }
 
-std::string RnnActivationSource(const RnnActivation& a, const std::string& x) {
-  const std::string n = a.name, al = absl::StrCat("(", a.alpha, "f)"), be = absl::StrCat("(", a.beta, "f)");
-  if (n == "Sigmoid") return absl::StrCat("(1.f / (1.f + expf(-(", x, "))))");
-  if (n == "Tanh") return absl::StrCat("tanhf(", x, ")");
-  if (n == "Relu") return absl::StrCat("fmaxf(0.f, ", x, ")");
-  if (n == "HardSigmoid") return absl::StrCat("fmaxf(0.f, fminf(1.f, ", al, " * (", x, ") + ", be, "))");
-  if (n == "LeakyRelu") return absl::StrCat("((", x, ") >= 0.f ? (", x, ") : ", al, " * (", x, "))");
-  if (n == "ThresholdedRelu") return absl::StrCat("((", x, ") > ", al, " ? (", x, ") : 0.f)");
-  if (n == "ScaledTanh") return absl::StrCat("(", al, " * tanhf(", be, " * (", x, ")))");
-  if (n == "Affine") return absl::StrCat("(", al, " * (", x, ") + ", be, ")");
-  if (n == "Elu") return absl::StrCat("((", x, ") >= 0.f ? (", x, ") : ", al, " * (expf(", x, ") - 1.f))");
-  if (n == "Softsign") return absl::StrCat("((", x, ") / (1.f + fabsf(", x, ")))");
-  return absl::StrCat("log1pf(expf(", x, "))");
-}
-
 absl::StatusOr<RnnPlan> PlanRnn(const Node& node, RnnKind kind) {
   RnnPlan p;
   p.kind = kind;

@@ -1,5 +1,5 @@
 // RNN, GRU and LSTM: their shared plan and CPU reference (graph/ops/recurrent.cc),
-// used by the three op files and by the GPU kernel (codegen/ops/recurrent.cc).
+// registered for all three ops and used by the GPU kernel (codegen/ops/recurrent.cc).
 //
 // Inputs X, W, R, B, sequence_lens, initial_h (and for LSTM initial_c, P); outputs Y,
 // Y_h (and for LSTM Y_c), layout 0 ([seq, batch, ...]) or 1 ([batch, seq, ...]).
@@ -45,8 +45,7 @@ absl::StatusOr<RnnPlan> PlanRnn(const Node& node, RnnKind kind);
 absl::Status InferRnn(Node& node, RnnKind kind);
 absl::Status EvalRnn(const Node& node, RnnKind kind, absl::Span<const Tensor* const> in, absl::Span<Tensor> out);
 
-// The activation of `x` (CPU), and as CUDA source over the expression `x`.
+// The activation of `x` on the CPU (codegen/ops/recurrent.cc writes the same as CUDA).
 float ApplyRnnActivation(const RnnActivation& a, float x);
-std::string RnnActivationSource(const RnnActivation& a, const std::string& x);
 
 }  // namespace kiln::ops
