@@ -1,6 +1,6 @@
-// Tests for --dump-kernels (runtime/kernel_dump.h) and the kernel cache and progress
+// Tests for --dump-kernels (compiler/kernel_dump.h) and the kernel cache and progress
 // as the compiler drives them. NVRTC only: no GPU needed.
-#include "runtime/kernel_dump.h"
+#include "compiler/kernel_dump.h"
 
 #include <sys/stat.h>
 
@@ -16,7 +16,7 @@
 #include "gmock/gmock.h"
 #include "graph/text_format.h"
 #include "gtest/gtest.h"
-#include "runtime/compiler.h"
+#include "compiler/compiler.h"
 
 namespace kiln {
 namespace {

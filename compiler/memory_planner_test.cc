@@ -1,6 +1,6 @@
 // Tests for the memory planner: an independent plan checker, random buffer sets and
 // graphs, hand-built cases and the light ONNX models.
-#include "runtime/memory_planner.h"
+#include "compiler/memory_planner.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,6 +1,5 @@
-// The kiln compiler driver: .onnx -> bundle. For now the unfused baseline: one step
-// per graph node; each step gets a GPU kernel (runtime/assign_kernels.h) and runs on
-// the CPU backend through the reference evaluators.
+// The options of `kiln compile` (CompileOptions), their validation, and the codegen
+// options they resolve to.
 #pragma once
 
 #include <functional>
@@ -9,15 +8,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "graph/dtype.h"
 #include "codegen/compile_progress.h"
 #include "codegen/op_kernels.h"
+#include "compiler/gemm_tuner.h"
 #include "graph/evaluate.h"
 #include "graph/graph.h"
-#include "runtime/bundle.h"
-#include "runtime/gemm_tuner.h"
 
 namespace kiln {
+
+struct PassTiming;  // compiler/pipeline.h
 
 // The target archs `--arch` accepts, and the storage precisions `--precision` accepts.
 const std::vector<std::string>& SupportedArchs();
@@ -44,7 +43,7 @@ struct CompileOptions {
   // kFloat16SafeMagnitude stays in f32 (LowerPrecision's f32 islands; the manifest
   // lists them in compile_options.float32_nodes).
   std::function<absl::StatusOr<TensorMap>(const Graph&)> calibration;
-  // Fusion (fusion/pipeline.h); false (--no-fuse): canonicalisation only, one op per
+  // Fusion (compiler/pipeline.h); false (--no-fuse): canonicalisation only, one op per
   // kernel (the unfused baseline).
   bool fuse = true;
   // Which kernel runs fused groups anchored on a MatMul: "generated" (kiln's
@@ -68,9 +67,15 @@ struct CompileOptions {
   // (channels-last inside the model, transposes only at its boundary), "nchw" (ONNX's
   // layout throughout) or "auto": nhwc when the graph has a 2-D Conv.
   std::string layout = "auto";
-  // Called after every pass of the pipeline (and "lower-precision") with the graph:
+  // Called after every pass of the pipeline (compiler/pipeline.h) with the graph:
   // --dump-after.
   std::function<void(const std::string& pass, const Graph& graph)> after_pass;
+  // Verifies the graph (structure and types) after every pass; the error names the
+  // pass that broke it. Tests turn it on.
+  bool verify_passes = false;
+  // --time-passes: receives each pass's runs, wall time and node count, and the
+  // later stages' times (tuning, memory plan, kernels); not owned; nullptr: none.
+  std::vector<PassTiming>* pass_timings = nullptr;
   // The on-disk cache of compiled kernel modules (codegen/kernel_cache.h); false:
   // compile every module (--no-kernel-cache).
   bool kernel_cache = true;
@@ -81,7 +86,7 @@ struct CompileOptions {
   // that cannot be written); not owned; nullptr: silent. The kiln tool passes a
   // codegen::TerminalProgress on stderr.
   codegen::CompileProgress* progress = nullptr;
-  // --dump-kernels DIR: what each step runs, written to DIR (runtime/kernel_dump.h);
+  // --dump-kernels DIR: what each step runs, written to DIR (compiler/kernel_dump.h);
   // "": no dump.
   std::string dump_kernels_dir;
   // GEMM tile configs: every compile looks each generated GEMM's problem up in the
@@ -93,7 +98,7 @@ struct CompileOptions {
   std::string tuning_db_path;
   // --tune: before kernel assignment, measure the candidate configs of every distinct
   // GEMM problem on the local GPU, which must be of `arch`, within
-  // tune_budget_seconds, and store the winners in the database (runtime/gemm_tuner.h).
+  // tune_budget_seconds, and store the winners in the database (compiler/gemm_tuner.h).
   // FailedPrecondition without a GPU.
   bool tune = false;
   double tune_budget_seconds = 60;
@@ -107,19 +112,5 @@ absl::Status ValidateCompileOptions(const CompileOptions& options);
 
 // The codegen options `options` resolve to (matmul_groups for its arch).
 codegen::KernelOptions KernelOptionsFor(const CompileOptions& options);
-
-// Builds the bundle contents of an imported graph (nodes topologically ordered, every
-// value typed): canonicalisation, precision lowering (with calibration), fusion,
-// memory plan, steps, kernel assignment. `source_path`/`source_bytes` describe the
-// .onnx it came from. The fusion report lands in the manifest.
-absl::StatusOr<BundleContents> BuildBundle(const Graph& graph, const CompileOptions& options,
-                                           const std::string& source_path, const std::string& source_bytes);
-
-// Imports `onnx_path` and builds its bundle.
-absl::StatusOr<BundleContents> Compile(const std::string& onnx_path, const CompileOptions& options);
-
-// Compile + WriteBundle(output_path).
-absl::Status CompileToFile(const std::string& onnx_path, const std::string& output_path,
-                           const CompileOptions& options);
 
 }  // namespace kiln

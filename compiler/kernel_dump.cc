@@ -1,6 +1,6 @@
 // Kernel dumps: per generated step a folder with source, PTX, SASS, launch
 // configuration, resource use and subgraph; an index of every step and file.
-#include "runtime/kernel_dump.h"
+#include "compiler/kernel_dump.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // Kernel assignment: views, library calls, generated kernels (compiled by NVRTC).
-#include "runtime/assign_kernels.h"
+#include "compiler/assign_kernels.h"
 
 #include <optional>
 #include <vector>
@@ -10,8 +10,8 @@
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
 #include "codegen/ops/gemm_sm90.h"
-#include "runtime/kernel_dump.h"
-#include "runtime/memory_planner.h"
+#include "compiler/kernel_dump.h"
+#include "compiler/memory_planner.h"
 
 namespace kiln {
 namespace {

@@ -1,7 +1,7 @@
 // The tuning database as the compiler uses it (no GPU needed): a compile takes a
 // stored config for its GEMM and records where it came from; --tune without a GPU is
 // a clear error.
-#include "runtime/gemm_tuner.h"
+#include "compiler/gemm_tuner.h"
 
 #include <unistd.h>
 
@@ -16,7 +16,7 @@
 #include "gmock/gmock.h"
 #include "graph/text_format.h"
 #include "gtest/gtest.h"
-#include "runtime/compiler.h"
+#include "compiler/compiler.h"
 #include "runtime/cuda_util.h"
 
 namespace kiln {

@@ -1,6 +1,6 @@
 // GEMM autotuning on the local GPU: candidates compiled by NVRTC, loaded with
 // cudaLibraryLoadData, timed with CUDA events, checked against the heuristic's output.
-#include "runtime/gemm_tuner.h"
+#include "compiler/gemm_tuner.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>

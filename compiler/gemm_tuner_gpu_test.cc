@@ -17,10 +17,10 @@
 #include "graph/text_format.h"
 #include "gtest/gtest.h"
 #include "runtime/bundle.h"
-#include "runtime/compiler.h"
+#include "compiler/compiler.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/cuda_util.h"
-#include "runtime/gemm_tuner.h"
+#include "compiler/gemm_tuner.h"
 #include "runtime/gpu_executor.h"
 
 namespace kiln {

@@ -1,5 +1,5 @@
 // Static memory planner: liveness groups, best-fit offset assignment, lower bound.
-#include "runtime/memory_planner.h"
+#include "compiler/memory_planner.h"
 
 #include <algorithm>
 #include <numeric>

@@ -22,7 +22,7 @@
 // compiled by NVRTC in parallel, in modules of at most kKernelsPerModule, each a
 // KernelImage of the bundle; modules found in the kernel cache are not recompiled
 // (KernelCompileOptions). With a dump directory the steps are dumped
-// (runtime/kernel_dump.h) before the modules are compiled, so that a kernel NVRTC
+// (compiler/kernel_dump.h) before the modules are compiled, so that a kernel NVRTC
 // rejects can be read there.
 #pragma once
 

@@ -1,6 +1,6 @@
-// Tests for Canonicalize on graphs that mirror kiln's generated models (BERT
+// Tests for canonicalisation (RunCanonicalization, compiler/pipeline.h) on graphs that mirror kiln's generated models (BERT
 // layer, GPT-2 block below opset 17) and a Conv + BN + Relu + Gemm network.
-#include "graph/canonicalize.h"
+#include "compiler/pipeline.h"
 
 #include <gtest/gtest.h>
 
@@ -44,7 +44,7 @@ std::map<std::string, int> OpCounts(const Graph& g) {
 std::unique_ptr<Graph> CanonicalizeAndCheck(const std::string& text) {
   std::unique_ptr<Graph> before = MustParse(text);
   std::unique_ptr<Graph> g = before->Clone();
-  auto changed = Canonicalize(*g);
+  auto changed = RunCanonicalization(*g);
   EXPECT_TRUE(changed.ok()) << changed.status();
   EXPECT_TRUE(changed.ok() && *changed);
   ExpectVerifies(*g);
@@ -54,7 +54,7 @@ std::unique_ptr<Graph> CanonicalizeAndCheck(const std::string& text) {
   }
   ExpectSameOutputs(*before, *g);
   const std::string once = Print(*g);
-  auto again = Canonicalize(*g);
+  auto again = RunCanonicalization(*g);
   EXPECT_TRUE(again.ok() && !*again);
   EXPECT_EQ(Print(*g), once);
   return g;
@@ -249,7 +249,7 @@ graph @main {
 }
 )");
   const std::string before = Print(*g);
-  auto changed = Canonicalize(*g);
+  auto changed = RunCanonicalization(*g);
   ASSERT_TRUE(changed.ok()) << changed.status();
   EXPECT_FALSE(*changed);
   EXPECT_EQ(Print(*g), before);

@@ -1,0 +1,106 @@
+// Expanding fused groups that have no GPU kernel (compiler/expand_groups.h).
+#include "compiler/expand_groups.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "codegen/library_kernels.h"
+#include "codegen/op_kernels.h"
+#include "common/status_macros.h"
+#include "compiler/assign_kernels.h"
+#include "graph/fused_group.h"
+
+namespace kiln {
+namespace {
+
+Node* FindNodeNamed(Graph& graph, const std::string& name) {
+  for (Node* n : graph.nodes()) {
+    if (n->name() == name) return n;
+  }
+  return nullptr;
+}
+
+// After a MatMul group was expanded: the longest chain from the MatMul through
+// members (each the only reader of the previous one's output) that a library call
+// takes fused (cuBLASLt: the bias add and a Relu / tanh-Gelu after it) becomes a
+// group again, so the expansion gives up only what the library cannot do. Returns
+// what it kept, for the report ("" when nothing).
+absl::StatusOr<std::string> RegroupLibraryPrefix(Graph& graph, const std::string& anchor,
+                                                 const std::vector<std::string>& members,
+                                                 const codegen::KernelOptions& kernel_options) {
+  Node* matmul = FindNodeNamed(graph, anchor);
+  if (matmul == nullptr || matmul->op_type() != "MatMul") return std::string();
+  std::vector<Node*> chain = {matmul};
+  while (chain.size() < 3) {
+    const Value* out = chain.back()->output(0);
+    if (out == nullptr || out->uses().size() != 1 || graph.IsGraphOutput(out)) break;
+    Node* next = out->uses()[0].node;
+    if (std::find(members.begin(), members.end(), next->name()) == members.end()) break;
+    chain.push_back(next);
+  }
+  std::vector<std::string> names;
+  for (const Node* m : chain) names.push_back(m->name());
+  for (size_t len = names.size(); len >= 2; --len) {
+    std::vector<Node*> part;
+    for (size_t i = 0; i < len; ++i) part.push_back(FindNodeNamed(graph, names[i]));
+    if (std::find(part.begin(), part.end(), nullptr) != part.end()) break;
+    absl::StatusOr<Node*> group = FormFusedGroup(graph, part, "matmul+epilogue", part[0]);
+    if (!group.ok()) continue;
+    if (UsesLibraryKernel(**group, kernel_options)) {
+      return absl::StrCat("kept [", absl::StrJoin(names.begin(), names.begin() + len, ", "), "] as one ",
+                          codegen::LibraryKernelName(**group), " call");
+    }
+    KILN_RETURN_IF_ERROR(InlineFusedGroup(graph, *group));
+  }
+  return std::string();
+}
+
+// Sets the report note of the fused group named `group`.
+void NoteGroup(FusionReport* report, const std::string& group, const std::string& text) {
+  for (FusionReport::Group& g : report->groups) {
+    if (g.name == group) g.note = text;
+  }
+}
+
+}  // namespace
+
+void NoteLibraryGroup(const Node& n, const codegen::KernelOptions& kernel_options, FusionReport* report) {
+  if (!UsesLibraryKernel(n, kernel_options)) {
+    if (codegen::GeneratesMatMulGroup(n, kernel_options)) NoteGroup(report, n.name(), "");
+    return;
+  }
+  if (std::string refusal = codegen::Sm90OnlyRefusal(n, kernel_options); !refusal.empty()) {
+    NoteGroup(report, n.name(),
+              absl::StrCat("on ", codegen::LibraryKernelName(n), " (--matmul-groups auto on sm_90a): ", refusal));
+  }
+}
+
+absl::StatusOr<int> ExpandGroupsWithoutKernels(Graph& graph, const codegen::KernelOptions& kernel_options,
+                                               FusionReport* report) {
+  int expanded = 0;
+  for (Node* n : graph.nodes()) {
+    if (!IsFusedGroup(*n)) continue;
+    if (UsesLibraryKernel(*n, kernel_options)) {
+      NoteLibraryGroup(*n, kernel_options, report);
+      continue;
+    }
+    absl::StatusOr<std::vector<codegen::KernelLaunch>> kernels = codegen::GenerateNodeKernels(*n, kernel_options);
+    if (kernels.ok()) continue;
+    if (kernels.status().code() != absl::StatusCode::kUnimplemented) return kernels.status();
+    const std::string name = n->name();
+    const std::string anchor = n->GetString("anchor", "").value_or("");
+    const std::vector<std::string> members = FusedGroupMembers(*n);
+    KILN_RETURN_IF_ERROR(InlineFusedGroup(graph, n));
+    ++expanded;
+    std::string kept;
+    if (!anchor.empty()) {
+      KILN_ASSIGN_OR_RETURN(kept, RegroupLibraryPrefix(graph, anchor, members, kernel_options));
+    }
+    NoteGroup(report, name, absl::StrCat("expanded: ", kernels.status().message(), kept.empty() ? "" : "; ", kept));
+  }
+  return expanded;
+}
+
+
+}  // namespace kiln

@@ -1,0 +1,355 @@
+// The pass pipeline: every pass of `kiln compile`, in order (compiler/pipeline.h).
+#include "compiler/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "compiler/expand_groups.h"
+#include "fusion/fuse_attention.h"
+#include "fusion/fuse_epilogue.h"
+#include "fusion/fuse_pointwise.h"
+#include "fusion/fuse_prologue.h"
+#include "fusion/fuse_siblings.h"
+#include "graph/eliminate_dead_code.h"
+#include "graph/fold_batch_norm.h"
+#include "graph/fold_transpose_into_matmul.h"
+#include "graph/gemm_to_matmul.h"
+#include "graph/infer_shapes.h"
+#include "graph/lower_precision.h"
+#include "graph/pad_conv_channels.h"
+#include "graph/pad_matmul_width.h"
+#include "graph/patchify_conv.h"
+#include "graph/recognize_gelu.h"
+#include "graph/recognize_layer_norm.h"
+#include "graph/remove_identity.h"
+#include "graph/sum_to_add.h"
+#include "graph/swap_reshape_elementwise.h"
+#include "graph/to_channels_last.h"
+#include "graph/verifier.h"
+
+namespace kiln {
+namespace {
+
+// A fixed point is normally reached in two or three rounds; more means a pass
+// keeps reporting changes it did not make (a bug).
+constexpr int kMaxCanonicalRounds = 16;
+
+// A graph pass class (Run(Graph&) -> StatusOr<bool>) as a pipeline entry.
+template <typename P>
+std::function<absl::StatusOr<bool>(Graph&, PassContext&)> GraphPass() {
+  return [](Graph& graph, PassContext&) { return P().Run(graph); };
+}
+// A fusion pass class (constructed with the report) as a pipeline entry.
+template <typename P>
+std::function<absl::StatusOr<bool>(Graph&, PassContext&)> FusionPass() {
+  return [](Graph& graph, PassContext& context) { return P(&context.report).Run(graph); };
+}
+
+// Constant folding as a pass: InferShapes with folding replaces every node whose
+// inputs are all constant by constants, so the node count says whether it changed.
+absl::StatusOr<bool> FoldConstants(Graph& graph, PassContext&) {
+  const int before = graph.num_nodes();
+  KILN_RETURN_IF_ERROR(InferShapes(graph, {.fold_constants = true}));
+  return graph.num_nodes() != before;
+}
+
+bool Fusing(const Graph&, const PassContext& context) { return context.options.fuse; }
+bool Lowering(const Graph&, const PassContext& context) { return context.options.precision != "fp32"; }
+
+std::vector<Pass> Canonicalization() {
+  const PassStage s = PassStage::kCanonicalize;
+  return {
+      {"remove-identity", s,
+       "first, so that the patterns below match through no-op nodes (Identity chains and inference Dropout sit "
+       "between the ops of exported blocks)",
+       "", nullptr, GraphPass<RemoveIdentity>()},
+      {"sum-to-add", s,
+       "before the pattern passes: a residual Sum becomes the Add that fuse-epilogue and fuse-pointwise take "
+       "(the ONNX zoo's ResNet, DenseNet and Inception spell their residuals as Sum)",
+       "", nullptr, GraphPass<SumToAdd>()},
+      {"swap-reshape-elementwise", s,
+       "before the pattern passes: an activation or scale after a Reshape moves before it, next to the MatMul "
+       "whose epilogue takes it (GPT-2's Conv1D export reshapes between the Gemm and its gelu)",
+       "", nullptr, GraphPass<SwapReshapeElementwise>()},
+      {"gemm-to-matmul", s,
+       "before the pattern passes: Linear layers become MatMul + Add, the one matmul form fusion builds "
+       "epilogues on",
+       "", nullptr, GraphPass<GemmToMatMul>()},
+      {"fold-batch-norm", s,
+       "folds BN into the Conv before it (or a per-channel Mul + Add) so that the Conv's epilogue (bias, ReLU) is "
+       "adjacent to it when fusion runs",
+       "", nullptr, GraphPass<FoldBatchNorm>()},
+      {"patchify-conv", s,
+       "after fold-batch-norm (a BN folds into the conv first): convs whose kernel tiles the input without overlap "
+       "(ViT's patch embedding) become a MatMul over patches, which the GEMMs and epilogue fusion take",
+       "", nullptr, GraphPass<PatchifyConv>()},
+      {"recognize-gelu", s,
+       "GELU decompositions (opset < 20) become one Gelu: one epilogue activation instead of 7-8 pointwise ops", "",
+       nullptr, GraphPass<RecognizeGelu>()},
+      {"recognize-layer-norm", s,
+       "LayerNorm decompositions (opset < 17) become one LayerNormalization, which has its own single kernel", "",
+       nullptr, GraphPass<RecognizeLayerNorm>()},
+      {"fold-constants", s,
+       "after the rewrites: folds what they left constant (transposed or scaled weights) so that the next round "
+       "sees constants, and re-infers every type",
+       "", nullptr, FoldConstants},
+      {"fold-transpose-into-matmul", s,
+       "after fold-constants (Transposes of weights are constants by then and flagged constant weights are "
+       "re-laid out row-major), before DCE: MatMuls read transposed activations through trans_a/trans_b, so the "
+       "Transposes they leave unused go",
+       "", nullptr, GraphPass<FoldTransposeIntoMatMul>()},
+      {"eliminate-dead-code", s, "last of each round: drops what the rewrites and folding left without uses", "",
+       nullptr, GraphPass<EliminateDeadCode>()},
+  };
+}
+
+std::vector<Pass> LayoutAndPrecision() {
+  return {
+      {"pad-matmul-width", PassStage::kLayout,
+       "after canonicalisation (weights are final constants), before lowering and fusion: a MatMul whose constant "
+       "weight is not a multiple of 8 wide gets a zero-padded weight and a Slice of the product, so every row is "
+       "16-byte aligned for the GEMMs",
+       "", nullptr, GraphPass<PadMatMulWidth>()},
+      {"to-channels-last", PassStage::kLayout,
+       "after canonicalisation, before lowering and fusion: 2-D convs and pools run NHWC, with transposes only "
+       "where the channels-last region meets NCHW values, so fusion sees the final layout",
+       "--layout nhwc, or --layout auto on a graph with a 2-D Conv",
+       [](const Graph& graph, const PassContext& context) {
+         return context.options.layout == "nhwc" || (context.options.layout == "auto" && HasConv2D(graph));
+       },
+       [](Graph& graph, PassContext& context) {
+         context.channels_last = true;
+         return ToChannelsLast().Run(graph);
+       }},
+      {"pad-conv-channels", PassStage::kLayout,
+       "after to-channels-last (it pads NHWC channels): a conv reading C % 8 != 0 channels (an image stem) reads "
+       "them zero-padded to a multiple of 8, the 16-byte channel vectors fp16/bf16 tensor-core convs want",
+       "after to-channels-last, --precision fp16 or bf16",
+       [](const Graph& graph, const PassContext& context) {
+         return context.channels_last && Lowering(graph, context);
+       },
+       GraphPass<PadConvChannels>()},
+      {"calibrate-fp16", PassStage::kPrecision,
+       "right before lower-precision, on the graph it lowers: runs the CPU reference on the calibration inputs and "
+       "keeps in f32 every node that reads or writes a value beyond fp16's safe range (changes nothing itself)",
+       "--precision fp16 with --calibrate",
+       [](const Graph&, const PassContext& context) {
+         return context.options.precision == "fp16" && context.options.calibration != nullptr;
+       },
+       [](Graph& graph, PassContext& context) -> absl::StatusOr<bool> {
+         absl::StatusOr<TensorMap> feeds = context.options.calibration(graph);
+         if (!feeds.ok()) {
+           return absl::Status(feeds.status().code(), absl::StrCat("calibration inputs: ", feeds.status().message()));
+         }
+         KILN_ASSIGN_OR_RETURN(context.float32_nodes, NodesOutsideRange(graph, *feeds, kFloat16SafeMagnitude));
+         return false;
+       }},
+      {"lower-precision", PassStage::kPrecision,
+       "after the layout passes, before fusion: the graph is lowered to its storage dtype (Casts only at the "
+       "model's boundary and around f32 islands), so fusion, the memory plan and every backend see the same graph",
+       "--precision fp16 or bf16", Lowering,
+       [](Graph& graph, PassContext& context) {
+         const DType storage = context.options.precision == "bf16" ? DType::kBFloat16 : DType::kFloat16;
+         return LowerPrecision(storage, context.float32_nodes).Run(graph);
+       }},
+  };
+}
+
+std::vector<Pass> FusionAndExpansion() {
+  const PassStage f = PassStage::kFusion;
+  const std::string when = "fusion on (not --no-fuse)";
+  return {
+      {"fuse-siblings", f,
+       "first of fusion: merging Q/K/V (gate/up) weights changes which MatMuls exist, and the merged MatMul should "
+       "get the epilogue",
+       when, Fusing,
+       [](Graph& graph, PassContext& context) {
+         context.report.nodes_before = graph.num_nodes();
+         return FuseSiblings(&context.report).Run(graph);
+       }},
+      {"fuse-attention", f,
+       "before the prologue and epilogue passes: they would give the scores MatMul the scale and mask as its "
+       "epilogue (and a Q scale as its prologue), splitting the attention pattern",
+       when, Fusing, FusionPass<FuseAttention>()},
+      {"fuse-prologue", f, "before the epilogue: it forms the matmul's group, which FuseEpilogue then extends", when,
+       Fusing, FusionPass<FusePrologue>()},
+      {"fuse-epilogue", f,
+       "before pointwise fusion: element-wise ops after a matmul/conv belong in its epilogue (no extra kernel), not "
+       "in a pointwise group of their own",
+       when, Fusing, FusionPass<FuseEpilogue>()},
+      {"fuse-pointwise", f,
+       "last of fusion: whatever element-wise work is left becomes one kernel per chain; LayerNorm and Softmax take "
+       "their residual add / scale and mask",
+       when, Fusing,
+       [](Graph& graph, PassContext& context) -> absl::StatusOr<bool> {
+         KILN_ASSIGN_OR_RETURN(bool changed, FusePointwise(&context.report).Run(graph));
+         context.report.groups = FinalGroups(context.report.groups);
+         context.report.nodes_fused = graph.num_nodes();
+         return changed;
+       }},
+      {"expand-groups-without-kernels", PassStage::kExpansion,
+       "after fusion, once the kernel options are known: a group no GPU kernel takes (no library call, no "
+       "generated kernel) is expanded into its members, keeping what cuBLASLt takes fused, so every bundle runs on "
+       "the GPU; the report says why",
+       when, Fusing,
+       [](Graph& graph, PassContext& context) -> absl::StatusOr<bool> {
+         KILN_ASSIGN_OR_RETURN(context.expanded,
+                               ExpandGroupsWithoutKernels(graph, context.kernel_options, &context.report));
+         return context.expanded > 0;
+       }},
+      {"fuse-expanded-tails", PassStage::kExpansion,
+       "after an expansion: what an expanded group leaves (a library MatMul's residual add, erf-GELU, scale and "
+       "mask) is fused again as pointwise kernels or into the LayerNorm / Softmax it feeds; a group formed here "
+       "that has no kernel is expanded too",
+       "a group was expanded",
+       [](const Graph&, const PassContext& context) { return context.expanded > 0; },
+       [](Graph& graph, PassContext& context) -> absl::StatusOr<bool> {
+         KILN_ASSIGN_OR_RETURN(bool changed, FusePointwise(&context.report).Run(graph));
+         KILN_ASSIGN_OR_RETURN(int expanded,
+                               ExpandGroupsWithoutKernels(graph, context.kernel_options, &context.report));
+         context.report.groups = FinalGroups(context.report.groups);
+         return changed || expanded > 0;
+       }},
+  };
+}
+
+const std::vector<Pass>& AllPasses() {
+  static const auto* passes = [] {
+    auto* v = new std::vector<Pass>(Canonicalization());
+    for (std::vector<Pass> part : {LayoutAndPrecision(), FusionAndExpansion()}) {
+      for (Pass& p : part) v->push_back(std::move(p));
+    }
+    return v;
+  }();
+  return *passes;
+}
+
+// Accumulates one pass run into the timing table (one row per pass).
+void Record(std::vector<PassTiming>* timings, const std::string& pass, bool changed, double seconds, int nodes) {
+  if (timings == nullptr) return;
+  PassTiming* row = nullptr;
+  for (PassTiming& t : *timings) {
+    if (t.pass == pass) row = &t;
+  }
+  if (row == nullptr) row = &timings->emplace_back(PassTiming{pass});
+  ++row->runs;
+  row->changed |= changed;
+  row->seconds += seconds;
+  row->nodes_after = nodes;
+}
+
+// Runs one pass: the hooks (verification, --dump-after, timing) around it.
+absl::StatusOr<bool> RunOne(const Pass& pass, Graph& graph, PassContext& context) {
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<bool> changed = pass.run(graph, context);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!changed.ok()) {
+    return absl::Status(changed.status().code(), absl::StrCat(pass.name, ": ", changed.status().message()));
+  }
+  if (context.options.verify_passes) {
+    if (absl::Status st = VerifyGraph(graph, {.require_types = true}); !st.ok()) {
+      return absl::InternalError(absl::StrCat(pass.name, " left an invalid graph: ", st.message()));
+    }
+  }
+  Record(context.options.pass_timings, pass.name, *changed, seconds, graph.num_nodes());
+  if (context.options.after_pass) context.options.after_pass(pass.name, graph);
+  return *changed;
+}
+
+// The passes of `stages` that are enabled, in order; the canonicalisation round
+// repeated to a fixed point.
+// Returns whether any pass changed the graph.
+absl::StatusOr<bool> RunStages(Graph& graph, PassContext& context, const std::vector<PassStage>& stages) {
+  auto wanted = [&](const Pass& p) { return std::find(stages.begin(), stages.end(), p.stage) != stages.end(); };
+  const std::vector<Pass>& passes = AllPasses();
+  bool any = false;
+  size_t i = 0;
+  while (i < passes.size()) {
+    if (passes[i].stage != PassStage::kCanonicalize) {
+      if (wanted(passes[i]) && (passes[i].enabled == nullptr || passes[i].enabled(graph, context))) {
+        KILN_ASSIGN_OR_RETURN(bool changed, RunOne(passes[i], graph, context));
+        any |= changed;
+      }
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < passes.size() && passes[end].stage == PassStage::kCanonicalize) ++end;
+    if (wanted(passes[i])) {
+      bool changed = true;
+      int round = 0;
+      for (; changed && round < kMaxCanonicalRounds; ++round) {
+        changed = false;
+        for (size_t j = i; j < end; ++j) {
+          KILN_ASSIGN_OR_RETURN(bool c, RunOne(passes[j], graph, context));
+          changed |= c;
+          any |= c;
+        }
+      }
+      if (changed) {
+        return absl::InternalError(absl::StrCat("canonicalisation: no fixed point after ", kMaxCanonicalRounds,
+                                                " rounds (a pass reports changes forever)"));
+      }
+    }
+    i = end;
+  }
+  return any;
+}
+
+}  // namespace
+
+const std::vector<Pass>& Pipeline() { return AllPasses(); }
+
+absl::Status CheckPassName(const std::string& name) {
+  std::vector<std::string> names;
+  for (const Pass& p : Pipeline()) {
+    if (p.name == name) return absl::OkStatus();
+    names.push_back(p.name);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown pass '", name, "'; the passes, in order: ", absl::StrJoin(names, ", ")));
+}
+
+std::string PassTimingTable(const std::vector<PassTiming>& timings) {
+  int width = 4;
+  double total = 0;
+  for (const PassTiming& t : timings) {
+    width = std::max(width, static_cast<int>(t.pass.size()));
+    total += t.seconds;
+  }
+  std::string out = absl::StrFormat("%-*s %5s %8s %10s %6s\n", width, "pass", "runs", "changed", "ms", "nodes");
+  for (const PassTiming& t : timings) {
+    absl::StrAppendFormat(&out, "%-*s %5d %8s %10.2f %6d\n", width, t.pass, t.runs, t.changed ? "yes" : "no",
+                          t.seconds * 1e3, t.nodes_after);
+  }
+  absl::StrAppendFormat(&out, "%-*s %5s %8s %10.2f\n", width, "total", "", "", total * 1e3);
+  return out;
+}
+
+absl::Status RunPipeline(Graph& graph, PassContext& context) {
+  return RunStages(graph, context,
+                   {PassStage::kCanonicalize, PassStage::kLayout, PassStage::kPrecision, PassStage::kFusion,
+                    PassStage::kExpansion})
+      .status();
+}
+
+absl::StatusOr<bool> RunCanonicalization(Graph& graph) {
+  const CompileOptions options;
+  const codegen::KernelOptions kernel_options;
+  PassContext context(options, kernel_options);
+  return RunStages(graph, context, {PassStage::kCanonicalize});
+}
+
+absl::StatusOr<FusionReport> RunFusion(Graph& graph) {
+  const CompileOptions options;
+  const codegen::KernelOptions kernel_options;
+  PassContext context(options, kernel_options);
+  KILN_RETURN_IF_ERROR(RunStages(graph, context, {PassStage::kFusion}).status());
+  return context.report;
+}
+
+}  // namespace kiln
