@@ -415,7 +415,7 @@ std::string DescribeLaunch(const codegen::KernelLaunch& l) {
 absl::StatusOr<Generated> Generate(const Node& node, KernelTable& table, bool hopper = false, int sm_count = 0,
                                    const codegen::ops::Sm90GemmConfig* sm90_config = nullptr) {
   codegen::KernelOptions options;
-  options.gemm_template = true;
+  options.matmul_groups = codegen::MatMulGroups::kGenerated;
   options.hopper = hopper;
   options.sm_count = sm_count;
   absl::StatusOr<std::vector<codegen::KernelLaunch>> launches =
@@ -669,12 +669,13 @@ class Timer {
   // Median milliseconds of each of `runs`. Interleaved (the default): every run's
   // warm-up runs, then --reps rounds of one timed run of each, so that a change of the
   // GPU's clock during the measurement reaches every run alike (the H100's SM clock
-  // drops from 1980 to ~1450 MHz a few hundred ms into a series of large GEMMs;
-  // RESULTS.md 2026-11-26 (g)). The rounds rotate: round i starts at run i (mod n),
-  // because a run's place in a fixed order moved some of them by 4-5% (RESULTS.md
-  // 2026-11-27); --fixed-order keeps one order. --sequential: each run's warm-up and
-  // timed runs back to back, one run after the other (the protocol of the tables
-  // before (g)).
+  // drops well below its boost clock early in a series of large GEMMs;
+  // benchmarks/results/gemm_sm90_idiom_order_clocks_h100_2026-11-26g.csv). The rounds
+  // rotate: round i starts at run i (mod n), because a run's place in a fixed order
+  // moved some of them measurably
+  // (benchmarks/results/gemm_sm90_round_order_h100_2026-11-27.csv.gz); --fixed-order
+  // keeps one order. --sequential: each run's warm-up and timed runs back to back, one
+  // run after the other (the bench's protocol before interleaved rounds).
   // --sustain (unless `sustain` is false): each run's Sustain, one after the other;
   // the time is its per-launch time, and sustained() holds the rest.
   std::vector<double> MedianMs(const std::vector<std::function<void()>>& runs, bool sustain = true) {
@@ -1369,7 +1370,7 @@ constexpr char kUsage[] =
     "             (default: per problem, rounds of one timed run of every peer and kiln kernel, so that\n"
     "             clock changes during the measurement reach all of them alike; round i starts at the\n"
     "             problem's i-th run, so no run always holds the same place)\n"
-    "  --fixed-order  every round in the same order (the protocol of RESULTS.md 2026-11-26 (g))\n"
+    "  --fixed-order  every round in the same order (the order that earlier runs used)\n"
     "  --compile-only  generate and NVRTC-compile everything, print the compile time, no GPU needed\n"
     "  --dump-kernels DIR  also write every kiln kernel's source (kiln_bench_N.cu, the CSV's order of\n"
     "             first use) and each compiled module (module_M.cubin) into DIR (created if missing)\n"

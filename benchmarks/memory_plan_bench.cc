@@ -17,7 +17,7 @@
 
 #include "frontend/onnx_importer.h"
 #include "graph/lower_precision.h"
-#include "runtime/memory_planner.h"
+#include "compiler/memory_planner.h"
 
 namespace fs = std::filesystem;
 

@@ -14,6 +14,7 @@
 #include "codegen/attention_test_cases.h"
 #include "codegen/library_kernels.h"
 #include "codegen/nvrtc_module.h"
+#include "codegen/kernel_choice.h"
 #include "codegen/op_kernels.h"
 #include "codegen/ops/families.h"
 
@@ -182,7 +183,7 @@ TEST(AttentionCodegenTest, RoutedToTheKernelInEveryMode) {
   EXPECT_EQ(LibraryKernelName(group), "");
   for (bool gemm : {false, true}) {
     KernelOptions options;
-    options.gemm_template = gemm;
+    options.matmul_groups = gemm ? codegen::MatMulGroups::kGenerated : codegen::MatMulGroups::kLibrary;
     absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(group, options);
     ASSERT_TRUE(l.ok()) << l.status();
     ASSERT_EQ(l->size(), 1u);

@@ -40,7 +40,7 @@ TEST(ConvGpuTest, MatchesCpuReference) {
   std::vector<ModuleKernel> kernels;
   uint32_t seed = 1;
   KernelOptions options;
-  options.conv_template = true;
+  options.conv_groups = codegen::ConvGroups::kGenerated;
   const ops::GemmConfig tiles64{64, 64, 32, 2, 2, 4};
   for (const test::ConvCase& c : test::ConvCases()) {
     for (int forced = 0; forced < 2; ++forced) {

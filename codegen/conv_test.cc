@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "codegen/conv_test_cases.h"
 #include "codegen/nvrtc_module.h"
+#include "codegen/kernel_choice.h"
 #include "codegen/op_kernels.h"
 #include "codegen/ops/families.h"
 
@@ -44,7 +45,7 @@ std::string Form(const std::string& src) {
 
 KernelOptions ConvOn() {
   KernelOptions o;
-  o.conv_template = true;
+  o.conv_groups = codegen::ConvGroups::kGenerated;
   return o;
 }
 
@@ -55,7 +56,7 @@ TEST(ConvCodegenTest, CompilesForSm80AndSm90a) {
   for (const ConvCase& c : test::ConvCases()) {
     absl::StatusOr<test::ConvBuilt> b = BuildConv(c, seed += 10);
     ASSERT_TRUE(b.ok()) << c.Name() << ": " << b.status();
-    ASSERT_TRUE(ConvKernelFits(*b->node).ok()) << c.Name() << ": " << ConvKernelFits(*b->node);
+    ASSERT_TRUE(ops::ConvKernelFits(*b->node).ok()) << c.Name() << ": " << ops::ConvKernelFits(*b->node);
     // The heuristic's tiles, and 64x64 ones (which it gives these small problems only
     // on GPUs with few SMs).
     const ops::GemmConfig tiles64{64, 64, 32, 2, 2, 4};

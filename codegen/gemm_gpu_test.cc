@@ -25,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "codegen/gpu_test_util.h"
 #include "codegen/nvrtc_module.h"
+#include "codegen/kernel_choice.h"
 #include "codegen/op_kernels.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/gemm_sm90.h"
@@ -494,7 +495,7 @@ void Generate(Generated& out, Select select, Family family = Family::kSm80, int*
     absl::StatusOr<Built> b = Build(c, seed);
     ASSERT_TRUE(b.ok()) << c.Name() << ": " << b.status();
     KernelOptions options;
-    options.gemm_template = true;
+    options.matmul_groups = codegen::MatMulGroups::kGenerated;
     absl::StatusOr<std::vector<KernelLaunch>> l;
     if (family == Family::kSm90) {
       if (!ops::Sm90Eligible(*b->node).ok()) {
@@ -728,7 +729,7 @@ TEST(GemmCodegenTest, Sm90LargeTilesDoNotSpill) {
 // 16x2048x2048 (swap-AB).
 absl::StatusOr<std::string> Sm90EpilogueSource(DType dt, Epi epi, int64_t m) {
   KernelOptions hopper;
-  hopper.gemm_template = true;
+  hopper.matmul_groups = codegen::MatMulGroups::kGenerated;
   hopper.hopper = true;
   absl::StatusOr<Built> b =
       Build(GemmCase{dt, {}, m, m == 16 ? 2048 : 512, m == 16 ? 2048 : 256, false, false, false, epi}, 1);
@@ -858,7 +859,7 @@ TEST(GemmCodegenTest, Sm90LastOpRunsOnThePackedResult) {
 // at a time would starve the tensor cores).
 TEST(GemmCodegenTest, Sm90EpilogueWorkPicksTheTile) {
   KernelOptions hopper;
-  hopper.gemm_template = true;
+  hopper.matmul_groups = codegen::MatMulGroups::kGenerated;
   hopper.hopper = true;
   for (auto [epi, work] : {std::pair<Epi, ops::EpilogueWork>{Epi::kNone, ops::EpilogueWork::kNone},
                            {Epi::kBiasRelu, ops::EpilogueWork::kLight},
@@ -904,10 +905,10 @@ TEST(GemmCodegenTest, Sm90EpilogueWorkPicksTheTile) {
 TEST(GemmCodegenTest, FastGeluOnlyForSixteenBitResults) {
   auto epilogue_of = [](const KernelLaunch& l) { return l.source.substr(l.source.find("float kiln_epilogue(")); };
   KernelOptions hopper;
-  hopper.gemm_template = true;
+  hopper.matmul_groups = codegen::MatMulGroups::kGenerated;
   hopper.hopper = true;
   KernelOptions sm80;
-  sm80.gemm_template = true;
+  sm80.matmul_groups = codegen::MatMulGroups::kGenerated;
   for (auto [epi, fast] : {std::pair<Epi, const char*>{Epi::kBiasGeluTanh, "kiln_gelu_tanh_fast("},
                            {Epi::kBiasGelu, "kiln_gelu_erf_fast("}}) {
     for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
@@ -1065,7 +1066,7 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
   EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(197, 768, 3072, 1, 132)), "64x64 c1x1 s8");
   // Where the cost model's cheapest tile is the 64x64 ping-pong one (each consumer
   // warpgroup its own tiles, 12 stages), it takes it over the cooperative 64x64 tile and
-  // its ring rule (RESULTS.md 2026-11-27: 512x1024x4096 16.0 -> 14.3 us on the H100).
+  // its ring rule.
   for (auto [m, n, k, batch] : {std::array<int64_t, 4>{2944, 128, 2432, 1}, {512, 768, 768, 1}, {128, 1280, 3968, 2},
                                 {1792, 256, 2304, 1}, {512, 1024, 4096, 1}}) {
     EXPECT_EQ(ops::Sm90GemmConfigString(ops::PickSm90GemmConfig(m, n, k, batch, 132)), "64x64 p2x1 s12")
@@ -1148,7 +1149,7 @@ TEST(GemmCodegenTest, FoldsTheBatchIntoRows) {
 // aligned (TMA), prologues on B or loading fp32, with the reason in Sm90Eligible.
 TEST(GemmCodegenTest, Sm90Routing) {
   KernelOptions hopper;
-  hopper.gemm_template = true;
+  hopper.matmul_groups = codegen::MatMulGroups::kGenerated;
   hopper.hopper = true;
   struct Route {
     GemmCase c;
@@ -1208,7 +1209,7 @@ TEST(GemmCodegenTest, Sm90Routing) {
     }
     // Without `hopper` the sm_80 template takes everything.
     KernelOptions sm80;
-    sm80.gemm_template = true;
+    sm80.matmul_groups = codegen::MatMulGroups::kGenerated;
     absl::StatusOr<std::vector<KernelLaunch>> l80 = ops::GenerateGemm(*b->node, sm80);
     ASSERT_TRUE(l80.ok());
     EXPECT_EQ((*l80)[0].family, "gemm_sm80");
@@ -1299,7 +1300,7 @@ TEST(GemmCodegenTest, RoutesPrologueAndDualGroups) {
     ASSERT_TRUE(b.ok()) << b.status();
     EXPECT_TRUE(IsMatMulGroup(*b->node)) << c.Kind();
     KernelOptions on;
-    on.gemm_template = true;
+    on.matmul_groups = codegen::MatMulGroups::kGenerated;
     EXPECT_TRUE(GenerateNodeKernels(*b->node, on).ok()) << c.Kind();
     const absl::Status off = GenerateNodeKernels(*b->node, KernelOptions{}).status();
     EXPECT_EQ(off.code(), absl::StatusCode::kUnimplemented);
@@ -1312,7 +1313,7 @@ TEST(GemmCodegenTest, RoutesPrologueAndDualGroups) {
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_TRUE(IsMatMulGroup(*b->node));
   KernelOptions on;
-  on.gemm_template = true;
+  on.matmul_groups = codegen::MatMulGroups::kGenerated;
   absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*b->node, on);
   ASSERT_TRUE(l.ok()) << l.status();
   EXPECT_NE((*l)[0].source.find("#define GEMM_DUAL 1"), std::string::npos);
@@ -1824,7 +1825,7 @@ TEST(GemmCodegenTest, SplitKLaunches) {
                                               Epi::kBiasGelu}, 1);
   ASSERT_TRUE(bert.ok()) << bert.status();
   KernelOptions options;
-  options.gemm_template = true;
+  options.matmul_groups = codegen::MatMulGroups::kGenerated;
   absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*bert->node, options);
   ASSERT_TRUE(l.ok()) << l.status();
   const KernelLaunch& k = (*l)[0];
@@ -2019,7 +2020,7 @@ TEST(GemmCodegenTest, Sm90SplitKConfigsHeuristicAndLaunches) {
   absl::StatusOr<Built> small = Build(GemmCase{DType::kBFloat16, {}, 48, 768, 3072, false, false, true}, 1);
   ASSERT_TRUE(small.ok());
   KernelOptions options;
-  options.gemm_template = true;
+  options.matmul_groups = codegen::MatMulGroups::kGenerated;
   options.hopper = true;
   options.sm_count = 132;
   absl::StatusOr<std::vector<KernelLaunch>> h = ops::GenerateGemm(*small->node, options);
@@ -2158,7 +2159,7 @@ TEST(GemmCodegenTest, Sm90SwapAbConfigsHeuristicAndRouting) {
   EXPECT_FALSE(ops::PreferSm90SwapAb(16, 4096, 768));   // from N = 2048: measured slower at K = 768
   // Routing: which groups swap (the heuristic) and why the others cannot.
   KernelOptions hopper;
-  hopper.gemm_template = true;
+  hopper.matmul_groups = codegen::MatMulGroups::kGenerated;
   hopper.hopper = true;
   GemmCase dual{DType::kFloat16, {}, 16, 64, 64};
   dual.dual = true;

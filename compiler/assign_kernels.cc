@@ -6,7 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/library_kernels.h"
+#include "codegen/kernel_choice.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
 #include "codegen/ops/gemm_sm90.h"
@@ -44,25 +44,15 @@ bool IsAliasedView(const bundle::Step& step, const Node& node) {
 
 }  // namespace
 
-bool UsesLibraryKernel(const Node& node, const codegen::KernelOptions& kernel_options) {
-  if (codegen::GeneratesMatMulGroup(node, kernel_options)) return false;
-  // Generated conv kernels take NHWC convs and conv groups (ConvKernelFits); the
-  // others stay on cuDNN.
-  if (codegen::ConvTemplateTakes(node, kernel_options) && codegen::ConvKernelFits(node).ok()) {
-    return false;
-  }
-  const std::string name = codegen::LibraryKernelName(node);
-  if (name == "cudnn:FusedConv" && !kernel_options.cudnn_fused_conv) return false;
-  return !name.empty();
-}
-
-absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& nodes, const std::string& arch,
+absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& nodes,
+                                                    const std::vector<codegen::KernelChoice>& choices,
+                                                    const std::string& arch,
                                                     const codegen::KernelOptions& kernel_options,
                                                     BundleContents* contents,
                                                     const KernelCompileOptions& compile_options) {
   bundle::Manifest& m = contents->manifest;
-  if (static_cast<int>(nodes.size()) != m.steps_size()) {
-    return absl::InternalError("AssignKernels: one node per step expected");
+  if (static_cast<int>(nodes.size()) != m.steps_size() || choices.size() != nodes.size()) {
+    return absl::InternalError("AssignKernels: one node and one kernel choice per step expected");
   }
   KernelAssignmentStats stats;
   std::vector<codegen::ModuleKernel> unique;           // in first-use order
@@ -79,14 +69,15 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
       ++stats.view_steps;
       continue;
     }
-    if (UsesLibraryKernel(node, kernel_options)) {
-      step->set_kernel(codegen::LibraryKernelName(node));
+    const codegen::KernelChoice& choice = choices[s];
+    if (choice.kind == codegen::KernelKind::kLibrary) {
+      step->set_kernel(choice.library);
       ++stats.library_steps;
       continue;
     }
     absl::StatusOr<std::vector<codegen::KernelLaunch>> launches;
     std::optional<codegen::GemmChoice> gemm;
-    if (codegen::GeneratesMatMulGroup(node, kernel_options)) {
+    if (choice.kind == codegen::KernelKind::kGemm) {
       // The sm90 family on sm_90a where it takes the group, else the sm_80 template;
       // either with the tuning database's config when it holds one.
       launches = codegen::GenerateMatMulGroupWithDb(node, arch, kernel_options.tuning_db, &gemm.emplace(),

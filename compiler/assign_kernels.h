@@ -7,10 +7,9 @@
 //                     pieces it placed inside its input (SplitViewOffsets): nothing
 //                     to run;
 //   "cublaslt:<Op>"   MatMul/Gemm, "cudnn:Conv" and the fused groups the libraries
-//                     can run in one call (codegen/library_kernels.h), unless
-//                     KernelOptions::gemm_template gives MatMul groups to the
-//                     generated GEMM (in auto mode on sm_90a, not those the tuning
-//                     database measured cuBLASLt faster on: LibraryTuningEntry);
+//                     can run in one call (codegen/library_kernels.h), where
+//                     codegen::ChooseKernel gives them the library (the step's
+//                     KernelChoice, decided once by the driver);
 //   "nvrtc:<fn>"      generated kernels (codegen/op_kernels.h), recorded as launches;
 //                     a MatMul group's GEMM takes its tile config from the tuning
 //                     database when it has one (KernelOptions::tuning_db,
@@ -32,6 +31,7 @@
 #include "absl/status/status.h"
 #include "codegen/compile_progress.h"
 #include "codegen/kernel_cache.h"
+#include "codegen/kernel_choice.h"
 #include "codegen/op_kernels.h"
 #include "codegen/tuning_db.h"
 #include "graph/graph.h"
@@ -41,9 +41,7 @@ namespace kiln {
 
 // One module per distinct kernel: NVRTC compiles the modules in parallel (TBB), so
 // a model's first compile is bounded by its slowest kernel rather than by a module of
-// many. On 2 cores BERT-base's NVRTC time (sm_90a) went 14.5-18.1 -> 10.6-13.0 s
-// (2 modules of 48 -> 65 of 1), and 13.5-16.1 -> 6.2-8.0 s with `--matmul-groups
-// library` (docs/gpu.md).
+// many (docs/gpu.md, "NVRTC").
 inline constexpr int kKernelsPerModule = 1;
 
 struct KernelAssignmentStats {
@@ -65,17 +63,16 @@ struct KernelCompileOptions {
   std::string dump_dir;                          // "": no --dump-kernels
 };
 
-// `nodes[i]` is the node of contents->manifest.steps(i) (bindings already set). Sets
-// each step's kernel, launches and gpu_unsupported, and appends the compiled modules
-// to contents->kernels. Errors: NVRTC failures (Internal, with the log), generator
+// `nodes[i]` is the node of contents->manifest.steps(i) (bindings already set) and
+// `choices[i]` the decision codegen::ChooseKernel made for it. Sets each step's
+// kernel, launches and gpu_unsupported, and appends the compiled modules to
+// contents->kernels. Errors: NVRTC failures (Internal, with the log), generator
 // errors other than Unimplemented, dump I/O errors.
-absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& nodes, const std::string& arch,
+absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& nodes,
+                                                    const std::vector<codegen::KernelChoice>& choices,
+                                                    const std::string& arch,
                                                     const codegen::KernelOptions& kernel_options,
                                                     BundleContents* contents,
                                                     const KernelCompileOptions& compile_options = {});
-
-// Whether a node runs through a vendor library rather than generated code: a library
-// kernel exists and (for MatMul groups) the GEMM template is not chosen instead.
-bool UsesLibraryKernel(const Node& node, const codegen::KernelOptions& kernel_options);
 
 }  // namespace kiln

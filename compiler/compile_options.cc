@@ -9,15 +9,26 @@
 
 namespace kiln {
 
+absl::string_view LayoutName(Layout layout) {
+  switch (layout) {
+    case Layout::kAuto: return "auto";
+    case Layout::kNchw: return "nchw";
+    case Layout::kNhwc: return "nhwc";
+  }
+  return "?";
+}
+
+absl::StatusOr<Layout> ParseLayout(absl::string_view text) {
+  for (Layout l : {Layout::kAuto, Layout::kNchw, Layout::kNhwc}) {
+    if (LayoutName(l) == text) return l;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unsupported --layout '", text, "': choose auto, nchw or nhwc"));
+}
+
 codegen::KernelOptions KernelOptionsFor(const CompileOptions& options) {
   codegen::KernelOptions k;
-  // auto: generated; on sm_90a only for the groups the Hopper family takes (the
-  // library for the others: gemm_template_sm90_only).
-  k.gemm_template = options.matmul_groups == "generated" || options.matmul_groups == "auto";
-  k.gemm_template_sm90_only = options.matmul_groups == "auto" && codegen::IsHopperArch(options.arch);
-  k.cudnn_fused_conv = options.conv_groups == "cudnn" || options.conv_groups == "auto";
-  k.conv_template = options.conv_groups == "generated";
-  k.conv_template_auto = options.conv_groups == "auto";
+  k.matmul_groups = options.matmul_groups;
+  k.conv_groups = options.conv_groups;
   // sm_90a: the Hopper GEMM family (TMA + wgmma) for the MatMul groups it takes.
   // Its persistent grid is sized for the local GPU's multiprocessors when that GPU is
   // of the target arch (an H100 PCIe has 114, where 132 CTAs would leave 18 for a
@@ -51,19 +62,6 @@ absl::Status ValidateCompileOptions(const CompileOptions& options) {
   if (std::find(archs.begin(), archs.end(), options.arch) == archs.end()) {
     return absl::InvalidArgumentError(absl::StrCat("unsupported --arch '", options.arch,
                                                    "': kiln compiles for ", absl::StrJoin(archs, ", ")));
-  }
-  if (options.matmul_groups != "auto" && options.matmul_groups != "library" && options.matmul_groups != "generated") {
-    return absl::InvalidArgumentError(absl::StrCat("unsupported --matmul-groups '", options.matmul_groups,
-                                                   "': choose auto, library or generated"));
-  }
-  if (options.conv_groups != "auto" && options.conv_groups != "expand" && options.conv_groups != "cudnn" &&
-      options.conv_groups != "generated") {
-    return absl::InvalidArgumentError(absl::StrCat("unsupported --conv-groups '", options.conv_groups,
-                                                   "': choose auto, expand, cudnn or generated"));
-  }
-  if (options.layout != "auto" && options.layout != "nchw" && options.layout != "nhwc") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unsupported --layout '", options.layout, "': choose auto, nchw or nhwc"));
   }
   if (options.tune && !options.tuning_db) {
     return absl::InvalidArgumentError("--tune stores its results in the tuning database: drop --no-tuning-db");

@@ -18,6 +18,16 @@ namespace kiln {
 
 struct PassTiming;  // compiler/pipeline.h
 
+// Activation layout of 2-D convs and pools (graph/to_channels_last.h).
+enum class Layout {
+  kAuto,  // nhwc when the graph has a 2-D Conv, else nchw
+  kNchw,  // ONNX's layout throughout
+  kNhwc,  // channels-last inside the model, transposes only at its boundary
+};
+// "auto", "nchw", "nhwc" (--layout) and back; the parser's error names the values.
+absl::string_view LayoutName(Layout layout);
+absl::StatusOr<Layout> ParseLayout(absl::string_view text);
+
 // The target archs `--arch` accepts, and the storage precisions `--precision` accepts.
 const std::vector<std::string>& SupportedArchs();
 const std::vector<std::string>& SupportedPrecisions();
@@ -46,27 +56,12 @@ struct CompileOptions {
   // Fusion (compiler/pipeline.h); false (--no-fuse): canonicalisation only, one op per
   // kernel (the unfused baseline).
   bool fuse = true;
-  // Which kernel runs fused groups anchored on a MatMul: "generated" (kiln's
-  // tensor-core GEMM with the epilogue generated into it: on sm_90a the Hopper
-  // family where it takes the group, else the sm_80-class template), "library"
-  // (cuBLASLt with a fused epilogue where cuBLASLt has one, else the group is
-  // expanded) or "auto": generated for sm_80/86/89; on sm_90a the Hopper family for
-  // the groups it takes and the library for the others, since the sm_80-class
-  // template reaches only ~0.35-0.55x cuBLASLt there (docs/gpu.md).
-  std::string matmul_groups = "auto";
-  // Which kernel runs convs and "conv+epilogue" groups: "auto" (default: depthwise
-  // convs and the groups cuDNN's fused call cannot take on kiln's generated kernels,
-  // the others as one cudnnConvolutionBiasActivationForward call; the measurements
-  // behind it are at codegen::KernelOptions::conv_template_auto), "cudnn" (every group as that
-  // call), "expand" (cuDNN's plain convolution, the epilogue fused again as one
-  // pointwise kernel) or "generated" (NHWC convs and their groups on kiln's
-  // implicit-GEMM / depthwise kernels, the rest on cuDNN:
-  // codegen::KernelOptions::conv_template).
-  std::string conv_groups = "auto";
-  // Activation layout of 2-D convs and pools (graph/to_channels_last.h): "nhwc"
-  // (channels-last inside the model, transposes only at its boundary), "nchw" (ONNX's
-  // layout throughout) or "auto": nhwc when the graph has a 2-D Conv.
-  std::string layout = "auto";
+  // Which kernels run fused MatMul groups, and convs and their groups
+  // (codegen::MatMulGroups, codegen::ConvGroups: --matmul-groups, --conv-groups).
+  codegen::MatMulGroups matmul_groups = codegen::MatMulGroups::kAuto;
+  codegen::ConvGroups conv_groups = codegen::ConvGroups::kAuto;
+  // Activation layout of 2-D convs and pools (--layout).
+  Layout layout = Layout::kAuto;
   // Called after every pass of the pipeline (compiler/pipeline.h) with the graph:
   // --dump-after.
   std::function<void(const std::string& pass, const Graph& graph)> after_pass;

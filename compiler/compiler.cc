@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "codegen/kernel_cache.h"
+#include "codegen/kernel_choice.h"
 #include "codegen/op_kernels.h"
 #include "codegen/tuning_db.h"
 #include "common/read_file.h"
@@ -69,7 +70,7 @@ absl::Status OpenTuningDb(const CompileOptions& options, std::optional<codegen::
 absl::Status TuneGemms(const Graph& graph, const CompileOptions& options, const codegen::KernelOptions& kernel_options,
                        codegen::TuningDb& db, const codegen::KernelCache* cache, FusionReport* fusion,
                        GemmTuneReport* report) {
-  if (!kernel_options.gemm_template) {
+  if (!kernel_options.GeneratesGemms()) {
     report->tuned = true;
     report->note = "nothing to tune: MatMul groups run on cuBLASLt (--matmul-groups library)";
     return absl::OkStatus();
@@ -78,12 +79,12 @@ absl::Status TuneGemms(const Graph& graph, const CompileOptions& options, const 
   tune_options.arch = options.arch;
   tune_options.budget_seconds = options.tune_budget_seconds;
   tune_options.cache = cache;
-  tune_options.library = kernel_options.gemm_template_sm90_only && kernel_options.hopper;
+  tune_options.library = kernel_options.HopperGemmsOnly();
   codegen::KernelOptions without_db = kernel_options;
   without_db.tuning_db = nullptr;
   std::vector<Node*> generated;  // the MatMul groups that get a generated GEMM
   for (Node* n : graph.nodes()) {
-    if (codegen::GeneratesMatMulGroup(*n, without_db)) generated.push_back(n);
+    if (codegen::ChooseKernel(*n, without_db).kind == codegen::KernelKind::kGemm) generated.push_back(n);
   }
   KILN_ASSIGN_OR_RETURN(GemmTuneReport tuned, TuneGemmGroups(generated, db, tune_options));
   tuned.warnings = std::move(report->warnings);
@@ -110,9 +111,9 @@ void SetCompileInfo(const CompileOptions& options, const codegen::KernelOptions&
   std::sort(kept.begin(), kept.end());  // a stable manifest
   for (const std::string& name : kept) m.mutable_compile_options()->add_float32_nodes(name);
   m.mutable_compile_options()->set_no_fuse(!options.fuse);
-  m.mutable_compile_options()->set_matmul_groups(!kernel_options.gemm_template           ? "library"
-                                                 : kernel_options.gemm_template_sm90_only ? "sm90+library"
-                                                                                          : "generated");
+  m.mutable_compile_options()->set_matmul_groups(!kernel_options.GeneratesGemms()   ? "library"
+                                                 : kernel_options.HopperGemmsOnly() ? "sm90+library"
+                                                                                    : "generated");
   const FusionReport& report = context.report;
   bundle::FusionReport* fr = m.mutable_fusion();
   fr->set_enabled(options.fuse);
@@ -282,11 +283,15 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   BundleContents out;
   SetCompileInfo(options, kernel_options, context, source_path, source_bytes, out.manifest);
   KILN_RETURN_IF_ERROR(SetStepsAndBindings(graph, *plan, source_path, out));
+  // Who runs each step, decided once for the final graph (after --tune's entries).
+  const std::vector<Node*> nodes = graph.nodes();
+  std::vector<codegen::KernelChoice> choices;
+  for (const Node* n : nodes) choices.push_back(codegen::ChooseKernel(*n, kernel_options));
   KernelCompileOptions compile_options;
   compile_options.cache = kernel_cache;
   compile_options.progress = options.progress;
   compile_options.dump_dir = options.dump_kernels_dir;
-  if (absl::Status st = AssignKernels(graph.nodes(), options.arch, kernel_options, &out, compile_options).status();
+  if (absl::Status st = AssignKernels(nodes, choices, options.arch, kernel_options, &out, compile_options).status();
       !st.ok()) {
     return where("", st);
   }

@@ -5,10 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "codegen/library_kernels.h"
+#include "codegen/kernel_choice.h"
 #include "codegen/op_kernels.h"
 #include "common/status_macros.h"
-#include "compiler/assign_kernels.h"
 #include "graph/fused_group.h"
 
 namespace kiln {
@@ -47,9 +46,10 @@ absl::StatusOr<std::string> RegroupLibraryPrefix(Graph& graph, const std::string
     if (std::find(part.begin(), part.end(), nullptr) != part.end()) break;
     absl::StatusOr<Node*> group = FormFusedGroup(graph, part, "matmul+epilogue", part[0]);
     if (!group.ok()) continue;
-    if (UsesLibraryKernel(**group, kernel_options)) {
-      return absl::StrCat("kept [", absl::StrJoin(names.begin(), names.begin() + len, ", "), "] as one ",
-                          codegen::LibraryKernelName(**group), " call");
+    if (codegen::KernelChoice c = codegen::ChooseKernel(**group, kernel_options);
+        c.kind == codegen::KernelKind::kLibrary) {
+      return absl::StrCat("kept [", absl::StrJoin(names.begin(), names.begin() + len, ", "), "] as one ", c.library,
+                          " call");
     }
     KILN_RETURN_IF_ERROR(InlineFusedGroup(graph, *group));
   }
@@ -66,13 +66,10 @@ void NoteGroup(FusionReport* report, const std::string& group, const std::string
 }  // namespace
 
 void NoteLibraryGroup(const Node& n, const codegen::KernelOptions& kernel_options, FusionReport* report) {
-  if (!UsesLibraryKernel(n, kernel_options)) {
-    if (codegen::GeneratesMatMulGroup(n, kernel_options)) NoteGroup(report, n.name(), "");
-    return;
-  }
-  if (std::string refusal = codegen::Sm90OnlyRefusal(n, kernel_options); !refusal.empty()) {
-    NoteGroup(report, n.name(),
-              absl::StrCat("on ", codegen::LibraryKernelName(n), " (--matmul-groups auto on sm_90a): ", refusal));
+  const codegen::KernelChoice c = codegen::ChooseKernel(n, kernel_options);
+  if (c.kind == codegen::KernelKind::kGemm) NoteGroup(report, n.name(), "");
+  if (c.kind == codegen::KernelKind::kLibrary && !c.reason.empty()) {
+    NoteGroup(report, n.name(), absl::StrCat("on ", c.library, " (--matmul-groups auto on sm_90a): ", c.reason));
   }
 }
 
@@ -81,7 +78,7 @@ absl::StatusOr<int> ExpandGroupsWithoutKernels(Graph& graph, const codegen::Kern
   int expanded = 0;
   for (Node* n : graph.nodes()) {
     if (!IsFusedGroup(*n)) continue;
-    if (UsesLibraryKernel(*n, kernel_options)) {
+    if (codegen::ChooseKernel(*n, kernel_options).kind == codegen::KernelKind::kLibrary) {
       NoteLibraryGroup(*n, kernel_options, report);
       continue;
     }

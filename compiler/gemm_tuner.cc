@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "codegen/kernel_choice.h"
 #include "codegen/library_kernels.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"

@@ -59,7 +59,7 @@ CompileOptions TuneOptions(const GpuInfo& gpu, const std::string& matmul_groups,
                            GemmTuneReport* report) {
   CompileOptions options;
   options.arch = gpu.arch;
-  options.matmul_groups = matmul_groups;
+  options.matmul_groups = *codegen::ParseMatMulGroups(matmul_groups);
   options.tuning_db_path = (dir / "tuning.tsv").string();
   options.kernel_cache_dir = (dir / "cache").string();
   options.tune = true;

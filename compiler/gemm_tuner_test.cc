@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "codegen/kernel_choice.h"
 #include "codegen/op_kernels.h"
 #include "gmock/gmock.h"
 #include "graph/text_format.h"
@@ -64,7 +65,7 @@ absl::StatusOr<BundleContents> Build(const CompileOptions& options, const std::s
 CompileOptions Options(const std::string& db) {
   CompileOptions options;
   options.arch = "sm_80";
-  options.matmul_groups = "generated";
+  options.matmul_groups = codegen::MatMulGroups::kGenerated;
   options.kernel_cache = false;
   options.tuning_db_path = db;
   return options;
@@ -189,7 +190,7 @@ TEST(GemmTuningCompileTest, AutoOnSm90aTakesCublasLtWhereTuningMeasuredItFaster)
   const std::string db_path = dir + "/tuning.tsv";
   CompileOptions options = Options(db_path);
   options.arch = "sm_90a";
-  options.matmul_groups = "auto";
+  options.matmul_groups = codegen::MatMulGroups::kAuto;
   auto family = Build(options, "f16");
   ASSERT_TRUE(family.ok()) << family.status();
   ASSERT_NE(GroupStep(*family), nullptr);
@@ -224,13 +225,13 @@ TEST(GemmTuningCompileTest, AutoOnSm90aTakesCublasLtWhereTuningMeasuredItFaster)
   EXPECT_EQ(GroupsTunedToLibrary(library->manifest), 1);
   EXPECT_EQ(GroupsTunedToLibrary(family->manifest), 0);
   // --matmul-groups generated: the family, with the entry's config.
-  options.matmul_groups = "generated";
+  options.matmul_groups = codegen::MatMulGroups::kGenerated;
   auto generated = Build(options, "f16");
   ASSERT_TRUE(generated.ok()) << generated.status();
   ASSERT_NE(GemmLaunch(*generated), nullptr);
   EXPECT_EQ(GemmLaunch(*generated)->config(), "sm90 64x64 p2x1 s12 (tuning database)");
   // Within 1% (timing noise): the family keeps the group.
-  options.matmul_groups = "auto";
+  options.matmul_groups = codegen::MatMulGroups::kAuto;
   store(0.0099);
   auto close = Build(options, "f16");
   ASSERT_TRUE(close.ok()) << close.status();

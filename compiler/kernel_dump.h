@@ -22,10 +22,11 @@
 // Library steps (cuBLASLt/cuDNN), views and steps without a GPU kernel have no folder:
 // the index says what they call, on which tensors.
 //
-// The bundle packs up to 48 kernels per module; the dump compiles each kernel on its
-// own (same NVRTC options plus --ptxas-options=-v) so that every file describes one
-// kernel. Kernels share nothing across a module (each sits in a namespace of its own,
-// helpers have internal linkage), so the code is the same.
+// The bundle packs up to kKernelsPerModule kernels per module
+// (compiler/assign_kernels.h); the dump compiles each kernel on its own (same NVRTC
+// options plus --ptxas-options=-v) so that every file describes one kernel. Kernels
+// share nothing across a module (each sits in a namespace of its own, helpers have
+// internal linkage), so the code is the same whatever the module size.
 #pragma once
 
 #include <string>

@@ -98,7 +98,7 @@ TEST(KernelDumpTest, SafeFileNames) {
 CompileOptions GeneratedDumpOptions(const std::string& arch, const std::string& dir) {
   CompileOptions options;
   options.arch = arch;
-  options.matmul_groups = "generated";
+  options.matmul_groups = codegen::MatMulGroups::kGenerated;
   options.kernel_cache = false;
   options.dump_kernels_dir = dir;
   return options;
@@ -186,7 +186,7 @@ TEST(KernelDumpTest, UnfusedStepsGetAFolderPerOpAndLibraryCallsAreIndexed) {
   CompileOptions options;
   options.arch = "sm_90a";
   options.fuse = false;
-  options.matmul_groups = "library";
+  options.matmul_groups = codegen::MatMulGroups::kLibrary;
   options.kernel_cache = false;
   options.dump_kernels_dir = dir;
   auto bundle = Build(options);
@@ -211,7 +211,7 @@ TEST(KernelDumpTest, RefusesAForeignDirectoryAndReplacesAnEarlierDump) {
   CompileOptions options;
   options.arch = "sm_80";
   options.fuse = false;
-  options.matmul_groups = "library";
+  options.matmul_groups = codegen::MatMulGroups::kLibrary;
   options.kernel_cache = false;
   options.dump_kernels_dir = dir;
   auto refused = Build(options);
@@ -243,7 +243,7 @@ TEST(KernelDumpTest, SassComesFromCuobjdumpInPath) {
   CompileOptions options;
   options.arch = "sm_80";
   options.fuse = false;
-  options.matmul_groups = "library";
+  options.matmul_groups = codegen::MatMulGroups::kLibrary;
   options.kernel_cache = false;
   options.dump_kernels_dir = dir;
   auto bundle = Build(options);
@@ -277,7 +277,7 @@ TEST(KernelDumpTest, CompilerUsesTheKernelCacheUnlessToldNot) {
   CompileOptions options;
   options.arch = "sm_80";
   options.fuse = false;
-  options.matmul_groups = "library";
+  options.matmul_groups = codegen::MatMulGroups::kLibrary;
   options.kernel_cache_dir = dir + "/cache";
   options.progress = &recorder;
   auto cold = Build(options);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -119,7 +120,8 @@ std::vector<Pass> LayoutAndPrecision() {
        "where the channels-last region meets NCHW values, so fusion sees the final layout",
        "--layout nhwc, or --layout auto on a graph with a 2-D Conv",
        [](const Graph& graph, const PassContext& context) {
-         return context.options.layout == "nhwc" || (context.options.layout == "auto" && HasConv2D(graph));
+         return context.options.layout == Layout::kNhwc ||
+                (context.options.layout == Layout::kAuto && HasConv2D(graph));
        },
        [](Graph& graph, PassContext& context) {
          context.channels_last = true;
@@ -128,7 +130,7 @@ std::vector<Pass> LayoutAndPrecision() {
       {"pad-conv-channels", PassStage::kLayout,
        "after to-channels-last (it pads NHWC channels): a conv reading C % 8 != 0 channels (an image stem) reads "
        "them zero-padded to a multiple of 8, the 16-byte channel vectors fp16/bf16 tensor-core convs want",
-       "after to-channels-last, --precision fp16 or bf16",
+       "to-channels-last ran and --precision is fp16 or bf16",
        [](const Graph& graph, const PassContext& context) {
          return context.channels_last && Lowering(graph, context);
        },
@@ -136,7 +138,7 @@ std::vector<Pass> LayoutAndPrecision() {
       {"calibrate-fp16", PassStage::kPrecision,
        "right before lower-precision, on the graph it lowers: runs the CPU reference on the calibration inputs and "
        "keeps in f32 every node that reads or writes a value beyond fp16's safe range (changes nothing itself)",
-       "--precision fp16 with --calibrate",
+       "--precision fp16 and --calibrate",
        [](const Graph&, const PassContext& context) {
          return context.options.precision == "fp16" && context.options.calibration != nullptr;
        },
@@ -151,7 +153,7 @@ std::vector<Pass> LayoutAndPrecision() {
       {"lower-precision", PassStage::kPrecision,
        "after the layout passes, before fusion: the graph is lowered to its storage dtype (Casts only at the "
        "model's boundary and around f32 islands), so fusion, the memory plan and every backend see the same graph",
-       "--precision fp16 or bf16", Lowering,
+       "--precision is fp16 or bf16", Lowering,
        [](Graph& graph, PassContext& context) {
          const DType storage = context.options.precision == "bf16" ? DType::kBFloat16 : DType::kFloat16;
          return LowerPrecision(storage, context.float32_nodes).Run(graph);
@@ -161,7 +163,7 @@ std::vector<Pass> LayoutAndPrecision() {
 
 std::vector<Pass> FusionAndExpansion() {
   const PassStage f = PassStage::kFusion;
-  const std::string when = "fusion on (not --no-fuse)";
+  const std::string when = "fusion is on (no --no-fuse)";
   return {
       {"fuse-siblings", f,
        "first of fusion: merging Q/K/V (gate/up) weights changes which MatMuls exist, and the merged MatMul should "
@@ -205,7 +207,7 @@ std::vector<Pass> FusionAndExpansion() {
        "after an expansion: what an expanded group leaves (a library MatMul's residual add, erf-GELU, scale and "
        "mask) is fused again as pointwise kernels or into the LayerNorm / Softmax it feeds; a group formed here "
        "that has no kernel is expanded too",
-       "a group was expanded",
+       "expand-groups-without-kernels expanded a group",
        [](const Graph&, const PassContext& context) { return context.expanded > 0; },
        [](Graph& graph, PassContext& context) -> absl::StatusOr<bool> {
          KILN_ASSIGN_OR_RETURN(bool changed, FusePointwise(&context.report).Run(graph));
@@ -300,9 +302,41 @@ absl::StatusOr<bool> RunStages(Graph& graph, PassContext& context, const std::ve
   return any;
 }
 
+const char* StageTitle(PassStage stage) {
+  switch (stage) {
+    case PassStage::kCanonicalize:
+      return "canonicalisation (one round, repeated until it changes nothing)";
+    case PassStage::kLayout:
+      return "layout";
+    case PassStage::kPrecision:
+      return "precision";
+    case PassStage::kFusion:
+      return "fusion";
+    case PassStage::kExpansion:
+      return "expansion (every group gets a GPU kernel)";
+  }
+  return "";
+}
+
 }  // namespace
 
 const std::vector<Pass>& Pipeline() { return AllPasses(); }
+
+std::string PipelineHelp() {
+  int width = 0;  // the longest pass name, so that the reasons line up
+  for (const Pass& p : Pipeline()) width = std::max(width, static_cast<int>(p.name.size()));
+  std::string out = "The passes of kiln compile, in order (--dump-after PASS prints the graph after one):\n";
+  std::optional<PassStage> stage;
+  for (const Pass& p : Pipeline()) {
+    if (p.stage != stage) {
+      stage = p.stage;
+      absl::StrAppend(&out, StageTitle(p.stage), ":\n");
+    }
+    absl::StrAppendFormat(&out, "  %-*s %s\n", width, p.name, p.why);
+    if (!p.when.empty()) absl::StrAppendFormat(&out, "  %-*s runs when: %s\n", width, "", p.when);
+  }
+  return out;
+}
 
 absl::Status CheckPassName(const std::string& name) {
   std::vector<std::string> names;

@@ -56,6 +56,10 @@ struct Pass {
 // Every pass, in order.
 const std::vector<Pass>& Pipeline();
 
+// The list as `kiln compile --dump-after help` prints it: by stage, each pass with
+// why it sits there and, for conditional passes, when it runs.
+std::string PipelineHelp();
+
 // InvalidArgument naming the passes when `name` is not one of them.
 absl::Status CheckPassName(const std::string& name);
 

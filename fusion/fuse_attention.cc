@@ -144,6 +144,66 @@ bool Flag(const Node& mm, const char* name) {
 
 Shape BatchDims(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
 
+// Why the operands of an attention candidate do not fit the kernel ("" when they
+// do): matrices of one f16/bf16 dtype, [..., Sq, D] x [..., Sk, D] -> [..., Sq, Sk]
+// x [..., Sk, Dv], batch dims that broadcast, head dims the kernel takes. `shape` is
+// the scores' shape.
+std::string OperandRefusal(const Shape& shape, const Node& mm1, const Node& mm2, const Value* p) {
+  const bool k_trans = Flag(mm1, "trans_b");
+  const Value* q = mm1.input(0);
+  const Value* k = mm1.input(1);
+  const Value* v = mm2.input(1);
+  const Value* y = mm2.output(0);
+  for (const Value* t : {q, k, v, y}) {
+    if (!t->has_type() || t->rank() < 2) {
+      return absl::StrCat("shape: ", Quote(t->name()), " is ", t->has_type() ? t->TypeString() : "untyped",
+                          "; attention needs matrices (rank >= 2)");
+    }
+  }
+  const DType dt = q->dtype();
+  const Value* scores = mm1.output(0);
+  for (const Value* t : {k, v, scores, p, y}) {
+    if (t->dtype() != dt) {
+      return absl::StrCat("dtype: ", Quote(t->name()), " is ", DTypeName(t->dtype()), " but Q is ",
+                          DTypeName(dt), "; the attention kernel reads one storage dtype");
+    }
+  }
+  if (dt != DType::kFloat16 && dt != DType::kBFloat16) {
+    return absl::StrCat("dtype: attention in ", DTypeName(dt),
+                          "; the fused kernel runs f16/bf16 tensor cores (f32 attention stays batched MatMuls "
+                          "and a softmax group)");
+  }
+  const Shape& qs = q->shape();
+  const Shape& ks = k->shape();
+  const Shape& vs = v->shape();
+  const int64_t sq = qs[qs.size() - 2], d = qs.back();
+  const int64_t sk = k_trans ? ks[ks.size() - 2] : ks.back();
+  const int64_t dv = vs.back();
+  const Shape batch = BatchDims(shape);
+  Shape want_y = batch;
+  want_y.push_back(sq);
+  want_y.push_back(dv);
+  if (shape.size() < 2 || shape[shape.size() - 2] != sq || shape.back() != sk || vs[vs.size() - 2] != sk ||
+      y->shape() != want_y) {
+    return absl::StrCat("shape: Q ", ShapeToString(qs), ", K ", ShapeToString(ks), k_trans ? " (trans_b)" : "",
+                          ", V ", ShapeToString(vs), " and the output ", ShapeToString(y->shape()),
+                          " are not [..., Sq, D] x [..., Sk, D] -> [..., Sq, Sk] x [..., Sk, Dv]");
+  }
+  for (const Value* t : {q, k, v}) {
+    if (!BroadcastsInto(BatchDims(t->shape()), batch)) {
+      return absl::StrCat("shape: the batch dims of ", Quote(t->name()), " ", ShapeToString(t->shape()),
+                          " do not broadcast into the scores' ", ShapeToString(batch));
+    }
+  }
+  for (int64_t dim : {d, dv}) {
+    if (dim % FuseAttention::kHeadDimMultiple != 0 || dim > FuseAttention::kMaxHeadDim || dim <= 0) {
+      return absl::StrCat("shape: head dims D = ", d, ", Dv = ", dv, "; the attention kernel takes multiples of ",
+                          FuseAttention::kHeadDimMultiple, " up to ", FuseAttention::kMaxHeadDim);
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<bool> FuseAttention::Run(Graph& graph) {
@@ -234,57 +294,11 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
   if (Flag(*mm2, "trans_a") || Flag(*mm2, "trans_b")) {
     return reject(absl::StrCat("shape: ", Quote(mm2->name()), " reads its operands transposed (trans_a/trans_b)"));
   }
-  const bool k_trans = Flag(*mm1, "trans_b");
+  if (std::string refusal = OperandRefusal(shape, *mm1, *mm2, p); !refusal.empty()) return reject(refusal);
   Value* q = mm1->input(0);
   Value* k = mm1->input(1);
   Value* v = mm2->input(1);
   Value* y = mm2->output(0);
-  for (const Value* t : {q, k, v, y}) {
-    if (!t->has_type() || t->rank() < 2) {
-      return reject(absl::StrCat("shape: ", Quote(t->name()), " is ", t->has_type() ? t->TypeString() : "untyped",
-                                 "; attention needs matrices (rank >= 2)"));
-    }
-  }
-  const DType dt = q->dtype();
-  for (const Value* t : {k, v, mm1->output(0), p, y}) {
-    if (t->dtype() != dt) {
-      return reject(absl::StrCat("dtype: ", Quote(t->name()), " is ", DTypeName(t->dtype()), " but Q is ",
-                                 DTypeName(dt), "; the attention kernel reads one storage dtype"));
-    }
-  }
-  if (dt != DType::kFloat16 && dt != DType::kBFloat16) {
-    return reject(absl::StrCat("dtype: attention in ", DTypeName(dt),
-                               "; the fused kernel runs f16/bf16 tensor cores (f32 attention stays batched MatMuls "
-                               "and a softmax group)"));
-  }
-  const Shape& qs = q->shape();
-  const Shape& ks = k->shape();
-  const Shape& vs = v->shape();
-  const int64_t sq = qs[qs.size() - 2], d = qs.back();
-  const int64_t sk = k_trans ? ks[ks.size() - 2] : ks.back();
-  const int64_t dv = vs.back();
-  const Shape batch = BatchDims(shape);
-  Shape want_y = batch;
-  want_y.push_back(sq);
-  want_y.push_back(dv);
-  if (shape.size() < 2 || shape[shape.size() - 2] != sq || shape.back() != sk || vs[vs.size() - 2] != sk ||
-      y->shape() != want_y) {
-    return reject(absl::StrCat("shape: Q ", ShapeToString(qs), ", K ", ShapeToString(ks), k_trans ? " (trans_b)" : "",
-                               ", V ", ShapeToString(vs), " and the output ", ShapeToString(y->shape()),
-                               " are not [..., Sq, D] x [..., Sk, D] -> [..., Sq, Sk] x [..., Sk, Dv]"));
-  }
-  for (const Value* t : {q, k, v}) {
-    if (!BroadcastsInto(BatchDims(t->shape()), batch)) {
-      return reject(absl::StrCat("shape: the batch dims of ", Quote(t->name()), " ", ShapeToString(t->shape()),
-                                 " do not broadcast into the scores' ", ShapeToString(batch)));
-    }
-  }
-  for (int64_t dim : {d, dv}) {
-    if (dim % kHeadDimMultiple != 0 || dim > kMaxHeadDim || dim <= 0) {
-      return reject(absl::StrCat("shape: head dims D = ", d, ", Dv = ", dv, "; the attention kernel takes multiples of ",
-                                 kHeadDimMultiple, " up to ", kMaxHeadDim));
-    }
-  }
 
   // The Q scale, and the layout Transposes of Q, K, V and of the output (the head
   // split and merge of [B, S, H] activations), which the kernel reads through strides.

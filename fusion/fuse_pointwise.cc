@@ -12,7 +12,7 @@
 #include "fusion/group_util.h"
 #include "graph/fused_group.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/slice.h"
 
 namespace kiln {
 namespace {

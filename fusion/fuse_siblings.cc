@@ -191,6 +191,80 @@ absl::StatusOr<Node*> BuildStacked(Graph& graph, const StackSpec& spec) {
   return matmul;
 }
 
+// The MatMuls among `candidates` (readers of one A) whose weights can be
+// concatenated with the first one's; reports why each other one cannot.
+std::vector<Node*> MergeableSiblings(const std::vector<Node*>& candidates, FusionReport* report,
+                                     absl::string_view pass) {
+  std::vector<Node*> siblings;
+  for (Node* m : candidates) {
+    const Value* w = m->input(1);
+    auto reject = [&](std::string reason) {
+      ReportRejection(report, pass, {candidates[0]->name(), m->name()}, std::move(reason));
+    };
+    // Layout flags: the merged MatMul reads A and the concatenated W row-major.
+    if (const std::string t = TransposedOperands(*m); !t.empty()) {
+      reject(absl::StrCat("shape: ", Quote(m->name()), " reads ", t,
+                          " transposed; siblings share a row-major A and concatenate row-major [K, N] weights"));
+      continue;
+    }
+    if (!w->is_constant()) {
+      reject(absl::StrCat("unsupported op: the weight ", Quote(w->name()), " of ", Quote(m->name()),
+                          " is computed; siblings concatenate constant weights"));
+      continue;
+    }
+    if (w->rank() != 2) {
+      reject(absl::StrCat("shape: the weight ", Quote(w->name()), " is ", ShapeToString(w->shape()),
+                          "; siblings concatenate 2-D [K, N] weights"));
+      continue;
+    }
+    if (!IsFloating(w->dtype())) {
+      reject(absl::StrCat("dtype: the weight ", Quote(w->name()), " is ", DTypeName(w->dtype())));
+      continue;
+    }
+    if (!siblings.empty()) {
+      const Value* w0 = siblings[0]->input(1);
+      if (w->dtype() != w0->dtype()) {
+        reject(absl::StrCat("dtype: the weight ", Quote(w->name()), " is ", DTypeName(w->dtype()), " but ",
+                            Quote(w0->name()), " is ", DTypeName(w0->dtype())));
+        continue;
+      }
+      if (w->shape()[0] != w0->shape()[0]) {
+        reject(absl::StrCat("shape: the weight ", Quote(w->name()), " has K = ", w->shape()[0], " but ",
+                            Quote(w0->name()), " has K = ", w0->shape()[0]));
+        continue;
+      }
+    }
+    siblings.push_back(m);
+  }
+  return siblings;
+}
+
+// Biases: when every sibling's product is read only by an Add of a constant bias
+// [N_i] or [1, N_i], the biases are concatenated too and added before the Split, so
+// the merged MatMul gets one bias epilogue instead of one Add per sibling. Fills
+// `bias_adds` and `biases` (one per sibling) then, else leaves them empty.
+void SharedBiasAdds(const Graph& graph, const std::vector<Node*>& siblings, std::vector<Node*>& bias_adds,
+                    std::vector<const Tensor*>& biases) {
+  for (Node* m : siblings) {
+    const Value* y = m->output(0);
+    if (y->uses().size() != 1 || graph.IsGraphOutput(y)) break;
+    Node* add = y->uses()[0].node;
+    if (add->op_type() != "Add" || add->num_inputs() != 2) break;
+    const Value* b = add->input(1 - y->uses()[0].index);
+    const int64_t n = m->input(1)->shape()[1];
+    if (b == nullptr || !b->is_constant() || b->dtype() != y->dtype() ||
+        !(b->shape() == Shape{n} || b->shape() == Shape{1, n}) || add->output(0)->shape() != y->shape()) {
+      break;
+    }
+    bias_adds.push_back(add);
+    biases.push_back(&b->constant());
+  }
+  if (bias_adds.size() != siblings.size()) {
+    bias_adds.clear();
+    biases.clear();
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<bool> FuseSiblings::Run(Graph& graph) {
@@ -213,72 +287,12 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
   for (Value* a : inputs) {
     const std::vector<Node*>& candidates = by_input[a];
     if (candidates.size() < 2) continue;
-    std::vector<Node*> siblings;
-    for (Node* m : candidates) {
-      const Value* w = m->input(1);
-      auto reject = [&](std::string reason) {
-        ReportRejection(report_, name(), {candidates[0]->name(), m->name()}, std::move(reason));
-      };
-      // Layout flags: the merged MatMul reads A and the concatenated W row-major.
-      if (const std::string t = TransposedOperands(*m); !t.empty()) {
-        reject(absl::StrCat("shape: ", Quote(m->name()), " reads ", t,
-                            " transposed; siblings share a row-major A and concatenate row-major [K, N] weights"));
-        continue;
-      }
-      if (!w->is_constant()) {
-        reject(absl::StrCat("unsupported op: the weight ", Quote(w->name()), " of ", Quote(m->name()),
-                            " is computed; siblings concatenate constant weights"));
-        continue;
-      }
-      if (w->rank() != 2) {
-        reject(absl::StrCat("shape: the weight ", Quote(w->name()), " is ", ShapeToString(w->shape()),
-                            "; siblings concatenate 2-D [K, N] weights"));
-        continue;
-      }
-      if (!IsFloating(w->dtype())) {
-        reject(absl::StrCat("dtype: the weight ", Quote(w->name()), " is ", DTypeName(w->dtype())));
-        continue;
-      }
-      if (!siblings.empty()) {
-        const Value* w0 = siblings[0]->input(1);
-        if (w->dtype() != w0->dtype()) {
-          reject(absl::StrCat("dtype: the weight ", Quote(w->name()), " is ", DTypeName(w->dtype()), " but ",
-                              Quote(w0->name()), " is ", DTypeName(w0->dtype())));
-          continue;
-        }
-        if (w->shape()[0] != w0->shape()[0]) {
-          reject(absl::StrCat("shape: the weight ", Quote(w->name()), " has K = ", w->shape()[0], " but ",
-                              Quote(w0->name()), " has K = ", w0->shape()[0]));
-          continue;
-        }
-      }
-      siblings.push_back(m);
-    }
+    std::vector<Node*> siblings = MergeableSiblings(candidates, report_, name());
     if (siblings.size() < 2) continue;
 
-    // Biases: when every sibling's product is read only by an Add of a constant bias
-    // [N_i] or [1, N_i], the biases are concatenated too and added before the Split,
-    // so the merged MatMul gets one bias epilogue instead of one Add per sibling.
     std::vector<Node*> bias_adds;
     std::vector<const Tensor*> biases;
-    for (Node* m : siblings) {
-      const Value* y = m->output(0);
-      if (y->uses().size() != 1 || graph.IsGraphOutput(y)) break;
-      Node* add = y->uses()[0].node;
-      if (add->op_type() != "Add" || add->num_inputs() != 2) break;
-      const Value* b = add->input(1 - y->uses()[0].index);
-      const int64_t n = m->input(1)->shape()[1];
-      if (b == nullptr || !b->is_constant() || b->dtype() != y->dtype() ||
-          !(b->shape() == Shape{n} || b->shape() == Shape{1, n}) || add->output(0)->shape() != y->shape()) {
-        break;
-      }
-      bias_adds.push_back(add);
-      biases.push_back(&b->constant());
-    }
-    if (bias_adds.size() != siblings.size()) {
-      bias_adds.clear();
-      biases.clear();
-    }
+    SharedBiasAdds(graph, siblings, bias_adds, biases);
 
     // The values the rewrite writes (the siblings' outputs, or their bias Adds'),
     // with their types, and the report's member names; the old nodes go.

@@ -13,7 +13,7 @@
 // [S, M, N] (ONNX broadcasting: X2 is shared by the S batches, a stride-0 batch for
 // the GEMM), then Split(P, axis 0) into S pieces [1, M, N]. Each piece is one
 // contiguous byte range of P, so the memory planner makes it a view of P at an
-// offset (runtime/memory_planner.h, SplitViewOffsets) and the Split costs no
+// offset (compiler/memory_planner.h, SplitViewOffsets) and the Split costs no
 // kernel; pieces of a byte size that is not a multiple of 256 stay a (contiguous)
 // copy. Why stacked rather than concatenated: the GEMM does the same work either
 // way (S batches of [M, N] tiles vs one [M, S*N] grid), but only the stacked

@@ -8,7 +8,7 @@
 #include "fusion/fuse_prologue.h"
 #include "fusion/fuse_siblings.h"
 #include "fusion/fusion_test_util.h"
-#include "fusion/pipeline.h"
+#include "fusion/fusion_report.h"
 
 namespace kiln {
 namespace {

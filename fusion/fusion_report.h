@@ -38,4 +38,11 @@ struct FusionReport {
   std::string ToString() const;
 };
 
+// The groups as the user should read them, from the groups in the order the passes
+// formed them: a group extended later under the same name is listed once, in its
+// final form; a group that became a member of a later group (merged siblings taken
+// as an epilogue's anchor) is folded into it, members spliced in place and passes
+// joined ("fuse-siblings+fuse-epilogue").
+std::vector<FusionReport::Group> FinalGroups(const std::vector<FusionReport::Group>& formed);
+
 }  // namespace kiln

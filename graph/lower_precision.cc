@@ -86,26 +86,9 @@ struct SavedNode {
   bool island = false;    // a node kept in f32 (float32_nodes)
 };
 
-}  // namespace
-
-bool LowerPrecision::KeepsFloat32(absl::string_view op_type, int index) {
-  if (op_type == "Resize") return index == 1 || index == 2;
-  if (op_type == "Pow") return index == 1;
-  if (op_type == "OneHot") return index == 0 || index == 1;
-  if (op_type == "Dropout") return index == 1;
-  return false;
-}
-
-absl::StatusOr<bool> LowerPrecision::Run(Graph& graph) {
-  if (storage_ == DType::kFloat32) return false;
-  if (storage_ != DType::kFloat16 && storage_ != DType::kBFloat16) {
-    return absl::InvalidArgumentError(absl::StrCat("lower-precision: storage dtype must be f16, bf16 or f32, got ",
-                                                   DTypeName(storage_)));
-  }
-  const DType s = storage_;
-  const std::string suffix = absl::StrCat("_", DTypeName(s));
+// Whether the graph has an f32 value; FailedPrecondition when a value is untyped.
+absl::StatusOr<bool> HasFloat32(const Graph& graph) {
   const std::vector<Node*> nodes = graph.nodes();
-
   // Every value the graph refers to must be typed; find the f32 ones.
   std::vector<Value*> referenced(graph.inputs().begin(), graph.inputs().end());
   for (Value* c : graph.constants()) referenced.push_back(c);
@@ -124,176 +107,223 @@ absl::StatusOr<bool> LowerPrecision::Run(Graph& graph) {
     }
     any_f32 |= IsF32(v);
   }
-  if (!any_f32) return false;
+  return any_f32;
+}
 
-  auto island = [&](const Node* n) { return float32_nodes_.contains(n->name()); };
-  auto kept_use = [&](const Use& u) { return KeepsFloat32(u.node->op_type(), u.index) || island(u.node); };
-  auto has_kept_use = [&](const Value* v) {
-    for (const Use& u : v->uses()) {
-      if (kept_use(u)) return true;
-    }
-    return false;
-  };
-  auto has_other_use = [&](const Value* v) {
-    for (const Use& u : v->uses()) {
-      if (!kept_use(u)) return true;
-    }
-    return false;
-  };
+// One lowering of a graph to storage dtype `s`: which form (lowered, f32) each f32
+// value takes for which readers, the node list rebuilt with that wiring and the
+// Casts between the forms, and the checks of the result.
+class Lowering {
+ public:
+  Lowering(Graph& graph, DType s, const absl::flat_hash_set<std::string>& islands)
+      : graph_(graph), s_(s), suffix_(absl::StrCat("_", DTypeName(s))), islands_(islands), nodes_(graph.nodes()) {}
 
   // For each f32 value: the value storage-typed readers use (lowered) and the one
   // kept-f32 readers and the graph outputs use (f32). Either may be absent when
   // nothing needs it.
-  absl::flat_hash_map<const Value*, Value*> lowered, full;
-  absl::flat_hash_set<const Value*> allowed_f32;  // f32 values the result may keep
-  // Cast nodes to insert after the producer of a value (or at the start for inputs):
-  // (source, destination, onnx dtype).
-  struct CastToInsert {
-    Value* from;
-    Value* to;
-    int64_t onnx_to;
-  };
-  std::vector<CastToInsert> input_casts;
-
-  for (Value* x : graph.inputs()) {
-    if (!IsF32(x)) continue;
-    full[x] = x;
-    allowed_f32.insert(x);
-    if (has_other_use(x)) lowered[x] = graph.AddValue(x->name() + suffix);
-  }
-  for (Value* c : graph.constants()) {
-    if (!IsF32(c)) continue;
-    const bool keep = has_kept_use(c) || graph.IsGraphOutput(c);
-    if (!has_other_use(c)) {
-      full[c] = c;
-      allowed_f32.insert(c);
-    } else if (keep) {
-      full[c] = c;
-      allowed_f32.insert(c);
-      lowered[c] = graph.AddConstant(c->name() + suffix, Convert(c->constant(), s));
-    } else {
-      graph.SetConstant(c, Convert(c->constant(), s));
-      lowered[c] = c;
+  void PlanForms() {
+    for (Value* x : graph_.inputs()) {
+      if (!IsF32(x)) continue;
+      full_[x] = x;
+      allowed_f32_.insert(x);
+      if (HasOtherUse(x)) lowered_[x] = graph_.AddValue(x->name() + suffix_);
     }
-  }
-  // Nodes whose dtype attribute stays FLOAT: every reader keeps f32.
-  absl::flat_hash_set<const Node*> keep_node;
-  for (const Node* n : nodes) {
-    if (!IsFloatTypedByAttribute(*n)) continue;
-    const Value* y = n->output(0);
-    if ((!y->uses().empty() || graph.IsGraphOutput(y)) && !has_other_use(y)) keep_node.insert(n);
-  }
-  for (const Node* n : nodes) {
-    for (Value* y : n->outputs()) {
-      if (!IsF32(y)) continue;
-      if (island(n)) {  // written in f32; lowered readers get a Cast(to = S)
-        full[y] = y;
-        allowed_f32.insert(y);
-        if (has_other_use(y)) lowered[y] = graph.AddValue(y->name() + suffix);
-        continue;
-      }
-      if (keep_node.contains(n)) {
-        full[y] = y;
-        allowed_f32.insert(y);
-        continue;
-      }
-      if (graph.IsGraphOutput(y)) {
-        lowered[y] = graph.AddValue(y->name() + suffix);
-        full[y] = y;
-        allowed_f32.insert(y);
+    for (Value* c : graph_.constants()) {
+      if (!IsF32(c)) continue;
+      const bool keep = HasKeptUse(c) || graph_.IsGraphOutput(c);
+      if (!HasOtherUse(c)) {
+        full_[c] = c;
+        allowed_f32_.insert(c);
+      } else if (keep) {
+        full_[c] = c;
+        allowed_f32_.insert(c);
+        lowered_[c] = graph_.AddConstant(c->name() + suffix_, Convert(c->constant(), s_));
       } else {
-        lowered[y] = y;
-        if (has_kept_use(y)) {
-          full[y] = graph.AddValue(y->name() + "_f32");
-          allowed_f32.insert(full[y]);
+        graph_.SetConstant(c, Convert(c->constant(), s_));
+        lowered_[c] = c;
+      }
+    }
+    // Nodes whose dtype attribute stays FLOAT: every reader keeps f32.
+    for (const Node* n : nodes_) {
+      if (!IsFloatTypedByAttribute(*n)) continue;
+      const Value* y = n->output(0);
+      if ((!y->uses().empty() || graph_.IsGraphOutput(y)) && !HasOtherUse(y)) keep_node_.insert(n);
+    }
+    for (const Node* n : nodes_) {
+      for (Value* y : n->outputs()) {
+        if (!IsF32(y)) continue;
+        if (Island(n)) {  // written in f32; lowered readers get a Cast(to = S)
+          full_[y] = y;
+          allowed_f32_.insert(y);
+          if (HasOtherUse(y)) lowered_[y] = graph_.AddValue(y->name() + suffix_);
+          continue;
+        }
+        if (keep_node_.contains(n)) {
+          full_[y] = y;
+          allowed_f32_.insert(y);
+          continue;
+        }
+        if (graph_.IsGraphOutput(y)) {
+          lowered_[y] = graph_.AddValue(y->name() + suffix_);
+          full_[y] = y;
+          allowed_f32_.insert(y);
+        } else {
+          lowered_[y] = y;
+          if (HasKeptUse(y)) {
+            full_[y] = graph_.AddValue(y->name() + "_f32");
+            allowed_f32_.insert(full_[y]);
+          }
         }
       }
     }
   }
 
-  // Rebuild the node list in order, with the new wiring and the Casts.
-  std::vector<SavedNode> saved;
-  saved.reserve(nodes.size());
-  for (const Node* n : nodes) {
-    saved.push_back({n, n->op_type(), n->domain(), n->name(), n->attributes(), n->inputs(), n->outputs(),
-                     n->outputs(), keep_node.contains(n)});
-    SavedNode& sn = saved.back();
-    sn.island = island(n);
-    if (!keep_node.contains(n) && !sn.island &&
-        (IsFloatTypedByAttribute(*n) ||
-         (n->op_type() == "LayerNormalization" && n->num_outputs() > 1 && n->GetInt("stash_type", 1).ok() &&
-          *n->GetInt("stash_type", 1) == kOnnxFloat))) {
-      RewriteAttributes(*n, s, sn.attrs);
-    }
-  }
-  // Which inputs read which value: decided while the old use lists still exist.
-  for (SavedNode& sn : saved) {
-    for (size_t i = 0; i < sn.inputs.size(); ++i) {
-      Value* v = sn.inputs[i];
-      if (!IsF32(v)) continue;
-      const bool keep = sn.island || KeepsFloat32(sn.op_type, static_cast<int>(i));
-      auto& table = keep ? full : lowered;
-      auto it = table.find(v);
-      if (it == table.end() || it->second == nullptr) {
-        return absl::InternalError(absl::StrCat("lower-precision: no ", keep ? "f32" : "lowered",
-                                                " form of value '", v->name(), "' for ",
-                                                sn.original->Describe()));
+  // Saves every node with its new wiring (decided while the old use lists exist).
+  absl::Status Rewire() {
+    saved_.reserve(nodes_.size());
+    for (const Node* n : nodes_) {
+      saved_.push_back({n, n->op_type(), n->domain(), n->name(), n->attributes(), n->inputs(), n->outputs(),
+                       n->outputs(), keep_node_.contains(n)});
+      SavedNode& sn = saved_.back();
+      sn.island = Island(n);
+      if (!keep_node_.contains(n) && !sn.island &&
+          (IsFloatTypedByAttribute(*n) ||
+           (n->op_type() == "LayerNormalization" && n->num_outputs() > 1 && n->GetInt("stash_type", 1).ok() &&
+            *n->GetInt("stash_type", 1) == kOnnxFloat))) {
+        RewriteAttributes(*n, s_, sn.attrs);
       }
-      sn.inputs[i] = it->second;
     }
-    for (Value*& y : sn.outputs) {
-      if (!IsF32(y) || sn.island) continue;
-      auto it = lowered.find(y);
-      if (it != lowered.end()) y = it->second;
-    }
-  }
-  for (Node* n : nodes) graph.RemoveNode(n);
-
-  auto add_cast = [&](Value* from, Value* to, int64_t onnx_to) {
-    Node* cast = graph.AddNode("Cast", {from}, {to}, to->name());
-    cast->SetAttr("to", Attribute(onnx_to));
-  };
-  for (Value* x : graph.inputs()) {
-    if (!IsF32(x)) continue;
-    if (auto it = lowered.find(x); it != lowered.end()) add_cast(x, it->second, OnnxCode(s));
-  }
-  for (const SavedNode& sn : saved) {
-    Node* n = graph.AddNode(sn.op_type, sn.inputs, sn.outputs, sn.name);
-    n->set_domain(sn.domain);
-    for (const auto& [name, attr] : sn.attrs) n->SetAttr(name, attr);
-    for (Value* y : sn.original_outputs) {
-      if (sn.island && IsF32(y)) {
-        if (auto lo = lowered.find(y); lo != lowered.end()) add_cast(y, lo->second, OnnxCode(s));
-        continue;
+    // Which inputs read which value: decided while the old use lists still exist.
+    for (SavedNode& sn : saved_) {
+      for (size_t i = 0; i < sn.inputs.size(); ++i) {
+        Value* v = sn.inputs[i];
+        if (!IsF32(v)) continue;
+        const bool keep = sn.island || LowerPrecision::KeepsFloat32(sn.op_type, static_cast<int>(i));
+        auto& table = keep ? full_ : lowered_;
+        auto it = table.find(v);
+        if (it == table.end() || it->second == nullptr) {
+          return absl::InternalError(absl::StrCat("lower-precision: no ", keep ? "f32" : "lowered",
+                                                  " form of value '", v->name(), "' for ",
+                                                  sn.original->Describe()));
+        }
+        sn.inputs[i] = it->second;
       }
-      if (!IsF32(y) || sn.kept_f32) continue;
-      auto lo = lowered.find(y);
-      auto fu = full.find(y);
-      if (lo == lowered.end() || fu == full.end() || fu->second == nullptr) continue;
-      add_cast(lo->second, fu->second, kOnnxFloat);
+      for (Value*& y : sn.outputs) {
+        if (!IsF32(y) || sn.island) continue;
+        auto it = lowered_.find(y);
+        if (it != lowered_.end()) y = it->second;
+      }
     }
+    return absl::OkStatus();
   }
 
-  InferShapesOptions infer_options;
-  infer_options.fold_constants = false;
-  if (absl::Status st = InferShapes(graph, infer_options); !st.ok()) {
-    return absl::Status(st.code(), absl::StrCat("lower-precision: type inference of the lowered graph failed: ",
-                                                st.message()));
-  }
-  // The contract: no f32 left inside.
-  for (const Node* n : graph.nodes()) {
-    for (const Value* y : n->outputs()) {
-      if (IsF32(y) && !allowed_f32.contains(y)) {
-        return absl::InternalError(absl::StrCat("lower-precision: ", n->Describe(), " still writes f32 value '",
-                                                y->name(), "' after lowering to ", DTypeName(s)));
+  // Rebuilds the node list in order, with the Casts.
+  void Rebuild() {
+    for (Node* n : nodes_) graph_.RemoveNode(n);
+
+    auto add_cast = [&](Value* from, Value* to, int64_t onnx_to) {
+      Node* cast = graph_.AddNode("Cast", {from}, {to}, to->name());
+      cast->SetAttr("to", Attribute(onnx_to));
+    };
+    for (Value* x : graph_.inputs()) {
+      if (!IsF32(x)) continue;
+      if (auto it = lowered_.find(x); it != lowered_.end()) add_cast(x, it->second, OnnxCode(s_));
+    }
+    for (const SavedNode& sn : saved_) {
+      Node* n = graph_.AddNode(sn.op_type, sn.inputs, sn.outputs, sn.name);
+      n->set_domain(sn.domain);
+      for (const auto& [name, attr] : sn.attrs) n->SetAttr(name, attr);
+      for (Value* y : sn.original_outputs) {
+        if (sn.island && IsF32(y)) {
+          if (auto lo = lowered_.find(y); lo != lowered_.end()) add_cast(y, lo->second, OnnxCode(s_));
+          continue;
+        }
+        if (!IsF32(y) || sn.kept_f32) continue;
+        auto lo = lowered_.find(y);
+        auto fu = full_.find(y);
+        if (lo == lowered_.end() || fu == full_.end() || fu->second == nullptr) continue;
+        add_cast(lo->second, fu->second, kOnnxFloat);
       }
     }
   }
-  VerifyOptions verify;
-  verify.require_types = true;
-  if (absl::Status st = VerifyGraph(graph, verify); !st.ok()) {
-    return absl::InternalError(absl::StrCat("lower-precision: the lowered graph is malformed: ", st.message()));
+
+  // Types the result and checks the contract: no f32 left inside.
+  absl::Status Check() {
+    InferShapesOptions infer_options;
+    infer_options.fold_constants = false;
+    if (absl::Status st = InferShapes(graph_, infer_options); !st.ok()) {
+      return absl::Status(st.code(), absl::StrCat("lower-precision: type inference of the lowered graph failed: ",
+                                                  st.message()));
+    }
+    // The contract: no f32 left inside.
+    for (const Node* n : graph_.nodes()) {
+      for (const Value* y : n->outputs()) {
+        if (IsF32(y) && !allowed_f32_.contains(y)) {
+          return absl::InternalError(absl::StrCat("lower-precision: ", n->Describe(), " still writes f32 value '",
+                                                  y->name(), "' after lowering to ", DTypeName(s_)));
+        }
+      }
+    }
+    VerifyOptions verify;
+    verify.require_types = true;
+    if (absl::Status st = VerifyGraph(graph_, verify); !st.ok()) {
+      return absl::InternalError(absl::StrCat("lower-precision: the lowered graph is malformed: ", st.message()));
+    }
+    return absl::OkStatus();
   }
+
+ private:
+  bool Island(const Node* n) const { return islands_.contains(n->name()); }
+  bool KeptUse(const Use& u) const {
+    return LowerPrecision::KeepsFloat32(u.node->op_type(), u.index) || Island(u.node);
+  }
+  bool HasKeptUse(const Value* v) const {
+    for (const Use& u : v->uses()) {
+      if (KeptUse(u)) return true;
+    }
+    return false;
+  }
+  bool HasOtherUse(const Value* v) const {
+    for (const Use& u : v->uses()) {
+      if (!KeptUse(u)) return true;
+    }
+    return false;
+  }
+
+  Graph& graph_;
+  const DType s_;
+  const std::string suffix_;
+  const absl::flat_hash_set<std::string>& islands_;
+  const std::vector<Node*> nodes_;
+  absl::flat_hash_map<const Value*, Value*> lowered_, full_;
+  absl::flat_hash_set<const Value*> allowed_f32_;  // f32 values the result may keep
+  absl::flat_hash_set<const Node*> keep_node_;      // dtype-attribute nodes left FLOAT
+  std::vector<SavedNode> saved_;
+};
+
+}  // namespace
+
+bool LowerPrecision::KeepsFloat32(absl::string_view op_type, int index) {
+  if (op_type == "Resize") return index == 1 || index == 2;
+  if (op_type == "Pow") return index == 1;
+  if (op_type == "OneHot") return index == 0 || index == 1;
+  if (op_type == "Dropout") return index == 1;
+  return false;
+}
+
+absl::StatusOr<bool> LowerPrecision::Run(Graph& graph) {
+  if (storage_ == DType::kFloat32) return false;
+  if (storage_ != DType::kFloat16 && storage_ != DType::kBFloat16) {
+    return absl::InvalidArgumentError(absl::StrCat("lower-precision: storage dtype must be f16, bf16 or f32, got ",
+                                                   DTypeName(storage_)));
+  }
+  KILN_ASSIGN_OR_RETURN(const bool any_f32, HasFloat32(graph));
+  if (!any_f32) return false;
+  Lowering lowering(graph, storage_, float32_nodes_);
+  lowering.PlanForms();
+  KILN_RETURN_IF_ERROR(lowering.Rewire());
+  lowering.Rebuild();
+  KILN_RETURN_IF_ERROR(lowering.Check());
   return true;
 }
 

@@ -8,7 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/reduce_eval.h"
 
 namespace kiln {
 namespace {

@@ -10,7 +10,7 @@
 #include "common/status_macros.h"
 #include "graph/eliminate_dead_code.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/data_movement.h"
 
 namespace kiln {
 namespace {

@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "kiln/kiln.h"
 #include "models/architectures.h"
-#include "runtime/compiler.h"
+#include "compiler/compiler.h"
 #include "runtime/cuda_util.h"
 #include "tools/commands.h"
 

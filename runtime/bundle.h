@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "codegen/op_kernels.h"
+#include "codegen/kernel_launch.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
 #include "runtime/bundle.pb.h"

@@ -16,7 +16,7 @@
 #include "graph/lower_precision.h"
 #include "graph/text_format.h"
 #include "gtest/gtest.h"
-#include "runtime/compiler.h"
+#include "compiler/compiler.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/tensor_map.h"
 

@@ -15,7 +15,7 @@
 #include "graph/text_format.h"
 #include "gtest/gtest.h"
 #include "models/architectures.h"
-#include "runtime/compiler.h"
+#include "compiler/compiler.h"
 
 namespace kiln {
 namespace {
@@ -61,7 +61,9 @@ void ExpectBundleMatchesReference(const Graph& graph, const std::string& name,
   SCOPED_TRACE(absl::StrCat(name, " --precision ", precision, " --layout ", layout));
   const float tol = ToleranceFor(precision);
   CompileOptions options = WithPrecision(precision);
-  options.layout = layout;
+  absl::StatusOr<Layout> parsed = ParseLayout(layout);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  options.layout = *parsed;
   auto contents = BuildBundle(graph, options, name, "bytes");
   ASSERT_TRUE(contents.ok()) << name << ": " << contents.status();
   const std::string path = TempPath(absl::StrCat(name, "_", precision));
@@ -372,7 +374,7 @@ TEST(CpuExecutorTest, LibraryModeKeepsBiasInCublasLtAndRefusesTheTail) {
   auto graph = SmallBertLayer(64);
   ASSERT_TRUE(graph.ok()) << graph.status();
   CompileOptions compile = WithPrecision("fp16");
-  compile.matmul_groups = "library";
+  compile.matmul_groups = codegen::MatMulGroups::kLibrary;
   auto contents = BuildBundle(**graph, compile, "bert_layer", "");
   ASSERT_TRUE(contents.ok()) << contents.status();
   int fused_matmuls = 0;
@@ -403,7 +405,7 @@ TEST(CpuExecutorTest, ConvGroupsExpandByDefaultAndUseCudnnOnRequest) {
   for (const char* mode : {"expand", "cudnn"}) {
     SCOPED_TRACE(mode);
     CompileOptions compile = WithPrecision("fp16");
-    compile.conv_groups = mode;
+    compile.conv_groups = *codegen::ParseConvGroups(mode);
     auto contents = BuildBundle(**graph, compile, "tiny_cnn", "");
     ASSERT_TRUE(contents.ok()) << contents.status();
     int fused_convs = 0, relus = 0;
@@ -421,9 +423,8 @@ TEST(CpuExecutorTest, ConvGroupsExpandByDefaultAndUseCudnnOnRequest) {
       EXPECT_EQ(relus, 2);
     }
   }
-  CompileOptions bad;
-  bad.conv_groups = "fast";
-  EXPECT_THAT(std::string(ValidateCompileOptions(bad).message()), ::testing::HasSubstr("--conv-groups 'fast'"));
+  EXPECT_THAT(std::string(codegen::ParseConvGroups("fast").status().message()),
+              ::testing::HasSubstr("--conv-groups 'fast': choose auto, expand, cudnn or generated"));
   ExpectBundleMatchesReference(**graph, "tiny_cnn", "fp16");
 }
 
@@ -440,8 +441,8 @@ TEST(CpuExecutorTest, GeneratedConvKernelsTakeNhwcConvs) {
   for (const char* layout : {"nhwc", "nchw"}) {
     SCOPED_TRACE(layout);
     CompileOptions compile = WithPrecision("fp16");
-    compile.conv_groups = "generated";
-    compile.layout = layout;
+    compile.conv_groups = codegen::ConvGroups::kGenerated;
+    compile.layout = *ParseLayout(layout);
     auto contents = BuildBundle(**graph, compile, "tiny_cnn", "");
     ASSERT_TRUE(contents.ok()) << contents.status();
     int cudnn = 0;
@@ -485,7 +486,7 @@ TEST(CpuExecutorTest, ChannelsLastLayoutMatchesReference) {
     ASSERT_TRUE(graph.ok()) << graph.status();
     for (const char* layout : {"nhwc", "nchw"}) {
       CompileOptions options = WithPrecision("fp16");
-      options.layout = layout;
+      options.layout = *ParseLayout(layout);
       auto contents = BuildBundle(**graph, options, m.name, "");
       ASSERT_TRUE(contents.ok()) << contents.status();
       int transposes = 0;
@@ -494,9 +495,7 @@ TEST(CpuExecutorTest, ChannelsLastLayoutMatchesReference) {
       ExpectBundleMatchesReference(**graph, m.name, "fp32", layout);
     }
   }
-  CompileOptions bad;
-  bad.layout = "chwn";
-  EXPECT_THAT(std::string(ValidateCompileOptions(bad).message()),
+  EXPECT_THAT(std::string(ParseLayout("chwn").status().message()),
               ::testing::HasSubstr("unsupported --layout 'chwn': choose auto, nchw or nhwc"));
 }
 
@@ -537,9 +536,9 @@ TEST(CpuExecutorDataTest, LightModels) {
 // light model this way on the GPU.
 CompileOptions AllGenerated(const std::string& precision) {
   CompileOptions options = WithPrecision(precision);
-  options.matmul_groups = "generated";
-  options.conv_groups = "generated";
-  options.layout = "nhwc";
+  options.matmul_groups = codegen::MatMulGroups::kGenerated;
+  options.conv_groups = codegen::ConvGroups::kGenerated;
+  options.layout = Layout::kNhwc;
   return options;
 }
 

@@ -6,7 +6,7 @@
 // GpuExecutor is one session: one device arena of the planned size, a stream (the
 // caller's or its own), cuBLASLt and cuDNN handles, the library calls planned for
 // this device, the kernel workspace (one semaphore area, zeroed once, and one scratch
-// area, each the largest any launch asks for; codegen/op_kernels.h "Workspace"),
+// area, each the largest any launch asks for; codegen/kernel_launch.h "Workspace"),
 // and the argument arrays of every launch, resolved once. A run copies
 // the inputs into the arena, enqueues the steps in order and copies the outputs out.
 // With CUDA graphs on, the steps are captured into a graph on the first run and the

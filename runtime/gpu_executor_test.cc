@@ -27,7 +27,7 @@
 #include "kiln/kiln.h"
 #include "models/architectures.h"
 #include "graph/text_format.h"
-#include "runtime/compiler.h"
+#include "compiler/compiler.h"
 
 namespace kiln {
 namespace {
@@ -92,9 +92,9 @@ Compiled CompileModel(const std::string& onnx, const std::string& name, const st
   options.arch = arch;
   options.calibration = std::move(calibration);
   if (generated) {
-    options.matmul_groups = "generated";
-    options.conv_groups = "generated";
-    options.layout = "nhwc";
+    options.matmul_groups = codegen::MatMulGroups::kGenerated;
+    options.conv_groups = codegen::ConvGroups::kGenerated;
+    options.layout = Layout::kNhwc;
   }
   c.path = TempPath(absl::StrCat(name, "_", precision, "_", arch, generated ? "_generated" : ""), ".kiln");
   absl::Status s = CompileToFile(onnx, c.path, options);
@@ -248,7 +248,7 @@ TEST(GpuExecutorTest, GeneratedGemmGroupsMatchReference) {
       ASSERT_TRUE(graph.ok()) << graph.status();
       CompileOptions options;
       options.precision = precision;
-      options.matmul_groups = "generated";
+      options.matmul_groups = codegen::MatMulGroups::kGenerated;
       const std::string path = TempPath(absl::StrCat(name, "_gemm_", precision), ".kiln");
       ASSERT_TRUE(CompileToFile(onnx, path, options).ok());
       auto bundle = Bundle::Load(path);
@@ -300,8 +300,8 @@ TEST(GpuExecutorTest, GeneratedConvKernelsMatchReference) {
       ASSERT_TRUE(graph.ok()) << graph.status();
       CompileOptions options;
       options.precision = precision;
-      options.conv_groups = "generated";
-      options.layout = "nhwc";
+      options.conv_groups = codegen::ConvGroups::kGenerated;
+      options.layout = Layout::kNhwc;
       const std::string path = TempPath(absl::StrCat(name, "_conv_", precision), ".kiln");
       ASSERT_TRUE(CompileToFile(onnx, path, options).ok());
       auto bundle = Bundle::Load(path);
@@ -555,7 +555,7 @@ TEST(GpuExecutorTest, SplitKGemmsRepeatUnderGraphReplay) {
   CompileOptions options;
   options.arch = DefaultArch();
   options.precision = "fp16";
-  options.matmul_groups = "generated";
+  options.matmul_groups = codegen::MatMulGroups::kGenerated;
   auto contents = BuildBundle(**graph, options, "splitk.onnx", "bytes");
   ASSERT_TRUE(contents.ok()) << contents.status();
   const std::string path = TempPath("splitk", ".kiln");

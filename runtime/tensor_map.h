@@ -1,5 +1,5 @@
 // TMA tensor maps for generated kernels (codegen::TensorMapSpec, the source contract
-// in codegen/op_kernels.h) and the one place that turns a KernelLaunch plus device
+// in codegen/kernel_launch.h) and the one place that turns a KernelLaunch plus device
 // addresses into cudaLaunchKernel's argument list: the pointer parameters, then one
 // encoded CUtensorMap per spec, then the workspace pointers of a launch that has one.
 // The GPU executor, the GEMM tuner, the GEMM GPU tests and the GEMM benchmark all
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "codegen/op_kernels.h"
+#include "codegen/kernel_launch.h"
 
 namespace kiln {
 
@@ -28,7 +28,7 @@ struct alignas(64) EncodedTensorMap {
 // error otherwise.
 absl::StatusOr<EncodedTensorMap> EncodeTensorMap(const codegen::TensorMapSpec& spec, const void* base);
 
-// The two workspace areas a runner gives its launches (codegen/op_kernels.h,
+// The two workspace areas a runner gives its launches (codegen/kernel_launch.h,
 // "Workspace"): `semaphore_count` uint32 counters, zero between launches, and
 // `scratch_bytes` bytes of scratch.
 struct LaunchWorkspace {

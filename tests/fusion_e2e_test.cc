@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "frontend/onnx_importer.h"
-#include "fusion/pipeline.h"
+#include "compiler/pipeline.h"
 #include "graph/evaluate.h"
 #include "graph/fused_group.h"
 #include "graph/infer_shapes.h"

@@ -24,7 +24,7 @@
 #include "common/write_file.h"
 #include "frontend/onnx_importer.h"
 #include "runtime/bundle.h"
-#include "runtime/compiler.h"
+#include "compiler/compiler.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/cuda_util.h"
 #include "runtime/gpu_executor.h"
@@ -129,15 +129,16 @@ absl::StatusOr<std::vector<Config>> ParseConfigs(const std::string& spec, const 
       c.options.fuse = false;
     } else if (c.name == "fused") {
     } else if (c.name == "generated" || c.name == "library") {
-      c.options.matmul_groups = c.name;
+      c.options.matmul_groups =
+          c.name == "generated" ? codegen::MatMulGroups::kGenerated : codegen::MatMulGroups::kLibrary;
     } else if (c.name == "cudnn-conv") {
-      c.options.conv_groups = "cudnn";
+      c.options.conv_groups = codegen::ConvGroups::kCudnn;
     } else if (c.name == "conv-expand") {
-      c.options.conv_groups = "expand";
+      c.options.conv_groups = codegen::ConvGroups::kExpand;
     } else if (c.name == "conv-generated") {
-      c.options.conv_groups = "generated";
+      c.options.conv_groups = codegen::ConvGroups::kGenerated;
     } else if (c.name == "nchw" || c.name == "nhwc") {
-      c.options.layout = c.name;
+      c.options.layout = c.name == "nchw" ? Layout::kNchw : Layout::kNhwc;
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--compare: unknown configuration '", c.name,
                                                      "' (fused, unfused, generated, library, cudnn-conv, conv-expand, ",
@@ -301,7 +302,7 @@ absl::Status BenchCommand(const std::vector<std::string>& argv) {
   CompileOptions base;
   base.arch = args.Get("arch", DefaultArch());
   base.precision = args.Get("precision", "fp16");
-  base.layout = args.Get("layout", "auto");
+  KILN_ASSIGN_OR_RETURN(base.layout, ParseLayout(args.Get("layout", "auto")));
   KILN_ASSIGN_OR_RETURN(base.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
   KILN_ASSIGN_OR_RETURN(base.dims, ParseDims(args.GetAll("dim")));
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(base));

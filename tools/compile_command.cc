@@ -14,11 +14,11 @@
 #include "codegen/compile_progress.h"
 #include "common/status_macros.h"
 #include "runtime/bundle.h"
-#include "fusion/pipeline.h"
+#include "compiler/pipeline.h"
 #include "graph/text_format.h"
-#include "runtime/compiler.h"
-#include "runtime/gemm_tuner.h"
-#include "runtime/kernel_dump.h"
+#include "compiler/compiler.h"
+#include "compiler/gemm_tuner.h"
+#include "compiler/kernel_dump.h"
 #include "tools/args.h"
 #include "tools/commands.h"
 #include "tools/model_inputs.h"
@@ -30,7 +30,8 @@ constexpr char kUsage[] =
     "usage: kiln compile MODEL.onnx -o|--output MODEL.kiln [--arch sm_90a|sm_89|sm_86|sm_80]\n"
     "                    [--precision fp16|bf16|fp32] [--dim NAME=N]... [--input-shape NAME=1x128]...\n"
     "                    [--calibrate NAME=SOURCE]... [--no-fuse] [--report]\n"
-    "                    [--dump-after PASS|all] [--matmul-groups auto|library|generated]\n"
+    "                    [--dump-after PASS|all|help] [--time-passes]\n"
+    "                    [--matmul-groups auto|library|generated]\n"
     "                    [--conv-groups auto|cudnn|expand|generated] [--layout auto|nchw|nhwc]\n"
     "                    [--no-kernel-cache] [--dump-kernels DIR]\n"
     "                    [--tune [--tune-budget SECONDS]] [--tuning-db FILE] [--no-tuning-db]\n"
@@ -50,7 +51,9 @@ constexpr char kUsage[] =
     "--no-fuse: canonicalisation only, one op per kernel (the unfused baseline).\n"
     "--report: the fusion report (groups with their ONNX nodes, rejected candidates and why).\n"
     "--dump-after PASS: the graph in kiln's text form after PASS (its last run), or after\n"
-    "every pass with 'all'; the passes in order: kiln compile --dump-after help.\n"
+    "every pass with 'all'; the passes in order, with why: kiln compile --dump-after help.\n"
+    "--time-passes: a table on stderr of every pass (runs, whether it changed the graph,\n"
+    "milliseconds, nodes after it) and of tuning, memory planning and kernel assignment.\n"
     "--matmul-groups: fused MatMul groups run kiln's generated tensor-core GEMM with their\n"
     "prologues and epilogue (generated), or cuBLASLt with the bias/activation epilogue it\n"
     "has, the rest of the group fused again as pointwise work (library); auto (default):\n"
@@ -84,123 +87,10 @@ constexpr char kUsage[] =
     "database is $KILN_TUNING_DB, else tuning.tsv beside the kernel cache (--tuning-db FILE\n"
     "names another; --no-tuning-db: the heuristic only).";
 
-}  // namespace
-
-absl::Status CompileCommand(const std::vector<std::string>& argv) {
-  // "-o FILE" is the short form of "--output FILE" (Args knows only long flags).
-  std::vector<std::string> expanded;
-  for (const std::string& a : argv) {
-    if (a == "-o") {
-      expanded.push_back("--output");
-    } else if (absl::StartsWith(a, "-o") && !absl::StartsWith(a, "--")) {
-      expanded.push_back(absl::StrCat("--output=", a.substr(2)));
-    } else {
-      expanded.push_back(a);
-    }
-  }
-  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded,
-                                               {"output", "arch", "precision", "input-shape", "dim", "calibrate",
-                                                "dump-after", "matmul-groups", "conv-groups", "layout", "dump-kernels", "tune-budget",
-                                                "tuning-db"},
-                                               {"help", "no-fuse", "report", "no-kernel-cache", "tune",
-                                                "no-tuning-db"}));
-  if (args.Has("help")) {
-    std::cout << kUsage << "\n";
-    return absl::OkStatus();
-  }
-  if (args.Get("dump-after") == "help") {
-    int width = 0;  // the longest pass name, so that the reasons line up
-    for (const PassInfo& p : PipelinePasses()) width = std::max(width, static_cast<int>(p.name.size()));
-    for (const PassInfo& p : PipelinePasses()) std::cout << absl::StrFormat("  %-*s %s\n", width, p.name, p.why);
-    std::cout << absl::StrFormat("  %-*s %s\n", width, "pad-matmul-width",
-                                 "after canonicalisation: odd-width weights padded to a multiple of 8, product sliced "
-                                 "back (graph/pad_matmul_width.h)");
-    std::cout << absl::StrFormat("  %-*s %s\n", width, "to-channels-last",
-                                 "after pad-matmul-width (--layout nhwc, or auto with a 2-D conv): convs and pools "
-                                 "NHWC, transposes at the region's boundary (graph/to_channels_last.h)");
-    std::cout << absl::StrFormat("  %-*s %s\n", width, "pad-conv-channels",
-                                 "after to-channels-last, fp16/bf16: a channels-last conv reads C % 8 != 0 channels "
-                                 "(an image stem) zero-padded to a multiple of 8 (graph/pad_conv_channels.h)");
-    std::cout << absl::StrFormat("  %-*s %s\n", width, "lower-precision",
-                                 "after canonicalisation, before fusion (fp16/bf16 only): storage dtypes and Casts");
-    return absl::OkStatus();
-  }
-  if (args.positional().size() != 1) return absl::InvalidArgumentError(absl::StrCat("expected one .onnx file\n", kUsage));
-  const std::string input = args.positional()[0];
-  const std::string output = args.Get("output");
-  if (output.empty()) return absl::InvalidArgumentError(absl::StrCat("missing -o MODEL.kiln\n", kUsage));
-  CompileOptions options;
-  options.arch = args.Get("arch", DefaultArch());
-  options.precision = args.Get("precision", "fp16");
-  KILN_ASSIGN_OR_RETURN(options.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
-  KILN_ASSIGN_OR_RETURN(options.dims, ParseDims(args.GetAll("dim")));
-  KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
-  options.fuse = !args.Has("no-fuse");
-  options.matmul_groups = args.Get("matmul-groups", "auto");
-  options.conv_groups = args.Get("conv-groups", "auto");
-  options.layout = args.Get("layout", "auto");
-  KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
-  options.kernel_cache = !args.Has("no-kernel-cache");
-  options.dump_kernels_dir = args.Get("dump-kernels");
-  options.tune = args.Has("tune");
-  options.tuning_db = !args.Has("no-tuning-db");
-  options.tuning_db_path = args.Get("tuning-db");
-  if (args.Has("tune-budget")) {
-    std::string budget = args.Get("tune-budget");
-    if (!options.tune) return absl::InvalidArgumentError("--tune-budget needs --tune");
-    if (absl::EndsWith(budget, "s")) budget.pop_back();
-    if (!absl::SimpleAtod(budget, &options.tune_budget_seconds) || !(options.tune_budget_seconds > 0)) {
-      return absl::InvalidArgumentError(absl::StrCat("--tune-budget '", args.Get("tune-budget"),
-                                                     "': expected a positive number of seconds (60, 90s)"));
-    }
-  }
-  GemmTuneReport tuning;
-  options.tuning_report = &tuning;
-  KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
-  // A progress bar on a terminal; one summary line on stderr otherwise.
-  std::unique_ptr<codegen::TerminalProgress> progress = codegen::TerminalProgress::ForStderr();
-  options.progress = progress.get();
-  const std::string dump_after = args.Get("dump-after");
-  std::map<std::string, std::string> dumps;  // pass -> the graph after its last run
-  if (!dump_after.empty()) {
-    if (dump_after != "all" && dump_after != "lower-precision" && dump_after != "pad-matmul-width" &&
-        dump_after != "to-channels-last" && dump_after != "pad-conv-channels") {
-      KILN_RETURN_IF_ERROR(CheckPassName(dump_after));
-    }
-    options.after_pass = [&dumps, dump_after](const std::string& pass, const Graph& graph) {
-      if (dump_after == "all" || dump_after == pass) dumps[pass] = PrintGraph(graph);
-    };
-  }
-  std::map<std::string, std::string> calibration;
-  for (const std::string& spec : args.GetAll("calibrate")) {
-    KILN_ASSIGN_OR_RETURN(auto kv, SplitAssignment(spec, "calibrate"));
-    calibration[kv.first] = kv.second;
-  }
-  if (!calibration.empty() && options.precision != "fp16") {
-    std::cout << "note: --calibrate only matters for --precision fp16 (" << options.precision
-              << " has fp32's range); ignored\n";
-  } else if (!calibration.empty()) {
-    options.calibration = CalibrationInputs(calibration);
-  }
-
-  const auto start = std::chrono::steady_clock::now();
-  KILN_RETURN_IF_ERROR(CompileToFile(input, output, options));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (const std::string& w : tuning.warnings) std::cerr << "kiln: warning: " << w << "\n";
-  std::cout << GemmTuneTable(tuning);
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Bundle> bundle, Bundle::Load(output));
-  const bundle::Manifest& m = bundle->manifest();
-  std::cout << absl::StrFormat("%s -> %s: %s, %s, %d steps, %d weights, arena %d bytes (lower bound %d), %d bytes, %.2fs\n",
-                               input, output, m.target_arch(), m.precision(), m.steps_size(), m.weights_size(),
-                               m.memory_plan().arena_bytes(), m.memory_plan().lower_bound_bytes(),
-                               bundle->file_bytes(), seconds);
-  for (const PassInfo& p : PipelinePasses()) {
-    if (auto it = dumps.find(p.name); it != dumps.end()) std::cout << "// after " << p.name << "\n" << it->second;
-  }
-  for (const char* pass : {"pad-matmul-width", "to-channels-last", "pad-conv-channels", "lower-precision"}) {
-    if (auto it = dumps.find(pass); it != dumps.end()) std::cout << "// after " << pass << "\n" << it->second;
-  }
-  if (!dump_after.empty() && dumps.empty()) std::cout << "// " << dump_after << " did not run\n";
+// What the bundle holds, after `kiln compile`: fusion, kernels, fp16 islands, GEMM
+// configs, and a warning when a step has no GPU kernel.
+void PrintSummary(const bundle::Manifest& m, const CompileOptions& options, const GemmTuneReport& tuning,
+                  bool report) {
   const bundle::FusionReport& fr = m.fusion();
   int groups_expanded = 0;
   for (const auto& g : fr.groups()) groups_expanded += g.note().empty() ? 0 : 1;
@@ -210,7 +100,7 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
                                fr.enabled() ? "on" : "off (--no-fuse)", fr.nodes_before(), fr.nodes_fused(),
                                fr.nodes_after(), fr.groups_size(), groups_expanded, fr.rejections_size(),
                                m.compile_options().matmul_groups());
-  if (args.Has("report")) std::cout << FusionReportText(fr);
+  if (report) std::cout << FusionReportText(fr);
   if (!options.dump_kernels_dir.empty()) {
     const std::string cuobjdump = FindCuobjdump();
     std::cout << "  kernel dump: " << (std::filesystem::path(options.dump_kernels_dir) / "index.md").string()
@@ -260,6 +150,110 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
     std::cout << "  warning: no GPU kernel for " << absl::StrJoin(parts, ", ")
               << ": this bundle runs on the CPU backend only (kiln inspect shows why)\n";
   }
+}
+
+}  // namespace
+
+absl::Status CompileCommand(const std::vector<std::string>& argv) {
+  // "-o FILE" is the short form of "--output FILE" (Args knows only long flags).
+  std::vector<std::string> expanded;
+  for (const std::string& a : argv) {
+    if (a == "-o") {
+      expanded.push_back("--output");
+    } else if (absl::StartsWith(a, "-o") && !absl::StartsWith(a, "--")) {
+      expanded.push_back(absl::StrCat("--output=", a.substr(2)));
+    } else {
+      expanded.push_back(a);
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded,
+                                               {"output", "arch", "precision", "input-shape", "dim", "calibrate",
+                                                "dump-after", "matmul-groups", "conv-groups", "layout", "dump-kernels", "tune-budget",
+                                                "tuning-db"},
+                                               {"help", "no-fuse", "report", "no-kernel-cache", "tune",
+                                                "no-tuning-db", "time-passes"}));
+  if (args.Has("help")) {
+    std::cout << kUsage << "\n";
+    return absl::OkStatus();
+  }
+  if (args.Get("dump-after") == "help") {
+    std::cout << PipelineHelp();
+    return absl::OkStatus();
+  }
+  if (args.positional().size() != 1) return absl::InvalidArgumentError(absl::StrCat("expected one .onnx file\n", kUsage));
+  const std::string input = args.positional()[0];
+  const std::string output = args.Get("output");
+  if (output.empty()) return absl::InvalidArgumentError(absl::StrCat("missing -o MODEL.kiln\n", kUsage));
+  CompileOptions options;
+  options.arch = args.Get("arch", DefaultArch());
+  options.precision = args.Get("precision", "fp16");
+  KILN_ASSIGN_OR_RETURN(options.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
+  KILN_ASSIGN_OR_RETURN(options.dims, ParseDims(args.GetAll("dim")));
+  KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
+  options.fuse = !args.Has("no-fuse");
+  KILN_ASSIGN_OR_RETURN(options.matmul_groups, codegen::ParseMatMulGroups(args.Get("matmul-groups", "auto")));
+  KILN_ASSIGN_OR_RETURN(options.conv_groups, codegen::ParseConvGroups(args.Get("conv-groups", "auto")));
+  KILN_ASSIGN_OR_RETURN(options.layout, ParseLayout(args.Get("layout", "auto")));
+  KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
+  options.kernel_cache = !args.Has("no-kernel-cache");
+  options.dump_kernels_dir = args.Get("dump-kernels");
+  options.tune = args.Has("tune");
+  options.tuning_db = !args.Has("no-tuning-db");
+  options.tuning_db_path = args.Get("tuning-db");
+  if (args.Has("tune-budget")) {
+    std::string budget = args.Get("tune-budget");
+    if (!options.tune) return absl::InvalidArgumentError("--tune-budget needs --tune");
+    if (absl::EndsWith(budget, "s")) budget.pop_back();
+    if (!absl::SimpleAtod(budget, &options.tune_budget_seconds) || !(options.tune_budget_seconds > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("--tune-budget '", args.Get("tune-budget"),
+                                                     "': expected a positive number of seconds (60, 90s)"));
+    }
+  }
+  GemmTuneReport tuning;
+  options.tuning_report = &tuning;
+  std::vector<PassTiming> timings;
+  if (args.Has("time-passes")) options.pass_timings = &timings;
+  KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
+  // A progress bar on a terminal; one summary line on stderr otherwise.
+  std::unique_ptr<codegen::TerminalProgress> progress = codegen::TerminalProgress::ForStderr();
+  options.progress = progress.get();
+  const std::string dump_after = args.Get("dump-after");
+  std::map<std::string, std::string> dumps;  // pass -> the graph after its last run
+  if (!dump_after.empty()) {
+    if (dump_after != "all") KILN_RETURN_IF_ERROR(CheckPassName(dump_after));
+    options.after_pass = [&dumps, dump_after](const std::string& pass, const Graph& graph) {
+      if (dump_after == "all" || dump_after == pass) dumps[pass] = PrintGraph(graph);
+    };
+  }
+  std::map<std::string, std::string> calibration;
+  for (const std::string& spec : args.GetAll("calibrate")) {
+    KILN_ASSIGN_OR_RETURN(auto kv, SplitAssignment(spec, "calibrate"));
+    calibration[kv.first] = kv.second;
+  }
+  if (!calibration.empty() && options.precision != "fp16") {
+    std::cout << "note: --calibrate only matters for --precision fp16 (" << options.precision
+              << " has fp32's range); ignored\n";
+  } else if (!calibration.empty()) {
+    options.calibration = CalibrationInputs(calibration);
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  KILN_RETURN_IF_ERROR(CompileToFile(input, output, options));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const std::string& w : tuning.warnings) std::cerr << "kiln: warning: " << w << "\n";
+  if (args.Has("time-passes")) std::cerr << PassTimingTable(timings);
+  std::cout << GemmTuneTable(tuning);
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Bundle> bundle, Bundle::Load(output));
+  const bundle::Manifest& m = bundle->manifest();
+  std::cout << absl::StrFormat("%s -> %s: %s, %s, %d steps, %d weights, arena %d bytes (lower bound %d), %d bytes, %.2fs\n",
+                               input, output, m.target_arch(), m.precision(), m.steps_size(), m.weights_size(),
+                               m.memory_plan().arena_bytes(), m.memory_plan().lower_bound_bytes(),
+                               bundle->file_bytes(), seconds);
+  for (const Pass& p : Pipeline()) {
+    if (auto it = dumps.find(p.name); it != dumps.end()) std::cout << "// after " << p.name << "\n" << it->second;
+  }
+  if (!dump_after.empty() && dumps.empty()) std::cout << "// " << dump_after << " did not run\n";
+  PrintSummary(m, options, tuning, args.Has("report"));
   return absl::OkStatus();
 }
 

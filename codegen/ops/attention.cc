@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/ops/pointwise_spec.h"
@@ -295,18 +296,11 @@ absl::Status PlanAttention(const Node& group, AttentionPlan& plan) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& group, const AttentionConfig* config) {
-  if (!IsFusedGroup(group)) return NoKernel(group, "not an attention group");
-  AttentionPlan plan;
-  if (absl::Status st = PlanAttention(group, plan); !st.ok()) return st;
+// The operands' dtypes (f16 or bf16, all alike) and ranks the kernel takes.
+absl::Status CheckOperands(const Node& group, const AttentionPlan& plan, DType dt) {
   const Value* q_in = group.input(plan.q.index);
   const Value* k_in = group.input(plan.k.index);
   const Value* v_in = group.input(plan.v.index);
-  const Value* y = group.output(0);
-  const Value* s = plan.mm1->output(0);
-  const DType dt = y->dtype();
   if (dt != DType::kFloat16 && dt != DType::kBFloat16) {
     return NoKernel(group, absl::StrCat("attention in ", DTypeName(dt), " (the kernel takes f16 or bf16)"));
   }
@@ -319,6 +313,85 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
   for (const Layout* l : {&plan.q, &plan.k, &plan.v, &plan.o}) {
     if (l->shape.size() < 2) return NoKernel(group, "attention on vectors");
   }
+  return absl::OkStatus();
+}
+
+// Row pitches of Q, K, V and O (elements), and how K is read.
+struct AttentionPitches {
+  int64_t q_ld = 0, k_ld = 0, v_ld = 0, o_ld = 0;
+  bool k_rows_are_keys = false;  // K's head dim contiguous (ATTN_K_TRANS 1)
+  bool k_async = false;          // K rows 16-byte aligned: cp.async loads
+};
+
+absl::StatusOr<AttentionPitches> Pitches(const Node& group, const AttentionPlan& plan, int64_t sk) {
+  // Row pitches. Q, V and O rows are contiguous; K is read by rows of keys (its head
+  // dim contiguous, ATTN_K_TRANS 1) or by rows of the head dim (keys contiguous).
+  auto pitch = [&](const Layout& l, const char* what) -> absl::StatusOr<int64_t> {
+    const size_t r = l.shape.size();
+    if (l.strides[r - 1] != 1 || l.strides[r - 2] % 8 != 0 || !BatchStridesAligned(l)) {
+      return NoKernel(group, absl::StrCat(what, " rows are not contiguous and 16-byte aligned"));
+    }
+    return l.strides[r - 2];
+  };
+  AttentionPitches p;
+  KILN_ASSIGN_OR_RETURN(p.q_ld, pitch(plan.q, "Q"));
+  KILN_ASSIGN_OR_RETURN(p.v_ld, pitch(plan.v, "V"));
+  KILN_ASSIGN_OR_RETURN(p.o_ld, pitch(plan.o, "the output"));
+  const size_t kr = plan.k.shape.size();
+  const int64_t key_stride = plan.k.strides[plan.k_trans ? kr - 2 : kr - 1];
+  const int64_t d_stride = plan.k.strides[plan.k_trans ? kr - 1 : kr - 2];
+  if (d_stride == 1) {
+    p.k_rows_are_keys = true;
+    p.k_ld = key_stride;
+  } else if (key_stride == 1) {
+    p.k_ld = d_stride;
+  } else {
+    return NoKernel(group, "K is contiguous along neither the keys nor the head dim");
+  }
+  p.k_async = p.k_ld % 8 == 0 && BatchStridesAligned(plan.k) && (p.k_rows_are_keys || sk % 8 == 0);
+  return p;
+}
+
+// The group inputs that are a causal mask (IsCausalMask): computed, not loaded.
+absl::flat_hash_set<int> CausalInputs(const Node& group, int64_t sq, int64_t sk) {
+  absl::flat_hash_set<int> causal_inputs;
+  for (int i = 0; i < group.num_inputs(); ++i) {
+    if (IsCausalMask(group.input(i), sq, sk)) causal_inputs.insert(i);
+  }
+  return causal_inputs;
+}
+
+// When the causal mask is the condition of a Where that feeds the Softmax, keeps the
+// scores where the mask is set and fills the rest with a value exp() takes to 0,
+// the keys past a CTA's last row are skipped (ATTN_CAUSAL_LIMIT).
+bool CausalLimit(const AttentionPlan& plan, const absl::flat_hash_set<int>& causal_inputs, const Shape& ss) {
+  const Node* w = plan.softmax->input(0)->producer();
+  if (w == nullptr || w->op_type() != "Where") return false;
+  const Value* cond = w->input(0);
+  const Value* fill = w->input(2);
+  bool causal_limit = false;
+  for (size_t i = 0; i < plan.body->inputs().size(); ++i) {
+    if (plan.body->inputs()[i] == cond && causal_inputs.contains(static_cast<int>(i)) && fill->is_constant() &&
+        fill->numel() == 1 && fill->constant().ScalarFloat() <= -1e30f && w->input(1)->shape() == ss) {
+      causal_limit = true;
+    }
+  }
+  return causal_limit;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& group, const AttentionConfig* config) {
+  if (!IsFusedGroup(group)) return NoKernel(group, "not an attention group");
+  AttentionPlan plan;
+  if (absl::Status st = PlanAttention(group, plan); !st.ok()) return st;
+  const Value* q_in = group.input(plan.q.index);
+  const Value* k_in = group.input(plan.k.index);
+  const Value* v_in = group.input(plan.v.index);
+  const Value* y = group.output(0);
+  const Value* s = plan.mm1->output(0);
+  const DType dt = y->dtype();
+  if (absl::Status st = CheckOperands(group, plan, dt); !st.ok()) return st;
   if (s->rank() < 2) return NoKernel(group, "attention on vectors");
   const Shape& ss = s->shape();
   const Shape batch_shape(ss.begin(), ss.end() - 2);
@@ -339,33 +412,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
     if (t->numel() >= (int64_t{1} << 31)) return NoKernel(group, "attention tensors of 2^31 or more elements");
   }
 
-  // Row pitches. Q, V and O rows are contiguous; K is read by rows of keys (its head
-  // dim contiguous, ATTN_K_TRANS 1) or by rows of the head dim (keys contiguous).
-  auto pitch = [&](const Layout& l, const char* what) -> absl::StatusOr<int64_t> {
-    const size_t r = l.shape.size();
-    if (l.strides[r - 1] != 1 || l.strides[r - 2] % 8 != 0 || !BatchStridesAligned(l)) {
-      return NoKernel(group, absl::StrCat(what, " rows are not contiguous and 16-byte aligned"));
-    }
-    return l.strides[r - 2];
-  };
-  absl::StatusOr<int64_t> q_ld = pitch(plan.q, "Q"), v_ld = pitch(plan.v, "V"), o_ld = pitch(plan.o, "the output");
-  for (const auto* ld : {&q_ld, &v_ld, &o_ld}) {
-    if (!ld->ok()) return ld->status();
-  }
-  const size_t kr = plan.k.shape.size();
-  const int64_t key_stride = plan.k.strides[plan.k_trans ? kr - 2 : kr - 1];
-  const int64_t d_stride = plan.k.strides[plan.k_trans ? kr - 1 : kr - 2];
-  bool k_rows_are_keys = false;
-  int64_t k_ld = 0;
-  if (d_stride == 1) {
-    k_rows_are_keys = true;
-    k_ld = key_stride;
-  } else if (key_stride == 1) {
-    k_ld = d_stride;
-  } else {
-    return NoKernel(group, "K is contiguous along neither the keys nor the head dim");
-  }
-  const bool k_async = k_ld % 8 == 0 && BatchStridesAligned(plan.k) && (k_rows_are_keys || sk % 8 == 0);
+  KILN_ASSIGN_OR_RETURN(const AttentionPitches pitches, Pitches(group, plan, sk));
+  const int64_t k_ld = pitches.k_ld;
+  const bool k_rows_are_keys = pitches.k_rows_are_keys;
+  const bool k_async = pitches.k_async;
 
   const AttentionConfig cfg = config != nullptr ? *config : PickAttentionConfig(batch, sq, sk, d, dv, k_rows_are_keys);
   if (absl::Status valid = VerifyAttentionConfig(cfg, d, dv, k_rows_are_keys); !valid.ok()) {
@@ -399,24 +449,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
     q_result = it->second.first;
   }
 
-  // A causal mask read as a Where condition is computed (col <= row); when that Where
-  // feeds the Softmax, keeps the scores where the mask is set and fills the rest with
-  // a value that exp() takes to 0, the keys past a CTA's last row are skipped.
-  absl::flat_hash_set<int> causal_inputs;
-  for (int i = 0; i < group.num_inputs(); ++i) {
-    if (IsCausalMask(group.input(i), sq, sk)) causal_inputs.insert(i);
-  }
-  bool causal_limit = false;
-  if (const Node* w = plan.softmax->input(0)->producer(); w != nullptr && w->op_type() == "Where") {
-    const Value* cond = w->input(0);
-    const Value* fill = w->input(2);
-    for (size_t i = 0; i < plan.body->inputs().size(); ++i) {
-      if (plan.body->inputs()[i] == cond && causal_inputs.contains(static_cast<int>(i)) && fill->is_constant() &&
-          fill->numel() == 1 && fill->constant().ScalarFloat() <= -1e30f && w->input(1)->shape() == ss) {
-        causal_limit = true;
-      }
-    }
-  }
+  // A causal mask read as a Where condition is computed (col <= row).
+  const absl::flat_hash_set<int> causal_inputs = CausalInputs(group, sq, sk);
+  const bool causal_limit = CausalLimit(plan, causal_inputs, ss);
 
   KernelLaunch launch;
   launch.args = {0, InputArg(group, plan.q.index), InputArg(group, plan.k.index), InputArg(group, plan.v.index)};
@@ -467,8 +502,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
                                  describe(plan.v, v_in), " -> ", describe(plan.o, y), causal_limit ? "; causal" : "", "\n");
   absl::StrAppend(&src, "#define ATTN_BF16 ", dt == DType::kBFloat16 ? 1 : 0, "\n#define ATTN_SQ ", sq,
                   "\n#define ATTN_SK ", sk, "\n#define ATTN_D ", d, "\n#define ATTN_DV ", dv, "\n#define ATTN_DP ",
-                  RoundUp16(d), "\n#define ATTN_DVP ", RoundUp16(dv), "\n#define ATTN_Q_LD ", *q_ld,
-                  "\n#define ATTN_K_LD ", k_ld, "\n#define ATTN_V_LD ", *v_ld, "\n#define ATTN_O_LD ", *o_ld,
+                  RoundUp16(d), "\n#define ATTN_DVP ", RoundUp16(dv), "\n#define ATTN_Q_LD ", pitches.q_ld,
+                  "\n#define ATTN_K_LD ", k_ld, "\n#define ATTN_V_LD ", pitches.v_ld, "\n#define ATTN_O_LD ", pitches.o_ld,
                   "\n#define ATTN_K_TRANS ", k_rows_are_keys ? 1 : 0, "\n#define ATTN_K_ASYNC ", k_async ? 1 : 0,
                   "\n#define ATTN_BM ", cfg.bm, "\n#define ATTN_BN ", cfg.bn, "\n#define ATTN_Q_PROLOGUE ",
                   plan.q_chain.empty() ? 0 : 1, "\n#define ATTN_CAUSAL_LIMIT ", causal_limit ? 1 : 0,

@@ -13,12 +13,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
-#include "graph/ops/op_util.h"
 #include "codegen/ops/gemm_source.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/ops/pointwise_spec.h"
 #include "codegen/templates.h"
 #include "graph/fused_group.h"
+#include "graph/ops/window.h"
 
 namespace kiln::codegen::ops {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/window.h"
 
 namespace kiln::codegen::ops {
 

@@ -27,125 +27,6 @@
 namespace kiln::codegen::ops {
 namespace {
 
-// The stored tile of an operand: rows x contiguous columns.
-struct TileShape {
-  int rows, cols;
-};
-TileShape ATile(const GemmConfig& c, bool trans) { return trans ? TileShape{c.bk, c.bm} : TileShape{c.bm, c.bk}; }
-TileShape BTile(const GemmConfig& c, bool trans) { return trans ? TileShape{c.bn, c.bk} : TileShape{c.bk, c.bn}; }
-int64_t TileElements(TileShape t) { return static_cast<int64_t>(t.rows) * (t.cols + 8); }
-
-// Registers of one operand's register stage (kiln_gemm_stage in the template), or
-// of a convolution's im2col gather (kiln_conv_a: 3 per row it decomposes, plus the
-// staged elements in mode 4).
-int StagedRegisters(const GemmConfig& c, TileShape t, const GemmOperand& op) {
-  if (op.load == GemmLoad::kAsync) return 0;
-  const int threads = c.warps_m * c.warps_n * 32;
-  if (op.load == GemmLoad::kIm2colAsync) return 3 * ((t.rows * t.cols / 8 + threads - 1) / threads);
-  if (op.load == GemmLoad::kIm2colScalar) return 3 + (t.rows * t.cols + threads - 1) / threads;
-  const bool vec = op.load == GemmLoad::kStagedVector;
-  const int per = vec ? 8 : 1;
-  const int items = t.rows * t.cols / per;
-  const int iters = (items + threads - 1) / threads;
-  const int words = vec ? (op.element_bytes == 4 ? 8 : 4) : 1;
-  return iters * words;
-}
-
-}  // namespace
-
-int64_t GemmSharedBytes(const GemmConfig& c, const GemmVariant& variant) {
-  int64_t stage = 0;
-  for (const GemmMainloop& l : variant.mainloops) {
-    stage = std::max(stage, TileElements(ATile(c, l.a.trans)) + TileElements(BTile(c, l.b.trans)));
-  }
-  return static_cast<int64_t>(c.stages) * stage * 2;
-}
-
-int GemmRegisterEstimate(const GemmConfig& c, const GemmVariant& variant) {
-  if (c.warps_m <= 0 || c.warps_n <= 0) return 0;
-  const int mi = c.bm / c.warps_m / 16, ni = c.bn / c.warps_n / 8;
-  int staged = 0;
-  for (const GemmMainloop& l : variant.mainloops) {
-    staged = std::max(staged,
-                      StagedRegisters(c, ATile(c, l.a.trans), l.a) + StagedRegisters(c, BTile(c, l.b.trans), l.b));
-  }
-  const int extra = variant.mainloops.size() > 1 ? kGemmSecondMainloopRegisters : 0;
-  return mi * ni * 4 + mi * 4 + 4 + staged + extra;
-}
-
-absl::Status VerifyGemmConfig(const GemmConfig& c, const GemmVariant& variant) {
-  auto bad = [&](const std::string& why) {
-    return absl::InvalidArgumentError(absl::StrCat("GEMM tile config ", c.bm, "x", c.bn, "x", c.bk, " warps ",
-                                                   c.warps_m, "x", c.warps_n, " stages ", c.stages,
-                                                   c.split_k != 1 ? absl::StrCat(" split-K ", c.split_k) : "", ": ",
-                                                   why));
-  };
-  if (c.bm <= 0 || c.bn <= 0 || c.bk <= 0 || c.warps_m <= 0 || c.warps_n <= 0) return bad("non-positive size");
-  if (c.bm % (16 * c.warps_m) != 0) return bad("BM must be a multiple of 16 * WARPS_M (m16 fragments per warp)");
-  if (c.bn % (16 * c.warps_n) != 0) {
-    return bad("BN must be a multiple of 16 * WARPS_N (pairs of n8 fragments per ldmatrix.x4)");
-  }
-  if (c.bk % 16 != 0) return bad("BK must be a multiple of 16 (the mma k)");
-  if (c.stages < 2 || c.stages > 8) return bad("STAGES must be in [2, 8]");
-  if (variant.mainloops.empty() || variant.mainloops.size() > 2) {
-    return bad(absl::StrCat(variant.mainloops.size(), " mainloops (the template has one or two)"));
-  }
-  const int threads = c.warps_m * c.warps_n * 32;
-  if (threads > 1024) return bad(absl::StrCat(threads, " threads per block (> 1024)"));
-  const int64_t smem = GemmSharedBytes(c, variant);
-  if (smem > kGemmMaxSharedBytes) {
-    return bad(absl::StrCat(smem, " bytes of shared memory (> ", kGemmMaxSharedBytes, ", 99 KiB)"));
-  }
-  const int regs = GemmRegisterEstimate(c, variant);
-  if (regs > kGemmRegisterBudget) {
-    return bad(absl::StrCat(regs, " registers per thread for accumulators, fragments and register-staged operands (> ",
-                            kGemmRegisterBudget, "; the rest of 255 holds addresses and the epilogue)"));
-  }
-  if (c.split_k < 1 || c.split_k > kGemmMaxSplitK) {
-    return bad(absl::StrCat("split-K must be in [1, ", kGemmMaxSplitK, "]"));
-  }
-  if (c.split_k > 1) {
-    if (variant.mainloops.size() > 1) return bad("split-K of a dual-matmul (two mainloops): not supported");
-    const int64_t k = variant.mainloops[0].k;
-    const int64_t k_tiles = (k + c.bk - 1) / c.bk, per = (k_tiles + c.split_k - 1) / c.split_k;
-    if (k > 0 && (c.split_k - 1) * per >= k_tiles) {
-      return bad(absl::StrCat("K = ", k, " has ", k_tiles, " k tile(s) of BK = ", c.bk, ": ", c.split_k,
-                              " splits of ", per, " leave the last split without one"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-int PickGemmSplitK(const GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
-                   int min_k_tiles) {
-  if (sm_count <= 0) sm_count = 132;
-  if (tile.bm <= 0 || tile.bn <= 0 || tile.bk <= 0 || m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 1;
-  const int64_t tiles = ((m + tile.bm - 1) / tile.bm) * ((n + tile.bn - 1) / tile.bn) * batch;
-  const int64_t k_tiles = (k + tile.bk - 1) / tile.bk;
-  if (2 * tiles > sm_count) return 1;
-  int64_t split = std::min<int64_t>({sm_count / tiles, k_tiles / std::max(min_k_tiles, 1), kGemmMaxSplitK});
-  if (split < 2) return 1;
-  split = FewestSplits(k_tiles, split);
-  return split < 2 ? 1 : static_cast<int>(split);
-}
-
-GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant) {
-  (void)k;
-  const int64_t big_tiles = ((m + 127) / 128) * ((n + 127) / 128) * batch;
-  std::vector<GemmConfig> candidates;
-  if (m >= 128 && n >= 128 && big_tiles >= 96) {
-    candidates.push_back(GemmConfig{128, 128, 32, 2, 2, 3});
-    candidates.push_back(GemmConfig{128, 128, 32, 2, 4, 3});
-  }
-  candidates.push_back(GemmConfig{64, 64, 32, 2, 2, 4});
-  for (const GemmConfig& c : candidates) {
-    if (VerifyGemmConfig(c, variant).ok()) return c;
-  }
-  return GemmConfig{64, 64, 32, 2, 2, 2};
-}
-
-namespace {
-
 // One operand of a mainloop: the node input loaded (the operand itself, or the
 // group input its prologue chain starts from), the MatMul's operand value (its stored
 // shape) and the prologue functor's code.
@@ -581,90 +462,6 @@ absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node) {
   return p;
 }
 
-GemmConfig HeuristicGemmConfig(const GemmProblem& p, int sm_count) {
-  if (sm_count <= 0) sm_count = 132;
-  const GemmConfig c = PickGemmConfig(p.m, p.n, p.KTotal(), p.batch, p.variant);
-  if (p.variant.mainloops.size() != 1) return c;
-  const int64_t tiles = ((p.m + c.bm - 1) / c.bm) * ((p.n + c.bn - 1) / c.bn) * p.batch;
-  if (2 * tiles > sm_count) return c;
-  GemmConfig split = c;
-  split.split_k = PickGemmSplitK(c, p.m, p.n, p.KTotal(), p.batch, sm_count);
-  if (split.split_k > 1 && 2 * tiles * split.split_k >= sm_count && VerifyGemmConfig(split, p.variant).ok()) {
-    return split;
-  }
-  const GemmConfig small{32, 32, 64, 2, 2, 4};
-  return VerifyGemmConfig(small, p.variant).ok() ? small : c;
-}
-
-std::vector<GemmConfig> GemmCandidateConfigs(const GemmProblem& p, int sm_count) {
-  static const GemmConfig kPool[] = {
-      {128, 128, 32, 2, 2, 3}, {128, 128, 32, 2, 4, 3}, {128, 128, 32, 2, 2, 4}, {128, 256, 32, 2, 4, 3},
-      {256, 128, 32, 4, 2, 3}, {128, 64, 32, 2, 2, 3},  {128, 64, 32, 2, 2, 4},  {64, 128, 32, 2, 2, 3},
-      {64, 128, 32, 2, 2, 4},  {64, 64, 32, 2, 2, 3},   {64, 64, 32, 2, 2, 4},   {64, 64, 64, 2, 2, 3},
-      {64, 32, 32, 2, 2, 4},   {32, 64, 32, 2, 2, 4},   {32, 32, 64, 2, 2, 4},
-  };
-  const int64_t m16 = (p.m + 15) / 16 * 16, n16 = (p.n + 15) / 16 * 16;
-  std::vector<GemmConfig> out = {HeuristicGemmConfig(p, sm_count)};
-  for (const GemmConfig& c : kPool) {
-    if (c.bm >= 2 * m16 || c.bn >= 2 * n16) continue;
-    if (!VerifyGemmConfig(c, p.variant).ok()) continue;
-    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-  }
-  if (p.variant.mainloops.size() != 1) return out;
-  // Split-K forms of the unsplit candidates, in their order.
-  const size_t unsplit = out.size();
-  int added = 0;
-  for (size_t i = 0; i < unsplit && added < kGemmMaxSplitCandidates; ++i) {
-    if (out[i].split_k != 1) continue;
-    const int s = PickGemmSplitK(out[i], p.m, p.n, p.KTotal(), p.batch, sm_count, /*min_k_tiles=*/4);
-    for (int split : {s, s / 2}) {
-      if (split < 2 || added >= kGemmMaxSplitCandidates) continue;
-      GemmConfig c = out[i];
-      c.split_k = split;
-      if (!VerifyGemmConfig(c, p.variant).ok() || std::find(out.begin(), out.end(), c) != out.end()) continue;
-      out.push_back(c);
-      ++added;
-    }
-  }
-  return out;
-}
-
-bool operator==(const GemmConfig& a, const GemmConfig& b) {
-  return a.bm == b.bm && a.bn == b.bn && a.bk == b.bk && a.warps_m == b.warps_m && a.warps_n == b.warps_n &&
-         a.stages == b.stages && a.split_k == b.split_k;
-}
-
-std::string GemmConfigString(const GemmConfig& c) {
-  return absl::StrCat(c.bm, "x", c.bn, "x", c.bk, " w", c.warps_m, "x", c.warps_n, " s", c.stages,
-                      c.split_k != 1 ? absl::StrCat(" k", c.split_k) : "");
-}
-
-absl::StatusOr<GemmConfig> ParseGemmConfig(absl::string_view text) {
-  auto bad = [&] {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", text, "' is not a GEMM config (BMxBNxBK wWARPS_MxWARPS_N sSTAGES [kSPLITS], e.g. "
-                     "128x128x32 w2x2 s3 or 64x64x32 w2x2 s4 k4)"));
-  };
-  std::vector<absl::string_view> parts = absl::StrSplit(text, ' ');
-  if (parts.size() != 3 && parts.size() != 4) return bad();
-  if (!absl::ConsumePrefix(&parts[1], "w") || !absl::ConsumePrefix(&parts[2], "s")) return bad();
-  int split = 1;
-  if (parts.size() == 4 && (!absl::ConsumePrefix(&parts[3], "k") || !absl::SimpleAtoi(parts[3], &split) || split < 1)) {
-    return bad();
-  }
-  std::vector<absl::string_view> tile = absl::StrSplit(parts[0], 'x');
-  std::vector<absl::string_view> warps = absl::StrSplit(parts[1], 'x');
-  GemmConfig c;
-  if (tile.size() != 3 || warps.size() != 2 || !absl::SimpleAtoi(tile[0], &c.bm) || !absl::SimpleAtoi(tile[1], &c.bn) ||
-      !absl::SimpleAtoi(tile[2], &c.bk) || !absl::SimpleAtoi(warps[0], &c.warps_m) ||
-      !absl::SimpleAtoi(warps[1], &c.warps_n) || !absl::SimpleAtoi(parts[2], &c.stages)) {
-    return bad();
-  }
-  if (c.bm <= 0 || c.bn <= 0 || c.bk <= 0 || c.warps_m <= 0 || c.warps_n <= 0 || c.stages <= 0) return bad();
-  c.split_k = split;
-  return c;
-}
-
 namespace {
 
 // The prologue of operand `op` ('a' or 'b') as both template families take it:
@@ -812,9 +609,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   return std::vector<KernelLaunch>{std::move(launch)};
 }
 
-absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
-  GemmPrep prep;
-  if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
+namespace {
+
+// The problem's shape, layouts and operands as the Hopper family reads them.
+GemmFamilyPlan FamilyProblem(const GemmPrep& prep) {
   const GemmPlan& plan = prep.plan;
   const LoopPlan& l0 = plan.loops[0];
   GemmFamilyPlan f;
@@ -850,6 +648,17 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
     f.a_shape = Shape{f.m, f.k};
     if (f.dual) f.a2_shape = Shape{f.m, f.k2};
   }
+  return f;
+}
+
+}  // namespace
+
+absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
+  GemmPrep prep;
+  if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
+  const GemmPlan& plan = prep.plan;
+  const LoopPlan& l0 = plan.loops[0];
+  GemmFamilyPlan f = FamilyProblem(prep);
   const Shape& ys = prep.out_shape;
   f.prologue_a = !l0.a.chain.empty();
   f.prologue_b = !l0.b.chain.empty();
@@ -908,7 +717,8 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
     // the pointer is (KILN_EPILOGUE_PAIRS_ALIGNED). Only operands that vary along
     // C's rows: one broadcast over them (a bias per batch entry) is loaded once per
     // column already, the compiler sharing it between the rows, and pairs measured
-    // 2% slower there (RESULTS.md 2026-11-26 (c)).
+    // slower there (session 1 of
+    // benchmarks/results/gemm_sm90_residual_pairs_ncu_h100_2026-11-26c.csv).
     const size_t rank = ys.size();
     const bool per_row = view.size() >= 2 && view[view.size() - 2] == ys[rank - 2] && ys[rank - 2] > 1;
     if (dense_rows && per_row && sixteen && ld.domain == Domain::kFloat && ys.back() % 2 == 0) {

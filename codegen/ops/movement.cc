@@ -8,7 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/infer_common.h"
+#include "graph/ops/slice.h"
 
 namespace kiln::codegen::ops {
 namespace {

@@ -17,7 +17,6 @@
 #include "codegen/templates.h"
 #include "absl/container/flat_hash_map.h"
 #include "graph/fused_group.h"
-#include "graph/ops/op_util.h"
 
 namespace kiln::codegen::ops {
 namespace {

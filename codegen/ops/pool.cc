@@ -10,7 +10,8 @@
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/templates.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/channels_last.h"
+#include "graph/ops/window.h"
 
 namespace kiln::codegen::ops {
 namespace {

@@ -13,7 +13,9 @@
 #include "codegen/ops/pointwise_spec.h"
 #include "codegen/templates.h"
 #include "graph/fused_group.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/axes.h"
+#include "graph/ops/channels_last.h"
+#include "graph/ops/reduce_eval.h"
 
 namespace kiln::codegen::ops {
 namespace {

@@ -1,6 +1,6 @@
 // ArgMin: int64 indices of the minimum along `axis` (keepdims, select_last_index).
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/arg_reduce.h"
 
 namespace kiln::ops {
 namespace {

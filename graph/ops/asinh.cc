@@ -2,7 +2,8 @@
 #include <cmath>
 
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/elementwise_eval.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

@@ -4,8 +4,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/channels_last.h"
+#include "graph/ops/infer_common.h"
+#include "graph/ops/pooling.h"
+#include "graph/ops/window.h"
 
 namespace kiln::ops {
 namespace {

@@ -1,8 +1,10 @@
 // BitShift: x << y or x >> y (direction LEFT or RIGHT) on unsigned integers (kiln
 // stores uint8), broadcasting; shifts of the type's width or more give 0.
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/elementwise_eval.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

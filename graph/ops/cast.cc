@@ -1,10 +1,22 @@
 // Cast: converts the input to the ONNX data type number in attribute `to`
 // (floats to integers truncate toward zero; anything to bool is x != 0).
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/cast.h"
 
 namespace kiln::ops {
+
+Tensor CastTensor(const Tensor& in, DType to) {
+  if (in.dtype() == to) return in;
+  if (!IsFloating(in.dtype())) return Tensor::FromInt64(to, in.shape(), in.ToInt64());
+  std::vector<float> values = in.ToFloat();
+  if (IsFloating(to) || to == DType::kBool) return Tensor::FromFloat(to, in.shape(), values);
+  std::vector<int64_t> ints(values.size());
+  for (size_t i = 0; i < values.size(); ++i) ints[i] = TruncToInt64(values[i]);
+  return Tensor::FromInt64(to, in.shape(), ints);
+}
+
 namespace {
 
 // ONNX TensorProto.DataType names, indexed by number, for messages.

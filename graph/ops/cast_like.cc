@@ -1,6 +1,6 @@
 // CastLike: converts the input to the dtype of the second input (Cast semantics).
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/cast.h"
 
 namespace kiln::ops {
 namespace {

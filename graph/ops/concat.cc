@@ -1,7 +1,9 @@
 // Concat: joins the inputs along `axis`; other dims must match.
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/axes.h"
+#include "graph/ops/data_movement.h"
 
 namespace kiln::ops {
 namespace {

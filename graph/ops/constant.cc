@@ -2,8 +2,8 @@
 // value_floats, value_int or value_ints.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
 
 namespace kiln::ops {
 namespace {

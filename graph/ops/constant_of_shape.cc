@@ -1,8 +1,10 @@
 // ConstantOfShape: a tensor of the constant `shape` input filled with the
 // one-element `value` attribute (default f32 0), in value's dtype.
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/data_movement.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

@@ -7,9 +7,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/parallel.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
+#include "graph/ops/channels_last.h"
 #include "graph/ops/cpu_gemm.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/float_access.h"
+#include "graph/ops/infer_common.h"
+#include "graph/ops/window.h"
 
 namespace kiln::ops {
 namespace {

@@ -2,8 +2,8 @@
 // zero points (x's a scalar, w's a scalar or one per output channel), with Conv's
 // attributes.
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
 #include "graph/ops/quantized.h"
 
 namespace kiln::ops {

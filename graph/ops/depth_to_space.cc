@@ -1,8 +1,10 @@
 // DepthToSpace: moves blocks of channels of an NCHW tensor into blocksize x
 // blocksize spatial blocks (mode DCR, the default, or CRD).
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/broadcast.h"
+#include "graph/ops/data_movement.h"
 
 namespace kiln::ops {
 namespace {

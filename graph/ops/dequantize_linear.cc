@@ -1,8 +1,9 @@
 // DequantizeLinear: y = (x - x_zero_point) * x_scale in f32, x int8, uint8 or int32;
 // scale and zero point per tensor or per index along `axis` (default 1).
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/infer_common.h"
 #include "graph/ops/quantized.h"
 
 namespace kiln::ops {

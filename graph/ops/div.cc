@@ -1,7 +1,9 @@
 // Div: element-wise a / b with numpy broadcasting; integer division truncates
 // toward zero (C semantics), and an integer division by zero yields 0.
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/elementwise_eval.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

@@ -1,8 +1,9 @@
 // Dropout (inference): the output is the input; the optional mask is all true.
 // Training mode is not supported.
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/data_movement.h"
 
 namespace kiln::ops {
 namespace {

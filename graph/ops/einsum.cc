@@ -9,8 +9,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/parallel.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/broadcast.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

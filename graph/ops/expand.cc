@@ -1,8 +1,11 @@
 // Expand: broadcasts the input against the constant `shape` input (numpy rules in
 // both directions: a 1 in `shape` keeps the input's dim).
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/broadcast.h"
+#include "graph/ops/data_movement.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

@@ -2,8 +2,8 @@
 // and zeros elsewhere, of dtype `dtype` (default: the input's). The input's values
 // are not read.
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
 
 namespace kiln::ops {
 namespace {

@@ -1,7 +1,8 @@
 // Flatten: views the input as a matrix [prod(dims before axis), prod(dims from axis)].
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/data_movement.h"
 
 namespace kiln::ops {
 namespace {

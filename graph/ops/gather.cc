@@ -1,8 +1,10 @@
 // Gather: picks slices of `data` along `axis` at the positions in `indices`
 // (negative indices count from the end).
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/axes.h"
+#include "graph/ops/data_movement.h"
 
 namespace kiln::ops {
 namespace {

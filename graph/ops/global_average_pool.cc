@@ -1,7 +1,9 @@
 // GlobalAveragePool: mean over all spatial positions of each channel, [N, C, ...] -> [N, C, 1, ...];
 // with the kiln-internal attribute channels_last=1, [N, H, W, C] -> [N, 1, 1, C].
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/channels_last.h"
+#include "graph/ops/pooling.h"
 
 namespace kiln::ops {
 namespace {

@@ -2,7 +2,7 @@
 #include <limits>
 
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/pooling.h"
 
 namespace kiln::ops {
 namespace {

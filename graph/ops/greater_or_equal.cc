@@ -1,6 +1,8 @@
 // GreaterOrEqual: element-wise a >= b with numpy broadcasting; the output is bool.
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/elementwise_eval.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

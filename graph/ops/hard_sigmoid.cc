@@ -1,8 +1,10 @@
 // HardSigmoid: element-wise max(0, min(1, alpha * x + beta)) (alpha 0.2, beta 0.5).
 #include <algorithm>
 
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/elementwise_eval.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

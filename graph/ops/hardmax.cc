@@ -1,6 +1,10 @@
 // Hardmax: 1 at the first maximum along `axis` (default -1), 0 elsewhere.
+#include "common/parallel.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/axes.h"
+#include "graph/ops/float_access.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

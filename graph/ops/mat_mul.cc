@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/parallel.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
+#include "graph/ops/broadcast.h"
 #include "graph/ops/cpu_gemm.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/float_access.h"
 
 namespace kiln::ops {
 namespace {

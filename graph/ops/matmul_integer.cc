@@ -1,8 +1,8 @@
 // MatMulInteger: the int32 product of int8/uint8 matrices after subtracting their zero
 // points (scalars, or per row of A / per column of B), numpy batch broadcasting.
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
 #include "graph/ops/quantized.h"
 
 namespace kiln::ops {

@@ -8,8 +8,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/channels_last.h"
+#include "graph/ops/pooling.h"
+#include "graph/ops/window.h"
 
 namespace kiln::ops {
 namespace {

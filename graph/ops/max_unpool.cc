@@ -5,9 +5,11 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
+#include "graph/ops/broadcast.h"
 #include "graph/ops/constant_input.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

@@ -1,7 +1,8 @@
 // Neg: element-wise -x (floating and signed integer types).
 #include "absl/strings/str_cat.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/elementwise_eval.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

@@ -15,8 +15,9 @@
 #include "graph/evaluate.h"
 #include "graph/graph.h"
 #include "graph/infer_shapes.h"
+#include "graph/ops/channels_last.h"
 #include "graph/ops/cpu_gemm.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/data_movement.h"
 
 namespace kiln {
 namespace {

@@ -8,9 +8,9 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
 #include "graph/ops/constant_input.h"
-#include "graph/ops/op_util.h"
 
 namespace kiln::ops {
 namespace {

@@ -2,9 +2,9 @@
 // order. The count fixes the output shape, so the input must be a constant (the node
 // then folds at import).
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
 #include "graph/ops/constant_input.h"
-#include "graph/ops/op_util.h"
 
 namespace kiln::ops {
 namespace {

@@ -1,6 +1,7 @@
 // Not: element-wise logical negation of a bool tensor.
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

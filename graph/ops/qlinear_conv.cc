@@ -2,8 +2,8 @@
 // w_scale / y_scale) + y_zp), with Conv's attributes; w_scale and w_zp per tensor or
 // per output channel, B an optional int32 bias.
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
 #include "graph/ops/quantized.h"
 
 namespace kiln::ops {

@@ -2,8 +2,9 @@
 // b_scale / y_scale) + y_zp) for int8/uint8 a, b, y (per-tensor scales; zero points
 // per tensor, or per row of a / per column of b).
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/infer_common.h"
 #include "graph/ops/quantized.h"
 
 namespace kiln::ops {

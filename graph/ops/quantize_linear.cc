@@ -2,8 +2,9 @@
 // zero point's dtype (int8 or uint8; uint8 without one); scale and zero point per
 // tensor or per index along `axis` (default 1).
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/infer_common.h"
 #include "graph/ops/quantized.h"
 
 namespace kiln::ops {

@@ -5,7 +5,10 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "graph/ops/op_util.h"
+#include "common/status_macros.h"
+#include "graph/ops/axes.h"
+#include "graph/ops/broadcast.h"
+#include "graph/ops/window.h"
 
 namespace kiln::ops {
 

@@ -1,7 +1,7 @@
 // ReduceLogSum: log of the sum over `axes` (optional constant input 1; keepdims,
 // noop_with_empty_axes).
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/reduce_eval.h"
 
 namespace kiln::ops {
 namespace {

@@ -2,8 +2,11 @@
 // noop_with_empty_axes), computed stably as max + log(sum(exp(x - max))).
 #include <cmath>
 
+#include "common/parallel.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/broadcast.h"
+#include "graph/ops/reduce_eval.h"
 
 namespace kiln::ops {
 namespace {

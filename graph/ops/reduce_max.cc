@@ -1,7 +1,7 @@
 // ReduceMax: maximum (NaN propagates; bool compares false < true) over `axes` (optional constant input 1;
 // keepdims, noop_with_empty_axes).
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/reduce_eval.h"
 
 namespace kiln::ops {
 namespace {

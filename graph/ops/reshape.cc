@@ -1,8 +1,10 @@
 // Reshape: same data, new shape from a constant `shape` input (0 copies a dim
 // unless allowzero=1; -1 is inferred).
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/data_movement.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

@@ -7,8 +7,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/parallel.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/axes.h"
+#include "graph/ops/broadcast.h"
+#include "graph/ops/infer_common.h"
 #include "graph/ops/resize.h"
 
 namespace kiln::ops {

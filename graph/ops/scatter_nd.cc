@@ -5,8 +5,9 @@
 // index keeps the last update (ONNX leaves that case undefined). Negative indices
 // count from the end; an index outside [-s, s-1] is an error.
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/broadcast.h"
 #include "graph/ops/scatter_util.h"
 
 namespace kiln::ops {

@@ -1,8 +1,10 @@
 // Selu: element-wise gamma * (x > 0 ? x : alpha * (e^x - 1)), ONNX default constants.
 #include <cmath>
 
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/elementwise_eval.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

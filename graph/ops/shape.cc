@@ -2,8 +2,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
 
 namespace kiln::ops {
 namespace {

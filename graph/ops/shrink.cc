@@ -1,8 +1,10 @@
 // Shrink: element-wise x < -lambd ? x + bias : (x > lambd ? x - bias : 0) (numeric types).
 #include <cmath>
 
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/elementwise_eval.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

@@ -1,6 +1,8 @@
 // Sign: element-wise -1, 0 or 1 by the sign of x (NaN stays NaN; numeric types).
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/elementwise_eval.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

@@ -1,6 +1,5 @@
 // Size: the input's number of elements as an i64 scalar.
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
 
 namespace kiln::ops {
 namespace {

@@ -5,8 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/broadcast.h"
+#include "graph/ops/data_movement.h"
+#include "graph/ops/infer_common.h"
+#include "graph/ops/slice.h"
 
 namespace kiln::ops {
 namespace {

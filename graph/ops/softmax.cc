@@ -1,6 +1,6 @@
 // Softmax: exp(x - max) / sum along `axis` (opset-13 semantics, default -1).
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/softmax_eval.h"
 
 namespace kiln::ops {
 namespace {

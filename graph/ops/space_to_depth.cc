@@ -1,8 +1,10 @@
 // SpaceToDepth: moves blocksize x blocksize spatial blocks of an NCHW tensor
 // into channels (the inverse of DepthToSpace in DCR mode).
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/broadcast.h"
+#include "graph/ops/data_movement.h"
 
 namespace kiln::ops {
 namespace {

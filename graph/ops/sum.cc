@@ -1,8 +1,10 @@
 // Sum: element-wise sum of all inputs, broadcast together.
 #include <cmath>
 
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/elementwise_eval.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

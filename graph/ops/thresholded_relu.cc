@@ -1,6 +1,8 @@
 // ThresholdedRelu: element-wise x > alpha ? x : 0 (alpha defaults to 1).
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/elementwise_eval.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

@@ -1,8 +1,10 @@
 // Transpose: permutes the axes of the input (`perm`; default reverses them).
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/broadcast.h"
+#include "graph/ops/data_movement.h"
 
 namespace kiln::ops {
 namespace {

@@ -9,9 +9,10 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
+#include "graph/ops/axes.h"
 #include "graph/ops/constant_input.h"
-#include "graph/ops/op_util.h"
 
 namespace kiln::ops {
 namespace {

@@ -2,8 +2,10 @@
 // (positions in the output).
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/data_movement.h"
+#include "graph/ops/infer_common.h"
 
 namespace kiln::ops {
 namespace {

@@ -3,8 +3,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/parallel.h"
+#include "common/status_macros.h"
 #include "graph/op_registry.h"
-#include "graph/ops/op_util.h"
+#include "graph/ops/broadcast.h"
 
 namespace kiln::ops {
 namespace {

@@ -19,7 +19,7 @@
 #include "frontend/tensor_file.h"
 #include "graph/evaluate.h"
 #include "runtime/bundle.h"
-#include "runtime/compiler.h"
+#include "compiler/compiler.h"
 #include "runtime/gpu_executor.h"
 
 namespace kiln::conformance {

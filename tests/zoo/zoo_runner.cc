@@ -15,7 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "frontend/tensor_file.h"
 #include "runtime/bundle.h"
-#include "runtime/compiler.h"
+#include "compiler/compiler.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/gpu_executor.h"
 

@@ -1,0 +1,133 @@
+// ChooseKernel: who runs each node on the GPU (codegen/kernel_choice.h).
+#include "codegen/kernel_choice.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "codegen/library_kernels.h"
+#include "codegen/ops/families.h"
+#include "codegen/ops/gemm_sm90.h"
+#include "codegen/tuning_db.h"
+#include "graph/fused_group.h"
+
+namespace kiln::codegen {
+namespace {
+
+KernelChoice Choice(KernelKind kind, std::string reason = "") { return {kind, "", std::move(reason)}; }
+
+// The group's pattern; "?" when the attribute is not a string.
+std::string Pattern(const Node& node) { return node.GetString("pattern", "").value_or("?"); }
+
+// In auto mode on sm_90a, for a MatMul group the family takes and cuBLASLt can run
+// in one call: the tuning database's entry for it when that entry measured cuBLASLt
+// faster (LibraryMeasuredFaster), else nullptr.
+const TuningEntry* LibraryTuningEntry(const Node& node, const KernelOptions& options) {
+  if (options.tuning_db == nullptr || !options.HopperGemmsOnly() || !IsMatMulGroup(node) ||
+      LibraryKernelName(node).empty()) {
+    return nullptr;
+  }
+  absl::StatusOr<ops::GemmProblem> problem = ops::DescribeMatMulGroup(node);
+  if (!problem.ok()) return nullptr;
+  const TuningEntry* e = options.tuning_db->Find(GemmTuningKey(kHopperArch, *problem));
+  return e != nullptr && LibraryMeasuredFaster(*e) ? e : nullptr;
+}
+
+// Auto mode on sm_90a: why a MatMul group gets no generated GEMM (the Hopper family
+// refused it, or the tuning database measured cuBLASLt faster); "" otherwise.
+std::string HopperRefusal(const Node& node, const KernelOptions& options) {
+  if (!options.HopperGemmsOnly() || !IsMatMulGroup(node)) return "";
+  absl::Status eligible = ops::Sm90Eligible(node);
+  if (!eligible.ok()) return std::string(eligible.message());
+  if (const TuningEntry* e = LibraryTuningEntry(node, options)) {
+    return absl::StrFormat("%s on %s (%.4f ms against the family's %.4f ms)", kTunedToLibraryReason, e->device,
+                           e->library_ms, e->tuned_ms);
+  }
+  return "";
+}
+
+bool GetsGemm(const Node& node, const KernelOptions& options) {
+  return options.GeneratesGemms() && IsMatMulGroup(node) && HopperRefusal(node, options).empty();
+}
+
+// Whether the options send a Conv or conv group to the generated conv kernels:
+// generated mode, or auto and a depthwise conv or a conv group that cuDNN's fused
+// call does not take.
+bool ConvKernelsTake(const Node& node, const KernelOptions& options) {
+  if (node.op_type() != "Conv" && !IsConvGroup(node)) return false;
+  if (options.conv_groups == ConvGroups::kGenerated) return true;
+  if (options.conv_groups != ConvGroups::kAuto) return false;
+  absl::StatusOr<bool> depthwise = ops::ConvKernelIsDepthwise(node);
+  if (!depthwise.ok()) return false;
+  return *depthwise || (IsConvGroup(node) && LibraryKernelName(node) != "cudnn:FusedConv");
+}
+
+std::string NoMatMulGroupKernel(const std::string& pattern, const Node& node, const KernelOptions& options) {
+  if (options.GeneratesGemms()) {
+    return absl::StrCat("no fused GPU kernel for this '", pattern,
+                        "' group with --matmul-groups auto on sm_90a: ", HopperRefusal(node, options),
+                        "; cuBLASLt takes matmul+epilogue groups of a bias and Relu/tanh-Gelu only "
+                        "(--matmul-groups generated runs it on the sm_80 template)");
+  }
+  return absl::StrCat("no fused GPU kernel for '", pattern,
+                      "' groups with --matmul-groups library (cuBLASLt takes matmul+epilogue groups of a bias and "
+                      "Relu/tanh-Gelu only; --matmul-groups generated runs every MatMul group on kiln's tensor-core "
+                      "GEMM)");
+}
+
+}  // namespace
+
+bool IsMatMulGroup(const Node& node) {
+  if (!IsFusedGroup(node)) return false;
+  const std::string pattern = Pattern(node);
+  for (const char* p : {"matmul", "matmul+epilogue", "prologue+matmul", "prologue+matmul+epilogue", "dual-matmul",
+                        "dual-matmul+epilogue"}) {
+    if (pattern == p) return true;
+  }
+  return false;
+}
+
+bool IsConvGroup(const Node& node) { return IsFusedGroup(node) && Pattern(node) == "conv+epilogue"; }
+
+KernelChoice ChooseGeneratedKernel(const Node& node, const KernelOptions& options) {
+  if (!IsFusedGroup(node)) {
+    if (node.op_type() == "Conv" && ConvKernelsTake(node, options) && ops::ConvKernelFits(node).ok()) {
+      return Choice(KernelKind::kConv);
+    }
+    return Choice(KernelKind::kGenerated);  // Conv: the direct kernel
+  }
+  const std::string pattern = Pattern(node);
+  if (pattern == "pointwise" || pattern == "softmax" || pattern == "layernorm" || pattern == "attention") {
+    return Choice(KernelKind::kGenerated);
+  }
+  if (IsMatMulGroup(node)) {
+    if (GetsGemm(node, options)) return Choice(KernelKind::kGemm);
+    return Choice(KernelKind::kNone, NoMatMulGroupKernel(pattern, node, options));
+  }
+  if (IsConvGroup(node) && ConvKernelsTake(node, options)) return Choice(KernelKind::kConv);
+  if (absl::StartsWith(pattern, "conv")) {
+    return Choice(KernelKind::kNone,
+                  absl::StrCat("no generated kernel for '", pattern,
+                               "' groups without --conv-groups generated (which runs NHWC conv groups on kiln's "
+                               "kernels); ",
+                               options.CudnnFusedConv() ? "cuDNN's fused conv-bias-activation call takes a bias, a "
+                                                          "residual Add and Relu, not this epilogue"
+                                                        : "cuDNN's fused conv-bias-activation call is off "
+                                                          "(--conv-groups expand)"));
+  }
+  return Choice(KernelKind::kNone, absl::StrCat("no fused GPU kernel for '", pattern,
+                                                "' groups yet (kiln's tensor-core templates come next)"));
+}
+
+KernelChoice ChooseKernel(const Node& node, const KernelOptions& options) {
+  // kiln's GEMM and conv kernels first where the mode gives them the node; then the
+  // library where it takes the node; then the generated kernel, if any.
+  if (GetsGemm(node, options)) return Choice(KernelKind::kGemm);
+  if (ConvKernelsTake(node, options) && ops::ConvKernelFits(node).ok()) return Choice(KernelKind::kConv);
+  const std::string library = LibraryKernelName(node);
+  if (!library.empty() && (library != "cudnn:FusedConv" || options.CudnnFusedConv())) {
+    return {KernelKind::kLibrary, library, HopperRefusal(node, options)};
+  }
+  return ChooseGeneratedKernel(node, options);
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,180 @@
+// Tests for the pass pipeline (compiler/pipeline.h): the list itself, the order in
+// which passes run for a given set of options, the hooks every pass gets (dumps,
+// verification, timing) and the fusion order that matters for attention.
+#include "compiler/pipeline.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fusion/fusion_test_util.h"
+
+namespace kiln {
+namespace {
+
+using ::kiln::testing::ExpectSameResults;
+using ::kiln::testing::ExpectValid;
+using ::kiln::testing::ParseTyped;
+using ::kiln::testing::RandomizeConstants;
+using ::kiln::testing::Summary;
+using ::testing::HasSubstr;
+
+// A conv stem, a Linear head and an odd-width MatMul: every stage has work.
+constexpr char kNet[] = R"(
+graph @main {
+  input %x : f32[1,3,8,8]
+  const %w : f32[8,3,3,3] = splat(0.1)
+  const %b : f32[8] = splat(0.2)
+  const %fw : f32[8,10] = splat(0.3)
+  const %fb : f32[10] = splat(0.4)
+  %c = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]} @conv
+  %r = Relu(%c) @relu
+  %p = GlobalAveragePool(%r) @pool
+  %f = Flatten(%p) @flatten
+  %y = Gemm(%f, %fw, %fb) @fc
+  output %y
+}
+)";
+
+// The names the pipeline ran, in order, with one entry per run.
+std::vector<std::string> RunAndRecord(Graph& graph, CompileOptions options, std::vector<PassTiming>* timings) {
+  std::vector<std::string> ran;
+  options.after_pass = [&ran](const std::string& pass, const Graph&) { ran.push_back(pass); };
+  options.verify_passes = true;
+  options.pass_timings = timings;
+  const codegen::KernelOptions kernel_options = KernelOptionsFor(options);
+  PassContext context(options, kernel_options);
+  absl::Status st = RunPipeline(graph, context);
+  EXPECT_TRUE(st.ok()) << st;
+  return ran;
+}
+
+// Position of `name` in Pipeline().
+int IndexOf(const std::string& name) {
+  for (size_t i = 0; i < Pipeline().size(); ++i) {
+    if (Pipeline()[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+TEST(PipelineTest, EveryPassIsListedOnceWithAReason) {
+  std::set<std::string> names;
+  for (const Pass& p : Pipeline()) {
+    EXPECT_TRUE(names.insert(p.name).second) << p.name << " listed twice";
+    EXPECT_FALSE(p.why.empty()) << p.name;
+    EXPECT_TRUE(p.run != nullptr) << p.name;
+  }
+  // The orderings that the passes' reasons depend on.
+  EXPECT_LT(IndexOf("eliminate-dead-code"), IndexOf("pad-matmul-width"));
+  EXPECT_LT(IndexOf("to-channels-last"), IndexOf("pad-conv-channels"));
+  EXPECT_LT(IndexOf("calibrate-fp16"), IndexOf("lower-precision"));
+  EXPECT_LT(IndexOf("lower-precision"), IndexOf("fuse-siblings"));
+  EXPECT_LT(IndexOf("fuse-attention"), IndexOf("fuse-epilogue"));
+  EXPECT_LT(IndexOf("fuse-pointwise"), IndexOf("expand-groups-without-kernels"));
+  EXPECT_TRUE(CheckPassName("fuse-epilogue").ok());
+  absl::Status unknown = CheckPassName("fuse-everything");
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.message(), HasSubstr("remove-identity, sum-to-add"));
+}
+
+// fp16 on a graph with a 2-D conv: every stage runs, in the listed order, each pass
+// verified and timed; canonicalisation repeats until a round changes nothing.
+TEST(PipelineTest, RunsTheEnabledPassesInOrder) {
+  std::unique_ptr<Graph> g = ParseTyped(kNet);
+  CompileOptions options;
+  options.precision = "fp16";
+  std::vector<PassTiming> timings;
+  const std::vector<std::string> ran = RunAndRecord(*g, options, &timings);
+  int last = -1;
+  int canonical_runs = 0;
+  for (const std::string& name : ran) {
+    const int at = IndexOf(name);
+    ASSERT_GE(at, 0) << name;
+    if (Pipeline()[at].stage == PassStage::kCanonicalize) {
+      ++canonical_runs;
+      continue;
+    }
+    EXPECT_GT(at, last) << name << " ran out of order";
+    last = at;
+  }
+  const int round = IndexOf("eliminate-dead-code") + 1;
+  EXPECT_GE(canonical_runs, 2 * round);  // a changing round, then a quiet one
+  EXPECT_EQ(canonical_runs % round, 0);
+  std::vector<std::string> later(ran.begin() + canonical_runs, ran.end());
+  std::vector<std::string> expected = {"pad-matmul-width", "to-channels-last", "pad-conv-channels",
+                                       "lower-precision",  "fuse-siblings",    "fuse-attention",
+                                       "fuse-prologue",    "fuse-epilogue",    "fuse-pointwise",
+                                       "expand-groups-without-kernels"};
+  // The tails pass runs only after an expansion.
+  if (later.size() > expected.size()) expected.push_back("fuse-expanded-tails");
+  EXPECT_EQ(later, expected);
+  // One timing row per pass, in the order they first ran; the last row's node count
+  // is the graph's.
+  ASSERT_EQ(timings.size(), static_cast<size_t>(round) + later.size());
+  EXPECT_EQ(timings.front().pass, "remove-identity");
+  EXPECT_EQ(timings.front().runs, canonical_runs / round);
+  EXPECT_EQ(timings.back().pass, expected.back());
+  EXPECT_EQ(timings.back().nodes_after, g->num_nodes());
+  const std::string table = PassTimingTable(timings);
+  EXPECT_THAT(table, HasSubstr("fuse-epilogue"));
+  EXPECT_THAT(table, HasSubstr("total"));
+}
+
+// fp32 without fusion on a graph without convs: canonicalisation and the MatMul
+// padding only.
+TEST(PipelineTest, ConditionsFollowTheOptionsAndTheGraph) {
+  std::unique_ptr<Graph> g = ParseTyped(R"(
+graph @main {
+  input %x : f32[4,16]
+  const %w : f32[16,10] = splat(0.5)
+  %y = MatMul(%x, %w) @fc
+  output %y
+}
+)");
+  CompileOptions options;
+  options.precision = "fp32";
+  options.fuse = false;
+  const std::vector<std::string> ran = RunAndRecord(*g, options, nullptr);
+  ASSERT_FALSE(ran.empty());
+  for (const std::string& name : ran) {
+    const int at = IndexOf(name);
+    ASSERT_GE(at, 0) << name;
+    EXPECT_TRUE(Pipeline()[at].stage == PassStage::kCanonicalize || name == "pad-matmul-width") << name;
+  }
+  EXPECT_EQ(ran.back(), "pad-matmul-width");
+}
+
+// Attention comes before fuse-epilogue, so the scale and mask stay with the Softmax
+// inside the attention group instead of becoming the scores MatMul's epilogue.
+TEST(PipelineTest, AttentionIsFusedBeforeEpilogues) {
+  std::unique_ptr<Graph> g = ParseTyped(R"(
+graph @main {
+  input %q : f16[2,4,16,32]
+  input %k : f16[2,4,16,32]
+  input %v : f16[2,4,16,32]
+  input %mask : f16[2,1,1,16]
+  const %scale : f16[] = [5.65625]
+  %s = MatMul(%q, %k) {trans_b = 1} @scores
+  %d = Div(%s, %scale) @div
+  %a = Add(%d, %mask) @add
+  %p = Softmax(%a) {axis = -1} @softmax
+  %y = MatMul(%p, %v) @context
+  output %y
+}
+)");
+  RandomizeConstants(*g, 3);
+  std::unique_ptr<Graph> original = g->Clone();
+  absl::StatusOr<FusionReport> fused = RunFusion(*g);
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  ExpectValid(*g);
+  ExpectSameResults(*original, *g);
+  EXPECT_EQ(Summary(*g), "FusedGroup attention [scores, div, add, softmax, context] anchor=scores\n");
+  ASSERT_EQ(fused->groups.size(), 1u);
+  EXPECT_EQ(fused->groups[0].pass, "fuse-attention");
+}
+
+}  // namespace
+}  // namespace kiln
