@@ -20,8 +20,8 @@ Sm90TileCosts holds the two 64-row ping-pong rows of that fit and the other ten 
 benchmarks/results/gemm_sm90_epilogue_tile_sweep_h100_2026-11-23e.csv.gz (which has no
 64-row ping-pong rows; configs a sweep lacks are left out): the 2026-11-27 refit of all
 twelve, one round, moved some established picks that ran slower in an A/B run
-(RESULTS.md 2026-11-27). Earlier tables fitted gemm alone: the 2026-11-22 g and i
-sweeps, then 2026-11-23 b.
+(benchmarks/results/gemm_sm90_full_refit_ab_h100_2026-11-27.csv.gz). Earlier tables
+fitted gemm alone.
 """
 import csv
 import gzip
@@ -31,10 +31,10 @@ import sys
 CONFIGS = ["128x256 c2x1 s4", "128x192 c2x1 s5", "128x128 c2x1 s5", "64x256 c1x1 s5",
            "64x192 c1x1 s6", "64x128 c1x1 s8", "64x64 c1x1 s8", "192x192 c3x1 s4", "192x128 c3x1 s5",
            "128x128 p2x2 s5", "64x64 p2x1 s12", "64x128 p2x1 s8"]
-# The 2026-11-23e sweep also forced 64x256 p2x1 s5: its fits were the worst (6-7% mean
-# error) and the shapes it was picked for ran 1-4% slower than before (RESULTS.md (e)).
-# The 2026-11-27 sweep also forced 64x192 p2x1 s6 (9% mean error; 0.85-0.92x where a
-# table with it picked it at 640x2176x3200).
+# The 2026-11-23e sweep also forced 64x256 p2x1 s5: its fits were the worst and the
+# shapes it was picked for ran slower than before. The 2026-11-27 sweep also forced
+# 64x192 p2x1 s6 (a worse fit still, and slower where a table with it picked it, at
+# 640x2176x3200).
 IDIOMS = ("gemm", "bias_relu", "bias_gelu")  # EpilogueWork kNone, kLight, kSpecial
 SETS = ("squares", "transformer", "random")
 SMS = 132
@@ -84,7 +84,7 @@ def main(paths):
     times = {}  # (idiom, config) -> {shape: us}
     peers = {}  # (idiom, shape) -> fastest peer us
     first_session = {}
-    def lines(p):  # the committed sweeps are gzipped (benchmarks/RESULTS.md, "Raw data")
+    def lines(p):  # the committed sweeps are gzipped (benchmarks/RESULTS.md says why)
         return gzip.open(p, "rt") if p.endswith(".gz") else open(p)
 
     for path, r in ((p, r) for p in paths for r in csv.DictReader(l for l in lines(p) if not l.startswith("#"))):

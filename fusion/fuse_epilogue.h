@@ -33,8 +33,9 @@
 // only a LayerNormalization reads is not taken ("cost: "): FusePointwise gives it to
 // the norm's group. The same two tensors are read either way, but the norm streams
 // them in a bandwidth-bound kernel while the GEMM's tile waits for the residual after
-// its last MMA (docs/fusion.md; BERT's post-LN layers ran 1.6-4.3% faster on the
-// H100). A sum also read elsewhere (pre-LN's residual stream) stays in the epilogue.
+// its last MMA (docs/fusion.md; BERT's post-LN models ran faster this way on the H100,
+// benchmarks/results/models_residual_in_norm_ab_h100_2026-11-27c.csv). A sum also read
+// elsewhere (pre-LN's residual stream) stays in the epilogue.
 //
 // Stops: no consumer is a legal step. Every element-wise consumer looked at and not
 // taken is reported with its reason ("unsupported op: ", "shape: ", "dtype: ",

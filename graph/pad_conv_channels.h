@@ -3,8 +3,8 @@
 // zero-padded to the next multiple of 8, with its weight zero-padded to match.
 //
 // cuDNN's NHWC fp16 kernels want C % 8 == 0 (16-byte channel vectors); with C = 3
-// it falls back to a slow path: ResNet-50's 7x7 stem took 1.57 ms of 6.0 ms at batch
-// 128 on the H100 (23% of the model) as one fused conv call. Zero channels add
+// it falls back to a slow path: ResNet-50's 7x7 stem, as one fused conv call, took a
+// large share of the model's time at batch 128 on the H100. Zero channels add
 // nothing to any output (their weights are zero), so the result is unchanged.
 //
 // Pattern: Conv(X, W[, B]) with channels_last = 1, group = 1, X [N, H, W, C] with

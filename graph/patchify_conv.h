@@ -13,11 +13,12 @@
 //   Y  = Transpose(Reshape(M, [N, OH, OW, OC]), perm [0, 3, 1, 2])
 // The Conv's output value (name, graph output) is kept.
 // Why: cuDNN runs the patch embedding of ViT-B/16 (3 channels, 224x224, stride 16)
-// in about 0.19 ms on the H100, a third of the model (benchmarks/RESULTS.md
-// 2026-11-23 (g)), where the same work as a 196x768x768 GEMM is a few microseconds;
-// the MatMul also reaches fusion (bias and activation epilogues) and the GEMM
-// families. 1x1 convs (kernel == stride == 1) are left alone: they are channel
-// mixes that the conv kernels already run as GEMMs in NHWC.
+// slowly on the H100, a large share of the model's time, where the same work as a
+// 196x768x768 GEMM costs a small fraction of that (the model ran faster with this
+// pass: benchmarks/results/models_vit_patchify_h100_2026-11-23g.csv); the MatMul also
+// reaches fusion (bias and activation epilogues) and the GEMM families. 1x1 convs
+// (kernel == stride == 1) are left alone: they are channel mixes that the conv kernels
+// already run as GEMMs in NHWC.
 #pragma once
 
 #include "absl/status/statusor.h"

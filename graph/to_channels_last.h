@@ -2,13 +2,13 @@
 // (NHWC), and the layout changes only where an NCHW value enters or leaves the
 // channels-last region.
 //
-// Why: cuDNN's NCHW fp16 convolutions take its slow path (ResNet-50 at batch 128:
-// 32.9 ms in kiln with NCHW against 5.7 ms for torch.compile with channels_last on
-// the H100); tensor-core convolutions want the channels innermost.
+// Why: cuDNN's NCHW fp16 convolutions take its slow path (ResNet-50 at batch 128 ran
+// several times slower in kiln with NCHW than under torch.compile with channels_last
+// on the H100); tensor-core convolutions want the channels innermost.
 //
 // Seeds: Conv (4-D X), MaxPool (one output), AveragePool and GlobalAveragePool with
 // a 4-D input become the same op with the kiln-internal attribute channels_last=1
-// (graph/ops/op_util.h: X [N, H, W, C], Y [N, OH, OW, OC], Conv's W [OC, KH, KW, C/g]).
+// (graph/ops/channels_last.h: X [N, H, W, C], Y [N, OH, OW, OC], Conv's W [OC, KH, KW, C/g]).
 // A constant W is permuted at compile time; a computed W gets a Transpose.
 // The region grows forward over ops that do not care about the layout when one of
 // their inputs is already channels-last:

@@ -40,8 +40,9 @@ class NvmlMeter {
 
 // What the board did while a PowerSampler ran: the SM clock and power averaged over
 // samples taken every 10 ms. Energy is mean power x time: NVML's energy counter moves
-// in steps of 20-100 ms, which put a 1.5 s window's energy off by up to 7% (it read
-// 753 W for a kernel whose power samples averaged 699 W).
+// in coarse steps, which put the energy of a window as long as kiln_gemm_bench
+// --sustain times measurably off (for one kernel it read well above what the power
+// samples averaged).
 struct PowerReading {
   int samples = 0;
   double mean_sm_mhz = 0;

@@ -1,6 +1,7 @@
-// What thread-block clusters cost at launch on this GPU (RESULTS.md 2026-11-27): for
-// clusters of 1, 2 and 4 CTAs shaped like the sm90 GEMM's (384 threads, 200 KB of
-// dynamic shared memory, so one CTA per SM), grids of 128 and 132 CTAs:
+// What thread-block clusters cost at launch on this GPU (benchmarks/RESULTS.md,
+// "Probes: MUFU rate and cluster launch"): for clusters of 1, 2 and 4 CTAs shaped like
+// the sm90 GEMM's (384 threads, 200 KB of dynamic shared memory, so one CTA per SM),
+// grids of 128 and 132 CTAs:
 //   - cudaOccupancyMaxActiveClusters: how many clusters fit at once;
 //   - microseconds per launch over 200 back-to-back launches (CUDA events), with an
 //     empty kernel and with one that spins 10 us;

@@ -1,4 +1,5 @@
-// Special-function (MUFU) and fp16x2 FMA throughput per SM (RESULTS.md 2026-11-27):
+// Special-function (MUFU) and fp16x2 FMA throughput per SM (benchmarks/RESULTS.md,
+// "Probes: MUFU rate and cluster launch"):
 // each thread runs 4096 x 8 independent chains of one instruction (tanh.approx and
 // ex2.approx in f16x2, bf16x2 and f32 forms, fma.rn.f16x2) between two clock64 reads,
 // one CTA per SM; the figure is cycles per warp instruction per SM and result lanes

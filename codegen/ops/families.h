@@ -166,8 +166,9 @@ inline int64_t FewestSplits(int64_t k_tiles, int64_t split) {
 // tiles * S <= sm_count and at least `min_k_tiles` k tiles per split (at most
 // kGemmMaxSplitK), reduced to the fewest splits with the same k tiles per split; else
 // (or when that leaves S < 2) 1. The heuristic asks for kGemmMinSplitKTiles (16: K >=
-// 512 per split with BK 32; measured on the H100, 5 k tiles per split lost to
-// smaller unsplit tiles, 20 won), the tuning candidates for 4.
+// 512 per split with BK 32; on the H100 splits of 5 k tiles measured slower than
+// smaller unsplit tiles and splits of 20 faster; benchmarks/results/ has the runs),
+// the tuning candidates for 4.
 inline constexpr int kGemmMinSplitKTiles = 16;
 int PickGemmSplitK(const GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count = 0,
                    int min_k_tiles = kGemmMinSplitKTiles);
@@ -211,8 +212,8 @@ absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node);
 // whose tiles (x batch) fill at most half of `sm_count` SMs (0: 132), PickGemmSplitK's
 // split when it brings the grid to at least half the SMs (K long enough: BERT-base's
 // FFN down at 128 tokens, 128x768x3072, gets 64x64x32 k5), else 32x32x64 tiles (K
-// too short to split: 128x768x768 gets 96 of them; measured on the H100 against
-// 64x64 k5, 0.0064 vs 0.0104 ms).
+// too short to split: 128x768x768 gets 96 of them, which measured faster on the H100
+// than 64x64 k5).
 GemmConfig HeuristicGemmConfig(const GemmProblem& problem, int sm_count = 0);
 // The configs autotuning measures: the heuristic's first, then up to a dozen more
 // (tiles 32..256 x 32..256, BK 32 or 64, 2..4 stages, 4 or 8 warps), leaving out those

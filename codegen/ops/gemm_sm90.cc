@@ -209,27 +209,25 @@ absl::Span<const Sm90TileCost> Sm90TileCosts() {
   // (kNone), bias+ReLU (kLight) and bias+GELU(tanh) (kSpecial). The first ten rows are
   // fitted to benchmarks/results/gemm_sm90_epilogue_tile_sweep_h100_2026-11-23e.csv.gz (its
   // first round); the two 64-row ping-pong rows to gemm_sm90_tile_sweep_h100_2026-11-27.csv.gz.
-  // A refit of all twelve to the 2026-11-27 sweep (one round) moved established picks
-  // (128x192 -> 192x128, 128x128 ping-pong -> 128x256 on some shapes) that then ran 1-3%
-  // slower in an A/B run, where adding the two rows alone lost nowhere on a set
-  // (RESULTS.md 2026-11-27).
-  // The epilogue shows in the per-wave term: 2.09 -> 3.55 -> 4.19 us for 128x256, where
-  // both consumers run it while the tensor cores wait, against 0.71 -> 0.78 -> 1.12 us
-  // for the 128x128 ping-pong tile, whose consumers overlap it with each other's
-  // mainloop (RESULTS.md 2026-11-23 (e)). The 64-row ping-pong tiles (each consumer
-  // warpgroup its own 64xBN tiles, the 64x64 one with a 12-stage ring) win where there
-  // are a few tiles per SM: in the A/B run 512x1024x4096 went 16.0 -> 14.3 us, and the
-  // 68 (shape, idiom) rows that moved from the cooperative 64x64 s8 tile ran 1.05x
-  // (0.96-1.39x). 128x256 s4 and 64x256 s5
-  // store C in two chunks (1.5-3.7% and 2.2-3.6% faster than s3 and s4, RESULTS.md
-  // 2026-11-22 (i), (j)); the 192-row tiles of three consumers fill one wave where the
-  // others leave most of a second one idle (1152x3968x3200: 55.1 -> 43.9 us, RESULTS.md
-  // 2026-11-23 (b)).
-  // Left out: 64x256 and 64x192 ping-pong (the worst fits, 6-9% mean error, and the
-  // shapes they took ran slower: 64x192 p2x1 0.85-0.92x at 640x2176x3200), and configs
-  // that no shape wanted by a clear margin: 256x128, 128x64, the same tiles with fewer
-  // stages, and clusters (cl2 ran 0.97-0.985x of the same tile unclustered; RESULTS.md
-  // 2026-11-22 (i)).
+  // A refit of all twelve to the later sweep (one round) moved established picks
+  // (128x192 -> 192x128, 128x128 ping-pong -> 128x256 on some shapes) that then ran
+  // slower in an A/B run (gemm_sm90_full_refit_ab_h100_2026-11-27.csv.gz), where adding
+  // the two rows alone lost nowhere on a set (gemm_sm90_pingpong64_ab_h100_2026-11-27.csv.gz).
+  // The epilogue shows in the per-wave term (wave_us, below): it grows steeply with the
+  // epilogue's work for 128x256, where both consumers run it while the tensor cores
+  // wait, and far less for the 128x128 ping-pong tile, whose consumers overlap it with
+  // each other's mainloop. The 64-row ping-pong tiles (each consumer warpgroup its own
+  // 64xBN tiles, the 64x64 one with a 12-stage ring) win where there are a few tiles
+  // per SM: in the A/B run 512x1024x4096 ran faster with them, and so did the (shape,
+  // idiom) rows that moved to them from the cooperative 64x64 s8 tile, taken together.
+  // 128x256 s4 and 64x256 s5 store C in two chunks (measured faster than s3 and s4);
+  // the 192-row tiles of three consumers fill one wave where the others leave most of a
+  // second one idle (1152x3968x3200 among the shapes that ran faster on them).
+  // Left out: 64x256 and 64x192 ping-pong (the worst fits, and the shapes they took ran
+  // slower, 64x192 p2x1 at 640x2176x3200 among them), and configs that no shape wanted
+  // by a clear margin: 256x128, 128x64, the same tiles with fewer stages, and clusters
+  // (cl2 ran a little slower than the same tile unclustered). benchmarks/results/ has
+  // the runs.
   static const Sm90TileCost kCosts[] = {
       {{128, 256, 2, 1, 4}, {{4.927, 2.093, 0.009675}, {4.331, 3.548, 0.009677}, {4.819, 4.188, 0.009661}}},
       {{128, 192, 2, 1, 5}, {{5.083, 1.689, 0.007442}, {4.972, 2.373, 0.007425}, {5.295, 3.002, 0.007442}}},
@@ -371,10 +369,10 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
   // The few-tiles rule's 64x64 tiles split until the units fill the SMs, in at most
   // kSm90SmallTileMaxSplitK splits of at least kSm90SmallTileMinSplitKTiles k tiles:
   // their partials are 16 KiB, and on the H100 4 splits of 12-16 k tiles beat 2 or 3
-  // by 2-8% (M = 16..128 at N = 768..1024, 1024x128x3328) where 5 splits of 13 lost
-  // 2-9% to 4 of 16 (M <= 64, N = 768, K = 4096; RESULTS.md 2026-11-23 (b)); past
-  // kSm90SmallTileMaxSplitTiles tiles they stay unsplit (2026-11-23 (d)). The other
-  // tiles keep half the SMs.
+  // (M = 16..128 at N = 768..1024, 1024x128x3328) where 5 splits of 13 lost to 4 of 16
+  // (M <= 64, N = 768, K = 4096); past kSm90SmallTileMaxSplitTiles tiles they stay
+  // unsplit (gemm_sm90.h says why; benchmarks/results/ has the runs). The other tiles
+  // keep half the SMs.
   if (register_a || c.bm != 64 || c.bn != 64) {
     c.split_k = PickSm90SplitK(c, m, n, k, batch, sm_count);
     return c;
@@ -412,12 +410,12 @@ Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch
     // A through registers (a prologue): the consumers' ldmatrix + prologue + register
     // wgmma keeps up with the tensor cores when two or three consumer warpgroups share
     // a tile (one's prologue overlaps the others' wgmmas) and never in ping-pong (one
-    // consumer's mainloop at a time). H100 measurements (RESULTS.md, relu_gemm):
-    // 64x128 tiles while they fit in one wave, else the cost model's pick among the
-    // cooperative configs measured this way: 128x256 s4, 128x128 s5 (stage counts
-    // from RESULTS.md (j), (k)) and the 192-row tiles, which took 1.03x over the
-    // 128x256-by-waves / 128x128 rule before them on the random set and up to 1.5x
-    // where they fill one wave (RESULTS.md 2026-11-23 (b)).
+    // consumer's mainloop at a time). H100 measurements (relu_gemm; benchmarks/results/
+    // has the runs): 64x128 tiles while they fit in one wave, else the cost model's pick
+    // among the cooperative configs measured this way: 128x256 s4, 128x128 s5 (stage
+    // counts measured too) and the 192-row tiles, which ran faster than the
+    // 128x256-by-waves / 128x128 rule before them on the random set, most where they
+    // fill one wave.
     if (((m + 63) / 64) * ((n + 127) / 128) * batch <= sm_count) return Sm90GemmConfig{64, 128, 1, 1, 8};
     // Cooperative only; 128x192 was not measured with A in registers.
     return CheapestSm90Tile(m, n, k, batch, sm_count, epilogue, [](const Sm90GemmConfig& c) {
@@ -426,7 +424,7 @@ Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch
   }
   // Few tiles with a long K (64x128 tiles would split): 64x64 tiles, split over K by
   // PickSm90SplitK. On the H100 they beat the 64x128 splits on all 14 such shapes of
-  // the bench (1.07-1.23x; RESULTS.md 2026-11-22 (g)).
+  // the bench (benchmarks/results/ has the runs).
   if (PickSm90SplitK(Sm90GemmConfig{64, 128, 1, 1, 8}, m, n, k, batch, sm_count) > 1) {
     return Sm90GemmConfig{64, 64, 1, 1, 8};
   }

@@ -105,7 +105,7 @@ struct Sm90GemmConfig {
   bool stream_k = false;
   // k per stage (gemm_sm90.cuh GEMM_BK): 64, or 128 for swap_ab tiles without clusters
   // or stream_k: twice the bytes per TMA box, which lifts what one SM pulls where few
-  // CTAs stream the weights (RESULTS.md 2026-11-26 (g)).
+  // CTAs stream the weights (benchmarks/results/gemm_sm90_swap_bk128_h100_2026-11-26g.csv).
   int bk = 64;
 };
 // Stream-K's split of `tiles` tiles of `k_tiles` k tiles each over at most `sm_count`
@@ -155,12 +155,13 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
 // microseconds (the Fit for that EpilogueWork), waves = ceil(tiles * batch / sm_count).
 // Least-squares fits (relative error) per config and epilogue to an H100 sweep of
 // every config over the squares, transformer and random sets of kiln_gemm_bench, with
-// gemm, bias+ReLU and bias+GELU(tanh) (benchmarks/RESULTS.md 2026-11-23 (e), every
-// config in one session; the 64-row ping-pong tiles from a sweep of 2026-11-27); mean
-// error 3-6% per fit, 8% for the 64-row ping-pong tiles. The cooperative 64x64 entry is
-// fitted with 8 stages; the heuristic gives it 12 unsplit at K >= 1024 with M or N thin
-// (up to 13% faster; kSm90SmallTileDeepRingMaxM/N), so the model overstates its time
-// there a little.
+// gemm, bias+ReLU and bias+GELU(tanh) (every config in one session; the 64-row
+// ping-pong tiles from a later sweep; Sm90TileCosts names the sweeps in
+// benchmarks/results/); the 64-row ping-pong tiles fit least well
+// (benchmarks/fit_sm90_tile_costs.py prints each fit's error). The cooperative 64x64
+// entry is fitted with 8 stages; the heuristic gives it 12 unsplit at K >= 1024 with M
+// or N thin (faster there; kSm90SmallTileDeepRingMaxM/N), so the model overstates its
+// time there a little.
 struct Sm90TileCost {
   struct Fit {
     double fixed_us = 0, wave_us = 0, wave_us_per_k = 0;
@@ -171,24 +172,23 @@ struct Sm90TileCost {
                    EpilogueWork epilogue = EpilogueWork::kNone) const;
 };
 absl::Span<const Sm90TileCost> Sm90TileCosts();
-// The heuristic's least k tiles (of 64) per split (H100: benchmarks/RESULTS.md); for
-// the few-tiles rule's 64x64 tiles, whose splits fill every SM, 12, in at most 4 splits,
-// and only while there are at most 40 tiles: at 48 and 64 tiles the unsplit kernel beat
-// 2 splits by 8-12% (M <= 64, N, K >= 3072), at 40 two splits beat none by 12%
-// (128x1280x3968; RESULTS.md 2026-11-23 (d)). Their ring: 8 stages of 16 KiB, and 12
-// when unsplit with K >= 1024, which ran 2-8% faster there and 1.5-3% slower split or
-// at K <= 768 (the same run).
+// The heuristic's least k tiles (of 64) per split (measured on the H100;
+// benchmarks/results/ has the runs); for the few-tiles rule's 64x64 tiles, whose splits
+// fill every SM, 12, in at most 4 splits, and only while there are at most 40 tiles: at
+// 48 and 64 tiles the unsplit kernel beat 2 splits (M <= 64, N, K >= 3072), at 40 two
+// splits beat none (128x1280x3968). Their ring: 8 stages of 16 KiB, and 12 when unsplit
+// with K >= 1024, which ran faster there and slower split or at K <= 768 (the same run).
 inline constexpr int kSm90MinSplitKTiles = 16, kSm90SmallTileMinSplitKTiles = 12, kSm90SmallTileMaxSplitK = 4;
 inline constexpr int kSm90SmallTileMaxSplitTiles = 40, kSm90SmallTileDeepRingStages = 12;
 inline constexpr int64_t kSm90SmallTileDeepRingMinK = 1024;
 // The 12-stage ring only with M <= 128 or N <= 512: one operand is thin, the other
 // streams through with little reuse, and the deeper ring hides DRAM's latency. With
-// the L2 flushed (the bench's default) 12 stages were 3-13% faster there (64x3072x3072,
+// the L2 flushed (the bench's default) 12 stages were faster there (64x3072x3072,
 // 2944x128x2432, 128x1280x3968, 1792x256x2304, 768x512x1536) and with it warm no
 // slower. With M and N both wider (197..512 x 768..1024, K = 1024..4096) they were
-// -3..+4% flushed and 7-8% slower warm, and ViT-B/16 at 197 tokens, whose
-// activations are in L2 when the next GEMM reads them, ran 2% faster end to end with
-// 8 (RESULTS.md 2026-11-23 (f)).
+// a wash flushed and slower warm, and ViT-B/16 at 197 tokens, whose activations are
+// in L2 when the next GEMM reads them, ran faster end to end with 8
+// (benchmarks/results/ has the runs).
 inline constexpr int64_t kSm90SmallTileDeepRingMaxM = 128, kSm90SmallTileDeepRingMaxN = 512;
 // The split count for a cooperative `tile` config: 1 unless 2 * tiles * batch <=
 // max_units (0: sm_count / 2); else as many splits as fit (tiles * splits <=
@@ -201,17 +201,20 @@ int PickSm90SplitK(const Sm90GemmConfig& tile, int64_t m, int64_t n, int64_t k, 
 // up to 8. With at least kSm90SwapAbUnsplitMinTiles of them (N >= 2048 at batch 1):
 // unsplit, a ring of kSm90SwapAbUnsplitStages (fewer where shared memory runs out).
 // Small M is bound by the weight's bytes; on the H100 the unsplit deep ring streamed
-// them faster than the splits that put every SM to work: 1.04-1.19x at M = 1, 8, 16
-// with N = 2048..4096 (32 to 64 tiles), bias and GELU epilogues alike. cuBLAS runs such
-// tiles there too (64x8 / 64x16, 16 stages, no split; RESULTS.md 2026-11-26 (e)).
+// them faster than the splits that put every SM to work at M = 1, 8, 16 with
+// N = 2048..4096 (32 to 64 tiles), bias and GELU epilogues alike. cuBLAS runs such
+// tiles there too (64x8 / 64x16, 16 stages, no split;
+// benchmarks/results/gemm_sm90_cublas_kernels_ncu_h100_2026-11-26e.csv).
 // Fewer tiles: 128 k per stage (bk 128) and a ring of kSm90SwapAbBk128Stages, split in
 // kSm90SwapAbSplits (bn then M rounded up to 16) where there are at most
-// kSm90SwapAbSplitMaxTiles tiles and K >= kSm90SwapAbSplitMinK. There the SMs that
-// stream the weight each pull at most ~22 bytes a cycle through 8 KiB TMA boxes (a
-// traced kernel: one stage every ~454 cycles at 12 and at 48 CTAs alike), and 16 KiB
+// kSm90SwapAbSplitMaxTiles tiles and K >= kSm90SwapAbSplitMinK. There each SM that
+// streams the weight is bound by its own pull through 8 KiB TMA boxes, not by DRAM (a
+// traced kernel took as long per stage at 12 CTAs as at 48:
+// benchmarks/results/gemm_sm90_swap_stage_trace_h100_2026-11-26g.csv), and 16 KiB
 // boxes lift that. Chosen on M in {1, 8, 16, 32} x N in {768, 1024, 1536} x K in {768,
-// 3072, 4096} (split in 4 won at 12 tiles with K = 4096), where the rule ran 1.00-1.18x
-// (geomean 1.09) the unswapped heuristic (RESULTS.md 2026-11-26 (g)).
+// 3072, 4096} (split in 4 won at 12 tiles with K = 4096), where the rule was as fast as
+// the unswapped heuristic or faster
+// (benchmarks/results/gemm_sm90_swap_bk128_small_m_h100_2026-11-26g.csv).
 inline constexpr int64_t kSm90SwapAbUnsplitMinTiles = 32;
 inline constexpr int kSm90SwapAbUnsplitStages = 16, kSm90SwapAbBk128Stages = 8;
 inline constexpr int64_t kSm90SwapAbSplitMaxTiles = 12, kSm90SwapAbSplitMinK = 4096;
@@ -220,15 +223,13 @@ Sm90GemmConfig PickSm90SwapAbConfig(int64_t m, int64_t n, int64_t k, int64_t bat
 // Whether the heuristic swaps: M <= 32 with N >= 2048 and K >= 2048, or N in
 // [768, 2048) and K >= 768 (the bk128 tiles). Against the unswapped heuristic of 8-stage
 // 64x64 tiles the swapped form measured faster on every small_m shape of the H100 up to
-// M = 64 (1.02-1.36x); at N = 768 or K = 768 its split bk64 form measured
-// 0.79-1.06x (benchmarks/RESULTS.md, 2026-11-22 (e)), and the bk128 tiles
-// 1.00-1.18x at N in {768, 1024, 1536} (M <= 32, K in {768, 3072, 4096}; 2026-11-26
-// (g); a batch there with 32 tiles of N or more in all takes the 16-stage bk64 tile
-// instead, which was measured from N = 2048 only). Against unsplit 12-stage 64x64
-// tiles the split form lost 2-18% at M = 32 and 64 and tied at M = 16 (RESULTS.md
-// 2026-11-23 (d)); the unsplit 16-stage form
-// (PickSm90SwapAbConfig) ran 1.004-1.098x them at M = 32 (N, K in {3072, 4096}) and
-// 0.96-0.98x at M = 64 (RESULTS.md 2026-11-26 (e)).
+// M = 64; at N = 768 or K = 768 its split bk64 form won on some shapes and lost on
+// others, and the bk128 tiles were as fast or faster at N in {768, 1024, 1536}
+// (M <= 32, K in {768, 3072, 4096}; a batch there with 32 tiles of N or more in all
+// takes the 16-stage bk64 tile instead, which was measured from N = 2048 only).
+// Against unsplit 12-stage 64x64 tiles the split form lost at M = 32 and 64 and tied
+// at M = 16; the unsplit 16-stage form (PickSm90SwapAbConfig) beat them at M = 32
+// (N, K in {3072, 4096}) and lost at M = 64. benchmarks/results/ has the runs.
 inline constexpr int64_t kSm90SwapAbMaxM = 32, kSm90SwapAbMinN = 2048, kSm90SwapAbMinK = 2048;
 inline constexpr int64_t kSm90SwapAbBk128MinN = 768, kSm90SwapAbBk128MinK = 768;
 inline bool PreferSm90SwapAb(int64_t m, int64_t n, int64_t k) {
@@ -242,8 +243,9 @@ double Sm90WaveUse(int64_t rows, int64_t cols, int64_t batch, int tile_rows, int
 // A swapped tile (swap-AB: 64 x consumers rows of N, bn columns of M) in one wave that
 // uses its slots better than the `unswapped` pick does: its n (bn, a multiple of 16
 // from 64) fits C's M where the unswapped tiles' 64-column steps cannot, as cuBLAS's
-// tiles do (128x80, 192x96, 128x160: RESULTS.md 2026-11-26 (e)). Candidates: one
-// consumer up to n96 with >= 8 stages, two up to n256 and three up to n192 with >= 4,
+// tiles do (128x80, 192x96, 128x160 in
+// benchmarks/results/gemm_sm90_cublas_kernels_ncu_h100_2026-11-26e.csv). Candidates:
+// one consumer up to n96 with >= 8 stages, two up to n256 and three up to n192 with >= 4,
 // the most stages up to 10 that leave room for C's tile (the TMA store). Taken when
 // K >= kSm90SwapWaveMinK, the unswapped pick is unsplit, and the best candidate's use
 // (Sm90WaveUse) is at least kSm90SwapWaveMinUse and kSm90SwapWaveMargin above the
