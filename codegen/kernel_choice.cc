@@ -121,11 +121,12 @@ KernelChoice ChooseGeneratedKernel(const Node& node, const KernelOptions& option
 KernelChoice ChooseKernel(const Node& node, const KernelOptions& options) {
   // kiln's GEMM and conv kernels first where the mode gives them the node; then the
   // library where it takes the node; then the generated kernel, if any.
-  if (GetsGemm(node, options)) return Choice(KernelKind::kGemm);
+  std::string refusal = HopperRefusal(node, options);
+  if (options.GeneratesGemms() && IsMatMulGroup(node) && refusal.empty()) return Choice(KernelKind::kGemm);
   if (ConvKernelsTake(node, options) && ops::ConvKernelFits(node).ok()) return Choice(KernelKind::kConv);
   const std::string library = LibraryKernelName(node);
   if (!library.empty() && (library != "cudnn:FusedConv" || options.CudnnFusedConv())) {
-    return {KernelKind::kLibrary, library, HopperRefusal(node, options)};
+    return {KernelKind::kLibrary, library, std::move(refusal)};
   }
   return ChooseGeneratedKernel(node, options);
 }

@@ -89,7 +89,7 @@ absl::Status TuneGemms(const Graph& graph, const CompileOptions& options, const 
   KILN_ASSIGN_OR_RETURN(GemmTuneReport tuned, TuneGemmGroups(generated, db, tune_options));
   tuned.warnings = std::move(report->warnings);
   *report = std::move(tuned);
-  for (Node* n : generated) NoteLibraryGroup(*n, kernel_options, fusion);
+  for (Node* n : generated) NoteLibraryGroup(*n, codegen::ChooseKernel(*n, kernel_options), fusion);
   return absl::OkStatus();
 }
 

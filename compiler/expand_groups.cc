@@ -65,8 +65,7 @@ void NoteGroup(FusionReport* report, const std::string& group, const std::string
 
 }  // namespace
 
-void NoteLibraryGroup(const Node& n, const codegen::KernelOptions& kernel_options, FusionReport* report) {
-  const codegen::KernelChoice c = codegen::ChooseKernel(n, kernel_options);
+void NoteLibraryGroup(const Node& n, const codegen::KernelChoice& c, FusionReport* report) {
   if (c.kind == codegen::KernelKind::kGemm) NoteGroup(report, n.name(), "");
   if (c.kind == codegen::KernelKind::kLibrary && !c.reason.empty()) {
     NoteGroup(report, n.name(), absl::StrCat("on ", c.library, " (--matmul-groups auto on sm_90a): ", c.reason));
@@ -78,8 +77,9 @@ absl::StatusOr<int> ExpandGroupsWithoutKernels(Graph& graph, const codegen::Kern
   int expanded = 0;
   for (Node* n : graph.nodes()) {
     if (!IsFusedGroup(*n)) continue;
-    if (codegen::ChooseKernel(*n, kernel_options).kind == codegen::KernelKind::kLibrary) {
-      NoteLibraryGroup(*n, kernel_options, report);
+    if (const codegen::KernelChoice c = codegen::ChooseKernel(*n, kernel_options);
+        c.kind == codegen::KernelKind::kLibrary) {
+      NoteLibraryGroup(*n, c, report);
       continue;
     }
     absl::StatusOr<std::vector<codegen::KernelLaunch>> kernels = codegen::GenerateNodeKernels(*n, kernel_options);

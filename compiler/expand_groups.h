@@ -6,7 +6,7 @@
 #pragma once
 
 #include "absl/status/statusor.h"
-#include "codegen/op_kernels.h"
+#include "codegen/kernel_choice.h"
 #include "fusion/fusion_report.h"
 #include "graph/graph.h"
 
@@ -19,7 +19,8 @@ absl::StatusOr<int> ExpandGroupsWithoutKernels(Graph& graph, const codegen::Kern
 
 // Auto mode on sm_90a: notes in `report` why a group the library takes whole is not
 // on the Hopper family (the family refused it, or --tune measured cuBLASLt faster);
-// clears that note where the group is on the family (after --tune).
-void NoteLibraryGroup(const Node& n, const codegen::KernelOptions& kernel_options, FusionReport* report);
+// clears that note where the group is on the family (after --tune). `choice` is
+// codegen::ChooseKernel's for `n`.
+void NoteLibraryGroup(const Node& n, const codegen::KernelChoice& choice, FusionReport* report);
 
 }  // namespace kiln

@@ -150,21 +150,7 @@ graph @main {
 // Attention comes before fuse-epilogue, so the scale and mask stay with the Softmax
 // inside the attention group instead of becoming the scores MatMul's epilogue.
 TEST(PipelineTest, AttentionIsFusedBeforeEpilogues) {
-  std::unique_ptr<Graph> g = ParseTyped(R"(
-graph @main {
-  input %q : f16[2,4,16,32]
-  input %k : f16[2,4,16,32]
-  input %v : f16[2,4,16,32]
-  input %mask : f16[2,1,1,16]
-  const %scale : f16[] = [5.65625]
-  %s = MatMul(%q, %k) {trans_b = 1} @scores
-  %d = Div(%s, %scale) @div
-  %a = Add(%d, %mask) @add
-  %p = Softmax(%a) {axis = -1} @softmax
-  %y = MatMul(%p, %v) @context
-  output %y
-}
-)");
+  std::unique_ptr<Graph> g = ParseTyped(::kiln::testing::kBertAttention);
   RandomizeConstants(*g, 3);
   std::unique_ptr<Graph> original = g->Clone();
   absl::StatusOr<FusionReport> fused = RunFusion(*g);

@@ -25,26 +25,10 @@ std::unique_ptr<Graph> FuseAndCheck(const std::string& text, FusionReport* repor
 }
 
 // BERT: Add(Div(MatMul(q, k, trans_b), sqrt(D)), mask[B,1,1,S]) -> Softmax -> MatMul(., v).
-constexpr char kBert[] = R"(
-graph @main {
-  input %q : f16[2,4,16,32]
-  input %k : f16[2,4,16,32]
-  input %v : f16[2,4,16,32]
-  input %mask : f16[2,1,1,16]
-  const %scale : f16[] = [5.65625]
-  %s = MatMul(%q, %k) {trans_b = 1} @scores
-  %d = Div(%s, %scale) @div
-  %a = Add(%d, %mask) @add
-  %p = Softmax(%a) {axis = -1} @softmax
-  %y = MatMul(%p, %v) @context
-  output %y
-}
-)";
-
 TEST(FuseAttentionTest, BertPattern) {
   FusionReport report;
   bool changed = false;
-  auto g = FuseAndCheck(kBert, &report, &changed);
+  auto g = FuseAndCheck(::kiln::testing::kBertAttention, &report, &changed);
   EXPECT_TRUE(changed);
   EXPECT_EQ(Summary(*g), "FusedGroup attention [scores, div, add, softmax, context] anchor=scores\n");
   ASSERT_EQ(report.groups.size(), 1u);

@@ -26,6 +26,24 @@
 
 namespace kiln::testing {
 
+// BERT's attention after canonicalisation:
+// Add(Div(MatMul(q, k, trans_b), sqrt(D)), mask[B,1,1,S]) -> Softmax -> MatMul(., v).
+inline constexpr char kBertAttention[] = R"(
+graph @main {
+  input %q : f16[2,4,16,32]
+  input %k : f16[2,4,16,32]
+  input %v : f16[2,4,16,32]
+  input %mask : f16[2,1,1,16]
+  const %scale : f16[] = [5.65625]
+  %s = MatMul(%q, %k) {trans_b = 1} @scores
+  %d = Div(%s, %scale) @div
+  %a = Add(%d, %mask) @add
+  %p = Softmax(%a) {axis = -1} @softmax
+  %y = MatMul(%p, %v) @context
+  output %y
+}
+)";
+
 // Parses and types `text` (no constant folding, so chains on constants survive).
 inline std::unique_ptr<Graph> ParseTyped(const std::string& text) { return pass_test::MustParse(text); }
 

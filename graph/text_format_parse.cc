@@ -46,12 +46,7 @@ bool ParseFloatText(absl::string_view s, float* out) {
 
 namespace {
 
-using text_format_internal::IsDigit;
-using text_format_internal::IsIdentChar;
-using text_format_internal::IsIdentStart;
-using text_format_internal::IsNameChar;
-using text_format_internal::ParseFloatText;
-using text_format_internal::TypeText;
+using namespace text_format_internal;  // NOLINT: the shared lexical rules
 
 // ---- Lexer -------------------------------------------------------------------
 

@@ -26,12 +26,7 @@ std::string TypeText(DType dtype, const Shape& shape) {
 
 namespace {
 
-using text_format_internal::IsDigit;
-using text_format_internal::IsIdentChar;
-using text_format_internal::IsIdentStart;
-using text_format_internal::IsNameChar;
-using text_format_internal::ParseFloatText;
-using text_format_internal::TypeText;
+using namespace text_format_internal;  // NOLINT: the shared lexical rules
 
 bool IsBareName(absl::string_view s) {
   if (s.empty()) return false;
