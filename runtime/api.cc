@@ -169,6 +169,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
 int64_t Session::arena_bytes() const {
   return impl_->gpu != nullptr ? impl_->gpu->arena_bytes() : impl_->executor->arena_bytes();
 }
+void* Session::stream() const { return impl_->gpu != nullptr ? impl_->gpu->stream() : nullptr; }
+
 const void* Session::weight_storage() const {
   if (impl_->gpu != nullptr) return impl_->gpu->program().weight_storage();
   const std::vector<Tensor>& w = impl_->executor->program().weights();

@@ -5,9 +5,9 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -20,8 +20,8 @@
 #include "compiler/gemm_tuner.h"
 #include "compiler/kernel_dump.h"
 #include "tools/args.h"
+#include "tools/compile_flags.h"
 #include "tools/commands.h"
-#include "tools/model_inputs.h"
 
 namespace kiln::cli {
 namespace {
@@ -166,12 +166,11 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
       expanded.push_back(a);
     }
   }
-  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded,
-                                               {"output", "arch", "precision", "input-shape", "dim", "calibrate",
-                                                "dump-after", "matmul-groups", "conv-groups", "layout", "dump-kernels", "tune-budget",
-                                                "tuning-db"},
-                                               {"help", "no-fuse", "report", "no-kernel-cache", "tune",
-                                                "no-tuning-db", "time-passes"}));
+  std::set<std::string> value_flags = CompileValueFlags();
+  value_flags.insert({"output", "dump-after"});
+  std::set<std::string> bool_flags = CompileBoolFlags();
+  bool_flags.insert({"help", "report", "time-passes"});
+  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(expanded, value_flags, bool_flags));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
     return absl::OkStatus();
@@ -184,36 +183,13 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
   const std::string input = args.positional()[0];
   const std::string output = args.Get("output");
   if (output.empty()) return absl::InvalidArgumentError(absl::StrCat("missing -o MODEL.kiln\n", kUsage));
-  CompileOptions options;
-  options.arch = args.Get("arch", DefaultArch());
-  options.precision = args.Get("precision", "fp16");
-  KILN_ASSIGN_OR_RETURN(options.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
-  KILN_ASSIGN_OR_RETURN(options.dims, ParseDims(args.GetAll("dim")));
-  KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
-  options.fuse = !args.Has("no-fuse");
-  KILN_ASSIGN_OR_RETURN(options.matmul_groups, codegen::ParseMatMulGroups(args.Get("matmul-groups", "auto")));
-  KILN_ASSIGN_OR_RETURN(options.conv_groups, codegen::ParseConvGroups(args.Get("conv-groups", "auto")));
-  KILN_ASSIGN_OR_RETURN(options.layout, ParseLayout(args.Get("layout", "auto")));
-  KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
-  options.kernel_cache = !args.Has("no-kernel-cache");
-  options.dump_kernels_dir = args.Get("dump-kernels");
-  options.tune = args.Has("tune");
-  options.tuning_db = !args.Has("no-tuning-db");
-  options.tuning_db_path = args.Get("tuning-db");
-  if (args.Has("tune-budget")) {
-    std::string budget = args.Get("tune-budget");
-    if (!options.tune) return absl::InvalidArgumentError("--tune-budget needs --tune");
-    if (absl::EndsWith(budget, "s")) budget.pop_back();
-    if (!absl::SimpleAtod(budget, &options.tune_budget_seconds) || !(options.tune_budget_seconds > 0)) {
-      return absl::InvalidArgumentError(absl::StrCat("--tune-budget '", args.Get("tune-budget"),
-                                                     "': expected a positive number of seconds (60, 90s)"));
-    }
-  }
+  std::vector<std::string> notes;
+  KILN_ASSIGN_OR_RETURN(CompileOptions options, CompileOptionsFromArgs(args, &notes));
+  for (const std::string& note : notes) std::cout << "note: " << note << "\n";
   GemmTuneReport tuning;
   options.tuning_report = &tuning;
   std::vector<PassTiming> timings;
   if (args.Has("time-passes")) options.pass_timings = &timings;
-  KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
   // A progress bar on a terminal; one summary line on stderr otherwise.
   std::unique_ptr<codegen::TerminalProgress> progress = codegen::TerminalProgress::ForStderr();
   options.progress = progress.get();
@@ -225,18 +201,6 @@ absl::Status CompileCommand(const std::vector<std::string>& argv) {
       if (dump_after == "all" || dump_after == pass) dumps[pass] = PrintGraph(graph);
     };
   }
-  std::map<std::string, std::string> calibration;
-  for (const std::string& spec : args.GetAll("calibrate")) {
-    KILN_ASSIGN_OR_RETURN(auto kv, SplitAssignment(spec, "calibrate"));
-    calibration[kv.first] = kv.second;
-  }
-  if (!calibration.empty() && options.precision != "fp16") {
-    std::cout << "note: --calibrate only matters for --precision fp16 (" << options.precision
-              << " has fp32's range); ignored\n";
-  } else if (!calibration.empty()) {
-    options.calibration = CalibrationInputs(calibration);
-  }
-
   const auto start = std::chrono::steady_clock::now();
   KILN_RETURN_IF_ERROR(CompileToFile(input, output, options));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

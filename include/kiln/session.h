@@ -47,6 +47,9 @@ class Session {
   int64_t arena_bytes() const;
   // The weight storage this session reads: Model::weight_storage() of its model.
   const void* weight_storage() const;
+  // kGpu: the cudaStream_t the session launches on (SessionOptions::stream, else its
+  // own); nullptr for kCpu.
+  void* stream() const;
 
   // Runs the model on host tensors. `inputs` must name every model input exactly
   // once with its exact dtype and shape. Returns every output by name. Errors
