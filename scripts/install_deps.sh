@@ -9,6 +9,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libabsl-dev libtbb-dev libgtest-dev
   ccache
+  python3 python3-numpy python3-pytest
 )
 
 missing=()
