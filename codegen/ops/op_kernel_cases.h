@@ -415,6 +415,11 @@ inline std::vector<Case> AllCases() {
   // channels_last=1 (NHWC [N, H, W, C]): C % 8 == 0, and an odd C.
   add("GlobalAveragePoolNhwcF16", "GlobalAveragePool", {R(f16, {2, 7, 7, 16})}, {{"channels_last", int64_t{1}}});
   add("GlobalAveragePoolNhwcOddF32", "GlobalAveragePool", {R(f32, {3, 5, 4, 7})}, {{"channels_last", int64_t{1}}});
+  // A squeeze-excitation pool over an early feature map (few channels, many pixels) and
+  // a final pool (many channels, few pixels).
+  add("GlobalAveragePoolNhwcLargeF16", "GlobalAveragePool", {R(f16, {2, 112, 112, 32})},
+      {{"channels_last", int64_t{1}}});
+  add("GlobalAveragePoolNhwcWideF16", "GlobalAveragePool", {R(f16, {3, 7, 7, 1280})}, {{"channels_last", int64_t{1}}});
   add("ArgMaxF32", "ArgMax", {R(f32, {3, 7, 4})}, {{"axis", int64_t{1}}});
   add("ArgMinLastI64", "ArgMin", {R(i64, {3, 7})}, {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}},
                                                    {"select_last_index", int64_t{1}}});

@@ -196,57 +196,79 @@ absl::StatusOr<std::vector<KernelLaunch>> EmitReduce(const Node& node, Kind kind
   return std::vector<KernelLaunch>{std::move(l)};
 }
 
-// GlobalAveragePool with channels_last=1: X [N, H, W, C] -> [N, 1, 1, C]. One thread
-// per (image, kVec channels), looping over the H*W pixels: adjacent threads read
-// adjacent channels, kVec at a time (16-byte loads of 8 fp16/bf16 when C % 8 == 0 and
-// the input is aligned, else one channel), fp32 sums.
+// GlobalAveragePool with channels_last=1: X [N, H, W, C] -> [N, 1, 1, C]. A block per
+// (image, tile of kTx * kVec channels): threadIdx.x walks adjacent channels, kVec at a
+// time (16-byte loads of 8 fp16/bf16 when C % 8 == 0 and the input is aligned, else one
+// channel), threadIdx.y strides over the H*W pixels, so that a squeeze-excitation's pool
+// over a large early feature map (few channels, many pixels) spreads over up to 1024
+// threads instead of one per channel group; fp32 partial sums meet in shared memory.
 absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node) {
   const Value* x = node.input(0);
   const Value* y = node.output(0);
   if (!IsFloating(x->dtype())) return NoKernel(node, absl::StrCat("dtype ", DTypeName(x->dtype())));
   const Shape& xs = x->shape();
+  if (xs[0] > 65535) return NoKernel(node, absl::StrCat("batch ", xs[0], " > 65535 (grid.y)"));
   const int64_t hw = xs[1] * xs[2], c = xs[3];
   int vec = MaxVectorWidth({x->dtype(), y->dtype()});
   while (vec > 1 && c % vec != 0) vec /= 2;
-  const int64_t threads = xs[0] * (c / vec);
+  const int64_t groups = c / vec;
+  int tx = 1;
+  while (tx < 32 && tx < groups) tx *= 2;
+  int ty = 1;  // about 8 pixels per thread, at most 1024 threads
+  while (tx * ty * 2 <= 1024 && ty * 8 < hw) ty *= 2;
   const char* it = IndexType(std::max<int64_t>(x->numel(), 1));
   std::string src = absl::StrCat(
       "// GlobalAveragePool (channels_last) ", x->TypeString(), " -> ", y->TypeString(), "\n",
       TemplateSource("vector.cuh"), "typedef ", StorageTypeName(x->dtype()), " kiln_in_t;\ntypedef ",
-      StorageTypeName(y->dtype()), " kiln_out_t;\ntypedef ", it, " kiln_idx_t;\nconstexpr kiln_idx_t kThreads = ",
-      threads, ";\nconstexpr kiln_idx_t kHW = ", hw, ";\nconstexpr kiln_idx_t kC = ", c, ";\nconstexpr int kVec = ", vec,
-      ";\n", LoadFn("kiln_load", x->dtype(), Domain::kFloat, "int"),
+      StorageTypeName(y->dtype()), " kiln_out_t;\ntypedef ", it, " kiln_idx_t;\nconstexpr kiln_idx_t kGroups = ",
+      groups, ";\nconstexpr kiln_idx_t kHW = ", hw, ";\nconstexpr kiln_idx_t kC = ", c, ";\nconstexpr int kVec = ", vec,
+      ";\nconstexpr int kTx = ", tx, ";\nconstexpr int kTy = ", ty, ";\n",
+      LoadFn("kiln_load", x->dtype(), Domain::kFloat, "int"),
       StoreFn("kiln_store", y->dtype(), Domain::kFloat, it, absl::StrCat("v / ", FloatLit(static_cast<float>(hw)))),
-      "extern \"C\" __global__ void KILN_KERNEL(", Param(y->dtype(), false, "out"), ", ",
-      Param(x->dtype(), true, "in"), ") {\n"
-      "  const bool vec_ok = kVec > 1 && kiln_vec_aligned(in, kVec * sizeof(kiln_in_t));\n"
-      "  for (kiln_idx_t i = (kiln_idx_t)blockIdx.x * blockDim.x + threadIdx.x; i < kThreads;\n"
-      "       i += (kiln_idx_t)gridDim.x * blockDim.x) {\n"
-      "    const kiln_idx_t n = i / (kC / kVec), c0 = (i % (kC / kVec)) * kVec;\n"
-      "    const kiln_in_t* p = in + n * kHW * kC + c0;\n"
-      "    float acc[kVec];\n"
+      "extern \"C\" __global__ void __launch_bounds__(", tx * ty, ") KILN_KERNEL(", Param(y->dtype(), false, "out"),
+      ", ", Param(x->dtype(), true, "in"), ") {\n"
+      "  __shared__ float partial[kTy][kTx * kVec];\n"
+      "  const kiln_idx_t g = (kiln_idx_t)blockIdx.x * kTx + threadIdx.x, n = blockIdx.y;\n"
+      "  float acc[kVec];\n"
       "#pragma unroll\n"
-      "    for (int l = 0; l < kVec; ++l) acc[l] = 0.f;\n"
-      "    if (vec_ok) {\n"
-      "      for (kiln_idx_t j = 0; j < kHW; ++j) {\n"
+      "  for (int l = 0; l < kVec; ++l) acc[l] = 0.f;\n"
+      "  if (g < kGroups) {\n"
+      "    const kiln_in_t* p = in + n * kHW * kC + g * kVec;\n"
+      "    if (kVec > 1 && kiln_vec_aligned(in, kVec * sizeof(kiln_in_t))) {\n"
+      "#pragma unroll 4\n"
+      "      for (kiln_idx_t j = threadIdx.y; j < kHW; j += kTy) {\n"
       "        const kiln_vec_pack<kiln_in_t, kVec> v = kiln_vec_ld<kVec>(p + j * kC);\n"
       "#pragma unroll\n"
       "        for (int l = 0; l < kVec; ++l) acc[l] += kiln_load(v.v, l);\n"
       "      }\n"
       "    } else {\n"
-      "      for (kiln_idx_t j = 0; j < kHW; ++j) {\n"
+      "      for (kiln_idx_t j = threadIdx.y; j < kHW; j += kTy) {\n"
       "#pragma unroll\n"
       "        for (int l = 0; l < kVec; ++l) acc[l] += kiln_load(p + j * kC, l);\n"
       "      }\n"
       "    }\n"
+      "  }\n"
       "#pragma unroll\n"
-      "    for (int l = 0; l < kVec; ++l) kiln_store(out, n * kC + c0 + l, acc[l]);\n"
+      "  for (int l = 0; l < kVec; ++l) partial[threadIdx.y][threadIdx.x * kVec + l] = acc[l];\n"
+      "  __syncthreads();\n"
+      "  for (int s = kTy / 2; s > 0; s /= 2) {\n"
+      "    if (threadIdx.y < s) {\n"
+      "#pragma unroll\n"
+      "      for (int l = 0; l < kVec; ++l) partial[threadIdx.y][threadIdx.x * kVec + l] +=\n"
+      "          partial[threadIdx.y + s][threadIdx.x * kVec + l];\n"
+      "    }\n"
+      "    __syncthreads();\n"
+      "  }\n"
+      "  if (threadIdx.y == 0 && g < kGroups) {\n"
+      "#pragma unroll\n"
+      "    for (int l = 0; l < kVec; ++l) kiln_store(out, n * kC + g * kVec + l, partial[0][threadIdx.x * kVec + l]);\n"
       "  }\n"
       "}\n");
   KernelLaunch l;
   l.source = std::move(src);
   l.args = {0, InputArg(node, 0)};
-  SetGrid1D(l, threads);
+  l.block = {static_cast<unsigned>(tx), static_cast<unsigned>(ty), 1};
+  l.grid = {static_cast<unsigned>((groups + tx - 1) / tx), static_cast<unsigned>(xs[0]), 1};
   return std::vector<KernelLaunch>{std::move(l)};
 }
 
