@@ -171,8 +171,32 @@ void RunAll(const Compiled& c, int offset, int* failures) {
       KILN_CUDA_OK(cudaLibraryGetKernel(&kernel, c.libs[k / kPerModule], c.kernels[k].function.c_str()));
       std::vector<void*> params(l.args.size());
       for (size_t j = 0; j < l.args.size(); ++j) params[j] = &dev[l.args[j]];
+      // The workspace (codegen/kernel_launch.h): zeroed semaphores, and a scratch
+      // filled with garbage, since its content is not guaranteed.
+      void* semaphores = nullptr;
+      void* scratch = nullptr;
+      const bool workspace = l.semaphores > 0 || l.scratch_bytes > 0;
+      if (workspace) {
+        KILN_CUDA_OK(cudaMalloc(&semaphores, std::max<size_t>(1, l.semaphores) * sizeof(uint32_t)));
+        KILN_CUDA_OK(cudaMemset(semaphores, 0, std::max<size_t>(1, l.semaphores) * sizeof(uint32_t)));
+        KILN_CUDA_OK(cudaMalloc(&scratch, std::max<uint64_t>(1, l.scratch_bytes)));
+        KILN_CUDA_OK(cudaMemset(scratch, 0xA5, std::max<uint64_t>(1, l.scratch_bytes)));
+        params.push_back(&semaphores);
+        params.push_back(&scratch);
+      }
       KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
                                dim3(l.block[0], l.block[1], l.block[2]), params.data(), l.shared_bytes, nullptr));
+      if (workspace) {
+        // The kernel must leave its semaphores zero (a CUDA graph replays it as captured).
+        std::vector<uint32_t> left(l.semaphores);
+        if (!left.empty()) {
+          KILN_CUDA_OK(cudaMemcpy(left.data(), semaphores, left.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+        }
+        EXPECT_EQ(std::count(left.begin(), left.end(), 0u), static_cast<long>(left.size()))
+            << c.cases[ci].name << ": semaphores not zero after the kernel";
+        cudaFree(semaphores);
+        cudaFree(scratch);
+      }
     }
     KILN_CUDA_OK(cudaDeviceSynchronize());
     absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, ref_in);

@@ -197,11 +197,14 @@ absl::StatusOr<std::vector<KernelLaunch>> EmitReduce(const Node& node, Kind kind
 }
 
 // GlobalAveragePool with channels_last=1: X [N, H, W, C] -> [N, 1, 1, C]. A block per
-// (image, tile of kTx * kVec channels): threadIdx.x walks adjacent channels, kVec at a
-// time (16-byte loads of 8 fp16/bf16 when C % 8 == 0 and the input is aligned, else one
-// channel), threadIdx.y strides over the H*W pixels, so that a squeeze-excitation's pool
-// over a large early feature map (few channels, many pixels) spreads over up to 1024
-// threads instead of one per channel group; fp32 partial sums meet in shared memory.
+// (image, tile of kTx * kVec channels, slice of the pixels): threadIdx.x walks adjacent
+// channels, kVec at a time (16-byte loads of 8 fp16/bf16 when C % 8 == 0 and the input
+// is aligned, else one channel), threadIdx.y strides over the block's pixels, and the
+// fp32 partial sums meet in shared memory. A squeeze-excitation pool over a large early
+// feature map (few channels, many pixels) at batch 1 would otherwise get a block or
+// two; with kSplits > 1 the pixels are cut into slices whose blocks leave their sums
+// in the scratch, and the last block of a tile to finish (a semaphore per tile,
+// counted up and reset to zero) adds the slices and stores the mean.
 absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node) {
   const Value* x = node.input(0);
   const Value* y = node.output(0);
@@ -212,23 +215,30 @@ absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node
   int vec = MaxVectorWidth({x->dtype(), y->dtype()});
   while (vec > 1 && c % vec != 0) vec /= 2;
   const int64_t groups = c / vec;
-  int tx = 1;
-  while (tx < 32 && tx < groups) tx *= 2;
-  int ty = 1;  // about 8 pixels per thread, at most 1024 threads
+  const int tx = static_cast<int>(std::min<int64_t>(groups, 32));
+  int ty = 1;  // a power of two (the tree sum), at most 1024 threads, about 8 pixels each
   while (tx * ty * 2 <= 1024 && ty * 8 < hw) ty *= 2;
+  const int64_t tiles = (groups + tx - 1) / tx;
+  // Slices: up to about two blocks per SM of an H100 (132), at least 4 pixels a thread.
+  int64_t splits = 1;
+  while (tiles * xs[0] * splits * 2 <= 264 && splits * 2 * ty * 4 <= hw) splits *= 2;
+  const int64_t chunk = (hw + splits - 1) / splits;
   const char* it = IndexType(std::max<int64_t>(x->numel(), 1));
   std::string src = absl::StrCat(
       "// GlobalAveragePool (channels_last) ", x->TypeString(), " -> ", y->TypeString(), "\n",
       TemplateSource("vector.cuh"), "typedef ", StorageTypeName(x->dtype()), " kiln_in_t;\ntypedef ",
       StorageTypeName(y->dtype()), " kiln_out_t;\ntypedef ", it, " kiln_idx_t;\nconstexpr kiln_idx_t kGroups = ",
       groups, ";\nconstexpr kiln_idx_t kHW = ", hw, ";\nconstexpr kiln_idx_t kC = ", c, ";\nconstexpr int kVec = ", vec,
-      ";\nconstexpr int kTx = ", tx, ";\nconstexpr int kTy = ", ty, ";\n",
-      LoadFn("kiln_load", x->dtype(), Domain::kFloat, "int"),
+      ";\nconstexpr int kTx = ", tx, ";\nconstexpr int kTy = ", ty, ";\nconstexpr int kSplits = ", splits,
+      ";\nconstexpr kiln_idx_t kChunk = ", chunk, ";\n", LoadFn("kiln_load", x->dtype(), Domain::kFloat, "int"),
       StoreFn("kiln_store", y->dtype(), Domain::kFloat, it, absl::StrCat("v / ", FloatLit(static_cast<float>(hw)))),
       "extern \"C\" __global__ void __launch_bounds__(", tx * ty, ") KILN_KERNEL(", Param(y->dtype(), false, "out"),
-      ", ", Param(x->dtype(), true, "in"), ") {\n"
+      ", ", Param(x->dtype(), true, "in"),
+      splits > 1 ? ", unsigned int* __restrict__ kiln_semaphores, float* __restrict__ kiln_scratch" : "", ") {\n"
       "  __shared__ float partial[kTy][kTx * kVec];\n"
       "  const kiln_idx_t g = (kiln_idx_t)blockIdx.x * kTx + threadIdx.x, n = blockIdx.y;\n"
+      "  const kiln_idx_t begin = (kiln_idx_t)blockIdx.z * kChunk;\n"
+      "  const kiln_idx_t end = begin + kChunk < kHW ? begin + kChunk : kHW;\n"
       "  float acc[kVec];\n"
       "#pragma unroll\n"
       "  for (int l = 0; l < kVec; ++l) acc[l] = 0.f;\n"
@@ -236,13 +246,13 @@ absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node
       "    const kiln_in_t* p = in + n * kHW * kC + g * kVec;\n"
       "    if (kVec > 1 && kiln_vec_aligned(in, kVec * sizeof(kiln_in_t))) {\n"
       "#pragma unroll 4\n"
-      "      for (kiln_idx_t j = threadIdx.y; j < kHW; j += kTy) {\n"
+      "      for (kiln_idx_t j = begin + threadIdx.y; j < end; j += kTy) {\n"
       "        const kiln_vec_pack<kiln_in_t, kVec> v = kiln_vec_ld<kVec>(p + j * kC);\n"
       "#pragma unroll\n"
       "        for (int l = 0; l < kVec; ++l) acc[l] += kiln_load(v.v, l);\n"
       "      }\n"
       "    } else {\n"
-      "      for (kiln_idx_t j = threadIdx.y; j < kHW; j += kTy) {\n"
+      "      for (kiln_idx_t j = begin + threadIdx.y; j < end; j += kTy) {\n"
       "#pragma unroll\n"
       "        for (int l = 0; l < kVec; ++l) acc[l] += kiln_load(p + j * kC, l);\n"
       "      }\n"
@@ -258,7 +268,33 @@ absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node
       "          partial[threadIdx.y + s][threadIdx.x * kVec + l];\n"
       "    }\n"
       "    __syncthreads();\n"
+      "  }\n",
+      splits == 1 ? "" :
+      "  // Leave this slice's sums, and let the tile's last block add all slices.\n"
+      "  __shared__ bool last;\n"
+      "  if (threadIdx.y == 0 && g < kGroups) {\n"
+      "#pragma unroll\n"
+      "    for (int l = 0; l < kVec; ++l)\n"
+      "      kiln_scratch[(n * kSplits + blockIdx.z) * kC + g * kVec + l] = partial[0][threadIdx.x * kVec + l];\n"
       "  }\n"
+      "  __threadfence();\n"
+      "  __syncthreads();\n"
+      "  if (threadIdx.x == 0 && threadIdx.y == 0) {\n"
+      "    unsigned int* sem = kiln_semaphores + n * gridDim.x + blockIdx.x;\n"
+      "    last = atomicAdd(sem, 1u) == kSplits - 1;\n"
+      "    if (last) *sem = 0;  // zero again for the next launch\n"
+      "  }\n"
+      "  __syncthreads();\n"
+      "  if (!last) return;\n"
+      "  __threadfence();\n"
+      "  if (threadIdx.y == 0 && g < kGroups) {\n"
+      "#pragma unroll\n"
+      "    for (int l = 0; l < kVec; ++l) {\n"
+      "      float v = 0.f;\n"
+      "      for (int s = 0; s < kSplits; ++s) v += __ldcg(kiln_scratch + (n * kSplits + s) * kC + g * kVec + l);\n"
+      "      partial[0][threadIdx.x * kVec + l] = v;\n"
+      "    }\n"
+      "  }\n",
       "  if (threadIdx.y == 0 && g < kGroups) {\n"
       "#pragma unroll\n"
       "    for (int l = 0; l < kVec; ++l) kiln_store(out, n * kC + g * kVec + l, partial[0][threadIdx.x * kVec + l]);\n"
@@ -267,8 +303,12 @@ absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node
   KernelLaunch l;
   l.source = std::move(src);
   l.args = {0, InputArg(node, 0)};
-  l.block = {static_cast<unsigned>(tx), static_cast<unsigned>(ty), 1};
-  l.grid = {static_cast<unsigned>((groups + tx - 1) / tx), static_cast<unsigned>(xs[0]), 1};
+  l.block = {static_cast<uint32_t>(tx), static_cast<uint32_t>(ty), 1};
+  l.grid = {static_cast<uint32_t>(tiles), static_cast<uint32_t>(xs[0]), static_cast<uint32_t>(splits)};
+  if (splits > 1) {
+    l.semaphores = static_cast<uint32_t>(tiles * xs[0]);
+    l.scratch_bytes = static_cast<uint64_t>(xs[0] * splits * c) * sizeof(float);
+  }
   return std::vector<KernelLaunch>{std::move(l)};
 }
 
