@@ -152,7 +152,7 @@ inline std::vector<ConvCase> GroupedConvCases() {
 // The GPU cases (fp16 and bf16 each, plus fp32 depthwise ones): odd spatial sizes,
 // OC not a multiple of 8, C = 3 and 5 (the register-staged gather), strides 2, pads
 // (asymmetric too), dilation, 1x1 / 3x3 / 5x5 / 7x7, batch 1 and > 1, the 128x128
-// tiles (both gathers), epilogues, depthwise 3x3 stride 1 and 2 with 8-channel
+// tiles (both gathers), epilogues, depthwise 3x3 stride 1 and 2, 5x5 and 7x7 with 8-channel
 // vectors or one channel; and GroupedConvCases().
 inline std::vector<ConvCase> ConvCases() {
   std::vector<ConvCase> out;
@@ -223,6 +223,15 @@ inline std::vector<ConvCase> ConvCases() {
     c = ConvCase{dt, 1, 10, 10, 16, 16, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2};
     c.group = 16;
     c.bias = false;
+    push(c);
+    // More channels than a block's tile (its weights in shared memory), the last tile
+    // partial: ConvNeXt's 7x7 and EfficientNet's late 5x5.
+    c = ConvCase{dt, 2, 9, 9, 384, 384, 7, 7, 1, 1, 3, 3, 3, 3};
+    c.group = 384;
+    push(c);
+    c = ConvCase{dt, 1, 12, 12, 1152, 1152, 5, 5, 1, 1, 2, 2, 2, 2};
+    c.group = 1152;
+    c.epi = ConvEpi::kRelu;
     push(c);
   }
   for (const ConvCase& c : GroupedConvCases()) out.push_back(c);

@@ -32,6 +32,10 @@ struct ConvGeometry {
   int64_t sh = 1, sw = 1, pt = 0, pl = 0, dh = 1, dw = 1, group = 1;
 };
 
+// The channels of a depthwise conv whose fp32 weights (KH*KW each) a block stages in
+// 40 KiB of shared memory (codegen/templates/conv_depthwise.cuh).
+int64_t DepthwiseTileChannels(const ConvGeometry& g) { return 40960 / (g.kh * g.kw * 4); }
+
 absl::StatusOr<ConvGeometry> Geometry(const Node& where, const Node& conv) {
   absl::StatusOr<int64_t> channels_last = conv.GetInt("channels_last", 0);
   if (!channels_last.ok()) return channels_last.status();
@@ -154,6 +158,10 @@ absl::Status Plan(const Node& node, ConvPlan& p) {
   if (p.depthwise) {
     if (p.dt != DType::kFloat16 && p.dt != DType::kBFloat16 && p.dt != DType::kFloat32) {
       return NoKernel(node, absl::StrCat("depthwise Conv of ", DTypeName(p.dt)));
+    }
+    if (DepthwiseTileChannels(p.g) < 8) {
+      return NoKernel(node, absl::StrCat("depthwise Conv with a ", p.g.kh, "x", p.g.kw,
+                                         " kernel (its weights for 8 channels exceed the shared memory)"));
     }
   } else if (p.dt != DType::kFloat16 && p.dt != DType::kBFloat16) {
     return NoKernel(node, absl::StrCat("tensor-core Conv of ", DTypeName(p.dt), " (f16 and bf16 only)"));
@@ -330,10 +338,15 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateImplicitGemm(const Node& node,
 absl::StatusOr<std::vector<KernelLaunch>> GenerateDepthwise(const Node& node, const ConvPlan& p) {
   const ConvGeometry& g = p.g;
   const int vec = g.c % 8 == 0 && DTypeSize(p.dt) == 2 && DTypeSize(p.out) == 2 ? 8 : 1;
-  constexpr int64_t kThreads = 256;
-  const int64_t threads = g.n * g.oh * g.ow * (g.c / vec);
-  const int64_t blocks = (threads + kThreads - 1) / kThreads;
-  if (blocks >= kInt32Limit) return NoKernel(node, "too many blocks");
+  const int64_t groups = g.c / vec;
+  // A block: tx channel groups x ty pixel lanes, about 256 threads; its weights (tx * vec
+  // channels x KH*KW taps, fp32) in shared memory.
+  const int tx = static_cast<int>(std::min<int64_t>({groups, 32, DepthwiseTileChannels(g) / vec}));
+  const int ty = std::max(1, 256 / tx);
+  const int64_t pixels = g.n * g.oh * g.ow;
+  const int64_t tiles = (groups + tx - 1) / tx;
+  const int64_t lanes = std::min<int64_t>((pixels + ty - 1) / ty, 65535);
+  if (pixels >= kInt32Limit) return NoKernel(node, "too many output pixels");
   KernelLaunch launch;
   GemmEpilogueSource epilogue;
   if (absl::Status st = StartConvLaunch(node, p, launch, epilogue); !st.ok()) return st;
@@ -342,15 +355,15 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDepthwise(const Node& node, co
                   "\n#define DW_OH ", g.oh, "\n#define DW_OW ", g.ow, "\n#define DW_KH ", g.kh, "\n#define DW_KW ",
                   g.kw, "\n#define DW_SH ", g.sh, "\n#define DW_SW ", g.sw, "\n#define DW_PT ", g.pt,
                   "\n#define DW_PL ", g.pl, "\n#define DW_DH ", g.dh, "\n#define DW_DW ", g.dw, "\n#define DW_VEC ",
-                  vec, "\n#define DW_T ", StorageTypeName(p.dt), "\n#define DW_OUT_T ", StorageTypeName(p.out),
+                  vec, "\n#define DW_TX ", tx, "\n#define DW_TY ", ty, "\n#define DW_T ", StorageTypeName(p.dt), "\n#define DW_OUT_T ", StorageTypeName(p.out),
                   "\n#define DW_LOAD(p, i) KILN_LOAD_", FloatSuffix(p.dt),
                   "(p, i)\n#define DW_STORE(p, i, v) KILN_STORE_", FloatSuffix(p.out),
                   "(p, i, v)\n#define KILN_EPILOGUE_PARAMS ", epilogue.params,
                   "\n#define KILN_EPILOGUE_ARGS ", epilogue.args, "\n",
                   GemmEpilogueFunction(epilogue, p.code, p.result), TemplateSource("conv_depthwise.cuh"));
   launch.source = std::move(src);
-  launch.grid = {static_cast<uint32_t>(blocks), 1, 1};
-  launch.block = {static_cast<uint32_t>(kThreads), 1, 1};
+  launch.grid = {static_cast<uint32_t>(tiles), static_cast<uint32_t>(lanes), 1};
+  launch.block = {static_cast<uint32_t>(tx), static_cast<uint32_t>(ty), 1};
   return std::vector<KernelLaunch>{std::move(launch)};
 }
 

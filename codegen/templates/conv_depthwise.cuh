@@ -16,67 +16,90 @@
 //   DW_STORE(p, i, v)    float v into element i of a DW_OUT_T pointer (KILN_STORE_*)
 //   KILN_EPILOGUE_PARAMS, KILN_EPILOGUE_ARGS and
 //   float kiln_epilogue(float acc, int row, int col, int batch KILN_EPILOGUE_PARAMS)
-// Kernel parameters: (Y, X, W KILN_EPILOGUE_PARAMS). Launch: one thread per (output
-// pixel, DW_VEC channels), blocks of DW_THREADS, a 1-D grid covering them.
+//   DW_TX                channel groups (of DW_VEC channels) per block: a block is
+//                        DW_TX x DW_TY threads, threadIdx.x the channel group,
+//                        threadIdx.y a lane over output pixels
+//   DW_TY
+// Kernel parameters: (Y, X, W KILN_EPILOGUE_PARAMS). Launch: grid.x covers the channel
+// groups in tiles of DW_TX, grid.y the output pixels in steps of DW_TY (each thread
+// loops over pixels gridDim.y * DW_TY apart).
 //
-// Weights are read per tap with scalar loads (DW_VEC channels are KH*KW apart in
-// [C, KH, KW, 1]); they are C*KH*KW elements, which stay in L1/L2.
+// The block's weights (DW_TX * DW_VEC channels x KH*KW taps, [C, KH, KW, 1] in memory)
+// are staged once in shared memory as fp32, tap-major, so that a tap's weights for a
+// thread's DW_VEC channels are two 16-byte shared loads rather than DW_VEC scalar
+// global loads KH*KW elements apart.
 
-#define DW_THREADS 256
-
-extern "C" __global__ void __launch_bounds__(DW_THREADS)
+extern "C" __global__ void __launch_bounds__(DW_TX * DW_TY)
     KILN_KERNEL(DW_OUT_T* __restrict__ Y, const DW_T* __restrict__ X, const DW_T* __restrict__ Wt
                     KILN_EPILOGUE_PARAMS) {
   constexpr int kGroups = DW_C / DW_VEC;
-  constexpr kiln_index kTotal = (kiln_index)DW_N * DW_OH * DW_OW * kGroups;
-  const kiln_index t = (kiln_index)blockIdx.x * DW_THREADS + threadIdx.x;
-  if (t >= kTotal) return;
-  const int cg = static_cast<int>(t % kGroups);
-  const int m = static_cast<int>(t / kGroups);  // output pixel (n, oh, ow)
-  const int ow = m % DW_OW, oh = (m / DW_OW) % DW_OH, n = m / (DW_OW * DW_OH);
-  const int c0 = cg * DW_VEC;
-  float acc[DW_VEC];
-#pragma unroll
-  for (int e = 0; e < DW_VEC; ++e) acc[e] = 0.f;
-#pragma unroll
-  for (int kh = 0; kh < DW_KH; ++kh) {
-    const int ih = oh * DW_SH - DW_PT + kh * DW_DH;
-    if (static_cast<unsigned>(ih) >= static_cast<unsigned>(DW_H)) continue;
-#pragma unroll
-    for (int kw = 0; kw < DW_KW; ++kw) {
-      const int iw = ow * DW_SW - DW_PL + kw * DW_DW;
-      if (static_cast<unsigned>(iw) >= static_cast<unsigned>(DW_W)) continue;
-      const DW_T* px = X + ((kiln_index)(n * DW_H + ih) * DW_W + iw) * DW_C + c0;
-#if DW_VEC == 8
-      union {
-        uint4 u;
-        DW_T h[8];
-      } x;
-      x.u = *reinterpret_cast<const uint4*>(px);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        acc[e] += DW_LOAD(x.h, e) * DW_LOAD(Wt, (c0 + e) * (DW_KH * DW_KW) + kh * DW_KW + kw);
-      }
-#else
-      acc[0] += DW_LOAD(px, 0) * DW_LOAD(Wt, c0 * (DW_KH * DW_KW) + kh * DW_KW + kw);
-#endif
-    }
+  constexpr int kTaps = DW_KH * DW_KW;
+  constexpr int kTileC = DW_TX * DW_VEC;
+  constexpr kiln_index kPixels = (kiln_index)DW_N * DW_OH * DW_OW;
+  __shared__ __align__(16) float w_s[kTaps][kTileC];
+  const int tile_c0 = blockIdx.x * kTileC;
+  for (int i = threadIdx.y * DW_TX + threadIdx.x; i < kTileC * kTaps; i += DW_TX * DW_TY) {
+    const int ch = i / kTaps, tap = i % kTaps;  // consecutive i: consecutive addresses
+    w_s[tap][ch] = tile_c0 + ch < DW_C ? DW_LOAD(Wt, (kiln_index)(tile_c0 + ch) * kTaps + tap) : 0.f;
   }
-  DW_OUT_T* py = Y + (kiln_index)m * DW_C + c0;
-#if DW_VEC == 8
-  union {
-    uint4 u;
-    DW_OUT_T h[8];
-  } y;
+  __syncthreads();
+  const int cg = blockIdx.x * DW_TX + threadIdx.x;
+  if (cg >= kGroups) return;
+  const int c0 = cg * DW_VEC;
+  const int cl = threadIdx.x * DW_VEC;  // the thread's channels within the tile
+  for (kiln_index mm = (kiln_index)blockIdx.y * DW_TY + threadIdx.y; mm < kPixels; mm += (kiln_index)gridDim.y * DW_TY) {
+    const int m = static_cast<int>(mm);  // output pixel (n, oh, ow)
+    const int ow = m % DW_OW, oh = (m / DW_OW) % DW_OH, n = m / (DW_OW * DW_OH);
+    float acc[DW_VEC];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) DW_STORE(y.h, e, kiln_epilogue(acc[e], m, c0 + e, 0 KILN_EPILOGUE_ARGS));
-  *reinterpret_cast<uint4*>(py) = y.u;
+    for (int e = 0; e < DW_VEC; ++e) acc[e] = 0.f;
+#pragma unroll
+    for (int kh = 0; kh < DW_KH; ++kh) {
+      const int ih = oh * DW_SH - DW_PT + kh * DW_DH;
+      if (static_cast<unsigned>(ih) >= static_cast<unsigned>(DW_H)) continue;
+#pragma unroll
+      for (int kw = 0; kw < DW_KW; ++kw) {
+        const int iw = ow * DW_SW - DW_PL + kw * DW_DW;
+        if (static_cast<unsigned>(iw) >= static_cast<unsigned>(DW_W)) continue;
+        const DW_T* px = X + ((kiln_index)(n * DW_H + ih) * DW_W + iw) * DW_C + c0;
+        const float* w = &w_s[kh * DW_KW + kw][cl];
+#if DW_VEC == 8
+        union {
+          uint4 u;
+          DW_T h[8];
+        } x;
+        x.u = *reinterpret_cast<const uint4*>(px);
+        const float4 w0 = *reinterpret_cast<const float4*>(w), w1 = *reinterpret_cast<const float4*>(w + 4);
+        acc[0] += DW_LOAD(x.h, 0) * w0.x;
+        acc[1] += DW_LOAD(x.h, 1) * w0.y;
+        acc[2] += DW_LOAD(x.h, 2) * w0.z;
+        acc[3] += DW_LOAD(x.h, 3) * w0.w;
+        acc[4] += DW_LOAD(x.h, 4) * w1.x;
+        acc[5] += DW_LOAD(x.h, 5) * w1.y;
+        acc[6] += DW_LOAD(x.h, 6) * w1.z;
+        acc[7] += DW_LOAD(x.h, 7) * w1.w;
 #else
-  DW_STORE(py, 0, kiln_epilogue(acc[0], m, c0, 0 KILN_EPILOGUE_ARGS));
+        acc[0] += DW_LOAD(px, 0) * w[0];
 #endif
+      }
+    }
+    DW_OUT_T* py = Y + (kiln_index)m * DW_C + c0;
+#if DW_VEC == 8
+    union {
+      uint4 u;
+      DW_OUT_T h[8];
+    } y;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) DW_STORE(y.h, e, kiln_epilogue(acc[e], m, c0 + e, 0 KILN_EPILOGUE_ARGS));
+    *reinterpret_cast<uint4*>(py) = y.u;
+#else
+    DW_STORE(py, 0, kiln_epilogue(acc[0], m, c0, 0 KILN_EPILOGUE_ARGS));
+#endif
+  }
 }
 
-#undef DW_THREADS
+#undef DW_TX
+#undef DW_TY
 #undef DW_N
 #undef DW_H
 #undef DW_W
