@@ -153,7 +153,7 @@ inline std::vector<ConvCase> GroupedConvCases() {
 // OC not a multiple of 8, C = 3 and 5 (the register-staged gather), strides 2, pads
 // (asymmetric too), dilation, 1x1 / 3x3 / 5x5 / 7x7, batch 1 and > 1, the 128x128
 // tiles (both gathers), epilogues, depthwise 3x3 stride 1 and 2, 5x5 and 7x7 with 8-channel
-// vectors or one channel; and GroupedConvCases().
+// vectors or one channel and 1, 2 or 4 outputs per thread; and GroupedConvCases().
 inline std::vector<ConvCase> ConvCases() {
   std::vector<ConvCase> out;
   for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
@@ -233,11 +233,23 @@ inline std::vector<ConvCase> ConvCases() {
     c.group = 1152;
     c.epi = ConvEpi::kRelu;
     push(c);
+    // Large enough for several outputs per thread: 4 per row segment, the last segment
+    // of a 62-wide row partial; 2 at stride 2.
+    c = ConvCase{dt, 2, 62, 62, 256, 256};
+    c.group = 256;
+    c.epi = ConvEpi::kClip;
+    push(c);
+    c = ConvCase{dt, 4, 112, 112, 64, 64, 3, 3, 2, 2, 0, 0, 1, 1};
+    c.group = 64;
+    push(c);
   }
   for (const ConvCase& c : GroupedConvCases()) out.push_back(c);
   ConvCase f32{DType::kFloat32, 2, 14, 14, 32, 32};
   f32.group = 32;
   f32.epi = ConvEpi::kClip;
+  out.push_back(f32);
+  f32 = ConvCase{DType::kFloat32, 1, 66, 66, 32, 32};  // one channel, 4 outputs a thread
+  f32.group = 32;
   out.push_back(f32);
   return out;
 }

@@ -16,18 +16,21 @@
 //   DW_STORE(p, i, v)    float v into element i of a DW_OUT_T pointer (KILN_STORE_*)
 //   KILN_EPILOGUE_PARAMS, KILN_EPILOGUE_ARGS and
 //   float kiln_epilogue(float acc, int row, int col, int batch KILN_EPILOGUE_PARAMS)
-//   DW_TX                channel groups (of DW_VEC channels) per block: a block is
-//                        DW_TX x DW_TY threads, threadIdx.x the channel group,
-//                        threadIdx.y a lane over output pixels
-//   DW_TY
+//   DW_TX, DW_TY         a block is DW_TX x DW_TY threads: threadIdx.x the channel
+//                        group (of DW_VEC channels), threadIdx.y a lane over row
+//                        segments
+//   DW_R                 output pixels per thread: a segment of DW_R adjacent pixels
+//                        of one output row
 // Kernel parameters: (Y, X, W KILN_EPILOGUE_PARAMS). Launch: grid.x covers the channel
-// groups in tiles of DW_TX, grid.y the output pixels in steps of DW_TY (each thread
-// loops over pixels gridDim.y * DW_TY apart).
+// groups in tiles of DW_TX, grid.y the row segments in steps of DW_TY (each thread
+// loops over segments gridDim.y * DW_TY apart).
 //
 // The block's weights (DW_TX * DW_VEC channels x KH*KW taps, [C, KH, KW, 1] in memory)
 // are staged once in shared memory as fp32, tap-major, so that a tap's weights for a
 // thread's DW_VEC channels are two 16-byte shared loads rather than DW_VEC scalar
-// global loads KH*KW elements apart.
+// global loads KH*KW elements apart. A thread's DW_R outputs share their input: per
+// kernel row it loads the kSpan input columns they cover once (DW_R + KW - 1 of them at
+// stride 1 instead of DW_R * KW) and each tap's weights once for all DW_R outputs.
 
 extern "C" __global__ void __launch_bounds__(DW_TX * DW_TY)
     KILN_KERNEL(DW_OUT_T* __restrict__ Y, const DW_T* __restrict__ X, const DW_T* __restrict__ Wt
@@ -35,7 +38,9 @@ extern "C" __global__ void __launch_bounds__(DW_TX * DW_TY)
   constexpr int kGroups = DW_C / DW_VEC;
   constexpr int kTaps = DW_KH * DW_KW;
   constexpr int kTileC = DW_TX * DW_VEC;
-  constexpr kiln_index kPixels = (kiln_index)DW_N * DW_OH * DW_OW;
+  constexpr int kSegW = (DW_OW + DW_R - 1) / DW_R;  // segments per output row
+  constexpr kiln_index kSegments = (kiln_index)DW_N * DW_OH * kSegW;
+  constexpr int kSpan = (DW_R - 1) * DW_SW + (DW_KW - 1) * DW_DW + 1;  // input columns of a segment
   __shared__ __align__(16) float w_s[kTaps][kTileC];
   const int tile_c0 = blockIdx.x * kTileC;
   for (int i = threadIdx.y * DW_TX + threadIdx.x; i < kTileC * kTaps; i += DW_TX * DW_TY) {
@@ -47,59 +52,85 @@ extern "C" __global__ void __launch_bounds__(DW_TX * DW_TY)
   if (cg >= kGroups) return;
   const int c0 = cg * DW_VEC;
   const int cl = threadIdx.x * DW_VEC;  // the thread's channels within the tile
-  for (kiln_index mm = (kiln_index)blockIdx.y * DW_TY + threadIdx.y; mm < kPixels; mm += (kiln_index)gridDim.y * DW_TY) {
-    const int m = static_cast<int>(mm);  // output pixel (n, oh, ow)
-    const int ow = m % DW_OW, oh = (m / DW_OW) % DW_OH, n = m / (DW_OW * DW_OH);
-    float acc[DW_VEC];
+  for (kiln_index ss = (kiln_index)blockIdx.y * DW_TY + threadIdx.y; ss < kSegments;
+       ss += (kiln_index)gridDim.y * DW_TY) {
+    const int sg = static_cast<int>(ss);
+    const int ow0 = (sg % kSegW) * DW_R, oh = (sg / kSegW) % DW_OH, n = sg / (kSegW * DW_OH);
+    const int iw0 = ow0 * DW_SW - DW_PL;
+    float acc[DW_R][DW_VEC];
 #pragma unroll
-    for (int e = 0; e < DW_VEC; ++e) acc[e] = 0.f;
+    for (int r = 0; r < DW_R; ++r) {
+#pragma unroll
+      for (int e = 0; e < DW_VEC; ++e) acc[r][e] = 0.f;
+    }
 #pragma unroll
     for (int kh = 0; kh < DW_KH; ++kh) {
       const int ih = oh * DW_SH - DW_PT + kh * DW_DH;
       if (static_cast<unsigned>(ih) >= static_cast<unsigned>(DW_H)) continue;
+      const DW_T* row = X + ((kiln_index)(n * DW_H + ih) * DW_W) * DW_C + c0;
+#if DW_VEC == 8
+      union Pack {
+        uint4 u;
+        DW_T h[8];
+      };
+      Pack x[kSpan];
+#pragma unroll
+      for (int j = 0; j < kSpan; ++j) {
+        const int iw = iw0 + j;
+        x[j].u = static_cast<unsigned>(iw) < static_cast<unsigned>(DW_W)
+                     ? *reinterpret_cast<const uint4*>(row + (kiln_index)iw * DW_C)
+                     : make_uint4(0, 0, 0, 0);
+      }
 #pragma unroll
       for (int kw = 0; kw < DW_KW; ++kw) {
-        const int iw = ow * DW_SW - DW_PL + kw * DW_DW;
-        if (static_cast<unsigned>(iw) >= static_cast<unsigned>(DW_W)) continue;
-        const DW_T* px = X + ((kiln_index)(n * DW_H + ih) * DW_W + iw) * DW_C + c0;
         const float* w = &w_s[kh * DW_KW + kw][cl];
-#if DW_VEC == 8
-        union {
-          uint4 u;
-          DW_T h[8];
-        } x;
-        x.u = *reinterpret_cast<const uint4*>(px);
         const float4 w0 = *reinterpret_cast<const float4*>(w), w1 = *reinterpret_cast<const float4*>(w + 4);
-        acc[0] += DW_LOAD(x.h, 0) * w0.x;
-        acc[1] += DW_LOAD(x.h, 1) * w0.y;
-        acc[2] += DW_LOAD(x.h, 2) * w0.z;
-        acc[3] += DW_LOAD(x.h, 3) * w0.w;
-        acc[4] += DW_LOAD(x.h, 4) * w1.x;
-        acc[5] += DW_LOAD(x.h, 5) * w1.y;
-        acc[6] += DW_LOAD(x.h, 6) * w1.z;
-        acc[7] += DW_LOAD(x.h, 7) * w1.w;
-#else
-        acc[0] += DW_LOAD(px, 0) * w[0];
-#endif
-      }
-    }
-    DW_OUT_T* py = Y + (kiln_index)m * DW_C + c0;
-#if DW_VEC == 8
-    union {
-      uint4 u;
-      DW_OUT_T h[8];
-    } y;
+        const float wv[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
 #pragma unroll
-    for (int e = 0; e < 8; ++e) DW_STORE(y.h, e, kiln_epilogue(acc[e], m, c0 + e, 0 KILN_EPILOGUE_ARGS));
-    *reinterpret_cast<uint4*>(py) = y.u;
+        for (int r = 0; r < DW_R; ++r) {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[r][e] += DW_LOAD(x[r * DW_SW + kw * DW_DW].h, e) * wv[e];
+        }
+      }
 #else
-    DW_STORE(py, 0, kiln_epilogue(acc[0], m, c0, 0 KILN_EPILOGUE_ARGS));
+      float x[kSpan];
+#pragma unroll
+      for (int j = 0; j < kSpan; ++j) {
+        const int iw = iw0 + j;
+        x[j] = static_cast<unsigned>(iw) < static_cast<unsigned>(DW_W) ? DW_LOAD(row, (kiln_index)iw * DW_C) : 0.f;
+      }
+#pragma unroll
+      for (int kw = 0; kw < DW_KW; ++kw) {
+        const float w = w_s[kh * DW_KW + kw][cl];
+#pragma unroll
+        for (int r = 0; r < DW_R; ++r) acc[r][0] += x[r * DW_SW + kw * DW_DW] * w;
+      }
 #endif
+    }
+#pragma unroll
+    for (int r = 0; r < DW_R; ++r) {
+      const int ow = ow0 + r;
+      if (ow >= DW_OW) break;
+      const int m = (n * DW_OH + oh) * DW_OW + ow;  // output pixel: the epilogue's row
+      DW_OUT_T* py = Y + (kiln_index)m * DW_C + c0;
+#if DW_VEC == 8
+      union {
+        uint4 u;
+        DW_OUT_T h[8];
+      } y;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) DW_STORE(y.h, e, kiln_epilogue(acc[r][e], m, c0 + e, 0 KILN_EPILOGUE_ARGS));
+      *reinterpret_cast<uint4*>(py) = y.u;
+#else
+      DW_STORE(py, 0, kiln_epilogue(acc[r][0], m, c0, 0 KILN_EPILOGUE_ARGS));
+#endif
+    }
   }
 }
 
 #undef DW_TX
 #undef DW_TY
+#undef DW_R
 #undef DW_N
 #undef DW_H
 #undef DW_W
