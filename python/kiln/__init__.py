@@ -201,13 +201,13 @@ class Session:
         """Runs the model on `inputs` ({name: array}, every input once, exact dtype and
         shape) and returns {name: output}.
 
-        numpy arrays (or host tensors) in: numpy arrays out, on either device
-        (bfloat16 tensors travel as uint16 arrays of their bits). GPU
-        tensors in (anything with __dlpack__ on the CUDA device; a GPU session only):
-        the run reads them where they are and returns torch tensors when the inputs are
-        torch tensors, else kiln.GpuTensor objects (torch.from_dlpack takes either
-        without a copy). `outputs` ({name: buffer}) gives buffers to write instead, of
-        the same kind as the inputs; only those outputs are returned."""
+        numpy arrays (or host tensors) in: numpy arrays out, on either device (bfloat16
+        tensors travel as uint16 arrays of their bits). GPU tensors in (anything with
+        __dlpack__ on the CUDA device; a GPU session only): the run reads them where
+        they are and returns torch tensors when the inputs are torch tensors, else
+        kiln.GpuTensor objects (torch.from_dlpack takes either without a copy).
+        `outputs` ({name: buffer}) gives buffers to write instead, of the same kind as
+        the inputs; only those outputs are returned."""
         if not isinstance(inputs, dict):
             raise InvalidArgumentError("run takes a dict {input name: array}")
         on_gpu = [name for name, v in inputs.items()
@@ -261,7 +261,7 @@ class Session:
         if self.device != "gpu":
             raise InvalidArgumentError("a CPU session takes host arrays; these inputs are in GPU memory "
                                        "(create the session with device='gpu', or pass .cpu() tensors)")
-        infos = self._infos(inputs, self.model.inputs, "input")
+        self._infos(inputs, self.model.inputs, "input")  # unknown names
         device = ctypes.c_int32()
         check(_lib.lib.kiln_gpu_device(ctypes.byref(device)))
         stream = self.stream
