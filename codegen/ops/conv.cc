@@ -352,7 +352,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDepthwise(const Node& node, co
   while (r > 1 && groups * ((g.ow + r - 1) / r) * g.n * g.oh < 33792) r /= 2;
   const int64_t segments = g.n * g.oh * ((g.ow + r - 1) / r);
   const int64_t tiles = (groups + tx - 1) / tx;
-  const int64_t lanes = std::min<int64_t>((segments + ty - 1) / ty, 65535);
+  const int64_t lanes = std::clamp<int64_t>((segments + ty - 1) / ty, 1, 65535);  // one idle block when empty
   KernelLaunch launch;
   GemmEpilogueSource epilogue;
   if (absl::Status st = StartConvLaunch(node, p, launch, epilogue); !st.ok()) return st;

@@ -421,6 +421,7 @@ inline std::vector<Case> AllCases() {
       {{"channels_last", int64_t{1}}});
   add("GlobalAveragePoolNhwcWideF16", "GlobalAveragePool", {R(f16, {3, 7, 7, 1280})}, {{"channels_last", int64_t{1}}});
   add("GlobalAveragePoolNhwcSlicesF32", "GlobalAveragePool", {R(f32, {1, 37, 41, 24})}, {{"channels_last", int64_t{1}}});
+  add("GlobalAveragePoolNhwcEmptyF16", "GlobalAveragePool", {R(f16, {0, 9, 9, 16})}, {{"channels_last", int64_t{1}}});
   add("ArgMaxF32", "ArgMax", {R(f32, {3, 7, 4})}, {{"axis", int64_t{1}}});
   add("ArgMinLastI64", "ArgMin", {R(i64, {3, 7})}, {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}},
                                                    {"select_last_index", int64_t{1}}});

@@ -215,13 +215,14 @@ absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node
   int vec = MaxVectorWidth({x->dtype(), y->dtype()});
   while (vec > 1 && c % vec != 0) vec /= 2;
   const int64_t groups = c / vec;
-  const int tx = static_cast<int>(std::min<int64_t>(groups, 32));
+  // Empty tensors keep a grid of one block, which the guards leave idle.
+  const int tx = static_cast<int>(std::clamp<int64_t>(groups, 1, 32));
   int ty = 1;  // a power of two (the tree sum), at most 1024 threads, about 8 pixels each
   while (tx * ty * 2 <= 1024 && ty * 8 < hw) ty *= 2;
-  const int64_t tiles = (groups + tx - 1) / tx;
+  const int64_t tiles = std::max<int64_t>(1, (groups + tx - 1) / tx);
   // Slices: up to about two blocks per SM of an H100 (132), at least 4 pixels a thread.
   int64_t splits = 1;
-  while (tiles * xs[0] * splits * 2 <= 264 && splits * 2 * ty * 4 <= hw) splits *= 2;
+  while (y->numel() > 0 && tiles * xs[0] * splits * 2 <= 264 && splits * 2 * ty * 4 <= hw) splits *= 2;
   const int64_t chunk = (hw + splits - 1) / splits;
   const char* it = IndexType(std::max<int64_t>(x->numel(), 1));
   std::string src = absl::StrCat(
@@ -229,7 +230,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node
       TemplateSource("vector.cuh"), "typedef ", StorageTypeName(x->dtype()), " kiln_in_t;\ntypedef ",
       StorageTypeName(y->dtype()), " kiln_out_t;\ntypedef ", it, " kiln_idx_t;\nconstexpr kiln_idx_t kGroups = ",
       groups, ";\nconstexpr kiln_idx_t kHW = ", hw, ";\nconstexpr kiln_idx_t kC = ", c, ";\nconstexpr int kVec = ", vec,
-      ";\nconstexpr int kTx = ", tx, ";\nconstexpr int kTy = ", ty, ";\nconstexpr int kSplits = ", splits,
+      ";\nconstexpr kiln_idx_t kN = ", xs[0], ";\nconstexpr int kTx = ", tx, ";\nconstexpr int kTy = ", ty,
+      ";\nconstexpr int kSplits = ", splits,
       ";\nconstexpr kiln_idx_t kChunk = ", chunk, ";\n", LoadFn("kiln_load", x->dtype(), Domain::kFloat, "int"),
       StoreFn("kiln_store", y->dtype(), Domain::kFloat, it, absl::StrCat("v / ", FloatLit(static_cast<float>(hw)))),
       "extern \"C\" __global__ void __launch_bounds__(", tx * ty, ") KILN_KERNEL(", Param(y->dtype(), false, "out"),
@@ -237,6 +239,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node
       splits > 1 ? ", unsigned int* __restrict__ kiln_semaphores, float* __restrict__ kiln_scratch" : "", ") {\n"
       "  __shared__ float partial[kTy][kTx * kVec];\n"
       "  const kiln_idx_t g = (kiln_idx_t)blockIdx.x * kTx + threadIdx.x, n = blockIdx.y;\n"
+      "  if (n >= kN) return;  // an empty batch\n"
       "  const kiln_idx_t begin = (kiln_idx_t)blockIdx.z * kChunk;\n"
       "  const kiln_idx_t end = begin + kChunk < kHW ? begin + kChunk : kHW;\n"
       "  float acc[kVec];\n"
@@ -304,7 +307,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node
   l.source = std::move(src);
   l.args = {0, InputArg(node, 0)};
   l.block = {static_cast<uint32_t>(tx), static_cast<uint32_t>(ty), 1};
-  l.grid = {static_cast<uint32_t>(tiles), static_cast<uint32_t>(xs[0]), static_cast<uint32_t>(splits)};
+  l.grid = {static_cast<uint32_t>(tiles), static_cast<uint32_t>(std::max<int64_t>(1, xs[0])),
+            static_cast<uint32_t>(splits)};
   if (splits > 1) {
     l.semaphores = static_cast<uint32_t>(tiles * xs[0]);
     l.scratch_bytes = static_cast<uint64_t>(xs[0] * splits * c) * sizeof(float);

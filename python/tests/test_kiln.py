@@ -91,6 +91,13 @@ def test_sessions_share_a_model_across_threads(tmp_path):
             np.testing.assert_array_equal(r[name], want[name])
 
 
+def test_an_empty_batch_compiles_and_runs(tmp_path):
+    # Every kernel of a CNN (pools, depthwise convs) gets a valid launch for batch 0.
+    model = kiln.compile(zoo_case("efficientnet.legacy") / "model.onnx", tmp_path / "e.kiln", dim={"batch": 0})
+    out = model.session(device="cpu").run({"pixel_values": np.zeros((0, 3, 128, 128), np.float32)})
+    assert out[model.outputs[0].name].shape == (0, 10)
+
+
 def test_bad_input_raises_with_kilns_message(tmp_path):
     case_dir = zoo_case("bert.legacy")
     inputs = read_set(case_dir, "input_")
