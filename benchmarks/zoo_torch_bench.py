@@ -3,7 +3,8 @@
 transformers modules that `export_zoo.py --full` exports, in fp16 on the GPU, eager and
 torch.compile(mode="reduce-overhead"), timed as `kiln bench` times (device time per run
 between CUDA events, median over --iters runs after --warmup). Pair it with
-`kiln bench` on the exported files (benchmarks/run_zoo_benchmarks.sh does both).
+`kiln bench` on the exported files, in the same device call (benchmarks/RESULTS.md,
+"Zoo models at full size", gives the commands).
 
     python3 benchmarks/zoo_torch_bench.py --export-zoo ../shared/zoo/export_zoo.py \\
         --models efficientnet:1,efficientnet:32 --csv torch.csv
