@@ -1,7 +1,7 @@
 """The Python package on the GPU with torch: torch tensors in, torch tensors out through
 DLPack, equal to the numpy path and to onnxruntime's outputs; kiln-owned GPU tensors;
-a caller's stream. Skips without a GPU or without torch's CUDA. Runs under pytest or as
-a script (python3 test_gpu.py), for machines without pytest."""
+a caller's stream. Skips without a GPU or without torch's CUDA. Runs under pytest, or as
+a script (python3 test_gpu.py, which finds this checkout's package and calls pytest)."""
 
 import sys
 from pathlib import Path
