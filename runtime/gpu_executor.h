@@ -83,7 +83,9 @@ class GpuExecutor {
   absl::Status RunDevice(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
                          bool synchronize = true);
   // One warm-up run, then `iterations` runs timing each step with CUDA events (steps
-  // launched one by one, no graph) and each whole run (graph replay when enabled).
+  // launched one by one, no graph, the stream held until all are enqueued, so a step's
+  // time is the GPU's and not the host's launch time) and each whole run (graph replay
+  // when enabled).
   absl::StatusOr<ProfileReport> Profile(const TensorMap& feeds, int iterations);
 
   // Device time of `iterations` back-to-back runs on the data already in the arena

@@ -11,7 +11,8 @@ struct StepProfile {
   std::string kernel;                   // e.g. "cpu_ref:MatMul"
   std::string op_type;                  // the step's op
   std::vector<std::string> onnx_nodes;  // the ONNX nodes it came from
-  double median_ms = 0;                 // median wall time over the iterations
+  double median_ms = 0;                 // median over the iterations: GPU time (CUDA events
+                                        // between steps run back to back), CPU: wall time
   double share = 0;                     // median_ms / steps_total_ms (0..1)
 };
 
