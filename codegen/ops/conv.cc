@@ -352,7 +352,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDepthwise(const Node& node, co
   while (r > 1 && groups * ((g.ow + r - 1) / r) * g.n * g.oh < 33792) r /= 2;
   const int64_t segments = g.n * g.oh * ((g.ow + r - 1) / r);
   const int64_t tiles = (groups + tx - 1) / tx;
-  const int64_t lanes = std::clamp<int64_t>((segments + ty - 1) / ty, 1, 65535);  // one idle block when empty
+  const int64_t lanes = std::clamp<int64_t>((segments + ty - 1) / ty, 1, 65535);  // 1 when empty: idle
   KernelLaunch launch;
   GemmEpilogueSource epilogue;
   if (absl::Status st = StartConvLaunch(node, p, launch, epilogue); !st.ok()) return st;
@@ -361,7 +361,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDepthwise(const Node& node, co
                   "\n#define DW_OH ", g.oh, "\n#define DW_OW ", g.ow, "\n#define DW_KH ", g.kh, "\n#define DW_KW ",
                   g.kw, "\n#define DW_SH ", g.sh, "\n#define DW_SW ", g.sw, "\n#define DW_PT ", g.pt,
                   "\n#define DW_PL ", g.pl, "\n#define DW_DH ", g.dh, "\n#define DW_DW ", g.dw, "\n#define DW_VEC ",
-                  vec, "\n#define DW_TX ", tx, "\n#define DW_TY ", ty, "\n#define DW_R ", r, "\n#define DW_T ", StorageTypeName(p.dt), "\n#define DW_OUT_T ", StorageTypeName(p.out),
+                  vec, "\n#define DW_TX ", tx, "\n#define DW_TY ", ty, "\n#define DW_R ", r, "\n#define DW_T ",
+                  StorageTypeName(p.dt), "\n#define DW_OUT_T ", StorageTypeName(p.out),
                   "\n#define DW_LOAD(p, i) KILN_LOAD_", FloatSuffix(p.dt),
                   "(p, i)\n#define DW_STORE(p, i, v) KILN_STORE_", FloatSuffix(p.out),
                   "(p, i, v)\n#define KILN_EPILOGUE_PARAMS ", epilogue.params,
