@@ -67,11 +67,24 @@ absl::Status Null(const char* function, const char* argument) {
 bool ValidDType(int dtype) { return dtype >= KILN_F32 && dtype <= KILN_BOOL; }
 bool ValidDevice(int device) { return device == KILN_DEVICE_CPU || device == KILN_DEVICE_GPU; }
 
-void FillInfo(const kiln::TensorInfo& t, kiln_tensor_info* info) {
-  info->name = t.name.c_str();
-  info->dtype = static_cast<kiln_dtype>(t.dtype);
-  info->ndim = static_cast<int32_t>(t.shape.size());
-  info->shape = t.shape.data();
+// Entry `index` of the model's inputs or outputs, for kiln_model_input/output.
+kiln_status SignatureEntry(const char* function, const kiln_model* model, size_t index, kiln_tensor_info* info,
+                           bool inputs) {
+  return Guard(function, [&]() -> absl::Status {
+    if (model == nullptr) return Null(function, "model");
+    if (info == nullptr) return Null(function, "info");
+    const std::vector<kiln::TensorInfo>& entries = inputs ? model->model->inputs() : model->model->outputs();
+    if (index >= entries.size()) {
+      return absl::OutOfRangeError(absl::StrCat(function, ": index ", index, ", but the model has ", entries.size(),
+                                                inputs ? " inputs" : " outputs"));
+    }
+    const kiln::TensorInfo& t = entries[index];
+    info->name = t.name.c_str();
+    info->dtype = static_cast<kiln_dtype>(t.dtype);
+    info->ndim = static_cast<int32_t>(t.shape.size());
+    info->shape = t.shape.data();
+    return absl::OkStatus();
+  });
 }
 
 // A kiln_tensor array as the C++ API's map of tensor references; `what` is "input" or
@@ -225,31 +238,11 @@ size_t kiln_model_num_inputs(const kiln_model* model) { return model == nullptr 
 size_t kiln_model_num_outputs(const kiln_model* model) { return model == nullptr ? 0 : model->model->outputs().size(); }
 
 kiln_status kiln_model_input(const kiln_model* model, size_t index, kiln_tensor_info* info) {
-  return Guard("kiln_model_input", [&]() -> absl::Status {
-    if (model == nullptr) return Null("kiln_model_input", "model");
-    if (info == nullptr) return Null("kiln_model_input", "info");
-    const auto& inputs = model->model->inputs();
-    if (index >= inputs.size()) {
-      return absl::OutOfRangeError(absl::StrCat("kiln_model_input: index ", index, ", but the model has ",
-                                                inputs.size(), " inputs"));
-    }
-    FillInfo(inputs[index], info);
-    return absl::OkStatus();
-  });
+  return SignatureEntry("kiln_model_input", model, index, info, /*inputs=*/true);
 }
 
 kiln_status kiln_model_output(const kiln_model* model, size_t index, kiln_tensor_info* info) {
-  return Guard("kiln_model_output", [&]() -> absl::Status {
-    if (model == nullptr) return Null("kiln_model_output", "model");
-    if (info == nullptr) return Null("kiln_model_output", "info");
-    const auto& outputs = model->model->outputs();
-    if (index >= outputs.size()) {
-      return absl::OutOfRangeError(absl::StrCat("kiln_model_output: index ", index, ", but the model has ",
-                                                outputs.size(), " outputs"));
-    }
-    FillInfo(outputs[index], info);
-    return absl::OkStatus();
-  });
+  return SignatureEntry("kiln_model_output", model, index, info, /*inputs=*/false);
 }
 
 const char* kiln_model_path(const kiln_model* model) { return model == nullptr ? "" : model->model->path().c_str(); }

@@ -44,6 +44,14 @@ absl::StatusOr<Mode> ParseMode(absl::string_view flag, absl::string_view text,
       absl::StrCat("unsupported ", flag, " '", text, "': choose ", absl::StrJoin(names, ", "), " or ", last));
 }
 
+template <typename Mode, size_t N>
+absl::string_view ModeName(Mode mode, const std::pair<absl::string_view, Mode> (&modes)[N]) {
+  for (const auto& [name, m] : modes) {
+    if (m == mode) return name;
+  }
+  return "?";
+}
+
 constexpr std::pair<absl::string_view, MatMulGroups> kMatMulGroups[] = {
     {"auto", MatMulGroups::kAuto}, {"library", MatMulGroups::kLibrary}, {"generated", MatMulGroups::kGenerated}};
 constexpr std::pair<absl::string_view, ConvGroups> kConvGroups[] = {{"auto", ConvGroups::kAuto},
@@ -53,23 +61,13 @@ constexpr std::pair<absl::string_view, ConvGroups> kConvGroups[] = {{"auto", Con
 
 }  // namespace
 
-absl::string_view MatMulGroupsName(MatMulGroups mode) {
-  for (const auto& [name, m] : kMatMulGroups) {
-    if (m == mode) return name;
-  }
-  return "?";
-}
+absl::string_view MatMulGroupsName(MatMulGroups mode) { return ModeName(mode, kMatMulGroups); }
 
 absl::StatusOr<MatMulGroups> ParseMatMulGroups(absl::string_view text) {
   return ParseMode("--matmul-groups", text, kMatMulGroups);
 }
 
-absl::string_view ConvGroupsName(ConvGroups mode) {
-  for (const auto& [name, m] : kConvGroups) {
-    if (m == mode) return name;
-  }
-  return "?";
-}
+absl::string_view ConvGroupsName(ConvGroups mode) { return ModeName(mode, kConvGroups); }
 
 absl::StatusOr<ConvGroups> ParseConvGroups(absl::string_view text) {
   return ParseMode("--conv-groups", text, kConvGroups);

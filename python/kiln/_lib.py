@@ -29,8 +29,7 @@ def _candidates():
         yield os.environ["KILN_LIBRARY"]
         return
     repo = Path(__file__).resolve().parent.parent.parent
-    build = os.environ.get("KILN_BUILD_DIR", "build")
-    yield str((repo / build / "capi" / "libkiln.so") if not os.path.isabs(build) else Path(build) / "capi" / "libkiln.so")
+    yield str(repo / os.environ.get("KILN_BUILD_DIR", "build") / "capi" / "libkiln.so")  # an absolute one replaces repo
     found = ctypes.util.find_library("kiln")
     yield found or "libkiln.so"
 
