@@ -64,6 +64,8 @@ std::vector<GpuCase> Cases() {
         {dt, 1, 4, 100, 100, 96, 96, AttnMask::kFill, false},     // D = 96
         {dt, 1, 4, 512, 512, 64, 64, AttnMask::kCausal, true},    // longer sequence
         {dt, 1, 2, 300, 300, 40, 24, AttnMask::kAdd, false},      // D, Dv padded to 48, 32
+        {dt, 2, 4, 33, 45, 32, 32, AttnMask::kSdpa, true, false, 2},  // SDPA + GQA, dense
+        {dt, 1, 6, 1, 19, 64, 64, AttnMask::kSdpa, true, false, 3},   // one query, GQA
     };
     // The models' layout: Q, K, V read from [B,S,H,D], the output written to [B,S,H,Dv].
     const std::vector<AttnCase> heads = {
@@ -73,6 +75,11 @@ std::vector<GpuCase> Cases() {
         {dt, 2, 12, 77, 77, 64, 64, AttnMask::kFill, true, true},     // DistilBERT
         {dt, 1, 4, 197, 197, 64, 64, AttnMask::kNone, true, true},    // ViT-B/16
         {dt, 1, 3, 50, 90, 128, 80, AttnMask::kAdd, false, true},
+        // torch.export's SDPA form: BERT/GPT-2 (dynamo), Llama's GQA (4 heads share a
+        // key/value head), Whisper-like D = 64 over 1500 frames.
+        {dt, 2, 12, 128, 128, 64, 64, AttnMask::kSdpa, true, true},
+        {dt, 2, 8, 77, 77, 64, 64, AttnMask::kSdpa, true, true, 2},
+        {dt, 1, 32, 100, 100, 128, 128, AttnMask::kSdpa, true, true, 8},
     };
     for (const AttnCase& c : heads) out.push_back({c});
     for (const AttnCase& c : cases) out.push_back({c});
@@ -93,40 +100,52 @@ std::string Name(const GpuCase& g) {
 // The function in fp64 from the stored inputs (the fp64 value of the stored scale).
 std::vector<double> Fp64Reference(const AttnCase& c, const std::map<std::string, Tensor>& feeds) {
   const std::vector<float> q = feeds.at("q").ToFloat(), k = feeds.at("k").ToFloat(), v = feeds.at("v").ToFloat();
+  const bool sdpa = c.mask == AttnMask::kSdpa;
   std::vector<float> mask, cond;
-  if (c.mask == AttnMask::kAdd) mask = feeds.at("mask").ToFloat();
+  if (c.mask == AttnMask::kAdd || sdpa) mask = feeds.at("mask").ToFloat();
   if (c.mask == AttnMask::kFill) cond = feeds.at("cond").ToFloat();
-  const double scale = Tensor::FromFloat(c.dtype, {}, {std::sqrt(static_cast<float>(c.d))}).ScalarFloat();
+  // The scores' factor: 1 / sqrt(D) stored, or kSdpa's stored sqrt(1/sqrt(D)) twice.
+  double factor = 1.0 / Tensor::FromFloat(c.dtype, {}, {std::sqrt(static_cast<float>(c.d))}).ScalarFloat();
+  if (sdpa) {
+    const double root =
+        Tensor::FromFloat(c.dtype, {}, {std::sqrt(1.f / std::sqrt(static_cast<float>(c.d)))}).ScalarFloat();
+    factor = root * root;
+  }
+  const int64_t hkv = c.KvHeads();
   std::vector<double> out(c.b * c.h * c.sq * c.dv, 0.0);
   std::vector<double> s(c.sk);
   for (int64_t bh = 0; bh < c.b * c.h; ++bh) {
     const int64_t b = bh / c.h, h = bh % c.h;
-    // Element (row, col) of head bh's matrix in a [B,S,H,C] (heads) or [B,H,S,C] tensor.
-    auto at = [&](const std::vector<float>& t, int64_t rows, int64_t cols, int64_t row, int64_t col) {
-      return static_cast<double>(c.heads ? t[((b * rows + row) * c.h + h) * cols + col]
-                                         : t[(bh * rows + row) * cols + col]);
+    // Element (row, col) of head `hd` (of `nh`) in a [B,S,H,C] (heads) or [B,H,S,C] tensor.
+    auto at = [&](const std::vector<float>& t, int64_t nh, int64_t hd, int64_t rows, int64_t cols, int64_t row,
+                  int64_t col) {
+      return static_cast<double>(c.heads ? t[((b * rows + row) * nh + hd) * cols + col]
+                                         : t[((b * nh + hd) * rows + row) * cols + col]);
     };
+    const int64_t hk = h / (c.h / hkv);
     auto key = [&](int64_t j, int64_t d) {
-      return c.heads || c.k_trans ? at(k, c.sk, c.d, j, d) : at(k, c.d, c.sk, d, j);
+      return c.heads || c.k_trans || sdpa ? at(k, hkv, hk, c.sk, c.d, j, d) : at(k, hkv, hk, c.d, c.sk, d, j);
     };
     for (int64_t i = 0; i < c.sq; ++i) {
       double mx = -INFINITY;
       for (int64_t j = 0; j < c.sk; ++j) {
         double dot = 0;
-        for (int64_t d = 0; d < c.d; ++d) dot += at(q, c.sq, c.d, i, d) * key(j, d);
-        double x = dot / scale;
+        for (int64_t d = 0; d < c.d; ++d) dot += at(q, c.h, h, c.sq, c.d, i, d) * key(j, d);
+        double x = dot * factor;
         if (c.mask == AttnMask::kAdd) x += mask[b * c.sk + j];
+        if (sdpa) x += mask[(b * c.sq + i) * c.sk + j];
         if (c.mask == AttnMask::kCausal && j > i) x = -INFINITY;
         if (c.mask == AttnMask::kFill && cond[(bh * c.sq + i) * c.sk + j] != 0.f) x = -65504.0;
         s[j] = x;
         mx = std::max(mx, x);
       }
+      if (mx == -INFINITY) continue;  // a fully masked row: the guard's 0
       double sum = 0;
       for (int64_t j = 0; j < c.sk; ++j) sum += (s[j] = std::exp(s[j] - mx));
       for (int64_t j = 0; j < c.sk; ++j) {
         for (int64_t e = 0; e < c.dv; ++e) {
           const int64_t o = c.heads ? ((b * c.sq + i) * c.h + h) * c.dv + e : (bh * c.sq + i) * c.dv + e;
-          out[o] += s[j] / sum * at(v, c.sk, c.dv, j, e);
+          out[o] += s[j] / sum * at(v, hkv, hk, c.sk, c.dv, j, e);
         }
       }
     }

@@ -41,6 +41,9 @@ std::vector<AttnCase> CompileCases() {
   // The models' [B,S,H,D] layout through the head Transposes.
   cases.push_back({DType::kFloat16, 2, 12, 77, 77, 64, 64, AttnMask::kAdd, true, true});
   cases.push_back({DType::kBFloat16, 2, 4, 77, 77, 64, 64, AttnMask::kCausal, false, true});
+  // torch.export's SDPA form, with GQA's repeated key/value heads.
+  cases.push_back({DType::kFloat16, 2, 8, 77, 77, 64, 64, AttnMask::kSdpa, true, true, 2});
+  cases.push_back({DType::kBFloat16, 2, 4, 33, 45, 32, 32, AttnMask::kSdpa, true, false, 2});
   return cases;
 }
 
@@ -172,6 +175,33 @@ TEST(AttentionCodegenTest, ConfigVerifierAndHeuristic) {
   }
   // The fusion pass and the kernel agree on the head dims.
   EXPECT_EQ(FuseAttention::kMaxHeadDim, ops::kAttentionMaxHeadDim);
+}
+
+// torch.export's SDPA form with GQA: the group reads the unrepeated K and V ([B,S,Hkv,D]
+// projections) through the head split, repeat_kv and the key reshapes; query head h
+// reads key/value head h / 4 (the flat batch index's factors: batch, key head, and a
+// stride-0 repeat); the keys' scale joins the scores and the NaN guard costs nothing.
+TEST(AttentionCodegenTest, SdpaWithGroupedQueryHeads) {
+  const AttnCase c{DType::kFloat16, 2, 8, 77, 77, 64, 64, AttnMask::kSdpa, true, true, 2};
+  absl::StatusOr<test::AttnBuilt> b = test::BuildAttention(c, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const Node& group = *b->group;
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(group);
+  ASSERT_TRUE(l.ok()) << l.status();
+  const KernelLaunch& k = (*l)[0];
+  EXPECT_EQ(ArgNames(group, k), (std::vector<std::string>{"merge_heads_out", "q", "k", "v", "mask"}));
+  EXPECT_EQ(group.input(1)->shape(), (Shape{2, 77, 2, 64}));
+  // K rows (keys) at the pitch of [B,S,Hkv,D]: 2 * 64; batch b = 8 * n + h reaches
+  // n * 77 * 128 + (h / 4) * 64.
+  EXPECT_EQ(Define(k, "ATTN_K_TRANS"), "1");
+  EXPECT_EQ(Define(k, "ATTN_K_LD"), "128");
+  EXPECT_NE(k.source.find("kiln_attn_k_offset(int batch) { return (kiln_index)((batch / 4) % 2) * 64LL + "
+                          "(kiln_index)((batch / 8) % 2) * 9856LL; }"),
+            std::string::npos)
+      << k.source.substr(k.source.find("kiln_attn_k_offset"), 200);
+  int expands = 0;
+  for (const Node* n : FusedGroupBody(group).value()->nodes()) expands += n->op_type() == "Expand";
+  EXPECT_EQ(expands, 2) << "repeat_kv of K and V inside the group";
 }
 
 TEST(AttentionCodegenTest, RoutedToTheKernelInEveryMode) {

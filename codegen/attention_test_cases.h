@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "fusion/fuse_attention.h"
+#include "graph/evaluate.h"
 #include "graph/fused_group.h"
 #include "graph/infer_shapes.h"
 
@@ -24,6 +25,12 @@ enum class AttnMask {
   kAdd,     // BERT: Add(Div(S, sqrt(D)), mask[B,1,1,Sk]) with 0 / -10000
   kCausal,  // GPT-2: Where(causal const bool[1,1,Sq,Sk], Div(S, sqrt(D)), -inf)
   kFill,    // DistilBERT: Div(Q, sqrt(D)) first, Where(cond bool[B,H,Sq,Sk], -65504, S)
+  // torch.export's SDPA decomposition (BERT, GPT-2, Llama exported by dynamo): Q and K
+  // each times sqrt(1/sqrt(D)), K through Reshape [B*H,Sk,D] -> Transpose -> Mul ->
+  // Reshape [B,H,D,Sk], Add of a [B,1,Sq,Sk] 0/-inf mask (row 0 fully masked), the
+  // Where(IsNaN(P), 0, P) guard; with h_kv < h, K and V repeated per query head by
+  // Unsqueeze -> Expand -> Reshape (GQA's repeat_kv).
+  kSdpa,
 };
 
 struct AttnCase {
@@ -35,14 +42,18 @@ struct AttnCase {
   // [0,2,1,3] (K: [0,2,1,3] with trans_b, else [0,2,3,1]), and the output merged back
   // by Transpose [0,2,1,3] to [B,Sq,H,Dv], as the models export it.
   bool heads = false;
+  int64_t h_kv = 0;  // kSdpa: key/value heads (0: h)
 
+  int64_t KvHeads() const { return h_kv > 0 ? h_kv : h; }
   std::string Name() const {
     const char* m = mask == AttnMask::kNone     ? "nomask"
                     : mask == AttnMask::kAdd    ? "addmask"
                     : mask == AttnMask::kCausal ? "causal"
-                                                : "fill_qscale";
+                    : mask == AttnMask::kFill   ? "fill_qscale"
+                                                : "sdpa";
     return absl::StrCat(dtype == DType::kFloat16 ? "f16_" : "bf16_", b, "x", h, "_sq", sq, "_sk", sk, "_d", d, "_dv",
-                        dv, "_", m, k_trans ? "_transb" : "_kt", heads ? "_heads" : "");
+                        dv, "_", m, mask == AttnMask::kSdpa ? "" : k_trans ? "_transb" : "_kt", heads ? "_heads" : "",
+                        KvHeads() != h ? absl::StrCat("_gqa", KvHeads()) : "");
   }
 };
 
@@ -59,6 +70,51 @@ inline Tensor AttnRandom(DType dtype, const Shape& shape, uint32_t seed, float s
   std::vector<float> v(NumElements(shape));
   for (float& x : v) x = dist(gen);
   return Tensor::FromFloat(dtype, shape, v);
+}
+
+// kSdpa's scores as torch.export writes them, from q [B,H,Sq,D] and k, v [B,Hkv,S,.]
+// (GQA's repeat_kv first, replacing `v` by its repeated form): the masked, scaled
+// scores [B,H,Sq,Sk]. The mask is a graph input fed 0 / -inf, row 0 of batch 0 all -inf.
+inline Value* SdpaScores(const AttnCase& c, Graph& g, Value* q, Value* k, Value*& v,
+                         std::map<std::string, Tensor>& feeds) {
+  int serial = 0;
+  auto node = [&](const std::string& op, std::vector<Value*> ins) {
+    const std::string name = absl::StrCat("sdpa_", op, "_", serial++);
+    return g.AddNode(op, ins, {g.AddValue(name + "_out")}, name)->output(0);
+  };
+  auto ints = [&](std::vector<int64_t> v) {
+    return g.AddConstant(absl::StrCat("sdpa_shape_", serial++),
+                         Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(v.size())}, v));
+  };
+  const int64_t hkv = c.KvHeads(), rep = c.h / hkv;
+  auto repeat_kv = [&](Value* x, int64_t s, int64_t d) {
+    if (rep == 1) return x;
+    Value* u = node("Unsqueeze", {x, ints({2})});
+    Value* e = node("Expand", {u, ints({c.b, hkv, rep, s, d})});
+    return node("Reshape", {e, ints({c.b, c.h, s, d})});
+  };
+  k = repeat_kv(k, c.sk, c.d);
+  v = repeat_kv(v, c.sk, c.dv);
+  const float root = std::sqrt(1.f / std::sqrt(static_cast<float>(c.d)));
+  Value* half = g.AddConstant("sdpa_scale", Tensor::FromFloat(c.dtype, {}, {root}));
+  Value* qs = node("Mul", {q, half});
+  Value* kf = node("Reshape", {k, ints({c.b * c.h, c.sk, c.d})});
+  Node* kt = g.AddNode("Transpose", {kf}, {g.AddValue("sdpa_kt_out")}, "sdpa_kt");
+  kt->SetAttr("perm", std::vector<int64_t>{0, 2, 1});
+  Value* ks = node("Mul", {kt->output(0), half});
+  Value* k4 = node("Reshape", {ks, ints({c.b, c.h, c.d, c.sk})});
+  Value* s = g.AddNode("MatMul", {qs, k4}, {g.AddValue("scores_out")}, "scores")->output(0);
+  Value* m = g.AddValue("mask");
+  m->SetType(c.dtype, {c.b, 1, c.sq, c.sk});
+  g.AddInput(m);
+  std::mt19937 gen(c.sq * 31 + c.sk);
+  std::vector<float> mv(c.b * c.sq * c.sk);
+  for (size_t i = 0; i < mv.size(); ++i) {
+    const bool full_row = i < static_cast<size_t>(c.sk) && c.sq > 1;
+    mv[i] = full_row || (i % c.sk != 0 && gen() % 4 == 0) ? -INFINITY : 0.f;
+  }
+  feeds["mask"] = Tensor::FromFloat(c.dtype, m->shape(), mv);
+  return node("Add", {s, m});
 }
 
 // The graph of `c`, fused: `fuse` false leaves it unfused (the timing baseline).
@@ -79,21 +135,24 @@ inline absl::StatusOr<AttnBuilt> BuildAttention(const AttnCase& c, uint32_t seed
   Value* q = nullptr;
   Value* k = nullptr;
   Value* v = nullptr;
+  const bool sdpa = c.mask == AttnMask::kSdpa;
+  const int64_t hkv = c.KvHeads();
   if (c.heads) {
     auto split = [&](Value* x, std::vector<int64_t> perm, const std::string& name) {
       Node* t = node("Transpose", {x}, name);
       t->SetAttr("perm", perm);
       return t->output(0);
     };
+    const bool k_rows = c.k_trans || sdpa;
     q = split(input("q", {c.b, c.sq, c.h, c.d}, c.dtype), {0, 2, 1, 3}, "q_heads");
-    k = split(input("k", {c.b, c.sk, c.h, c.d}, c.dtype), c.k_trans ? std::vector<int64_t>{0, 2, 1, 3}
-                                                                       : std::vector<int64_t>{0, 2, 3, 1},
+    k = split(input("k", {c.b, c.sk, hkv, c.d}, c.dtype), k_rows ? std::vector<int64_t>{0, 2, 1, 3}
+                                                                     : std::vector<int64_t>{0, 2, 3, 1},
               "k_heads");
-    v = split(input("v", {c.b, c.sk, c.h, c.dv}, c.dtype), {0, 2, 1, 3}, "v_heads");
+    v = split(input("v", {c.b, c.sk, hkv, c.dv}, c.dtype), {0, 2, 1, 3}, "v_heads");
   } else {
     q = input("q", {c.b, c.h, c.sq, c.d}, c.dtype);
-    k = input("k", c.k_trans ? Shape{c.b, c.h, c.sk, c.d} : Shape{c.b, c.h, c.d, c.sk}, c.dtype);
-    v = input("v", {c.b, c.h, c.sk, c.dv}, c.dtype);
+    k = input("k", c.k_trans || sdpa ? Shape{c.b, hkv, c.sk, c.d} : Shape{c.b, hkv, c.d, c.sk}, c.dtype);
+    v = input("v", {c.b, hkv, c.sk, c.dv}, c.dtype);
   }
   for (const char* name : {"q", "k", "v"}) {
     const Value* in = g.FindValue(name);
@@ -102,12 +161,18 @@ inline absl::StatusOr<AttnBuilt> BuildAttention(const AttnCase& c, uint32_t seed
   Value* scale = g.AddConstant("scale", Tensor::FromFloat(c.dtype, {}, {std::sqrt(static_cast<float>(c.d))}));
   std::mt19937 gen(seed + 3);
   if (c.mask == AttnMask::kFill) q = node("Div", {q, scale}, "qdiv")->output(0);
-  Node* mm1 = node("MatMul", {q, k}, "scores");
-  if (c.k_trans) mm1->SetAttr("trans_b", 1);
-  Value* x = mm1->output(0);
-  if (c.mask != AttnMask::kFill) x = node("Div", {x, scale}, "div")->output(0);
+  Value* x = nullptr;
+  if (sdpa) {
+    x = SdpaScores(c, g, q, k, v, out.feeds);
+  } else {
+    Node* mm1 = node("MatMul", {q, k}, "scores");
+    if (c.k_trans) mm1->SetAttr("trans_b", 1);
+    x = mm1->output(0);
+    if (c.mask != AttnMask::kFill) x = node("Div", {x, scale}, "div")->output(0);
+  }
   switch (c.mask) {
-    case AttnMask::kNone: break;
+    case AttnMask::kNone:
+    case AttnMask::kSdpa: break;
     case AttnMask::kAdd: {
       Value* m = input("mask", {c.b, 1, 1, c.sk}, c.dtype);
       std::vector<float> mv(c.b * c.sk);
@@ -137,7 +202,12 @@ inline absl::StatusOr<AttnBuilt> BuildAttention(const AttnCase& c, uint32_t seed
   }
   Node* sm = node("Softmax", {x}, "softmax");
   sm->SetAttr("axis", int64_t{-1});
-  Node* mm2 = node("MatMul", {sm->output(0), v}, "context");
+  Value* p = sm->output(0);
+  if (sdpa) {
+    Value* nan = node("IsNaN", {p}, "isnan")->output(0);
+    p = node("Where", {nan, g.AddConstant("zero", Tensor::FromFloat(c.dtype, {}, {0.f})), p}, "guard")->output(0);
+  }
+  Node* mm2 = node("MatMul", {p, v}, "context");
   if (c.heads) {
     Node* t = node("Transpose", {mm2->output(0)}, "merge_heads");
     t->SetAttr("perm", std::vector<int64_t>{0, 2, 1, 3});
@@ -155,6 +225,18 @@ inline absl::StatusOr<AttnBuilt> BuildAttention(const AttnCase& c, uint32_t seed
     if (IsFusedGroup(*n)) out.group = n;
   }
   if (out.group == nullptr) return absl::InternalError(absl::StrCat(c.Name(), ": fuse-attention formed no group"));
+  // Views the group left outside (an Unsqueeze ahead of repeat_kv's Expand): their
+  // values join the feeds, so that every group input has one.
+  for (Node* n : g.nodes()) {
+    if (n == out.group) break;
+    std::vector<const Tensor*> ins;
+    for (const Value* in : n->inputs()) {
+      ins.push_back(in == nullptr ? nullptr : in->is_constant() ? &in->constant() : &out.feeds.at(in->name()));
+    }
+    absl::StatusOr<std::vector<Tensor>> outs = EvaluateNode(*n, ins);
+    if (!outs.ok()) return outs.status();
+    for (int i = 0; i < n->num_outputs(); ++i) out.feeds[n->output(i)->name()] = (*outs)[i];
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include "fusion/fuse_attention.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "common/status_macros.h"
 #include "fusion/group_util.h"
 #include "graph/fused_group.h"
+#include "graph/strided_view.h"
 
 namespace kiln {
 namespace {
@@ -126,15 +128,154 @@ std::vector<int64_t> PermOf(const Node& t) {
   return *perm;
 }
 
-// Whether `t` is a Transpose the kernel reads (or writes) through strides instead:
-// the operand's rows stay contiguous (the last axis stays last), or, for the keys,
-// the head dim is the input's last axis (either K layout of the kernel).
-bool IsLayoutTranspose(const Node* t, bool keys) {
+// Whether `t` is a Transpose the kernel writes its output through: rows stay
+// contiguous (the last axis stays last).
+bool IsOutputTranspose(const Node* t) {
   if (t == nullptr || t->op_type() != "Transpose" || IsFusedGroup(*t) || !t->output(0)->has_type()) return false;
   const std::vector<int64_t> perm = PermOf(*t);
   const int64_t r = static_cast<int64_t>(perm.size());
-  if (r < 2) return false;
-  return perm[r - 1] == r - 1 || (keys && perm[r - 2] == r - 1);
+  return r >= 2 && perm[r - 1] == r - 1;
+}
+
+// A one-element Mul or Div of `n`'s other input that keeps its shape: the index of
+// that input, or -1. Such a scale commutes with views and with the MatMul.
+int ScalarScaleInput(const Node& n) {
+  if (IsFusedGroup(n) || n.num_outputs() != 1 || !n.output(0)->has_type()) return -1;
+  const Shape& shape = n.output(0)->shape();
+  auto full = [&](int i) { return n.has_input(i) && n.input(i)->has_type() && n.input(i)->shape() == shape; };
+  auto scalar = [&](int i) { return OneElement(n.input(i)) && n.input(i)->is_constant(); };
+  if (n.op_type() == "Div" && full(0) && scalar(1)) return 0;
+  if (n.op_type() == "Mul") {
+    if (full(0) && scalar(1)) return 0;
+    if (full(1) && scalar(0)) return 1;
+  }
+  return -1;
+}
+
+// torch's guard on the probabilities P of a fully masked row, Where(IsNaN(P), 0, P):
+// its IsNaN and Where when P is read by those two alone, else none. The kernel
+// writes such rows as 0 already (codegen/ops/attention.cc).
+std::vector<Node*> NanGuard(const Graph& graph, Value* p) {
+  Node* isnan = nullptr;
+  Node* where = nullptr;
+  for (const Use& u : p->uses()) {
+    if (u.node->op_type() == "IsNaN" && u.index == 0) isnan = u.node;
+    if (u.node->op_type() == "Where" && u.index == 2) where = u.node;
+  }
+  if (isnan == nullptr || where == nullptr || p->uses().size() != 2 || graph.IsGraphOutput(p) ||
+      IsFusedGroup(*isnan) || IsFusedGroup(*where) || where->input(0) != isnan->output(0) ||
+      !OnlyReader(graph, isnan->output(0), where)) {
+    return {};
+  }
+  const Value* fill = where->input(1);
+  if (!fill->is_constant() || fill->numel() != 1 || fill->constant().ScalarFloat() != 0.f) return {};
+  if (!where->output(0)->has_type() || where->output(0)->shape() != p->shape()) return {};
+  return {isnan, where};
+}
+
+// The view nodes between an operand and the tensor the kernel reads it from (the
+// exporters' head split, torch's key reshapes, GQA's repeat_kv; graph/strided_view.h),
+// with, for the keys, one-element scales among them (torch scales K by sqrt of the
+// softmax scale), which the pass moves onto the scores.
+struct OperandChain {
+  std::vector<Node*> views;   // nearest the MatMul first
+  std::vector<Node*> scales;  // keys only
+};
+
+// Whether the kernel can read the matrices of `view` ([batch..., R, C], R x C as the
+// MatMul sees them) broadcast over the scores' batch dims `batch`: rows of contiguous
+// C (or, for K, either axis contiguous) at a stride the kernel takes.
+bool KernelReads(const StridedView& view, const Shape& batch, bool keys) {
+  const int r = view.rank();
+  const std::optional<std::vector<ViewFactor>> factors = r < 2 ? std::nullopt : view.BatchFactors(2, batch);
+  if (!factors) return false;
+  auto stride = [&](int d, int64_t one) {
+    return view.shape()[d] == 1 ? std::optional<int64_t>(one) : view.Stride(d);
+  };
+  const std::optional<int64_t> col = stride(r - 1, 1), row = stride(r - 2, view.shape()[r - 1]);
+  if (!col || !row) return false;
+  if (keys) return *col == 1 || *row == 1;
+  if (*col != 1 || *row % 8 != 0) return false;
+  for (const ViewFactor& f : *factors) {
+    if (f.stride % 8 != 0) return false;
+  }
+  return true;
+}
+
+// The longest chain of single-reader view nodes (and, for the keys, scales) above
+// `operand` (read by `reader`) through which the kernel can read it.
+OperandChain ViewChain(const Graph& graph, Value* operand, const Node* reader, const Shape& batch, bool keys) {
+  std::vector<Node*> walk;  // nearest the MatMul first
+  Value* x = operand;
+  while (true) {
+    Node* n = x->producer();
+    if (n == nullptr || IsFusedGroup(*n) || !OnlyReader(graph, x, reader)) break;
+    if (IsViewNode(*n)) {
+      x = n->input(0);
+    } else if (keys && ScalarScaleInput(*n) >= 0) {
+      x = n->input(ScalarScaleInput(*n));
+    } else {
+      break;
+    }
+    walk.push_back(n);
+    reader = n;
+  }
+  // The chain of the nearest `len` nodes, if the kernel can read through it.
+  auto chain_of = [&](size_t len) -> std::optional<OperandChain> {
+    Value* start = operand;
+    if (len > 0) {
+      Node* first = walk[len - 1];
+      start = first->input(IsViewNode(*first) ? 0 : ScalarScaleInput(*first));
+    }
+    StridedView view = StridedView::Dense(start->shape());
+    OperandChain chain;
+    for (size_t i = len; i-- > 0;) {
+      if (IsViewNode(*walk[i])) {
+        if (!view.Apply(*walk[i])) return std::nullopt;
+        chain.views.insert(chain.views.begin(), walk[i]);
+      } else {
+        chain.scales.insert(chain.scales.begin(), walk[i]);
+      }
+    }
+    if (!KernelReads(view, batch, keys)) return std::nullopt;
+    return chain;
+  };
+  // The longest such chain, less the Reshapes at its far end that it does not need
+  // (they stay views outside the group).
+  for (size_t len = walk.size(); len > 0; --len) {
+    std::optional<OperandChain> chain = chain_of(len);
+    if (!chain) continue;
+    while (len > 0 && walk[len - 1]->op_type() != "Transpose" && walk[len - 1]->op_type() != "Expand" &&
+           IsViewNode(*walk[len - 1])) {
+      std::optional<OperandChain> shorter = chain_of(len - 1);
+      if (!shorter) break;
+      chain = std::move(shorter);
+      --len;
+    }
+    return *chain;
+  }
+  return {};
+}
+
+// Moves the keys' scales onto the scores: each scale node leaves the key chain (its
+// reader reads its input instead) and a scale of the same op and constant is applied
+// to the output of `mm1`, ahead of the other score ops. MatMul(Q, K * c) = MatMul(Q, K)
+// * c; the kernel applies it in fp32. Returns the new score nodes, nearest the
+// Softmax first.
+std::vector<Node*> MoveKeyScalesToScores(Graph& graph, Node* mm1, const std::vector<Node*>& scales) {
+  std::vector<Node*> moved;
+  for (Node* scale : scales) {
+    const int in = ScalarScaleInput(*scale);
+    Value* c = scale->input(1 - in);
+    const std::string op = scale->op_type(), name = scale->name();
+    graph.ReplaceAllUsesWith(scale->output(0), scale->input(in));
+    graph.RemoveNode(scale);
+    Value* s = mm1->output(0);
+    Value* scaled = graph.AddValue(absl::StrCat(s->name(), "/key_scale"), s->dtype(), s->shape());
+    graph.ReplaceAllUsesWith(s, scaled);
+    moved.push_back(graph.AddNode(op, {s, c}, {scaled}, name));
+  }
+  return moved;
 }
 
 bool Flag(const Node& mm, const char* name) {
@@ -220,9 +361,11 @@ absl::StatusOr<bool> FuseAttention::Run(Graph& graph) {
 }
 
 absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
-  Value* p = sm->output(0);
-  // Downstream: a MatMul reading the probabilities as A. Without one this is not
-  // attention (a classifier's softmax): no report.
+  // Downstream: a MatMul reading the probabilities as A, maybe through torch's guard
+  // Where(IsNaN(P), 0, P). Without one this is not attention (a classifier's
+  // softmax): no report.
+  const std::vector<Node*> guard = NanGuard(graph, sm->output(0));
+  Value* p = guard.empty() ? sm->output(0) : guard.back()->output(0);
   Node* mm2 = nullptr;
   for (const Use& u : p->uses()) {
     if (u.node->op_type() == "MatMul" && u.index == 0 && !IsFusedGroup(*u.node)) {
@@ -244,6 +387,7 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
     if (mm1 != nullptr) names.push_back(mm1->name());
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) names.push_back((*it)->name());
     names.push_back(sm->name());
+    for (const Node* n : guard) names.push_back(n->name());
     names.push_back(mm2->name());
     return names;
   };
@@ -300,9 +444,9 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
   Value* v = mm2->input(1);
   Value* y = mm2->output(0);
 
-  // The Q scale, and the layout Transposes of Q, K, V and of the output (the head
-  // split and merge of [B, S, H] activations), which the kernel reads through strides.
-  std::vector<Node*> members;
+  // The Q scale, the views of Q, K and V the kernel reads through strides (the head
+  // split of [B, S, H] activations and the like), scales among the keys' views (moved
+  // onto the scores), and the output's head merge Transpose.
   Value* q0 = q;
   Node* q_reader = mm1;
   Node* qscale = q->producer();
@@ -312,23 +456,25 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
   } else {
     qscale = nullptr;
   }
-  auto layout = [&](Value* operand, const Node* reader, bool keys) {
-    Node* t = operand->producer();
-    if (IsLayoutTranspose(t, keys) && OnlyReader(graph, operand, reader)) members.push_back(t);
-  };
-  layout(q0, q_reader, false);
-  if (k != q) layout(k, mm1, true);
-  if (v != q && v != k) layout(v, mm2, false);
+  const Shape batch = BatchDims(shape);
+  const OperandChain q_chain = ViewChain(graph, q0, q_reader, batch, false);
+  const OperandChain k_chain = k != q ? ViewChain(graph, k, mm1, batch, true) : OperandChain{};
+  const OperandChain v_chain = v != q && v != k ? ViewChain(graph, v, mm2, batch, false) : OperandChain{};
+  std::vector<Node*> members;
+  for (const OperandChain* c : {&q_chain, &k_chain, &v_chain}) members.insert(members.end(), c->views.begin(), c->views.end());
+  const std::vector<Node*> key_scales = MoveKeyScalesToScores(graph, mm1, k_chain.scales);
+  chain.insert(chain.end(), key_scales.begin(), key_scales.end());
   if (qscale != nullptr) members.push_back(qscale);
   members.push_back(mm1);
   members.insert(members.end(), chain.rbegin(), chain.rend());
   members.push_back(sm);
+  members.insert(members.end(), guard.begin(), guard.end());
   members.push_back(mm2);
   const std::vector<Node*> y_readers = Consumers(y);
-  if (y_readers.size() == 1 && y->uses().size() == 1 && !graph.IsGraphOutput(y) &&
-      IsLayoutTranspose(y_readers[0], false)) {
+  if (y_readers.size() == 1 && y->uses().size() == 1 && !graph.IsGraphOutput(y) && IsOutputTranspose(y_readers[0])) {
     members.push_back(y_readers[0]);
   }
+  if (!key_scales.empty()) KILN_RETURN_IF_ERROR(graph.TopologicalSort());
   std::string group_name = absl::StrCat("group_", mm1->name());
   for (const Node* n : graph.nodes()) {
     if (n->name() == group_name) group_name.clear();  // FormFusedGroup picks one

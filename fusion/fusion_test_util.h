@@ -70,9 +70,9 @@ inline TensorMap RandomFeeds(const Graph& graph, uint32_t seed) {
   return feeds;
 }
 
-// Both graphs evaluate to the same outputs (within `rtol` relative, f32) on random
-// feeds for a few seeds.
-inline void ExpectSameResults(const Graph& original, const Graph& fused, float rtol = 1e-5f) {
+// Both graphs evaluate to the same outputs (within `rtol` relative plus `atol`, in
+// f32) on random feeds for a few seeds.
+inline void ExpectSameResults(const Graph& original, const Graph& fused, float rtol = 1e-5f, float atol = 1e-6f) {
   for (uint32_t seed : {1u, 2u, 3u}) {
     TensorMap feeds = RandomFeeds(original, seed);
     auto want = EvaluateGraph(original, feeds);
@@ -86,7 +86,7 @@ inline void ExpectSameResults(const Graph& original, const Graph& fused, float r
       std::vector<float> w = (*want)[i].ToFloat(), g = (*got)[i].ToFloat();
       int bad = 0;
       for (size_t j = 0; j < w.size(); ++j) {
-        if (std::fabs(w[j] - g[j]) > rtol * std::fabs(w[j]) + 1e-6f && ++bad <= 5) {
+        if (std::fabs(w[j] - g[j]) > rtol * std::fabs(w[j]) + atol && ++bad <= 5) {
           ADD_FAILURE() << "output " << i << " element " << j << ": unfused " << w[j] << ", fused " << g[j];
         }
       }

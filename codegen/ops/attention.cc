@@ -5,6 +5,7 @@
 // prologue functor) and the shapes, which are baked into the kernel.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "codegen/ops/pointwise_spec.h"
 #include "codegen/templates.h"
 #include "graph/fused_group.h"
+#include "graph/strided_view.h"
 
 namespace kiln::codegen::ops {
 namespace {
@@ -99,31 +101,29 @@ absl::StatusOr<std::string> BroadcastOffset(const Node& node, const Shape& view,
 }
 
 // How the kernel reaches an operand (or the output): the group input (output) it
-// reads (writes), the logical matrix shape [batch..., R, C] the MatMul sees, and the
-// memory stride of each logical dim: dense, or through a layout Transpose member
-// (the head split / merge of [B, S, H] activations, fusion/fuse_attention.h).
+// reads (writes) and where the elements of the logical matrix [batch..., R, C] the
+// MatMul sees sit in it: dense, or through the view members between them (the head
+// split / merge of [B, S, H] activations, torch's key reshapes, GQA's repeat_kv;
+// fusion/fuse_attention.h).
 struct Layout {
   int index = -1;  // group input (or output) index
-  Shape shape;
-  std::vector<int64_t> strides;
+  StridedView view = StridedView::Dense({});
+  bool through_views = false;
+  const Shape& shape() const { return view.shape(); }
 };
 
 // The element offset of batch entry `batch` (flat over `batch_shape`, which the
 // layout's batch dims broadcast into: stride 0 where they have size 1 or no dim).
 absl::StatusOr<std::string> BatchOffset(const Node& node, const Layout& l, const Shape& batch_shape) {
-  const int own = static_cast<int>(l.shape.size()) - 2, rank = static_cast<int>(batch_shape.size());
-  if (own > rank) return NoKernel(node, "an attention operand with more batch dims than the scores");
+  std::optional<std::vector<ViewFactor>> factors = l.view.BatchFactors(2, batch_shape);
+  if (!factors) return NoKernel(node, "an attention operand's batch dims do not broadcast");
   std::vector<std::string> terms;
   int64_t inner = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    const int od = d - (rank - own);
-    if (od >= 0 && l.shape[od] != 1) {
-      if (l.shape[od] != batch_shape[d]) return NoKernel(node, "an attention operand's batch dims do not broadcast");
-      if (l.strides[od] != 0) {
-        terms.push_back(absl::StrCat("(kiln_index)((batch / ", inner, ") % ", batch_shape[d], ") * ", l.strides[od], "LL"));
-      }
+  for (auto f = factors->rbegin(); f != factors->rend(); ++f) {
+    if (f->stride != 0) {
+      terms.push_back(absl::StrCat("(kiln_index)((batch / ", inner, ") % ", f->size, ") * ", f->stride, "LL"));
     }
-    inner *= batch_shape[d];
+    inner *= f->size;
   }
   if (terms.empty()) return std::string("0");
   std::string out;
@@ -131,11 +131,13 @@ absl::StatusOr<std::string> BatchOffset(const Node& node, const Layout& l, const
   return out;
 }
 
-// Whether every non-zero batch stride of `l` is a multiple of 8 (16-byte aligned
-// matrices for cp.async).
+// Whether every batch stride of `l` is a multiple of 8 (16-byte aligned matrices for
+// cp.async).
 bool BatchStridesAligned(const Layout& l) {
-  for (size_t d = 0; d + 2 < l.shape.size(); ++d) {
-    if (l.shape[d] != 1 && l.strides[d] % 8 != 0) return false;
+  for (int d = 0; d + 2 < l.view.rank(); ++d) {
+    for (const ViewFactor& f : l.view.factors(d)) {
+      if (f.stride % 8 != 0) return false;
+    }
   }
   return true;
 }
@@ -181,12 +183,49 @@ struct AttentionPlan {
   const Node* mm2 = nullptr;
   const Node* softmax = nullptr;
   Layout q, k, v, o;                // q: the tensor the Q prologue starts from
-  const Value* q_start = nullptr;   // that tensor in the body (a Transpose output or a body input)
+  const Value* q_start = nullptr;   // that tensor in the body (a view output or a body input)
   std::vector<const Node*> q_chain;
   std::vector<const Node*> score_members;
-  std::vector<const Node*> layout_members;  // Transposes read or written through strides
+  std::vector<const Node*> layout_members;  // views read or written through strides
+  std::vector<const Node*> guard;           // IsNaN and Where after the Softmax, if any
   bool k_trans = false;
 };
+
+// torch's guard on the probabilities, Where(IsNaN(P), 0, P) (rows a mask left all
+// -inf become 0 instead of NaN): its two nodes, or none. The kernel already writes
+// such rows as 0 (O / l with l = 0 stores 0), so the guard costs nothing.
+std::vector<const Node*> FindGuard(const Value* p) {
+  const Node* isnan = nullptr;
+  const Node* where = nullptr;
+  for (const Use& u : p->uses()) {
+    if (u.node->op_type() == "IsNaN" && u.index == 0) isnan = u.node;
+    if (u.node->op_type() == "Where" && u.index == 2) where = u.node;
+  }
+  if (isnan == nullptr || where == nullptr || p->uses().size() != 2 || where->input(0) != isnan->output(0)) return {};
+  const Value* fill = where->input(1);
+  if (!fill->is_constant() || fill->numel() != 1 || fill->constant().ScalarFloat() != 0.f) return {};
+  return {isnan, where};
+}
+
+// Layout `l` of operand `v`: through the view nodes between it and a group input.
+absl::Status OperandLayout(const Node& group, const absl::flat_hash_map<const Value*, int>& input_index,
+                           const Value* v, const char* what, Layout& l, std::vector<const Node*>& members) {
+  std::vector<const Node*> views;  // nearest the operand first
+  while (!input_index.contains(v)) {
+    const Node* n = v->producer();
+    if (n == nullptr || !IsViewNode(*n)) return NoKernel(group, absl::StrCat(what, " is computed inside the group"));
+    views.push_back(n);
+    v = n->input(0);
+  }
+  l.index = input_index.at(v);
+  l.view = StridedView::Dense(v->shape());
+  l.through_views = !views.empty();
+  for (auto n = views.rbegin(); n != views.rend(); ++n) {
+    if (!l.view.Apply(**n)) return NoKernel(group, absl::StrCat(what, " is read through views without strides"));
+  }
+  members.insert(members.end(), views.begin(), views.end());
+  return absl::OkStatus();
+}
 
 absl::Status PlanAttention(const Node& group, AttentionPlan& plan) {
   auto body_or = FusedGroupBody(group);
@@ -206,7 +245,8 @@ absl::Status PlanAttention(const Node& group, AttentionPlan& plan) {
     }
   }
   if (mms.size() != 2 || plan.softmax == nullptr) return NoKernel(group, "attention group without two MatMuls and a Softmax");
-  const Value* p = plan.softmax->output(0);
+  plan.guard = FindGuard(plan.softmax->output(0));
+  const Value* p = plan.guard.empty() ? plan.softmax->output(0) : plan.guard.back()->output(0);
   for (const Node* mm : mms) (mm->input(0) == p ? plan.mm2 : plan.mm1) = mm;
   if (plan.mm1 == nullptr || plan.mm2 == nullptr) return NoKernel(group, "no MatMul reads the Softmax output as A");
   const Value* x = plan.softmax->input(0);
@@ -219,35 +259,15 @@ absl::Status PlanAttention(const Node& group, AttentionPlan& plan) {
   }
   plan.k_trans = IsFlagSet(*plan.mm1, "trans_b");
 
-  // An operand value: a group input, or a layout Transpose of one.
-  auto operand = [&](const Value* v, const char* what, Layout& l) -> absl::Status {
-    l.shape = v->shape();
-    if (auto it = input_index.find(v); it != input_index.end()) {
-      l.index = it->second;
-      l.strides = DenseStrides(l.shape);
-      return absl::OkStatus();
-    }
-    const Node* t = v->producer();
-    if (t == nullptr || t->op_type() != "Transpose" || input_index.find(t->input(0)) == input_index.end()) {
-      return NoKernel(group, absl::StrCat(what, " is computed inside the group"));
-    }
-    absl::StatusOr<std::vector<int64_t>> perm = PermOf(*t);
-    if (!perm.ok()) return perm.status();
-    const std::vector<int64_t> in = DenseStrides(t->input(0)->shape());
-    l.index = input_index.at(t->input(0));
-    for (int64_t a : *perm) l.strides.push_back(in[a]);
-    plan.layout_members.push_back(t);
-    return absl::OkStatus();
-  };
-  if (absl::Status st = operand(plan.mm1->input(1), "K", plan.k); !st.ok()) return st;
-  if (absl::Status st = operand(plan.mm2->input(1), "V", plan.v); !st.ok()) return st;
+  KILN_RETURN_IF_ERROR(OperandLayout(group, input_index, plan.mm1->input(1), "K", plan.k, plan.layout_members));
+  KILN_RETURN_IF_ERROR(OperandLayout(group, input_index, plan.mm2->input(1), "V", plan.v, plan.layout_members));
 
   // Q, through its element-wise prologue members (Q's shape) up to a group input or a
-  // layout Transpose.
+  // view output.
   const Value* q = plan.mm1->input(0);
   std::vector<const Node*> chain;  // nearest the MatMul first
   auto is_start = [&](const Value* v) {
-    return input_index.contains(v) || (v->producer() != nullptr && v->producer()->op_type() == "Transpose");
+    return input_index.contains(v) || (v->producer() != nullptr && IsViewNode(*v->producer()));
   };
   while (!is_start(q)) {
     const Node* n = q->producer();
@@ -264,31 +284,31 @@ absl::Status PlanAttention(const Node& group, AttentionPlan& plan) {
     q = next;
   }
   plan.q_start = q;
-  if (absl::Status st = operand(q, "Q", plan.q); !st.ok()) return st;
+  KILN_RETURN_IF_ERROR(OperandLayout(group, input_index, q, "Q", plan.q, plan.layout_members));
   plan.q_chain.assign(chain.rbegin(), chain.rend());
 
-  // The output: the P V product, or a layout Transpose of it.
+  // The output: the P V product, or a layout Transpose of it (the view of the group
+  // output that the product's [batch..., Sq, Dv] indices reach through the inverse perm).
   const Value* y = body.outputs()[0];
   plan.o.index = 0;
-  if (y == plan.mm2->output(0)) {
-    plan.o.shape = y->shape();
-    plan.o.strides = DenseStrides(y->shape());
-  } else {
+  plan.o.view = StridedView::Dense(y->shape());
+  if (y != plan.mm2->output(0)) {
     const Node* t = y->producer();
     if (t == nullptr || t->op_type() != "Transpose" || t->input(0) != plan.mm2->output(0)) {
       return NoKernel(group, "the group output is not the P V product");
     }
     absl::StatusOr<std::vector<int64_t>> perm = PermOf(*t);
     if (!perm.ok()) return perm.status();
-    const std::vector<int64_t> out = DenseStrides(y->shape());
-    plan.o.shape = t->input(0)->shape();
-    plan.o.strides.assign(perm->size(), 0);
-    for (size_t i = 0; i < perm->size(); ++i) plan.o.strides[(*perm)[i]] = out[i];
+    std::vector<int64_t> inverse(perm->size());
+    for (size_t i = 0; i < perm->size(); ++i) inverse[(*perm)[i]] = static_cast<int64_t>(i);
+    if (!plan.o.view.Transpose(inverse)) return NoKernel(group, "the output Transpose has an invalid perm");
+    plan.o.through_views = true;
     plan.layout_members.push_back(t);
   }
 
   absl::flat_hash_set<const Node*> other(plan.q_chain.begin(), plan.q_chain.end());
   other.insert(plan.layout_members.begin(), plan.layout_members.end());
+  other.insert(plan.guard.begin(), plan.guard.end());
   other.insert({plan.mm1, plan.mm2, plan.softmax});
   for (const Node* n : body.nodes()) {
     if (!other.contains(n)) plan.score_members.push_back(n);
@@ -311,7 +331,7 @@ absl::Status CheckOperands(const Node& group, const AttentionPlan& plan, DType d
     }
   }
   for (const Layout* l : {&plan.q, &plan.k, &plan.v, &plan.o}) {
-    if (l->shape.size() < 2) return NoKernel(group, "attention on vectors");
+    if (l->shape().size() < 2) return NoKernel(group, "attention on vectors");
   }
   return absl::OkStatus();
 }
@@ -326,25 +346,33 @@ struct AttentionPitches {
 absl::StatusOr<AttentionPitches> Pitches(const Node& group, const AttentionPlan& plan, int64_t sk) {
   // Row pitches. Q, V and O rows are contiguous; K is read by rows of keys (its head
   // dim contiguous, ATTN_K_TRANS 1) or by rows of the head dim (keys contiguous).
+  // A dim of size 1 has no stride of its own: `one` stands in (any value reaches its
+  // one row or column).
+  auto stride = [](const Layout& l, int d, int64_t one) -> std::optional<int64_t> {
+    return l.shape()[d] == 1 ? std::optional<int64_t>(one) : l.view.Stride(d);
+  };
   auto pitch = [&](const Layout& l, const char* what) -> absl::StatusOr<int64_t> {
-    const size_t r = l.shape.size();
-    if (l.strides[r - 1] != 1 || l.strides[r - 2] % 8 != 0 || !BatchStridesAligned(l)) {
+    const int r = l.view.rank();
+    const std::optional<int64_t> col = stride(l, r - 1, 1), row = stride(l, r - 2, l.shape()[r - 1]);
+    if (col != 1 || !row || *row % 8 != 0 || !BatchStridesAligned(l)) {
       return NoKernel(group, absl::StrCat(what, " rows are not contiguous and 16-byte aligned"));
     }
-    return l.strides[r - 2];
+    return *row;
   };
   AttentionPitches p;
   KILN_ASSIGN_OR_RETURN(p.q_ld, pitch(plan.q, "Q"));
   KILN_ASSIGN_OR_RETURN(p.v_ld, pitch(plan.v, "V"));
   KILN_ASSIGN_OR_RETURN(p.o_ld, pitch(plan.o, "the output"));
-  const size_t kr = plan.k.shape.size();
-  const int64_t key_stride = plan.k.strides[plan.k_trans ? kr - 2 : kr - 1];
-  const int64_t d_stride = plan.k.strides[plan.k_trans ? kr - 1 : kr - 2];
-  if (d_stride == 1) {
+  const int kr = plan.k.view.rank();
+  const int key_dim = plan.k_trans ? kr - 2 : kr - 1, d_dim = plan.k_trans ? kr - 1 : kr - 2;
+  const std::optional<int64_t> d_stride = stride(plan.k, d_dim, 1);
+  const std::optional<int64_t> key_stride = stride(plan.k, key_dim, d_stride == 1 ? plan.k.shape()[d_dim] : 1);
+  if (!d_stride || !key_stride) return NoKernel(group, "K is read through views without strides");
+  if (*d_stride == 1) {
     p.k_rows_are_keys = true;
-    p.k_ld = key_stride;
-  } else if (key_stride == 1) {
-    p.k_ld = d_stride;
+    p.k_ld = *key_stride;
+  } else if (*key_stride == 1) {
+    p.k_ld = *d_stride;
   } else {
     return NoKernel(group, "K is contiguous along neither the keys nor the head dim");
   }
@@ -397,11 +425,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
   const Shape batch_shape(ss.begin(), ss.end() - 2);
   const int64_t batch = NumElements(batch_shape);
   const int64_t sq = ss[ss.size() - 2], sk = ss.back();
-  const int64_t d = plan.q.shape.back(), dv = plan.v.shape.back();
+  const int64_t d = plan.q.shape().back(), dv = plan.v.shape().back();
   Shape want_o = batch_shape;
   want_o.push_back(sq);
   want_o.push_back(dv);
-  if (plan.o.shape != want_o) return NoKernel(group, "attention output is not [batch..., Sq, Dv]");
+  if (plan.o.shape() != want_o) return NoKernel(group, "attention output is not [batch..., Sq, Dv]");
   if (d % 8 != 0 || dv % 8 != 0 || d > kAttentionMaxHeadDim || dv > kAttentionMaxHeadDim) {
     return NoKernel(group, absl::StrCat("attention with head dims D = ", d, ", Dv = ", dv,
                                         " (the kernel takes multiples of 8 up to ", kAttentionMaxHeadDim, ")"));
@@ -493,8 +521,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
   }
 
   auto describe = [&](const Layout& l, const Value* v) {
-    const bool dense = l.strides == DenseStrides(l.shape);
-    return absl::StrCat(DTypeName(dt), ShapeToString(l.shape), dense ? "" : absl::StrCat(" read from ", v->TypeString()));
+    return absl::StrCat(DTypeName(dt), ShapeToString(l.shape()),
+                        l.through_views ? absl::StrCat(" read from ", v->TypeString()) : "");
   };
   std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n// fused group ", group.name(),
                                  " (attention): Q ", describe(plan.q, q_in), plan.q_chain.empty() ? "" : " (scaled)",
