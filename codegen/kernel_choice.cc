@@ -96,7 +96,8 @@ KernelChoice ChooseGeneratedKernel(const Node& node, const KernelOptions& option
     return Choice(KernelKind::kGenerated);  // Conv: the direct kernel
   }
   const std::string pattern = Pattern(node);
-  if (pattern == "pointwise" || pattern == "softmax" || pattern == "layernorm" || pattern == "attention") {
+  if (pattern == "pointwise" || pattern == "softmax" || pattern == "layernorm" || pattern == "rmsnorm" ||
+      pattern == "attention") {
     return Choice(KernelKind::kGenerated);
   }
   if (IsMatMulGroup(node)) {

@@ -26,6 +26,7 @@
 #include "graph/patchify_conv.h"
 #include "graph/recognize_gelu.h"
 #include "graph/recognize_layer_norm.h"
+#include "graph/recognize_rms_norm.h"
 #include "graph/remove_identity.h"
 #include "graph/sum_to_add.h"
 #include "graph/swap_reshape_elementwise.h"
@@ -94,6 +95,10 @@ std::vector<Pass> Canonicalization() {
       {"recognize-layer-norm", s,
        "LayerNorm decompositions (opset < 17) become one LayerNormalization, which has its own single kernel", "",
        nullptr, GraphPass<RecognizeLayerNorm>()},
+      {"recognize-rms-norm", s,
+       "RMSNorm decompositions (Llama, T5: Pow, ReduceMean, Add, Sqrt, Reciprocal, Mul) become one "
+       "RMSNormalization, which has its own single kernel",
+       "", nullptr, GraphPass<RecognizeRmsNorm>()},
       {"fold-constants", s,
        "after the rewrites: folds what they left constant (transposed or scaled weights) so that the next round "
        "sees constants, and re-infers every type",

@@ -461,7 +461,9 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
   const OperandChain k_chain = k != q ? ViewChain(graph, k, mm1, batch, true) : OperandChain{};
   const OperandChain v_chain = v != q && v != k ? ViewChain(graph, v, mm2, batch, false) : OperandChain{};
   std::vector<Node*> members;
-  for (const OperandChain* c : {&q_chain, &k_chain, &v_chain}) members.insert(members.end(), c->views.begin(), c->views.end());
+  for (const OperandChain* c : {&q_chain, &k_chain, &v_chain}) {
+    members.insert(members.end(), c->views.begin(), c->views.end());
+  }
   const std::vector<Node*> key_scales = MoveKeyScalesToScores(graph, mm1, k_chain.scales);
   chain.insert(chain.end(), key_scales.begin(), key_scales.end());
   if (qscale != nullptr) members.push_back(qscale);

@@ -27,8 +27,9 @@ bool IsActivation(const std::string& op) {
 
 bool IsArithmetic(const std::string& op) { return op == "Add" || op == "Sub" || op == "Mul" || op == "Div"; }
 
-// The LayerNormalization that is the only reader of `add`'s sum, when `add` adds the
-// full-size operand `other` (a residual, not a broadcast bias); else null. Such an add
+// The LayerNormalization (or RMSNormalization) that is the only reader of `add`'s
+// sum, when `add` adds the full-size operand `other` (a residual, not a broadcast
+// bias); else null. Such an add
 // is left to the norm (FusePointwise groups {add, norm}): the two tensors are read
 // once either way, but in the norm the add is one more stream of a bandwidth-bound
 // kernel, while in a GEMM epilogue it is a load on the critical path after the last
@@ -37,7 +38,8 @@ const Node* ResidualNormReader(const Graph& graph, const Node& add, const Value&
   const Value* sum = add.output(0);
   if (add.op_type() != "Add" || other.shape() != sum->shape() || graph.IsGraphOutput(sum)) return nullptr;
   const std::vector<Node*> readers = Consumers(sum);
-  if (readers.size() != 1 || readers[0]->op_type() != "LayerNormalization" || readers[0]->input(0) != sum) {
+  const std::string op = readers.size() == 1 ? readers[0]->op_type() : "";
+  if ((op != "LayerNormalization" && op != "RMSNormalization") || readers[0]->input(0) != sum) {
     return nullptr;
   }
   return readers[0];
@@ -127,7 +129,7 @@ Step TryStep(const Graph& graph, Node* c, Value* v, const Shape& shape) {
     }
     if (const Node* norm = ResidualNormReader(graph, *c, *other)) {
       st.reason = absl::StrCat("cost: ", Quote(c->name()), " adds a full-size operand and only ",
-                               Quote(norm->name()), " (LayerNormalization) reads its sum; the norm takes the add, "
+                               Quote(norm->name()), " (", norm->op_type(), ") reads its sum; the norm takes the add, "
                                "which there costs one more read in a bandwidth-bound kernel instead of a residual "
                                "load on the GEMM's critical path");
       return st;

@@ -72,7 +72,7 @@ absl::StatusOr<bool> FusePointwise::Run(Graph& graph) {
 absl::StatusOr<bool> FusePointwise::FuseLayerNorms(Graph& graph) {
   std::vector<Node*> norms;
   for (Node* n : graph.nodes()) {
-    if (n->op_type() == "LayerNormalization") norms.push_back(n);
+    if (n->op_type() == "LayerNormalization" || n->op_type() == "RMSNormalization") norms.push_back(n);
   }
   bool changed = false;
   for (Node* ln : norms) {
@@ -83,7 +83,8 @@ absl::StatusOr<bool> FusePointwise::FuseLayerNorms(Graph& graph) {
       ReportRejection(report_, name(), {ln->name(), add->name()}, problem);
       continue;
     }
-    changed |= FormAndReportGroup(graph, report_, name(), {add, ln}, "layernorm", nullptr, "",
+    const char* pattern = ln->op_type() == "RMSNormalization" ? "rmsnorm" : "layernorm";
+    changed |= FormAndReportGroup(graph, report_, name(), {add, ln}, pattern, nullptr, "",
                                   {ln->name(), add->name()});
   }
   return changed;

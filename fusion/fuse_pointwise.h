@@ -2,9 +2,9 @@
 // single kernels; LayerNormalization and Softmax take their element-wise prologue.
 //
 // Patterns, in the order the pass applies them:
-//  1. "layernorm": LayerNormalization L (not yet fused) whose data input x is written
-//     by an Add (residual) of x's shape whose operands broadcast into it, not yet
-//     fused -> group {Add, L}. When x is also read elsewhere (the pre-LN residual
+//  1. "layernorm" ("rmsnorm"): LayerNormalization (RMSNormalization) L, not yet
+//     fused, whose data input x is written by an Add (residual) of x's shape whose
+//     operands broadcast into it, not yet fused -> group {Add, L}. When x is also read elsewhere (the pre-LN residual
 //     stream is) it becomes an extra output of the group: one more store from
 //     registers, instead of a separate kernel writing x and the LN kernel reading
 //     it back.

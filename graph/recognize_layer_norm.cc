@@ -8,66 +8,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "graph/ops/reduce_eval.h"
+#include "graph/pattern_match.h"
 
 namespace kiln {
 namespace {
-
-bool IsOp(const Node* node, absl::string_view op, int num_inputs) {
-  return node != nullptr && node->domain().empty() && node->op_type() == op && node->num_outputs() == 1 &&
-         node->num_inputs() == num_inputs && node->has_input(0) && node->has_input(num_inputs - 1);
-}
-
-// The producer of `v` when it is `op` and `v` is used once and is no graph output.
-Node* InternalProducer(const Graph& graph, const Value* v, absl::string_view op, int num_inputs) {
-  if (v == nullptr || v->uses().size() != 1 || graph.IsGraphOutput(v)) return nullptr;
-  Node* node = v->producer();
-  return IsOp(node, op, num_inputs) ? node : nullptr;
-}
-
-// The single consumer of `v` when it is `op` and `v` is internal to the pattern.
-Node* InternalConsumer(const Graph& graph, const Value* v, absl::string_view op) {
-  if (v->uses().size() != 1 || graph.IsGraphOutput(v)) return nullptr;
-  Node* node = v->uses()[0].node;
-  return IsOp(node, op, 2) ? node : nullptr;
-}
-
-std::optional<float> Scalar(const Value* v) {
-  if (v == nullptr || !v->is_constant() || v->numel() != 1 || !IsFloating(v->dtype())) return std::nullopt;
-  return v->constant().ScalarFloat();
-}
-
-// ReduceMean(x) over exactly the last axis with keepdims = 1.
-bool IsLastAxisMean(const Node* node) {
-  if (node == nullptr || node->op_type() != "ReduceMean" || !node->domain().empty()) return false;
-  if (node->num_outputs() != 1 || !node->has_input(0)) return false;
-  const Value* x = node->input(0);
-  if (!x->has_type() || x->rank() < 1) return false;
-  const absl::StatusOr<int64_t> keepdims = node->GetInt("keepdims", 1);
-  if (!keepdims.ok() || *keepdims != 1) return false;
-  if (node->has_input(1) && !node->input(1)->is_constant()) return false;
-  if (!node->has_input(1) && !node->has_attr("axes")) return false;  // all axes
-  const absl::StatusOr<std::vector<bool>> mask = ops::ReducedAxes(*node, x->rank());
-  if (!mask.ok()) return false;
-  for (int i = 0; i < x->rank(); ++i) {
-    if ((*mask)[i] != (i == x->rank() - 1)) return false;
-  }
-  return true;
-}
-
-// A constant with `h` elements shaped [h] or [1, ..., 1, h], of rank <= `rank`.
-bool IsLastAxisVector(const Value* v, int64_t h, int rank) {
-  if (v == nullptr || !v->is_constant() || !IsFloating(v->dtype())) return false;
-  if (v->rank() < 1 || v->rank() > rank || v->shape().back() != h || v->numel() != h) return false;
-  return true;
-}
-
-// The other operand of binary `node` when one is a last-axis vector constant.
-Value* VectorOperand(const Node* node, const Value* operand, int64_t h, int rank) {
-  if (node->input(0) == operand && IsLastAxisVector(node->input(1), h, rank)) return node->input(1);
-  if (node->input(1) == operand && IsLastAxisVector(node->input(0), h, rank)) return node->input(0);
-  return nullptr;
-}
 
 struct Match {
   Value* x = nullptr;
@@ -97,10 +41,10 @@ std::optional<Match> MatchAt(const Graph& graph, Node* div) {
   Node* add = InternalProducer(graph, sqrt->input(0), "Add", 2);
   if (add == nullptr) return std::nullopt;
   Value* var = nullptr;
-  if (std::optional<float> eps = Scalar(add->input(1))) {
+  if (std::optional<float> eps = ScalarConstant(add->input(1))) {
     var = add->input(0);
     m.epsilon = *eps;
-  } else if (std::optional<float> eps0 = Scalar(add->input(0))) {
+  } else if (std::optional<float> eps0 = ScalarConstant(add->input(0))) {
     var = add->input(1);
     m.epsilon = *eps0;
   } else {
@@ -113,7 +57,7 @@ std::optional<Match> MatchAt(const Graph& graph, Node* div) {
   Node* square = sq->producer();
   if (sq->uses().size() != 1 || graph.IsGraphOutput(sq) || square == nullptr) return std::nullopt;
   if (IsOp(square, "Pow", 2)) {
-    const std::optional<float> exponent = Scalar(square->input(1));
+    const std::optional<float> exponent = ScalarConstant(square->input(1));
     if (square->input(0) != d || !exponent || *exponent != 2.f) return std::nullopt;
   } else if (IsOp(square, "Mul", 2)) {
     if (square->input(0) != d || square->input(1) != d) return std::nullopt;
@@ -146,15 +90,6 @@ std::optional<Match> MatchAt(const Graph& graph, Node* div) {
   }
   if (m.root->output(0)->shape() != x->shape()) return std::nullopt;
   return m;
-}
-
-// `v` as a [h] constant of `dtype` (reused when it already is one), or `fill`
-// everywhere when `v` is null.
-Value* AsVector(Graph& graph, Value* v, DType dtype, int64_t h, float fill, const std::string& name) {
-  if (v != nullptr && v->dtype() == dtype && v->shape() == Shape{h}) return v;
-  std::vector<float> data = v != nullptr ? v->constant().ToFloat() : std::vector<float>(h, fill);
-  return graph.AddConstant(v != nullptr ? absl::StrCat(v->name(), "/vector") : name,
-                           Tensor::FromFloat(dtype, {h}, data));
 }
 
 }  // namespace

@@ -524,6 +524,12 @@ inline std::vector<Case> AllCases() {
   add("LayerNormScalarScaleF16", "LayerNormalization", {R(f16, {4, 64}), RK(f16, {1})});
   add("LayerNormAxis1StatsF16", "LayerNormalization", {R(f16, {3, 4, 16}), RK(f16, {4, 16}), RK(f16, {16})},
       {{"axis", int64_t{1}}}, 3);
+  // RMSNormalization (Llama's 2048 and 4096 widths), the streamed form, a scalar scale.
+  add("RmsNormRow2048F16", "RMSNormalization", {R(f16, {5, 2048}), RK(f16, {2048})}, {{"epsilon", 1e-6f}});
+  add("RmsNormRow4096BF16", "RMSNormalization", {R(bf16, {3, 4096}), RK(bf16, {4096})});
+  add("RmsNormRow33F32", "RMSNormalization", {R(f32, {9, 33}), RK(f32, {33})});
+  add("RmsNormStreamBF16", "RMSNormalization", {R(bf16, {2, 40000}), RK(bf16, {40000})});
+  add("RmsNormAxis1ScalarF16", "RMSNormalization", {R(f16, {3, 4, 16}), RK(f16, {1})}, {{"axis", int64_t{1}}});
   add("ReduceSumRow5000F32", "ReduceSum", {R(f32, {3, 5000}), K(Ints({-1}))});
   add("ReduceMaxRow768BF16", "ReduceMax", {R(bf16, {7, 768}), K(Ints({-1}))}, {{"keepdims", int64_t{0}}});
   add("ReduceSumTrailingF32", "ReduceSum", {R(f32, {3, 4, 5}), K(Ints({1, 2}))});
@@ -569,6 +575,17 @@ inline std::vector<Case> AllCases() {
                         "graph @g {\n  input %s : f16[4,3,64]\n  input %m : f16[4,3,1]\n  %b = Add(%s, %m) @mask\n"
                         "  %y = LogSoftmax(%b) {axis = 2} @softmax\n  output %y\n}\n",
                         {R(f16, {4, 3, 64}), R(f16, {4, 3, 1})}, {"mask", "softmax"}, 1));
+  // Residual Add + RMSNorm writing the sum too (Llama's pre-norm stream), in registers
+  // (2048) and streamed (40000).
+  for (int64_t len : {2048, 40000}) {
+    const Shape xs = {len > 2048 ? 2 : 5, len};
+    c.push_back(GroupCase(absl::StrCat("RmsNormGroup", len, "F16"), "rmsnorm",
+                          absl::StrCat("graph @g {\n  input %x : f16", Dims(xs), "\n  input %r : f16", Dims(xs),
+                                       "\n  input %s : f16[", len,
+                                       "]\n  %sum = Add(%x, %r) @add\n  %y = RMSNormalization(%sum, %s) "
+                                       "{epsilon = 1e-06} @rms\n  output %y\n  output %sum\n}\n"),
+                          {R(f16, xs), R(f16, xs), R(f16, {len})}, {"add", "rms"}, 2));
+  }
   // LayerNorm over the last two dims with a residual broadcast inside the row (strided
   // loads), an inlined scalar scale, and the statistics outputs.
   c.push_back(GroupCase("LayerNormGroupAxis1F32", "layernorm",

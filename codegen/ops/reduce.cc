@@ -560,7 +560,13 @@ KernelLaunch RowLaunch(const RowKernelSpec& k, const std::string& comment, const
 
 std::string SoftmaxConstants(bool log) { return absl::StrCat("constexpr bool kLog = ", log ? "true" : "false", ";\n"); }
 
-std::string LayerNormConstants(float epsilon) { return absl::StrCat("constexpr float kEpsilon = ", FloatLit(epsilon), ";\n"); }
+// The norm's constants: epsilon, and whether it is RMSNormalization (no mean).
+std::string LayerNormConstants(float epsilon, bool rms) {
+  return absl::StrCat("constexpr float kEpsilon = ", FloatLit(epsilon), ";\nconstexpr bool kRms = ",
+                      rms ? "true" : "false", ";\n");
+}
+
+bool IsNorm(const std::string& op) { return op == "LayerNormalization" || op == "RMSNormalization"; }
 
 // Softmax over a middle axis: one thread per (outer, inner) row.
 absl::StatusOr<std::vector<KernelLaunch>> StridedSoftmax(const Node& node, int64_t axis) {
@@ -658,9 +664,9 @@ absl::StatusOr<std::vector<KernelLaunch>> LayerNorm(const Node& node) {
     k.bias = LnParam(node.input(2), normalized, "bias");
     k.args.push_back(InputArg(node, 2));
   }
-  return std::vector<KernelLaunch>{RowLaunch(k, absl::StrCat("LayerNormalization ", x->TypeString(), " axis ", *axis),
-                                             LayerNormConstants(*eps), "layernorm.cuh", "kiln_layernorm",
-                                             kRowCacheElements)};
+  return std::vector<KernelLaunch>{RowLaunch(k, absl::StrCat(node.op_type(), " ", x->TypeString(), " axis ", *axis),
+                                             LayerNormConstants(*eps, node.op_type() == "RMSNormalization"),
+                                             "layernorm.cuh", "kiln_layernorm", kRowCacheElements)};
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> ArgReduce(const Node& node) {
@@ -704,12 +710,13 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
   const Node* anchor = nullptr;
   for (const Node* n : body.nodes()) {
     const std::string& op = n->op_type();
-    if (op != "Softmax" && op != "LogSoftmax" && op != "LayerNormalization") continue;
-    if (anchor != nullptr) return NoKernel(group, "two softmax/LayerNorm members");
+    if (op != "Softmax" && op != "LogSoftmax" && !IsNorm(op)) continue;
+    if (anchor != nullptr) return NoKernel(group, "two softmax/norm members");
     anchor = n;
   }
-  if (anchor == nullptr) return NoKernel(group, "no Softmax or LayerNormalization member");
-  const bool ln = anchor->op_type() == "LayerNormalization";
+  if (anchor == nullptr) return NoKernel(group, "no Softmax, LayerNormalization or RMSNormalization member");
+  const bool ln = IsNorm(anchor->op_type());
+  const bool rms = anchor->op_type() == "RMSNormalization";
   const Value* x = anchor->input(0);
   if (!IsFloating(x->dtype())) return NoKernel(group, "non-float input");
   const Shape& shape = x->shape();
@@ -777,7 +784,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
     k.args.push_back(InputArg(group, load.input));
   }
   const std::string comment =
-      absl::StrCat("fused ", ln ? "layernorm" : "softmax", " group ", group.name(), ": ", body.num_nodes(), " ops over ",
+      absl::StrCat("fused ", rms ? "rmsnorm" : ln ? "layernorm" : "softmax", " group ", group.name(), ": ",
+                   body.num_nodes(), " ops over ",
                    ShapeToString(shape));
   if (!ln) {
     return std::vector<KernelLaunch>{RowLaunch(k, comment, SoftmaxConstants(anchor->op_type() == "LogSoftmax"),
@@ -795,7 +803,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
     }
     const auto& ins = body.inputs();
     const auto pos = std::find(ins.begin(), ins.end(), v);
-    if (pos == ins.end()) return NoKernel(group, absl::StrCat("LayerNorm's '", v->name(), "' is not a group input"));
+    if (pos == ins.end()) return NoKernel(group, absl::StrCat("the norm's '", v->name(), "' is not a group input"));
     *p = LnParam(v, normalized, name);
     k.args.push_back(InputArg(group, static_cast<int>(pos - ins.begin())));
     return absl::OkStatus();
@@ -805,14 +813,15 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
   if (k.has_bias) {
     if (absl::Status st = param(2, "bias", &k.bias); !st.ok()) return st;
   }
-  return std::vector<KernelLaunch>{RowLaunch(k, comment, LayerNormConstants(*eps), "layernorm.cuh", "kiln_layernorm",
-                                             kRowCacheElements)};
+  return std::vector<KernelLaunch>{RowLaunch(k, comment, LayerNormConstants(*eps, rms), "layernorm.cuh",
+                                             "kiln_layernorm", kRowCacheElements)};
 }
 
 bool IsReduceOp(absl::string_view op) {
   static const char* const kOps[] = {"ReduceSum",   "ReduceMean", "ReduceMax",       "ReduceMin",
                                      "ReduceProd",  "ReduceL1",   "ReduceL2",        "ReduceSumSquare",
                                      "ReduceLogSum", "Softmax",   "LogSoftmax",      "LayerNormalization",
+                                     "RMSNormalization",
                                      "GlobalAveragePool", "GlobalMaxPool", "ArgMax", "ArgMin"};
   for (const char* k : kOps) {
     if (op == k) return true;
@@ -823,7 +832,7 @@ bool IsReduceOp(absl::string_view op) {
 absl::StatusOr<std::vector<KernelLaunch>> GenerateReduce(const Node& node) {
   const std::string& op = node.op_type();
   if (op == "Softmax" || op == "LogSoftmax") return Softmax(node);
-  if (op == "LayerNormalization") return LayerNorm(node);
+  if (IsNorm(op)) return LayerNorm(node);
   if (op == "ArgMax" || op == "ArgMin") return ArgReduce(node);
   const int64_t rank = node.input(0)->rank();
   if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {

@@ -1,6 +1,7 @@
 // LayerNormalization template (codegen/ops/reduce.cc): rows of kSize contiguous
 // elements (the normalised dims), fp32 math, two-pass mean and variance as the CPU
-// reference, y = (x - mean) * inv_std * scale + bias. Needs vector.cuh.
+// reference, y = (x - mean) * inv_std * scale + bias. With kRms (RMSNormalization)
+// the mean is 0: one pass for mean(x^2), y = x * inv_rms * scale. Needs vector.cuh.
 //
 // Each row is handled by a group of kThreads threads: a power of two <= 32
 // (kRowsPerBlock rows per block, warp shuffles only) or the whole block (kThreads ==
@@ -9,7 +10,7 @@
 // in registers (read once: x, and for a residual group the sum it computes and
 // stores, never come back from memory); without it (very long rows) three passes.
 // The prefix defines kSize, kRows, kThreads, kRowsPerBlock, kVec, kCache, kEpsilon,
-// kHasBias, kHasStats, the kernel's argument struct kiln_args and
+// kRms, kHasBias, kHasStats, the kernel's argument struct kiln_args and
 //   kiln_row_load<V, kFirst>(a, row, j, float (&x)[V])   x's elements j..j+V-1 (the
 //       group's element-wise prologue applied; kFirst: also stores the group's other
 //       outputs, e.g. the residual sum),
@@ -55,7 +56,11 @@ static __device__ __forceinline__ void kiln_layernorm_rows(const kiln_args& a) {
           for (int e = 0; e < V; ++e) s += x[k][e];
         }
       }
-      mu = kiln_vec_group_reduce<kThreads>(s, kiln_vec_sum(), smem) / (float)kSize;
+      if constexpr (kRms) {
+        mu = 0.f;
+      } else {
+        mu = kiln_vec_group_reduce<kThreads>(s, kiln_vec_sum(), smem) / (float)kSize;
+      }
       float q = 0.f;
 #pragma unroll
       for (int k = 0; k < kNV; ++k) {
@@ -76,20 +81,24 @@ static __device__ __forceinline__ void kiln_layernorm_rows(const kiln_args& a) {
       }
     } else {
       float s = 0.f;
-      if (live) {
-        for (kiln_idx_t jv = sub; jv < kVecs; jv += kThreads) {
-          float x[V];
-          kiln_row_load<V, true>(a, row, jv * V, x);
+      if constexpr (kRms) {
+        mu = 0.f;
+      } else {
+        if (live) {
+          for (kiln_idx_t jv = sub; jv < kVecs; jv += kThreads) {
+            float x[V];
+            kiln_row_load<V, true>(a, row, jv * V, x);
 #pragma unroll
-          for (int e = 0; e < V; ++e) s += x[e];
+            for (int e = 0; e < V; ++e) s += x[e];
+          }
         }
+        mu = kiln_vec_group_reduce<kThreads>(s, kiln_vec_sum(), smem) / (float)kSize;
       }
-      mu = kiln_vec_group_reduce<kThreads>(s, kiln_vec_sum(), smem) / (float)kSize;
       float q = 0.f;
       if (live) {
         for (kiln_idx_t jv = sub; jv < kVecs; jv += kThreads) {
           float x[V];
-          kiln_row_load<V, false>(a, row, jv * V, x);
+          kiln_row_load<V, kRms>(a, row, jv * V, x);
 #pragma unroll
           for (int e = 0; e < V; ++e) {
             const float d = x[e] - mu;

@@ -1,5 +1,5 @@
 // Tests for the NN ops: MatMul, Gemm, Conv, BatchNormalization, MaxPool, AveragePool,
-// GlobalAveragePool, GlobalMaxPool, Softmax, LogSoftmax, LayerNormalization,
+// GlobalAveragePool, GlobalMaxPool, Softmax, LogSoftmax, LayerNormalization, RMSNormalization,
 // InstanceNormalization, LRN, the Reduce* family, and the internal fp32 GEMM.
 #include <gtest/gtest.h>
 
@@ -730,6 +730,22 @@ TEST(NnNormTest, LayerNormalizationBroadcastScaleAndF16) {
   ExpectNear((*r)[0], {1, 2, 2}, {-2, 2, -2, 2}, 1e-3f);
   ExpectNear((*r)[1], {1, 1, 1}, {2});
   std::string e = ErrorOf("LayerNormalization", {X(F32({2, 3}, Iota(6))), C(F32({2}, {1, 1}))});
+  EXPECT_NE(e.find("does not broadcast to the normalised shape [3]"), std::string::npos) << e;
+}
+
+TEST(NnNormTest, RmsNormalization) {
+  // Row 0: rms = sqrt(14 / 3); row 1 is row 0 doubled, so it normalises the same.
+  Tensor x = F32({2, 3}, {1, 2, 3, 2, 4, 6});
+  const float r = 1.f / std::sqrt(14.f / 3.f);
+  ExpectNear(Run1("RMSNormalization", {X(x), C(F32({3}, {1, 1, 2}))}, {{"epsilon", 0.f}}), {2, 3},
+             {r, 2 * r, 6 * r, r, 2 * r, 6 * r});
+  // f16 in and out, a scale [1] broadcast over the normalised [2, 2] (axis 1).
+  auto h = RunOp("RMSNormalization", {X(F16({1, 2, 2}, {3, 4, 3, 4})), C(F16({1}, {2}))}, {{"axis", 1}}, 1);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ((*h)[0].dtype(), DType::kFloat16);
+  const float s = 2.f / std::sqrt(12.5f + 1e-5f);
+  ExpectNear((*h)[0], {1, 2, 2}, {3 * s, 4 * s, 3 * s, 4 * s}, 1e-3f);
+  std::string e = ErrorOf("RMSNormalization", {X(F32({2, 3}, Iota(6))), C(F32({2}, {1, 1}))});
   EXPECT_NE(e.find("does not broadcast to the normalised shape [3]"), std::string::npos) << e;
 }
 
