@@ -38,12 +38,16 @@ struct MovementView {
 };
 absl::StatusOr<MovementView> ViewOf(const Node& node);
 
-// Reductions, Softmax/LogSoftmax, LayerNormalization, global pools, ArgMax/ArgMin
-// (codegen/ops/reduce.cc).
+// Reductions, global pools, ArgMax/ArgMin (codegen/ops/reduce.cc); also claims the
+// row ops (Softmax/LogSoftmax and the norms), which it hands to GenerateRowOp.
 bool IsReduceOp(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateReduce(const Node& node);
-// A "softmax" or "layernorm" FusedGroup (fusion/fuse_pointwise.h): one row kernel
-// with the group's element-wise prologue in registers (codegen/ops/reduce.cc).
+// Row kernels (codegen/ops/row.cc): Softmax/LogSoftmax, LayerNormalization and
+// RMSNormalization (GenerateReduce hands them over), and "softmax", "layernorm" and
+// "rmsnorm" FusedGroups (fusion/fuse_pointwise.h): one row kernel with the group's
+// element-wise prologue in registers.
+bool IsRowOp(absl::string_view op);
+absl::StatusOr<std::vector<KernelLaunch>> GenerateRowOp(const Node& node);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group);
 
 // Index-driven ops: GatherElements, GatherND, ScatterElements (Scatter), ScatterND,
