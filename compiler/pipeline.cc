@@ -27,6 +27,7 @@
 #include "graph/recognize_gelu.h"
 #include "graph/recognize_layer_norm.h"
 #include "graph/recognize_rms_norm.h"
+#include "graph/recognize_rope.h"
 #include "graph/remove_identity.h"
 #include "graph/sum_to_add.h"
 #include "graph/swap_reshape_elementwise.h"
@@ -99,6 +100,10 @@ std::vector<Pass> Canonicalization() {
        "RMSNorm decompositions (Llama, T5: Pow, ReduceMean, Add, Sqrt, Reciprocal, Mul) become one "
        "RMSNormalization, which has its own single kernel",
        "", nullptr, GraphPass<RecognizeRmsNorm>()},
+      {"recognize-rope", s,
+       "RoPE's rotate_half (Slice, Neg, Concat) becomes a strided view of x as [..., 2, D/2], so that "
+       "fuse-pointwise makes the whole rotation (x * cos + rotate_half(x) * sin) one kernel",
+       "", nullptr, GraphPass<RecognizeRope>()},
       {"fold-constants", s,
        "after the rewrites: folds what they left constant (transposed or scaled weights) so that the next round "
        "sees constants, and re-infers every type",

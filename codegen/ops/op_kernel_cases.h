@@ -604,6 +604,24 @@ inline std::vector<Case> AllCases() {
                                        "  output %y\n}\n"),
                           {R(f16, {5, 24})}, {"slice", "cast"}, 1));
   }
+  // RoPE as recognize-rope leaves it for fuse-pointwise: x viewed [..., 2, D/2], the
+  // halves swapped by a Slice of step -1 (a negative stride from an offset), the sign,
+  // x * cos + rotate_half(x) * sin; D = 64 (vectors) and D = 16 (Llama's tiny width).
+  for (int64_t half : {32, 8}) {
+    const Shape xs = {2, 3, 5, 2, half}, ts = {1, 1, 5, 2, half};
+    c.push_back(GroupCase(
+        absl::StrCat("RopeGroupD", 2 * half), "pointwise",
+        absl::StrCat("graph @g {\n  input %x : f16", Dims(xs), "\n  input %cos : f16", Dims(ts),
+                     "\n  input %sin : f16", Dims(ts),
+                     "\n  input %sign : f16[2,1]\n  const %st : i64[1] = [1]\n"
+                     "  const %en : i64[1] = [-9223372036854775808]\n  const %ax : i64[1] = [3]\n"
+                     "  const %sp : i64[1] = [-1]\n"
+                     "  %sw = Slice(%x, %st, %en, %ax, %sp) @swap\n  %r = Mul(%sw, %sign) @rotate_half\n"
+                     "  %a = Mul(%x, %cos) @x_cos\n  %b = Mul(%r, %sin) @rot_sin\n  %y = Add(%a, %b) @add\n"
+                     "  output %y\n}\n"),
+        {R(f16, xs), R(f16, ts), R(f16, ts), K(Tensor::FromFloat(f16, {2, 1}, {-1.f, 1.f}))},
+        {"swap", "rotate_half", "x_cos", "rot_sin", "add"}, 1));
+  }
   c.push_back(GroupCase("TransposeAddGroupBF16", "pointwise",
                         "graph @g {\n  input %x : bf16[3,8,5]\n  input %r : bf16[3,5,8]\n"
                         "  %t = Transpose(%x) {perm = [0, 2, 1]} @transpose\n  %y = Add(%t, %r) @add\n"
