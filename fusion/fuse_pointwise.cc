@@ -226,12 +226,17 @@ absl::StatusOr<bool> FusePointwise::FuseElementwise(Graph& graph) {
       group_of[n] = static_cast<int>(groups.size()) - 1;
     }
   }
-  // Strided views feeding a group (rule 4 of the header): the group reads through them.
+  // Strided views feeding a group (rule 4 of the header), and the views feeding those:
+  // the group reads through the chain.
   for (size_t g = 0; g < groups.size(); ++g) {
     std::vector<Node*>& members = groups[g];
     if (members.empty()) continue;
-    const std::vector<Node*> elementwise = members;
-    for (Node* m : elementwise) {
+    std::vector<Node*> readers = members;  // members whose inputs are still to be looked at
+    while (!readers.empty()) {
+      Node* m = readers.back();
+      readers.pop_back();
+      const bool m_is_view = std::find(members.begin(), members.end(), m) != members.end() && IsStridedView(*m) &&
+                             !group_of.contains(m);
       for (const Value* v : m->inputs()) {
         Node* view = v == nullptr ? nullptr : v->producer();
         if (view == nullptr || !IsStridedView(*view) || group_of.contains(view) ||
@@ -241,7 +246,7 @@ absl::StatusOr<bool> FusePointwise::FuseElementwise(Graph& graph) {
         const Node* source = view->input(0)->producer();
         if (HasOutsideUse(graph, v, members) ||
             std::find(members.begin(), members.end(), source) != members.end() || !PointwiseDType(v->dtype()) ||
-            !BroadcastsInto(v->shape(), shapes[g])) {
+            (!m_is_view && !BroadcastsInto(v->shape(), shapes[g]))) {
           continue;
         }
         std::vector<Node*> with = members;
@@ -249,6 +254,7 @@ absl::StatusOr<bool> FusePointwise::FuseElementwise(Graph& graph) {
         if (!IsConvex(graph, with)) continue;
         // Before its first reader, so that the members stay in graph order.
         members.insert(std::find(members.begin(), members.end(), m), view);
+        readers.push_back(view);
       }
     }
   }

@@ -26,8 +26,10 @@
 //     is their only reader and the set stays convex: the kernel reads the view's
 //     input through its strides instead of a copy kernel writing it out first
 //     (GPT-2's logits: Cast(Slice(padded MatMul)) in one pass; a Transpose at a
-//     layout boundary next to a residual add). Views of values computed inside the
-//     group are not taken.
+//     layout boundary next to a residual add), and the views feeding those views
+//     (Llama's RoPE reads its input through the head split's Transpose, directly and
+//     through a Slice of step -1). Views of values computed inside the group are not
+//     taken.
 // Math: unchanged (the group's body is its members).
 //
 // Reported: element-wise producers of another shape next to a group ("shape: " —

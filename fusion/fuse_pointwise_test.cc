@@ -112,6 +112,31 @@ graph @main {
             "FusedGroup pointwise [neg, exp] anchor=\n");
 }
 
+TEST(FusePointwiseTest, TakesAChainOfViews) {
+  // Llama's rotary embedding after recognize-rope: the head split's Transpose of the
+  // [B,S,H,2,D/2] projection, read directly and through a Slice of step -1 (the halves
+  // swapped): one kernel reads x0 through Transpose and Transpose-then-Slice.
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x0 : f16[2,5,3,2,4]
+  input %c : f16[1,1,5,2,4]
+  input %sign : f16[2,1]
+  const %st : i64[1] = [1]
+  const %en : i64[1] = [-9223372036854775808]
+  const %ax : i64[1] = [3]
+  const %sp : i64[1] = [-1]
+  %t = Transpose(%x0) {perm = [0, 2, 1, 3, 4]} @heads
+  %s = Slice(%t, %st, %en, %ax, %sp) @swap
+  %r = Mul(%s, %sign) @rotate_half
+  %a = Mul(%t, %c) @x_cos
+  %y = Add(%a, %r) @add
+  output %y
+}
+)",
+                        nullptr);
+  EXPECT_EQ(Summary(*g), "FusedGroup pointwise [heads, swap, rotate_half, x_cos, add] anchor=\n");
+}
+
 TEST(FusePointwiseTest, DoesNotTakeAViewOfAValueComputedInTheGroup) {
   // The kernel reads group inputs through views, never a member's registers: relu ->
   // transpose -> add cannot be one group (not convex without the Transpose), and the

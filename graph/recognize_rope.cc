@@ -95,6 +95,17 @@ std::optional<Match> MatchAt(const Graph& graph, Node* concat) {
   return m;
 }
 
+// The normalised perm of Transpose `t` (empty when invalid).
+std::vector<int64_t> PermOf(const Node& t) {
+  const int64_t r = t.input(0)->has_type() ? t.input(0)->rank() : 0;
+  std::vector<int64_t> reversed;
+  for (int64_t i = r - 1; i >= 0; --i) reversed.push_back(i);
+  absl::StatusOr<std::vector<int64_t>> perm = t.GetInts("perm", reversed);
+  if (!perm.ok() || static_cast<int64_t>(perm->size()) != r) return {};
+  for (int64_t& p : *perm) p = p < 0 ? p + r : p;
+  return *perm;
+}
+
 Value* IntsConstant(Graph& graph, const std::string& name, const std::vector<int64_t>& v) {
   return graph.AddConstant(name, Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(v.size())}, v));
 }
@@ -123,7 +134,24 @@ void Rewrite(Graph& graph, const Match& m) {
                   absl::StrCat(name, "/", suffix));
     return out;
   };
-  Value* x5 = reshape(m.x, "x");
+  Value* x5 = nullptr;
+  // x the head split of [B, S, H, D] (a Transpose keeping the last axis last) that only
+  // the rotation reads: split D before the Transpose instead, which fuse-pointwise then
+  // reads through strides, so the Transpose kernel goes too.
+  Node* t = m.x->producer();
+  const std::vector<int64_t> perm = t != nullptr && IsOp(t, "Transpose", 1) ? PermOf(*t) : std::vector<int64_t>{};
+  const int64_t r = m.x->rank();
+  if (!perm.empty() && perm.back() == r - 1 && m.x->uses().empty() && !graph.IsGraphOutput(m.x)) {
+    Value* x0 = reshape(t->input(0), "x");
+    std::vector<int64_t> perm5(perm.begin(), perm.end() - 1);
+    perm5.push_back(r - 1);
+    perm5.push_back(r);
+    x5 = value("x_heads", xs5);
+    graph.AddNode("Transpose", {x0}, {x5}, t->name())->SetAttr("perm", perm5);
+    graph.RemoveNode(t);
+  } else {
+    x5 = reshape(m.x, "x");
+  }
   Value* c5 = reshape(m.cos, "cos");
   Value* s5 = reshape(m.sin, "sin");
   const int64_t half_axis = static_cast<int64_t>(xs5.size()) - 2;

@@ -9,7 +9,10 @@
 //   s1  = Slice(x, 0, D/2, axis = -1)      s2 = Slice(x, D/2, D, axis = -1)
 //   rot = Concat(Neg(s2), s1, axis = -1)
 //   y   = Add(Mul(x, cos), Mul(rot, sin))
-// -> x5 = Reshape(x, [..., 2, D/2]), cos5 and sin5 likewise,
+// -> x5 = Reshape(x, [..., 2, D/2]) (when x = Transpose(x0) keeps the last axis last
+//    and only the pattern reads x: Transpose(Reshape(x0, [..., 2, D/2])), which
+//    fuse-pointwise reads through strides, so the head split's copy goes too),
+//    cos5 and sin5 likewise,
 //    rot5 = Mul(Slice(x5, start 1, step -1, axis -2), [[-1], [1]]),
 //    y = Reshape(Add(Mul(x5, cos5), Mul(rot5, sin5)), x's shape)   (writing y's value).
 // Math: identical element by element (the same products and sum; rot5[..., 0, j] =

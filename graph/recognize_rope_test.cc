@@ -65,6 +65,27 @@ TEST(RecognizeRopeTest, LlamaDynamoRotaryEmbedding) {
   ExpectSameOutputs(*before, *g);
 }
 
+// The query as the head split of [B,S,H,D] read by the rotation alone: D is split
+// before the Transpose, which fuse-pointwise then reads through strides.
+TEST(RecognizeRopeTest, HeadSplitTransposeMovesAfterTheSplitOfD) {
+  std::unique_ptr<Graph> g = MustParse(absl::StrReplaceAll(
+      Rope(), {{"input %q : f32[2,2,4,8]", "input %q0 : f32[2,4,2,8]"},
+               {"const %one : i64[1] = [1]", "const %one : i64[1] = [1]\n  %q = Transpose(%q0) {perm = [0, 2, 1, 3]}"}}));
+  std::unique_ptr<Graph> before = g->Clone();
+  absl::StatusOr<bool> changed = RecognizeRope().Run(*g);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  const Node* heads = nullptr;
+  for (const Node* n : g->nodes()) {
+    if (n->op_type() == "Transpose") heads = n;
+  }
+  ASSERT_NE(heads, nullptr);
+  EXPECT_EQ(heads->input(0)->shape(), (Shape{2, 4, 2, 2, 4}));
+  EXPECT_EQ(heads->input(0)->producer()->input(0)->name(), "q0");
+  EXPECT_EQ(heads->GetInts("perm").value(), (std::vector<int64_t>{0, 2, 1, 3, 4}));
+  ExpectSameOutputs(*before, *g);
+}
+
 TEST(RecognizeRopeTest, WhatMustStay) {
   // Halves the other way round (x1 first): not rotate_half.
   ExpectNoChange<RecognizeRope>(Rope("%slice_4, %neg"));

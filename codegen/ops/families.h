@@ -37,6 +37,9 @@ struct MovementView {
   int64_t offset = 0;
 };
 absl::StatusOr<MovementView> ViewOf(const Node& node);
+// The same over an input that is itself read through `in_strides` from `in_offset`
+// (a view of a view).
+absl::StatusOr<MovementView> ViewOf(const Node& node, const std::vector<int64_t>& in_strides, int64_t in_offset);
 
 // Reductions, global pools, ArgMax/ArgMin (codegen/ops/reduce.cc); also claims the
 // row ops (Softmax/LogSoftmax and the norms), which it hands to GenerateRowOp.

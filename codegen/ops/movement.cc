@@ -194,13 +194,14 @@ bool IsMovementOp(absl::string_view op) {
   return false;
 }
 
-absl::StatusOr<MovementView> ViewOf(const Node& node) {
+absl::StatusOr<MovementView> ViewOf(const Node& node, const std::vector<int64_t>& in_strides, int64_t in_offset) {
   const std::string& op = node.op_type();
   const Shape& ishape = node.input(0)->shape();
   const Shape& oshape = node.output(0)->shape();
   const int64_t rank = static_cast<int64_t>(ishape.size());
-  const std::vector<int64_t> dense = DenseStrides(ishape);
+  if (static_cast<int64_t>(in_strides.size()) != rank) return NoKernel(node, "input strides of the wrong rank");
   MovementView view;
+  view.offset = in_offset;
   if (op == "Transpose") {
     std::vector<int64_t> dflt(rank);
     for (int64_t i = 0; i < rank; ++i) dflt[i] = rank - 1 - i;
@@ -208,13 +209,13 @@ absl::StatusOr<MovementView> ViewOf(const Node& node) {
     if (!perm.ok()) return perm.status();
     if (static_cast<int64_t>(perm->size()) != rank) return NoKernel(node, "bad perm");
     view.strides.resize(rank);
-    for (int64_t i = 0; i < rank; ++i) view.strides[i] = dense[(*perm)[i] < 0 ? (*perm)[i] + rank : (*perm)[i]];
+    for (int64_t i = 0; i < rank; ++i) view.strides[i] = in_strides[(*perm)[i] < 0 ? (*perm)[i] + rank : (*perm)[i]];
     return view;
   }
   if (op == "Expand") {
     view.strides.assign(oshape.size(), 0);
     const size_t lead = oshape.size() - ishape.size();
-    for (size_t d = 0; d < ishape.size(); ++d) view.strides[lead + d] = ishape[d] == 1 ? 0 : dense[d];
+    for (size_t d = 0; d < ishape.size(); ++d) view.strides[lead + d] = ishape[d] == 1 ? 0 : in_strides[d];
     return view;
   }
   if (op == "Slice") {
@@ -223,12 +224,16 @@ absl::StatusOr<MovementView> ViewOf(const Node& node) {
     view.strides.resize(rank);
     for (int64_t d = 0; d < rank; ++d) {
       if ((*plan)[d].count != oshape[d]) return NoKernel(node, "slice plan disagrees with the output shape");
-      view.offset += (*plan)[d].start * dense[d];
-      view.strides[d] = (*plan)[d].step * dense[d];
+      view.offset += (*plan)[d].start * in_strides[d];
+      view.strides[d] = (*plan)[d].step * in_strides[d];
     }
     return view;
   }
   return NoKernel(node, "not a strided view of its input");
+}
+
+absl::StatusOr<MovementView> ViewOf(const Node& node) {
+  return ViewOf(node, DenseStrides(node.input(0)->shape()), 0);
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node) {

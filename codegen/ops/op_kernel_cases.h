@@ -622,6 +622,16 @@ inline std::vector<Case> AllCases() {
         {R(f16, xs), R(f16, ts), R(f16, ts), K(Tensor::FromFloat(f16, {2, 1}, {-1.f, 1.f}))},
         {"swap", "rotate_half", "x_cos", "rot_sin", "add"}, 1));
   }
+  // The same reading x through the head split's Transpose first (a view of a view).
+  c.push_back(GroupCase(
+      "RopeGroupThroughTransposeBF16", "pointwise",
+      "graph @g {\n  input %x0 : bf16[2,5,3,2,16]\n  input %cos : bf16[1,1,5,2,16]\n  input %sign : bf16[2,1]\n"
+      "  const %st : i64[1] = [1]\n  const %en : i64[1] = [-9223372036854775808]\n  const %ax : i64[1] = [3]\n"
+      "  const %sp : i64[1] = [-1]\n  %t = Transpose(%x0) {perm = [0, 2, 1, 3, 4]} @heads\n"
+      "  %sw = Slice(%t, %st, %en, %ax, %sp) @swap\n  %r = Mul(%sw, %sign) @rotate_half\n"
+      "  %a = Mul(%t, %cos) @x_cos\n  %y = Add(%a, %r) @add\n  output %y\n}\n",
+      {R(bf16, {2, 5, 3, 2, 16}), R(bf16, {1, 1, 5, 2, 16}), K(Tensor::FromFloat(bf16, {2, 1}, {-1.f, 1.f}))},
+      {"heads", "swap", "rotate_half", "x_cos", "add"}, 1));
   c.push_back(GroupCase("TransposeAddGroupBF16", "pointwise",
                         "graph @g {\n  input %x : bf16[3,8,5]\n  input %r : bf16[3,5,8]\n"
                         "  %t = Transpose(%x) {perm = [0, 2, 1]} @transpose\n  %y = Add(%t, %r) @add\n"

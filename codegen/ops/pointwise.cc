@@ -406,13 +406,21 @@ absl::Status ComposeElementwise(const Node& group, const Graph& body, const std:
   int temp = 0;
   for (const Node* member : members) {
     if (out.allow_views && IsMovementOp(member->op_type()) && member->num_outputs() == 1) {
-      auto gi = input_index.find(member->input(0));
-      if (gi == input_index.end()) {
+      // A view of a group input, or of another view member (composed).
+      const Value* in = member->input(0);
+      absl::StatusOr<MovementView> view;
+      int source = -1;
+      if (auto gi = input_index.find(in); gi != input_index.end()) {
+        view = ViewOf(*member);
+        source = gi->second;
+      } else if (auto vw = views.find(in); vw != views.end()) {
+        view = ViewOf(*member, vw->second.strides, vw->second.offset);
+        source = vw->second.input;
+      } else {
         return NoKernel(group, absl::StrCat("member ", member->Describe(), " views a value computed in the group"));
       }
-      absl::StatusOr<MovementView> view = ViewOf(*member);
       if (!view.ok()) return view.status();
-      views[member->output(0)] = {gi->second, std::move(view->strides), view->offset};
+      views[member->output(0)] = {source, std::move(view->strides), view->offset};
       continue;
     }
     if (!IsPointwiseOp(member->op_type()) || member->num_outputs() != 1 || member->output(0)->shape() != shape) {
