@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "fusion/group_util.h"
 #include "graph/fused_group.h"
+#include "graph/pattern_match.h"
 #include "graph/strided_view.h"
 
 namespace kiln {
@@ -115,17 +116,6 @@ int QScaleInput(const Node& p) {
     if (full(1) && OneElement(p.input(0))) return 1;
   }
   return -1;
-}
-
-// The normalised perm of Transpose `t` (empty when absent or invalid).
-std::vector<int64_t> PermOf(const Node& t) {
-  const int64_t r = t.input(0)->has_type() ? t.input(0)->rank() : -1;
-  std::vector<int64_t> dflt;
-  for (int64_t i = r - 1; i >= 0; --i) dflt.push_back(i);
-  absl::StatusOr<std::vector<int64_t>> perm = t.GetInts("perm", dflt);
-  if (!perm.ok() || static_cast<int64_t>(perm->size()) != r) return {};
-  for (int64_t& p : *perm) p = p < 0 ? p + r : p;
-  return *perm;
 }
 
 // Whether `t` is a Transpose the kernel writes its output through: rows stay

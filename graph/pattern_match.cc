@@ -8,32 +8,43 @@
 
 namespace kiln {
 
-bool IsOp(const Node *node, absl::string_view op, int num_inputs) {
+bool IsOp(const Node* node, absl::string_view op, int num_inputs) {
   return node != nullptr && node->domain().empty() && node->op_type() == op && node->num_outputs() == 1 &&
          node->num_inputs() == num_inputs && node->has_input(0) && node->has_input(num_inputs - 1);
 }
 
-Node *InternalProducer(const Graph &graph, const Value *v, absl::string_view op, int num_inputs) {
+Node* InternalProducer(const Graph& graph, const Value* v, absl::string_view op, int num_inputs) {
   if (v == nullptr || v->uses().size() != 1 || graph.IsGraphOutput(v)) return nullptr;
-  Node *node = v->producer();
+  Node* node = v->producer();
   return IsOp(node, op, num_inputs) ? node : nullptr;
 }
 
-Node *InternalConsumer(const Graph &graph, const Value *v, absl::string_view op, int num_inputs) {
+Node* InternalConsumer(const Graph& graph, const Value* v, absl::string_view op, int num_inputs) {
   if (v->uses().size() != 1 || graph.IsGraphOutput(v)) return nullptr;
-  Node *node = v->uses()[0].node;
+  Node* node = v->uses()[0].node;
   return IsOp(node, op, num_inputs) ? node : nullptr;
 }
 
-std::optional<float> ScalarConstant(const Value *v) {
+std::vector<int64_t> PermOf(const Node& t) {
+  if (!t.input(0)->has_type()) return {};
+  const int64_t r = t.input(0)->rank();
+  std::vector<int64_t> reversed;
+  for (int64_t i = r - 1; i >= 0; --i) reversed.push_back(i);
+  absl::StatusOr<std::vector<int64_t>> perm = t.GetInts("perm", reversed);
+  if (!perm.ok() || static_cast<int64_t>(perm->size()) != r) return {};
+  for (int64_t& p : *perm) p = p < 0 ? p + r : p;
+  return *perm;
+}
+
+std::optional<float> ScalarConstant(const Value* v) {
   if (v == nullptr || !v->is_constant() || v->numel() != 1 || !IsFloating(v->dtype())) return std::nullopt;
   return v->constant().ScalarFloat();
 }
 
-bool IsLastAxisMean(const Node *node) {
+bool IsLastAxisMean(const Node* node) {
   if (node == nullptr || node->op_type() != "ReduceMean" || !node->domain().empty()) return false;
   if (node->num_outputs() != 1 || !node->has_input(0)) return false;
-  const Value *x = node->input(0);
+  const Value* x = node->input(0);
   if (!x->has_type() || x->rank() < 1) return false;
   const absl::StatusOr<int64_t> keepdims = node->GetInt("keepdims", 1);
   if (!keepdims.ok() || *keepdims != 1) return false;
@@ -47,19 +58,19 @@ bool IsLastAxisMean(const Node *node) {
   return true;
 }
 
-bool IsLastAxisVector(const Value *v, int64_t h, int rank) {
+bool IsLastAxisVector(const Value* v, int64_t h, int rank) {
   if (v == nullptr || !v->is_constant() || !IsFloating(v->dtype())) return false;
   if (v->rank() < 1 || v->rank() > rank || v->shape().back() != h || v->numel() != h) return false;
   return true;
 }
 
-Value *VectorOperand(const Node *node, const Value *operand, int64_t h, int rank) {
+Value* VectorOperand(const Node* node, const Value* operand, int64_t h, int rank) {
   if (node->input(0) == operand && IsLastAxisVector(node->input(1), h, rank)) return node->input(1);
   if (node->input(1) == operand && IsLastAxisVector(node->input(0), h, rank)) return node->input(0);
   return nullptr;
 }
 
-Value *AsVector(Graph &graph, Value *v, DType dtype, int64_t h, float fill, const std::string &name) {
+Value* AsVector(Graph& graph, Value* v, DType dtype, int64_t h, float fill, const std::string& name) {
   if (v != nullptr && v->dtype() == dtype && v->shape() == Shape{h}) return v;
   std::vector<float> data = v != nullptr ? v->constant().ToFloat() : std::vector<float>(h, fill);
   return graph.AddConstant(v != nullptr ? absl::StrCat(v->name(), "/vector") : name,

@@ -1,5 +1,5 @@
-// Matching helpers of the recognize-* passes (recognize-layer-norm,
-// recognize-rms-norm): single-use links between the nodes of an exported
+// Matching helpers of the pattern passes (recognize-layer-norm, recognize-rms-norm,
+// recognize-rope, fuse-attention): single-use links between the nodes of an exported
 // decomposition, one-element constants, last-axis means and per-channel
 // vectors.
 #pragma once
@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "graph/graph.h"
@@ -15,25 +16,28 @@ namespace kiln {
 
 // `node` is a default-domain `op` with one output and `num_inputs` present
 // inputs.
-bool IsOp(const Node *node, absl::string_view op, int num_inputs);
+bool IsOp(const Node* node, absl::string_view op, int num_inputs);
 // The producer of `v` when it is `op` and `v` is used once and is no graph
 // output.
-Node *InternalProducer(const Graph &graph, const Value *v, absl::string_view op, int num_inputs);
+Node* InternalProducer(const Graph& graph, const Value* v, absl::string_view op, int num_inputs);
 // The single consumer of `v` when it is `op` and `v` is internal to the
 // pattern.
-Node *InternalConsumer(const Graph &graph, const Value *v, absl::string_view op, int num_inputs = 2);
+Node* InternalConsumer(const Graph& graph, const Value* v, absl::string_view op, int num_inputs = 2);
+// The permutation of Transpose `t` (absent: reversed dims), negative axes normalised;
+// empty when malformed or `t`'s input is untyped.
+std::vector<int64_t> PermOf(const Node& t);
 // The value of a one-element floating-point constant.
-std::optional<float> ScalarConstant(const Value *v);
+std::optional<float> ScalarConstant(const Value* v);
 // ReduceMean(x) over exactly the last axis with keepdims = 1.
-bool IsLastAxisMean(const Node *node);
+bool IsLastAxisMean(const Node* node);
 // A constant with `h` elements shaped [h] or [1, ..., 1, h], of rank <= `rank`.
-bool IsLastAxisVector(const Value *v, int64_t h, int rank);
+bool IsLastAxisVector(const Value* v, int64_t h, int rank);
 // The other operand of binary `node` when `operand` is one and the other is a
 // last-axis vector constant.
-Value *VectorOperand(const Node *node, const Value *operand, int64_t h, int rank);
+Value* VectorOperand(const Node* node, const Value* operand, int64_t h, int rank);
 
 // `v` (a constant with h elements) as a [h] constant of `dtype`, reused when it
 // already is one; `fill` everywhere, named `name`, when `v` is null.
-Value *AsVector(Graph &graph, Value *v, DType dtype, int64_t h, float fill, const std::string &name);
+Value* AsVector(Graph& graph, Value* v, DType dtype, int64_t h, float fill, const std::string& name);
 
 }  // namespace kiln

@@ -95,17 +95,6 @@ std::optional<Match> MatchAt(const Graph& graph, Node* concat) {
   return m;
 }
 
-// The normalised perm of Transpose `t` (empty when invalid).
-std::vector<int64_t> PermOf(const Node& t) {
-  const int64_t r = t.input(0)->has_type() ? t.input(0)->rank() : 0;
-  std::vector<int64_t> reversed;
-  for (int64_t i = r - 1; i >= 0; --i) reversed.push_back(i);
-  absl::StatusOr<std::vector<int64_t>> perm = t.GetInts("perm", reversed);
-  if (!perm.ok() || static_cast<int64_t>(perm->size()) != r) return {};
-  for (int64_t& p : *perm) p = p < 0 ? p + r : p;
-  return *perm;
-}
-
 Value* IntsConstant(Graph& graph, const std::string& name, const std::vector<int64_t>& v) {
   return graph.AddConstant(name, Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(v.size())}, v));
 }

@@ -16,8 +16,8 @@
 namespace kiln::ops {
 namespace {
 
-absl::Status Infer(Node &node) {
-  const Value *x = node.input(0);
+absl::Status Infer(Node& node) {
+  const Value* x = node.input(0);
   KILN_RETURN_IF_ERROR(RequireFloat(node, 0));
   KILN_RETURN_IF_ERROR(RequireFloat(node, 1));
   KILN_ASSIGN_OR_RETURN(int64_t axis, node.GetInt("axis", -1));
@@ -29,7 +29,7 @@ absl::Status Infer(Node &node) {
   if (x->rank() < 1) return node.Error(absl::StrCat("input X must have rank >= 1, got ", x->TypeString()));
   KILN_ASSIGN_OR_RETURN(axis, NormalizeAxis(node, axis, x->rank()));
   const Shape normalized(x->shape().begin() + axis, x->shape().end());
-  const Shape &scale = node.input(1)->shape();
+  const Shape& scale = node.input(1)->shape();
   bool broadcasts = scale.size() <= normalized.size();
   for (size_t i = 0; broadcasts && i < scale.size(); ++i) {
     const int64_t t = normalized[normalized.size() - scale.size() + i];
@@ -43,11 +43,11 @@ absl::Status Infer(Node &node) {
   return absl::OkStatus();
 }
 
-absl::Status Eval(const Node &node, absl::Span<const Tensor *const> in, absl::Span<Tensor> out) {
+absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
   KILN_ASSIGN_OR_RETURN(int64_t axis, node.GetInt("axis", -1));
   KILN_ASSIGN_OR_RETURN(axis, NormalizeAxis(node, axis, in[0]->rank()));
   KILN_ASSIGN_OR_RETURN(float epsilon, node.GetFloat("epsilon", 1e-5f));
-  const Shape &xs = in[0]->shape();
+  const Shape& xs = in[0]->shape();
   const Shape normalized(xs.begin() + axis, xs.end());
   const int64_t size = NumElements(normalized);
   const int64_t rows = size == 0 ? 0 : in[0]->numel() / size;
@@ -59,11 +59,11 @@ absl::Status Eval(const Node &node, absl::Span<const Tensor *const> in, absl::Sp
   }
   const FloatView x(*in[0]);
   FloatSink sink(out[0]);
-  float *y = sink.data();
+  float* y = sink.data();
   ParallelFor(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(size, 1)), [&](int64_t s, int64_t e) {
     for (int64_t r = s; r < e; ++r) {
-      const float *src = x.data() + r * size;
-      float *dst = y + r * size;
+      const float* src = x.data() + r * size;
+      float* dst = y + r * size;
       float sq = 0.f;
       for (int64_t i = 0; i < size; ++i) sq += src[i] * src[i];
       const float inv = 1.f / std::sqrt(sq / static_cast<float>(size) + epsilon);
