@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "graph/ops/slice.h"
+
 namespace kiln {
 
 StridedView StridedView::Dense(const Shape& shape) {
@@ -106,10 +108,71 @@ bool StridedView::Expand(const Shape& shape) {
   return true;
 }
 
+bool StridedView::Select(int axis, int64_t index, bool keep_dim) {
+  if (axis < 0 || axis >= rank() || index < 0 || index >= shape_[axis]) return false;
+  int64_t rest = index;
+  for (auto f = dims_[axis].rbegin(); f != dims_[axis].rend(); ++f) {
+    offset_ += (rest % f->size) * f->stride;
+    rest /= f->size;
+  }
+  if (keep_dim) {
+    shape_[axis] = 1;
+    dims_[axis].clear();
+  } else {
+    shape_.erase(shape_.begin() + axis);
+    dims_.erase(dims_.begin() + axis);
+  }
+  return true;
+}
+
+bool StridedView::Slice(int axis, int64_t start, int64_t step, int64_t count) {
+  if (axis < 0 || axis >= rank() || step <= 0 || count < 0 || start < 0) return false;
+  if (count > 0 && start + (count - 1) * step >= shape_[axis]) return false;
+  if (start == 0 && step == 1 && count == shape_[axis]) return true;
+  const std::optional<int64_t> stride = Stride(axis);
+  if (!stride) return false;
+  offset_ += start * *stride;
+  shape_[axis] = count;
+  dims_[axis] = {ViewFactor{count, *stride * step}};
+  Normalize(axis);
+  return true;
+}
+
+bool StridedView::ApplyGather(const Node& node) {
+  const Value* indices = node.input(1);
+  const int64_t index = indices->constant().ScalarInt64();
+  absl::StatusOr<int64_t> axis = node.GetInt("axis", 0);
+  if (!axis.ok()) return false;
+  const int64_t a = *axis < 0 ? *axis + rank() : *axis;
+  if (a < 0 || a >= rank()) return false;
+  StridedView next = *this;
+  if (!next.Select(static_cast<int>(a), index < 0 ? index + shape_[a] : index, indices->rank() == 1) ||
+      next.shape_ != node.output(0)->shape()) {
+    return false;
+  }
+  *this = std::move(next);
+  return true;
+}
+
+bool StridedView::ApplySlice(const Node& node) {
+  absl::StatusOr<std::vector<ops::AxisSlice>> plan = ops::ConstantSlicePlan(node);
+  if (!plan.ok() || static_cast<int>(plan->size()) != rank()) return false;
+  StridedView next = *this;
+  for (int d = 0; d < rank(); ++d) {
+    const ops::AxisSlice& s = (*plan)[d];
+    if (!next.Slice(d, s.start, s.step, s.count)) return false;
+  }
+  if (next.shape_ != node.output(0)->shape()) return false;
+  *this = std::move(next);
+  return true;
+}
+
 bool StridedView::Apply(const Node& node) {
   if (!IsViewNode(node) || node.input(0)->shape() != shape_) return false;
   const std::string& op = node.op_type();
   const Shape& out = node.output(0)->shape();
+  if (op == "Gather") return ApplyGather(node);
+  if (op == "Slice") return ApplySlice(node);
   if (op == "Transpose") {
     std::vector<int64_t> reversed;
     for (int i = rank() - 1; i >= 0; --i) reversed.push_back(i);
@@ -147,11 +210,21 @@ std::optional<std::vector<ViewFactor>> StridedView::BatchFactors(int trailing, c
 }
 
 bool IsViewNode(const Node& node) {
-  static const char* const kOps[] = {"Transpose", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Expand"};
+  static const char* const kOps[] = {"Transpose", "Reshape", "Unsqueeze", "Squeeze", "Flatten",
+                                     "Expand",    "Slice",   "Gather"};
   bool known = false;
   for (const char* op : kOps) known |= node.op_type() == op;
-  return known && node.num_outputs() == 1 && node.has_input(0) && node.input(0)->has_type() &&
-         node.output(0)->has_type();
+  if (!known || node.num_outputs() != 1 || !node.has_input(0) || !node.input(0)->has_type() ||
+      !node.output(0)->has_type()) {
+    return false;
+  }
+  if (node.op_type() == "Gather") {
+    const Value* indices = node.has_input(1) ? node.input(1) : nullptr;
+    return indices != nullptr && indices->is_constant() && indices->numel() == 1 && indices->rank() <= 1 &&
+           (indices->dtype() == DType::kInt64 || indices->dtype() == DType::kInt32);
+  }
+  if (node.op_type() == "Slice") return ops::ConstantSlicePlan(node).ok();
+  return true;
 }
 
 }  // namespace kiln
