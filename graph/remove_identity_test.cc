@@ -92,5 +92,65 @@ graph @main {
 )");
 }
 
+// Swin-T's window attention as the legacy exporter writes it for a 56 x 56 map
+// (a whole number of 7 x 7 windows): a Pad of zeros before the partition, and the
+// crop after it, two Slices (the second with an INT64_MAX end) that take everything.
+TEST(RemoveIdentityTest, RemovesSwinsZeroPadAndFullCrop) {
+  const std::string out = RunPass<RemoveIdentity>(R"(
+graph @main {
+  input %x : f32[1,56,56,16]
+  const %pads : i64[8] = [0, 0, 0, 0, 0, 0, 0, 0]
+  const %zero : i64[1] = [0]
+  const %one : i64[1] = [1]
+  const %two : i64[1] = [2]
+  const %h : i64[1] = [56]
+  const %max : i64[1] = [9223372036854775807]
+  %p = Pad(%x, %pads) {mode = "constant"}
+  %r = Relu(%p)
+  %s1 = Slice(%r, %zero, %h, %one, %one)
+  %s2 = Slice(%s1, %zero, %max, %two, %one)
+  %y = Tanh(%s2)
+  output %y
+}
+)");
+  EXPECT_EQ(out, R"(graph @main {
+  input %x : f32[1,56,56,16]
+  %r : f32[1,56,56,16] = Relu(%x)
+  %y : f32[1,56,56,16] = Tanh(%r)
+  output %y
+}
+)");
+}
+
+// Pads and Slices that change the tensor stay: a pad of one row, a crop, a step of 2
+// and a reversal (each read by a Relu, not a graph output).
+TEST(RemoveIdentityTest, KeepsPadsAndSlicesThatChangeTheTensor) {
+  ExpectNoChange<RemoveIdentity>(R"(
+graph @main {
+  input %x : f32[1,8,8,4]
+  const %pads : i64[8] = [0, 1, 0, 0, 0, 0, 0, 0]
+  const %zero : i64[1] = [0]
+  const %one : i64[1] = [1]
+  const %two : i64[1] = [2]
+  const %six : i64[1] = [6]
+  const %eight : i64[1] = [8]
+  const %last : i64[1] = [-1]
+  const %min : i64[1] = [-9223372036854775807]
+  %p = Pad(%x, %pads)
+  %crop = Slice(%x, %zero, %six, %one)
+  %even = Slice(%x, %zero, %eight, %one, %two)
+  %flip = Slice(%x, %last, %min, %one, %last)
+  %a = Relu(%p)
+  %b = Relu(%crop)
+  %c = Relu(%even)
+  %d = Relu(%flip)
+  output %a
+  output %b
+  output %c
+  output %d
+}
+)");
+}
+
 }  // namespace
 }  // namespace kiln
