@@ -80,6 +80,12 @@ std::vector<GpuCase> Cases() {
         {dt, 2, 12, 128, 128, 64, 64, AttnMask::kSdpa, true, true},
         {dt, 2, 8, 77, 77, 64, 64, AttnMask::kSdpa, true, true, 2},
         {dt, 1, 32, 100, 100, 128, 128, AttnMask::kSdpa, true, true, 8},
+        // Swin-T: Q, K, V selected from the packed QKV product of 7 x 7 windows, the
+        // shifted windows' mask added to the scores regrouped per window.
+        {dt, 4, 3, 49, 49, 32, 32, AttnMask::kNone, true, false, 0, true},
+        {dt, 4, 3, 49, 49, 32, 32, AttnMask::kWindows, false, false, 0, true},
+        {dt, 6, 2, 49, 49, 64, 64, AttnMask::kWindows, true, false, 0, true},
+        {dt, 2, 12, 197, 197, 64, 64, AttnMask::kNone, true, false, 0, true},  // ViT-B/16, packed
     };
     for (const AttnCase& c : heads) out.push_back({c});
     for (const AttnCase& c : cases) out.push_back({c});
@@ -99,11 +105,28 @@ std::string Name(const GpuCase& g) {
 
 // The function in fp64 from the stored inputs (the fp64 value of the stored scale).
 std::vector<double> Fp64Reference(const AttnCase& c, const std::map<std::string, Tensor>& feeds) {
-  const std::vector<float> q = feeds.at("q").ToFloat(), k = feeds.at("k").ToFloat(), v = feeds.at("v").ToFloat();
+  // A packed case's Q, K and V: the selects of [B,S,3,H,D] as [B,H,S,D] tensors.
+  auto operand = [&](const char* name, int64_t which) {
+    if (!c.packed) return feeds.at(name).ToFloat();
+    const std::vector<float> qkv = feeds.at("qkv").ToFloat();
+    std::vector<float> out(c.b * c.h * c.sq * c.d);
+    for (int64_t b = 0; b < c.b; ++b)
+      for (int64_t h = 0; h < c.h; ++h)
+        for (int64_t s = 0; s < c.sq; ++s)
+          for (int64_t d = 0; d < c.d; ++d) {
+            out[((b * c.h + h) * c.sq + s) * c.d + d] = qkv[(((b * c.sq + s) * 3 + which) * c.h + h) * c.d + d];
+          }
+    return out;
+  };
+  const std::vector<float> q = operand("q", 0), k = operand("k", 1), v = operand("v", 2);
   const bool sdpa = c.mask == AttnMask::kSdpa;
-  std::vector<float> mask, cond;
+  std::vector<float> mask, cond, bias, wmask;
   if (c.mask == AttnMask::kAdd || sdpa) mask = feeds.at("mask").ToFloat();
   if (c.mask == AttnMask::kFill) cond = feeds.at("cond").ToFloat();
+  if (c.mask == AttnMask::kWindows) {
+    bias = test::AttnRandom(c.dtype, {c.h, c.sq, c.sk}, 7, 1.f).ToFloat();
+    wmask = feeds.at("wmask").ToFloat();
+  }
   // The scores' factor: 1 / sqrt(D) stored, or kSdpa's stored sqrt(1/sqrt(D)) twice.
   double factor = 1.0 / Tensor::FromFloat(c.dtype, {}, {std::sqrt(static_cast<float>(c.d))}).ScalarFloat();
   if (sdpa) {
@@ -124,7 +147,8 @@ std::vector<double> Fp64Reference(const AttnCase& c, const std::map<std::string,
     };
     const int64_t hk = h / (c.h / hkv);
     auto key = [&](int64_t j, int64_t d) {
-      return c.heads || c.k_trans || sdpa ? at(k, hkv, hk, c.sk, c.d, j, d) : at(k, hkv, hk, c.d, c.sk, d, j);
+      return c.heads || c.k_trans || sdpa || c.packed ? at(k, hkv, hk, c.sk, c.d, j, d)
+                                                      : at(k, hkv, hk, c.d, c.sk, d, j);
     };
     for (int64_t i = 0; i < c.sq; ++i) {
       double mx = -INFINITY;
@@ -134,6 +158,7 @@ std::vector<double> Fp64Reference(const AttnCase& c, const std::map<std::string,
         double x = dot * factor;
         if (c.mask == AttnMask::kAdd) x += mask[b * c.sk + j];
         if (sdpa) x += mask[(b * c.sq + i) * c.sk + j];
+        if (c.mask == AttnMask::kWindows) x += bias[(h * c.sq + i) * c.sk + j] + wmask[((b % 2) * c.sq + i) * c.sk + j];
         if (c.mask == AttnMask::kCausal && j > i) x = -INFINITY;
         if (c.mask == AttnMask::kFill && cond[(bh * c.sq + i) * c.sk + j] != 0.f) x = -65504.0;
         s[j] = x;

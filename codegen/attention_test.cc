@@ -44,6 +44,8 @@ std::vector<AttnCase> CompileCases() {
   // torch.export's SDPA form, with GQA's repeated key/value heads.
   cases.push_back({DType::kFloat16, 2, 8, 77, 77, 64, 64, AttnMask::kSdpa, true, true, 2});
   cases.push_back({DType::kBFloat16, 2, 4, 33, 45, 32, 32, AttnMask::kSdpa, true, false, 2});
+  // Swin's packed QKV selects and its shifted windows' mask.
+  cases.push_back({DType::kFloat16, 4, 3, 49, 49, 32, 32, AttnMask::kWindows, false, false, 0, true});
   return cases;
 }
 
@@ -202,6 +204,40 @@ TEST(AttentionCodegenTest, SdpaWithGroupedQueryHeads) {
   int expands = 0;
   for (const Node* n : FusedGroupBody(group).value()->nodes()) expands += n->op_type() == "Expand";
   EXPECT_EQ(expands, 2) << "repeat_kv of K and V inside the group";
+}
+
+// Swin's window attention: the group reads the packed QKV product [B,N,3,H,D] once,
+// Q, K and V at offsets 0, H*D, 2*H*D (the Gathers of index 0, 1, 2 through the
+// Transpose [2,0,3,1,4]), and adds the shifted windows' mask where the scores are
+// regrouped as [B/2, 2, H, N, N]: batch b = 3 * w + h reads mask window w % 2.
+TEST(AttentionCodegenTest, PackedQkvAndShiftedWindows) {
+  const AttnCase c{DType::kFloat16, 4, 3, 49, 49, 32, 32, AttnMask::kWindows, false, false, 0, true};
+  absl::StatusOr<test::AttnBuilt> b = test::BuildAttention(c, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const Node& group = *b->group;
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(group);
+  ASSERT_TRUE(l.ok()) << l.status();
+  const KernelLaunch& k = (*l)[0];
+  EXPECT_EQ(ArgNames(group, k), (std::vector<std::string>{"context_out", "qkv", "qkv", "qkv", "bias", "wmask"}));
+  EXPECT_EQ(Define(k, "ATTN_Q_LD"), "288");  // 3 * H * D
+  EXPECT_EQ(Define(k, "ATTN_K_TRANS"), "1");  // K's Transpose read through strides: rows of keys
+  for (const char* want : {"kiln_attn_q_offset(int batch) { return (kiln_index)((batch / 1) % 3) * 32LL + "
+                           "(kiln_index)((batch / 3) % 4) * 14112LL; }",
+                           "kiln_attn_k_offset(int batch) { return (kiln_index)((batch / 1) % 3) * 32LL + "
+                           "(kiln_index)((batch / 3) % 4) * 14112LL + 96LL; }",
+                           "kiln_attn_v_offset(int batch) { return (kiln_index)((batch / 1) % 3) * 32LL + "
+                           "(kiln_index)((batch / 3) % 4) * 14112LL + 192LL; }"}) {
+    EXPECT_NE(k.source.find(want), std::string::npos) << want;
+  }
+  const std::string score = k.source.substr(k.source.find("kiln_attn_score"), 1200);
+  EXPECT_NE(score.find("% 2"), std::string::npos) << score;
+  int gathers = 0, reshapes = 0;
+  for (const Node* n : FusedGroupBody(group).value()->nodes()) {
+    gathers += n->op_type() == "Gather";
+    reshapes += n->op_type() == "Reshape";
+  }
+  EXPECT_EQ(gathers, 3) << "the selects of Q, K and V inside the group";
+  EXPECT_EQ(reshapes, 2) << "the scores' regrouping and its inverse inside the group";
 }
 
 TEST(AttentionCodegenTest, RoutedToTheKernelInEveryMode) {

@@ -31,6 +31,10 @@ enum class AttnMask {
   // Where(IsNaN(P), 0, P) guard; with h_kv < h, K and V repeated per query head by
   // Unsqueeze -> Expand -> Reshape (GQA's repeat_kv).
   kSdpa,
+  // Swin's shifted windows: Div(S, sqrt(D)), Add of a relative-position bias constant
+  // [H,Sq,Sk], the scores regrouped by Reshape to [B/2, 2, H, Sq, Sk], Add of the
+  // windows' 0 / -100 mask [1,2,1,Sq,Sk] (a graph input), Reshape back.
+  kWindows,
 };
 
 struct AttnCase {
@@ -43,6 +47,10 @@ struct AttnCase {
   // by Transpose [0,2,1,3] to [B,Sq,H,Dv], as the models export it.
   bool heads = false;
   int64_t h_kv = 0;  // kSdpa: key/value heads (0: h)
+  // Q, K and V selected from one [B,S,3,H,D] input "qkv" (a packed projection, as Swin
+  // and torchvision's attention export it): Transpose [2,0,3,1,4], then Gather of
+  // index 0, 1, 2 on axis 0; K' by trans_b or Transpose [0,1,3,2]. Needs Sq = Sk, D = Dv.
+  bool packed = false;
 
   int64_t KvHeads() const { return h_kv > 0 ? h_kv : h; }
   std::string Name() const {
@@ -50,10 +58,11 @@ struct AttnCase {
                     : mask == AttnMask::kAdd    ? "addmask"
                     : mask == AttnMask::kCausal ? "causal"
                     : mask == AttnMask::kFill   ? "fill_qscale"
-                                                : "sdpa";
+                    : mask == AttnMask::kSdpa   ? "sdpa"
+                                                : "windows";
     return absl::StrCat(dtype == DType::kFloat16 ? "f16_" : "bf16_", b, "x", h, "_sq", sq, "_sk", sk, "_d", d, "_dv",
                         dv, "_", m, mask == AttnMask::kSdpa ? "" : k_trans ? "_transb" : "_kt", heads ? "_heads" : "",
-                        KvHeads() != h ? absl::StrCat("_gqa", KvHeads()) : "");
+                        packed ? "_packed" : "", KvHeads() != h ? absl::StrCat("_gqa", KvHeads()) : "");
   }
 };
 
@@ -137,7 +146,22 @@ inline absl::StatusOr<AttnBuilt> BuildAttention(const AttnCase& c, uint32_t seed
   Value* v = nullptr;
   const bool sdpa = c.mask == AttnMask::kSdpa;
   const int64_t hkv = c.KvHeads();
-  if (c.heads) {
+  if (c.packed) {
+    Node* t = node("Transpose", {input("qkv", {c.b, c.sq, 3, c.h, c.d}, c.dtype)}, "qkv_heads");
+    t->SetAttr("perm", std::vector<int64_t>{2, 0, 3, 1, 4});
+    auto select = [&](int64_t i, const char* name) {
+      Value* index = g.AddConstant(absl::StrCat(name, "_index"), Tensor::FromInt64(DType::kInt64, {}, {i}));
+      return node("Gather", {t->output(0), index}, name)->output(0);
+    };
+    q = select(0, "q_select");
+    k = select(1, "k_select");
+    v = select(2, "v_select");
+    if (!c.k_trans) {
+      Node* kt = node("Transpose", {k}, "k_transpose");
+      kt->SetAttr("perm", std::vector<int64_t>{0, 1, 3, 2});
+      k = kt->output(0);
+    }
+  } else if (c.heads) {
     auto split = [&](Value* x, std::vector<int64_t> perm, const std::string& name) {
       Node* t = node("Transpose", {x}, name);
       t->SetAttr("perm", perm);
@@ -154,8 +178,9 @@ inline absl::StatusOr<AttnBuilt> BuildAttention(const AttnCase& c, uint32_t seed
     k = input("k", c.k_trans || sdpa ? Shape{c.b, hkv, c.sk, c.d} : Shape{c.b, hkv, c.d, c.sk}, c.dtype);
     v = input("v", {c.b, hkv, c.sk, c.dv}, c.dtype);
   }
-  for (const char* name : {"q", "k", "v"}) {
+  for (const char* name : {"q", "k", "v", "qkv"}) {
     const Value* in = g.FindValue(name);
+    if (in == nullptr || in->producer() != nullptr) continue;
     out.feeds[name] = AttnRandom(c.dtype, in->shape(), seed + (name[0] == 'q' ? 0 : name[0] == 'k' ? 1 : 2));
   }
   Value* scale = g.AddConstant("scale", Tensor::FromFloat(c.dtype, {}, {std::sqrt(static_cast<float>(c.d))}));
@@ -188,6 +213,21 @@ inline absl::StatusOr<AttnBuilt> BuildAttention(const AttnCase& c, uint32_t seed
       Value* m = g.AddConstant("causal", Tensor::FromFloat(DType::kBool, {1, 1, c.sq, c.sk}, mv));
       Value* fill = g.AddConstant("fill", Tensor::FromFloat(c.dtype, {}, {-INFINITY}));
       x = node("Where", {m, x, fill}, "where")->output(0);
+      break;
+    }
+    case AttnMask::kWindows: {
+      auto ints = [&](const std::string& name, std::vector<int64_t> v) {
+        return g.AddConstant(name, Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(v.size())}, v));
+      };
+      Value* bias = g.AddConstant("bias", AttnRandom(c.dtype, {c.h, c.sq, c.sk}, 7, 1.f));
+      x = node("Add", {x, bias}, "add_bias")->output(0);
+      x = node("Reshape", {x, ints("windows_shape", {c.b / 2, 2, c.h, c.sq, c.sk})}, "to_windows")->output(0);
+      Value* m = input("wmask", {1, 2, 1, c.sq, c.sk}, c.dtype);
+      std::vector<float> mv(NumElements(m->shape()));
+      for (size_t i = 0; i < mv.size(); ++i) mv[i] = (i >= mv.size() / 2 && gen() % 3 == 0) ? -100.f : 0.f;
+      out.feeds["wmask"] = Tensor::FromFloat(c.dtype, m->shape(), mv);
+      x = node("Add", {x, m}, "add_windows")->output(0);
+      x = node("Reshape", {x, ints("scores_shape", {c.b, c.h, c.sq, c.sk})}, "from_windows")->output(0);
       break;
     }
     case AttnMask::kFill: {

@@ -3,10 +3,13 @@
 #include "fusion/fuse_attention.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -105,6 +108,18 @@ int ScoresInput(const Node& p, const Shape& shape, std::string* why) {
   return s;
 }
 
+// A Reshape of the scores that regroups their batch dims only (the rows and columns,
+// the last two dims, stay): Swin's shifted windows add their mask to the scores
+// viewed as [B, windows, heads, N, N]. Element order is unchanged, so the kernel's
+// flat batch index reaches both forms.
+bool IsBatchRegroup(const Node& n) {
+  if (n.op_type() != "Reshape" || !IsViewNode(n)) return false;
+  const Shape& in = n.input(0)->shape();
+  const Shape& out = n.output(0)->shape();
+  return in.size() >= 2 && out.size() >= 2 && in[in.size() - 1] == out[out.size() - 1] &&
+         in[in.size() - 2] == out[out.size() - 2];
+}
+
 // A one-element scale on Q: the index of Q0 in `p`, or -1.
 int QScaleInput(const Node& p) {
   if (IsFusedGroup(p) || p.num_outputs() != 1 || !p.output(0)->has_type()) return -1;
@@ -164,21 +179,23 @@ std::vector<Node*> NanGuard(const Graph& graph, Value* p) {
 }
 
 // The view nodes between an operand and the tensor the kernel reads it from (the
-// exporters' head split, torch's key reshapes, GQA's repeat_kv; graph/strided_view.h),
-// with, for the keys, one-element scales among them (torch scales K by sqrt of the
-// softmax scale), which the pass moves onto the scores.
+// exporters' head split, torch's key reshapes, GQA's repeat_kv, the selects of a
+// packed QKV product; graph/strided_view.h), with the one-element scales among them
+// (torch scales Q and K by sqrt of the softmax scale), which the pass moves onto the
+// scores.
 struct OperandChain {
   std::vector<Node*> views;   // nearest the MatMul first
-  std::vector<Node*> scales;  // keys only
+  std::vector<Node*> scales;  // Q and K only
 };
 
 // Whether the kernel can read the matrices of `view` ([batch..., R, C], R x C as the
 // MatMul sees them) broadcast over the scores' batch dims `batch`: rows of contiguous
-// C (or, for K, either axis contiguous) at a stride the kernel takes.
+// C (or, for K, either axis contiguous) at a stride the kernel takes, from a 16-byte
+// aligned start.
 bool KernelReads(const StridedView& view, const Shape& batch, bool keys) {
   const int r = view.rank();
   const std::optional<std::vector<ViewFactor>> factors = r < 2 ? std::nullopt : view.BatchFactors(2, batch);
-  if (!factors) return false;
+  if (!factors || view.offset() % 8 != 0) return false;
   auto stride = [&](int d, int64_t one) {
     return view.shape()[d] == 1 ? std::optional<int64_t>(one) : view.Stride(d);
   };
@@ -192,17 +209,26 @@ bool KernelReads(const StridedView& view, const Shape& batch, bool keys) {
   return true;
 }
 
-// The longest chain of single-reader view nodes (and, for the keys, scales) above
-// `operand` (read by `reader`) through which the kernel can read it.
-OperandChain ViewChain(const Graph& graph, Value* operand, const Node* reader, const Shape& batch, bool keys) {
-  std::vector<Node*> walk;  // nearest the MatMul first
+// The view nodes (and, for Q and K, one-element scales) above an operand, nearest the
+// MatMul first: as far up as each value is read by the node below it alone, or, for a
+// view node's output, by view nodes (the selects of a packed QKV product read one
+// tensor; TryFuse keeps such a shared node only when every reader joins the group).
+std::vector<Node*> ViewWalk(const Graph& graph, Value* operand, const Node* reader, bool scales) {
+  std::vector<Node*> walk;
   Value* x = operand;
   while (true) {
     Node* n = x->producer();
-    if (n == nullptr || IsFusedGroup(*n) || !OnlyReader(graph, x, reader)) break;
-    if (IsViewNode(*n)) {
+    if (n == nullptr || IsFusedGroup(*n) || graph.IsGraphOutput(x)) break;
+    const bool view = IsViewNode(*n);
+    bool readers_ok = OnlyReader(graph, x, reader);
+    if (!readers_ok && view) {
+      readers_ok = true;
+      for (const Node* c : Consumers(x)) readers_ok &= IsViewNode(*c) && !IsFusedGroup(*c);
+    }
+    if (!readers_ok) break;
+    if (view) {
       x = n->input(0);
-    } else if (keys && ScalarScaleInput(*n) >= 0) {
+    } else if (scales && ScalarScaleInput(*n) >= 0) {
       x = n->input(ScalarScaleInput(*n));
     } else {
       break;
@@ -210,13 +236,18 @@ OperandChain ViewChain(const Graph& graph, Value* operand, const Node* reader, c
     walk.push_back(n);
     reader = n;
   }
+  return walk;
+}
+
+// The longest chain of at most `max_len` nodes of `walk` (above `operand`) through
+// which the kernel can read the operand, less the Reshapes at its far end that it does
+// not need (they stay views outside the group).
+OperandChain ViewChain(const std::vector<Node*>& walk, size_t max_len, const Shape& batch, bool keys) {
   // The chain of the nearest `len` nodes, if the kernel can read through it.
   auto chain_of = [&](size_t len) -> std::optional<OperandChain> {
-    Value* start = operand;
-    if (len > 0) {
-      Node* first = walk[len - 1];
-      start = first->input(IsViewNode(*first) ? 0 : ScalarScaleInput(*first));
-    }
+    if (len == 0) return OperandChain{};
+    Node* first = walk[len - 1];
+    Value* start = first->input(IsViewNode(*first) ? 0 : ScalarScaleInput(*first));
     StridedView view = StridedView::Dense(start->shape());
     OperandChain chain;
     for (size_t i = len; i-- > 0;) {
@@ -230,12 +261,11 @@ OperandChain ViewChain(const Graph& graph, Value* operand, const Node* reader, c
     if (!KernelReads(view, batch, keys)) return std::nullopt;
     return chain;
   };
-  // The longest such chain, less the Reshapes at its far end that it does not need
-  // (they stay views outside the group).
-  for (size_t len = walk.size(); len > 0; --len) {
+  for (size_t len = std::min(walk.size(), max_len); len > 0; --len) {
     std::optional<OperandChain> chain = chain_of(len);
     if (!chain) continue;
     while (len > 0 && walk[len - 1]->op_type() != "Transpose" && walk[len - 1]->op_type() != "Expand" &&
+           walk[len - 1]->op_type() != "Gather" && walk[len - 1]->op_type() != "Slice" &&
            IsViewNode(*walk[len - 1])) {
       std::optional<OperandChain> shorter = chain_of(len - 1);
       if (!shorter) break;
@@ -247,12 +277,44 @@ OperandChain ViewChain(const Graph& graph, Value* operand, const Node* reader, c
   return {};
 }
 
-// Moves the keys' scales onto the scores: each scale node leaves the key chain (its
-// reader reads its input instead) and a scale of the same op and constant is applied
-// to the output of `mm1`, ahead of the other score ops. MatMul(Q, K * c) = MatMul(Q, K)
-// * c; the kernel applies it in fp32. Returns the new score nodes, nearest the
-// Softmax first.
-std::vector<Node*> MoveKeyScalesToScores(Graph& graph, Node* mm1, const std::vector<Node*>& scales) {
+// The chains of Q, K and V (`walks`, `keys` marking K's) such that every node in them
+// is read only by nodes in them or by the MatMuls: a view node shared with a reader
+// outside (another group's operand) cuts each chain that holds it below it.
+std::vector<OperandChain> OperandChains(const Graph& graph, const std::vector<std::vector<Node*>>& walks,
+                                        const std::vector<bool>& keys, const Shape& batch,
+                                        const std::vector<const Node*>& matmuls) {
+  std::vector<size_t> max_len(walks.size(), SIZE_MAX);
+  while (true) {
+    std::vector<OperandChain> chains;
+    absl::flat_hash_set<const Node*> inside(matmuls.begin(), matmuls.end());
+    for (size_t i = 0; i < walks.size(); ++i) {
+      chains.push_back(ViewChain(walks[i], max_len[i], batch, keys[i]));
+      inside.insert(chains.back().views.begin(), chains.back().views.end());
+      inside.insert(chains.back().scales.begin(), chains.back().scales.end());
+    }
+    const Node* outside_read = nullptr;
+    for (const OperandChain& c : chains) {
+      for (const Node* n : c.views) {
+        bool ok = !graph.IsGraphOutput(n->output(0));
+        for (const Node* r : Consumers(n->output(0))) ok &= inside.contains(r);
+        if (!ok && outside_read == nullptr) outside_read = n;
+      }
+    }
+    if (outside_read == nullptr) return chains;
+    for (size_t i = 0; i < walks.size(); ++i) {
+      auto at = std::find(walks[i].begin(), walks[i].end(), outside_read);
+      if (at != walks[i].end()) max_len[i] = std::min<size_t>(max_len[i], at - walks[i].begin());
+    }
+  }
+}
+
+// Moves the scales among Q's and K's views onto Q where `mm1` reads it: each scale
+// node leaves its chain (its reader reads its input instead) and a node of the same op
+// and constant scales `mm1`'s Q. MatMul(view(Q) * c, K) = MatMul(view(Q), view(K) * c)
+// = MatMul(view(Q) * c, K) for a one-element c; the kernel applies them in fp32 as it
+// loads Q (its Q prologue), once per Q element instead of once per score. Returns the
+// new nodes, nearest Q first.
+std::vector<Node*> MoveScalesToQ(Graph& graph, Node* mm1, const std::vector<Node*>& scales) {
   std::vector<Node*> moved;
   for (Node* scale : scales) {
     const int in = ScalarScaleInput(*scale);
@@ -260,10 +322,12 @@ std::vector<Node*> MoveKeyScalesToScores(Graph& graph, Node* mm1, const std::vec
     const std::string op = scale->op_type(), name = scale->name();
     graph.ReplaceAllUsesWith(scale->output(0), scale->input(in));
     graph.RemoveNode(scale);
-    Value* s = mm1->output(0);
-    Value* scaled = graph.AddValue(absl::StrCat(s->name(), "/key_scale"), s->dtype(), s->shape());
-    graph.ReplaceAllUsesWith(s, scaled);
-    moved.push_back(graph.AddNode(op, {s, c}, {scaled}, name));
+    Value* q = mm1->input(0);
+    Value* scaled = graph.AddValue(absl::StrCat(q->name(), "/scale"), q->dtype(), q->shape());
+    std::vector<Value*> ins = {q, c};
+    if (in == 1) std::swap(ins[0], ins[1]);
+    moved.push_back(graph.AddNode(op, ins, {scaled}, name));
+    mm1->SetInput(0, scaled);
   }
   return moved;
 }
@@ -366,7 +430,7 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
   if (mm2 == nullptr || !sm->input(0)->has_type()) return false;
 
   // Upstream: score ops back to the scores MatMul.
-  const Shape& shape = sm->input(0)->shape();
+  Shape shape = sm->input(0)->shape();  // of the scores where the walk is; S's at its end
   std::vector<Node*> chain;  // nearest the Softmax first
   Node* reader = sm;
   Value* x = sm->input(0);
@@ -388,7 +452,8 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
   while (mm1 == nullptr) {
     Node* q = x->producer();
     if (q == nullptr || IsFusedGroup(*q)) return false;  // not computed here: not attention
-    if (q->op_type() != "MatMul" && !IsScoreOpType(q->op_type())) {
+    const bool regroup = IsBatchRegroup(*q);
+    if (q->op_type() != "MatMul" && !IsScoreOpType(q->op_type()) && !regroup) {
       // Only worth reporting when a MatMul computes the scores further up.
       bool matmul_above = false;
       for (const Value* in : q->inputs()) {
@@ -404,14 +469,20 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
       mm1 = q;
       break;
     }
-    const int s = ScoresInput(*q, shape, &why);
+    const int s = regroup ? 0 : ScoresInput(*q, shape, &why);
     if (s < 0) return reject(why);
     chain.push_back(q);
     reader = q;
     x = q->input(s);
+    shape = x->shape();
   }
 
   // The Softmax and the two MatMuls.
+  if (sm->input(0)->shape() != shape) {
+    return reject(absl::StrCat("shape: the scores ", ShapeToString(shape), " reach the Softmax as ",
+                               ShapeToString(sm->input(0)->shape()),
+                               "; the kernel takes batch regroupings that the Softmax input undoes"));
+  }
   KILN_ASSIGN_OR_RETURN(int64_t axis, sm->GetInt("axis", -1));
   if (axis < 0) axis += static_cast<int64_t>(shape.size());
   if (axis != static_cast<int64_t>(shape.size()) - 1) {
@@ -435,8 +506,9 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
   Value* y = mm2->output(0);
 
   // The Q scale, the views of Q, K and V the kernel reads through strides (the head
-  // split of [B, S, H] activations and the like), scales among the keys' views (moved
-  // onto the scores), and the output's head merge Transpose.
+  // split of [B, S, H] activations, the selects of a packed QKV product and the like),
+  // scales among Q's and K's views (moved onto Q), and the output's head merge
+  // Transpose.
   Value* q0 = q;
   Node* q_reader = mm1;
   Node* qscale = q->producer();
@@ -447,16 +519,22 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
     qscale = nullptr;
   }
   const Shape batch = BatchDims(shape);
-  const OperandChain q_chain = ViewChain(graph, q0, q_reader, batch, false);
-  const OperandChain k_chain = k != q ? ViewChain(graph, k, mm1, batch, true) : OperandChain{};
-  const OperandChain v_chain = v != q && v != k ? ViewChain(graph, v, mm2, batch, false) : OperandChain{};
+  std::vector<std::vector<Node*>> walks = {ViewWalk(graph, q0, q_reader, true), {}, {}};
+  if (k != q) walks[1] = ViewWalk(graph, k, mm1, true);
+  if (v != q && v != k) walks[2] = ViewWalk(graph, v, mm2, false);
+  const std::vector<OperandChain> chains =
+      OperandChains(graph, walks, {false, true, false}, batch, {q_reader, mm1, mm2});
   std::vector<Node*> members;
-  for (const OperandChain* c : {&q_chain, &k_chain, &v_chain}) {
-    members.insert(members.end(), c->views.begin(), c->views.end());
+  for (const OperandChain& c : chains) {
+    for (Node* n : c.views) {
+      if (std::find(members.begin(), members.end(), n) == members.end()) members.push_back(n);
+    }
   }
-  const std::vector<Node*> key_scales = MoveKeyScalesToScores(graph, mm1, k_chain.scales);
-  chain.insert(chain.end(), key_scales.begin(), key_scales.end());
+  std::vector<Node*> scales = chains[0].scales;
+  scales.insert(scales.end(), chains[1].scales.begin(), chains[1].scales.end());
+  const std::vector<Node*> moved = MoveScalesToQ(graph, mm1, scales);
   if (qscale != nullptr) members.push_back(qscale);
+  members.insert(members.end(), moved.begin(), moved.end());
   members.push_back(mm1);
   members.insert(members.end(), chain.rbegin(), chain.rend());
   members.push_back(sm);
@@ -466,7 +544,7 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
   if (y_readers.size() == 1 && y->uses().size() == 1 && !graph.IsGraphOutput(y) && IsOutputTranspose(y_readers[0])) {
     members.push_back(y_readers[0]);
   }
-  if (!key_scales.empty()) KILN_RETURN_IF_ERROR(graph.TopologicalSort());
+  if (!moved.empty()) KILN_RETURN_IF_ERROR(graph.TopologicalSort());
   std::string group_name = absl::StrCat("group_", mm1->name());
   for (const Node* n : graph.nodes()) {
     if (n->name() == group_name) group_name.clear();  // FormFusedGroup picks one

@@ -7,27 +7,36 @@
 //   S  = MatMul(Q, K')        Q [..., Sq, D], no trans_a; K' the keys either as
 //                             [..., D, Sk] (a Transpose output) or stored [..., Sk, D]
 //                             with trans_b = 1 (fold-transpose-into-matmul's form)
-//   X  = element-wise ops on S only, in any order and number, each writing S's shape:
+//   X  = element-wise ops on S only, in any order and number, each writing S's shape
+//        or a regrouping of its batch dims:
 //          Mul(S, c) / Mul(c, S) / Div(S, c)   c of one element (the 1/sqrt(D) scale)
 //          Add(S, M) / Add(M, S)               M broadcasts into S (BERT's additive
 //                                              [B,1,1,Sk] mask)
 //          Where(C, S, f) / Where(C, f, S)     f of one element, C broadcasts into S
 //                                              (GPT-2's causal mask, DistilBERT's
 //                                              masked_fill)
-//   P  = Softmax(X) over the last axis (the keys)
+//          Reshape(S) keeping the last two dims (Swin's shifted windows add their mask
+//                                              to [B, windows, H, N, N]; the Softmax
+//                                              reads S's shape again)
+//   P  = Softmax(X) over the last axis (the keys), maybe guarded Where(IsNaN(P), 0, P)
 //   Y  = MatMul(P, V)         V [..., Sk, Dv], no trans flags
 // and, when present, a scale on Q: Q = Mul(Q0, c) / Mul(c, Q0) / Div(Q0, c) with c of
 // one element (DistilBERT scales q, not the scores). Batch dims of Q, K', V and the
 // mask broadcast into S's. Math: unchanged (the group's body is the members, which the
 // CPU reference evaluates).
 //
-// Layout Transposes join too, so that the kernel reads the head split and writes the
-// head merge through strides instead of four copy kernels: a Transpose producing Q
-// (or Q0), V, or consumed as the only reader of Y, whose perm keeps the last axis last
-// (rows stay contiguous: BERT's [B,S,A,D] -> [B,A,S,D] with perm [0,2,1,3]); and one
-// producing K' whose perm keeps either trailing axis innermost ([0,2,1,3] with
-// trans_b, or [0,2,3,1]). Each is taken only when its output is read by the next
-// member alone. The Reshapes around them stay outside (views).
+// Views join too, so that the kernel reads Q, K and V through strides instead of copy
+// kernels: the longest chain of view nodes above each (Transpose, Reshape, Unsqueeze,
+// Squeeze, Flatten, Expand, constant Slice, one-index Gather; graph/strided_view.h)
+// that the kernel can read, less the Reshapes at its far end: the exporters' head
+// splits, torch.export's key reshapes, GQA's repeat_kv, the selects of a packed QKV
+// product. Each value in a chain is read by the next node alone, or, for a view
+// shared by the chains (the selects' Transpose), only by view nodes that all join;
+// a view also read outside cuts the chains below it. One-element constant scales
+// among Q's and K's views move onto Q where the scores MatMul reads it (MatMul(Q * a,
+// K * b) = MatMul(Q * a * b, K); the kernel applies them in fp32 as it loads Q). The
+// output's Transpose joins when it is the product's only reader and keeps the last
+// axis last.
 //
 // Preconditions for a group, each refused with a report entry (the members then go
 // on to the later passes: the scores MatMul gets its epilogue, the Softmax its scale

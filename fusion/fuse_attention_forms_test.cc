@@ -3,7 +3,8 @@
 // decomposition (bert/distilbert/gpt2.dynamo: sqrt of the scale on Q and on K^T, the
 // keys reshaped [B*H,S,D] -> transposed -> [B,H,D,S], the Where(IsNaN(P), 0, P)
 // guard), the legacy exporter's (bert.legacy: K' = Transpose [0,2,3,1] times the
-// scale root) and Llama's GQA (repeat_kv by Unsqueeze/Expand/Reshape). Each is
+// scale root), Llama's GQA (repeat_kv by Unsqueeze/Expand/Reshape), the selects of a
+// packed QKV product (vit.dynamo, swin.legacy) and Swin's shifted windows. Each is
 // fused == unfused on the CPU reference; plus the cases that must not join.
 #include <gtest/gtest.h>
 
@@ -20,8 +21,8 @@ using ::kiln::testing::ParseTyped;
 using ::kiln::testing::Summary;
 
 // Runs FuseAttention on `text` as written (the guard's 0 and the scales are part of
-// the pattern, so the constants are not randomised). The moved key scale rounds the
-// f16 scores differently on the CPU reference: fused == unfused within 1e-2 relative
+// the pattern, so the constants are not randomised). The scales moved onto Q round
+// the f16 scores differently on the CPU reference: fused == unfused within 1e-2 relative
 // plus 5e-4 (outputs of about 0.02).
 std::unique_ptr<Graph> Fuse(const std::string& text, FusionReport* report, bool* changed = nullptr) {
   std::unique_ptr<Graph> g = ParseTyped(text);
@@ -74,11 +75,11 @@ TEST(FuseAttentionFormsTest, TorchExportSdpa) {
   FusionReport report;
   auto g = Fuse(kTorchSdpa, &report);
   // The head splits' Reshapes stay views outside; the keys' reshapes and transposes
-  // join, their scale moves onto the scores (after the MatMul), the guard joins.
+  // join, their scale moves onto Q (before the MatMul), the guard joins.
   EXPECT_EQ(Summary(*g),
             "Reshape @node_view\nReshape @node_view_1\nReshape @node_view_2\n"
             "FusedGroup attention [node_transpose, node_transpose_1, node_transpose_2, node_Reshape_89, "
-            "node_Transpose_90, node_Mul_94, node_Reshape_92, node_MatMul_100, node_Mul_96, node_Add_101, "
+            "node_Transpose_90, node_Mul_94, node_Reshape_92, node_Mul_96, node_MatMul_100, node_Add_101, "
             "node_Softmax_102, node_IsNaN_103, node_Where_104, node_sdpa, node_transpose_3] anchor=node_MatMul_100\n"
             "Reshape @node_view_3\n");
   EXPECT_TRUE(report.rejections.empty()) << report.ToString();
@@ -111,7 +112,7 @@ graph @main {
 )",
                 &report);
   EXPECT_EQ(Summary(*g),
-            "FusedGroup attention [Transpose, Transpose_1, Transpose_2, Mul, MatMul, Mul_1, Add, Softmax, IsNaN, "
+            "FusedGroup attention [Transpose, Transpose_1, Transpose_2, Mul, Mul_1, MatMul, Add, Softmax, IsNaN, "
             "Where_1, MatMul_1] anchor=MatMul\n");
   EXPECT_TRUE(report.rejections.empty()) << report.ToString();
 }
@@ -165,10 +166,153 @@ graph @main {
             "Reshape @node_view_2\nUnsqueeze @node_unsqueeze_18\n"
             "FusedGroup attention [node_transpose_3, node_expand_3, node_unsqueeze_19, node_expand_4, "
             "node__unsafe_view_1, node_Reshape_407, node_Transpose_195, node_Mul_199, node_Reshape_197, "
-            "node_MatMul_205, node_Mul_201, node_Add_206, node_Softmax_207, node_IsNaN_208, node_Where_209, "
+            "node_Mul_201, node_MatMul_205, node_Add_206, node_Softmax_207, node_IsNaN_208, node_Where_209, "
             "node_sdpa, node_transpose_4] anchor=node_MatMul_205\n");
   EXPECT_EQ(inputs, "view_2f16[2,8,2,16] kuf16[2,2,1,8,16] rope_qf16[2,4,8,16] maskf16[2,1,8,8] ");
   EXPECT_TRUE(report.rejections.empty()) << report.ToString();
+}
+
+// vit.dynamo's layer (torchvision's MultiheadAttention; S = 8, B = 1, H = 2, D = 8):
+// Q, K and V are selects (Gather of index 0, 1, 2) of one packed in_proj product, and
+// the scale roots sit among Q's and K's views (before their final Reshapes).
+constexpr char kPackedInProj[] = R"(
+graph @main {
+  input %linear : f16[8,1,48]
+  const %split3 : i64[4] = [8, 1, 3, 16]
+  const %zero_axis : i64[1] = [0]
+  const %squeeze_axis : i64[1] = [-2]
+  const %i0 : i64[] = [0]
+  const %i1 : i64[] = [1]
+  const %i2 : i64[] = [2]
+  const %heads : i64[3] = [8, 2, 8]
+  const %bhsd : i64[4] = [1, 2, 8, 8]
+  const %bhds : i64[4] = [1, 2, 8, 8]
+  const %merged : i64[2] = [8, 16]
+  const %root : f16[] = [0.5947]
+  %view_10 = Reshape(%linear, %split3) {allowzero = 1} @node_view_10
+  %unsqueeze_1 = Unsqueeze(%view_10, %zero_axis) @node_unsqueeze_1
+  %transpose_7 = Transpose(%unsqueeze_1) {perm = [3, 1, 2, 0, 4]} @node_transpose_7
+  %squeeze_1 = Squeeze(%transpose_7, %squeeze_axis) @node_squeeze_1
+  %select_3 = Gather(%squeeze_1, %i0) {axis = 0} @node_select_3
+  %select_4 = Gather(%squeeze_1, %i1) {axis = 0} @node_select_4
+  %select_5 = Gather(%squeeze_1, %i2) {axis = 0} @node_select_5
+  %view_11 = Reshape(%select_3, %heads) {allowzero = 1} @node_view_11
+  %transpose_8 = Transpose(%view_11) {perm = [1, 0, 2]} @node_transpose_8
+  %view_12 = Reshape(%select_4, %heads) {allowzero = 1} @node_view_12
+  %transpose_9 = Transpose(%view_12) {perm = [1, 0, 2]} @node_transpose_9
+  %view_13 = Reshape(%select_5, %heads) {allowzero = 1} @node_view_13
+  %transpose_10 = Transpose(%view_13) {perm = [1, 0, 2]} @node_transpose_10
+  %view_16 = Reshape(%transpose_10, %bhsd) {allowzero = 1} @node_view_16
+  %val_163 = Transpose(%transpose_9) {perm = [0, 2, 1]} @node_Transpose_157
+  %qs = Mul(%transpose_8, %root) @node_Mul_161
+  %val_167 = Reshape(%qs, %bhsd) {allowzero = 1} @node_view_14
+  %ks = Mul(%val_163, %root) @node_Mul_164
+  %val_170 = Reshape(%ks, %bhds) @node_Reshape_159
+  %val_171 = MatMul(%val_167, %val_170) @node_MatMul_165
+  %val_172 = Softmax(%val_171) {axis = -1} @node_Softmax_166
+  %sdpa = MatMul(%val_172, %view_16) @node_sdpa
+  %permute_2 = Transpose(%sdpa) {perm = [2, 0, 1, 3]} @node_permute_2
+  %y = Reshape(%permute_2, %merged) {allowzero = 1} @node_view_17
+  output %y
+}
+)";
+
+TEST(FuseAttentionFormsTest, PackedInProjectionSelects) {
+  FusionReport report;
+  auto g = Fuse(kPackedInProj, &report);
+  ASSERT_EQ(Groups(*g).size(), 1u) << Summary(*g);
+  // The selects, the Transpose they share and both scales join (the scales move onto
+  // Q, before the MatMul); the group reads the product through its first views, with
+  // no copy of Q, K or V.
+  EXPECT_EQ(Summary(*g),
+            "Reshape @node_view_10\nUnsqueeze @node_unsqueeze_1\n"
+            "FusedGroup attention [node_transpose_7, node_squeeze_1, node_select_3, node_select_4, node_select_5, "
+            "node_view_11, node_transpose_8, node_view_12, node_transpose_9, node_view_13, node_transpose_10, "
+            "node_view_16, node_Transpose_157, node_view_14, node_Reshape_159, node_Mul_161, node_Mul_164, "
+            "node_MatMul_165, node_Softmax_166, node_sdpa, node_permute_2] anchor=node_MatMul_165\n"
+            "Reshape @node_view_17\n");
+  ASSERT_EQ(Groups(*g)[0]->num_inputs(), 1);
+  EXPECT_EQ(Groups(*g)[0]->input(0)->name(), "unsqueeze_1");
+  EXPECT_TRUE(report.rejections.empty()) << report.ToString();
+}
+
+// swin.legacy's shifted-window block (4 windows of 4 tokens, H = 2, D = 8): the packed
+// QKV selects, the relative-position bias, and the shifted windows' mask added to the
+// scores regrouped as [B, windows, H, N, N] between two Reshapes.
+constexpr char kShiftedWindows[] = R"(
+graph @main {
+  input %qkv : f16[4,4,48]
+  input %mask : f16[1,4,1,4,4]
+  const %split : i64[5] = [4, 4, 3, 2, 8]
+  const %i0 : i64[] = [0]
+  const %i1 : i64[] = [1]
+  const %i2 : i64[] = [2]
+  const %scale : f16[] = [0.3535]
+  const %bias : f16[1,2,4,4] = splat(0.25)
+  const %windows : i64[5] = [1, 4, 2, 4, 4]
+  const %scores : i64[4] = [4, 2, 4, 4]
+  const %merged : i64[3] = [4, 4, 16]
+  %r4 = Reshape(%qkv, %split) @Reshape_4
+  %t2 = Transpose(%r4) {perm = [2, 0, 3, 1, 4]} @Transpose_2
+  %q = Gather(%t2, %i0) {axis = 0} @Gather_9
+  %k = Gather(%t2, %i1) {axis = 0} @Gather_10
+  %v = Gather(%t2, %i2) {axis = 0} @Gather_11
+  %qs = Mul(%q, %scale) @Mul_2
+  %s = MatMul(%qs, %k) {trans_b = 1} @MatMul_1
+  %sb = Add(%s, %bias) @Add_1
+  %s5 = Reshape(%sb, %windows) @Reshape_16
+  %sm = Add(%s5, %mask) @Add_11
+  %s4 = Reshape(%sm, %scores) @Reshape_17
+  %p = Softmax(%s4) {axis = -1} @Softmax
+  %o = MatMul(%p, %v) @MatMul_2
+  %ot = Transpose(%o) {perm = [0, 2, 1, 3]} @Transpose_4
+  %y = Reshape(%ot, %merged) @Reshape_5
+  output %y
+}
+)";
+
+TEST(FuseAttentionFormsTest, ShiftedWindowsRegroupTheScores) {
+  FusionReport report;
+  auto g = Fuse(kShiftedWindows, &report);
+  EXPECT_EQ(Summary(*g),
+            "Reshape @Reshape_4\n"
+            "FusedGroup attention [Transpose_2, Gather_9, Gather_10, Gather_11, Mul_2, MatMul_1, Add_1, Reshape_16, "
+            "Add_11, Reshape_17, Softmax, MatMul_2, Transpose_4] anchor=MatMul_1\n"
+            "Reshape @Reshape_5\n");
+  EXPECT_TRUE(report.rejections.empty()) << report.ToString();
+}
+
+// Must not join across a reader outside: V's select also feeds a Relu, so it stays a
+// copy outside and the Transpose the selects share stays too (Q's and K's chains stop
+// at their selects). Scores regrouped and not restored before the Softmax are refused.
+TEST(FuseAttentionFormsTest, SharedViewsAndRegroupsThatMustStayOutside) {
+  std::string text = kShiftedWindows;
+  const std::string out = "  output %y\n";
+  text.replace(text.find(out), out.size(), "  %vr = Relu(%v) @outside\n  output %y\n  output %vr\n");
+  FusionReport report;
+  auto g = Fuse(text, &report);
+  EXPECT_EQ(Summary(*g),
+            "Reshape @Reshape_4\nTranspose @Transpose_2\nGather @Gather_11\nRelu @outside\n"
+            "FusedGroup attention [Gather_9, Gather_10, Mul_2, MatMul_1, Add_1, Reshape_16, Add_11, Reshape_17, "
+            "Softmax, MatMul_2, Transpose_4] anchor=MatMul_1\n"
+            "Reshape @Reshape_5\n");
+
+  // The Softmax reads the [1, windows, H, N, N] scores (no Reshape back): refused.
+  std::string unrestored = kShiftedWindows;
+  for (const std::string& line : {"  %s4 = Reshape(%sm, %scores) @Reshape_17\n",
+                                  "  %ot = Transpose(%o) {perm = [0, 2, 1, 3]} @Transpose_4\n",
+                                  "  %y = Reshape(%ot, %merged) @Reshape_5\n"}) {
+    unrestored.erase(unrestored.find(line), line.size());
+  }
+  const std::string softmax = "Softmax(%s4)", output = "output %y";
+  unrestored.replace(unrestored.find(softmax), softmax.size(), "Softmax(%sm)");
+  unrestored.replace(unrestored.find(output), output.size(), "output %o");
+  FusionReport report2;
+  bool changed = true;
+  auto g2 = Fuse(unrestored, &report2, &changed);
+  EXPECT_FALSE(changed);
+  ASSERT_EQ(report2.rejections.size(), 1u) << report2.ToString();
+  EXPECT_NE(report2.rejections[0].reason.find("batch regroupings"), std::string::npos) << report2.ToString();
 }
 
 // Must not join: a guard that fills 1 instead of 0 (then P is read by IsNaN and a

@@ -125,15 +125,17 @@ absl::StatusOr<std::string> BatchOffset(const Node& node, const Layout& l, const
     }
     inner *= f->size;
   }
+  if (l.view.offset() != 0) terms.push_back(absl::StrCat(l.view.offset(), "LL"));
   if (terms.empty()) return std::string("0");
   std::string out;
   for (size_t i = 0; i < terms.size(); ++i) absl::StrAppend(&out, i ? " + " : "", terms[i]);
   return out;
 }
 
-// Whether every batch stride of `l` is a multiple of 8 (16-byte aligned matrices for
-// cp.async).
+// Whether the offset and every batch stride of `l` are multiples of 8 (16-byte
+// aligned matrices for cp.async).
 bool BatchStridesAligned(const Layout& l) {
+  if (l.view.offset() % 8 != 0) return false;
   for (int d = 0; d + 2 < l.view.rank(); ++d) {
     for (const ViewFactor& f : l.view.factors(d)) {
       if (f.stride % 8 != 0) return false;
@@ -453,6 +455,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
 
   // The score functor: the members between the MatMul and the Softmax, from `acc`.
   ComposedElementwise scores;
+  scores.regroup_batch = true;  // Swin's shifted windows: the mask added to [B, windows, heads, N, N]
   scores.computed[s] = {"acc", Domain::kFloat};
   if (absl::Status st = ComposeElementwise(group, *plan.body, plan.score_members, ss, scores); !st.ok()) return st;
   std::string score_result = "acc";
@@ -498,7 +501,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
       const std::string p = absl::StrCat(prefix, l);
       absl::StrAppend(&params, ", ", Param(in->dtype(), true, p));
       absl::StrAppend(&args, ", ", p);
-      absl::StatusOr<std::string> off = BroadcastOffset(group, ld.view, shape);
+      absl::StatusOr<std::string> off = BroadcastOffset(group, ld.view, ld.into.empty() ? shape : ld.into);
       if (!off.ok()) return off.status();
       absl::StrAppend(&code, "  const ", DomainType(ld.domain), " g", l, " = ", LoadAs(in->dtype(), ld.domain, p, *off),
                       ";\n");

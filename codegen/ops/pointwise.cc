@@ -382,6 +382,23 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwise(const Node& node) {
   return Emit(node, *spec);
 }
 
+namespace {
+
+// Whether `a` and `b` hold as many elements in the same last two dims: one is a
+// regrouping of the other's leading (batch) dims, element order unchanged.
+bool SameRowsRegrouped(const Shape& a, const Shape& b) {
+  return a.size() >= 2 && b.size() >= 2 && a[a.size() - 1] == b[b.size() - 1] && a[a.size() - 2] == b[b.size() - 2] &&
+         NumElements(a) == NumElements(b);
+}
+
+// A Reshape between two batch regroupings of `shape`.
+bool IsBatchRegroupOf(const Node& n, const Shape& shape) {
+  return n.op_type() == "Reshape" && n.num_outputs() == 1 && n.input(0)->has_type() && n.output(0)->has_type() &&
+         SameRowsRegrouped(n.input(0)->shape(), shape) && SameRowsRegrouped(n.output(0)->shape(), shape);
+}
+
+}  // namespace
+
 absl::Status ComposeElementwise(const Node& group, const Graph& body, const Node* skip, const Shape& shape,
                                 ComposedElementwise& out) {
   std::vector<const Node*> members;
@@ -423,7 +440,14 @@ absl::Status ComposeElementwise(const Node& group, const Graph& body, const std:
       views[member->output(0)] = {source, std::move(view->strides), view->offset};
       continue;
     }
-    if (!IsPointwiseOp(member->op_type()) || member->num_outputs() != 1 || member->output(0)->shape() != shape) {
+    if (out.regroup_batch && IsBatchRegroupOf(*member, shape) && out.computed.contains(member->input(0))) {
+      out.computed[member->output(0)] = out.computed[member->input(0)];
+      continue;
+    }
+    const bool regrouped = out.regroup_batch && member->num_outputs() == 1 &&
+                           member->output(0)->shape() != shape && SameRowsRegrouped(member->output(0)->shape(), shape);
+    if (!IsPointwiseOp(member->op_type()) || member->num_outputs() != 1 ||
+        (member->output(0)->shape() != shape && !regrouped)) {
       return NoKernel(group, absl::StrCat("member ", member->Describe(), " is not element-wise over ",
                                           ShapeToString(shape)));
     }
@@ -442,7 +466,7 @@ absl::Status ComposeElementwise(const Node& group, const Graph& body, const std:
         expr = c->second.second == in.domain ? c->second.first
                                              : absl::StrCat("(", DomainType(in.domain), ")(", c->second.first, ")");
       } else if (auto gi = input_index.find(v); gi != input_index.end() || views.contains(v)) {
-        ElementwiseLoad load{0, in.domain, in.view, {}, 0};
+        ElementwiseLoad load{0, in.domain, in.view, {}, 0, regrouped ? member->output(0)->shape() : Shape{}};
         if (auto vw = views.find(v); vw != views.end()) {
           // The view's strides over its shape, broadcast like `in.view` into `shape`.
           const Shape& vs = v->shape();
@@ -461,7 +485,7 @@ absl::Status ComposeElementwise(const Node& group, const Graph& body, const std:
         while (l < out.loads.size() &&
                !(out.loads[l].input == load.input && out.loads[l].domain == load.domain &&
                  out.loads[l].view == load.view && out.loads[l].strides == load.strides &&
-                 out.loads[l].offset == load.offset)) {
+                 out.loads[l].offset == load.offset && out.loads[l].into == load.into)) {
           ++l;
         }
         if (l == out.loads.size()) out.loads.push_back(std::move(load));

@@ -46,12 +46,19 @@ struct ElementwiseLoad {
   // the composed shape and the first element; empty: `view` broadcast, dense.
   std::vector<int64_t> strides;
   int64_t offset = 0;
+  // The shape `view` broadcasts into when a member reads it at a batch regrouping of
+  // the composed shape (regroup_batch); empty: the composed shape.
+  Shape into;
 };
 struct ComposedElementwise {
   // Set by the caller: members that are strided views of a group input (ViewOf in
   // codegen/ops/families.h) are folded into the loads of their readers instead of
   // being refused. Only the pointwise group kernel reads loads with strides.
   bool allow_views = false;
+  // Set by the caller: Reshapes of computed values that regroup only the dims before
+  // the last two (same element order) pass the value through, and members may write
+  // such a regrouping of the composed shape (the attention scores' Swin mask).
+  bool regroup_batch = false;
   std::string code;
   std::vector<ElementwiseLoad> loads;
   absl::flat_hash_map<const Value*, std::pair<std::string, Domain>> computed;
