@@ -308,13 +308,15 @@ std::vector<OperandChain> OperandChains(const Graph& graph, const std::vector<st
   }
 }
 
-// Moves the scales among Q's and K's views onto Q where `mm1` reads it: each scale
-// node leaves its chain (its reader reads its input instead) and a node of the same op
-// and constant scales `mm1`'s Q. MatMul(view(Q) * c, K) = MatMul(view(Q), view(K) * c)
-// = MatMul(view(Q) * c, K) for a one-element c; the kernel applies them in fp32 as it
-// loads Q (its Q prologue), once per Q element instead of once per score. Returns the
-// new nodes, nearest Q first.
-std::vector<Node*> MoveScalesToQ(Graph& graph, Node* mm1, const std::vector<Node*>& scales) {
+// Moves the scales among Q's and K's views onto the scores: each scale node leaves its
+// chain (its reader reads its input instead) and a node of the same op and constant
+// scales the output of `mm1`, ahead of the other score ops. MatMul(view(Q) * c, K) =
+// MatMul(Q, view(K) * c) = MatMul(Q, K) * c for a one-element c; the kernel applies it
+// in fp32 to the scores in registers (measured faster than a Q prologue, which scales
+// Q in shared memory before the first MMA). Returns the new score nodes, nearest the
+// Softmax first.
+std::vector<Node*> MoveScalesToScores(Graph& graph, Node* mm1, const std::vector<Node*>& scales,
+                                      const char* suffix) {
   std::vector<Node*> moved;
   for (Node* scale : scales) {
     const int in = ScalarScaleInput(*scale);
@@ -322,12 +324,12 @@ std::vector<Node*> MoveScalesToQ(Graph& graph, Node* mm1, const std::vector<Node
     const std::string op = scale->op_type(), name = scale->name();
     graph.ReplaceAllUsesWith(scale->output(0), scale->input(in));
     graph.RemoveNode(scale);
-    Value* q = mm1->input(0);
-    Value* scaled = graph.AddValue(absl::StrCat(q->name(), "/scale"), q->dtype(), q->shape());
-    std::vector<Value*> ins = {q, c};
+    Value* s = mm1->output(0);
+    Value* scaled = graph.AddValue(absl::StrCat(s->name(), suffix), s->dtype(), s->shape());
+    graph.ReplaceAllUsesWith(s, scaled);
+    std::vector<Value*> ins = {s, c};
     if (in == 1) std::swap(ins[0], ins[1]);
     moved.push_back(graph.AddNode(op, ins, {scaled}, name));
-    mm1->SetInput(0, scaled);
   }
   return moved;
 }
@@ -507,8 +509,8 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
 
   // The Q scale, the views of Q, K and V the kernel reads through strides (the head
   // split of [B, S, H] activations, the selects of a packed QKV product and the like),
-  // scales among Q's and K's views (moved onto Q), and the output's head merge
-  // Transpose.
+  // scales among Q's and K's views (moved onto the scores), and the output's head
+  // merge Transpose.
   Value* q0 = q;
   Node* q_reader = mm1;
   Node* qscale = q->producer();
@@ -530,11 +532,11 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
       if (std::find(members.begin(), members.end(), n) == members.end()) members.push_back(n);
     }
   }
-  std::vector<Node*> scales = chains[0].scales;
-  scales.insert(scales.end(), chains[1].scales.begin(), chains[1].scales.end());
-  const std::vector<Node*> moved = MoveScalesToQ(graph, mm1, scales);
+  std::vector<Node*> moved = MoveScalesToScores(graph, mm1, chains[1].scales, "/key_scale");
+  const std::vector<Node*> q_moved = MoveScalesToScores(graph, mm1, chains[0].scales, "/query_scale");
+  moved.insert(moved.end(), q_moved.begin(), q_moved.end());
+  chain.insert(chain.end(), moved.begin(), moved.end());
   if (qscale != nullptr) members.push_back(qscale);
-  members.insert(members.end(), moved.begin(), moved.end());
   members.push_back(mm1);
   members.insert(members.end(), chain.rbegin(), chain.rend());
   members.push_back(sm);

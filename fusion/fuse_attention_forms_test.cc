@@ -21,8 +21,8 @@ using ::kiln::testing::ParseTyped;
 using ::kiln::testing::Summary;
 
 // Runs FuseAttention on `text` as written (the guard's 0 and the scales are part of
-// the pattern, so the constants are not randomised). The scales moved onto Q round
-// the f16 scores differently on the CPU reference: fused == unfused within 1e-2 relative
+// the pattern, so the constants are not randomised). The scales moved onto the
+// scores round the f16 scores differently on the CPU reference: fused == unfused within 1e-2 relative
 // plus 5e-4 (outputs of about 0.02).
 std::unique_ptr<Graph> Fuse(const std::string& text, FusionReport* report, bool* changed = nullptr) {
   std::unique_ptr<Graph> g = ParseTyped(text);
@@ -75,11 +75,11 @@ TEST(FuseAttentionFormsTest, TorchExportSdpa) {
   FusionReport report;
   auto g = Fuse(kTorchSdpa, &report);
   // The head splits' Reshapes stay views outside; the keys' reshapes and transposes
-  // join, their scale moves onto Q (before the MatMul), the guard joins.
+  // join, their scale moves onto the scores (after the MatMul), the guard joins.
   EXPECT_EQ(Summary(*g),
             "Reshape @node_view\nReshape @node_view_1\nReshape @node_view_2\n"
             "FusedGroup attention [node_transpose, node_transpose_1, node_transpose_2, node_Reshape_89, "
-            "node_Transpose_90, node_Mul_94, node_Reshape_92, node_Mul_96, node_MatMul_100, node_Add_101, "
+            "node_Transpose_90, node_Mul_94, node_Reshape_92, node_MatMul_100, node_Mul_96, node_Add_101, "
             "node_Softmax_102, node_IsNaN_103, node_Where_104, node_sdpa, node_transpose_3] anchor=node_MatMul_100\n"
             "Reshape @node_view_3\n");
   EXPECT_TRUE(report.rejections.empty()) << report.ToString();
@@ -112,7 +112,7 @@ graph @main {
 )",
                 &report);
   EXPECT_EQ(Summary(*g),
-            "FusedGroup attention [Transpose, Transpose_1, Transpose_2, Mul, Mul_1, MatMul, Add, Softmax, IsNaN, "
+            "FusedGroup attention [Transpose, Transpose_1, Transpose_2, Mul, MatMul, Mul_1, Add, Softmax, IsNaN, "
             "Where_1, MatMul_1] anchor=MatMul\n");
   EXPECT_TRUE(report.rejections.empty()) << report.ToString();
 }
@@ -166,7 +166,7 @@ graph @main {
             "Reshape @node_view_2\nUnsqueeze @node_unsqueeze_18\n"
             "FusedGroup attention [node_transpose_3, node_expand_3, node_unsqueeze_19, node_expand_4, "
             "node__unsafe_view_1, node_Reshape_407, node_Transpose_195, node_Mul_199, node_Reshape_197, "
-            "node_Mul_201, node_MatMul_205, node_Add_206, node_Softmax_207, node_IsNaN_208, node_Where_209, "
+            "node_MatMul_205, node_Mul_201, node_Add_206, node_Softmax_207, node_IsNaN_208, node_Where_209, "
             "node_sdpa, node_transpose_4] anchor=node_MatMul_205\n");
   EXPECT_EQ(inputs, "view_2f16[2,8,2,16] kuf16[2,2,1,8,16] rope_qf16[2,4,8,16] maskf16[2,1,8,8] ");
   EXPECT_TRUE(report.rejections.empty()) << report.ToString();
@@ -222,14 +222,14 @@ TEST(FuseAttentionFormsTest, PackedInProjectionSelects) {
   auto g = Fuse(kPackedInProj, &report);
   ASSERT_EQ(Groups(*g).size(), 1u) << Summary(*g);
   // The selects, the Transpose they share and both scales join (the scales move onto
-  // Q, before the MatMul); the group reads the product through its first views, with
-  // no copy of Q, K or V.
+  // the scores, after the MatMul); the group reads the product through its first
+  // views, with no copy of Q, K or V.
   EXPECT_EQ(Summary(*g),
             "Reshape @node_view_10\nUnsqueeze @node_unsqueeze_1\n"
             "FusedGroup attention [node_transpose_7, node_squeeze_1, node_select_3, node_select_4, node_select_5, "
             "node_view_11, node_transpose_8, node_view_12, node_transpose_9, node_view_13, node_transpose_10, "
-            "node_view_16, node_Transpose_157, node_view_14, node_Reshape_159, node_Mul_161, node_Mul_164, "
-            "node_MatMul_165, node_Softmax_166, node_sdpa, node_permute_2] anchor=node_MatMul_165\n"
+            "node_view_16, node_Transpose_157, node_view_14, node_Reshape_159, node_MatMul_165, node_Mul_161, "
+            "node_Mul_164, node_Softmax_166, node_sdpa, node_permute_2] anchor=node_MatMul_165\n"
             "Reshape @node_view_17\n");
   ASSERT_EQ(Groups(*g)[0]->num_inputs(), 1);
   EXPECT_EQ(Groups(*g)[0]->input(0)->name(), "unsqueeze_1");
