@@ -97,7 +97,7 @@ KernelChoice ChooseGeneratedKernel(const Node& node, const KernelOptions& option
   }
   const std::string pattern = Pattern(node);
   if (pattern == "pointwise" || pattern == "softmax" || pattern == "layernorm" || pattern == "rmsnorm" ||
-      pattern == "attention") {
+      pattern == "attention" || pattern == "concat") {
     return Choice(KernelKind::kGenerated);
   }
   if (IsMatMulGroup(node)) {

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "compiler/expand_groups.h"
 #include "fusion/fuse_attention.h"
+#include "fusion/fuse_concat.h"
 #include "fusion/fuse_epilogue.h"
 #include "fusion/fuse_pointwise.h"
 #include "fusion/fuse_prologue.h"
@@ -193,6 +194,11 @@ std::vector<Pass> FusionAndExpansion() {
        "before pointwise fusion: element-wise ops after a matmul/conv belong in its epilogue (no extra kernel), not "
        "in a pointwise group of their own",
        when, Fusing, FusionPass<FuseEpilogue>()},
+      {"fuse-concat", f,
+       "before fuse-pointwise, which closes the fusion report (the views it takes are read by the Concat alone, "
+       "so no other group wants them): a Concat reads the Slices and Transposes that feed it through strides "
+       "(torch.roll's two Slices, Swin's patch merging), one copy instead of two",
+       when, Fusing, FusionPass<FuseConcat>()},
       {"fuse-pointwise", f,
        "last of fusion: whatever element-wise work is left becomes one kernel per chain; LayerNorm and Softmax take "
        "their residual add / scale and mask",

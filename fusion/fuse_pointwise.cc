@@ -43,14 +43,6 @@ std::string PointwiseProblem(const Node& n) {
   return "";
 }
 
-// A Transpose, Expand or Slice with constant arguments: a strided view of its input
-// that a pointwise kernel can read through (codegen::ops::ViewOf).
-bool IsStridedView(const Node& n) {
-  if (IsFusedGroup(n) || n.num_outputs() != 1 || !n.output(0)->has_type() || !n.input(0)->has_type()) return false;
-  if (n.op_type() == "Transpose" || n.op_type() == "Expand") return true;
-  return n.op_type() == "Slice" && ops::ConstantSlicePlan(n).ok();
-}
-
 // Whether `v` is read only by `reader` and is not a graph output.
 bool OnlyReader(const Graph& graph, const Value* v, const Node* reader) {
   if (graph.IsGraphOutput(v)) return false;

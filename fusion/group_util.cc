@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "graph/fused_group.h"
+#include "graph/ops/slice.h"
 
 namespace kiln {
 
@@ -121,6 +122,15 @@ void ReportGroup(FusionReport* report, absl::string_view pass, const Node& group
   g.pattern = group.GetString("pattern", "").value_or("");
   g.members = FusedGroupMembers(group);
   report->groups.push_back(std::move(g));
+}
+
+bool IsStridedView(const Node& n) {
+  if (IsFusedGroup(n) || n.num_outputs() != 1 || !n.has_input(0) || !n.output(0)->has_type() ||
+      !n.input(0)->has_type()) {
+    return false;
+  }
+  if (n.op_type() == "Transpose" || n.op_type() == "Expand") return true;
+  return n.op_type() == "Slice" && ops::ConstantSlicePlan(n).ok();
 }
 
 bool FormAndReportGroup(Graph& graph, FusionReport* report, absl::string_view pass,

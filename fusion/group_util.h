@@ -32,6 +32,10 @@ absl::StatusOr<std::vector<Node*>> InlineGroupMembers(Graph& graph, Node* group)
 // growing it: rank(operand) <= rank(target) and every aligned dim is 1 or equal.
 bool BroadcastsInto(const Shape& operand, const Shape& target);
 
+// A Transpose, Expand or Slice with constant arguments: a strided view of its input
+// that the pointwise and concat kernels read through (codegen::ops::ViewOf).
+bool IsStridedView(const Node& n);
+
 // The distinct nodes reading `value`, in use order.
 std::vector<Node*> Consumers(const Value* value);
 

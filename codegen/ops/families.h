@@ -27,6 +27,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& gro
 // Identity, Dropout, DepthToSpace, SpaceToDepth (codegen/ops/movement.cc).
 bool IsMovementOp(absl::string_view op);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node);
+// A "concat" FusedGroup (fusion/fuse_concat.h): one strided copy per Concat input,
+// reading it through the group's Slice / Transpose / Expand members.
+absl::StatusOr<std::vector<KernelLaunch>> GenerateConcatGroup(const Node& group);
 
 // Transpose, Expand and Slice read their input through a strided view: output
 // element i (over the output shape) is input element offset + sum_d i_d * strides[d]

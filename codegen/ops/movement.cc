@@ -3,11 +3,14 @@
 // are one strided copy each (per input or output); Gather and Pad compute their
 // source index per element.
 #include <algorithm>
+#include <memory>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
+#include "graph/fused_group.h"
 #include "graph/ops/infer_common.h"
 #include "graph/ops/slice.h"
 
@@ -315,6 +318,55 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node) {
   if (op == "Pad") return Pad(node);
   if (op == "DepthToSpace" || op == "SpaceToDepth") return BlockMove(node);
   return NoKernel(node, "");
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> GenerateConcatGroup(const Node& group) {
+  absl::StatusOr<std::unique_ptr<Graph>> body_or = FusedGroupBody(group);
+  if (!body_or.ok()) return NoKernel(group, std::string(body_or.status().message()));
+  const Graph& body = **body_or;
+  if (group.num_outputs() != 1 || body.outputs().size() != 1) return NoKernel(group, "concat group with several outputs");
+  const Node* concat = body.outputs()[0]->producer();
+  if (concat == nullptr || concat->op_type() != "Concat") return NoKernel(group, "concat group not ending in a Concat");
+  absl::flat_hash_map<const Value*, int> input_index;
+  for (size_t i = 0; i < body.inputs().size(); ++i) input_index[body.inputs()[i]] = static_cast<int>(i);
+  const Value* out = group.output(0);
+  const Shape& oshape = out->shape();
+  const int64_t rank = static_cast<int64_t>(oshape.size());
+  absl::StatusOr<int64_t> axis_attr = concat->GetInt("axis");
+  if (!axis_attr.ok()) return axis_attr.status();
+  const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
+  if (axis < 0 || axis >= rank) return NoKernel(group, "Concat axis out of range");
+  const std::vector<int64_t> dst = DenseStrides(oshape);
+  std::vector<KernelLaunch> launches;
+  int64_t at = 0;  // the part's first index along the axis
+  for (int p = 0; p < concat->num_inputs(); ++p) {
+    // The views between the part and a group input, nearest the Concat first.
+    std::vector<const Node*> views;
+    const Value* v = concat->input(p);
+    while (!input_index.contains(v)) {
+      const Node* n = v->producer();
+      if (n == nullptr) return NoKernel(group, "a Concat input with no source in the group");
+      views.push_back(n);
+      v = n->input(0);
+    }
+    const int in = input_index.at(v);
+    MovementView view{DenseStrides(v->shape()), 0};
+    for (auto n = views.rbegin(); n != views.rend(); ++n) {
+      absl::StatusOr<MovementView> next = ViewOf(**n, view.strides, view.offset);
+      if (!next.ok()) return next.status();
+      view = *std::move(next);
+    }
+    const Shape& part = concat->input(p)->shape();
+    if (NumElements(part) > 0) {
+      launches.push_back(StridedCopy(out->dtype(), part, dst, at * dst[axis], view.strides, view.offset, 0,
+                                     InputArg(group, in), std::max(out->numel(), group.input(in)->numel()),
+                                     absl::StrCat("concat group ", group.name(), " part ", p, " ",
+                                                  concat->input(p)->TypeString(),
+                                                  views.empty() ? "" : absl::StrCat(" read from ", v->TypeString()))));
+    }
+    at += part[axis];
+  }
+  return launches;
 }
 
 }  // namespace kiln::codegen::ops

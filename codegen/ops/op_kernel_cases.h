@@ -632,6 +632,30 @@ inline std::vector<Case> AllCases() {
       "  %a = Mul(%t, %cos) @x_cos\n  %y = Add(%a, %r) @add\n  output %y\n}\n",
       {R(bf16, {2, 5, 3, 2, 16}), R(bf16, {1, 1, 5, 2, 16}), K(Tensor::FromFloat(bf16, {2, 1}, {-1.f, 1.f}))},
       {"heads", "swap", "rotate_half", "x_cos", "add"}, 1));
+  // Concat groups (fusion/fuse_concat.h): torch.roll along one axis, Swin's patch
+  // merging (step-2 Slices of shared step-2 row Slices), a Transpose beside a plain
+  // input.
+  c.push_back(GroupCase("RollConcatGroupF16", "concat",
+                        "graph @g {\n  input %x : f16[2,7,9,16]\n  const %ax : i64[1] = [1]\n"
+                        "  const %zero : i64[1] = [0]\n  const %three : i64[1] = [3]\n"
+                        "  const %max : i64[1] = [9223372036854775807]\n"
+                        "  %a = Slice(%x, %three, %max, %ax) @tail\n  %b = Slice(%x, %zero, %three, %ax) @head\n"
+                        "  %y = Concat(%a, %b) {axis = 1} @roll\n  output %y\n}\n",
+                        {R(f16, {2, 7, 9, 16})}, {"tail", "head", "roll"}, 1));
+  c.push_back(GroupCase(
+      "PatchMergeConcatGroupBF16", "concat",
+      "graph @g {\n  input %x : bf16[1,8,6,5]\n  const %zero : i64[1] = [0]\n  const %one : i64[1] = [1]\n"
+      "  const %two : i64[1] = [2]\n  const %max : i64[1] = [9223372036854775807]\n"
+      "  %r0 = Slice(%x, %zero, %max, %one, %two) @r0\n  %r1 = Slice(%x, %one, %max, %one, %two) @r1\n"
+      "  %a = Slice(%r0, %zero, %max, %two, %two) @a\n  %b = Slice(%r1, %zero, %max, %two, %two) @b\n"
+      "  %c = Slice(%r0, %one, %max, %two, %two) @c\n  %d = Slice(%r1, %one, %max, %two, %two) @d\n"
+      "  %y = Concat(%a, %b, %c, %d) {axis = -1} @merge\n  output %y\n}\n",
+      {R(bf16, {1, 8, 6, 5})}, {"r0", "r1", "a", "b", "c", "d", "merge"}, 1));
+  c.push_back(GroupCase("TransposeConcatGroupF32", "concat",
+                        "graph @g {\n  input %x : f32[3,5,4]\n  input %w : f32[3,2,5]\n"
+                        "  %t = Transpose(%x) {perm = [0, 2, 1]} @t\n  %y = Concat(%w, %t) {axis = 1} @cat\n"
+                        "  output %y\n}\n",
+                        {R(f32, {3, 5, 4}), R(f32, {3, 2, 5})}, {"t", "cat"}, 1));
   c.push_back(GroupCase("TransposeAddGroupBF16", "pointwise",
                         "graph @g {\n  input %x : bf16[3,8,5]\n  input %r : bf16[3,5,8]\n"
                         "  %t = Transpose(%x) {perm = [0, 2, 1]} @transpose\n  %y = Add(%t, %r) @add\n"
