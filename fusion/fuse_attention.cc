@@ -209,6 +209,15 @@ bool KernelReads(const StridedView& view, const Shape& batch, bool keys) {
   return true;
 }
 
+// Whether scale `n` scales a view (or a graph input, or another scale): one that
+// scales a computed result stays with it, where fuse-pointwise or the producer's
+// epilogue applies it for free (Whisper's q_proj bias Add and scale are one kernel;
+// the scale on every score would leave the Add a kernel of its own).
+bool ScaleOfAView(const Node& n) {
+  const Node* src = n.input(ScalarScaleInput(n))->producer();
+  return src == nullptr || IsViewNode(*src) || ScalarScaleInput(*src) >= 0;
+}
+
 // The view nodes (and, for Q and K, one-element scales) above an operand, nearest the
 // MatMul first: as far up as each value is read by the node below it alone, or, for a
 // view node's output, by view nodes (the selects of a packed QKV product read one
@@ -228,7 +237,7 @@ std::vector<Node*> ViewWalk(const Graph& graph, Value* operand, const Node* read
     if (!readers_ok) break;
     if (view) {
       x = n->input(0);
-    } else if (scales && ScalarScaleInput(*n) >= 0) {
+    } else if (scales && ScalarScaleInput(*n) >= 0 && ScaleOfAView(*n)) {
       x = n->input(ScalarScaleInput(*n));
     } else {
       break;

@@ -33,8 +33,9 @@
 // product. Each value in a chain is read by the next node alone, or, for a view
 // shared by the chains (the selects' Transpose), only by view nodes that all join;
 // a view also read outside cuts the chains below it. One-element constant scales
-// among Q's and K's views move onto the scores (MatMul(Q * a, K * b) = MatMul(Q, K) *
-// a * b; the kernel applies them in fp32). The output's Transpose joins when it is the
+// of views among Q's and K's chains move onto the scores (MatMul(Q * a, K * b) =
+// MatMul(Q, K) * a * b; the kernel applies them in fp32); a scale of a computed
+// value (Whisper's q_proj bias Add) stays with it, where fuse-pointwise joins the two. The output's Transpose joins when it is the
 // product's only reader and keeps the last axis last.
 //
 // Preconditions for a group, each refused with a report entry (the members then go

@@ -315,6 +315,45 @@ TEST(FuseAttentionFormsTest, SharedViewsAndRegroupsThatMustStayOutside) {
   EXPECT_NE(report2.rejections[0].reason.find("batch regroupings"), std::string::npos) << report2.ToString();
 }
 
+// whisper_encoder.legacy: q_proj's bias Add and its scale come before the head split;
+// the scale of that computed sum stays with it (fuse-pointwise makes the two one
+// kernel), while the scales on the head-split views join as before.
+TEST(FuseAttentionFormsTest, ScaleOfAComputedSumStaysOutside) {
+  FusionReport report;
+  auto g = Fuse(R"(
+graph @main {
+  input %xq : f16[1,8,16]
+  input %xk : f16[1,8,16]
+  input %xv : f16[1,8,16]
+  const %bias : f16[16] = splat(0.125)
+  const %scale : f16[] = [0.3535]
+  const %one : f16[] = [1.0]
+  const %heads : i64[4] = [1, 8, 2, 8]
+  %qa = Add(%bias, %xq) @q_proj_add
+  %qs = Mul(%qa, %scale) @Mul
+  %qr = Reshape(%qs, %heads) @Reshape
+  %q = Transpose(%qr) {perm = [0, 2, 1, 3]} @Transpose
+  %kr = Reshape(%xk, %heads) @Reshape_1
+  %vr = Reshape(%xv, %heads) @Reshape_2
+  %v = Transpose(%vr) {perm = [0, 2, 1, 3]} @Transpose_1
+  %kt = Transpose(%kr) {perm = [0, 2, 3, 1]} @Transpose_2
+  %q1 = Mul(%q, %one) @Mul_1
+  %k1 = Mul(%kt, %one) @Mul_2
+  %s = MatMul(%q1, %k1) @MatMul
+  %p = Softmax(%s) {axis = -1} @Softmax
+  %o = MatMul(%p, %v) @MatMul_1
+  %y = Transpose(%o) {perm = [0, 2, 1, 3]} @Transpose_3
+  output %y
+}
+)",
+                &report);
+  EXPECT_EQ(Summary(*g),
+            "Add @q_proj_add\nMul @Mul\nReshape @Reshape\nReshape @Reshape_1\nReshape @Reshape_2\n"
+            "FusedGroup attention [Transpose, Transpose_1, Transpose_2, Mul_1, MatMul, Mul_2, Softmax, MatMul_1, "
+            "Transpose_3] anchor=MatMul\n");
+  EXPECT_TRUE(report.rejections.empty()) << report.ToString();
+}
+
 // Must not join: a guard that fills 1 instead of 0 (then P is read by IsNaN and a
 // Where, not by a MatMul: not attention, nothing reported); a key Reshape whose
 // elements have no strided form over its input (it and the Transpose before it stay
