@@ -12,6 +12,7 @@
 #include "fusion/group_util.h"
 #include "graph/fused_group.h"
 #include "graph/op_registry.h"
+#include "graph/pattern_match.h"
 #include "graph/ops/slice.h"
 
 namespace kiln {
@@ -75,8 +76,20 @@ absl::StatusOr<bool> FusePointwise::FuseLayerNorms(Graph& graph) {
       ReportRejection(report_, name(), {ln->name(), add->name()}, problem);
       continue;
     }
+    // Transposes that keep the last axis, feeding the Add from outside (ViT's batch-first
+    // attention output back to [B, S, E]): the row kernel reads each row where it lies.
+    std::vector<Node*> members;
+    for (const Value* in : add->inputs()) {
+      Node* t = in == nullptr ? nullptr : in->producer();
+      if (t != nullptr && t->op_type() == "Transpose" && IsStridedView(*t) && !HasOutsideUse(graph, in, {add}) &&
+          in->shape() == x->shape() && in->rank() >= 2 && PermOf(*t).back() == in->rank() - 1) {
+        members.push_back(t);
+      }
+    }
+    members.push_back(add);
+    members.push_back(ln);
     const char* pattern = ln->op_type() == "RMSNormalization" ? "rmsnorm" : "layernorm";
-    changed |= FormAndReportGroup(graph, report_, name(), {add, ln}, pattern, nullptr, "",
+    changed |= FormAndReportGroup(graph, report_, name(), members, pattern, nullptr, "",
                                   {ln->name(), add->name()});
   }
   return changed;

@@ -4,7 +4,10 @@
 // Patterns, in the order the pass applies them:
 //  1. "layernorm" ("rmsnorm"): LayerNormalization (RMSNormalization) L, not yet
 //     fused, whose data input x is written by an Add (residual) of x's shape whose
-//     operands broadcast into it, not yet fused -> group {Add, L}. When x is also read elsewhere (the pre-LN residual
+//     operands broadcast into it, not yet fused -> group {Add, L}, with the
+//     Transposes of x's shape that keep the last axis and feed the Add from outside,
+//     the Add their only reader (ViT's attention output back to batch-first): the row
+//     kernel reads each row where the Transpose's input holds it. When x is also read elsewhere (the pre-LN residual
 //     stream is) it becomes an extra output of the group: one more store from
 //     registers, instead of a separate kernel writing x and the LN kernel reading
 //     it back.

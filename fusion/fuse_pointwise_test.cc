@@ -205,6 +205,38 @@ graph @main {
   EXPECT_EQ(report.groups[0].pattern, "layernorm");
 }
 
+// vit.dynamo's second residual (S = 8, B = 2, E = 16): the out_proj result comes back
+// from batch-first [S, B, E] by Transpose [1, 0, 2]; the norm's group reads it through
+// the Transpose. A Transpose moving the last axis, or one read elsewhere, stays out.
+TEST(FusePointwiseTest, LayerNormReadsThroughARowKeepingTranspose) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %proj : f32[8,2,16]
+  input %stream : f32[2,8,16]
+  input %other : f32[2,16,8]
+  const %gamma : f32[16] = splat(1.0)
+  const %beta : f32[16] = splat(0.0)
+  %t = Transpose(%proj) {perm = [1, 0, 2]} @node_transpose_5
+  %h = Add(%t, %stream) @node_add_1
+  %y = LayerNormalization(%h, %gamma, %beta) {axis = -1, epsilon = 1e-06} @node_layer_norm_1
+  %u = Transpose(%other) {perm = [0, 2, 1]} @moves_the_rows
+  %h2 = Add(%u, %y) @add_2
+  %y2 = LayerNormalization(%h2, %gamma, %beta) {axis = -1, epsilon = 1e-06} @ln_2
+  %t3 = Transpose(%proj) {perm = [1, 0, 2]} @read_twice
+  %h3 = Add(%t3, %y2) @add_3
+  %y3 = LayerNormalization(%h3, %gamma, %beta) {axis = -1, epsilon = 1e-06} @ln_3
+  output %y3
+  output %t3
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g),
+            "Transpose @moves_the_rows\nTranspose @read_twice\n"
+            "FusedGroup layernorm [node_transpose_5, node_add_1, node_layer_norm_1] anchor=\n"
+            "FusedGroup layernorm [add_2, ln_2] anchor=\nFusedGroup layernorm [add_3, ln_3] anchor=\n");
+}
+
 TEST(FusePointwiseTest, SoftmaxTakesScaleAndMask) {
   FusionReport report;
   auto g = FuseAndCheck(R"(

@@ -632,6 +632,15 @@ inline std::vector<Case> AllCases() {
       "  %a = Mul(%t, %cos) @x_cos\n  %y = Add(%a, %r) @add\n  output %y\n}\n",
       {R(bf16, {2, 5, 3, 2, 16}), R(bf16, {1, 1, 5, 2, 16}), K(Tensor::FromFloat(bf16, {2, 1}, {-1.f, 1.f}))},
       {"heads", "swap", "rotate_half", "x_cos", "add"}, 1));
+  // ViT's residual LayerNorm reading the out_proj result through the Transpose back
+  // to batch-first (rows where the Transpose's input holds them), writing the sum too.
+  c.push_back(GroupCase("LayerNormGroupThroughTransposeF16", "layernorm",
+                        "graph @g {\n  input %p : f16[5,3,64]\n  input %r : f16[3,5,64]\n  input %s : f16[64]\n"
+                        "  input %b : f16[64]\n  %t = Transpose(%p) {perm = [1, 0, 2]} @transpose\n"
+                        "  %sum = Add(%t, %r) @add\n  %y = LayerNormalization(%sum, %s, %b) {epsilon = 1e-06} @ln\n"
+                        "  output %sum\n  output %y\n}\n",
+                        {R(f16, {5, 3, 64}), R(f16, {3, 5, 64}), R(f16, {64}), R(f16, {64})},
+                        {"transpose", "add", "ln"}, 2));
   // Concat groups (fusion/fuse_concat.h): torch.roll along one axis, Swin's patch
   // merging (step-2 Slices of shared step-2 row Slices), a Transpose beside a plain
   // input.

@@ -402,6 +402,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
     return NoKernel(group, absl::StrCat("softmax group over axis ", *axis, " (the kernel reduces the last axis)"));
   }
   ComposedElementwise composed;
+  composed.allow_views = true;  // a Transpose member keeping the rows: read through its strides
   if (absl::Status st = ComposeElementwise(group, body, anchor, shape, composed); !st.ok()) return st;
   std::string x_expr;
   if (auto c = composed.computed.find(x); c != composed.computed.end()) {
@@ -454,7 +455,14 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
   for (size_t l = 0; l < composed.loads.size(); ++l) {
     const ElementwiseLoad& load = composed.loads[l];
     RowIn in{absl::StrCat("in", l), group.input(load.input)->dtype(), load.domain, absl::StrCat("g", l), {}};
-    if (!BroadcastStrides(load.view, shape, &in.strides)) return NoKernel(group, "input does not broadcast to x");
+    if (!load.strides.empty()) {
+      if (load.offset != 0 || load.strides.size() != shape.size()) {
+        return NoKernel(group, "a view member that does not start at its input's first element");
+      }
+      in.strides = load.strides;
+    } else if (!BroadcastStrides(load.view, shape, &in.strides)) {
+      return NoKernel(group, "input does not broadcast to x");
+    }
     k.ins.push_back(std::move(in));
     k.args.push_back(InputArg(group, load.input));
   }
