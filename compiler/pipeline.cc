@@ -69,7 +69,7 @@ std::vector<Pass> Canonicalization() {
   return {
       {"remove-identity", s,
        "first, so that the patterns below match through no-op nodes (Identity chains and inference Dropout sit "
-       "between the ops of exported blocks)",
+       "between the ops of exported blocks; Swin pads and crops by zero when the map is whole windows)",
        "", nullptr, GraphPass<RemoveIdentity>()},
       {"sum-to-add", s,
        "before the pattern passes: a residual Sum becomes the Add that fuse-epilogue and fuse-pointwise take "
