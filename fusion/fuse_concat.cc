@@ -26,8 +26,10 @@ absl::StatusOr<bool> FuseConcat::Run(Graph& graph) {
       Value* x = todo.back();
       todo.pop_back();
       Node* view = x == nullptr ? nullptr : x->producer();
+      // A view of a constant the group body would inline (one element) has no group
+      // input to read from; it stays outside.
       if (view == nullptr || !IsStridedView(*view) || graph.IsGraphOutput(x) ||
-          std::find(members.begin(), members.end(), view) != members.end()) {
+          InlinedIntoGroupBody(*view->input(0)) || std::find(members.begin(), members.end(), view) != members.end()) {
         continue;
       }
       members.push_back(view);

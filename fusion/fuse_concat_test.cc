@@ -84,13 +84,18 @@ TEST(FuseConcatTest, ViewsReadOutsideStayOutside) {
             "Slice @Slice_2\nRelu @outside\nFusedGroup concat [Slice_1, Concat_3] anchor=\nSlice @Slice_3\n"
             "FusedGroup concat [Slice_4, Concat_4] anchor=\nRelu @after\n");
 
+  // No view, or only an Expand of a one-element constant (which the group's body would
+  // hold inline, leaving the copy nothing to read): no change.
   bool changed = true;
   auto g2 = RunFusionPass<FuseConcat>(R"(
 graph @main {
   input %x : f16[2,4]
   input %w : f16[2,4]
+  const %c : f16[1,1] = [0.5]
+  const %shape : i64[2] = [2, 3]
   %a = Relu(%x) @a
-  %y = Concat(%a, %w) {axis = 1} @concat
+  %e = Expand(%c, %shape) @expand
+  %y = Concat(%a, %w, %e) {axis = 1} @concat
   output %y
 }
 )",
