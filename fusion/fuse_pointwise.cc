@@ -13,7 +13,6 @@
 #include "graph/fused_group.h"
 #include "graph/op_registry.h"
 #include "graph/pattern_match.h"
-#include "graph/ops/slice.h"
 
 namespace kiln {
 namespace {
