@@ -66,30 +66,48 @@ absl::StatusOr<bool> FusePointwise::FuseLayerNorms(Graph& graph) {
   for (Node* n : graph.nodes()) {
     if (n->op_type() == "LayerNormalization" || n->op_type() == "RMSNormalization") norms.push_back(n);
   }
+  // A Transpose of x's shape that keeps the last axis in place: rows stay rows.
+  auto keeps_rows = [](const Node* t, const Value* v) {
+    return t != nullptr && t->op_type() == "Transpose" && IsStridedView(*t) && v->rank() >= 2 &&
+           PermOf(*t).back() == v->rank() - 1;
+  };
   bool changed = false;
   for (Node* ln : norms) {
     Value* x = ln->input(0);
     Node* add = x->producer();
-    if (add == nullptr || add->op_type() != "Add" || !IsElementwise(add)) continue;
-    if (std::string problem = PointwiseProblem(*add); !problem.empty()) {
-      ReportRejection(report_, name(), {ln->name(), add->name()}, problem);
-      continue;
-    }
-    // Transposes that keep the last axis, feeding the Add from outside (ViT's batch-first
-    // attention output back to [B, S, E]): the row kernel reads each row where it lies.
     std::vector<Node*> members;
-    for (const Value* in : add->inputs()) {
-      Node* t = in == nullptr ? nullptr : in->producer();
-      if (t != nullptr && t->op_type() == "Transpose" && IsStridedView(*t) && !HasOutsideUse(graph, in, {add}) &&
-          in->shape() == x->shape() && in->rank() >= 2 && PermOf(*t).back() == in->rank() - 1) {
-        members.push_back(t);
+    if (add != nullptr && add->op_type() == "Add" && IsElementwise(add)) {
+      if (std::string problem = PointwiseProblem(*add); !problem.empty()) {
+        ReportRejection(report_, name(), {ln->name(), add->name()}, problem);
+        continue;
       }
+      // Transposes that keep the last axis, feeding the Add from outside (ViT's
+      // batch-first attention output back to [B, S, E]): the row kernel reads each row
+      // where it lies.
+      for (const Value* in : add->inputs()) {
+        Node* t = in == nullptr ? nullptr : in->producer();
+        if (keeps_rows(t, in) && !HasOutsideUse(graph, in, {add}) && in->shape() == x->shape()) members.push_back(t);
+      }
+      members.push_back(add);
     }
-    members.push_back(add);
     members.push_back(ln);
+    // The norm over the last axis written through a Transpose that keeps it, the norm's
+    // only reader (ViT's LayerNorm output to batch-first before the in_proj GEMM): the
+    // row kernel stores each row where the Transpose puts it.
+    const Value* y = ln->output(0);
+    const std::vector<Node*> readers = Consumers(y);
+    absl::StatusOr<int64_t> axis = ln->GetInt("axis", -1);
+    if (readers.size() == 1 && keeps_rows(readers[0], y) && !HasOutsideUse(graph, y, readers) && axis.ok() &&
+        (*axis == -1 || *axis == y->rank() - 1)) {
+      members.push_back(readers[0]);
+    }
+    if (members.size() < 2) continue;
     const char* pattern = ln->op_type() == "RMSNormalization" ? "rmsnorm" : "layernorm";
-    changed |= FormAndReportGroup(graph, report_, name(), members, pattern, nullptr, "",
-                                  {ln->name(), add->name()});
+    std::vector<std::string> candidate = {ln->name()};
+    if (add != nullptr && std::find(members.begin(), members.end(), add) != members.end()) {
+      candidate.push_back(add->name());
+    }
+    changed |= FormAndReportGroup(graph, report_, name(), members, pattern, nullptr, "", candidate);
   }
   return changed;
 }

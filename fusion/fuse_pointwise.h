@@ -7,7 +7,10 @@
 //     operands broadcast into it, not yet fused -> group {Add, L}, with the
 //     Transposes of x's shape that keep the last axis and feed the Add from outside,
 //     the Add their only reader (ViT's attention output back to batch-first): the row
-//     kernel reads each row where the Transpose's input holds it. When x is also read elsewhere (the pre-LN residual
+//     kernel reads each row where the Transpose's input holds it. A norm over the
+//     last axis whose only reader is such a Transpose (ViT's norm to batch-first
+//     before the in_proj GEMM) takes it too, with or without an Add: the kernel
+//     stores each row where the Transpose puts it. When x is also read elsewhere (the pre-LN residual
 //     stream is) it becomes an extra output of the group: one more store from
 //     registers, instead of a separate kernel writing x and the LN kernel reading
 //     it back.

@@ -237,6 +237,39 @@ graph @main {
             "FusedGroup layernorm [add_2, ln_2] anchor=\nFusedGroup layernorm [add_3, ln_3] anchor=\n");
 }
 
+// vit.dynamo's pre-attention norm (S = 8, B = 2, E = 16): the LayerNorm output goes to
+// batch-first [S, B, E] by Transpose [1, 0, 2] for the in_proj GEMM; the group writes
+// each row where the Transpose puts it. A Transpose moving the normalised axis, or a
+// norm read by another node too, leaves the Transpose out.
+TEST(FusePointwiseTest, LayerNormWritesThroughARowKeepingTranspose) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[2,8,16]
+  const %gamma : f32[16] = splat(1.0)
+  const %beta : f32[16] = splat(0.0)
+  const %w : f32[16,16] = splat(0.5)
+  %ln = LayerNormalization(%x, %gamma, %beta) {axis = -1, epsilon = 1e-06} @node_layer_norm_2
+  %t = Transpose(%ln) {perm = [1, 0, 2]} @node_transpose_6
+  %q = MatMul(%t, %w) @node_MatMul_99
+  %ln2 = LayerNormalization(%x, %gamma, %beta) {axis = -1, epsilon = 1e-06} @ln_moved
+  %u = Transpose(%ln2) {perm = [0, 2, 1]} @moves_the_axis
+  %ln3 = LayerNormalization(%x, %gamma, %beta) {axis = -1, epsilon = 1e-06} @ln_twice
+  %v = Transpose(%ln3) {perm = [1, 0, 2]} @transpose_twice
+  %r = Relu(%ln3) @other_reader
+  output %q
+  output %u
+  output %v
+  output %r
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g),
+            "LayerNormalization @ln_moved\nTranspose @moves_the_axis\nLayerNormalization @ln_twice\n"
+            "Transpose @transpose_twice\nRelu @other_reader\n"
+            "FusedGroup layernorm [node_layer_norm_2, node_transpose_6] anchor=\nMatMul @node_MatMul_99\n");
+}
+
 TEST(FusePointwiseTest, SoftmaxTakesScaleAndMask) {
   FusionReport report;
   auto g = FuseAndCheck(R"(

@@ -641,6 +641,20 @@ inline std::vector<Case> AllCases() {
                         "  output %sum\n  output %y\n}\n",
                         {R(f16, {5, 3, 64}), R(f16, {3, 5, 64}), R(f16, {64}), R(f16, {64})},
                         {"transpose", "add", "ln"}, 2));
+  // ViT's pre-attention norm written to batch-first through a Transpose keeping the
+  // rows, alone and after a residual Add that the group also stores.
+  c.push_back(GroupCase("LayerNormGroupIntoTransposeF16", "layernorm",
+                        "graph @g {\n  input %x : f16[3,5,64]\n  input %s : f16[64]\n  input %b : f16[64]\n"
+                        "  %y = LayerNormalization(%x, %s, %b) {epsilon = 1e-06} @ln\n"
+                        "  %t = Transpose(%y) {perm = [1, 0, 2]} @transpose\n  output %t\n}\n",
+                        {R(f16, {3, 5, 64}), R(f16, {64}), R(f16, {64})}, {"ln", "transpose"}, 1));
+  c.push_back(GroupCase("LayerNormGroupAddIntoTransposeBF16", "layernorm",
+                        "graph @g {\n  input %x : bf16[2,3,4,40]\n  input %r : bf16[2,3,4,40]\n"
+                        "  input %s : bf16[40]\n  %sum = Add(%x, %r) @add\n"
+                        "  %y = LayerNormalization(%sum, %s) {epsilon = 1e-05} @ln\n"
+                        "  %t = Transpose(%y) {perm = [2, 0, 1, 3]} @transpose\n  output %sum\n  output %t\n}\n",
+                        {R(bf16, {2, 3, 4, 40}), R(bf16, {2, 3, 4, 40}), R(bf16, {40})},
+                        {"add", "ln", "transpose"}, 2));
   // Concat groups (fusion/fuse_concat.h): torch.roll along one axis, Swin's patch
   // merging (step-2 Slices of shared step-2 row Slices), a Transpose beside a plain
   // input.

@@ -14,6 +14,7 @@
 #include "codegen/ops/row_plan.h"
 #include "codegen/templates.h"
 #include "graph/fused_group.h"
+#include "graph/pattern_match.h"
 #include "graph/ops/axes.h"
 
 namespace kiln::codegen::ops {
@@ -57,6 +58,9 @@ struct RowKernelSpec {
   std::string x_expr;  // x's element, an fp32 expression
   std::vector<RowOut> extra;
   DType y_dtype;
+  // y's row starts over the outer dims [0, axis), when a Transpose keeping the rows
+  // places them (empty: dense, row * kLen).
+  std::vector<int64_t> y_row_strides;
   // LayerNorm only.
   RowParam scale, bias;
   bool has_bias = false;
@@ -114,6 +118,7 @@ std::string RowPrefix(const RowKernelSpec& k, int cap, RowPlan* plan, std::strin
       if (kinds[i] != InRow::kContiguous) continue;
       for (int64_t d = 0; d < k.axis && ok; ++d) ok = k.ins[i].strides[d] % vec == 0;
     }
+    for (int64_t s : k.y_row_strides) ok = ok && s % vec == 0;
     if (ok) break;
   }
   *plan = PlanRows(rows, len, vec, cap);
@@ -200,11 +205,12 @@ std::string RowPrefix(const RowKernelSpec& k, int cap, RowPlan* plan, std::strin
   absl::StrAppend(&load, "#pragma unroll\nfor (int e = 0; e < V; ++e) {\n", unpack, k.code, "x[e] = (float)(",
                   k.x_expr, ");\n", put.empty() ? "" : absl::StrCat("if constexpr (kFirst) {\n", put, "}\n"), "}\n",
                   write.empty() ? "" : absl::StrCat("if constexpr (kFirst) {\n", write, "}\n"), "}\n");
+  if (!k.y_row_strides.empty()) absl::StrAppend(&src, OffsetFn("kiln_y_row", outer, k.y_row_strides, it));
   absl::StrAppend(&src, load, "template <int V>\nstatic __device__ __forceinline__ void kiln_row_store(const kiln_args& a, "
                   "kiln_idx_t row, kiln_idx_t j, const float (&y)[V]) {\nkiln_vec_pack<", StorageTypeName(k.y_dtype),
                   ", V> q;\n#pragma unroll\nfor (int e = 0; e < V; ++e) ",
-                  StoreFrom(k.y_dtype, Domain::kFloat, "q.v", "e", "y[e]"),
-                  "\nkiln_vec_st<V>(a.y + row * kLen + j, q);\n}\n");
+                  StoreFrom(k.y_dtype, Domain::kFloat, "q.v", "e", "y[e]"), "\nkiln_vec_st<V>(a.y + ",
+                  k.y_row_strides.empty() ? "row * kLen" : "kiln_y_row(row)", " + j, q);\n}\n");
   if (!is_ln) return src;
 
   // LayerNorm: scale and bias loads, the stats store.
@@ -401,9 +407,30 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
   if (!ln && *axis != static_cast<int64_t>(shape.size()) - 1) {
     return NoKernel(group, absl::StrCat("softmax group over axis ", *axis, " (the kernel reduces the last axis)"));
   }
+  // y written through a Transpose that keeps the rows (the group's output is its
+  // output): row r of y starts where the Transpose puts it.
+  const Node* y_view = nullptr;
+  std::vector<int64_t> y_row_strides;
+  for (const Value* v : body.outputs()) {
+    const Node* t = v->producer();
+    if (t == nullptr || t->op_type() != "Transpose" || t->input(0) != anchor->output(0)) continue;
+    const std::vector<int64_t> perm = PermOf(*t);
+    const int64_t r = static_cast<int64_t>(shape.size());
+    if (static_cast<int64_t>(perm.size()) != r || perm.back() != r - 1 || *axis != r - 1) {
+      return NoKernel(group, "an output Transpose that moves the normalised axis");
+    }
+    const std::vector<int64_t> dense = DenseStrides(v->shape());
+    y_row_strides.assign(r - 1, 0);
+    for (int64_t i = 0; i + 1 < r; ++i) y_row_strides[perm[i]] = dense[i];
+    y_view = t;
+  }
+  std::vector<const Node*> members;
+  for (const Node* n : body.nodes()) {
+    if (n != anchor && n != y_view) members.push_back(n);
+  }
   ComposedElementwise composed;
   composed.allow_views = true;  // a Transpose member keeping the rows: read through its strides
-  if (absl::Status st = ComposeElementwise(group, body, anchor, shape, composed); !st.ok()) return st;
+  if (absl::Status st = ComposeElementwise(group, body, members, shape, composed); !st.ok()) return st;
   std::string x_expr;
   if (auto c = composed.computed.find(x); c != composed.computed.end()) {
     x_expr = c->second.first;
@@ -421,12 +448,13 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
   k.code = composed.code;
   k.x_expr = x_expr;
   k.y_dtype = anchor->output(0)->dtype();
+  k.y_row_strides = std::move(y_row_strides);
   // Outputs: y, extra x-shaped values, stats; the args follow the parameter order.
   int y_out = -1, mean_out = -1, inv_out = -1;
   std::vector<int> extra_out;
   for (int o = 0; o < group.num_outputs(); ++o) {
     const Value* v = body.outputs()[o];
-    if (v == anchor->output(0)) {
+    if (v == anchor->output(0) || (y_view != nullptr && v == y_view->output(0))) {
       y_out = o;
     } else if (ln && anchor->num_outputs() > 1 && v == anchor->output(1)) {
       mean_out = o;
