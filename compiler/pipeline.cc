@@ -16,6 +16,7 @@
 #include "fusion/fuse_pointwise.h"
 #include "fusion/fuse_prologue.h"
 #include "fusion/fuse_siblings.h"
+#include "graph/conv1x1_to_matmul.h"
 #include "graph/eliminate_dead_code.h"
 #include "graph/fold_batch_norm.h"
 #include "graph/fold_transpose_into_matmul.h"
@@ -146,6 +147,16 @@ std::vector<Pass> LayoutAndPrecision() {
          return context.channels_last && Lowering(graph, context);
        },
        GraphPass<PadConvChannels>()},
+      {"conv1x1-to-matmul", PassStage::kLayout,
+       "after pad-conv-channels (a padded channel count is the GEMM's K), before lowering and fusion: a 1x1 "
+       "channels-last Conv at stride 1 is a GEMM over the pixels, so it runs on the GEMM families and fusion gives "
+       "it their epilogues and A-prologues (EfficientNet's and MobileNetV3's expansion, squeeze-excitation and "
+       "projection convs)",
+       "to-channels-last ran and --conv-groups is auto (the default)",
+       [](const Graph&, const PassContext& context) {
+         return context.channels_last && context.kernel_options.conv_groups == codegen::ConvGroups::kAuto;
+       },
+       GraphPass<Conv1x1ToMatMul>()},
       {"calibrate-fp16", PassStage::kPrecision,
        "right before lower-precision, on the graph it lowers: runs the CPU reference on the calibration inputs and "
        "keeps in f32 every node that reads or writes a value beyond fp16's safe range (changes nothing itself)",

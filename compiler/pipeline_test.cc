@@ -105,9 +105,9 @@ TEST(PipelineTest, RunsTheEnabledPassesInOrder) {
   EXPECT_EQ(canonical_runs % round, 0);
   std::vector<std::string> later(ran.begin() + canonical_runs, ran.end());
   std::vector<std::string> expected = {"pad-matmul-width", "to-channels-last", "pad-conv-channels",
-                                       "lower-precision",  "fuse-siblings",    "fuse-attention",
-                                       "fuse-prologue",    "fuse-epilogue",    "fuse-concat",
-                                       "fuse-pointwise",   "expand-groups-without-kernels"};
+                                       "conv1x1-to-matmul", "lower-precision", "fuse-siblings",
+                                       "fuse-attention",   "fuse-prologue",    "fuse-epilogue",
+                                       "fuse-concat",      "fuse-pointwise",   "expand-groups-without-kernels"};
   // The tails pass runs only after an expansion.
   if (later.size() > expected.size()) expected.push_back("fuse-expanded-tails");
   EXPECT_EQ(later, expected);
