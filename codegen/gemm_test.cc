@@ -493,9 +493,10 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
 
 // A batched group whose A is stored [batch..., M, K] and whose B is shared by the
 // batch runs as one GEMM of batch * M rows, the epilogue's operands indexed in C's
-// folded rows; not with A transposed, a prologue, a batched B, or an operand shared by
-// the batch but not the rows (its offset needs the batch entry). Both families: the
-// sm90 plan (PlanGemmForFamily) and the sm_80 template's source and grid.
+// folded rows, an A-prologue's at A's folded row; not with A transposed, a prologue on
+// B, a batched B, or an epilogue operand shared by the batch but not the rows (its
+// offset needs the batch entry). Both families: the sm90 plan (PlanGemmForFamily) and
+// the sm_80 template's source and grid.
 TEST(GemmCodegenTest, FoldsTheBatchIntoRows) {
   struct Fold {
     GemmCase c;
@@ -503,6 +504,11 @@ TEST(GemmCodegenTest, FoldsTheBatchIntoRows) {
   };
   GemmCase pro{DType::kFloat16, {4}, 77, 768, 256, true, false, false, Epi::kBiasRelu};
   pro.pro = Pro::kReluA;
+  GemmCase pro_b = pro;
+  pro_b.pro = Pro::kClipB;
+  // Squeeze-excitation's scale of A [4, 6, 10, 48] per (image, channel): 60 rows an image.
+  GemmCase se{DType::kFloat16, {4, 6}, 10, 72, 48, true, false, false, Epi::kBiasResidual};
+  se.pro = Pro::kChannelScaleA;
   GemmCase dual{DType::kFloat16, {2, 3}, 77, 136, 72, true, false, true, Epi::kResidual};
   dual.dual = true;
   dual.k2 = 40;
@@ -515,7 +521,7 @@ TEST(GemmCodegenTest, FoldsTheBatchIntoRows) {
                         Fold{{DType::kFloat16, {4}, 77, 768, 256, false, false, true, Epi::kBiasResidual}, false},
                         Fold{{DType::kFloat16, {4}, 80, 768, 256, true, true, false, Epi::kBiasRelu}, false},
                         Fold{{DType::kFloat16, {2, 3}, 77, 136, 72, true, false, false, Epi::kRowsResidual}, false},
-                        Fold{pro, false}}) {
+                        Fold{pro, true}, Fold{pro_b, false}, Fold{se, true}}) {
     SCOPED_TRACE(f.c.Name());
     absl::StatusOr<Built> b = Build(f.c, 1);
     ASSERT_TRUE(b.ok()) << b.status();
@@ -532,8 +538,16 @@ TEST(GemmCodegenTest, FoldsTheBatchIntoRows) {
       }
       // A residual dense over C is read at C's folded row, a bias at the column alone.
       if (f.c.epi == Epi::kBiasResidual) {
-        EXPECT_NE(p->epilogue_function.find("row * 768"), std::string::npos) << p->epilogue_function;
+        EXPECT_NE(p->epilogue_function.find(absl::StrCat("row * ", f.c.n)), std::string::npos)
+            << p->epilogue_function;
         EXPECT_EQ(p->epilogue_function.find("(batch /"), std::string::npos) << p->epilogue_function;
+      }
+      // The scale's image is the folded row over the 60 rows of an image.
+      if (f.c.pro == Pro::kChannelScaleA) {
+        EXPECT_NE(p->prologue_a_functor.find("((kiln_index)row / 60LL) * 48LL + (kiln_index)col * 1LL"),
+                  std::string::npos)
+            << p->prologue_a_functor;
+        EXPECT_EQ(p->prologue_a_functor.find("batch /"), std::string::npos) << p->prologue_a_functor;
       }
     }
     // The sm_80 template folds the same groups: one GEMM of batch * M rows, no batch.

@@ -62,6 +62,7 @@ enum class Pro {
   kCastA,       // Cast(A: f32 -> storage) * 2   (an fp32 loaded tensor)
   kBoth,        // Sigmoid(A), Tanh(B)
   kRowScaleA,   // A * s[batch..., stored rows, 1]
+  kChannelScaleA,  // A * s[first batch dim, 1..., last stored dim] (squeeze-excitation's scale)
 };
 inline const char* ProName(Pro p) {
   switch (p) {
@@ -72,6 +73,7 @@ inline const char* ProName(Pro p) {
     case Pro::kCastA: return "_pro_castA";
     case Pro::kBoth: return "_pro_sigA_tanhB";
     case Pro::kRowScaleA: return "_pro_rowscaleA";
+    case Pro::kChannelScaleA: return "_pro_chanscaleA";
   }
   return "?";
 }
@@ -172,6 +174,13 @@ inline absl::StatusOr<Built> Build(const GemmCase& c, uint32_t seed) {
       Shape rs = as;
       rs.back() = 1;
       a = add("Mul", {input("a", as, c.dtype), input("a_rowscale", rs, c.dtype)});
+      break;
+    }
+    case Pro::kChannelScaleA: {
+      Shape cs(as.size(), 1);
+      if (as.size() > 2) cs[0] = as[0];
+      cs.back() = as.back();
+      a = add("Mul", {input("a", as, c.dtype), input("a_chanscale", cs, c.dtype)});
       break;
     }
   }
@@ -295,6 +304,16 @@ inline std::vector<GemmCase> Cases() {
       GemmCase epi{dt, {}, 37, 129, 65, false, true, false, p == Pro::kCastA ? Epi::kBiasGelu : Epi::kResidual};
       epi.pro = p;
       push(epi);
+    }
+    // EfficientNet's projection after squeeze-excitation in NHWC: A [N, H, W, C] scaled
+    // per (image, channel), B shared: the batch folds into the rows with the scale
+    // indexed by the folded row (partial tiles, a residual epilogue); with A transposed
+    // the batch does not fold and the scale is indexed by the batch.
+    for (const auto& s : std::vector<std::array<int64_t, 4>>{{10, 72, 48, 0}, {56, 24, 96, 0}, {10, 72, 48, 1}}) {
+      GemmCase se{dt, {4, 6}, s[0], s[1], s[2], true, s[3] == 1};
+      se.pro = Pro::kChannelScaleA;
+      se.epi = Epi::kBiasResidual;
+      push(se);
     }
     {
       GemmCase c{dt, {2, 3}, 33, 64, 48, false, false, true, Epi::kScale};

@@ -64,7 +64,9 @@ struct GemmPlan {
 
 // Offset of element (batch, row, col) of an operand of shape `view` broadcast
 // against `shape` ([batch..., R, C]).
-absl::StatusOr<std::string> BroadcastOffset(const Node& node, const Shape& view, const Shape& shape) {
+// `folded`: the offset as FoldedRowColOffset gives it (`row` over the batch too).
+absl::StatusOr<std::string> BroadcastOffset(const Node& node, const Shape& view, const Shape& shape,
+                                            bool folded = false) {
   if (view.size() > shape.size()) return NoKernel(node, "an element-wise input of higher rank than its chain's shape");
   const size_t r = shape.size(), lead = r - view.size();
   std::vector<int64_t> st(r, 0);
@@ -73,7 +75,7 @@ absl::StatusOr<std::string> BroadcastOffset(const Node& node, const Shape& view,
     if (view[d] != 1 && view[d] != shape[lead + d]) return NoKernel(node, "an element-wise input does not broadcast");
     st[lead + d] = view[d] == 1 ? 0 : dense[d];
   }
-  return BatchRowColOffset(shape, st);
+  return folded ? FoldedRowColOffset(shape, st) : BatchRowColOffset(shape, st);
 }
 
 absl::StatusOr<bool> Flag(const Node& mm, const char* name) {
@@ -299,8 +301,9 @@ struct GemmPrep {
 };
 
 // Whether a batched GEMM group runs as one GEMM of batch * M rows: every mainloop's
-// A is stored [batch..., M, K] (dense, not transposed, no prologue) and its B is
-// shared by the batch, and every epilogue operand folds (RowsFoldWithBatch). C
+// A is stored [batch..., M, K] (dense, not transposed; a prologue's loads index the
+// folded row, MakePrologueSource) and its B is shared by the batch and has no
+// prologue, and every epilogue operand folds (RowsFoldWithBatch). C
 // [batch..., M, N] is then [batch * M, N]. BERT at 77 tokens and batch 4 is a GEMM of
 // 308 rows, where 4 batches of 77 rows would compute 128 rows of 64-row tiles each.
 bool FoldsBatchIntoRows(const GemmPrep& prep) {
@@ -310,7 +313,7 @@ bool FoldsBatchIntoRows(const GemmPrep& prep) {
   if (rows * prep.n >= (int64_t{1} << 31)) return false;
   for (size_t i = 0; i < plan.loops.size(); ++i) {
     const LoopPlan& l = plan.loops[i];
-    if (l.a.trans || !l.a.chain.empty() || !l.b.chain.empty() || prep.b_batch[i] != 0 ||
+    if (l.a.trans || !l.b.chain.empty() || prep.b_batch[i] != 0 ||
         prep.a_batch[i] != prep.m * l.k || rows * l.k >= (int64_t{1} << 31)) {
       return false;
     }
@@ -473,7 +476,9 @@ struct PrologueSource {
   std::string params, functor, object;
   std::vector<int> args;
 };
-absl::StatusOr<PrologueSource> MakePrologueSource(const Node& node, const OperandPlan& op, char which) {
+// `folded`: the GEMM's batch folds into its rows (GemmPrep::folded), so the functor
+// gets the folded row and batch 0.
+absl::StatusOr<PrologueSource> MakePrologueSource(const Node& node, const OperandPlan& op, char which, bool folded) {
   PrologueSource p;
   std::string members, loads, init;
   for (size_t l = 0; l < op.loads.size(); ++l) {
@@ -482,7 +487,7 @@ absl::StatusOr<PrologueSource> MakePrologueSource(const Node& node, const Operan
     absl::StrAppend(&p.params, ", ", Param(v->dtype(), true, param));
     absl::StrAppend(&members, "  ", Param(v->dtype(), true, absl::StrCat("p", l)), ";\n");
     absl::StrAppend(&init, l ? ", " : "", param);
-    absl::StatusOr<std::string> off = BroadcastOffset(node, op.loads[l].view, op.stored->shape());
+    absl::StatusOr<std::string> off = BroadcastOffset(node, op.loads[l].view, op.stored->shape(), folded);
     if (!off.ok()) return off.status();
     absl::StrAppend(&loads, "    const ", DomainType(op.loads[l].domain), " g", l, " = ",
                     LoadAs(v->dtype(), op.loads[l].domain, absl::StrCat("p", l), *off), ";\n");
@@ -561,7 +566,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
       prologue_objects[i] = "kiln_gemm_identity{}";
       continue;
     }
-    absl::StatusOr<PrologueSource> pro = MakePrologueSource(node, op, i == 0 ? 'a' : 'b');
+    absl::StatusOr<PrologueSource> pro = MakePrologueSource(node, op, i == 0 ? 'a' : 'b', prep.folded);
     if (!pro.ok()) return pro.status();
     absl::StrAppend(&prologue_params, pro->params);
     absl::StrAppend(&functors, pro->functor);
@@ -664,7 +669,7 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   f.prologue_b = !l0.b.chain.empty();
   f.a_loaded_dtype = l0.a.loaded->dtype();
   if (f.prologue_a) {  // the same functor as the sm_80 template's (parameters pa<l>)
-    absl::StatusOr<PrologueSource> pro = MakePrologueSource(node, l0.a, 'a');
+    absl::StatusOr<PrologueSource> pro = MakePrologueSource(node, l0.a, 'a', prep.folded);
     if (!pro.ok()) return pro.status();
     f.prologue_params = std::move(pro->params);
     f.prologue_a_functor = std::move(pro->functor);

@@ -359,4 +359,32 @@ std::string BatchRowColOffset(const Shape& shape, const std::vector<int64_t>& st
   return out;
 }
 
+std::string FoldedRowColOffset(const Shape& shape, const std::vector<int64_t>& strides) {
+  const size_t r = shape.size();
+  std::vector<std::string> terms;
+  // Walk the row dims from the innermost out, merging a run of dims whose strides are
+  // dense over the run into one coordinate of the run's extent.
+  size_t d = r - 1;
+  int64_t inner = 1;  // rows inside dim d
+  while (d-- > 0) {
+    const int64_t stride = strides[d];
+    int64_t extent = shape[d];
+    size_t outer = d;
+    while (outer > 0 && stride != 0 && strides[outer - 1] == stride * extent) extent *= shape[--outer];
+    while (outer > 0 && stride == 0 && strides[outer - 1] == 0) extent *= shape[--outer];
+    if (stride != 0) {
+      std::string coord = inner == 1 ? "(kiln_index)row" : absl::StrCat("((kiln_index)row / ", inner, "LL)");
+      if (outer > 0) coord = absl::StrCat("(", coord, " % ", extent, "LL)");
+      terms.push_back(absl::StrCat(coord, " * ", stride, "LL"));
+    }
+    inner *= extent;
+    d = outer;
+  }
+  if (strides[r - 1] != 0) terms.push_back(absl::StrCat("(kiln_index)col * ", strides[r - 1], "LL"));
+  if (terms.empty()) return std::string("0");
+  std::string out;
+  for (size_t i = 0; i < terms.size(); ++i) absl::StrAppend(&out, i ? " + " : "", terms[i]);
+  return out;
+}
+
 }  // namespace kiln::codegen::ops

@@ -128,5 +128,10 @@ absl::Status NoKernel(const Node& node, const std::string& form);
 // dim is broadcast); `batch` is the flat index over the batch dims. Used by the
 // tensor-core templates' functors (GEMM epilogue and prologue, attention scores).
 std::string BatchRowColOffset(const Shape& shape, const std::vector<int64_t>& strides);
+// The same offset where the dims before the last are folded into one row index (a
+// GEMM whose batch folds into M: `row` runs over batch * M and `batch` is 0): each
+// of those dims' coordinates is `row` divided by the dims inside it, modulo its
+// size; dims whose strides continue the row dim's densely merge into one term.
+std::string FoldedRowColOffset(const Shape& shape, const std::vector<int64_t>& strides);
 
 }  // namespace kiln::codegen::ops
