@@ -25,6 +25,14 @@ bool IsAnchor(const Node& n) {
   return IsFusedGroup(n) && !n.GetString("anchor", "").value_or("").empty();
 }
 
+// Whether side input `in` of a prologue member writing `x` is one value per row
+// group: broadcast along x's rows (dim -2 of size 1 against more than one row), as
+// squeeze-excitation's [N, 1, 1, C] scale is against the [N, H, W, C] activations.
+bool SharedByRows(const Value& in, const Value& x) {
+  if (in.rank() < 2 || x.rank() < 2) return false;
+  return in.shape()[in.rank() - 2] == 1 && x.shape()[x.rank() - 2] > 1;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> FusePrologue::Run(Graph& graph) {
@@ -75,8 +83,18 @@ absl::StatusOr<bool> FusePrologue::Run(Graph& graph) {
                               " with broadcast side inputs"));
           break;
         }
+        const Value* computed_scale = nullptr;
         for (Value* in : p->inputs()) {
-          if (in != nullptr && in != loaded && !in->is_constant()) chain.all_constant = false;
+          if (in == nullptr || in == loaded || in->is_constant()) continue;
+          chain.all_constant = false;
+          if (SharedByRows(*in, *x)) computed_scale = in;
+        }
+        if (computed_scale != nullptr) {
+          reject(absl::StrCat("computed scale: ", Quote(computed_scale->name()), " is computed at run time and ",
+                              "shared by the rows of ", Quote(x->name()),
+                              " (a squeeze-excitation scale); a separate kernel and the GEMM's TMA-loaded A "
+                              "ran faster than the register-A prologue"));
+          break;
         }
         chain.nodes.push_back(p);
         reader = p;

@@ -18,8 +18,14 @@
 //
 // Not fused. A chain whose loaded operand is a constant and whose other operands are
 // all constants is weight preprocessing: it is rejected with "constant: folded at
-// compile time" (constant folding computes it once). A chain whose loaded operand
-// is written by a MatMul/Gemm/Conv (or a group anchored at one) is that anchor's
+// compile time" (constant folding computes it once). A chain with a member that
+// multiplies (or adds) a value computed at run time and shared by the operand's rows
+// (squeeze-excitation's [N, 1, 1, C] scale on the [N, H, W, C] activations of the 1x1
+// projection) is rejected ("computed scale: "): EfficientNet-B0 and MobileNetV3-Small
+// (H200, fp16, batch 1 and 32) ran faster with that Mul as its own kernel and the GEMM
+// loading A through TMA than with the register-A prologue
+// (benchmarks/results/zoo_cnn_se_prologue_ab_h200_2026-11-29.csv). A chain whose loaded
+// operand is written by a MatMul/Gemm/Conv (or a group anchored at one) is that anchor's
 // epilogue and is left to FuseEpilogue ("epilogue: "): there it runs once per
 // element, as a prologue once per tile that loads the element, for the same
 // memory traffic. The first producer that fails a

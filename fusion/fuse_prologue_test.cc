@@ -127,6 +127,37 @@ graph @main {
   EXPECT_TRUE(absl::StartsWith(report.rejections[1].reason, "shape: ")) << report.rejections[1].reason;
 }
 
+// EfficientNet-B0's squeeze-excitation scale before its 1x1 projection, as the legacy
+// export reads after to-channels-last and conv1x1-to-matmul (zoo efficientnet.legacy,
+// features.2.0): the gate [N, 1, 1, C] computed from the pooled activations scales
+// them, and the product is the projection's A. The scale stays its own kernel; a
+// per-channel value computed at run time that is not shared by rows still fuses.
+TEST(FusePrologueTest, SqueezeExcitationScaleStaysOutside) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %ea : f32[2,6,6,16]
+  input %c : f32[16]
+  const %w_fc : f32[16,16] = splat(0.25)
+  const %w_project : f32[16,8] = splat(0.5)
+  %p = GlobalAveragePool(%ea) {channels_last = 1} @pool
+  %f = MatMul(%p, %w_fc) @fc
+  %s = Sigmoid(%f) @scale_activation
+  %scaled = Mul(%s, %ea) @scale
+  %y = MatMul(%scaled, %w_project) @project
+  %shifted = Add(%ea, %c) @shift
+  %z = MatMul(%shifted, %w_project) @other
+  output %y
+  output %z
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g),
+            "GlobalAveragePool @pool\nMatMul @fc\nSigmoid @scale_activation\nMul @scale\nMatMul @project\n"
+            "FusedGroup prologue+matmul [shift, other] anchor=other\n");
+  ExpectOneRejection(report, {"project", "scale"}, "computed scale: ");
+}
+
 TEST(FusePrologueTest, LeavesAnotherMatMulsEpilogueAlone) {
   FusionReport report;
   bool changed = true;
