@@ -435,6 +435,21 @@ TEST(GemmCodegenTest, Sm90ConfigVerifierAndHeuristic) {
     const ops::Sm90GemmConfig c = ops::PickSm90GemmConfig(m, n, k, 1, 132);
     EXPECT_TRUE(ops::VerifySm90GemmConfig(c).ok()) << ops::Sm90GemmConfigString(c);
   }
+  // Short K over at least a wave of 128x128 tiles (EfficientNet's 1x1 convs at batch
+  // 32): 128x128 ping-pong tiles, 128x64 cooperative ones where N <= 64 (also with A
+  // through registers, which otherwise keeps the cost model's pick); below a wave, or
+  // with K past kSm90ShortK, the cost model's pick.
+  auto pick = [](int64_t m, int64_t n, int64_t k, bool register_a) {
+    return ops::Sm90GemmConfigString(
+        ops::PickSm90GemmConfig(m, n, k, 1, 132, register_a, ops::EpilogueWork::kSpecial));
+  };
+  EXPECT_EQ(pick(401408, 96, 16, false), "128x128 p2x2 s4");
+  EXPECT_EQ(pick(25088, 240, 40, false), "128x128 p2x2 s4");
+  EXPECT_EQ(pick(100352, 24, 96, false), "128x64 c2x1 s4");
+  EXPECT_EQ(pick(100352, 24, 96, true), "128x64 c2x1 s4");
+  EXPECT_NE(pick(100352, 144, 24, true), "128x128 p2x2 s4");
+  EXPECT_NE(pick(12544, 96, 16, false), "128x128 p2x2 s4");
+  EXPECT_NE(pick(25088, 240, 256, false), "128x128 p2x2 s4");
   // Unsplit: the config of Sm90TileCosts with the least predicted time, which is
   // where the waves come out best (2304x1920: 270 tiles of 128x128 = 3 waves, 180 of
   // 64x192 = 2 shorter ones, 120 of 192x192 = one; on the H100 57.7 -> 48.9 us).

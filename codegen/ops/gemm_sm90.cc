@@ -406,6 +406,12 @@ Sm90GemmConfig CheapestSm90Tile(int64_t m, int64_t n, int64_t k, int64_t batch, 
 // The tile shape (unsplit).
 Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a,
                                   EpilogueWork epilogue) {
+  // Short K over many rows (gemm_sm90.h, kSm90ShortK): 128-row tiles, 64 wide where
+  // N fits in 64.
+  if (k <= kSm90ShortK && ((m + 127) / 128) * ((n + 127) / 128) * batch >= kSm90ShortKMinWaves * sm_count) {
+    if (n <= 64) return Sm90GemmConfig{128, 64, 2, 1, 4};
+    if (!register_a) return Sm90GemmConfig{128, 128, 2, 2, 4, true};
+  }
   if (register_a) {
     // A through registers (a prologue): the consumers' ldmatrix + prologue + register
     // wgmma keeps up with the tensor cores when two or three consumer warpgroups share

@@ -190,6 +190,18 @@ inline constexpr int64_t kSm90SmallTileDeepRingMinK = 1024;
 // in L2 when the next GEMM reads them, ran faster end to end with 8
 // (benchmarks/results/ has the runs).
 inline constexpr int64_t kSm90SmallTileDeepRingMaxM = 128, kSm90SmallTileDeepRingMaxN = 512;
+// Short K: at most kSm90ShortK (3 k tiles) with at least kSm90ShortKMinWaves waves of
+// 128x128 tiles, a GEMM moves far more bytes of A and C than it has math (EfficientNet's
+// and MobileNetV3's 1x1 convs: N*H*W rows, K and N of 16..240). The cost model, fitted
+// to longer K, picks 64x64 ping-pong tiles there, whose per-tile overhead bounds them;
+// 128x128 ping-pong tiles of two m64 blocks a consumer were faster than that pick at
+// 401408x96x16, 100352x144x24, 25088x240x40, 6272x480x80 and 6272x672x112, and 128x64
+// cooperative tiles where N <= 64 (100352x24x96, 25088x40x144), A-prologues included
+// (H200, kiln_gemm_bench --family sm90 --sm90-config, L2 flushed;
+// benchmarks/results/gemm_sm90_short_k_h200_2026-11-29.csv). Below one wave (b1's
+// 12544x96x16, 1568x1152x192) the cost model's pick was as fast or faster, and so it
+// was with A through registers (no ping-pong) at N > 64.
+inline constexpr int64_t kSm90ShortK = 192, kSm90ShortKMinWaves = 1;
 // The split count for a cooperative `tile` config: 1 unless 2 * tiles * batch <=
 // max_units (0: sm_count / 2); else as many splits as fit (tiles * splits <=
 // max_units) with at least `min_k_tiles` k tiles (of tile.bk) each (at most max_splits,
