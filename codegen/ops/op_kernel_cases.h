@@ -119,9 +119,10 @@ inline std::vector<Case> AllCases() {
   add("HardSigmoidF16", "HardSigmoid", {R(f16, {3, 19})}, {{"alpha", 0.3f}});
   add("GeluErfF32", "Gelu", {R(f32, {2, 65})});
   add("GeluTanhBF16", "Gelu", {R(bf16, {2, 65})}, {{"approximate", std::string("tanh")}});
-  // The 16-bit forms (kiln_gelu_*_fast) over both tails; the GPU test also checks them
-  // element by element (within one ulp of the reference).
+  // The 16-bit forms (kiln_gelu_*_fast, kiln_sigmoid_fast) over both tails; the GPU
+  // test also checks them element by element (within one ulp of the reference).
   for (DType t : {f16, bf16}) {
+    add(absl::StrCat("SigmoidWide", DTypeName(t)), "Sigmoid", {R(t, {64, 257}, -20.f, 20.f)});
     add(absl::StrCat("GeluErfWide", DTypeName(t)), "Gelu", {R(t, {64, 257}, -9.f, 9.f)});
     add(absl::StrCat("GeluTanhWide", DTypeName(t)), "Gelu", {R(t, {64, 257}, -9.f, 9.f)},
         {{"approximate", std::string("tanh")}});

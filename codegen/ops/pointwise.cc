@@ -152,6 +152,15 @@ absl::StatusOr<PwSpec> Spec(const Node& node) {
   const DType t0 = node.input(0)->dtype();
   const Domain d0 = DomainOf(t0);
   const bool fl = d0 == Domain::kFloat;
+  // A 16-bit Sigmoid result takes the approximate exp and division
+  // (templates/pointwise.cuh, kiln_sigmoid_fast), as Gelu's below; fp32 keeps expf.
+  const DType out_dt = node.output(0)->dtype();
+  if (op == "Sigmoid" && fl && (out_dt == DType::kFloat16 || out_dt == DType::kBFloat16)) {
+    s.inputs = {In(node, 0, d0)};
+    s.result = "kiln_sigmoid_fast(v0)";
+    s.result_domain = d0;
+    return s;
+  }
   if (auto it = UnaryOps().find(op); it != UnaryOps().end()) {
     const char* e = fl ? it->second.first : it->second.second;
     if (e == nullptr) return NoKernel(node, absl::StrCat("dtype ", DTypeName(t0)));
