@@ -346,10 +346,13 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDepthwise(const Node& node, co
   const int64_t pixels = g.n * g.oh * g.ow;
   if (pixels >= kInt32Limit) return NoKernel(node, "too many output pixels");
   // Outputs per thread (adjacent in a row, sharing their input columns): 4 or 2 while
-  // the threads still fill the GPU (about 33K, a 256-thread block per SM of an H100),
-  // else 1.
+  // there are still about 64 threads per SM of an H100 (8448), else 1. Work per thread
+  // beat thread count in a sweep over the zoo's CNNs: a 256-thread block per SM as the
+  // bar (33792) was slower on ConvNeXt-T at batch 1 and no faster elsewhere; 2 or 1
+  // output per thread everywhere was slower at batch 32, 8 faster there but slower at
+  // batch 1 (benchmarks/results/zoo_cnn_depthwise_launch_sweep_h200_2026-11-29.txt).
   int r = 4;
-  while (r > 1 && groups * ((g.ow + r - 1) / r) * g.n * g.oh < 33792) r /= 2;
+  while (r > 1 && groups * ((g.ow + r - 1) / r) * g.n * g.oh < 8448) r /= 2;
   const int64_t segments = g.n * g.oh * ((g.ow + r - 1) / r);
   const int64_t tiles = (groups + tx - 1) / tx;
   const int64_t lanes = std::clamp<int64_t>((segments + ty - 1) / ty, 1, 65535);  // 1 when empty: idle
