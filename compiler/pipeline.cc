@@ -24,6 +24,7 @@
 #include "graph/infer_shapes.h"
 #include "graph/lower_precision.h"
 #include "graph/pad_conv_channels.h"
+#include "graph/pad_hidden_width.h"
 #include "graph/pad_matmul_width.h"
 #include "graph/patchify_conv.h"
 #include "graph/recognize_gelu.h"
@@ -157,6 +158,15 @@ std::vector<Pass> LayoutAndPrecision() {
          return context.channels_last && context.kernel_options.conv_groups == codegen::ConvGroups::kAuto;
        },
        GraphPass<Conv1x1ToMatMul>()},
+      {"pad-hidden-width", PassStage::kLayout,
+       "right after conv1x1-to-matmul, whose squeeze-excitation FCs it needs as MatMuls: fc1's narrow product "
+       "is widened to the 8 channels pad-conv-channels padded fc2's input to, so fc1 is an aligned GEMM with its "
+       "activation in the epilogue and the Pad between them goes",
+       "to-channels-last ran and --conv-groups is auto (the default)",
+       [](const Graph&, const PassContext& context) {
+         return context.channels_last && context.kernel_options.conv_groups == codegen::ConvGroups::kAuto;
+       },
+       GraphPass<PadHiddenWidth>()},
       {"calibrate-fp16", PassStage::kPrecision,
        "right before lower-precision, on the graph it lowers: runs the CPU reference on the calibration inputs and "
        "keeps in f32 every node that reads or writes a value beyond fp16's safe range (changes nothing itself)",

@@ -105,7 +105,7 @@ TEST(PipelineTest, RunsTheEnabledPassesInOrder) {
   EXPECT_EQ(canonical_runs % round, 0);
   std::vector<std::string> later(ran.begin() + canonical_runs, ran.end());
   std::vector<std::string> expected = {"pad-matmul-width", "to-channels-last", "pad-conv-channels",
-                                       "conv1x1-to-matmul", "lower-precision", "fuse-siblings",
+                                       "conv1x1-to-matmul", "pad-hidden-width", "lower-precision", "fuse-siblings",
                                        "fuse-attention",   "fuse-prologue",    "fuse-epilogue",
                                        "fuse-concat",      "fuse-pointwise",   "expand-groups-without-kernels"};
   // The tails pass runs only after an expansion.
