@@ -16,13 +16,7 @@ namespace {
 
 using ::kiln::pass_test::ExpectNoChange;
 using ::kiln::pass_test::RunPass;
-
-// A constant of `count` distinct values in [-1, 1), so that a transposed weight shows.
-std::string Values(int count) {
-  std::vector<std::string> v;
-  for (int i = 0; i < count; ++i) v.push_back(absl::StrCat(((i * 37) % 101) / 50.5 - 1.0));
-  return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
-}
+using ::kiln::pass_test::DistinctValues;
 
 // EfficientNet-B0's MBConv expansion and squeeze-excitation as the legacy exporter
 // writes them (zoo efficientnet.legacy, features.2.0), after to-channels-last and
@@ -32,14 +26,14 @@ std::string SqueezeExcitationBlock() {
   return absl::StrCat(R"(
 graph @main {
   input %x : f32[2,6,6,8]
-  const %w_expand : f32[16,1,1,8] = )", Values(128), R"(
-  const %b_expand : f32[16] = )", Values(16), R"(
-  const %w_fc1 : f32[2,1,1,16] = )", Values(32), R"(
+  const %w_expand : f32[16,1,1,8] = )", DistinctValues(128), R"(
+  const %b_expand : f32[16] = )", DistinctValues(16), R"(
+  const %w_fc1 : f32[2,1,1,16] = )", DistinctValues(32), R"(
   const %b_fc1 : f32[2] = [0.25, -0.5]
   const %fc2_pads : i64[8] = [0, 0, 0, 0, 0, 0, 0, 6]
-  const %w_fc2 : f32[16,1,1,8] = )", Values(128), R"(
-  const %b_fc2 : f32[16] = )", Values(16), R"(
-  const %w_project : f32[8,1,1,16] = )", Values(128), R"(
+  const %w_fc2 : f32[16,1,1,8] = )", DistinctValues(128), R"(
+  const %b_fc2 : f32[16] = )", DistinctValues(16), R"(
+  const %w_project : f32[8,1,1,16] = )", DistinctValues(128), R"(
   %e = Conv(%x, %w_expand, %b_expand) {channels_last = 1, dilations = [1, 1], group = 1, kernel_shape = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1]} @expand
   %es = Sigmoid(%e) @expand_sigmoid
   %ea = Mul(%e, %es) @expand_silu

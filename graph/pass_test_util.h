@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "graph/evaluate.h"
 #include "graph/infer_shapes.h"
@@ -64,6 +66,15 @@ inline void ExpectSameOutputs(const Graph& before, const Graph& after, uint32_t 
       EXPECT_NEAR(g[j], w[j], 1e-5 * std::max(1.f, std::abs(w[j]))) << "output " << i << " element " << j;
     }
   }
+}
+
+// A constant's values in the text format: `count` distinct values in [-1, 1), then
+// `zeros` zeros (a transposed or misplaced weight changes the outputs).
+inline std::string DistinctValues(int count, int zeros = 0) {
+  std::vector<std::string> v;
+  for (int i = 0; i < count; ++i) v.push_back(absl::StrCat(((i * 37) % 101) / 50.5 - 1.0));
+  for (int i = 0; i < zeros; ++i) v.push_back("0");
+  return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
 }
 
 // Parses `in`, runs the pass, expects it to report `fires`, a verified typed graph

@@ -15,18 +15,12 @@ namespace {
 
 using ::kiln::pass_test::ExpectNoChange;
 using ::kiln::pass_test::RunPass;
-
-// A constant of `count` distinct values in [-1, 1).
-std::string Values(int count) {
-  std::vector<std::string> v;
-  for (int i = 0; i < count; ++i) v.push_back(absl::StrCat(((i * 37) % 101) / 50.5 - 1.0));
-  return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
-}
+using ::kiln::pass_test::DistinctValues;
 
 // Conv(x [2, 3, 8, 12], w [5, 3, KH, KW]) {ATTRS} [+ bias] -> Relu.
 std::string ConvGraph(int kh, int kw, const std::string& attrs, bool bias = true) {
   return absl::StrCat("graph @main {\n  input %x : f32[2,3,8,12]\n  const %w : f32[5,3,", kh, ",", kw,
-                      "] = ", Values(5 * 3 * kh * kw), "\n",
+                      "] = ", DistinctValues(5 * 3 * kh * kw), "\n",
                       bias ? "  const %b : f32[5] = [0.5, -0.25, 0.125, 1.0, -1.0]\n" : "",
                       "  %y = Conv(%x, %w", bias ? ", %b" : "", ") {", attrs, "}\n  %r = Relu(%y)\n  output %r\n}\n");
 }
