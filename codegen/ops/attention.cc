@@ -18,6 +18,7 @@
 #include "codegen/ops/pointwise_spec.h"
 #include "codegen/templates.h"
 #include "graph/fused_group.h"
+#include "graph/pattern_match.h"
 #include "graph/strided_view.h"
 
 namespace kiln::codegen::ops {
@@ -142,18 +143,6 @@ bool BatchStridesAligned(const Layout& l) {
     }
   }
   return true;
-}
-
-// The normalised perm of a Transpose.
-absl::StatusOr<std::vector<int64_t>> PermOf(const Node& t) {
-  const int64_t r = t.input(0)->rank();
-  std::vector<int64_t> dflt;
-  for (int64_t i = r - 1; i >= 0; --i) dflt.push_back(i);
-  absl::StatusOr<std::vector<int64_t>> perm = t.GetInts("perm", dflt);
-  if (!perm.ok()) return perm.status();
-  if (static_cast<int64_t>(perm->size()) != r) return NoKernel(t, "perm of the wrong rank");
-  for (int64_t& p : *perm) p = p < 0 ? p + r : p;
-  return *perm;
 }
 
 // Whether `v` is a constant [1..., rows, cols] of zeros and ones with v[i][j] = j <= i
@@ -299,11 +288,17 @@ absl::Status PlanAttention(const Node& group, AttentionPlan& plan) {
     if (t == nullptr || t->op_type() != "Transpose" || t->input(0) != plan.mm2->output(0)) {
       return NoKernel(group, "the group output is not the P V product");
     }
-    absl::StatusOr<std::vector<int64_t>> perm = PermOf(*t);
-    if (!perm.ok()) return perm.status();
-    std::vector<int64_t> inverse(perm->size());
-    for (size_t i = 0; i < perm->size(); ++i) inverse[(*perm)[i]] = static_cast<int64_t>(i);
-    if (!plan.o.view.Transpose(inverse)) return NoKernel(group, "the output Transpose has an invalid perm");
+    const std::vector<int64_t> perm = PermOf(*t);  // graph/pattern_match.h; empty when malformed
+    std::vector<int64_t> inverse(perm.size(), -1);
+    for (size_t i = 0; i < perm.size(); ++i) {
+      if (perm[i] < 0 || perm[i] >= static_cast<int64_t>(perm.size()) || inverse[perm[i]] != -1) {
+        return NoKernel(group, "the output Transpose has an invalid perm");
+      }
+      inverse[perm[i]] = static_cast<int64_t>(i);
+    }
+    if (perm.empty() || !plan.o.view.Transpose(inverse)) {
+      return NoKernel(group, "the output Transpose has an invalid perm");
+    }
     plan.o.through_views = true;
     plan.layout_members.push_back(t);
   }
