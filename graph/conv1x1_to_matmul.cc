@@ -1,20 +1,19 @@
 // Conv1x1ToMatMul: see conv1x1_to_matmul.h.
 #include "graph/conv1x1_to_matmul.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "graph/ops/window.h"
+#include "graph/pattern_match.h"
 
 namespace kiln {
 namespace {
 
-bool AllEqual(const std::vector<int64_t>& v, int64_t x) {
-  for (int64_t e : v) {
-    if (e != x) return false;
-  }
-  return true;
+bool AllAre(const std::vector<int64_t>& v, int64_t x) {
+  return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
 }
 
 bool Qualifies(const Node& node) {
@@ -34,16 +33,13 @@ bool Qualifies(const Node& node) {
     const Value* b = node.input(2);
     if (b == nullptr || !b->has_type() || b->rank() != 1 || b->dtype() != x->dtype()) return false;
   }
-  absl::StatusOr<std::vector<int64_t>> strides = node.GetInts("strides", {1, 1});
-  absl::StatusOr<std::vector<int64_t>> kernel = node.GetInts("kernel_shape", {1, 1});
-  absl::StatusOr<std::vector<int64_t>> pads = node.GetInts("pads", {0, 0, 0, 0});
-  absl::StatusOr<std::vector<int64_t>> dilations = node.GetInts("dilations", {1, 1});
-  absl::StatusOr<int64_t> group = node.GetInt("group", 1);
-  absl::StatusOr<std::string> auto_pad = node.GetString("auto_pad", "NOTSET");
-  if (!strides.ok() || !kernel.ok() || !pads.ok() || !dilations.ok() || !group.ok() || !auto_pad.ok()) return false;
-  // Any auto_pad is a no-op for a 1x1 kernel at stride 1.
-  return AllEqual(*strides, 1) && AllEqual(*kernel, 1) && AllEqual(*pads, 0) && AllEqual(*dilations, 1) &&
-         *group == 1;
+  if (node.GetInt("group", 1).value_or(0) != 1) return false;
+  // The window as the CPU reference and the conv kernels resolve it (auto_pad
+  // included): stride 1, no dilation, no padding.
+  absl::StatusOr<ops::WindowGeometry> win =
+      ops::ComputeWindow(node, {x->shape()[1], x->shape()[2]}, {1, 1}, /*use_dilations=*/true, /*ceil_mode=*/false);
+  return win.ok() && AllAre(win->strides, 1) && AllAre(win->dilations, 1) && AllAre(win->pads_begin, 0) &&
+         AllAre(win->pads_end, 0);
 }
 
 void Rewrite(Graph& graph, Node* conv) {
@@ -73,15 +69,6 @@ void Rewrite(Graph& graph, Node* conv) {
 
 }  // namespace
 
-absl::StatusOr<bool> Conv1x1ToMatMul::Run(Graph& graph) {
-  bool changed = false;
-  for (Node* node : graph.nodes()) {
-    if (!Qualifies(*node)) continue;
-    Rewrite(graph, node);
-    changed = true;
-  }
-  if (changed) KILN_RETURN_IF_ERROR(graph.FinishRewrites());
-  return changed;
-}
+absl::StatusOr<bool> Conv1x1ToMatMul::Run(Graph& graph) { return RewriteEachMatch(graph, Qualifies, Rewrite); }
 
 }  // namespace kiln

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "graph/pattern_match.h"
 
 namespace kiln {
 namespace {
@@ -97,15 +97,6 @@ void Rewrite(Graph& graph, Node* gemm) {
 
 }  // namespace
 
-absl::StatusOr<bool> GemmToMatMul::Run(Graph& graph) {
-  bool changed = false;
-  for (Node* node : graph.nodes()) {
-    if (!Qualifies(*node)) continue;
-    Rewrite(graph, node);
-    changed = true;
-  }
-  if (changed) KILN_RETURN_IF_ERROR(graph.FinishRewrites());
-  return changed;
-}
+absl::StatusOr<bool> GemmToMatMul::Run(Graph& graph) { return RewriteEachMatch(graph, Qualifies, Rewrite); }
 
 }  // namespace kiln

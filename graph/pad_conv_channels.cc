@@ -1,7 +1,6 @@
 // PadConvChannels: see pad_conv_channels.h.
 #include "graph/pad_conv_channels.h"
 
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -11,25 +10,6 @@
 #include "graph/op_registry.h"
 
 namespace kiln {
-namespace {
-
-// [rows, c] -> [rows, c8] (the innermost dim padded with zeros).
-Tensor PadInnermost(const Tensor& w, int64_t c8) {
-  const Shape& s = w.shape();
-  const int64_t c = s.back();
-  const int64_t rows = w.numel() / c;
-  const size_t es = DTypeSize(w.dtype());
-  Shape padded = s;
-  padded.back() = c8;
-  Tensor t(w.dtype(), padded);
-  auto* dst = static_cast<uint8_t*>(t.mutable_raw_data());
-  std::memset(dst, 0, t.nbytes());
-  const auto* src = static_cast<const uint8_t*>(w.raw_data());
-  for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * c8 * es, src + r * c * es, c * es);
-  return t;
-}
-
-}  // namespace
 
 absl::StatusOr<bool> PadConvChannels::Run(Graph& graph) {
   std::vector<Node*> convs;
@@ -56,7 +36,7 @@ absl::StatusOr<bool> PadConvChannels::Run(Graph& graph) {
     Value* x8 = graph.AddValue(base);
     Node* pad = graph.AddNode("Pad", {x, pads}, {x8}, base);
     KILN_RETURN_IF_ERROR(InferNode(*pad));
-    Value* w8 = graph.AddConstant(absl::StrCat(w->name(), "/padded"), PadInnermost(w->constant(), c8));
+    Value* w8 = graph.AddConstant(absl::StrCat(w->name(), "/padded"), w->constant().PaddedInnermost(c8));
     conv->SetInput(0, x8);
     conv->SetInput(1, w8);
     KILN_RETURN_IF_ERROR(InferNode(*conv));

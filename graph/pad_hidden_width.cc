@@ -55,19 +55,6 @@ bool ZeroRowsFrom(const Value& w, int64_t n) {
   return true;
 }
 
-// `t` [..., n] as [..., n8], zeros after each row's n elements.
-Tensor PadLastAxis(const Tensor& t, int64_t n8) {
-  const int64_t n = t.shape().back();
-  const std::vector<float> v = t.ToFloat();
-  std::vector<float> out(v.size() / n * n8, 0.f);
-  for (size_t r = 0; r < v.size() / n; ++r) {
-    for (int64_t j = 0; j < n; ++j) out[r * n8 + j] = v[r * n + j];
-  }
-  Shape shape = t.shape();
-  shape.back() = n8;
-  return Tensor::FromFloat(t.dtype(), shape, out);
-}
-
 // The chain from the first MatMul to the Pad's input, first MatMul first; empty when
 // the pattern does not hold.
 struct Chain {
@@ -143,7 +130,7 @@ bool Widen(Graph& graph, Node* pad) {
     return false;
   }
   // Rewrite: the weights and [N] constants padded, the chain retyped, the Pad dropped.
-  m1->SetInput(1, graph.AddConstant(absl::StrCat(w1->name(), "/hidden_padded"), PadLastAxis(w1->constant(), n8)));
+  m1->SetInput(1, graph.AddConstant(absl::StrCat(w1->name(), "/hidden_padded"), w1->constant().PaddedInnermost(n8)));
   auto widen = [n8](Value* v) {
     Shape s = v->shape();
     s.back() = n8;
@@ -155,7 +142,7 @@ bool Widen(Graph& graph, Node* pad) {
       Value* in = node->input(i);
       if (in != nullptr && in->is_constant() && in->numel() > 1) {
         node->SetInput(i, graph.AddConstant(absl::StrCat(in->name(), "/hidden_padded"),
-                                            PadLastAxis(in->constant(), n8)));
+                                            in->constant().PaddedInnermost(n8)));
       }
     }
     widen(node->output(0));

@@ -1,7 +1,6 @@
 // PadMatMulWidth: see pad_matmul_width.h.
 #include "graph/pad_matmul_width.h"
 
-#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -10,21 +9,6 @@
 #include "graph/op_registry.h"
 
 namespace kiln {
-namespace {
-
-// [K, N] -> [K, n8], the extra columns zero.
-Tensor PadColumns(const Tensor& w, int64_t n8) {
-  const int64_t k = w.shape()[0], n = w.shape()[1];
-  const size_t es = DTypeSize(w.dtype());
-  Tensor t(w.dtype(), {k, n8});
-  auto* dst = static_cast<uint8_t*>(t.mutable_raw_data());
-  std::memset(dst, 0, t.nbytes());
-  const auto* src = static_cast<const uint8_t*>(w.raw_data());
-  for (int64_t r = 0; r < k; ++r) std::memcpy(dst + r * n8 * es, src + r * n * es, n * es);
-  return t;
-}
-
-}  // namespace
 
 absl::StatusOr<bool> PadMatMulWidth::Run(Graph& graph) {
   bool changed = false;
@@ -41,7 +25,7 @@ absl::StatusOr<bool> PadMatMulWidth::Run(Graph& graph) {
     const std::string name = mm->name();
     const std::string base = y->name();
     Value* a = mm->input(0);
-    Value* padded_w = graph.AddConstant(absl::StrCat(w->name(), "/padded"), PadColumns(w->constant(), n8));
+    Value* padded_w = graph.AddConstant(absl::StrCat(w->name(), "/padded"), w->constant().PaddedInnermost(n8));
     // A new MatMul writes the padded product; a Slice writes the old output value
     // (its name, readers and place among the graph outputs stay).
     graph.RemoveNode(mm);

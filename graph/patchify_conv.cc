@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "graph/pattern_match.h"
 
 namespace kiln {
 namespace {
@@ -86,15 +86,6 @@ void Rewrite(Graph& graph, Node* conv) {
 
 }  // namespace
 
-absl::StatusOr<bool> PatchifyConv::Run(Graph& graph) {
-  bool changed = false;
-  for (Node* node : graph.nodes()) {
-    if (!Qualifies(*node)) continue;
-    Rewrite(graph, node);
-    changed = true;
-  }
-  if (changed) KILN_RETURN_IF_ERROR(graph.FinishRewrites());
-  return changed;
-}
+absl::StatusOr<bool> PatchifyConv::Run(Graph& graph) { return RewriteEachMatch(graph, Qualifies, Rewrite); }
 
 }  // namespace kiln

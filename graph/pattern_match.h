@@ -1,7 +1,7 @@
 // Matching helpers of the pattern passes (recognize-layer-norm, recognize-rms-norm,
-// recognize-rope, fuse-attention): single-use links between the nodes of an exported
-// decomposition, one-element constants, last-axis means and per-channel
-// vectors.
+// recognize-rope, fuse-attention, the conv and Gemm rewrites): single-use links
+// between the nodes of an exported decomposition, one-element constants, last-axis
+// means and per-channel vectors, the rewrite loop.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/graph.h"
 
@@ -35,6 +36,22 @@ bool IsLastAxisVector(const Value* v, int64_t h, int rank);
 // The other operand of binary `node` when `operand` is one and the other is a
 // last-axis vector constant.
 Value* VectorOperand(const Node* node, const Value* operand, int64_t h, int rank);
+
+// The rewrite passes' loop: `rewrite(graph, node)` on every node `qualifies(*node)`
+// accepts (it may remove the node), then FinishRewrites; whether any node was.
+template <typename Qualifies, typename Rewrite>
+absl::StatusOr<bool> RewriteEachMatch(Graph& graph, const Qualifies& qualifies, const Rewrite& rewrite) {
+  bool changed = false;
+  for (Node* node : graph.nodes()) {
+    if (!qualifies(*node)) continue;
+    rewrite(graph, node);
+    changed = true;
+  }
+  if (changed) {
+    if (absl::Status s = graph.FinishRewrites(); !s.ok()) return s;
+  }
+  return changed;
+}
 
 // `v` (a constant with h elements) as a [h] constant of `dtype`, reused when it
 // already is one; `fill` everywhere, named `name`, when `v` is null.

@@ -3,6 +3,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,21 @@ Tensor Tensor::Reshaped(Shape shape) const {
   assert(NumElements(shape) == numel());
   Tensor t = *this;
   t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::PaddedInnermost(int64_t size) const {
+  const int64_t n = shape_.back();
+  assert(size >= n);
+  const int64_t rows = n == 0 ? 0 : numel() / n;
+  const size_t es = DTypeSize(dtype_);
+  Shape padded = shape_;
+  padded.back() = size;
+  Tensor t(dtype_, padded);
+  auto* dst = static_cast<uint8_t*>(t.mutable_raw_data());
+  std::memset(dst, 0, t.nbytes());
+  const auto* src = static_cast<const uint8_t*>(raw_data());
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * size * es, src + r * n * es, n * es);
   return t;
 }
 

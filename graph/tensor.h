@@ -36,6 +36,9 @@ class Tensor {
 
   // Same bytes, another shape with the same element count.
   Tensor Reshaped(Shape shape) const;
+  // A copy with the innermost dim zero-padded to `size` (>= its current size): each
+  // row's elements, then zeros.
+  Tensor PaddedInnermost(int64_t size) const;
 
   // Element values converted to float (numeric and bool dtypes).
   std::vector<float> ToFloat() const;
