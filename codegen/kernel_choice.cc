@@ -13,7 +13,19 @@
 namespace kiln::codegen {
 namespace {
 
-KernelChoice Choice(KernelKind kind, std::string reason = "") { return {kind, "", std::move(reason)}; }
+KernelChoice Choice(KernelKind kind, std::string reason = "") {
+  KernelChoice c;
+  c.kind = kind;
+  c.reason = std::move(reason);
+  return c;
+}
+
+// kiln's GEMM for a MatMul group, with its config decided here.
+KernelChoice GemmKernel(const Node& node, const KernelOptions& options) {
+  KernelChoice c = Choice(KernelKind::kGemm);
+  c.gemm = ChooseGemmConfig(node, options.TargetArch(), options.tuning_db, options.sm_count);
+  return c;
+}
 
 // The group's pattern; "?" when the attribute is not a string.
 std::string Pattern(const Node& node) { return node.GetString("pattern", "").value_or("?"); }
@@ -101,7 +113,7 @@ KernelChoice ChooseGeneratedKernel(const Node& node, const KernelOptions& option
     return Choice(KernelKind::kGenerated);
   }
   if (IsMatMulGroup(node)) {
-    if (GetsGemm(node, options)) return Choice(KernelKind::kGemm);
+    if (GetsGemm(node, options)) return GemmKernel(node, options);
     return Choice(KernelKind::kNone, NoMatMulGroupKernel(pattern, node, options));
   }
   if (IsConvGroup(node) && ConvKernelsTake(node, options)) return Choice(KernelKind::kConv);
@@ -123,13 +135,28 @@ KernelChoice ChooseKernel(const Node& node, const KernelOptions& options) {
   // kiln's GEMM and conv kernels first where the mode gives them the node; then the
   // library where it takes the node; then the generated kernel, if any.
   std::string refusal = HopperRefusal(node, options);
-  if (options.GeneratesGemms() && IsMatMulGroup(node) && refusal.empty()) return Choice(KernelKind::kGemm);
+  if (options.GeneratesGemms() && IsMatMulGroup(node) && refusal.empty()) return GemmKernel(node, options);
   if (ConvKernelsTake(node, options) && ops::ConvKernelFits(node).ok()) return Choice(KernelKind::kConv);
   const std::string library = LibraryKernelName(node);
   if (!library.empty() && (library != "cudnn:FusedConv" || options.CudnnFusedConv())) {
-    return {KernelKind::kLibrary, library, std::move(refusal)};
+    KernelChoice c = Choice(KernelKind::kLibrary, std::move(refusal));
+    c.library = library;
+    return c;
   }
   return ChooseGeneratedKernel(node, options);
+}
+
+std::string KernelChoice::Describe() const {
+  switch (kind) {
+    case KernelKind::kLibrary: return absl::StrCat("library ", library, reason.empty() ? "" : ": ", reason);
+    case KernelKind::kGemm:
+      return gemm.ok() ? absl::StrCat("gemm ", gemm->Describe())
+                       : absl::StrCat("gemm, no config: ", gemm.status().message());
+    case KernelKind::kConv: return "conv";
+    case KernelKind::kGenerated: return "generated";
+    case KernelKind::kNone: return absl::StrCat("none: ", reason);
+  }
+  return "?";
 }
 
 }  // namespace kiln::codegen

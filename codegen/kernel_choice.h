@@ -9,7 +9,9 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "absl/status/statusor.h"
 #include "codegen/op_kernels.h"
+#include "codegen/tuning_db.h"
 #include "graph/graph.h"
 
 namespace kiln::codegen {
@@ -29,6 +31,14 @@ struct KernelChoice {
   // MatMul group is not on the Hopper family (its refusal, or --tune measured
   // cuBLASLt faster: starts with kTunedToLibraryReason). Otherwise "".
   std::string reason;
+  // kGemm: the family, tile config and its source (ChooseGemmConfig: the tuning
+  // database's entry or the heuristic), which generation takes as it is; or why no
+  // config fits (Unimplemented: the step has no GPU kernel). Other kinds: unset.
+  absl::StatusOr<GemmChoice> gemm = absl::FailedPreconditionError("not a GEMM step");
+  // "gemm sm90 128x128 p2x2 s5 (heuristic, epilogue work: light)", "library
+  // cublaslt:MatMul: <reason>", "generated", "none: <reason>": the decision in a line
+  // (kernel dumps, the fusion report's notes).
+  std::string Describe() const;
 };
 
 // The decision for `node` (static shapes, storage dtypes, after fusion).

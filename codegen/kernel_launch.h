@@ -78,7 +78,7 @@ struct KernelLaunch {
   std::string family;
   // How the GEMM's tile config was chosen, for kernel dumps (the bundle's launch
   // config): "sm90 128x128 p2x2 s5 (heuristic, epilogue work: light)", or the sm_80
-  // template's "32x64x32 w1x2 s4 (tuning database)" (GenerateMatMulGroupWithDb); "" for
+  // template's "32x64x32 w1x2 s4 (tuning database)" (GemmChoice::Describe); "" for
   // the others.
   std::string config;
 };

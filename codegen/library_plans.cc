@@ -69,7 +69,7 @@ absl::Status CheckGemmSize(const Node& node, const GemmPlan& p) {
 // previous node's output, the last writing the group's only output. Intermediate
 // values are read by the next node only (not by another member, not outside).
 struct Chain {
-  std::unique_ptr<Graph> body;
+  std::shared_ptr<const Graph> body;
   std::vector<const Node*> nodes;  // anchor first
 };
 
@@ -83,7 +83,7 @@ absl::StatusOr<Chain> ParseChain(const Node& group, std::initializer_list<absl::
   if (group.num_outputs() != 1 || group.output(0) == nullptr || !group.output(0)->has_type()) {
     return group.Unsupported("a library kernel writes exactly one typed output");
   }
-  absl::StatusOr<std::unique_ptr<Graph>> body = FusedGroupBody(group);
+  absl::StatusOr<std::shared_ptr<const Graph>> body = FusedGroupBody(group);
   if (!body.ok()) return body.status();
   Chain chain;
   chain.body = std::move(*body);

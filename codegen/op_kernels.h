@@ -72,16 +72,20 @@ struct KernelOptions {
   // Hopper family takes (codegen/ops/gemm_sm90.h: TMA-readable fp16/bf16 operands, no
   // prologue or dual mainloop) get it instead of the sm_80 template.
   bool hopper = false;
+  // The target arch (CompileOptions::arch): tuning-database entries are keyed by it.
+  // "": sm_90a when `hopper`, else sm_80.
+  std::string arch;
   // Multiprocessors of the target GPU: the Hopper family's persistent grid size
   // (0: 132, an H100 SXM).
   int sm_count = 0;
   // The tuning database (codegen/tuning_db.h), or nullptr: MatMul groups on the
-  // generated GEMM take its tile config for their problem (GenerateMatMulGroupWithDb),
+  // generated GEMM take its tile config for their problem (ChooseGemmConfig),
   // and in auto mode on sm_90a a group cuBLASLt can run in one call goes to cuBLASLt
   // where `kiln compile --tune` measured cuBLASLt faster than the family
   // (LibraryMeasuredFaster).
   const TuningDb* tuning_db = nullptr;
 
+  std::string TargetArch() const { return !arch.empty() ? arch : hopper ? "sm_90a" : "sm_80"; }
   // MatMul groups may get kiln's GEMM (any mode but library).
   bool GeneratesGemms() const { return matmul_groups != MatMulGroups::kLibrary; }
   // Auto on sm_90a: only the groups the Hopper family takes get kiln's GEMM.

@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "codegen/kernel_cache.h"
+#include "codegen/ops/kernel_util.h"
 
 namespace kiln::codegen {
 namespace {
@@ -251,49 +252,48 @@ absl::Status TuningDb::Save() {
   return absl::OkStatus();
 }
 
-std::string GemmChoice::Describe() const {
-  return absl::StrCat(config.ToString(), from_db ? " (tuning database)" : " (heuristic)");
-}
+std::string GemmChoice::Describe() const { return absl::StrCat(config.ToString(), " (", source, ")"); }
 
-absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupWithDb(const Node& node, absl::string_view arch,
-                                                                    const TuningDb* db, GemmChoice* choice,
-                                                                    int sm_count) {
+absl::StatusOr<GemmChoice> ChooseGemmConfig(const Node& node, absl::string_view arch, const TuningDb* db,
+                                            int sm_count) {
   absl::StatusOr<ops::GemmProblem> problem = ops::DescribeMatMulGroup(node);
   if (!problem.ok()) return problem.status();
   const TuningKey key = GemmTuningKey(arch, *problem);
-  choice->key = key.ToString();
-  choice->from_db = false;
+  GemmChoice choice;
+  choice.key = key.ToString();
   const TuningEntry* e = db != nullptr ? db->Find(key) : nullptr;
-  absl::StatusOr<std::vector<KernelLaunch>> launches;
   if (UsesSm90Gemm(node, arch)) {
-    absl::StatusOr<ops::Sm90GemmConfig> heuristic = ops::HeuristicSm90GemmConfig(node, sm_count);
+    absl::StatusOr<ops::Sm90GemmConfig> heuristic = ops::HeuristicSm90GemmConfig(node, sm_count, &choice.source);
     if (!heuristic.ok()) return heuristic.status();
-    choice->config = *heuristic;
-    if (e != nullptr && e->config.sm90) {
-      // A stored config the generator refuses now (a template change, another
-      // problem's variant) falls back to the heuristic, as with the sm_80 template.
-      launches = ops::GenerateMatMulGroupSm90(node, &e->config.sm90_config, sm_count);
-      if (launches.ok()) {
-        choice->config = e->config;
-        choice->from_db = true;
-        for (KernelLaunch& l : *launches) l.config = choice->Describe();
-        return launches;
-      }
+    choice.config = *heuristic;
+    // A stored config the family refuses now (a template change, another problem's
+    // variant) leaves the heuristic's, as with the sm_80 template.
+    if (e != nullptr && e->config.sm90 && ops::Sm90ConfigFits(node, e->config.sm90_config, sm_count).ok()) {
+      choice.config = e->config;
+      choice.from_db = true;
+      choice.source = "tuning database";
     }
-    return ops::GenerateMatMulGroupSm90(node, nullptr, sm_count);  // its launch config names the heuristic
+    return choice;
   }
-  choice->config = ops::HeuristicGemmConfig(*problem);
+  // The sm_80 template's heuristic sizes its split-K for an H100 SXM's 132 SMs.
+  choice.config = ops::HeuristicGemmConfig(*problem);
   if (e != nullptr && !e->config.sm90 && ops::VerifyGemmConfig(e->config.sm80_config, problem->variant).ok()) {
-    choice->config = e->config;
-    choice->from_db = true;
-    launches = ops::GenerateMatMulGroup(node, &choice->config.sm80_config);
-  } else {
-    // The heuristic path exactly as without a database (a config the heuristic cannot
-    // fit is "no kernel", Unimplemented, not an error).
-    launches = ops::GenerateMatMulGroup(node);
+    choice.config = e->config;
+    choice.from_db = true;
+    choice.source = "tuning database";
+  } else if (absl::Status fits = ops::VerifyGemmConfig(choice.config.sm80_config, problem->variant); !fits.ok()) {
+    return ops::NoKernel(node, absl::StrCat("no tile config for this form: ", fits.message()));
   }
+  return choice;
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> GenerateChosenGemm(const Node& node, const GemmChoice& choice,
+                                                             int sm_count) {
+  absl::StatusOr<std::vector<KernelLaunch>> launches =
+      choice.config.sm90 ? ops::GenerateMatMulGroupSm90(node, &choice.config.sm90_config, sm_count)
+                         : ops::GenerateMatMulGroup(node, &choice.config.sm80_config);
   if (launches.ok()) {
-    for (KernelLaunch& l : *launches) l.config = choice->Describe();
+    for (KernelLaunch& l : *launches) l.config = choice.Describe();
   }
   return launches;
 }

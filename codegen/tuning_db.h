@@ -129,23 +129,30 @@ class TuningDb {
   std::vector<std::string> warnings_;
 };
 
-// How the GEMM of a MatMul group got its tile config.
+// The tile config of a MatMul group's GEMM and where it came from: what the kernel
+// selector (codegen/kernel_choice.h) decides for a kGemm step, and generation takes.
 struct GemmChoice {
   GemmTileConfig config;
   bool from_db = false;
   std::string key;  // TuningKey::ToString()
-  // "128x128x32 w2x2 s3 (tuning database)" or "... (heuristic)"; the launch's config
-  // (the sm90 family's heuristic launches say more: "sm90 128x128 p2x2 s5 (heuristic,
-  // epilogue work: light)").
+  // Where the config came from, as the launch says it: "tuning database",
+  // "heuristic", or the sm90 family's "heuristic, epilogue work: light".
+  std::string source = "heuristic";
+  // "128x128x32 w2x2 s3 (tuning database)", "sm90 128x128 p2x2 s5 (heuristic,
+  // epilogue work: light)": the launch's config (bundle::Launch.config).
   std::string Describe() const;
 };
-// GenerateMatMulGroup for `node` with the config `db` holds for it on `arch` (when it
-// has one of the family UsesSm90Gemm names that the family's verifier accepts), else
-// the heuristic's; on the sm90 family GenerateMatMulGroupSm90 with `sm_count` (0: 132).
-// A database config sets each launch's config to choice->Describe(). `db` may be
-// nullptr. Errors as the generator's.
-absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupWithDb(const Node& node, absl::string_view arch,
-                                                                    const TuningDb* db, GemmChoice* choice,
-                                                                    int sm_count = 0);
+// The config kiln's GEMM takes for `node` on `arch`: the one `db` holds for it when
+// that entry is of the family UsesSm90Gemm names and the family takes it for this
+// node (VerifyGemmConfig, ops::Sm90ConfigFits with `sm_count`), else the family's
+// heuristic. `db` may be nullptr. Errors: the node is no GEMM the generator takes
+// (DescribeMatMulGroup's, HeuristicSm90GemmConfig's); Unimplemented when the sm_80
+// template's heuristic tile does not fit the group's form (no kernel).
+absl::StatusOr<GemmChoice> ChooseGemmConfig(const Node& node, absl::string_view arch, const TuningDb* db,
+                                            int sm_count = 0);
+// The launches of `node`'s GEMM with `choice`'s config (from ChooseGemmConfig for the
+// same node), each launch's config set to choice.Describe(); the generator's errors.
+absl::StatusOr<std::vector<KernelLaunch>> GenerateChosenGemm(const Node& node, const GemmChoice& choice,
+                                                             int sm_count = 0);
 
 }  // namespace kiln::codegen

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "codegen/kernel_choice.h"
 #include "codegen/nvrtc_module.h"
 #include "gmock/gmock.h"
 #include "graph/fused_group.h"
@@ -389,6 +390,15 @@ TEST(TuningDbTest, DefaultPath) {
   }
 }
 
+// What kernel assignment does for a kGemm step: the selector's config, then its launches.
+absl::StatusOr<std::vector<KernelLaunch>> GenerateWithDb(const Node& node, absl::string_view arch, const TuningDb* db,
+                                                         GemmChoice* choice) {
+  absl::StatusOr<GemmChoice> chosen = ChooseGemmConfig(node, arch, db);
+  if (!chosen.ok()) return chosen.status();
+  *choice = *chosen;
+  return GenerateChosenGemm(node, *chosen);
+}
+
 // Generation takes the database's config (no GPU involved), and falls back to the
 // heuristic for a missing entry or one the verifier rejects.
 TEST(TuningDbTest, GenerationUsesTheDatabaseConfig) {
@@ -396,7 +406,7 @@ TEST(TuningDbTest, GenerationUsesTheDatabaseConfig) {
   const TuningKey key = KeyOf(b);
   TuningDb db(TestPath("generate.tsv"));
   GemmChoice choice;
-  auto heuristic = GenerateMatMulGroupWithDb(*b.group, "sm_80", &db, &choice);
+  auto heuristic = GenerateWithDb(*b.group, "sm_80", &db, &choice);
   ASSERT_TRUE(heuristic.ok()) << heuristic.status();
   EXPECT_FALSE(choice.from_db);
   EXPECT_EQ(choice.Describe(), "32x32x64 w2x2 s4 (heuristic)");  // 24 tiles of 64x64: smaller ones
@@ -405,7 +415,7 @@ TEST(TuningDbTest, GenerationUsesTheDatabaseConfig) {
   EXPECT_EQ((*heuristic)[0].grid[1], 1u);
 
   db.Put(Entry(key, GemmConfig{32, 64, 32, 1, 2, 4}, 1));
-  auto tuned = GenerateMatMulGroupWithDb(*b.group, "sm_80", &db, &choice);
+  auto tuned = GenerateWithDb(*b.group, "sm_80", &db, &choice);
   ASSERT_TRUE(tuned.ok()) << tuned.status();
   EXPECT_TRUE(choice.from_db);
   EXPECT_EQ(choice.key, key.ToString());
@@ -416,13 +426,13 @@ TEST(TuningDbTest, GenerationUsesTheDatabaseConfig) {
                         "#define STAGES 4\n"));
   EXPECT_EQ((*tuned)[0].block[0], 64u);
   // Another arch's entry is not used.
-  auto other_arch = GenerateMatMulGroupWithDb(*b.group, "sm_90a", &db, &choice);
+  auto other_arch = GenerateWithDb(*b.group, "sm_90a", &db, &choice);
   ASSERT_TRUE(other_arch.ok());
   EXPECT_FALSE(choice.from_db);
 
   // A split-K entry: its grid and workspace.
   db.Put(Entry(key, GemmConfig{32, 64, 32, 1, 2, 4, 3}, 1));
-  auto split = GenerateMatMulGroupWithDb(*b.group, "sm_80", &db, &choice);
+  auto split = GenerateWithDb(*b.group, "sm_80", &db, &choice);
   ASSERT_TRUE(split.ok()) << split.status();
   EXPECT_TRUE(choice.from_db);
   EXPECT_EQ(choice.Describe(), "32x64x32 w1x2 s4 k3 (tuning database)");
@@ -433,7 +443,7 @@ TEST(TuningDbTest, GenerationUsesTheDatabaseConfig) {
   // tiles): the heuristic.
   for (const GemmConfig& bad : {GemmConfig{256, 256, 64, 2, 2, 8}, GemmConfig{64, 64, 32, 2, 2, 4, 32}}) {
     db.Put(Entry(key, bad, 1));
-    auto rejected = GenerateMatMulGroupWithDb(*b.group, "sm_80", &db, &choice);
+    auto rejected = GenerateWithDb(*b.group, "sm_80", &db, &choice);
     ASSERT_TRUE(rejected.ok()) << rejected.status();
     EXPECT_FALSE(choice.from_db);
     EXPECT_EQ((*rejected)[0].source, (*heuristic)[0].source);
@@ -450,7 +460,7 @@ TEST(TuningDbTest, Sm90GroupsTakeSm90Entries) {
   GemmChoice choice;
   ASSERT_TRUE(UsesSm90Gemm(*b.group, "sm_90a"));
   EXPECT_FALSE(UsesSm90Gemm(*b.group, "sm_80"));
-  auto heuristic = GenerateMatMulGroupWithDb(*b.group, "sm_90a", &db, &choice);
+  auto heuristic = GenerateWithDb(*b.group, "sm_90a", &db, &choice);
   ASSERT_TRUE(heuristic.ok()) << heuristic.status();
   EXPECT_FALSE(choice.from_db);
   EXPECT_TRUE(choice.config.sm90);
@@ -463,7 +473,7 @@ TEST(TuningDbTest, Sm90GroupsTakeSm90Entries) {
   e.config = *tile;
   e.heuristic = choice.config;
   db.Put(e);
-  auto tuned = GenerateMatMulGroupWithDb(*b.group, "sm_90a", &db, &choice);
+  auto tuned = GenerateWithDb(*b.group, "sm_90a", &db, &choice);
   ASSERT_TRUE(tuned.ok()) << tuned.status();
   EXPECT_TRUE(choice.from_db);
   EXPECT_EQ(choice.Describe(), "sm90 64x128 c1x1 s8 k2 (tuning database)");
@@ -491,12 +501,48 @@ TEST(TuningDbTest, Sm90GroupsTakeSm90Entries) {
        {GemmTileConfig(GemmConfig{32, 64, 32, 1, 2, 4}), *GemmTileConfig::Parse("sm90 64x64 c1x1 s8 k16")}) {
     e.config = refused;
     db.Put(e);
-    auto fallback = GenerateMatMulGroupWithDb(*b.group, "sm_90a", &db, &choice);
+    auto fallback = GenerateWithDb(*b.group, "sm_90a", &db, &choice);
     ASSERT_TRUE(fallback.ok()) << fallback.status();
     EXPECT_FALSE(choice.from_db) << refused.ToString();
     EXPECT_EQ((*fallback)[0].source, (*heuristic)[0].source);
     EXPECT_EQ((*fallback)[0].config, (*heuristic)[0].config);
   }
+}
+
+// The kernel selector decides a MatMul group's config once (ChooseGemmConfig) and
+// kernel assignment generates exactly that: the database's entry once one is stored.
+TEST(TuningDbTest, TheSelectorCarriesTheGemmConfig) {
+  Built b = MakeGroup("f16", 128, 768, 768, "Relu", false);
+  TuningDb db(TestPath("selector.tsv"));
+  KernelOptions options;
+  options.matmul_groups = MatMulGroups::kAuto;
+  options.hopper = true;
+  options.tuning_db = &db;
+  KernelChoice heuristic = ChooseKernel(*b.group, options);
+  ASSERT_EQ(heuristic.kind, KernelKind::kGemm);
+  ASSERT_TRUE(heuristic.gemm.ok()) << heuristic.gemm.status();
+  EXPECT_TRUE(heuristic.gemm->config.sm90);
+  EXPECT_FALSE(heuristic.gemm->from_db);
+  EXPECT_EQ(heuristic.Describe(), absl::StrCat("gemm ", heuristic.gemm->Describe()));
+
+  TuningEntry e = Entry(KeyOf(b, "sm_90a"), GemmConfig{}, 1);
+  e.config = *GemmTileConfig::Parse("sm90 64x128 c1x1 s8 k2");
+  e.heuristic = heuristic.gemm->config;
+  db.Put(e);
+  KernelChoice tuned = ChooseKernel(*b.group, options);
+  ASSERT_TRUE(tuned.gemm.ok()) << tuned.gemm.status();
+  EXPECT_TRUE(tuned.gemm->from_db);
+  EXPECT_EQ(tuned.gemm->Describe(), "sm90 64x128 c1x1 s8 k2 (tuning database)");
+  auto launches = GenerateChosenGemm(*b.group, *tuned.gemm);
+  ASSERT_TRUE(launches.ok()) << launches.status();
+  EXPECT_EQ((*launches)[0].config, tuned.gemm->Describe());
+  EXPECT_THAT((*launches)[0].source, HasSubstr("#define BM 64\n#define BN 128\n"));
+
+  // Not a GEMM step: no config.
+  options.matmul_groups = MatMulGroups::kLibrary;
+  KernelChoice library = ChooseKernel(*b.group, options);
+  EXPECT_NE(library.kind, KernelKind::kGemm);
+  EXPECT_FALSE(library.gemm.ok());
 }
 
 // `--tune`'s sm90 pool: the heuristic's config first, each config once and each one

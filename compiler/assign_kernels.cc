@@ -76,12 +76,13 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
       continue;
     }
     absl::StatusOr<std::vector<codegen::KernelLaunch>> launches;
-    std::optional<codegen::GemmChoice> gemm;
-    if (choice.kind == codegen::KernelKind::kGemm) {
-      // The sm90 family on sm_90a where it takes the group, else the sm_80 template;
-      // either with the tuning database's config when it holds one.
-      launches = codegen::GenerateMatMulGroupWithDb(node, arch, kernel_options.tuning_db, &gemm.emplace(),
-                                                    kernel_options.sm_count);
+    const bool gemm = choice.kind == codegen::KernelKind::kGemm;
+    if (gemm) {
+      // The family and tile config the selector chose (the sm90 family on sm_90a where
+      // it takes the group, else the sm_80 template; the tuning database's or the
+      // heuristic's config).
+      launches = choice.gemm.ok() ? codegen::GenerateChosenGemm(node, *choice.gemm, kernel_options.sm_count)
+                                  : absl::StatusOr<std::vector<codegen::KernelLaunch>>(choice.gemm.status());
     } else {
       launches = codegen::GenerateNodeKernels(node, kernel_options);
     }
@@ -97,9 +98,9 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
       continue;
     }
     ++stats.generated_steps;
-    if (gemm.has_value()) {
+    if (gemm) {
       ++stats.gemm_steps;
-      if (gemm->from_db) ++stats.gemm_tuned_steps;
+      if (choice.gemm->from_db) ++stats.gemm_tuned_steps;
     }
     for (size_t j = 0; j < launches->size(); ++j) {
       codegen::KernelLaunch& kl = (*launches)[j];
@@ -124,7 +125,7 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
   const int first_module = static_cast<int>(contents->kernels.size());
   for (auto& [launch, u] : pending) launch->set_module(first_module + u / kKernelsPerModule);
   if (!compile_options.dump_dir.empty()) {
-    absl::StatusOr<KernelDumpStats> dumped = WriteKernelDump(compile_options.dump_dir, nodes, m, unique, arch);
+    absl::StatusOr<KernelDumpStats> dumped = WriteKernelDump(compile_options.dump_dir, nodes, choices, m, unique, arch);
     if (!dumped.ok()) return dumped.status();
   }
   if (unique.empty()) return stats;

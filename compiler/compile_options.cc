@@ -34,6 +34,7 @@ codegen::KernelOptions KernelOptionsFor(const CompileOptions& options) {
   // of the target arch (an H100 PCIe has 114, where 132 CTAs would leave 18 for a
   // second wave), else for an H100 SXM's 132 (sm_count 0).
   k.hopper = codegen::IsHopperArch(options.arch);
+  k.arch = options.arch;
   if (k.hopper) {
     absl::StatusOr<GpuInfo> gpu = LocalGpu();
     if (gpu.ok() && gpu->arch == options.arch) k.sm_count = gpu->sm_count;

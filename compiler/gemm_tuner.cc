@@ -308,6 +308,102 @@ absl::StatusOr<double> TimeLibrary(const Node& node, ProblemRunner& runner, LtHa
   return ms;
 }
 
+// The distinct problems of the MatMul groups among `nodes`, largest first (stable:
+// first use breaks ties), each with the groups that share it.
+std::vector<Problem> DistinctProblems(const std::vector<Node*>& nodes, const std::string& arch) {
+  std::vector<Problem> problems;
+  std::map<std::string, size_t> index;
+  for (const Node* node : nodes) {
+    if (!codegen::IsMatMulGroup(*node)) continue;
+    absl::StatusOr<ops::GemmProblem> p = ops::DescribeMatMulGroup(*node);
+    if (!p.ok()) continue;  // expanded or left to the heuristic's "no kernel" path
+    codegen::TuningKey key = codegen::GemmTuningKey(arch, *p);
+    auto [it, inserted] = index.try_emplace(key.ToString(), problems.size());
+    if (inserted) problems.push_back(Problem{key, *p, node, {}});
+    problems[it->second].groups.push_back(node->name());
+  }
+  std::stable_sort(problems.begin(), problems.end(),
+                   [](const Problem& a, const Problem& b) { return a.gemm.Flops() > b.gemm.Flops(); });
+  return problems;
+}
+
+// Generates every candidate config of `problem`, compiles them (one module each:
+// parallel, cacheable) and loads them into `libs`: `cands` in the family's candidate
+// order (the sm90 family's when `sm90`), a candidate NVRTC or the loader refused
+// carrying its failure; configs that do not generate are left out with a line in `notes`. False when the first candidate is
+// not the heuristic's config (nothing to compare against).
+bool BuildCandidates(const Problem& problem, bool sm90, const codegen::GemmTileConfig& heuristic,
+                     const GemmTuneOptions& options, Libraries& libs, std::vector<Candidate>& cands,
+                     std::vector<std::string>& notes) {
+  std::vector<codegen::ModuleKernel> kernels;
+  std::vector<codegen::GemmTileConfig> configs;
+  if (sm90) {
+    for (const ops::Sm90GemmConfig& c : ops::Sm90CandidateConfigs(*problem.node)) configs.push_back(c);
+  } else {
+    for (const ops::GemmConfig& c : ops::GemmCandidateConfigs(problem.gemm)) configs.push_back(c);
+  }
+  for (const codegen::GemmTileConfig& config : configs) {
+    absl::StatusOr<std::vector<codegen::KernelLaunch>> launches =
+        config.sm90 ? ops::GenerateMatMulGroupSm90(*problem.node, &config.sm90_config)
+                    : ops::GenerateMatMulGroup(*problem.node, &config.sm80_config);
+    if (!launches.ok() || launches->size() != 1) {
+      notes.push_back(absl::StrCat(config.ToString(), ": ",
+                                   launches.ok() ? "not one launch" : launches.status().message()));
+      continue;
+    }
+    Candidate c;
+    c.config = config;
+    c.launch = std::move((*launches)[0]);
+    kernels.push_back({absl::StrCat("kiln_tune_", kernels.size()), c.launch.source});
+    cands.push_back(std::move(c));
+  }
+  if (cands.empty() || !(cands[0].config == heuristic)) return false;
+  codegen::CompileModulesOptions mo;
+  mo.max_per_module = 1;
+  mo.cache = options.cache;
+  absl::StatusOr<std::vector<std::string>> cubins = codegen::CompileModules(kernels, options.arch, mo);
+  std::vector<absl::StatusOr<std::string>> compiled;
+  if (cubins.ok()) {
+    for (std::string& c : *cubins) compiled.push_back(std::move(c));
+  } else {  // find the culprits one by one
+    for (const codegen::ModuleKernel& k : kernels) compiled.push_back(codegen::CompileModule({k}, options.arch));
+  }
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!compiled[i].ok()) {
+      cands[i].failure = absl::StrCat("NVRTC failed: ", compiled[i].status().message().substr(0, 200));
+      continue;
+    }
+    absl::StatusOr<cudaKernel_t> k = libs.Load(*compiled[i], kernels[i].function, cands[i].launch.shared_bytes);
+    if (!k.ok()) {
+      cands[i].failure = std::string(k.status().message());
+      continue;
+    }
+    cands[i].kernel = *k;
+  }
+  return true;
+}
+
+// Stores the row's result in `db` when more than the heuristic was measured (a second
+// config, or cuBLASLt); else says so in `notes`.
+void StoreRow(const Problem& problem, const std::string& device, codegen::TuningDb& db, GemmTuneRow& row,
+              std::vector<std::string>& notes) {
+  if (row.timed < 2 && row.library_ms <= 0) {
+    notes.push_back("only the heuristic was measured: nothing stored");
+    return;
+  }
+  codegen::TuningEntry entry;
+  entry.key = problem.key;
+  entry.config = row.best;
+  entry.tuned_ms = row.best_ms;
+  entry.heuristic = row.heuristic;
+  entry.heuristic_ms = row.heuristic_ms;
+  entry.device = device;
+  entry.library_ms = row.library_ms;
+  row.library_faster = codegen::LibraryMeasuredFaster(entry);
+  db.Put(std::move(entry));
+  row.stored = true;
+}
+
 }  // namespace
 
 absl::Status CheckTuningDevice(const std::string& arch) {
@@ -342,20 +438,7 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
   report.db_path = db.path();
   report.budget_seconds = options.budget_seconds;
 
-  // Distinct problems, largest first (stable: first use breaks ties).
-  std::vector<Problem> problems;
-  std::map<std::string, size_t> index;
-  for (const Node* node : nodes) {
-    if (!codegen::IsMatMulGroup(*node)) continue;
-    absl::StatusOr<ops::GemmProblem> p = ops::DescribeMatMulGroup(*node);
-    if (!p.ok()) continue;  // expanded or left to the heuristic's "no kernel" path
-    codegen::TuningKey key = codegen::GemmTuningKey(options.arch, *p);
-    auto [it, inserted] = index.try_emplace(key.ToString(), problems.size());
-    if (inserted) problems.push_back(Problem{key, *p, node, {}});
-    problems[it->second].groups.push_back(node->name());
-  }
-  std::stable_sort(problems.begin(), problems.end(),
-                   [](const Problem& a, const Problem& b) { return a.gemm.Flops() > b.gemm.Flops(); });
+  const std::vector<Problem> problems = DistinctProblems(nodes, options.arch);
   if (problems.empty()) {
     report.note = "no MatMul group runs on kiln's generated GEMM: nothing to tune";
     return report;
@@ -394,60 +477,15 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
       report.rows.push_back(std::move(row));
       continue;
     }
-    // Generate and compile every candidate (one module each: parallel, cacheable).
     std::vector<Candidate> cands;
-    std::vector<codegen::ModuleKernel> kernels;
     std::vector<std::string> notes;
-    std::vector<codegen::GemmTileConfig> configs;
-    if (sm90) {
-      for (const ops::Sm90GemmConfig& c : ops::Sm90CandidateConfigs(*problem.node)) configs.push_back(c);
-    } else {
-      for (const ops::GemmConfig& c : ops::GemmCandidateConfigs(problem.gemm)) configs.push_back(c);
-    }
-    for (const codegen::GemmTileConfig& config : configs) {
-      absl::StatusOr<std::vector<codegen::KernelLaunch>> launches =
-          config.sm90 ? ops::GenerateMatMulGroupSm90(*problem.node, &config.sm90_config)
-                      : ops::GenerateMatMulGroup(*problem.node, &config.sm80_config);
-      if (!launches.ok() || launches->size() != 1) {
-        notes.push_back(absl::StrCat(config.ToString(), ": ",
-                                     launches.ok() ? "not one launch" : launches.status().message()));
-        continue;
-      }
-      Candidate c;
-      c.config = config;
-      c.launch = std::move((*launches)[0]);
-      kernels.push_back({absl::StrCat("kiln_tune_", kernels.size()), c.launch.source});
-      cands.push_back(std::move(c));
-    }
-    if (cands.empty() || !(cands[0].config == row.heuristic)) {
+    Libraries libs;
+    if (!BuildCandidates(problem, sm90, row.heuristic, options, libs, cands, notes)) {
       row.note = absl::StrCat("not tuned: the heuristic's config does not generate; ", absl::StrJoin(notes, "; "));
       report.rows.push_back(std::move(row));
       continue;
     }
-    codegen::CompileModulesOptions mo;
-    mo.max_per_module = 1;
-    mo.cache = options.cache;
-    absl::StatusOr<std::vector<std::string>> cubins = codegen::CompileModules(kernels, options.arch, mo);
-    std::vector<absl::StatusOr<std::string>> compiled;
-    if (cubins.ok()) {
-      for (std::string& c : *cubins) compiled.push_back(std::move(c));
-    } else {  // find the culprits one by one
-      for (const codegen::ModuleKernel& k : kernels) compiled.push_back(codegen::CompileModule({k}, options.arch));
-    }
     row.candidates = static_cast<int>(cands.size());
-    Libraries libs;
-    for (size_t i = 0; i < cands.size(); ++i) {
-      if (!compiled[i].ok()) {
-        cands[i].failure = absl::StrCat("NVRTC failed: ", compiled[i].status().message().substr(0, 200));
-        continue;
-      }
-      absl::StatusOr<cudaKernel_t> k = libs.Load(*compiled[i], kernels[i].function, cands[i].launch.shared_bytes);
-      if (!k.ok()) {
-        cands[i].failure = std::string(k.status().message());
-        continue;
-      }
-      cands[i].kernel = *k;
-    }
     if (!cands[0].failure.empty()) {
       row.note = absl::StrCat("not tuned: the heuristic's kernel: ", cands[0].failure);
       report.rows.push_back(std::move(row));
@@ -527,21 +565,7 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
         }
       }
     }
-    if (row.timed >= 2 || row.library_ms > 0) {
-      codegen::TuningEntry entry;
-      entry.key = problem.key;
-      entry.config = row.best;
-      entry.tuned_ms = row.best_ms;
-      entry.heuristic = row.heuristic;
-      entry.heuristic_ms = row.heuristic_ms;
-      entry.device = gpu.name;
-      entry.library_ms = row.library_ms;
-      row.library_faster = codegen::LibraryMeasuredFaster(entry);
-      db.Put(std::move(entry));
-      row.stored = true;
-    } else {
-      notes.push_back("only the heuristic was measured: nothing stored");
-    }
+    StoreRow(problem, gpu.name, db, row, notes);
     if (!stopped.empty()) notes.push_back(stopped);
     row.note = absl::StrJoin(notes, "; ");
     report.rows.push_back(std::move(row));

@@ -104,10 +104,9 @@ std::string SubgraphText(const Node& node) {
       absl::StrAppend(&out, "# ONNX nodes (members, in order): ", absl::StrJoin(members, ", "), "\n");
     }
     absl::StrAppend(&out, "# body input i is the group's input i, body output i its output i\n");
-    absl::StatusOr<std::unique_ptr<Graph>> body = FusedGroupBody(node);
+    absl::StatusOr<std::shared_ptr<const Graph>> body = FusedGroupBody(node);
     if (body.ok()) return absl::StrCat(out, PrintGraph(**body, print));
-    return absl::StrCat(out, "# (body does not parse: ", body.status().message(), ")\n",
-                        node.GetString("body", "").value_or(""));
+    return absl::StrCat(out, "# (no body: ", body.status().message(), ")\n");
   }
   Graph g;
   g.set_name(SafeFileName(node.name()));
@@ -145,7 +144,7 @@ std::string SubgraphText(const Node& node) {
 }
 
 // One line on what a step without a folder does.
-std::string WhatItRuns(const bundle::Step& step, const Node& node) {
+std::string WhatItRuns(const bundle::Step& step, const Node& node, const codegen::KernelChoice& choice) {
   std::vector<std::string> ins, outs;
   for (const bundle::Binding& b : step.inputs()) ins.push_back(BindingText(b));
   for (const bundle::Binding& b : step.outputs()) outs.push_back(BindingText(b));
@@ -157,8 +156,10 @@ std::string WhatItRuns(const bundle::Step& step, const Node& node) {
   if (step.kernel() == "view") {
     return absl::StrCat("view: the output aliases the input's bytes, nothing runs; ", io);
   }
+  // Why a MatMul group is on cuBLASLt rather than kiln's GEMM, where the selector says.
+  const std::string why = choice.reason.empty() ? "" : absl::StrCat(" (", choice.reason, ")");
   if (absl::StartsWith(step.kernel(), "cublaslt:")) {
-    return absl::StrCat("cuBLASLt matmul", group, ", planned when a GPU session starts: ", io);
+    return absl::StrCat("cuBLASLt matmul", group, why, ", planned when a GPU session starts: ", io);
   }
   if (absl::StartsWith(step.kernel(), "cudnn:")) {
     return absl::StrCat("cuDNN convolution", group, ", planned when a GPU session starts: ", io);
@@ -236,12 +237,41 @@ std::string FindCuobjdump() {
   return "";
 }
 
+namespace {
+
+// Each kernel compiled alone, in parallel, with its ptxas resources and (when
+// `cuobjdump` is not "") its SASS, disassembled from a temporary cubin in `dir`.
+std::vector<Compiled> CompileEachAlone(const std::vector<const codegen::ModuleKernel*>& kernels,
+                                       const std::string& arch, const std::string& cuobjdump, const fs::path& dir) {
+  std::vector<Compiled> compiled(kernels.size());
+  tbb::parallel_for(size_t{0}, kernels.size(), [&](size_t i) {
+    Compiled& c = compiled[i];
+    c.module = codegen::InspectModule({*kernels[i]}, arch);
+    if (!c.module.ok()) return;
+    for (const codegen::KernelResources& r : codegen::ParsePtxasResources(c.module->log)) {
+      if (r.function == kernels[i]->function) {
+        c.resources = r;
+        c.has_resources = true;
+      }
+    }
+    if (cuobjdump.empty()) return;
+    const fs::path tmp = dir / absl::StrCat(".sass_", getpid(), "_", i, ".cubin");
+    if (WriteFile(tmp, c.module->cubin).ok()) c.sass = Disassemble(cuobjdump, tmp);
+    std::error_code ec;
+    fs::remove(tmp, ec);
+  });
+  return compiled;
+}
+
+}  // namespace
+
 absl::StatusOr<KernelDumpStats> WriteKernelDump(const std::string& dir_name, const std::vector<Node*>& nodes,
+                                                const std::vector<codegen::KernelChoice>& choices,
                                                 const bundle::Manifest& manifest,
                                                 const std::vector<codegen::ModuleKernel>& kernels,
                                                 const std::string& arch) {
-  if (static_cast<int>(nodes.size()) != manifest.steps_size()) {
-    return absl::InternalError("WriteKernelDump: one node per step expected");
+  if (static_cast<int>(nodes.size()) != manifest.steps_size() || choices.size() != nodes.size()) {
+    return absl::InternalError("WriteKernelDump: one node and one kernel choice per step expected");
   }
   const fs::path dir(dir_name);
   KILN_RETURN_IF_ERROR(PrepareDirectory(dir));
@@ -266,23 +296,7 @@ absl::StatusOr<KernelDumpStats> WriteKernelDump(const std::string& dir_name, con
                         ? "no SASS: cuobjdump is neither in PATH nor in /usr/local/cuda/bin (install the CUDA "
                           "toolkit's cuobjdump, or run it on the .cubin files elsewhere)"
                         : absl::StrCat("SASS from ", cuobjdump, " -sass");
-  std::vector<Compiled> compiled(used.size());
-  tbb::parallel_for(size_t{0}, used.size(), [&](size_t i) {
-    Compiled& c = compiled[i];
-    c.module = codegen::InspectModule({*used[i]}, arch);
-    if (!c.module.ok()) return;
-    for (const codegen::KernelResources& r : codegen::ParsePtxasResources(c.module->log)) {
-      if (r.function == used[i]->function) {
-        c.resources = r;
-        c.has_resources = true;
-      }
-    }
-    if (cuobjdump.empty()) return;
-    const fs::path tmp = dir / absl::StrCat(".sass_", getpid(), "_", i, ".cubin");
-    if (WriteFile(tmp, c.module->cubin).ok()) c.sass = Disassemble(cuobjdump, tmp);
-    std::error_code ec;
-    fs::remove(tmp, ec);
-  });
+  const std::vector<Compiled> compiled = CompileEachAlone(used, arch, cuobjdump, dir);
   stats.kernels = static_cast<int>(used.size());
   for (const Compiled& c : compiled) stats.failed += c.module.ok() ? 0 : 1;
 
@@ -305,7 +319,7 @@ absl::StatusOr<KernelDumpStats> WriteKernelDump(const std::string& dir_name, con
                            IsFusedGroup(node) ? absl::StrCat(" (fused group, pattern ",
                                                              node.GetString("pattern", "").value_or(""), ")")
                                               : "")
-            : WhatItRuns(step, node);
+            : WhatItRuns(step, node, choices[s]);
     if (step.launches_size() == 0) {
       absl::StrAppend(&table, "| ", s, " | ", Cell(node.name()), " | ", Cell(node.op_type()), " | ", Cell(what),
                       " | |\n");
@@ -320,7 +334,8 @@ absl::StatusOr<KernelDumpStats> WriteKernelDump(const std::string& dir_name, con
                     folder.string(), "/ |\n");
     KILN_RETURN_IF_ERROR(write(folder, "subgraph.txt", SubgraphText(node)));
 
-    std::string launch_text = absl::StrCat("step ", s, ": node ", node.name(), " (", node.op_type(), ")\n");
+    std::string launch_text = absl::StrCat("step ", s, ": node ", node.name(), " (", node.op_type(), ")\n",
+                                           "kernel choice: ", choices[s].Describe(), "\n");
     std::vector<std::string> onnx_nodes(step.onnx_nodes().begin(), step.onnx_nodes().end());
     if (const std::vector<std::string> members = FusedGroupMembers(node); !members.empty()) onnx_nodes = members;
     if (!onnx_nodes.empty()) absl::StrAppend(&launch_text, "ONNX nodes: ", absl::StrJoin(onnx_nodes, ", "), "\n");

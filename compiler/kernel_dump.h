@@ -7,7 +7,8 @@
 //                                 group, or one op with --no-fuse), NNNN = step index:
 //     subgraph.txt                the group's body graph with its member ONNX node names,
 //                                 or the single node as a kiln text graph (graph/text_format.h)
-//     launch.txt                  per launch: function, module, grid, block, dynamic shared
+//     launch.txt                  the kernel selector's decision, then per launch:
+//                                 function, module, grid, block, dynamic shared
 //                                 memory, what each pointer parameter is, the GEMM tile
 //                                 configuration (the #defines of the source) and the
 //                                 resource use ptxas reported (registers, shared memory,
@@ -34,6 +35,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "codegen/kernel_choice.h"
 #include "codegen/nvrtc_module.h"
 #include "graph/graph.h"
 #include "runtime/bundle.h"
@@ -48,11 +50,14 @@ struct KernelDumpStats {
 };
 
 // Writes the dump of `manifest`'s steps into `dir` (created if missing). `nodes[i]` is
-// the node of step i; `kernels` holds the source of every function the launches name.
+// the node of step i and `choices[i]` what the kernel selector decided for it
+// (codegen/kernel_choice.h; shown per step); `kernels` holds the source of every
+// function the launches name.
 // `dir` must be new, empty or an earlier kiln dump (whose index.md and steps/ are
 // replaced); anything else is FailedPrecondition, so that no user file is lost.
 // Errors: I/O, naming the path.
 absl::StatusOr<KernelDumpStats> WriteKernelDump(const std::string& dir, const std::vector<Node*>& nodes,
+                                                const std::vector<codegen::KernelChoice>& choices,
                                                 const bundle::Manifest& manifest,
                                                 const std::vector<codegen::ModuleKernel>& kernels,
                                                 const std::string& arch);

@@ -177,6 +177,8 @@ TEST(KernelDumpTest, Sm90GroupsNameTheirTileConfig) {
     const std::string launch = Slurp(StepFolder(dir, "_" + SafeFileName(step.node())) / "launch.txt");
     EXPECT_THAT(launch, HasSubstr("GEMM config: sm90 "));
     EXPECT_THAT(launch, HasSubstr("(heuristic, epilogue work: light)"));
+    // The selector's decision, with the config generation took from it.
+    EXPECT_THAT(launch, HasSubstr(absl::StrCat("kernel choice: gemm ", step.launches(0).config(), "\n")));
   }
   EXPECT_EQ(gemms, 1);
 }

@@ -15,7 +15,7 @@ namespace kiln {
 
 absl::StatusOr<std::vector<Node*>> InlineGroupMembers(Graph& graph, Node* group) {
   if (!IsFusedGroup(*group)) return group->Error("not a FusedGroup node");
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> body, FusedGroupBody(*group));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, FusedGroupBody(*group));
   if (body->inputs().size() != static_cast<size_t>(group->num_inputs()) ||
       body->outputs().size() != static_cast<size_t>(group->num_outputs())) {
     return group->Error("its body's inputs/outputs do not match the node's");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -11,9 +12,14 @@
 
 namespace kiln {
 
-enum class AttrKind { kInt, kFloat, kString, kInts, kFloats, kStrings, kTensor };
+class Graph;
 
-absl::string_view AttrKindName(AttrKind kind);  // "int", "float", "string", "ints", ...
+// kGraph: a graph-valued attribute (a FusedGroup's body, graph/fused_group.h). The
+// graph is immutable once set and shared by the copies of the attribute (Graph::Clone,
+// a pass's saved attributes); a pass that wants another body sets a new one.
+enum class AttrKind { kInt, kFloat, kString, kInts, kFloats, kStrings, kTensor, kGraph };
+
+absl::string_view AttrKindName(AttrKind kind);  // "int", "float", "string", "ints", ..., "graph"
 
 class Attribute {
  public:
@@ -27,6 +33,7 @@ class Attribute {
   Attribute(std::vector<float> v) : value_(std::move(v)) {}    // NOLINT
   Attribute(std::vector<std::string> v) : value_(std::move(v)) {}  // NOLINT
   Attribute(Tensor v) : value_(std::move(v)) {}  // NOLINT
+  Attribute(std::shared_ptr<const Graph> v) : value_(std::move(v)) {}  // NOLINT
 
   AttrKind kind() const { return static_cast<AttrKind>(value_.index()); }
   int64_t i() const { return std::get<int64_t>(value_); }
@@ -36,11 +43,12 @@ class Attribute {
   const std::vector<float>& floats() const { return std::get<std::vector<float>>(value_); }
   const std::vector<std::string>& strings() const { return std::get<std::vector<std::string>>(value_); }
   const Tensor& t() const { return std::get<Tensor>(value_); }
+  const std::shared_ptr<const Graph>& g() const { return std::get<std::shared_ptr<const Graph>>(value_); }
 
  private:
   // Order must match AttrKind.
   std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>,
-               std::vector<std::string>, Tensor>
+               std::vector<std::string>, Tensor, std::shared_ptr<const Graph>>
       value_;
 };
 

@@ -20,6 +20,18 @@ bool InlinedIntoGroupBody(const Value& v) {
 
 bool IsFusedGroup(const Node& node) { return node.op_type() == kFusedGroupOp; }
 
+namespace {
+
+// Shape inference over a body (no folding: its constants stay as the members read
+// them), which also checks that every member takes what it is given.
+absl::Status TypeCheckBody(Graph& body) {
+  InferShapesOptions options;
+  options.fold_constants = false;
+  return InferShapes(body, options);
+}
+
+}  // namespace
+
 std::vector<std::string> FusedGroupMembers(const Node& node) {
   if (!IsFusedGroup(node)) return {};
   auto it = node.attributes().find("members");
@@ -118,14 +130,17 @@ absl::StatusOr<Node*> FormFusedGroup(Graph& graph, const std::vector<Node*>& mem
   std::vector<std::string> member_names;
   for (const Node* n : ordered) member_names.push_back(n->name());
   const std::string anchor_name = anchor != nullptr ? anchor->name() : "";
-  const std::string body_text = PrintGraph(*body);
+  if (absl::Status st = TypeCheckBody(*body); !st.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("fused group (", pattern, "): its body does not type-check: ",
+                                                      st.message()));
+  }
   std::string group_name = name;
   if (group_name.empty()) group_name = absl::StrCat("group_", ordered.front()->name());
 
   for (Node* n : ordered) graph.RemoveNode(n);
   Node* group = graph.AddNode(kFusedGroupOp, group_inputs, group_outputs, group_name);
   group->set_domain(kKilnDomain);
-  group->SetAttr("body", Attribute(body_text));
+  group->SetAttr("body", Attribute(std::shared_ptr<const Graph>(std::move(body))));
   group->SetAttr("pattern", Attribute(std::string(pattern)));
   group->SetAttr("anchor", Attribute(anchor_name));
   group->SetAttr("members", Attribute(member_names));
@@ -135,7 +150,7 @@ absl::StatusOr<Node*> FormFusedGroup(Graph& graph, const std::vector<Node*>& mem
 }
 
 absl::Status InlineFusedGroup(Graph& graph, Node* group) {
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> body, FusedGroupBody(*group));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, FusedGroupBody(*group));
   absl::flat_hash_map<const Value*, Value*> mapped;  // body value -> outer value
   for (size_t i = 0; i < body->inputs().size(); ++i) mapped[body->inputs()[i]] = group->input(static_cast<int>(i));
   for (size_t i = 0; i < body->outputs().size(); ++i) {
@@ -164,17 +179,24 @@ absl::Status InlineFusedGroup(Graph& graph, Node* group) {
   return graph.TopologicalSort();
 }
 
-absl::StatusOr<std::unique_ptr<Graph>> FusedGroupBody(const Node& group) {
+absl::StatusOr<std::shared_ptr<const Graph>> FusedGroupBody(const Node& group) {
   if (!IsFusedGroup(group)) return group.Error("not a FusedGroup node");
-  KILN_ASSIGN_OR_RETURN(std::string text, group.GetString("body"));
-  auto body = ParseGraph(text);
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, group.GetGraph("body"));
+  if (body == nullptr) return group.Error("its body is empty");
+  return body;
+}
+
+absl::Status ReadFusedGroupBody(Node& group) {
+  if (!IsFusedGroup(group)) return absl::OkStatus();
+  auto it = group.attributes().find("body");
+  if (it == group.attributes().end() || it->second.kind() != AttrKind::kString) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<Graph>> body = ParseGraph(it->second.s());
   if (!body.ok()) return group.Error(absl::StrCat("its body does not parse: ", body.status().message()));
-  InferShapesOptions options;
-  options.fold_constants = false;
-  if (absl::Status st = InferShapes(**body, options); !st.ok()) {
+  if (absl::Status st = TypeCheckBody(**body); !st.ok()) {
     return group.Error(absl::StrCat("its body does not type-check: ", st.message()));
   }
-  return std::move(*body);
+  group.SetAttr("body", Attribute(std::shared_ptr<const Graph>(*std::move(body))));
+  return absl::OkStatus();
 }
 
 }  // namespace kiln

@@ -1,8 +1,9 @@
 // The fused group: one graph node (op "FusedGroup", domain "kiln") standing for a
 // set of original nodes that codegen turns into one kernel.
 //
-// Representation. The group's body is a small kiln graph, kept in the node's
-// "body" attribute in kiln's text format (graph/text_format.h, exact round trip):
+// Representation. The group's body is a small typed kiln graph, the node's "body"
+// attribute (AttrKind::kGraph, immutable and shared by copies of the node; the text
+// format prints it as its text in a string literal and reads it back):
 // body input i is the group node's input i (activations and weights read from
 // outside), body output i is the group node's output i (values read outside the
 // group, or graph outputs). Single-element constants of the members are copied into
@@ -58,8 +59,15 @@ absl::StatusOr<Node*> FormFusedGroup(Graph& graph, const std::vector<Node*>& mem
 // keep their names; inlined constants become graph constants again.
 absl::Status InlineFusedGroup(Graph& graph, Node* group);
 
-// The body graph of a FusedGroup node (parsed from its "body" attribute, typed).
-absl::StatusOr<std::unique_ptr<Graph>> FusedGroupBody(const Node& group);
+// The body graph of a FusedGroup node (its "body" attribute), typed. Callers that
+// keep it past the node's life hold the shared pointer.
+absl::StatusOr<std::shared_ptr<const Graph>> FusedGroupBody(const Node& group);
+
+// For readers of the text format (graph/text_format.h): when `group` is a FusedGroup
+// whose "body" is still the string the printer wrote, parses and type-checks it into
+// the graph attribute. Other nodes, and bodies already graphs, are left alone.
+// InvalidArgument naming the node when the text does not parse or type-check.
+absl::Status ReadFusedGroupBody(Node& group);
 
 // Whether `members` are convex in `graph`: no path from a member through a
 // non-member back to a member.

@@ -37,6 +37,27 @@ std::unique_ptr<Graph> Parse(const char* text) {
 
 Node* NodeWriting(const Graph& g, const std::string& value) { return g.FindValue(value)->producer(); }
 
+// A body that does not parse or type-check is an error naming the group, at its line.
+TEST(FusedGroupTest, TextWithABadBodyIsAnError) {
+  auto bad_syntax = ParseGraph(R"(graph @g {
+  input %x : f32[2]
+  %y : f32[2] = kiln::FusedGroup(%x) {anchor = "", body = "graph @b { input %x : f32[2] %y = Relu(", members = ["r"], pattern = "pointwise"} @grp
+  output %y
+})");
+  ASSERT_FALSE(bad_syntax.ok());
+  EXPECT_NE(bad_syntax.status().message().find("3:"), std::string::npos) << bad_syntax.status();
+  EXPECT_NE(bad_syntax.status().message().find("node 'grp' (FusedGroup): its body does not parse"), std::string::npos)
+      << bad_syntax.status();
+  auto bad_types = ParseGraph(R"(graph @g {
+  input %x : f32[2]
+  %y : f32[2] = kiln::FusedGroup(%x) {anchor = "", body = "graph @b { input %x : f32[2] %y = MatMul(%x) output %y }", members = ["r"], pattern = "pointwise"} @grp
+  output %y
+})");
+  ASSERT_FALSE(bad_types.ok());
+  EXPECT_NE(bad_types.status().message().find("its body does not type-check"), std::string::npos)
+      << bad_types.status();
+}
+
 TEST(FusedGroupTest, FormsGroupThatEvaluatesLikeItsMembers) {
   std::unique_ptr<Graph> g = Parse(kMlp);
   std::unique_ptr<Graph> original = Parse(kMlp);
@@ -64,11 +85,22 @@ TEST(FusedGroupTest, FormsGroupThatEvaluatesLikeItsMembers) {
   ASSERT_TRUE(fused.ok() && unfused.ok()) << fused.status() << unfused.status();
   for (int i = 0; i < 2; ++i) EXPECT_EQ((*fused)[i].ToFloat(), (*unfused)[i].ToFloat()) << i;
 
-  // The text format round-trips a graph holding a group.
+  // The body is a typed graph attribute (no text to parse), shared by copies of the
+  // graph; the text format prints it as its text in a string literal and reads it back
+  // as a graph.
+  const Attribute& body_attr = (*group)->attributes().at("body");
+  ASSERT_EQ(body_attr.kind(), AttrKind::kGraph);
+  EXPECT_EQ(body_attr.g().get(), body->get());
+  EXPECT_EQ((*body)->FindValue("m")->TypeString(), "f32[2,4]");
+  EXPECT_EQ(g->Clone()->FindValue("y")->producer()->attributes().at("body").g().get(), body->get());
   const std::string text = PrintGraph(*g);
+  EXPECT_NE(text.find("body = \"graph @main {"), std::string::npos) << text;
   auto reparsed = ParseGraph(text);
   ASSERT_TRUE(reparsed.ok()) << reparsed.status();
   EXPECT_EQ(PrintGraph(**reparsed), text);
+  const Attribute& reread = (*reparsed)->FindValue("y")->producer()->attributes().at("body");
+  ASSERT_EQ(reread.kind(), AttrKind::kGraph);
+  EXPECT_EQ(PrintGraph(*reread.g()), PrintGraph(**body));
 
   // Inlining the group back gives the original graph (up to a legal node order).
   ASSERT_TRUE(InlineFusedGroup(*g, *group).ok());

@@ -20,6 +20,7 @@ absl::string_view AttrKindName(AttrKind kind) {
     case AttrKind::kFloats: return "floats";
     case AttrKind::kStrings: return "strings";
     case AttrKind::kTensor: return "tensor";
+    case AttrKind::kGraph: return "graph";
   }
   return "?";
 }
@@ -112,6 +113,13 @@ absl::StatusOr<Tensor> Node::GetTensor(const std::string& name) const {
   if (!attr.ok()) return attr.status();
   if (*attr == nullptr) return Error(absl::StrCat("missing required attribute '", name, "'"));
   return (*attr)->t();
+}
+
+absl::StatusOr<std::shared_ptr<const Graph>> Node::GetGraph(const std::string& name) const {
+  auto attr = FindAttr(name, AttrKind::kGraph);
+  if (!attr.ok()) return attr.status();
+  if (*attr == nullptr) return Error(absl::StrCat("missing required attribute '", name, "'"));
+  return (*attr)->g();
 }
 
 // ---- Graph ------------------------------------------------------------------

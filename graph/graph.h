@@ -111,6 +111,7 @@ class Node {
   absl::StatusOr<std::vector<float>> GetFloats(const std::string& name, std::vector<float> dflt) const;
   absl::StatusOr<std::vector<std::string>> GetStrings(const std::string& name) const;
   absl::StatusOr<Tensor> GetTensor(const std::string& name) const;
+  absl::StatusOr<std::shared_ptr<const Graph>> GetGraph(const std::string& name) const;
 
   // "node 'conv1' (Conv)": the prefix every message about this node starts with.
   std::string Describe() const;

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "graph/fused_group.h"
 #include "graph/text_format_internal.h"
 
 namespace kiln {
@@ -449,6 +450,7 @@ class Parser {
   }
 
   absl::Status ParseCall(std::vector<Value*> outputs) {
+    const Token op_tok = Peek();
     KILN_ASSIGN_OR_RETURN(std::string op, ParseName("an op name"));
     std::string domain;
     if (IsPunct(Peek(), "::")) {
@@ -501,6 +503,8 @@ class Parser {
     Node* node = graph_->AddNode(op, inputs, outputs, node_name);
     node->set_domain(std::move(domain));
     for (auto& [name, value] : attrs) node->SetAttr(name, std::move(value));
+    // A FusedGroup's body: a graph attribute, printed as a string literal.
+    if (absl::Status st = ReadFusedGroupBody(*node); !st.ok()) return ErrorAt(op_tok, st.message());
     return absl::OkStatus();
   }
 

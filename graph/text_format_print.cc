@@ -163,6 +163,9 @@ std::string FormatAttribute(const Attribute& attr, const PrintOptions& options) 
       AppendData(&out, attr.t(), options);
       return out;
     }
+    // A graph attribute prints as its whole text (default options, whatever the outer
+    // graph's) in a string literal; the parser reads it back (text_format.h).
+    case AttrKind::kGraph: return Quote(PrintGraph(*attr.g()));
   }
   return "?";
 }

@@ -47,6 +47,7 @@ bool SameAttribute(const Attribute& a, const Attribute& b) {
       return true;
     case AttrKind::kStrings: return a.strings() == b.strings();
     case AttrKind::kTensor: return SameTensor(a.t(), b.t());
+    case AttrKind::kGraph: return PrintGraph(*a.g()) == PrintGraph(*b.g());
   }
   return false;
 }

@@ -157,6 +157,31 @@ void* GpuExecutor::BindingPtr(const bundle::Binding& b) const {
   }
 }
 
+absl::Status GpuExecutor::AllocateKernelWorkspace() {
+  const bundle::Manifest& m = program_->bundle().manifest();
+  const std::string& path = program_->bundle().path();
+  for (const bundle::Step& step : m.steps()) {
+    for (const bundle::Launch& launch : step.launches()) {
+      semaphore_count_ = std::max(semaphore_count_, launch.semaphores());
+      scratch_bytes_ = std::max<uint64_t>(scratch_bytes_, launch.scratch_bytes());
+    }
+  }
+  if (semaphore_count_ > 0) {
+    const size_t bytes = static_cast<size_t>(semaphore_count_) * sizeof(uint32_t);
+    KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&semaphores_, bytes),
+                              absl::StrCat(path, ": allocating ", semaphore_count_, " kernel semaphores")));
+    // On the session's stream: a non-blocking stream is not ordered after cudaMemset's
+    // legacy default stream.
+    KILN_RETURN_IF_ERROR(Cuda(cudaMemsetAsync(semaphores_, 0, bytes, static_cast<cudaStream_t>(stream_)),
+                              absl::StrCat(path, ": zeroing kernel semaphores")));
+  }
+  if (scratch_bytes_ > 0) {
+    KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&scratch_, scratch_bytes_),
+                              absl::StrCat(path, ": allocating ", scratch_bytes_, " bytes of kernel scratch")));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr<const GpuProgram> program,
                                                                  const GpuExecutorOptions& options) {
   if (program == nullptr) return absl::InvalidArgumentError("GpuExecutor::Create: null program");
@@ -215,27 +240,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr
     handles.cudnn = h;
   }
 
-  // The generated kernels' workspace: one semaphore area (zeroed here, once: kernels
-  // leave it zero) and one scratch area for all launches, which run in stream order.
-  for (const bundle::Step& step : m.steps()) {
-    for (const bundle::Launch& launch : step.launches()) {
-      ex->semaphore_count_ = std::max(ex->semaphore_count_, launch.semaphores());
-      ex->scratch_bytes_ = std::max<uint64_t>(ex->scratch_bytes_, launch.scratch_bytes());
-    }
-  }
-  if (ex->semaphore_count_ > 0) {
-    const size_t bytes = static_cast<size_t>(ex->semaphore_count_) * sizeof(uint32_t);
-    KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&ex->semaphores_, bytes),
-                              absl::StrCat(path, ": allocating ", ex->semaphore_count_, " kernel semaphores")));
-    // On the session's stream: a non-blocking stream is not ordered after cudaMemset's
-    // legacy default stream.
-    KILN_RETURN_IF_ERROR(Cuda(cudaMemsetAsync(ex->semaphores_, 0, bytes, static_cast<cudaStream_t>(ex->stream_)),
-                              absl::StrCat(path, ": zeroing kernel semaphores")));
-  }
-  if (ex->scratch_bytes_ > 0) {
-    KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&ex->scratch_, ex->scratch_bytes_),
-                              absl::StrCat(path, ": allocating ", ex->scratch_bytes_, " bytes of kernel scratch")));
-  }
+  KILN_RETURN_IF_ERROR(ex->AllocateKernelWorkspace());
   LaunchWorkspace kernel_workspace;
   kernel_workspace.semaphores = ex->semaphores_;
   kernel_workspace.semaphore_count = ex->semaphore_count_;

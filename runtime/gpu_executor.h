@@ -109,6 +109,10 @@ class GpuExecutor {
   struct StepPlan;
   GpuExecutor() = default;
   void* BindingPtr(const bundle::Binding& b) const;
+  // The generated kernels' workspace (Create): one semaphore area, zeroed here once
+  // (kernels leave it zero), and one scratch area for all launches, which run in
+  // stream order; each as large as the largest launch asks.
+  absl::Status AllocateKernelWorkspace();
   absl::Status EnqueueStep(int s);
   absl::Status EnqueueSteps();
   absl::Status Enqueue();  // graph replay or EnqueueSteps

@@ -169,7 +169,7 @@ bool IsFlagSet(const Node& mm, const char* name) {
 }
 
 struct AttentionPlan {
-  std::unique_ptr<Graph> body;
+  std::shared_ptr<const Graph> body;
   const Node* mm1 = nullptr;
   const Node* mm2 = nullptr;
   const Node* softmax = nullptr;
@@ -404,6 +404,43 @@ bool CausalLimit(const AttentionPlan& plan, const absl::flat_hash_set<int>& caus
   return causal_limit;
 }
 
+// The sizes of a planned attention group: the scores' batch dims, Sq, Sk and the
+// head dims.
+struct AttentionDims {
+  Shape batch_shape;
+  int64_t batch = 0, sq = 0, sk = 0, d = 0, dv = 0;
+};
+
+// The sizes, or NoKernel for sizes the kernel does not take (head dims, empty or
+// too many batch entries, tensors past 2^31 elements).
+absl::StatusOr<AttentionDims> CheckDims(const Node& group, const AttentionPlan& plan) {
+  const Value* s = plan.mm1->output(0);
+  if (s->rank() < 2) return NoKernel(group, "attention on vectors");
+  const Shape& ss = s->shape();
+  AttentionDims r;
+  r.batch_shape = Shape(ss.begin(), ss.end() - 2);
+  r.batch = NumElements(r.batch_shape);
+  r.sq = ss[ss.size() - 2];
+  r.sk = ss.back();
+  r.d = plan.q.shape().back();
+  r.dv = plan.v.shape().back();
+  Shape want_o = r.batch_shape;
+  want_o.push_back(r.sq);
+  want_o.push_back(r.dv);
+  if (plan.o.shape() != want_o) return NoKernel(group, "attention output is not [batch..., Sq, Dv]");
+  if (r.d % 8 != 0 || r.dv % 8 != 0 || r.d > kAttentionMaxHeadDim || r.dv > kAttentionMaxHeadDim) {
+    return NoKernel(group, absl::StrCat("attention with head dims D = ", r.d, ", Dv = ", r.dv,
+                                        " (the kernel takes multiples of 8 up to ", kAttentionMaxHeadDim, ")"));
+  }
+  if (r.sq <= 0 || r.sk <= 0 || r.batch <= 0) return NoKernel(group, "empty attention");
+  if (r.batch > 65535) return NoKernel(group, "attention over more than 65535 batch entries");
+  for (const Value* t : {group.input(plan.q.index), group.input(plan.k.index), group.input(plan.v.index),
+                         group.output(0)}) {
+    if (t->numel() >= (int64_t{1} << 31)) return NoKernel(group, "attention tensors of 2^31 or more elements");
+  }
+  return r;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& group, const AttentionConfig* config) {
@@ -417,25 +454,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
   const Value* s = plan.mm1->output(0);
   const DType dt = y->dtype();
   if (absl::Status st = CheckOperands(group, plan, dt); !st.ok()) return st;
-  if (s->rank() < 2) return NoKernel(group, "attention on vectors");
+  KILN_ASSIGN_OR_RETURN(const AttentionDims dims, CheckDims(group, plan));
   const Shape& ss = s->shape();
-  const Shape batch_shape(ss.begin(), ss.end() - 2);
-  const int64_t batch = NumElements(batch_shape);
-  const int64_t sq = ss[ss.size() - 2], sk = ss.back();
-  const int64_t d = plan.q.shape().back(), dv = plan.v.shape().back();
-  Shape want_o = batch_shape;
-  want_o.push_back(sq);
-  want_o.push_back(dv);
-  if (plan.o.shape() != want_o) return NoKernel(group, "attention output is not [batch..., Sq, Dv]");
-  if (d % 8 != 0 || dv % 8 != 0 || d > kAttentionMaxHeadDim || dv > kAttentionMaxHeadDim) {
-    return NoKernel(group, absl::StrCat("attention with head dims D = ", d, ", Dv = ", dv,
-                                        " (the kernel takes multiples of 8 up to ", kAttentionMaxHeadDim, ")"));
-  }
-  if (sq <= 0 || sk <= 0 || batch <= 0) return NoKernel(group, "empty attention");
-  if (batch > 65535) return NoKernel(group, "attention over more than 65535 batch entries");
-  for (const Value* t : {q_in, k_in, v_in, y}) {
-    if (t->numel() >= (int64_t{1} << 31)) return NoKernel(group, "attention tensors of 2^31 or more elements");
-  }
+  const Shape& batch_shape = dims.batch_shape;
+  const int64_t batch = dims.batch, sq = dims.sq, sk = dims.sk, d = dims.d, dv = dims.dv;
 
   KILN_ASSIGN_OR_RETURN(const AttentionPitches pitches, Pitches(group, plan, sk));
   const int64_t k_ld = pitches.k_ld;

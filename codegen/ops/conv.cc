@@ -93,7 +93,7 @@ absl::StatusOr<ConvGeometry> Geometry(const Node& where, const Node& conv) {
 
 // What a conv kernel computes: the Conv, its loaded inputs and the epilogue.
 struct ConvPlan {
-  std::unique_ptr<Graph> body;  // a group's body, which `conv` points into
+  std::shared_ptr<const Graph> body;  // a group's body, which `conv` points into
   const Node* conv = nullptr;
   ConvGeometry g;
   int x_input = 0, w_input = 1;  // node input indices

@@ -48,7 +48,7 @@ struct LoopPlan {
 
 // What the kernel computes: one or two mainloops, then the epilogue chain.
 struct GemmPlan {
-  std::unique_ptr<Graph> body;  // a group's body, which the plan's values point into
+  std::shared_ptr<const Graph> body;  // a group's body, which the plan's values point into
   std::vector<LoopPlan> loops;
   std::string epilogue_code;  // statements computing the result from `acc`
   std::string result = "acc";

@@ -506,12 +506,85 @@ Sm90GemmConfig HeuristicConfig(const Node& node, const GemmFamilyPlan& p, int sm
 }
 }  // namespace
 
-absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfig(const Node& node, int sm_count) {
+absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfig(const Node& node, int sm_count, std::string* note) {
   if (absl::Status st = Sm90Eligible(node); !st.ok()) return st;
   absl::StatusOr<GemmFamilyPlan> p = PlanGemmForFamily(node);
   if (!p.ok()) return p.status();
+  if (note != nullptr) *note = absl::StrCat("heuristic, epilogue work: ", EpilogueWorkName(p->epilogue_work));
   return HeuristicConfig(node, *p, sm_count <= 0 ? 132 : sm_count);
 }
+
+namespace {
+
+// A config applied to a planned problem: the sizes the launch and the source derive
+// from it, after every check GenerateMatMulGroupSm90 makes.
+struct Sm90Resolved {
+  Sm90GemmConfig cfg;
+  bool swap = false;
+  bool tma_store = false;
+  int64_t km = 0, kn = 0;  // the kernel's M and N (swapped: the problem's N and M)
+  int64_t tiles = 0;       // output tiles (x batch)
+  int64_t units = 0;       // the persistent walk's units: tiles or cluster pairs, x splits
+  Sm90StreamKSplit sk;
+  uint64_t scratch = 0;    // workspace bytes
+};
+
+absl::StatusOr<Sm90Resolved> ResolveSm90Config(const Node& node, const GemmFamilyPlan& p,
+                                               const Sm90GemmConfig* config, int sm_count) {
+  Sm90Resolved r;
+  Sm90GemmConfig& cfg = r.cfg;
+  if (config != nullptr) {
+    cfg = *config;
+    if (cfg.swap_ab) {
+      if (absl::Status st = SwapAbEligible(node, p); !st.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": ", st.message()));
+      }
+    }
+  } else {
+    cfg = HeuristicConfig(node, p, sm_count);
+  }
+  r.swap = cfg.swap_ab;
+  // The kernel's problem: C^T [N, M] = B^T A^T when swapped (gemm_sm90.cuh, "Swap-AB").
+  r.km = r.swap ? p.n : p.m;
+  r.kn = r.swap ? p.m : p.n;
+  // C through shared memory and TMA: a 16-bit C with 16-byte aligned rows; swapped,
+  // where the whole tile's buffer fits beside the ring (Sm90GemmSharedBytes counts it
+  // then), else register stores.
+  r.tma_store = CByTma(p) && (!r.swap || Sm90GemmSharedBytes(cfg, true) > Sm90GemmSharedBytes(cfg, false));
+  if (absl::Status valid = VerifySm90GemmConfig(cfg, r.tma_store); !valid.ok()) return valid;
+  r.tiles = ((r.km + cfg.bm - 1) / cfg.bm) * ((r.kn + cfg.bn - 1) / cfg.bn) * p.batch;
+  if (r.tiles * cfg.split_k >= (int64_t{1} << 31)) return NoKernel(node, "too many tiles");
+  // The walk's units: tiles, or with clusters pairs of row tiles (the second may lie
+  // past M), times the splits (never both).
+  r.units = ((r.km + cfg.bm * cfg.cluster_m - 1) / (cfg.bm * cfg.cluster_m)) * ((r.kn + cfg.bn - 1) / cfg.bn) *
+            p.batch * cfg.split_k;
+  const int64_t k_tiles = (p.k + cfg.bk - 1) / cfg.bk + (p.dual ? (p.k2 + cfg.bk - 1) / cfg.bk : 0);
+  if (cfg.split_k > 1) {
+    const int64_t per = (k_tiles + cfg.split_k - 1) / cfg.split_k;
+    if ((cfg.split_k - 1) * per >= k_tiles) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": K = ", p.k + p.k2, " has ", k_tiles,
+          " k tile(s) of ", cfg.bk, ": ", cfg.split_k, " splits of ", per, " leave the last split without one"));
+    }
+  }
+  // Stream-K: the split of the tiles (none when they fill whole waves: the kernel is
+  // then the data-parallel one).
+  r.sk = cfg.stream_k ? Sm90StreamK(r.tiles, k_tiles, sm_count) : Sm90StreamKSplit{};
+  // The workspace's fp32 partial tiles: split-K's S per tile, stream-K's one per CTA
+  // (gemm_sm90.cuh, "Split-K", "Stream-K").
+  const uint64_t tile_bytes = static_cast<uint64_t>(cfg.bm) * cfg.bn * 4;
+  r.scratch = cfg.split_k > 1  ? static_cast<uint64_t>(r.tiles) * cfg.split_k * tile_bytes
+              : r.sk.sk_tiles > 0 ? static_cast<uint64_t>(r.sk.grid) * tile_bytes
+                                  : 0;
+  if (r.scratch > kGemmMaxScratchBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": ",
+                                                   r.scratch, " bytes of scratch (> ", kGemmMaxScratchBytes, ")"));
+  }
+  return r;
+}
+
+}  // namespace
 
 std::vector<Sm90GemmConfig> Sm90CandidateConfigs(const Node& node, int sm_count) {
   std::vector<Sm90GemmConfig> out;
@@ -526,7 +599,7 @@ std::vector<Sm90GemmConfig> Sm90CandidateConfigs(const Node& node, int sm_count)
     if (std::find(seen.begin(), seen.end(), text) != seen.end()) return;
     seen.push_back(text);
     // What the generator takes (the verifier, the splits' k tiles, the scratch cap).
-    if (GenerateMatMulGroupSm90(node, &c, sm_count).ok()) out.push_back(c);
+    if (ResolveSm90Config(node, p, &c, sm_count).ok()) out.push_back(c);
   };
   add(*heuristic);
   auto round_up = [](int64_t v, int64_t to) { return (v + to - 1) / to * to; };
@@ -578,6 +651,13 @@ std::vector<Sm90GemmConfig> Sm90CandidateConfigs(const Node& node, int sm_count)
   return out;
 }
 
+absl::Status Sm90ConfigFits(const Node& node, const Sm90GemmConfig& config, int sm_count) {
+  if (absl::Status st = Sm90Eligible(node); !st.ok()) return st;
+  absl::StatusOr<GemmFamilyPlan> plan = PlanGemmForFamily(node);
+  if (!plan.ok()) return plan.status();
+  return ResolveSm90Config(node, *plan, &config, sm_count <= 0 ? 132 : sm_count).status();
+}
+
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& node, const Sm90GemmConfig* config,
                                                                   int sm_count) {
   if (absl::Status st = Sm90Eligible(node); !st.ok()) return st;
@@ -585,54 +665,13 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   if (!plan_or.ok()) return plan_or.status();
   const GemmFamilyPlan& p = *plan_or;
   if (sm_count <= 0) sm_count = 132;
-  Sm90GemmConfig cfg;
-  if (config != nullptr) {
-    cfg = *config;
-    if (cfg.swap_ab) {
-      if (absl::Status st = SwapAbEligible(node, p); !st.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": ", st.message()));
-      }
-    }
-  } else {
-    cfg = HeuristicConfig(node, p, sm_count);
-  }
-  const bool swap = cfg.swap_ab;
-  // The kernel's problem: C^T [N, M] = B^T A^T when swapped (gemm_sm90.cuh, "Swap-AB").
-  const int64_t km = swap ? p.n : p.m, kn = swap ? p.m : p.n;
-  // C through shared memory and TMA: a 16-bit C with 16-byte aligned rows; swapped,
-  // where the whole tile's buffer fits beside the ring (Sm90GemmSharedBytes counts it
-  // then), else register stores.
-  const bool tma_store = CByTma(p) && (!swap || Sm90GemmSharedBytes(cfg, true) > Sm90GemmSharedBytes(cfg, false));
-  if (absl::Status valid = VerifySm90GemmConfig(cfg, tma_store); !valid.ok()) return valid;
-  const int64_t tiles = ((km + cfg.bm - 1) / cfg.bm) * ((kn + cfg.bn - 1) / cfg.bn) * p.batch;
-  if (tiles * cfg.split_k >= (int64_t{1} << 31)) return NoKernel(node, "too many tiles");
-  // The walk's units: tiles, or with clusters pairs of row tiles (the second may lie
-  // past M), times the splits (never both).
-  const int64_t units = ((km + cfg.bm * cfg.cluster_m - 1) / (cfg.bm * cfg.cluster_m)) *
-                        ((kn + cfg.bn - 1) / cfg.bn) * p.batch * cfg.split_k;
-  const int64_t k_tiles = (p.k + cfg.bk - 1) / cfg.bk + (p.dual ? (p.k2 + cfg.bk - 1) / cfg.bk : 0);
-  if (cfg.split_k > 1) {
-    const int64_t per = (k_tiles + cfg.split_k - 1) / cfg.split_k;
-    if ((cfg.split_k - 1) * per >= k_tiles) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": K = ", p.k + p.k2, " has ", k_tiles,
-          " k tile(s) of ", cfg.bk, ": ", cfg.split_k, " splits of ", per, " leave the last split without one"));
-    }
-  }
-  // Stream-K: the split of the tiles (none when they fill whole waves: the kernel is
-  // then the data-parallel one).
-  const Sm90StreamKSplit sk = cfg.stream_k ? Sm90StreamK(tiles, k_tiles, sm_count) : Sm90StreamKSplit{};
-  // The workspace's fp32 partial tiles: split-K's S per tile, stream-K's one per CTA
-  // (gemm_sm90.cuh, "Split-K", "Stream-K").
-  const uint64_t tile_bytes = static_cast<uint64_t>(cfg.bm) * cfg.bn * 4;
-  const uint64_t scratch = cfg.split_k > 1 ? static_cast<uint64_t>(tiles) * cfg.split_k * tile_bytes
-                           : sk.sk_tiles > 0 ? static_cast<uint64_t>(sk.grid) * tile_bytes
-                                             : 0;
-  if (scratch > kGemmMaxScratchBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": ",
-                                                   scratch, " bytes of scratch (> ", kGemmMaxScratchBytes, ")"));
-  }
+  absl::StatusOr<Sm90Resolved> resolved = ResolveSm90Config(node, p, config, sm_count);
+  if (!resolved.ok()) return resolved.status();
+  const Sm90Resolved& r = *resolved;
+  const Sm90GemmConfig& cfg = r.cfg;
+  const bool swap = r.swap, tma_store = r.tma_store;
+  const int64_t km = r.km, kn = r.kn;
+  const Sm90StreamKSplit& sk = r.sk;
 
   KernelLaunch launch;
   launch.family = "gemm_sm90";
@@ -724,14 +763,14 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   launch.source = std::move(src);
   // Persistent: at most one CTA per SM, in whole clusters.
   const int64_t walkers =
-      sk.sk_tiles > 0 ? sk.grid : std::min<int64_t>(units, std::max(sm_count / cfg.cluster_m, 1));
+      sk.sk_tiles > 0 ? sk.grid : std::min<int64_t>(r.units, std::max(sm_count / cfg.cluster_m, 1));
   launch.grid = {static_cast<uint32_t>(walkers * cfg.cluster_m), 1, 1};
   if (cfg.split_k > 1) {
-    launch.semaphores = static_cast<uint32_t>(tiles * cfg.consumers);
+    launch.semaphores = static_cast<uint32_t>(r.tiles * cfg.consumers);
   } else if (sk.sk_tiles > 0) {
     launch.semaphores = static_cast<uint32_t>(sk.sk_tiles * cfg.consumers);
   }
-  launch.scratch_bytes = scratch;
+  launch.scratch_bytes = r.scratch;
   launch.block = {static_cast<uint32_t>(128 * (cfg.consumers + 1)), 1, 1};
   launch.shared_bytes = static_cast<uint32_t>(Sm90GemmSharedBytes(cfg, tma_store));
   return std::vector<KernelLaunch>{std::move(launch)};

@@ -296,8 +296,14 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
                                                                   const Sm90GemmConfig* config = nullptr,
                                                                   int sm_count = 132);
 // The config GenerateMatMulGroupSm90 picks for `node` without one (the swap-AB rule,
-// else PickSm90GemmConfig); Sm90Eligible's error otherwise.
-absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfig(const Node& node, int sm_count = 132);
+// else PickSm90GemmConfig); Sm90Eligible's error otherwise. `note`, when given, is
+// set to what the launch of that pick says of it: "heuristic, epilogue work: light".
+absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfig(const Node& node, int sm_count = 132,
+                                                       std::string* note = nullptr);
+// Whether GenerateMatMulGroupSm90 takes `config` for `node`: its errors (the
+// verifier, swap-AB eligibility, the splits' k tiles, the scratch cap), without
+// generating the source.
+absl::Status Sm90ConfigFits(const Node& node, const Sm90GemmConfig& config, int sm_count = 132);
 // The configs `kiln compile --tune` measures for `node` on the sm90 family: the
 // heuristic's first, then each tile of Sm90TileCosts (leaving out tiles at least twice
 // the problem's M or N rounded up to 64), each 64x64 tile with the other ring depth,

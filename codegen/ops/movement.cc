@@ -321,7 +321,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node) {
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateConcatGroup(const Node& group) {
-  absl::StatusOr<std::unique_ptr<Graph>> body_or = FusedGroupBody(group);
+  absl::StatusOr<std::shared_ptr<const Graph>> body_or = FusedGroupBody(group);
   if (!body_or.ok()) return NoKernel(group, std::string(body_or.status().message()));
   const Graph& body = **body_or;
   if (group.num_outputs() != 1 || body.outputs().size() != 1) return NoKernel(group, "concat group with several outputs");

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "graph/fused_group.h"
 #include "graph/graph.h"
 #include "graph/infer_shapes.h"
 
@@ -57,8 +58,9 @@ inline Tensor Ints(std::vector<int64_t> v) {
   return Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(v.size())}, v);
 }
 
-// A FusedGroup case: `body` in kiln's text format (graph/text_format.h), its inputs
-// fed in order, `members` the names of its nodes.
+// A FusedGroup case: `body` in kiln's text format (graph/text_format.h; the case's
+// node reads it into its graph attribute), its inputs fed in order, `members` the
+// names of its nodes.
 inline Case GroupCase(std::string name, std::string pattern, std::string body, std::vector<CaseInput> inputs,
                       std::vector<std::string> members, int outputs) {
   Case g{std::move(name), "FusedGroup", std::move(inputs),
@@ -723,6 +725,8 @@ inline absl::StatusOr<BuiltCase> Build(const Case& c) {
   for (int i = 0; i < c.num_outputs; ++i) outs.push_back(g.AddValue(absl::StrCat("out", i)));
   b.node = g.AddNode(c.op, ins, outs, c.name);
   for (const auto& [k, v] : c.attrs) b.node->SetAttr(k, v);
+  // A group case writes its body as text, as the text format does.
+  if (absl::Status st = ReadFusedGroupBody(*b.node); !st.ok()) return st;
   for (Value* v : outs) g.AddOutput(v);
   InferShapesOptions options;
   options.fold_constants = false;

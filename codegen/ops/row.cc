@@ -84,6 +84,51 @@ InRow InRowKind(const Shape& row, const std::vector<int64_t>& strides) {
   return zero ? InRow::kBroadcast : InRow::kStrided;
 }
 
+// A parameter (LayerNorm's scale or bias) read as one vector per row chunk: a
+// group input whose row is contiguous.
+bool DenseParam(const Shape& row, const RowParam& p) {
+  return !p.param.empty() && InRowKind(row, p.strides) == InRow::kContiguous;
+}
+
+// LayerNorm's part of a row kernel's prefix: the scale and bias loads, the stats store.
+std::string NormParamCode(const RowKernelSpec& k, const Shape& row, const char* it) {
+  std::string src;
+  auto dense_param = [&](const RowParam& p) { return DenseParam(row, p); };
+  auto param_load = [&](const std::string& fn, const RowParam& p) {
+    std::string body;
+    if (!p.literal.empty()) {
+      body = absl::StrCat("#pragma unroll\nfor (int e = 0; e < V; ++e) s[e] = ", p.literal, ";\n");
+    } else if (dense_param(p)) {
+      body = absl::StrCat("const kiln_vec_pack<", StorageTypeName(p.dtype), ", V> v = kiln_vec_ld<V>(a.", p.param,
+                          " + j);\n#pragma unroll\nfor (int e = 0; e < V; ++e) s[e] = ",
+                          LoadAs(p.dtype, Domain::kFloat, "v.v", "e"), ";\n");
+    } else {
+      absl::StrAppend(&src, OffsetFn(absl::StrCat(fn, "_off"), row, p.strides, it));
+      body = absl::StrCat("#pragma unroll\nfor (int e = 0; e < V; ++e) s[e] = ",
+                          LoadAs(p.dtype, Domain::kFloat, absl::StrCat("a.", p.param), absl::StrCat(fn, "_off(j + e)")),
+                          ";\n");
+    }
+    absl::StrAppend(&src, "template <int V>\nstatic __device__ __forceinline__ void ", fn,
+                    "(const kiln_args& a, kiln_idx_t j, float (&s)[V]) {\n", body, "}\n");
+  };
+  param_load("kiln_load_scale", k.scale);
+  if (k.has_bias) {
+    param_load("kiln_load_bias", k.bias);
+  } else {
+    absl::StrAppend(&src, "template <int V>\nstatic __device__ __forceinline__ void kiln_load_bias(const kiln_args&, "
+                          "kiln_idx_t, float (&)[V]) {}\n");
+  }
+  absl::StrAppend(&src, "constexpr bool kHasBias = ", k.has_bias ? "true" : "false",
+                  ";\nconstexpr bool kHasStats = ", k.mean_param.empty() && k.inv_param.empty() ? "false" : "true",
+                  ";\nstatic __device__ __forceinline__ void kiln_store_stats(const kiln_args& a, kiln_idx_t row, "
+                  "float mu, float inv) {\n",
+                  k.mean_param.empty() ? "" : StoreFrom(k.stat_dtype, Domain::kFloat, "a." + k.mean_param, "row", "mu"),
+                  "\n",
+                  k.inv_param.empty() ? "" : StoreFrom(k.stat_dtype, Domain::kFloat, "a." + k.inv_param, "row", "inv"),
+                  "\n}\n");
+  return src;
+}
+
 // The shared prefix of a row kernel: types and plan constants, kiln_args, the row
 // load with the prologue, the row store, the alignment check, LayerNorm's scale/bias
 // loads and stats store. Returns the plan through `plan`.
@@ -106,9 +151,7 @@ std::string RowPrefix(const RowKernelSpec& k, int cap, RowPlan* plan, std::strin
     if (kinds.back() == InRow::kContiguous) dtypes.push_back(in.dtype);
   }
   for (const RowOut& o : k.extra) dtypes.push_back(o.dtype);
-  auto dense_param = [&](const RowParam& p) {
-    return !p.param.empty() && InRowKind(row, p.strides) == InRow::kContiguous;
-  };
+  auto dense_param = [&](const RowParam& p) { return DenseParam(row, p); };
   if (dense_param(k.scale)) dtypes.push_back(k.scale.dtype);
   if (k.has_bias && dense_param(k.bias)) dtypes.push_back(k.bias.dtype);
   int vec = strided ? 1 : MaxVectorWidth(dtypes);
@@ -212,41 +255,7 @@ std::string RowPrefix(const RowKernelSpec& k, int cap, RowPlan* plan, std::strin
                   StoreFrom(k.y_dtype, Domain::kFloat, "q.v", "e", "y[e]"), "\nkiln_vec_st<V>(a.y + ",
                   k.y_row_strides.empty() ? "row * kLen" : "kiln_y_row(row)", " + j, q);\n}\n");
   if (!is_ln) return src;
-
-  // LayerNorm: scale and bias loads, the stats store.
-  auto param_load = [&](const std::string& fn, const RowParam& p) {
-    std::string body;
-    if (!p.literal.empty()) {
-      body = absl::StrCat("#pragma unroll\nfor (int e = 0; e < V; ++e) s[e] = ", p.literal, ";\n");
-    } else if (dense_param(p)) {
-      body = absl::StrCat("const kiln_vec_pack<", StorageTypeName(p.dtype), ", V> v = kiln_vec_ld<V>(a.", p.param,
-                          " + j);\n#pragma unroll\nfor (int e = 0; e < V; ++e) s[e] = ",
-                          LoadAs(p.dtype, Domain::kFloat, "v.v", "e"), ";\n");
-    } else {
-      absl::StrAppend(&src, OffsetFn(absl::StrCat(fn, "_off"), row, p.strides, it));
-      body = absl::StrCat("#pragma unroll\nfor (int e = 0; e < V; ++e) s[e] = ",
-                          LoadAs(p.dtype, Domain::kFloat, absl::StrCat("a.", p.param), absl::StrCat(fn, "_off(j + e)")),
-                          ";\n");
-    }
-    absl::StrAppend(&src, "template <int V>\nstatic __device__ __forceinline__ void ", fn,
-                    "(const kiln_args& a, kiln_idx_t j, float (&s)[V]) {\n", body, "}\n");
-  };
-  param_load("kiln_load_scale", k.scale);
-  if (k.has_bias) {
-    param_load("kiln_load_bias", k.bias);
-  } else {
-    absl::StrAppend(&src, "template <int V>\nstatic __device__ __forceinline__ void kiln_load_bias(const kiln_args&, "
-                          "kiln_idx_t, float (&)[V]) {}\n");
-  }
-  absl::StrAppend(&src, "constexpr bool kHasBias = ", k.has_bias ? "true" : "false",
-                  ";\nconstexpr bool kHasStats = ", k.mean_param.empty() && k.inv_param.empty() ? "false" : "true",
-                  ";\nstatic __device__ __forceinline__ void kiln_store_stats(const kiln_args& a, kiln_idx_t row, "
-                  "float mu, float inv) {\n",
-                  k.mean_param.empty() ? "" : StoreFrom(k.stat_dtype, Domain::kFloat, "a." + k.mean_param, "row", "mu"),
-                  "\n",
-                  k.inv_param.empty() ? "" : StoreFrom(k.stat_dtype, Domain::kFloat, "a." + k.inv_param, "row", "inv"),
-                  "\n}\n");
-  return src;
+  return absl::StrCat(src, NormParamCode(k, row, it));
 }
 
 // The launch of a row kernel whose template entry is `entry(a)`.

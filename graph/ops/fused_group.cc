@@ -2,9 +2,7 @@
 // Inference checks the body against the node's inputs and types the outputs from the
 // body; the reference evaluation runs the body on the CPU reference.
 #include <memory>
-#include <mutex>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "graph/evaluate.h"
@@ -15,7 +13,7 @@ namespace kiln::ops {
 namespace {
 
 absl::Status Infer(Node& node) {
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> body, FusedGroupBody(node));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, FusedGroupBody(node));
   if (body->inputs().size() != static_cast<size_t>(node.num_inputs()) ||
       body->outputs().size() != static_cast<size_t>(node.num_outputs())) {
     return node.Error(absl::StrCat("its body has ", body->inputs().size(), " inputs and ", body->outputs().size(),
@@ -36,25 +34,8 @@ absl::Status Infer(Node& node) {
   return absl::OkStatus();
 }
 
-// Parsed bodies by text, shared by every evaluation (a body graph is only read while
-// evaluating, so threads may share it): parsing once per run would dominate small
-// groups.
-absl::StatusOr<std::shared_ptr<const Graph>> CachedBody(const Node& node) {
-  static std::mutex mu;
-  static auto* cache = new absl::flat_hash_map<std::string, std::shared_ptr<const Graph>>();
-  KILN_ASSIGN_OR_RETURN(std::string text, node.GetString("body"));
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = cache->find(text); it != cache->end()) return it->second;
-  }
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> body, FusedGroupBody(node));
-  std::shared_ptr<const Graph> shared(std::move(body));
-  std::lock_guard<std::mutex> lock(mu);
-  return cache->try_emplace(std::move(text), std::move(shared)).first->second;
-}
-
 absl::Status Eval(const Node& node, absl::Span<const Tensor* const> in, absl::Span<Tensor> out) {
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, CachedBody(node));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, FusedGroupBody(node));
   TensorMap feeds;
   for (size_t i = 0; i < in.size(); ++i) feeds[body->inputs()[i]->name()] = *in[i];
   KILN_ASSIGN_OR_RETURN(std::vector<Tensor> results, EvaluateGraph(*body, feeds));
