@@ -759,7 +759,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   }
   absl::StrAppend(&src, p.epilogue_defines, p.epilogue_function,
                   WgmmaFunction("kiln_sm90_wgmma", cfg.bn, bf16, trans_a, trans_b),
-                  TemplateSource("gemm_sm90.cuh"));
+                  // The template's four parts, in order (docs/kernels/gemm_sm90.md). Their
+                  // text joined is the kernel: a header line in a part would move every
+                  // later line and with them the cubins' line records (-lineinfo).
+                  TemplateSource("gemm_sm90.cuh"), TemplateSource("gemm_sm90_mainloop.cuh"),
+                  TemplateSource("gemm_sm90_epilogue.cuh"), TemplateSource("gemm_sm90_kernel.cuh"));
   launch.source = std::move(src);
   // Persistent: at most one CTA per SM, in whole clusters.
   const int64_t walkers =

@@ -1,0 +1,285 @@
+#ifdef KILN_EPILOGUE_PREFETCH
+// An epilogue load that depends on C's column alone (a bias), p[col]: thread t of a
+// consumer prefetches into L1 the t-th 128-byte line of the columns this consumer's
+// tile covers, from `first` (C's columns are the kernel's rows when swapped), at
+// the start of the tile. The mainloop hides the latency the epilogue's loads would
+// otherwise wait out after it; L1 holds the lines (TMA and the split-K partials
+// bypass it).
+template <typename T>
+static __device__ __forceinline__ void kiln_sm90_prefetch_columns(const T* p, int first, int t) {
+  constexpr int extent = GEMM_SWAP_AB ? 64 * WG_M : BN, per_line = 128 / sizeof(T);
+  constexpr int bound = GEMM_SWAP_AB ? GEMM_M : GEMM_N;  // C's columns
+  if (t <= extent / per_line) {  // one more line than the extent: `first` need not be aligned
+    const int col = min(first + t * per_line, min(first + extent, bound) - 1);
+    asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p + col));
+  }
+}
+#endif
+
+// An epilogue operand dense along C's rows (a residual; KILN_EPILOGUE_PREFETCH_ROWS):
+// each thread of a consumer asks L2 for one row of the consumer's tile of it, `bytes`
+// from p, at the start of the tile (cp.async.bulk.prefetch: 16-byte aligned, a
+// multiple of 16), so the epilogue's loads hit L2 instead of waiting for DRAM.
+static __device__ __forceinline__ void kiln_sm90_prefetch_row(const void* p, int bytes) {
+  if ((reinterpret_cast<unsigned long long>(p) & 15) == 0 && bytes % 16 == 0) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+  }
+}
+
+// The TMA-store epilogue's functor, where the generator emits one (KILN_EPILOGUE_AT):
+// kiln_epilogue_at takes the 16-bit column operands (a bias) from registers
+// (kiln_epilogue_columns, KILN_EPILOGUE_COLUMNS of them: BN / 8 registers each, at
+// most 32 registers in all), loaded while the tile's last wgmmas run; and it stops
+// before a last op that KILN_EPILOGUE_TAIL applies to the packed 16-bit result (a
+// ReLU; GELU's tanh form for fp16). kiln_epilogue_at2 runs it on a fragment's column
+// pair, reading 16-bit operands dense along the row (a residual) one 4-byte load a
+// pair where KILN_EPILOGUE_PAIRS_ALIGNED (their pointers are 4-byte aligned) holds.
+// The other epilogues call kiln_epilogue.
+#if defined(KILN_EPILOGUE_AT) && GEMM_TMA_STORE && !GEMM_SWAP_AB && KILN_EPILOGUE_COLUMNS * BN <= 256
+#define GEMM_EPILOGUE_AT 1
+#ifndef KILN_EPILOGUE_PAIRS_ALIGNED
+#define KILN_EPILOGUE_PAIRS_ALIGNED true
+#endif
+#else
+#define GEMM_EPILOGUE_AT 0
+#ifndef KILN_EPILOGUE_AT
+struct kiln_epilogue_columns {};  // nothing held: kiln_epilogue loads the operands
+#endif
+#undef KILN_EPILOGUE_PAIRS_ALIGNED
+#define KILN_EPILOGUE_PAIRS_ALIGNED true
+#endif
+
+#if GEMM_SWAP_AB
+// Swapped: the epilogue functor on every accumulator of a consumer's tile of C^T, in
+// place, at C's own (row, col) = (tile column, tile row), C's columns from col_base;
+// elements outside C become zeros (the functor does not run there, so its side loads
+// stay inside).
+static __device__ __forceinline__ void kiln_sm90_swap_epilogue_regs(float (&acc)[WG_M][BN / 2], int col_base, int n0,
+                                                                    int batch, int lane,
+                                                                    int warp KILN_EPILOGUE_PARAMS) {
+#pragma unroll
+  for (int i = 0; i < WG_M; ++i) {
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int cr = n0 + 8 * j + 2 * (lane % 4);  // C row (and cr + 1)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int col = col_base + i * 64 + warp * 16 + lane / 4 + 8 * h;
+        float& x0 = acc[i][4 * j + 2 * h];
+        float& x1 = acc[i][4 * j + 2 * h + 1];
+        x0 = (col < GEMM_M && cr < GEMM_N) ? kiln_epilogue(x0, cr, col, batch KILN_EPILOGUE_ARGS) : 0.f;
+        x1 = (col < GEMM_M && cr + 1 < GEMM_N) ? kiln_epilogue(x1, cr + 1, col, batch KILN_EPILOGUE_ARGS) : 0.f;
+      }
+    }
+  }
+}
+#endif
+
+// The epilogue functor on every accumulator of a consumer's tile, in place (rows from
+// `row_base`, columns from n0). MASK: elements outside the output become zeros (and
+// the functor does not run there); without it the whole tile is inside, nothing
+// conditional separates the functor's loads (a bias: shared by a column's rows), and
+// row-dense operands are read in aligned pairs (kiln_epilogue_at2<true>).
+template <bool MASK>
+static __device__ __forceinline__ void kiln_sm90_epilogue_regs(float (&acc)[WG_M][BN / 2], int row_base, int n0,
+                                                               int batch, int lane, int warp,
+                                                               const kiln_epilogue_columns& cols KILN_EPILOGUE_PARAMS) {
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int col = n0 + 8 * j + 2 * (lane % 4);
+#if GEMM_EPILOGUE_AT
+    kiln_epilogue_column_values c0, c1;  // columns col and col + 1
+    cols.at(j, c0, c1);
+#endif
+#pragma unroll
+    for (int i = 0; i < WG_M; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row_base + i * 64 + warp * 16 + lane / 4 + 8 * h;
+        float& v0 = acc[i][4 * j + 2 * h];
+        float& v1 = acc[i][4 * j + 2 * h + 1];
+        if (!MASK || (row < GEMM_M && col < GEMM_N)) {  // N % 8 == 0 (TMA store): col + 1 < N too
+#if GEMM_EPILOGUE_AT
+          kiln_epilogue_at2<!MASK>(v0, v1, row, col, batch, c0, c1 KILN_EPILOGUE_ARGS);
+#else
+          v0 = kiln_epilogue(v0, row, col, batch KILN_EPILOGUE_ARGS);
+          v1 = kiln_epilogue(v1, row, col + 1, batch KILN_EPILOGUE_ARGS);
+#endif
+        } else {
+          v0 = v1 = 0.f;
+        }
+      }
+    }
+  }
+}
+
+static __device__ __forceinline__ void kiln_sm90_store2(GEMM_OUT_T* __restrict__ C, kiln_index i, float v0, float v1,
+                                                        bool both) {
+#if GEMM_OUT_KIND == 2
+  if (both && (GEMM_C_LD % 2 == 0)) {
+    *reinterpret_cast<float2*>(C + i) = make_float2(v0, v1);
+  } else {
+    C[i] = v0;
+    if (both) C[i + 1] = v1;
+  }
+#else
+#if GEMM_OUT_KIND == 1
+  const unsigned h0 = kiln_f32_to_bf16(v0), h1 = kiln_f32_to_bf16(v1);
+#else
+  const unsigned h0 = kiln_f32_to_f16(v0), h1 = kiln_f32_to_f16(v1);
+#endif
+  if (both && (GEMM_C_LD % 2 == 0)) {
+    *reinterpret_cast<unsigned*>(C + i) = h0 | (h1 << 16);
+  } else {
+    C[i] = static_cast<GEMM_OUT_T>(h0);
+    if (both) C[i + 1] = static_cast<GEMM_OUT_T>(h1);
+  }
+#endif
+}
+
+#if GEMM_SPLIT_K > 1 || GEMM_STREAM_K
+// fp32x4 through L2 only (the partials of other CTAs must not come from a stale L1).
+// Plain intrinsics, not volatile asm: the compiler keeps the loads of a partial in
+// flight together (a volatile asm per load would wait out each one's L2 latency
+// before the next) and still orders them after the barriers (asm with a memory
+// clobber) that publish the partials.
+static __device__ __forceinline__ void kiln_sm90_st_cg(float* p, float a, float b, float c, float d) {
+  __stcg(reinterpret_cast<float4*>(p), make_float4(a, b, c, d));
+}
+static __device__ __forceinline__ void kiln_sm90_ld_cg(const float* p, float (&v)[4]) {
+  const float4 x = __ldcg(reinterpret_cast<const float4*>(p));
+  v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+}
+
+// A warpgroup's partial (its fp32 accumulators of a tile) in kiln_scratch: kPart
+// floats in a thread-private layout, float4 (i, p, h) of thread `tid` at
+// part + ((i * kPairs + p) * 2 + h) * 512 + 4 tid (coalesced), a float4 holding four
+// accumulators of one output row (n8 blocks 2p and 2p + 1, half h). Rows past M are
+// neither stored nor read (M = 1 moves 1/64 of the tile): their accumulators are zero
+// or left as they are, which the epilogue masks anyway. `part` includes 4 tid, `row`
+// is the thread's first output row (row_base + 16 warp + lane / 4).
+#define GEMM_PART_FLOATS (128 * WG_M * (BN / 2))
+// f(offset, a, b, c, d) on each float4 of this thread's partial in range: its offset
+// from `part` and its four accumulators.
+template <class F>
+static __device__ __forceinline__ void kiln_sm90_each_float4(float (&acc)[WG_M][BN / 2], int row, const F& f) {
+  constexpr int kPairs = BN / 16;  // n16 column pairs: 2 float4 (h = 0, 1) per pair
+#pragma unroll
+  for (int i = 0; i < WG_M; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (row + 64 * i + 8 * h >= GEMM_M) continue;
+#pragma unroll
+      for (int p = 0; p < kPairs; ++p) {
+        f(((i * kPairs + p) * 2 + h) * 512, acc[i][8 * p + 2 * h], acc[i][8 * p + 2 * h + 1], acc[i][8 * p + 4 + 2 * h],
+          acc[i][8 * p + 5 + 2 * h]);
+      }
+    }
+}
+static __device__ __forceinline__ void kiln_sm90_store_partial(float (&acc)[WG_M][BN / 2], float* part, int row) {
+  kiln_sm90_each_float4(acc, row, [&](int off, float& a, float& b, float& c, float& d) {
+    kiln_sm90_st_cg(part + off, a, b, c, d);
+  });
+}
+// acc += the partial at `part` (same layout).
+static __device__ __forceinline__ void kiln_sm90_add_partial(float (&acc)[WG_M][BN / 2], const float* part,
+                                                             int row) {
+  kiln_sm90_each_float4(acc, row, [&](int off, float& a, float& b, float& c, float& d) {
+    float w[4];
+    kiln_sm90_ld_cg(part + off, w);
+    a += w[0], b += w[1], c += w[2], d += w[3];
+  });
+}
+// After this thread's partial stores: visible GPU-wide, then the warpgroup (named
+// barrier 1 + c, its 128 threads) has stored all of its partial.
+static __device__ __forceinline__ void kiln_sm90_partial_stored(int c) {
+  __threadfence();
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+}
+#endif
+
+#if GEMM_SPLIT_K > 1
+// The split-K reduction of consumer c's rows of tile t (see the top of this file):
+// true in the warpgroup that arrived last, with acc = the sum of the S partials in
+// split order; false in the others. `tid` is the thread's index in its warpgroup,
+// `row_base` the output row of the warpgroup's first row. Named barrier 1 + c orders
+// the stores before the count and broadcasts who was last.
+static __device__ __forceinline__ bool kiln_sm90_split_reduce(float (&acc)[WG_M][BN / 2],
+                                                              unsigned int* __restrict__ semaphores,
+                                                              float* __restrict__ scratch, int t, int c, int split,
+                                                              int tid, int row_base) {
+  const unsigned sub = static_cast<unsigned>(t) * CONSUMERS + c;
+  float* part = scratch + (kiln_index)sub * GEMM_SPLIT_K * GEMM_PART_FLOATS + tid * 4;
+  const int row = row_base + (tid / 32) * 16 + (tid % 32) / 4;
+  kiln_sm90_store_partial(acc, part + (kiln_index)split * GEMM_PART_FLOATS, row);
+  kiln_sm90_partial_stored(c);
+  unsigned last = 0;
+  if (tid == 0) {
+    const unsigned arrived = atomicAdd(semaphores + sub, 1u);
+    if (arrived == GEMM_SPLIT_K - 1) {
+      atomicExch(semaphores + sub, 0u);  // every split is in: reset
+      last = 1;
+    }
+    __threadfence();
+  }
+  asm volatile(
+      "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.or.pred q, %2, 128, p;\nselp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(last)
+      : "r"(last), "r"(1 + c)
+      : "memory");
+  if (!last) return false;
+  // All S partials read back through L2, its own included: the bits do not depend on
+  // which split arrived last.
+#pragma unroll
+  for (int i = 0; i < WG_M; ++i)
+#pragma unroll
+    for (int j = 0; j < BN / 2; ++j) acc[i][j] = 0.f;
+#pragma unroll 1
+  for (int sp = 0; sp < GEMM_SPLIT_K; ++sp) kiln_sm90_add_partial(acc, part + (kiln_index)sp * GEMM_PART_FLOATS, row);
+  return true;
+}
+#endif  // GEMM_SPLIT_K > 1
+
+#if GEMM_STREAM_K
+// The stream-K fix-up of consumer c's rows after unit (t, [kb, ke)) of CTA `walker`
+// (see the top of this file): true when acc then holds the whole tile (the epilogue
+// runs), false when another CTA finishes it. A whole tile needs nothing. A unit
+// without the tile's first k tile is the first unit of its CTA's range: its partial
+// goes to the CTA's slot and the tile's semaphore counts it. The unit with the first
+// k tile is the last of its CTA's range: it waits until the semaphore counts every
+// later CTA whose range meets the tile, resets it, and adds their partials in CTA
+// order to its own accumulators.
+static __device__ __forceinline__ bool kiln_sm90_stream_fixup(float (&acc)[WG_M][BN / 2],
+                                                              unsigned int* __restrict__ semaphores,
+                                                              float* __restrict__ scratch, int t, int kb, int ke,
+                                                              int walker, int c, int tid, int row_base) {
+  if (kb == 0 && ke == GEMM_K_TILES) return true;
+  const int s = t - (GEMM_TILES - GEMM_SK_TILES);  // the stream-K tile
+  unsigned int* sem = semaphores + s * CONSUMERS + c;
+  const int row = row_base + (tid / 32) * 16 + (tid % 32) / 4;
+  auto slot = [&](int w) { return scratch + ((kiln_index)w * CONSUMERS + c) * GEMM_PART_FLOATS + tid * 4; };
+  if (kb != 0) {
+    kiln_sm90_store_partial(acc, slot(walker), row);
+    kiln_sm90_partial_stored(c);
+    if (tid == 0) atomicAdd(sem, 1u);
+    return false;
+  }
+  const int last = kiln_sm90_sk_cta(static_cast<long long>(s) * GEMM_K_TILES + GEMM_K_TILES - 1);
+  if (tid == 0) {
+    const unsigned want = static_cast<unsigned>(last - walker);
+    unsigned got;
+    while (true) {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(got) : "l"(sem) : "memory");
+      if (got >= want) break;
+      __nanosleep(32);
+    }
+    atomicExch(sem, 0u);  // every contributor is in: reset for the next launch
+    __threadfence();
+  }
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+#pragma unroll 1
+  for (int w = walker + 1; w <= last; ++w) kiln_sm90_add_partial(acc, slot(w), row);
+  return true;
+}
+#endif  // GEMM_STREAM_K
+
