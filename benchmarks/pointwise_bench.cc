@@ -193,6 +193,167 @@ struct Step {
   size_t first_kernel = 0;
 };
 
+// What runs for one workload: the steps (the group, or its members when codegen has no
+// group kernel), and the bytes the fused kernel moves.
+struct Plan {
+  std::vector<Step> steps;
+  size_t bytes = 0;
+  bool expanded = false;
+};
+
+// Plans `wl` and appends its kernels to `kernels`; a group's graph goes into
+// `fused_graphs` (its steps point into it). False after the message when codegen fails.
+bool PlanWorkload(const Workload& wl, std::vector<std::unique_ptr<Graph>>& fused_graphs,
+                  std::vector<codegen::ModuleKernel>& kernels, Plan& plan) {
+  const Node* unit = nullptr;
+  if (!wl.members.empty()) {
+    fused_graphs.push_back(wl.graph->Clone());
+    Graph& fg = *fused_graphs.back();
+    std::vector<Node*> members;
+    for (const std::string& name : wl.members) {
+      for (Node* n : fg.nodes()) {
+        if (n->name() == name) members.push_back(n);
+      }
+    }
+    absl::StatusOr<Node*> group = FormFusedGroup(fg, members, wl.pattern, nullptr);
+    if (!group.ok()) {
+      std::fprintf(stderr, "%s: %s\n", wl.name.c_str(), std::string(group.status().message()).c_str());
+      return false;
+    }
+    unit = *group;
+  } else {
+    unit = wl.graph->nodes()[0];
+  }
+  for (const Value* v : unit->inputs()) {
+    if (v != nullptr && !v->is_constant()) plan.bytes += Bytes(v);
+  }
+  for (const Value* v : unit->outputs()) plan.bytes += Bytes(v);
+  absl::StatusOr<std::vector<codegen::KernelLaunch>> l = codegen::GenerateNodeKernels(*unit);
+  if (l.ok()) {
+    plan.steps.push_back({unit, *std::move(l)});
+  } else if (l.status().code() == absl::StatusCode::kUnimplemented && !wl.members.empty()) {
+    plan.expanded = true;
+    for (const Node* n : wl.graph->nodes()) {
+      absl::StatusOr<std::vector<codegen::KernelLaunch>> m = codegen::GenerateNodeKernels(*n);
+      if (!m.ok()) {
+        std::fprintf(stderr, "%s: %s\n", wl.name.c_str(), std::string(m.status().message()).c_str());
+        return false;
+      }
+      plan.steps.push_back({n, *std::move(m)});
+    }
+  } else {
+    std::fprintf(stderr, "%s: %s\n", wl.name.c_str(), std::string(l.status().message()).c_str());
+    return false;
+  }
+  for (Step& s : plan.steps) {
+    s.first_kernel = kernels.size();
+    for (const codegen::KernelLaunch& k : s.launches) {
+      kernels.push_back({absl::StrCat("kiln_bench_", kernels.size()), k.source});
+    }
+  }
+  return true;
+}
+
+// Random fp16 data in [-2, 2): one pool, every input reads a window of it.
+std::vector<uint16_t> RandomPool() {
+  const size_t pool_elems = (64u << 20) + 4096;
+  std::vector<uint16_t> host(pool_elems);
+  std::mt19937 gen(11);
+  std::vector<float> chunk(1 << 20);
+  std::uniform_real_distribution<float> dist(-2.f, 2.f);
+  for (size_t at = 0; at < pool_elems; at += chunk.size()) {
+    const size_t n = std::min(chunk.size(), pool_elems - at);
+    for (size_t i = 0; i < n; ++i) chunk[i] = dist(gen);
+    const Tensor t =
+        Tensor::FromFloat(DType::kFloat16, {static_cast<int64_t>(n)}, absl::MakeConstSpan(chunk.data(), n));
+    std::memcpy(host.data() + at, t.raw_data(), n * 2);
+  }
+  return host;
+}
+
+// Times workload `wl` (the kernels of `plan`, loaded from `cubins`) and a copy moving as
+// many bytes, prints its line and writes its CSV row. Inputs are windows of `host`.
+void MeasureWorkload(const Workload& wl, const Plan& plan, const std::vector<codegen::ModuleKernel>& kernels,
+                     const std::vector<std::string>& cubins, const std::vector<uint16_t>& host, void* flush,
+                     size_t flush_bytes, std::ofstream& csv) {
+  // One device buffer per value any step touches (by name).
+  std::map<std::string, void*> buf;
+  size_t pool_at = 0;
+  auto buffer = [&](const Value* v) -> void* {
+    auto it = buf.find(v->name());
+    if (it != buf.end()) return it->second;
+    void* p = nullptr;
+    CHECK_CUDA(cudaMalloc(&p, std::max<size_t>(16, Bytes(v))));
+    if (v->is_constant()) {
+      CHECK_CUDA(cudaMemcpy(p, v->constant().raw_data(), Bytes(v), cudaMemcpyHostToDevice));
+    } else if (v->producer() == nullptr && v->dtype() == DType::kFloat16) {
+      const size_t n = static_cast<size_t>(v->numel());
+      pool_at = (pool_at + 977) % 4096;
+      CHECK_CUDA(cudaMemcpy(p, host.data() + pool_at, n * 2, cudaMemcpyHostToDevice));
+    }
+    buf[v->name()] = p;
+    return p;
+  };
+  struct Ready {
+    cudaKernel_t kernel;
+    const codegen::KernelLaunch* launch;
+    std::vector<void*> ptrs;
+    std::vector<void*> params;
+  };
+  std::vector<Ready> ready;
+  std::vector<cudaLibrary_t> libs;
+  for (const Step& s : plan.steps) {
+    for (size_t k = 0; k < s.launches.size(); ++k) {
+      const size_t index = s.first_kernel + k;
+      cudaLibrary_t lib;
+      CHECK_CUDA(cudaLibraryLoadData(&lib, cubins[index].data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+      libs.push_back(lib);
+      Ready r;
+      CHECK_CUDA(cudaLibraryGetKernel(&r.kernel, lib, kernels[index].function.c_str()));
+      r.launch = &s.launches[k];
+      for (int a : r.launch->args) {
+        const int nout = s.node->num_outputs();
+        r.ptrs.push_back(buffer(a < nout ? s.node->output(a) : s.node->input(a - nout)));
+      }
+      ready.push_back(std::move(r));
+    }
+  }
+  for (Ready& r : ready) {
+    for (void*& p : r.ptrs) r.params.push_back(&p);
+  }
+  const double ms = MedianMs(
+      [&] {
+        for (Ready& r : ready) {
+          const codegen::KernelLaunch& l = *r.launch;
+          CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(r.kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
+                                      dim3(l.block[0], l.block[1], l.block[2]), r.params.data(), l.shared_bytes,
+                                      nullptr));
+        }
+      },
+      flush, flush_bytes);
+  const double gbs = static_cast<double>(plan.bytes) / (ms * 1e-3) / 1e9;
+  // The practical ceiling at this size: a device-to-device copy moving as many
+  // bytes (half read, half written), timed the same way.
+  void* copy_src = nullptr;
+  void* copy_dst = nullptr;
+  const size_t half = plan.bytes / 2;
+  CHECK_CUDA(cudaMalloc(&copy_src, half));
+  CHECK_CUDA(cudaMalloc(&copy_dst, half));
+  const double copy_ms = MedianMs(
+      [&] { CHECK_CUDA(cudaMemcpyAsync(copy_dst, copy_src, half, cudaMemcpyDeviceToDevice)); }, flush, flush_bytes);
+  const double copy_gbs = static_cast<double>(2 * half) / (copy_ms * 1e-3) / 1e9;
+  cudaFree(copy_src);
+  cudaFree(copy_dst);
+  const std::string nk = absl::StrCat(ready.size(), plan.expanded ? " (unfused)" : "");
+  std::printf("%-22s %-15s %7s %10.1f %10.1f %9.0f %7.1f%% %12.0f\n", wl.name.c_str(), wl.shape.c_str(),
+              absl::StrCat(ready.size(), plan.expanded ? "*" : "").c_str(), plan.bytes / 1e6, ms * 1e3, gbs,
+              100.0 * gbs / kH100PeakGBs, copy_gbs);
+  csv << wl.name << "," << wl.shape << ",f16," << nk << "," << plan.bytes << "," << ms << "," << gbs << ","
+      << 100.0 * gbs / kH100PeakGBs << "," << copy_gbs << "\n";
+  for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
+  for (auto& [name, p] : buf) cudaFree(p);
+}
+
 int Main(int argc, char** argv) {
   const bool compile_only = argc > 1 && std::string(argv[1]) == "--compile-only";
   const std::string csv_path = argc > 1 && !compile_only ? argv[1] : "pointwise.csv";
@@ -209,61 +370,11 @@ int Main(int argc, char** argv) {
   }
 
   std::vector<Workload> workloads = Workloads();
-  // Per workload: the steps that run (the group, or its members when codegen has no
-  // group kernel), and the bytes the fused kernel moves.
   std::vector<std::unique_ptr<Graph>> fused_graphs;
-  std::vector<std::vector<Step>> steps(workloads.size());
-  std::vector<size_t> bytes(workloads.size(), 0);
-  std::vector<bool> expanded(workloads.size(), false);
+  std::vector<Plan> plans(workloads.size());
   std::vector<codegen::ModuleKernel> kernels;
   for (size_t w = 0; w < workloads.size(); ++w) {
-    Workload& wl = workloads[w];
-    const Node* unit = nullptr;
-    if (!wl.members.empty()) {
-      fused_graphs.push_back(wl.graph->Clone());
-      Graph& fg = *fused_graphs.back();
-      std::vector<Node*> members;
-      for (const std::string& name : wl.members) {
-        for (Node* n : fg.nodes()) {
-          if (n->name() == name) members.push_back(n);
-        }
-      }
-      absl::StatusOr<Node*> group = FormFusedGroup(fg, members, wl.pattern, nullptr);
-      if (!group.ok()) {
-        std::fprintf(stderr, "%s: %s\n", wl.name.c_str(), std::string(group.status().message()).c_str());
-        return 1;
-      }
-      unit = *group;
-    } else {
-      unit = wl.graph->nodes()[0];
-    }
-    for (const Value* v : unit->inputs()) {
-      if (v != nullptr && !v->is_constant()) bytes[w] += Bytes(v);
-    }
-    for (const Value* v : unit->outputs()) bytes[w] += Bytes(v);
-    absl::StatusOr<std::vector<codegen::KernelLaunch>> l = codegen::GenerateNodeKernels(*unit);
-    if (l.ok()) {
-      steps[w].push_back({unit, *std::move(l)});
-    } else if (l.status().code() == absl::StatusCode::kUnimplemented && !wl.members.empty()) {
-      expanded[w] = true;
-      for (const Node* n : wl.graph->nodes()) {
-        absl::StatusOr<std::vector<codegen::KernelLaunch>> m = codegen::GenerateNodeKernels(*n);
-        if (!m.ok()) {
-          std::fprintf(stderr, "%s: %s\n", wl.name.c_str(), std::string(m.status().message()).c_str());
-          return 1;
-        }
-        steps[w].push_back({n, *std::move(m)});
-      }
-    } else {
-      std::fprintf(stderr, "%s: %s\n", wl.name.c_str(), std::string(l.status().message()).c_str());
-      return 1;
-    }
-    for (Step& s : steps[w]) {
-      s.first_kernel = kernels.size();
-      for (const codegen::KernelLaunch& k : s.launches) {
-        kernels.push_back({absl::StrCat("kiln_bench_", kernels.size()), k.source});
-      }
-    }
+    if (!PlanWorkload(workloads[w], fused_graphs, kernels, plans[w])) return 1;
   }
   absl::StatusOr<std::vector<std::string>> cubins = codegen::CompileModules(kernels, arch, 1);
   if (!cubins.ok()) {
@@ -273,29 +384,15 @@ int Main(int argc, char** argv) {
   if (compile_only) {
     for (size_t w = 0; w < workloads.size(); ++w) {
       size_t launches = 0;
-      for (const Step& s : steps[w]) launches += s.launches.size();
+      for (const Step& s : plans[w].steps) launches += s.launches.size();
       std::printf("%-22s %-15s %zu kernel(s)%s, %.1f MB moved\n", workloads[w].name.c_str(), workloads[w].shape.c_str(),
-                  launches, expanded[w] ? " (group expanded)" : "", bytes[w] / 1e6);
+                  launches, plans[w].expanded ? " (group expanded)" : "", plans[w].bytes / 1e6);
     }
     std::printf("compiled %zu kernels for %s\n", kernels.size(), arch.c_str());
     return 0;
   }
 
-  // Random fp16 data in [-2, 2): one pool, every input reads a window of it.
-  const size_t pool_elems = (64u << 20) + 4096;
-  std::vector<uint16_t> host(pool_elems);
-  {
-    std::mt19937 gen(11);
-    std::vector<float> chunk(1 << 20);
-    std::uniform_real_distribution<float> dist(-2.f, 2.f);
-    for (size_t at = 0; at < pool_elems; at += chunk.size()) {
-      const size_t n = std::min(chunk.size(), pool_elems - at);
-      for (size_t i = 0; i < n; ++i) chunk[i] = dist(gen);
-      const Tensor t =
-          Tensor::FromFloat(DType::kFloat16, {static_cast<int64_t>(n)}, absl::MakeConstSpan(chunk.data(), n));
-      std::memcpy(host.data() + at, t.raw_data(), n * 2);
-    }
-  }
+  const std::vector<uint16_t> host = RandomPool();
   const size_t flush_bytes = 256u << 20;
   void* flush = nullptr;
   CHECK_CUDA(cudaMalloc(&flush, flush_bytes));
@@ -306,82 +403,7 @@ int Main(int argc, char** argv) {
   std::printf("%-22s %-15s %7s %10s %10s %9s %8s %12s\n", "workload", "shape", "kernels", "MB moved", "us", "GB/s",
               "% peak", "memcpy GB/s");
   for (size_t w = 0; w < workloads.size(); ++w) {
-    // One device buffer per value any step touches (by name).
-    std::map<std::string, void*> buf;
-    size_t pool_at = 0;
-    auto buffer = [&](const Value* v) -> void* {
-      auto it = buf.find(v->name());
-      if (it != buf.end()) return it->second;
-      void* p = nullptr;
-      CHECK_CUDA(cudaMalloc(&p, std::max<size_t>(16, Bytes(v))));
-      if (v->is_constant()) {
-        CHECK_CUDA(cudaMemcpy(p, v->constant().raw_data(), Bytes(v), cudaMemcpyHostToDevice));
-      } else if (v->producer() == nullptr && v->dtype() == DType::kFloat16) {
-        const size_t n = static_cast<size_t>(v->numel());
-        pool_at = (pool_at + 977) % 4096;
-        CHECK_CUDA(cudaMemcpy(p, host.data() + pool_at, n * 2, cudaMemcpyHostToDevice));
-      }
-      buf[v->name()] = p;
-      return p;
-    };
-    struct Ready {
-      cudaKernel_t kernel;
-      const codegen::KernelLaunch* launch;
-      std::vector<void*> ptrs;
-      std::vector<void*> params;
-    };
-    std::vector<Ready> ready;
-    std::vector<cudaLibrary_t> libs;
-    for (const Step& s : steps[w]) {
-      for (size_t k = 0; k < s.launches.size(); ++k) {
-        const size_t index = s.first_kernel + k;
-        cudaLibrary_t lib;
-        CHECK_CUDA(cudaLibraryLoadData(&lib, (*cubins)[index].data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-        libs.push_back(lib);
-        Ready r;
-        CHECK_CUDA(cudaLibraryGetKernel(&r.kernel, lib, kernels[index].function.c_str()));
-        r.launch = &s.launches[k];
-        for (int a : r.launch->args) {
-          const int nout = s.node->num_outputs();
-          r.ptrs.push_back(buffer(a < nout ? s.node->output(a) : s.node->input(a - nout)));
-        }
-        ready.push_back(std::move(r));
-      }
-    }
-    for (Ready& r : ready) {
-      for (void*& p : r.ptrs) r.params.push_back(&p);
-    }
-    const double ms = MedianMs(
-        [&] {
-          for (Ready& r : ready) {
-            const codegen::KernelLaunch& l = *r.launch;
-            CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(r.kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
-                                        dim3(l.block[0], l.block[1], l.block[2]), r.params.data(), l.shared_bytes,
-                                        nullptr));
-          }
-        },
-        flush, flush_bytes);
-    const double gbs = static_cast<double>(bytes[w]) / (ms * 1e-3) / 1e9;
-    // The practical ceiling at this size: a device-to-device copy moving as many
-    // bytes (half read, half written), timed the same way.
-    void* copy_src = nullptr;
-    void* copy_dst = nullptr;
-    const size_t half = bytes[w] / 2;
-    CHECK_CUDA(cudaMalloc(&copy_src, half));
-    CHECK_CUDA(cudaMalloc(&copy_dst, half));
-    const double copy_ms = MedianMs(
-        [&] { CHECK_CUDA(cudaMemcpyAsync(copy_dst, copy_src, half, cudaMemcpyDeviceToDevice)); }, flush, flush_bytes);
-    const double copy_gbs = static_cast<double>(2 * half) / (copy_ms * 1e-3) / 1e9;
-    cudaFree(copy_src);
-    cudaFree(copy_dst);
-    const std::string nk = absl::StrCat(ready.size(), expanded[w] ? " (unfused)" : "");
-    std::printf("%-22s %-15s %7s %10.1f %10.1f %9.0f %7.1f%% %12.0f\n", workloads[w].name.c_str(),
-                workloads[w].shape.c_str(), absl::StrCat(ready.size(), expanded[w] ? "*" : "").c_str(), bytes[w] / 1e6,
-                ms * 1e3, gbs, 100.0 * gbs / kH100PeakGBs, copy_gbs);
-    csv << workloads[w].name << "," << workloads[w].shape << ",f16," << nk << "," << bytes[w] << "," << ms << "," << gbs
-        << "," << 100.0 * gbs / kH100PeakGBs << "," << copy_gbs << "\n";
-    for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
-    for (auto& [name, p] : buf) cudaFree(p);
+    MeasureWorkload(workloads[w], plans[w], kernels, *cubins, host, flush, flush_bytes, csv);
   }
   std::printf(
       "(* = codegen has no kernel for the group: its members ran one kernel each, as a bundle runs an\n"
