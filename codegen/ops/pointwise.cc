@@ -146,6 +146,121 @@ std::string Subst(std::string expr, const std::map<std::string, std::string>& va
 
 absl::StatusOr<float> Attr(const Node& node, const char* name, float dflt) { return node.GetFloat(name, dflt); }
 
+// Max, Min, Sum and Mean over their present inputs (Mean: floats only).
+absl::StatusOr<PwSpec> VariadicSpec(const Node& node, PwSpec s) {
+  const std::string& op = node.op_type();
+  const DType t0 = node.input(0)->dtype();
+  const Domain d0 = DomainOf(t0);
+  const bool fl = d0 == Domain::kFloat;
+  if (op == "Mean" && !fl) return NoKernel(node, absl::StrCat("dtype ", DTypeName(t0)));
+  int count = 0;
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    if (!node.has_input(i)) continue;
+    s.inputs.push_back(In(node, i, d0));
+    ++count;
+  }
+  if (count == 0) return NoKernel(node, "no inputs");
+  s.body = absl::StrCat(DomainType(d0), " acc = v0;\n");
+  for (int k = 1; k < count; ++k) {
+    std::string step;
+    if (op == "Max") step = fl ? "kiln_fmax_nan(acc, v%)" : "kiln_imax(acc, v%)";
+    if (op == "Min") step = fl ? "kiln_fmin_nan(acc, v%)" : "kiln_imin(acc, v%)";
+    if (op == "Sum" || op == "Mean") step = fl ? "acc + v%" : "kiln_wadd(acc, v%)";
+    step.replace(step.find('%'), 1, std::to_string(k));
+    absl::StrAppend(&s.body, "acc = ", step, ";\n");
+  }
+  s.result = op == "Mean" ? absl::StrCat("acc / ", FloatLit(static_cast<float>(count))) : "acc";
+  s.result_domain = d0;
+  return s;
+}
+
+// Clip to its optional min and max: constants become literals, others inputs.
+absl::StatusOr<PwSpec> ClipSpec(const Node& node, PwSpec s) {
+  const DType t0 = node.input(0)->dtype();
+  const Domain d0 = DomainOf(t0);
+  const bool fl = d0 == Domain::kFloat;
+  s.inputs = {In(node, 0, d0)};
+  s.result_domain = d0;
+  s.body = absl::StrCat(DomainType(d0), " y = v0;\n");
+  for (int i = 1; i <= 2; ++i) {
+    if (!node.has_input(i)) continue;
+    std::string bound;
+    const Value* b = node.input(i);
+    if (b->is_constant()) {
+      bound = fl ? FloatLit(b->constant().ScalarFloat()) : IntLit(b->constant().ScalarInt64());
+    } else {
+      s.inputs.push_back({i, Shape{}, d0});
+      bound = absl::StrCat("v", s.inputs.size() - 1);
+    }
+    absl::StrAppend(&s.body, i == 1 ? "y = y < " : "y = y > ", bound, " ? ", bound, " : y;\n");
+  }
+  s.result = "y";
+  return s;
+}
+
+// The ops with float inputs only, each reading input 0 as a float (BatchNormalization
+// its parameters too): LeakyRelu, Elu, Selu, HardSigmoid, ThresholdedRelu, Gelu and
+// inference BatchNormalization; NoKernel for any other op.
+absl::StatusOr<PwSpec> FloatOnlySpec(const Node& node, PwSpec s) {
+  const std::string& op = node.op_type();
+  s.inputs = {In(node, 0, Domain::kFloat)};
+  s.result_domain = Domain::kFloat;
+  if (op == "LeakyRelu") {
+    auto alpha = Attr(node, "alpha", 0.01f);
+    if (!alpha.ok()) return alpha.status();
+    s.result = absl::StrCat("v0 >= 0.f ? v0 : ", FloatLit(*alpha), " * v0");
+  } else if (op == "Elu") {
+    auto alpha = Attr(node, "alpha", 1.f);
+    if (!alpha.ok()) return alpha.status();
+    s.result = absl::StrCat("v0 >= 0.f ? v0 : ", FloatLit(*alpha), " * expm1f(v0)");
+  } else if (op == "Selu") {
+    auto alpha = Attr(node, "alpha", 1.67326319217681884765625f);
+    auto gamma = Attr(node, "gamma", 1.05070102214813232421875f);
+    if (!alpha.ok()) return alpha.status();
+    if (!gamma.ok()) return gamma.status();
+    s.result = absl::StrCat(FloatLit(*gamma), " * (v0 > 0.f ? v0 : ", FloatLit(*alpha), " * expm1f(v0))");
+  } else if (op == "HardSigmoid") {
+    auto alpha = Attr(node, "alpha", 0.2f);
+    auto beta = Attr(node, "beta", 0.5f);
+    if (!alpha.ok()) return alpha.status();
+    if (!beta.ok()) return beta.status();
+    s.result = absl::StrCat("fmaxf(0.f, fminf(1.f, ", FloatLit(*alpha), " * v0 + ", FloatLit(*beta), "))");
+  } else if (op == "ThresholdedRelu") {
+    auto alpha = Attr(node, "alpha", 1.f);
+    if (!alpha.ok()) return alpha.status();
+    s.result = absl::StrCat("v0 > ", FloatLit(*alpha), " ? v0 : 0.f");
+  } else if (op == "Gelu") {
+    auto approx = node.GetString("approximate", "none");
+    if (!approx.ok()) return approx.status();
+    // A 16-bit result takes the one-MUFU-op forms (templates/pointwise.cuh): their error
+    // is below the result's own rounding; an fp32 result keeps erff / tanhf.
+    const DType out = node.output(0)->dtype();
+    const bool sixteen = out == DType::kFloat16 || out == DType::kBFloat16;
+    if (*approx == "none") {
+      s.result = sixteen ? "kiln_gelu_erf_fast(v0)" : "kiln_gelu_erf(v0)";
+    } else if (*approx == "tanh") {
+      s.result = sixteen ? "kiln_gelu_tanh_fast(v0)" : "kiln_gelu_tanh(v0)";
+    } else {
+      return NoKernel(node, absl::StrCat("approximate=", *approx));
+    }
+  } else if (op == "BatchNormalization") {
+    if (node.num_outputs() != 1 || node.input(0)->rank() < 2) return NoKernel(node, "training form");
+    auto eps = Attr(node, "epsilon", 1e-5f);
+    if (!eps.ok()) return eps.status();
+    Shape view(node.input(0)->rank(), 1);
+    view[1] = node.input(0)->shape()[1];
+    for (int i = 1; i <= 4; ++i) {
+      if (!IsFloating(node.input(i)->dtype())) return NoKernel(node, "non-float parameters");
+      s.inputs.push_back({i, view, Domain::kFloat});
+    }
+    s.body = absl::StrCat("const float a = v1 / sqrtf(v4 + ", FloatLit(*eps), ");\nconst float b = v2 - v3 * a;\n");
+    s.result = "v0 * a + b";
+  } else {
+    return NoKernel(node, "");
+  }
+  return s;
+}
+
 absl::StatusOr<PwSpec> Spec(const Node& node) {
   const std::string& op = node.op_type();
   PwSpec s;
@@ -192,28 +307,7 @@ absl::StatusOr<PwSpec> Spec(const Node& node) {
     s.result_domain = d0;
     return s;
   }
-  if (op == "Max" || op == "Min" || op == "Sum" || op == "Mean") {
-    if (op == "Mean" && !fl) return NoKernel(node, absl::StrCat("dtype ", DTypeName(t0)));
-    int count = 0;
-    for (int i = 0; i < node.num_inputs(); ++i) {
-      if (!node.has_input(i)) continue;
-      s.inputs.push_back(In(node, i, d0));
-      ++count;
-    }
-    if (count == 0) return NoKernel(node, "no inputs");
-    s.body = absl::StrCat(DomainType(d0), " acc = v0;\n");
-    for (int k = 1; k < count; ++k) {
-      std::string step;
-      if (op == "Max") step = fl ? "kiln_fmax_nan(acc, v%)" : "kiln_imax(acc, v%)";
-      if (op == "Min") step = fl ? "kiln_fmin_nan(acc, v%)" : "kiln_imin(acc, v%)";
-      if (op == "Sum" || op == "Mean") step = fl ? "acc + v%" : "kiln_wadd(acc, v%)";
-      step.replace(step.find('%'), 1, std::to_string(k));
-      absl::StrAppend(&s.body, "acc = ", step, ";\n");
-    }
-    s.result = op == "Mean" ? absl::StrCat("acc / ", FloatLit(static_cast<float>(count))) : "acc";
-    s.result_domain = d0;
-    return s;
-  }
+  if (op == "Max" || op == "Min" || op == "Sum" || op == "Mean") return VariadicSpec(node, std::move(s));
   if (op == "Mod") {
     auto fmod = node.GetInt("fmod", 0);
     if (!fmod.ok()) return fmod.status();
@@ -281,82 +375,9 @@ absl::StatusOr<PwSpec> Spec(const Node& node) {
     s.result_domain = d;
     return s;
   }
-  if (op == "Clip") {
-    s.inputs = {In(node, 0, d0)};
-    s.result_domain = d0;
-    s.body = absl::StrCat(DomainType(d0), " y = v0;\n");
-    for (int i = 1; i <= 2; ++i) {
-      if (!node.has_input(i)) continue;
-      std::string bound;
-      const Value* b = node.input(i);
-      if (b->is_constant()) {
-        bound = fl ? FloatLit(b->constant().ScalarFloat()) : IntLit(b->constant().ScalarInt64());
-      } else {
-        s.inputs.push_back({i, Shape{}, d0});
-        bound = absl::StrCat("v", s.inputs.size() - 1);
-      }
-      absl::StrAppend(&s.body, i == 1 ? "y = y < " : "y = y > ", bound, " ? ", bound, " : y;\n");
-    }
-    s.result = "y";
-    return s;
-  }
+  if (op == "Clip") return ClipSpec(node, std::move(s));
   if (!fl) return NoKernel(node, absl::StrCat("dtype ", DTypeName(t0)));
-  s.inputs = {In(node, 0, Domain::kFloat)};
-  s.result_domain = Domain::kFloat;
-  if (op == "LeakyRelu") {
-    auto alpha = Attr(node, "alpha", 0.01f);
-    if (!alpha.ok()) return alpha.status();
-    s.result = absl::StrCat("v0 >= 0.f ? v0 : ", FloatLit(*alpha), " * v0");
-  } else if (op == "Elu") {
-    auto alpha = Attr(node, "alpha", 1.f);
-    if (!alpha.ok()) return alpha.status();
-    s.result = absl::StrCat("v0 >= 0.f ? v0 : ", FloatLit(*alpha), " * expm1f(v0)");
-  } else if (op == "Selu") {
-    auto alpha = Attr(node, "alpha", 1.67326319217681884765625f);
-    auto gamma = Attr(node, "gamma", 1.05070102214813232421875f);
-    if (!alpha.ok()) return alpha.status();
-    if (!gamma.ok()) return gamma.status();
-    s.result = absl::StrCat(FloatLit(*gamma), " * (v0 > 0.f ? v0 : ", FloatLit(*alpha), " * expm1f(v0))");
-  } else if (op == "HardSigmoid") {
-    auto alpha = Attr(node, "alpha", 0.2f);
-    auto beta = Attr(node, "beta", 0.5f);
-    if (!alpha.ok()) return alpha.status();
-    if (!beta.ok()) return beta.status();
-    s.result = absl::StrCat("fmaxf(0.f, fminf(1.f, ", FloatLit(*alpha), " * v0 + ", FloatLit(*beta), "))");
-  } else if (op == "ThresholdedRelu") {
-    auto alpha = Attr(node, "alpha", 1.f);
-    if (!alpha.ok()) return alpha.status();
-    s.result = absl::StrCat("v0 > ", FloatLit(*alpha), " ? v0 : 0.f");
-  } else if (op == "Gelu") {
-    auto approx = node.GetString("approximate", "none");
-    if (!approx.ok()) return approx.status();
-    // A 16-bit result takes the one-MUFU-op forms (templates/pointwise.cuh): their error
-    // is below the result's own rounding; an fp32 result keeps erff / tanhf.
-    const DType out = node.output(0)->dtype();
-    const bool sixteen = out == DType::kFloat16 || out == DType::kBFloat16;
-    if (*approx == "none") {
-      s.result = sixteen ? "kiln_gelu_erf_fast(v0)" : "kiln_gelu_erf(v0)";
-    } else if (*approx == "tanh") {
-      s.result = sixteen ? "kiln_gelu_tanh_fast(v0)" : "kiln_gelu_tanh(v0)";
-    } else {
-      return NoKernel(node, absl::StrCat("approximate=", *approx));
-    }
-  } else if (op == "BatchNormalization") {
-    if (node.num_outputs() != 1 || node.input(0)->rank() < 2) return NoKernel(node, "training form");
-    auto eps = Attr(node, "epsilon", 1e-5f);
-    if (!eps.ok()) return eps.status();
-    Shape view(node.input(0)->rank(), 1);
-    view[1] = node.input(0)->shape()[1];
-    for (int i = 1; i <= 4; ++i) {
-      if (!IsFloating(node.input(i)->dtype())) return NoKernel(node, "non-float parameters");
-      s.inputs.push_back({i, view, Domain::kFloat});
-    }
-    s.body = absl::StrCat("const float a = v1 / sqrtf(v4 + ", FloatLit(*eps), ");\nconst float b = v2 - v3 * a;\n");
-    s.result = "v0 * a + b";
-  } else {
-    return NoKernel(node, "");
-  }
-  return s;
+  return FloatOnlySpec(node, std::move(s));
 }
 
 }  // namespace
