@@ -119,6 +119,77 @@ static __device__ __forceinline__ void kiln_attn_load_kv(kiln_mma_t* sk, kiln_mm
   kiln_attn_load<ATTN_BN, ATTN_DVP, ATTN_SK, ATTN_DV, ATTN_V_LD>(sv, v, n0, 0);
 }
 
+// S = Q K^T for a warp's 16 rows x ATTN_BN keys of the K tile `kt`, from the warp's
+// Q fragments.
+static __device__ __forceinline__ void kiln_attn_qk(float (&s)[ATTN_BN / 8][4], const unsigned (&frag_q)[ATTN_DP / 16][4],
+                                                    const kiln_mma_t* kt, int lane) {
+#pragma unroll
+  for (int j = 0; j < ATTN_BN / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[j][e] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < ATTN_DP / 16; ++kk) {
+#pragma unroll
+    for (int j = 0; j < ATTN_BN / 8; j += 2) {
+      unsigned b[4];
+#if ATTN_K_TRANS  // [BN][DP + 8]: rows are keys (n), plain ldmatrix
+      kiln_mma_ldsm_x4(b, kt + (j * 8 + (lane % 8) + (lane / 16) * 8) * ATTN_K_PITCH + kk * 16 + ((lane / 8) % 2) * 8);
+#else  // [DP][BN + 8]: rows are d (k), ldmatrix .trans
+      kiln_mma_ldsm_x4_trans(b, kt + (kk * 16 + (lane % 16)) * ATTN_K_PITCH + j * 8 + (lane / 16) * 8);
+#endif
+      kiln_mma_m16n8k16<kiln_attn_bf16>(s[j], frag_q[kk], b[0], b[1]);
+      kiln_mma_m16n8k16<kiln_attn_bf16>(s[j + 1], frag_q[kk], b[2], b[3]);
+    }
+  }
+}
+
+// O += P V: P's accumulators of n8 blocks 2kk, 2kk+1 are the A fragment of k16
+// block kk; V [BN][DVP + 8] (the tile `vt`) has rows k (keys): ldmatrix .trans.
+static __device__ __forceinline__ void kiln_attn_pv(float (&acc_o)[ATTN_DVP / 8][4], const float (&s)[ATTN_BN / 8][4],
+                                                    const kiln_mma_t* vt, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < ATTN_BN / 16; ++kk) {
+    unsigned a[4];
+    a[0] = kiln_mma_pack<kiln_attn_bf16>(s[2 * kk][0], s[2 * kk][1]);
+    a[1] = kiln_mma_pack<kiln_attn_bf16>(s[2 * kk][2], s[2 * kk][3]);
+    a[2] = kiln_mma_pack<kiln_attn_bf16>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    a[3] = kiln_mma_pack<kiln_attn_bf16>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+    for (int j = 0; j < ATTN_DVP / 8; j += 2) {
+      unsigned b[4];
+      kiln_mma_ldsm_x4_trans(b, vt + (kk * 16 + (lane % 16)) * ATTN_V_PITCH + j * 8 + (lane / 16) * 8);
+      kiln_mma_m16n8k16<kiln_attn_bf16>(acc_o[j], a, b[0], b[1]);
+      kiln_mma_m16n8k16<kiln_attn_bf16>(acc_o[j + 1], a, b[2], b[3]);
+    }
+  }
+}
+
+// O / l into `o` (the batch entry's output): the quad's partial row sums add up to
+// the row's; a row without any weight (l = 0) is stored as zeros.
+static __device__ __forceinline__ void kiln_attn_store_o(ATTN_T* o, const float (&acc_o)[ATTN_DVP / 8][4],
+                                                         const float (&row_sum)[2], int row0, int lane) {
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = row_sum[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    inv[r] = l > 0.f ? 1.f / l : 0.f;
+  }
+#pragma unroll
+  for (int j = 0; j < ATTN_DVP / 8; ++j) {
+    const int col = j * 8 + 2 * (lane % 4);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = row0 + r * 8;
+      if (row < ATTN_SQ && col < ATTN_DV) {
+        *reinterpret_cast<unsigned*>(o + (kiln_index)row * ATTN_O_LD + col) =
+            kiln_mma_pack<kiln_attn_bf16>(acc_o[j][2 * r] * inv[r], acc_o[j][2 * r + 1] * inv[r]);
+      }
+    }
+  }
+}
+
 // Up to 64-wide heads ptxas fits the kernel in ~140 registers by itself (3 CTAs of 4
 // warps per SM); for wider heads its own occupancy target made it spill (168
 // registers, D = Dv = 128, NVRTC 13.0), so it is told one CTA per SM is fine (it then
@@ -196,24 +267,7 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_CTAS)
 
     // S = Q K^T for the warp's 16 rows x ATTN_BN keys.
     float s[ATTN_BN / 8][4];
-#pragma unroll
-    for (int j = 0; j < ATTN_BN / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[j][e] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < ATTN_DP / 16; ++kk) {
-#pragma unroll
-      for (int j = 0; j < ATTN_BN / 8; j += 2) {
-        unsigned b[4];
-#if ATTN_K_TRANS  // [BN][DP + 8]: rows are keys (n), plain ldmatrix
-        kiln_mma_ldsm_x4(b, kt + (j * 8 + (lane % 8) + (lane / 16) * 8) * ATTN_K_PITCH + kk * 16 + ((lane / 8) % 2) * 8);
-#else  // [DP][BN + 8]: rows are d (k), ldmatrix .trans
-        kiln_mma_ldsm_x4_trans(b, kt + (kk * 16 + (lane % 16)) * ATTN_K_PITCH + j * 8 + (lane / 16) * 8);
-#endif
-        kiln_mma_m16n8k16<kiln_attn_bf16>(s[j], frag_q[kk], b[0], b[1]);
-        kiln_mma_m16n8k16<kiln_attn_bf16>(s[j + 1], frag_q[kk], b[2], b[3]);
-      }
-    }
+    kiln_attn_qk(s, frag_q, kt, lane);
 
     // The score functor, masking of out-of-range scores, row max (log2 domain).
     const int n0 = jb * ATTN_BN;
@@ -263,48 +317,11 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_CTAS)
       acc_o[j][3] *= alpha[1];
     }
 
-    // O += P V: P's accumulators of n8 blocks 2kk, 2kk+1 are the A fragment of k16
-    // block kk; V [BN][DVP + 8] has rows k (keys): ldmatrix .trans.
-#pragma unroll
-    for (int kk = 0; kk < ATTN_BN / 16; ++kk) {
-      unsigned a[4];
-      a[0] = kiln_mma_pack<kiln_attn_bf16>(s[2 * kk][0], s[2 * kk][1]);
-      a[1] = kiln_mma_pack<kiln_attn_bf16>(s[2 * kk][2], s[2 * kk][3]);
-      a[2] = kiln_mma_pack<kiln_attn_bf16>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      a[3] = kiln_mma_pack<kiln_attn_bf16>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-#pragma unroll
-      for (int j = 0; j < ATTN_DVP / 8; j += 2) {
-        unsigned b[4];
-        kiln_mma_ldsm_x4_trans(b, vt + (kk * 16 + (lane % 16)) * ATTN_V_PITCH + j * 8 + (lane / 16) * 8);
-        kiln_mma_m16n8k16<kiln_attn_bf16>(acc_o[j], a, b[0], b[1]);
-        kiln_mma_m16n8k16<kiln_attn_bf16>(acc_o[j + 1], a, b[2], b[3]);
-      }
-    }
+    kiln_attn_pv(acc_o, s, vt, lane);
     __syncthreads();  // every warp is done with this block's tiles before they are refilled
   }
 
-  // O / l: the quad's partial row sums add up to the row's.
-  float inv[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = row_sum[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    inv[r] = l > 0.f ? 1.f / l : 0.f;
-  }
-  ATTN_T* o = O + kiln_attn_o_offset(batch);
-#pragma unroll
-  for (int j = 0; j < ATTN_DVP / 8; ++j) {
-    const int col = j * 8 + 2 * (lane % 4);
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = row0 + r * 8;
-      if (row < ATTN_SQ && col < ATTN_DV) {
-        *reinterpret_cast<unsigned*>(o + (kiln_index)row * ATTN_O_LD + col) =
-            kiln_mma_pack<kiln_attn_bf16>(acc_o[j][2 * r] * inv[r], acc_o[j][2 * r + 1] * inv[r]);
-      }
-    }
-  }
+  kiln_attn_store_o(O + kiln_attn_o_offset(batch), acc_o, row_sum, row0, lane);
 }
 
 // The next kernel of the module defines its own configuration.

@@ -283,3 +283,176 @@ static __device__ __forceinline__ bool kiln_sm90_stream_fixup(float (&acc)[WG_M]
 }
 #endif  // GEMM_STREAM_K
 
+
+// The stores of a consumer's finished tile (its rows from r0, columns from n0),
+// which the kernel calls once the mainloop and any split-K / stream-K reduction are
+// done. Accumulator j of m64 block i is row 16 warp + lane/4 (+8 for j % 4 >= 2),
+// column 8 (j / 4) + 2 (lane % 4) + (j % 2).
+#if GEMM_TMA_STORE && !GEMM_SWAP_AB
+// Through this consumer's shared-memory C tile at `ct` and TMA (consumer c's named
+// barrier 1 + c).
+static __device__ __forceinline__ void kiln_sm90_store_tile(float (&acc)[WG_M][BN / 2], GEMM_OUT_T* __restrict__ C,
+                                                           const kiln_tensor_map* map_c, unsigned ct, int c, int r0,
+                                                           int n0, int batch, int lane, int warp,
+                                                           const kiln_epilogue_columns& cols KILN_EPILOGUE_PARAMS) {
+  // The functor on every accumulator first, in place: no shared-memory store
+  // (an asm with a memory clobber) sits between its loads (a bias, a residual),
+  // so the compiler batches them, and this overlaps the previous tile's TMA
+  // store. Tiles inside the output skip the per-element bounds and read row-dense
+  // operands in 4-byte pairs, unless those are not 4-byte aligned.
+  if (r0 + 64 * WG_M <= GEMM_M && n0 + BN <= GEMM_N && KILN_EPILOGUE_PAIRS_ALIGNED) {
+    kiln_sm90_epilogue_regs<false>(acc, r0, n0, batch, lane, warp, cols KILN_EPILOGUE_ARGS);
+  } else {
+    kiln_sm90_epilogue_regs<true>(acc, r0, n0, batch, lane, warp, cols KILN_EPILOGUE_ARGS);
+  }
+  // This consumer's C tile, in GEMM_C_CHUNKS chunks of BN / GEMM_C_CHUNKS columns
+  // through one shared-memory buffer of (BN / GEMM_C_CHUNKS) / 64 boxes of
+  // [64 WG_M rows][64 cols], 128B swizzled (16-byte unit u of row r at u ^ (r % 8):
+  // a warp's 8 rows x 16 bytes land in distinct banks). Before each chunk, wait
+  // until the previous TMA store (the previous chunk's, or the previous tile's)
+  // has read the buffer.
+  // One loop with constant bounds over the tile's n8 columns (j), chunk boundaries
+  // where j crosses them: a loop over chunks with j's range depending on it is not
+  // unrolled, which puts the accumulators in local memory (and breaks wgmma's
+  // asynchronous writes to them).
+  constexpr int chunk_cols = BN / GEMM_C_CHUNKS, chunk_j = chunk_cols / 8;
+  const bool issuer = threadIdx.x % 128 == 0;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int q = j / chunk_j;  // the chunk
+    if (j % chunk_j == 0) {
+      if (issuer) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+    }
+    const int ct_col = 8 * j + 2 * (lane % 4) - q * chunk_cols;  // column in the chunk
+#pragma unroll
+    for (int i = 0; i < WG_M; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = i * 64 + warp * 16 + lane / 4 + 8 * h;  // row in this consumer's tile
+        unsigned packed = kiln_mma_pack<GEMM_OUT_KIND == 1>(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
+#if GEMM_EPILOGUE_AT && defined(KILN_EPILOGUE_TAIL)
+        packed = KILN_EPILOGUE_TAIL(packed);
+#endif
+        const unsigned addr = ct + (ct_col / 64) * (64 * WG_M * 128) + r * 128 +
+                              ((((ct_col % 64) / 8) ^ (r % 8)) << 4) + (ct_col % 8) * 2;
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(packed) : "memory");
+      }
+    }
+    if (j % chunk_j == chunk_j - 1) {
+      // Ordinary stores -> the async proxy (TMA) reads them next.
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+      if (issuer) {
+#pragma unroll
+        for (int b = 0; b < chunk_cols / 64; ++b) {
+          kiln_sm90_tma_store(map_c, ct + b * (64 * WG_M * 128), n0 + q * chunk_cols + 64 * b, r0, batch);
+        }
+        asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+      }
+    }
+  }
+}
+#elif GEMM_SWAP_AB
+// Swapped (a tile of C^T): through shared memory and TMA when GEMM_TMA_STORE, else
+// from registers.
+static __device__ __forceinline__ void kiln_sm90_store_tile(float (&acc)[WG_M][BN / 2], GEMM_OUT_T* __restrict__ C,
+                                                           const kiln_tensor_map* map_c, unsigned ct, int c, int r0,
+                                                           int n0, int batch, int lane, int warp,
+                                                           const kiln_epilogue_columns& cols KILN_EPILOGUE_PARAMS) {
+  // Swapped: this tile is of C^T (rows: C's columns, columns: C's rows). The
+  // functor sees C's own (row, col); C is stored row-major [M][N] (here
+  // [GEMM_N][GEMM_M]). Lanes 4 apart hold neighbouring C columns of the same C
+  // rows: one shuffle gives each thread two adjacent columns of one C row, a 4-byte
+  // store (the even thread of the pair takes its first C row, the odd its second).
+  const bool odd = (lane / 4) % 2 == 1;
+  // The functor on every accumulator first, in place (elements outside C become
+  // zeros), then the pairs.
+  kiln_sm90_swap_epilogue_regs(acc, r0, n0, batch, lane, warp KILN_EPILOGUE_ARGS);
+#if GEMM_TMA_STORE
+  // Through shared memory: the shuffled pairs into this consumer's WG_M boxes of
+  // [BN rows of C][64 columns], 128B swizzled (a warp's 8 C rows x 16 bytes land
+  // in distinct banks), once the previous TMA store has read them; one thread
+  // stores the boxes (TMA clips what lies outside C).
+  const bool issuer = threadIdx.x % 128 == 0;
+  if (issuer) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+#pragma unroll
+  for (int i = 0; i < WG_M; ++i) {
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float x0 = acc[i][4 * j + 2 * h], x1 = acc[i][4 * j + 2 * h + 1];
+        const float got = __shfl_xor_sync(0xffffffffu, odd ? x0 : x1, 4);
+        const int row = 8 * j + 2 * (lane % 4) + (odd ? 1 : 0);      // C row in the tile
+        const int col = warp * 16 + lane / 4 + 8 * h - (odd ? 1 : 0);  // the pair's first C column in the box
+        const unsigned packed = kiln_mma_pack<GEMM_OUT_KIND == 1>(odd ? got : x0, odd ? x1 : got);
+        const unsigned addr = ct + i * (BN * 128) + row * 128 + (((col / 8) ^ (row % 8)) << 4) + (col % 8) * 2;
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(packed) : "memory");
+      }
+    }
+  }
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + c) : "memory");
+  if (issuer) {
+#pragma unroll
+    for (int i = 0; i < WG_M; ++i) kiln_sm90_tma_store(map_c, ct + i * (BN * 128), r0 + 64 * i, n0, batch);
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+  }
+#else
+  // From registers: one 4-byte store a pair.
+  GEMM_OUT_T* Cb = C + (kiln_index)batch * GEMM_C_BATCH;
+#pragma unroll
+  for (int i = 0; i < WG_M; ++i) {
+    const int r = r0 + i * 64 + warp * 16 + lane / 4;  // C column
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int cr = n0 + 8 * j + 2 * (lane % 4);  // C row (and cr + 1)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int col = r + 8 * h;
+        const float x0 = acc[i][4 * j + 2 * h], x1 = acc[i][4 * j + 2 * h + 1];
+        // Even thread (C column col, even): keeps (cr, col), gets (cr, col + 1);
+        // odd thread (col odd): keeps (cr + 1, col), gets (cr + 1, col - 1).
+        const float give = odd ? x0 : x1;
+        const float got = __shfl_xor_sync(0xffffffffu, give, 4);
+        const int crow = odd ? cr + 1 : cr;
+        const int c0 = odd ? col - 1 : col;  // the pair's first C column
+        const float v0 = odd ? got : x0, v1 = odd ? x1 : got;
+        if (crow < GEMM_N && c0 < GEMM_M) {
+          kiln_sm90_store2(Cb, (kiln_index)crow * GEMM_M + c0, v0, v1, c0 + 1 < GEMM_M);
+        }
+      }
+    }
+  }
+#endif  // GEMM_TMA_STORE (swapped)
+}
+#else
+// From registers, the functor on each pair as it is stored.
+static __device__ __forceinline__ void kiln_sm90_store_tile(float (&acc)[WG_M][BN / 2], GEMM_OUT_T* __restrict__ C,
+                                                           const kiln_tensor_map* map_c, unsigned ct, int c, int r0,
+                                                           int n0, int batch, int lane, int warp,
+                                                           const kiln_epilogue_columns& cols KILN_EPILOGUE_PARAMS) {
+  GEMM_OUT_T* Cb = C + (kiln_index)batch * GEMM_C_BATCH;
+#pragma unroll
+  for (int i = 0; i < WG_M; ++i) {
+    const int r = r0 + i * 64 + warp * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int col = n0 + 8 * j + 2 * (lane % 4);
+      if (col >= GEMM_N) continue;
+      const bool both = col + 1 < GEMM_N;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = r + 8 * h;
+        if (row >= GEMM_M) continue;
+        const float v0 = kiln_epilogue(acc[i][4 * j + 2 * h], row, col, batch KILN_EPILOGUE_ARGS);
+        const float v1 = both ? kiln_epilogue(acc[i][4 * j + 2 * h + 1], row, col + 1, batch KILN_EPILOGUE_ARGS)
+                              : 0.f;
+        kiln_sm90_store2(Cb, (kiln_index)row * GEMM_N + col, v0, v1, both);
+      }
+    }
+  }
+}
+#endif

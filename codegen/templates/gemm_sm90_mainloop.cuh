@@ -2,6 +2,19 @@
 // bytes), empty(s) at bars + 8 (STAGES + s) (one arrival per consumer warp).
 static __device__ __forceinline__ unsigned kiln_sm90_full(unsigned bars, int s) { return bars + 8u * s; }
 static __device__ __forceinline__ unsigned kiln_sm90_empty(unsigned bars, int s) { return bars + 8u * (STAGES + s); }
+// Ping-pong turns: turn(c) at bars + 8 (2 STAGES + c) completes when the other
+// consumer's mainloop is done.
+static __device__ __forceinline__ unsigned kiln_sm90_turn(unsigned bars, int c) { return bars + 8u * (2 * STAGES + c); }
+// The ring's and the turns' barriers, by one thread, before the cluster syncs.
+static __device__ __forceinline__ void kiln_sm90_init_barriers(unsigned bars) {
+  for (int s = 0; s < STAGES; ++s) {
+    kiln_sm90_mbar_init(kiln_sm90_full(bars, s), 1);
+    kiln_sm90_mbar_init(kiln_sm90_empty(bars, s), (GEMM_PINGPONG ? 4 : CONSUMERS * 4) * GEMM_CLUSTER_M);
+  }
+  kiln_sm90_mbar_init(kiln_sm90_turn(bars, 0), 4);
+  kiln_sm90_mbar_init(kiln_sm90_turn(bars, 1), 4);
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
 static __device__ __forceinline__ void kiln_sm90_advance(int& s, unsigned& phase) {
   if (++s == STAGES) {
     s = 0;
@@ -63,6 +76,51 @@ static __device__ __forceinline__ void kiln_sm90_produce(const kiln_tensor_map* 
 #endif
     kiln_sm90_advance(s, phase);
   }
+}
+
+// The producer's thread: every TMA load of this CTA's (cluster's) walk, in order, into
+// the ring (map_a2 / map_b2: the second pair of a dual kernel, else unused).
+static __device__ __forceinline__ void kiln_sm90_producer(const kiln_tensor_map* map_a, const kiln_tensor_map* map_b,
+                                                          const kiln_tensor_map* map_a2,
+                                                          const kiln_tensor_map* map_b2, int walker, int walkers,
+                                                          int rank, unsigned base, unsigned bars) {
+  constexpr int k_tiles1 = GEMM_K_TILES1;
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map_a)) : "memory");
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map_b)) : "memory");
+#if GEMM_DUAL
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map_a2)) : "memory");
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map_b2)) : "memory");
+#endif
+  int s = 0;
+  unsigned phase = 0;
+  kiln_sm90_walk walk(walker, walker, walkers);
+  int t, kb, ke, split;
+  while (walk.next(t, kb, ke, split)) {
+    int m0, n0, batch;
+    kiln_sm90_tile(t, rank, m0, n0, batch);
+    kiln_sm90_produce<GEMM_TRANS_A, GEMM_TRANS_B>(map_a, map_b, kb, min(ke, k_tiles1), m0, n0,
+                                                  GEMM_A_BATCHED ? batch : 0, GEMM_B_BATCHED ? batch : 0, rank, base,
+                                                  bars, s, phase);
+#if GEMM_DUAL
+    kiln_sm90_produce<GEMM_TRANS_A2, GEMM_TRANS_B2>(map_a2, map_b2, max(kb - k_tiles1, 0), ke - k_tiles1, m0, n0,
+                                                    GEMM_A2_BATCHED ? batch : 0, GEMM_B2_BATCHED ? batch : 0, rank,
+                                                    base, bars, s, phase);
+#endif
+  }
+}
+
+// A consumer's accumulators zeroed before a tile's mainloop, each zero in its own
+// register: otherwise the compiler may copy one zero into an m64 block's accumulators
+// just before that block's first wgmma, after the other block's, and ptxas then waits
+// for the wgmmas in flight (C7517/C7519) or serializes them (C7520).
+static __device__ __forceinline__ void kiln_sm90_zero(float (&acc)[WG_M][BN / 2]) {
+#pragma unroll
+  for (int i = 0; i < WG_M; ++i)
+#pragma unroll
+    for (int j = 0; j < BN / 2; ++j) {
+      acc[i][j] = 0.f;
+      asm volatile("" : "+f"(acc[i][j])::"memory");
+    }
 }
 
 // The descriptor of the tile `units` 16-byte units past the one `desc` describes
