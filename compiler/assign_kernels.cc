@@ -64,12 +64,14 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
     const Node& node = *nodes[s];
     step->clear_launches();
     step->clear_gpu_unsupported();
+    step->clear_choice();
     if (IsAliasedView(*step, node)) {
       step->set_kernel("view");
       ++stats.view_steps;
       continue;
     }
     const codegen::KernelChoice& choice = choices[s];
+    step->set_choice(choice.Describe());
     if (choice.kind == codegen::KernelKind::kLibrary) {
       step->set_kernel(choice.library);
       ++stats.library_steps;

@@ -104,6 +104,8 @@ TEST_F(BundleCliTest, CompileInspectRunMatchesReference) {
   // as a prologue, run on kiln's generated GEMM: no library step is left.
   EXPECT_THAT(i.out, HasSubstr("nvrtc:k0_FusedGroup"));
   EXPECT_THAT(i.out, Not(HasSubstr("cublaslt:")));
+  // Each step says what the kernel selector decided: here kiln's GEMM and its config.
+  EXPECT_THAT(i.out, HasSubstr("chosen: gemm "));
   EXPECT_THAT(i.out, HasSubstr("fusion: "));
   EXPECT_THAT(i.out, HasSubstr("launch k0_"));
   EXPECT_THAT(c.out, HasSubstr("GPU kernels:"));

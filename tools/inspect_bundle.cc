@@ -128,6 +128,7 @@ absl::Status InspectBundle(const std::string& path, bool json) {
                                      t.swizzle_bytes());
       }
     }
+    if (!step.choice().empty()) std::cout << "         chosen: " << step.choice() << "\n";
     if (!step.gpu_unsupported().empty()) std::cout << "         no GPU kernel: " << step.gpu_unsupported() << "\n";
   }
   std::cout << (m.fusion().enabled() ? FusionReportText(m.fusion()) : "fusion: off (--no-fuse)\n");
