@@ -129,7 +129,7 @@
 // scratch (one partial per CTA). Every unit walks its k tiles in descending order
 // (kiln_sm90_kt): all tails then start at k tile K - 1 together and the heads follow
 // in step, so the CTAs that share A or B panels read the same k slices at the same
-// time (ascending, each CTA started at its own offset: 1.3x slower on the H100).
+// time (ascending, each CTA started at its own offset: slower, docs/kernels/gemm_sm90.md).
 //
 // Clusters (GEMM_CLUSTER_M = 2, `__cluster_dims__`): the two CTAs of a cluster take
 // the two tiles of one "pair" (rows m0 and m0 + BM, same columns n0); the persistent
@@ -141,8 +141,9 @@
 // whole stage's bytes. A slot may be refilled only when the consumers of both CTAs
 // have released it: every consumer warp arrives on the empty barrier of each CTA of
 // the cluster (mapa, then mbarrier.arrive on the shared::cluster address with the
-// default .release.cta semantics, as CUTLASS does; `.release.cluster` measured 2.4x
-// slower on the H100), so an empty barrier counts 2 x its CTA's arrivals. Both CTAs walk the same pairs and k tiles, so their rings stay in
+// default .release.cta semantics, as CUTLASS does; the `.release.cluster` form is
+// slower: docs/kernels/gemm_sm90.md), so an empty barrier counts 2 x its CTA's
+// arrivals. Both CTAs walk the same pairs and k tiles, so their rings stay in
 // step; a pair whose second tile starts past M still loads (zeros: TMA fills out of
 // bounds) and runs its mainloop, and skips the epilogue. A cluster barrier after the
 // barriers' initialisation and one before exit keep every remote arrive and
