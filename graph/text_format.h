@@ -41,6 +41,11 @@
 // order); each must be defined exactly once. A node written without @name gets
 // the graph's automatic name (OpType_N).
 //
+// Graph attributes. A graph-valued attribute (AttrKind::kGraph: a FusedGroup's body,
+// graph/fused_group.h) prints as its own text in a string literal; the parser reads a
+// FusedGroup's "body" string back into a typed graph and fails, naming the node, when
+// that text does not parse or type-check.
+//
 // Numbers. An int attribute is written without '.' or exponent (3, -1); a float
 // always has one (1.0, 1e-05, inf, -inf, nan). Lists take the kind of their items
 // ([1, 2] is ints, [1.0, 2] is floats); empty lists need their kind: ints[],

@@ -165,7 +165,7 @@ std::string FormatAttribute(const Attribute& attr, const PrintOptions& options) 
     }
     // A graph attribute prints as its whole text (default options, whatever the outer
     // graph's) in a string literal; the parser reads it back (text_format.h).
-    case AttrKind::kGraph: return Quote(PrintGraph(*attr.g()));
+    case AttrKind::kGraph: return Quote(attr.g() != nullptr ? PrintGraph(*attr.g()) : std::string());
   }
   return "?";
 }
