@@ -2,63 +2,13 @@
 #include "fusion/group_util.h"
 
 #include <algorithm>
-#include <cstring>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "graph/fused_group.h"
 #include "graph/ops/slice.h"
 
 namespace kiln {
-
-absl::StatusOr<std::vector<Node*>> InlineGroupMembers(Graph& graph, Node* group) {
-  if (!IsFusedGroup(*group)) return group->Error("not a FusedGroup node");
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, FusedGroupBody(*group));
-  if (body->inputs().size() != static_cast<size_t>(group->num_inputs()) ||
-      body->outputs().size() != static_cast<size_t>(group->num_outputs())) {
-    return group->Error("its body's inputs/outputs do not match the node's");
-  }
-  absl::flat_hash_map<const Value*, Value*> outer;  // body value -> outer value
-  for (int i = 0; i < group->num_inputs(); ++i) outer[body->inputs()[i]] = group->input(i);
-  for (int i = 0; i < group->num_outputs(); ++i) outer[body->outputs()[i]] = group->output(i);
-  for (Value* c : body->constants()) {
-    if (outer.contains(c)) continue;
-    // Reuse the outer constant the body copied when it is still there (shared with
-    // nodes outside the group), else make it a constant again.
-    Value* same = graph.FindValue(c->name());
-    if (same != nullptr && same->is_constant() && same->constant().dtype() == c->constant().dtype() &&
-        same->constant().shape() == c->constant().shape() &&
-        std::memcmp(same->constant().raw_data(), c->constant().raw_data(), c->constant().nbytes()) == 0) {
-      outer[c] = same;
-    } else {
-      outer[c] = graph.AddConstant(c->name(), c->constant());
-    }
-  }
-  graph.RemoveNode(group);  // its outputs keep their values, now without a producer
-  std::vector<Node*> inlined;
-  for (const Node* n : body->nodes()) {
-    std::vector<Value*> ins;
-    for (Value* v : n->inputs()) ins.push_back(v == nullptr ? nullptr : outer.at(v));
-    std::vector<Value*> outs;
-    for (Value* y : n->outputs()) {
-      auto it = outer.find(y);
-      if (it == outer.end()) {
-        Value* v = graph.AddValue(y->name());
-        v->SetType(y->dtype(), y->shape());
-        it = outer.emplace(y, v).first;
-      }
-      outs.push_back(it->second);
-    }
-    Node* copy = graph.AddNode(n->op_type(), ins, outs, n->name());
-    copy->set_domain(n->domain());
-    for (const auto& [attr, value] : n->attributes()) copy->SetAttr(attr, value);
-    inlined.push_back(copy);
-  }
-  KILN_RETURN_IF_ERROR(graph.TopologicalSort());
-  return inlined;
-}
 
 absl::StatusOr<Node*> ExtendFusedGroup(Graph& graph, Node* group, const std::vector<Node*>& extra,
                                        absl::string_view pattern) {
@@ -73,7 +23,8 @@ absl::StatusOr<Node*> ExtendFusedGroup(Graph& graph, Node* group, const std::vec
   }
   KILN_ASSIGN_OR_RETURN(std::string anchor_name, group->GetString("anchor", ""));
   const std::string name = group->name();
-  KILN_ASSIGN_OR_RETURN(std::vector<Node*> members, InlineGroupMembers(graph, group));
+  KILN_ASSIGN_OR_RETURN(std::vector<Node*> members,
+                        InlineFusedGroupNodes(graph, group, /*reuse_outer_constants=*/true));
   const Node* anchor = nullptr;
   for (const Node* n : members) {
     if (!anchor_name.empty() && n->name() == anchor_name) anchor = n;

@@ -21,13 +21,6 @@ namespace kiln {
 absl::StatusOr<Node*> ExtendFusedGroup(Graph& graph, Node* group, const std::vector<Node*>& extra,
                                        absl::string_view pattern);
 
-// Inlines the body of FusedGroup `group` back into `graph` (the group's input and
-// output values are kept, the body's small constants become outer constants again);
-// returns the inlined nodes in body order. The graph stays topologically sorted.
-// Like graph/fused_group.h's InlineFusedGroup, but returns the nodes (which
-// ExtendFusedGroup needs) and reuses a small constant still present outside.
-absl::StatusOr<std::vector<Node*>> InlineGroupMembers(Graph& graph, Node* group);
-
 // Whether a tensor of shape `operand` broadcasts (numpy rules) into `target` without
 // growing it: rank(operand) <= rank(target) and every aligned dim is 1 or equal.
 bool BroadcastsInto(const Shape& operand, const Shape& target);

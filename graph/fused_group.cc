@@ -2,6 +2,7 @@
 #include "graph/fused_group.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -149,18 +150,30 @@ absl::StatusOr<Node*> FormFusedGroup(Graph& graph, const std::vector<Node*>& mem
   return group;
 }
 
-absl::Status InlineFusedGroup(Graph& graph, Node* group) {
+absl::StatusOr<std::vector<Node*>> InlineFusedGroupNodes(Graph& graph, Node* group, bool reuse_outer_constants) {
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, FusedGroupBody(*group));
+  if (body->inputs().size() != static_cast<size_t>(group->num_inputs()) ||
+      body->outputs().size() != static_cast<size_t>(group->num_outputs())) {
+    return group->Error("its body's inputs/outputs do not match the node's");
+  }
   absl::flat_hash_map<const Value*, Value*> mapped;  // body value -> outer value
-  for (size_t i = 0; i < body->inputs().size(); ++i) mapped[body->inputs()[i]] = group->input(static_cast<int>(i));
-  for (size_t i = 0; i < body->outputs().size(); ++i) {
-    mapped[body->outputs()[i]] = group->output(static_cast<int>(i));
-  }
-  const std::vector<Value*> outer_outputs = group->outputs();
-  graph.RemoveNode(group);
+  for (int i = 0; i < group->num_inputs(); ++i) mapped[body->inputs()[i]] = group->input(i);
+  for (int i = 0; i < group->num_outputs(); ++i) mapped[body->outputs()[i]] = group->output(i);
+  graph.RemoveNode(group);  // its outputs keep their values, now without a producer
   for (const Value* c : body->constants()) {
-    if (!mapped.contains(c)) mapped[c] = graph.AddConstant(c->name(), c->constant());
+    if (mapped.contains(c)) continue;
+    // The outer constant the body copied, when asked and it is still there (shared
+    // with nodes outside the group), else a constant again.
+    Value* same = reuse_outer_constants ? graph.FindValue(c->name()) : nullptr;
+    if (same != nullptr && same->is_constant() && same->constant().dtype() == c->constant().dtype() &&
+        same->constant().shape() == c->constant().shape() &&
+        std::memcmp(same->constant().raw_data(), c->constant().raw_data(), c->constant().nbytes()) == 0) {
+      mapped[c] = same;
+    } else {
+      mapped[c] = graph.AddConstant(c->name(), c->constant());
+    }
   }
+  std::vector<Node*> inlined;
   for (const Node* n : body->nodes()) {
     std::vector<Value*> inputs;
     for (const Value* v : n->inputs()) inputs.push_back(v == nullptr ? nullptr : mapped.at(v));
@@ -175,8 +188,14 @@ absl::Status InlineFusedGroup(Graph& graph, Node* group) {
     Node* copy = graph.AddNode(n->op_type(), inputs, outputs, n->name());
     copy->set_domain(n->domain());
     for (const auto& [attr, value] : n->attributes()) copy->SetAttr(attr, value);
+    inlined.push_back(copy);
   }
-  return graph.TopologicalSort();
+  KILN_RETURN_IF_ERROR(graph.TopologicalSort());
+  return inlined;
+}
+
+absl::Status InlineFusedGroup(Graph& graph, Node* group) {
+  return InlineFusedGroupNodes(graph, group, /*reuse_outer_constants=*/false).status();
 }
 
 absl::StatusOr<std::shared_ptr<const Graph>> FusedGroupBody(const Node& group) {

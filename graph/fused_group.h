@@ -58,6 +58,12 @@ absl::StatusOr<Node*> FormFusedGroup(Graph& graph, const std::vector<Node*>& mem
 // FormFusedGroup): used where no fused kernel exists for a group yet. Member nodes
 // keep their names; inlined constants become graph constants again.
 absl::Status InlineFusedGroup(Graph& graph, Node* group);
+// The same, returning the inlined nodes in body order; with `reuse_outer_constants`, a
+// body constant whose twin (same name, dtype, shape and bytes) is still a constant of
+// `graph` is read from there instead of being added again (a group being re-formed
+// larger: fusion/group_util.h's ExtendFusedGroup). InvalidArgument when the body's
+// inputs or outputs do not match the node's.
+absl::StatusOr<std::vector<Node*>> InlineFusedGroupNodes(Graph& graph, Node* group, bool reuse_outer_constants);
 
 // The body graph of a FusedGroup node (its "body" attribute), typed. Callers that
 // keep it past the node's life hold the shared pointer.

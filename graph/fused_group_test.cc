@@ -58,6 +58,33 @@ TEST(FusedGroupTest, TextWithABadBodyIsAnError) {
       << bad_types.status();
 }
 
+// Inlining returns the members in body order; a small constant the body copied is
+// read from outside again when asked and still there, else added once more.
+TEST(FusedGroupTest, InliningReusesAnOuterConstantWhenAsked) {
+  constexpr char kShared[] = R"(graph @g {
+  input %x : f32[4]
+  const %k : f32[] = [2.0]
+  %a = Mul(%x, %k) @mul
+  %b = Relu(%a) @relu
+  %c = Add(%x, %k) @add
+  output %b
+  output %c
+})";
+  for (bool reuse : {true, false}) {
+    std::unique_ptr<Graph> g = Parse(kShared);
+    auto group = FormFusedGroup(*g, {NodeWriting(*g, "a"), NodeWriting(*g, "b")}, "pointwise", nullptr);
+    ASSERT_TRUE(group.ok()) << group.status();
+    EXPECT_EQ((*group)->num_inputs(), 1) << "the scalar is inlined into the body";
+    auto nodes = InlineFusedGroupNodes(*g, *group, reuse);
+    ASSERT_TRUE(nodes.ok()) << nodes.status();
+    ASSERT_EQ(nodes->size(), 2u);
+    EXPECT_EQ((*nodes)[0]->name(), "mul");
+    EXPECT_EQ((*nodes)[1]->name(), "relu");
+    EXPECT_EQ((*nodes)[0]->input(1) == g->FindValue("k"), reuse);
+    EXPECT_EQ(g->constants().size(), reuse ? 1u : 2u);
+  }
+}
+
 TEST(FusedGroupTest, FormsGroupThatEvaluatesLikeItsMembers) {
   std::unique_ptr<Graph> g = Parse(kMlp);
   std::unique_ptr<Graph> original = Parse(kMlp);
