@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "benchmarks/bench_check.h"
 #include "benchmarks/gemm_bench_options.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
@@ -28,15 +29,7 @@
 #include "runtime/nvml_meter.h"
 #include "runtime/tensor_map.h"
 
-// A failed CUDA or cuBLAS call ends the bench: it has no way to go on.
-#define CHECK_CUDA(expr)                                                                          \
-  do {                                                                                            \
-    const cudaError_t e_ = (expr);                                                                \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
+// A failed cuBLAS call ends the bench, as a failed CUDA call does (CHECK_CUDA).
 #define CHECK_BLAS(expr)                                                                               \
   do {                                                                                                 \
     const cublasStatus_t s_ = (expr);                                                                  \

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "benchmarks/bench_check.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
 #include "graph/fused_group.h"
@@ -31,15 +32,6 @@
 
 namespace kiln {
 namespace {
-
-#define CHECK_CUDA(expr)                                                                         \
-  do {                                                                                           \
-    const cudaError_t e_ = (expr);                                                               \
-    if (e_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
 
 constexpr double kH100PeakGBs = 3350.0;  // H100 SXM HBM3
 

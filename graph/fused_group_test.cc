@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "graph/evaluate.h"
 #include "graph/infer_shapes.h"
@@ -39,23 +40,21 @@ Node* NodeWriting(const Graph& g, const std::string& value) { return g.FindValue
 
 // A body that does not parse or type-check is an error naming the group, at its line.
 TEST(FusedGroupTest, TextWithABadBodyIsAnError) {
-  auto bad_syntax = ParseGraph(R"(graph @g {
-  input %x : f32[2]
-  %y : f32[2] = kiln::FusedGroup(%x) {anchor = "", body = "graph @b { input %x : f32[2] %y = Relu(", members = ["r"], pattern = "pointwise"} @grp
-  output %y
-})");
-  ASSERT_FALSE(bad_syntax.ok());
-  EXPECT_NE(bad_syntax.status().message().find("3:"), std::string::npos) << bad_syntax.status();
-  EXPECT_NE(bad_syntax.status().message().find("node 'grp' (FusedGroup): its body does not parse"), std::string::npos)
-      << bad_syntax.status();
-  auto bad_types = ParseGraph(R"(graph @g {
-  input %x : f32[2]
-  %y : f32[2] = kiln::FusedGroup(%x) {anchor = "", body = "graph @b { input %x : f32[2] %y = MatMul(%x) output %y }", members = ["r"], pattern = "pointwise"} @grp
-  output %y
-})");
-  ASSERT_FALSE(bad_types.ok());
-  EXPECT_NE(bad_types.status().message().find("its body does not type-check"), std::string::npos)
-      << bad_types.status();
+  struct Case {
+    const char* body;
+    const char* error;
+  };
+  for (const Case& c : {Case{"graph @b { input %x : f32[2] %y = Relu(", "its body does not parse"},
+                        Case{"graph @b { input %x : f32[2] %y = MatMul(%x) output %y }",
+                             "its body does not type-check"}}) {
+    auto g = ParseGraph(absl::StrCat("graph @g {\n  input %x : f32[2]\n", "  %y : f32[2] = kiln::FusedGroup(%x) ",
+                                     "{anchor = \"\", body = \"", c.body,
+                                     "\", members = [\"r\"], pattern = \"pointwise\"} @grp\n  output %y\n}"));
+    ASSERT_FALSE(g.ok()) << c.body;
+    EXPECT_NE(g.status().message().find("3:"), std::string::npos) << g.status();
+    EXPECT_NE(g.status().message().find(absl::StrCat("node 'grp' (FusedGroup): ", c.error)), std::string::npos)
+        << g.status();
+  }
 }
 
 // Inlining returns the members in body order; a small constant the body copied is
