@@ -16,7 +16,10 @@
 #include "fusion/fuse_pointwise.h"
 #include "fusion/fuse_prologue.h"
 #include "fusion/fuse_siblings.h"
+#include "graph/collapse_view_chains.h"
+#include "graph/conv1d_to_conv2d.h"
 #include "graph/conv1x1_to_matmul.h"
+#include "graph/eliminate_common_subexpressions.h"
 #include "graph/eliminate_dead_code.h"
 #include "graph/fold_batch_norm.h"
 #include "graph/fold_transpose_into_matmul.h"
@@ -93,6 +96,11 @@ std::vector<Pass> Canonicalization() {
        "after fold-batch-norm (a BN folds into the conv first): convs whose kernel tiles the input without overlap "
        "(ViT's patch embedding) become a MatMul over patches, which the GEMMs and epilogue fusion take",
        "", nullptr, GraphPass<PatchifyConv>()},
+      {"conv1d-to-conv2d", s,
+       "after patchify-conv, before the layout passes: a 1-D Conv becomes a 2-D one over a map of height 1, so that "
+       "to-channels-last gives it the NHWC kernels (Whisper's audio stem ran in the NCL layout on cuDNN's slow fp16 "
+       "path)",
+       "", nullptr, GraphPass<Conv1dToConv2d>()},
       {"recognize-gelu", s,
        "GELU decompositions (opset < 20) become one Gelu: one epilogue activation instead of 7-8 pointwise ops", "",
        nullptr, GraphPass<RecognizeGelu>()},
@@ -111,6 +119,11 @@ std::vector<Pass> Canonicalization() {
        "after the rewrites: folds what they left constant (transposed or scaled weights) so that the next round "
        "sees constants, and re-infers every type",
        "", nullptr, FoldConstants},
+      {"eliminate-common-subexpressions", s,
+       "after fold-constants (folded values compare as constants), before the fusion passes: work an exporter "
+       "repeats per layer runs once (the legacy SDPA export turns the one padding mask into an additive mask in "
+       "every layer)",
+       "", nullptr, GraphPass<EliminateCommonSubexpressions>()},
       {"fold-transpose-into-matmul", s,
        "after fold-constants (Transposes of weights are constants by then and flagged constant weights are "
        "re-laid out row-major), before DCE: MatMuls read transposed activations through trans_a/trans_b, so the "
@@ -167,6 +180,11 @@ std::vector<Pass> LayoutAndPrecision() {
          return context.channels_last && context.kernel_options.conv_groups == codegen::ConvGroups::kAuto;
        },
        GraphPass<PadHiddenWidth>()},
+      {"collapse-view-chains", PassStage::kLayout,
+       "last of the layout passes, after to-channels-last's Transposes: a chain of Transposes and Reshapes that "
+       "keeps the stored element order becomes one Reshape (Whisper's stem between and after its convs, an image "
+       "model's pooled map flattened), so those Transposes copy nothing",
+       "", nullptr, GraphPass<CollapseViewChains>()},
       {"calibrate-fp16", PassStage::kPrecision,
        "right before lower-precision, on the graph it lowers: runs the CPU reference on the calibration inputs and "
        "keeps in f32 every node that reads or writes a value beyond fp16's safe range (changes nothing itself)",

@@ -32,30 +32,55 @@ bool IsNoOpPadOrSlice(const Node& node) {
   return true;
 }
 
-bool Removable(const Graph& graph, const Node& node) {
-  if (!node.domain().empty() || node.num_inputs() < 1 || !node.has_input(0) || node.num_outputs() < 1) {
-    return false;
+// A one-element constant equal to 1.
+bool IsConstantOne(const Value* v) {
+  return v != nullptr && v->is_constant() && v->numel() == 1 && IsFloating(v->dtype()) &&
+         v->constant().ScalarFloat() == 1.f;
+}
+
+// Mul(x, 1), Mul(1, x) or Div(x, 1) that keeps x's shape and dtype: the index of x,
+// else -1. (Whisper's legacy export scales Q and K by the square root of an SDPA
+// scale of 1, after scaling the q projection itself.)
+int UnitScaleInput(const Node& node) {
+  if (node.num_inputs() != 2 || node.num_outputs() != 1 || !node.output(0)->has_type()) return -1;
+  for (int i : {0, 1}) {
+    const Value* x = node.input(i);
+    const Value* c = node.input(1 - i);
+    if (x == nullptr || !x->has_type() || x->shape() != node.output(0)->shape() ||
+        x->dtype() != node.output(0)->dtype() || !IsConstantOne(c)) {
+      continue;
+    }
+    if (node.op_type() == "Mul" || (node.op_type() == "Div" && i == 0)) return i;
   }
-  if (graph.IsGraphOutput(node.output(0))) return false;
-  if (node.op_type() == "Identity") return node.num_outputs() == 1;
-  if (node.op_type() == "Pad" || node.op_type() == "Slice") return IsNoOpPadOrSlice(node);
-  if (node.op_type() != "Dropout") return false;
+  return -1;
+}
+
+// The input whose value the node passes through unchanged, or -1.
+int PassThroughInput(const Graph& graph, const Node& node) {
+  if (!node.domain().empty() || node.num_inputs() < 1 || !node.has_input(0) || node.num_outputs() < 1) {
+    return -1;
+  }
+  if (graph.IsGraphOutput(node.output(0))) return -1;
+  if (node.op_type() == "Identity") return node.num_outputs() == 1 ? 0 : -1;
+  if (node.op_type() == "Pad" || node.op_type() == "Slice") return IsNoOpPadOrSlice(node) ? 0 : -1;
+  if (node.op_type() == "Mul" || node.op_type() == "Div") return UnitScaleInput(node);
+  if (node.op_type() != "Dropout") return -1;
   for (int i = 1; i < node.num_outputs(); ++i) {
-    if (!node.output(i)->uses().empty() || graph.IsGraphOutput(node.output(i))) return false;
+    if (!node.output(i)->uses().empty() || graph.IsGraphOutput(node.output(i))) return -1;
   }
   if (node.has_input(2)) {
     const Tensor* training = node.input(2)->constant_or_null();
-    if (training == nullptr) return false;
+    if (training == nullptr) return -1;
     for (float v : training->ToFloat()) {
-      if (v != 0.f) return false;
+      if (v != 0.f) return -1;
     }
   }
   // Opsets < 7 spelled training as is_test = 0.
   if (node.has_attr("is_test")) {
     const absl::StatusOr<int64_t> is_test = node.GetInt("is_test");
-    if (!is_test.ok() || *is_test == 0) return false;
+    if (!is_test.ok() || *is_test == 0) return -1;
   }
-  return true;
+  return 0;
 }
 
 }  // namespace
@@ -63,8 +88,9 @@ bool Removable(const Graph& graph, const Node& node) {
 absl::StatusOr<bool> RemoveIdentity::Run(Graph& graph) {
   bool changed = false;
   for (Node* node : graph.nodes()) {
-    if (!Removable(graph, *node)) continue;
-    Value* in = node->input(0);
+    const int through = PassThroughInput(graph, *node);
+    if (through < 0) continue;
+    Value* in = node->input(through);
     Value* out = node->output(0);
     graph.ReplaceAllUsesWith(out, in);
     graph.RemoveNode(node);

@@ -152,5 +152,52 @@ graph @main {
 )");
 }
 
+// Whisper's legacy export (the zoo's whisper_encoder.legacy): the q projection is
+// scaled by 1/sqrt(d) first, then SDPA's decomposition scales Q and K^T by sqrt(1).
+TEST(RemoveIdentityTest, RemovesScalesByOne) {
+  const std::string out = RunPass<RemoveIdentity>(R"(
+graph @main {
+  input %q : f32[1,2,5,4]
+  input %kt : f32[1,2,4,5]
+  const %one : f32[] = [1.0]
+  const %one1 : f32[1] = [1.0]
+  %qs = Mul(%q, %one) @/m/layers.0/self_attn/Mul_1
+  %ks = Mul(%one1, %kt) @/m/layers.0/self_attn/Mul_2
+  %s = MatMul(%qs, %ks)
+  %y = Div(%s, %one)
+  %z = Relu(%y)
+  output %z
+}
+)");
+  EXPECT_EQ(out, R"(graph @main {
+  input %q : f32[1,2,5,4]
+  input %kt : f32[1,2,4,5]
+  %s : f32[1,2,5,5] = MatMul(%q, %kt)
+  %z : f32[1,2,5,5] = Relu(%s)
+  output %z
+}
+)");
+}
+
+// A 1 that broadcasts x to a larger shape, other factors, 1 / x, and a scale by 1
+// whose output is a graph output: kept.
+TEST(RemoveIdentityTest, KeepsScalesThatChangeTheTensor) {
+  ExpectNoChange<RemoveIdentity>(R"(
+graph @main {
+  input %x : f32[3]
+  const %one : f32[2,1] = [1.0, 1.0]
+  const %two : f32[] = [2.0]
+  const %unit : f32[] = [1.0]
+  %a = Mul(%x, %one)
+  %b = Mul(%x, %two)
+  %c = Div(%unit, %x)
+  %d = Mul(%x, %unit)
+  %s = Sum(%a, %b, %c)
+  output %s
+  output %d
+}
+)");
+}
+
 }  // namespace
 }  // namespace kiln
