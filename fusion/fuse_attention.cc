@@ -209,13 +209,15 @@ bool KernelReads(const StridedView& view, const Shape& batch, bool keys) {
   return true;
 }
 
-// Whether scale `n` scales a view (or a graph input, or another scale): one that
-// scales a computed result stays with it, where fuse-pointwise or the producer's
-// epilogue applies it for free (Whisper's q_proj bias Add and scale are one kernel;
-// the scale on every score would leave the Add a kernel of its own).
+// Whether scale `n` scales a view (or a graph input, another scale, or a piece of a
+// Split: fuse-siblings' merged projections, whose epilogue covers every piece): one
+// that scales a computed result stays with it, where fuse-pointwise or the producer's
+// epilogue applies it for free (a q_proj bias Add of its own and the scale after it
+// are one kernel; the scale on every score would leave the Add a kernel of its own).
 bool ScaleOfAView(const Node& n) {
   const Node* src = n.input(ScalarScaleInput(n))->producer();
-  return src == nullptr || IsViewNode(*src) || ScalarScaleInput(*src) >= 0;
+  return src == nullptr || IsViewNode(*src) || ScalarScaleInput(*src) >= 0 ||
+         (src->op_type() == "Split" && src->domain().empty());
 }
 
 // The view nodes (and, for Q and K, one-element scales) above an operand, nearest the

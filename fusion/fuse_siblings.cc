@@ -239,30 +239,54 @@ std::vector<Node*> MergeableSiblings(const std::vector<Node*>& candidates, Fusio
   return siblings;
 }
 
-// Biases: when every sibling's product is read only by an Add of a constant bias
-// [N_i] or [1, N_i], the biases are concatenated too and added before the Split, so
-// the merged MatMul gets one bias epilogue instead of one Add per sibling. Fills
-// `bias_adds` and `biases` (one per sibling) then, else leaves them empty.
+// Biases: when at least one sibling's product is read only by an Add of a constant
+// bias [N_i] or [1, N_i], the biases are concatenated too and added before the Split,
+// so the merged MatMul gets one bias epilogue instead of one Add per sibling; a
+// sibling without such an Add (Whisper's k_proj, which has no bias) gets zeros.
+// Fills `bias_adds` and `biases` per sibling (nullptr: no bias) then, else leaves
+// them empty.
 void SharedBiasAdds(const Graph& graph, const std::vector<Node*>& siblings, std::vector<Node*>& bias_adds,
                     std::vector<const Tensor*>& biases) {
+  bool any = false;
   for (Node* m : siblings) {
+    bias_adds.push_back(nullptr);
+    biases.push_back(nullptr);
     const Value* y = m->output(0);
-    if (y->uses().size() != 1 || graph.IsGraphOutput(y)) break;
+    if (y->uses().size() != 1 || graph.IsGraphOutput(y)) continue;
     Node* add = y->uses()[0].node;
-    if (add->op_type() != "Add" || add->num_inputs() != 2) break;
+    if (add->op_type() != "Add" || add->num_inputs() != 2) continue;
     const Value* b = add->input(1 - y->uses()[0].index);
     const int64_t n = m->input(1)->shape()[1];
     if (b == nullptr || !b->is_constant() || b->dtype() != y->dtype() ||
         !(b->shape() == Shape{n} || b->shape() == Shape{1, n}) || add->output(0)->shape() != y->shape()) {
-      break;
+      continue;
     }
-    bias_adds.push_back(add);
-    biases.push_back(&b->constant());
+    bias_adds.back() = add;
+    biases.back() = &b->constant();
+    any = true;
   }
-  if (bias_adds.size() != siblings.size()) {
+  if (!any) {
     bias_adds.clear();
     biases.clear();
   }
+}
+
+// The biases of `siblings` (SharedBiasAdds), zeros where a sibling has none.
+std::vector<std::vector<float>> BiasValues(const std::vector<Node*>& siblings, const std::vector<const Tensor*>& biases) {
+  std::vector<std::vector<float>> values;
+  for (size_t i = 0; i < biases.size(); ++i) {
+    values.push_back(biases[i] != nullptr ? biases[i]->ToFloat()
+                                          : std::vector<float>(siblings[i]->input(1)->shape()[1], 0.f));
+  }
+  return values;
+}
+
+// The dtype of the first bias there is (the products' dtype: SharedBiasAdds checks).
+DType BiasDType(const std::vector<const Tensor*>& biases) {
+  for (const Tensor* b : biases) {
+    if (b != nullptr) return b->dtype();
+  }
+  return DType::kFloat32;
 }
 
 }  // namespace
@@ -309,11 +333,12 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
     std::vector<std::pair<DType, Shape>> types;
     for (size_t i = 0; i < siblings.size(); ++i) {
       Node* m = siblings[i];
-      Node* replaced = bias_adds.empty() ? m : bias_adds[i];  // the node whose output the Split writes
+      // The node whose output the Split writes.
+      Node* replaced = bias_adds.empty() || bias_adds[i] == nullptr ? m : bias_adds[i];
       outs.push_back(replaced->output(0));
       types.push_back({replaced->output(0)->dtype(), replaced->output(0)->shape()});
       names.push_back(m->name());
-      if (!bias_adds.empty()) names.push_back(bias_adds[i]->name());
+      if (replaced != m) names.push_back(replaced->name());
     }
     bool equal_n = sizes[0] > 0 && a->numel() > 0;
     for (int64_t n : sizes) equal_n = equal_n && n == sizes[0];
@@ -324,12 +349,12 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
       spec.tag = "siblings";
       spec.x = a;
       for (const Tensor* t : weights) spec.weights.push_back(*t);
-      for (const Tensor* b : biases) spec.biases.push_back(b->ToFloat());
-      if (!biases.empty()) spec.bias_dtype = biases[0]->dtype();
+      spec.biases = BiasValues(siblings, biases);
+      spec.bias_dtype = BiasDType(biases);
       spec.outs = outs;
       spec.types = types;
       for (size_t i = 0; i < siblings.size(); ++i) {
-        if (!bias_adds.empty()) graph.RemoveNode(bias_adds[i]);
+        if (!bias_adds.empty() && bias_adds[i] != nullptr) graph.RemoveNode(bias_adds[i]);
         graph.RemoveNode(siblings[i]);
       }
       KILN_ASSIGN_OR_RETURN(Node* matmul, BuildStacked(graph, spec));
@@ -343,7 +368,7 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
     Value* w = graph.AddConstant(absl::StrCat(base, "/siblings_weight"), ConcatColumns(weights));
     Value* product = graph.AddValue(absl::StrCat(base, "/siblings_out"));
     for (size_t i = 0; i < siblings.size(); ++i) {
-      if (!bias_adds.empty()) graph.RemoveNode(bias_adds[i]);
+      if (!bias_adds.empty() && bias_adds[i] != nullptr) graph.RemoveNode(bias_adds[i]);
       graph.RemoveNode(siblings[i]);
     }
     Node* matmul = graph.AddNode("MatMul", {a, w}, {product}, absl::StrCat(base, "/siblings"));
@@ -351,12 +376,9 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
     Value* split_input = product;
     if (!bias_adds.empty()) {
       std::vector<float> concat;
-      for (const Tensor* b : biases) {
-        const std::vector<float> v = b->ToFloat();
-        concat.insert(concat.end(), v.begin(), v.end());
-      }
+      for (const std::vector<float>& v : BiasValues(siblings, biases)) concat.insert(concat.end(), v.begin(), v.end());
       Value* bias = graph.AddConstant(absl::StrCat(base, "/siblings_bias"),
-                                      Tensor::FromFloat(biases[0]->dtype(), {static_cast<int64_t>(concat.size())}, concat));
+                                      Tensor::FromFloat(BiasDType(biases), {static_cast<int64_t>(concat.size())}, concat));
       split_input = graph.AddValue(absl::StrCat(base, "/siblings_biased"));
       Node* add = graph.AddNode("Add", {product, bias}, {split_input}, absl::StrCat(base, "/siblings_bias_add"));
       KILN_RETURN_IF_ERROR(InferNode(*add));

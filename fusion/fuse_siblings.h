@@ -26,12 +26,13 @@
 //   Concatenated layout (widths differ): W = concat(W_1..W_n, axis 1) :
 // [K, N_1+...+N_n], one 2-D MatMul, and a Split along the last axis. Its outputs
 // are column blocks of a row-major [.., N] tensor, i.e. strided: that Split copies.
-//   Biases: when EVERY sibling's product is read only by an Add of a constant bias
-// [N_i] or [1, N_i] (either operand order), the biases are merged too and added
-// before the Split (stacked: one constant [S, 1.., N], a per-batch bias;
-// concatenated: [N_1+...+N_n]), whose outputs are then the Adds' outputs (the Adds
-// are removed and listed as members): the merged MatMul gets one bias epilogue
-// instead of n separate Add kernels.
+//   Biases: when a sibling's product is read only by an Add of a constant bias [N_i]
+// or [1, N_i] (either operand order), the biases are merged too and added before the
+// Split (stacked: one constant [S, 1.., N], a per-batch bias; concatenated:
+// [N_1+...+N_n]), whose outputs are then the Adds' outputs (the Adds are removed and
+// listed as members): the merged MatMul gets one bias epilogue instead of separate
+// Add kernels. A sibling without such an Add gets a zero bias (Whisper's k_proj has
+// none, its q_proj and v_proj do); when no sibling has one there is no bias.
 // Not fired (reported): a sibling whose weight is computed ("unsupported op: "),
 // not 2-D ("shape: "), or of another dtype ("dtype: "), or that carries a layout
 // flag (trans_a / trans_b: "shape: "; both layouts are built row-major). MatMuls

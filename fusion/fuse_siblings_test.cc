@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "fusion/fuse_epilogue.h"
 #include "fusion/fusion_test_util.h"
 
@@ -115,8 +117,8 @@ graph @main {
   ASSERT_NE(bias, nullptr);
   EXPECT_EQ(bias->shape(), (Shape{28}));
 
-  // One sibling without a bias: the biases stay below the Split (equal widths: the
-  // stacked layout, each piece reshaped back to [3, 2] for its Add / Mul reader).
+  // One sibling without a bias: it gets zeros, and the bias still goes above the
+  // Split (equal widths: the stacked layout, each piece reshaped back to [3, 2]).
   FusionReport partial;
   auto h = FuseAndCheck(R"(
 graph @main {
@@ -133,7 +135,54 @@ graph @main {
 )",
                         &partial);
   EXPECT_EQ(Summary(*h),
-            "MatMul @q/siblings\nSplit @q/split\nReshape @q/unstack0\nAdd @q_bias\nReshape @q/unstack1\nMul @prod\n");
+            "MatMul @q/siblings\nAdd @q/siblings_bias_add\nSplit @q/split\nReshape @q/unstack0\n"
+            "Reshape @q/unstack1\nMul @prod\n");
+  ASSERT_EQ(partial.groups.size(), 1u);
+  EXPECT_EQ(partial.groups[0].members, (std::vector<std::string>{"q", "q_bias", "k"}));
+}
+
+// Whisper's self-attention projections as the legacy exporter writes them (cut from
+// whisper_encoder.legacy in the zoo, width 64 -> 8): q_proj and v_proj add their
+// bias as Add(bias, product), k_proj has none, q is then scaled. One stacked MatMul
+// with one bias [3, 1, 8] whose k rows are zeros; the scale stays on q's piece.
+TEST(FuseSiblingsTest, WhisperProjectionsShareOneBiasWithZerosForK) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %h : f32[1,6,8]
+  const %wq : f32[8,8] = splat(0.5)
+  const %wk : f32[8,8] = splat(0.5)
+  const %wv : f32[8,8] = splat(0.5)
+  const %bq : f32[8] = splat(0.1)
+  const %bv : f32[8] = splat(0.3)
+  const %scale : f32[] = [0.125]
+  const %heads : i64[4] = [1, 6, 2, 4]
+  %q0 = MatMul(%h, %wq) @/m/layers.0/self_attn/q_proj/MatMul
+  %q1 = Add(%bq, %q0) @/m/layers.0/self_attn/q_proj/Add
+  %q = Mul(%q1, %scale) @/m/layers.0/self_attn/Mul
+  %k0 = MatMul(%h, %wk) @/m/layers.0/self_attn/k_proj/MatMul
+  %k = Reshape(%k0, %heads) @/m/layers.0/self_attn/Reshape_1
+  %v0 = MatMul(%h, %wv) @/m/layers.0/self_attn/v_proj/MatMul
+  %v1 = Add(%bv, %v0) @/m/layers.0/self_attn/v_proj/Add
+  %v = Reshape(%v1, %heads) @/m/layers.0/self_attn/Reshape_2
+  output %q
+  output %k
+  output %v
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g),
+            "MatMul @/m/layers.0/self_attn/q_proj/MatMul/siblings\n"
+            "Add @/m/layers.0/self_attn/q_proj/MatMul/siblings_bias_add\n"
+            "Split @/m/layers.0/self_attn/q_proj/MatMul/split\nMul @/m/layers.0/self_attn/Mul\n"
+            "Reshape @/m/layers.0/self_attn/Reshape_1\nReshape @/m/layers.0/self_attn/Reshape_2\n");
+  const Value* bias = g->FindValue("/m/layers.0/self_attn/q_proj/MatMul/siblings_bias");
+  ASSERT_NE(bias, nullptr);
+  EXPECT_EQ(bias->shape(), (Shape{3, 1, 8}));
+  const std::vector<float> b = bias->constant().ToFloat();
+  EXPECT_EQ(std::count(b.begin() + 8, b.begin() + 16, 0.f), 8);  // k's rows
+  EXPECT_NE(b[0], 0.f);
+  EXPECT_NE(b[16], 0.f);
 }
 
 // Equal widths, batch 1: W stacked as [S, K, N], the bias as [S, 1, N], a Split along
