@@ -90,8 +90,11 @@ std::vector<GpuCase> Cases() {
     for (const AttnCase& c : heads) out.push_back({c});
     for (const AttnCase& c : cases) out.push_back({c});
     // Forced tiles: many key blocks per CTA, 1..8 warps.
+    // Key groups: 2 and 4 blocks of keys per stage, merged at the end.
     for (ops::AttentionConfig cfg : {ops::AttentionConfig{16, 16}, ops::AttentionConfig{32, 32},
-                                     ops::AttentionConfig{64, 64}, ops::AttentionConfig{128, 64}}) {
+                                     ops::AttentionConfig{64, 64}, ops::AttentionConfig{128, 64},
+                                     ops::AttentionConfig{64, 32, 2}, ops::AttentionConfig{16, 32, 4},
+                                     ops::AttentionConfig{32, 16, 4}}) {
       out.push_back({{dt, 2, 3, 150, 170, 64, 64, AttnMask::kAdd, true}, cfg});
       out.push_back({{dt, 2, 3, 150, 150, 64, 64, AttnMask::kCausal, false}, cfg});
     }
@@ -100,7 +103,8 @@ std::vector<GpuCase> Cases() {
 }
 
 std::string Name(const GpuCase& g) {
-  return g.config.bm == 0 ? g.c.Name() : absl::StrCat(g.c.Name(), "_bm", g.config.bm, "_bn", g.config.bn);
+  return g.config.bm == 0 ? g.c.Name()
+                          : absl::StrCat(g.c.Name(), "_bm", g.config.bm, "_bn", g.config.bn, "_g", g.config.splits);
 }
 
 // The function in fp64 from the stored inputs (the fp64 value of the stored scale).
@@ -401,6 +405,106 @@ class Program {
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
 };
+
+// Mean device time (ms) of 100 back-to-back launches of `kernel`, the median of 5
+// rounds after 10 warm-up launches, into `ms`.
+void TimeLaunches(cudaKernel_t kernel, const KernelLaunch& l, const std::vector<void*>& dev, double* ms) {
+  constexpr int kIters = 100;
+  std::vector<void*> params(l.args.size());
+  for (size_t j = 0; j < l.args.size(); ++j) params[j] = const_cast<void**>(&dev[l.args[j]]);
+  auto launch = [&] {
+    KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
+                                  dim3(l.block[0], l.block[1], l.block[2]), params.data(), l.shared_bytes, nullptr));
+  };
+  for (int i = 0; i < 10; ++i) launch();
+  cudaEvent_t a, b;
+  KILN_CUDA_OK(cudaEventCreate(&a));
+  KILN_CUDA_OK(cudaEventCreate(&b));
+  std::vector<double> rounds;
+  for (int r = 0; r < 5; ++r) {
+    KILN_CUDA_OK(cudaEventRecord(a));
+    for (int i = 0; i < kIters; ++i) launch();
+    KILN_CUDA_OK(cudaEventRecord(b));
+    KILN_CUDA_OK(cudaEventSynchronize(b));
+    float round_ms = 0;
+    KILN_CUDA_OK(cudaEventElapsedTime(&round_ms, a, b));
+    rounds.push_back(round_ms / kIters);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(rounds.begin(), rounds.end());
+  *ms = rounds[2];
+}
+
+// The tile sweep behind PickAttentionConfig, key groups included: the zoo models'
+// attention shapes at full size (Whisper-base's encoder at batch 1, BERT-base and
+// GPT-2 at 8 x 128, ViT-B/16's packed QKV at 1 and 32, Llama's GQA), every config
+// timed and its output checked against the heuristic's. Prints one line per config.
+TEST(AttentionGpuTest, TileSweepTiming) {
+  KILN_ARCH_OR_SKIP(arch);
+  const DType f16 = DType::kFloat16;
+  const std::vector<std::pair<std::string, AttnCase>> shapes = {
+      {"Whisper-base b1", {f16, 1, 8, 1500, 1500, 64, 64, AttnMask::kNone, true, true}},
+      {"BERT-base 8x128", {f16, 8, 12, 128, 128, 64, 64, AttnMask::kAdd, true, true}},
+      {"GPT-2 8x128", {f16, 8, 12, 128, 128, 64, 64, AttnMask::kCausal, true, true}},
+      {"ViT-B/16 b1", {f16, 1, 12, 197, 197, 64, 64, AttnMask::kNone, true, false, 0, true}},
+      {"ViT-B/16 b32", {f16, 32, 12, 197, 197, 64, 64, AttnMask::kNone, true, false, 0, true}},
+      {"Llama 8x128", {f16, 8, 32, 128, 128, 64, 64, AttnMask::kSdpa, true, true, 4}},
+      {"BERT-base b1", {f16, 1, 12, 128, 128, 64, 64, AttnMask::kAdd, true, true}},
+      {"GPT-2 b1x128", {f16, 1, 12, 128, 128, 64, 64, AttnMask::kCausal, true, true}},
+      {"Swin-T b1 st1", {f16, 64, 3, 49, 49, 32, 32, AttnMask::kWindows, true, false, 0, true}},
+      {"Swin-T b1 st3", {f16, 4, 12, 49, 49, 32, 32, AttnMask::kWindows, true, false, 0, true}},
+      {"T5 8x128", {f16, 8, 12, 128, 128, 64, 64, AttnMask::kAdd, true, true}},
+  };
+  const std::vector<ops::AttentionConfig> configs = {
+      {0, 0, 0},   {64, 64, 1}, {32, 64, 1}, {16, 64, 1}, {64, 32, 2}, {64, 64, 2}, {32, 64, 2},
+      {16, 64, 2}, {32, 32, 4}, {16, 32, 4}, {16, 64, 4}, {64, 16, 4}, {32, 16, 4}};
+  for (const auto& [label, c] : shapes) {
+    absl::StatusOr<test::AttnBuilt> b = test::BuildAttention(c, 5);
+    ASSERT_TRUE(b.ok()) << label << ": " << b.status();
+    const Node& node = *b->group;
+    std::vector<KernelLaunch> launches;
+    std::vector<ModuleKernel> kernels;
+    std::vector<std::string> names;
+    for (const ops::AttentionConfig& cfg : configs) {
+      const bool heuristic = cfg.bm == 0;
+      if (!heuristic && !ops::VerifyAttentionConfig(cfg, c.d, c.dv, c.k_trans).ok()) continue;
+      absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateAttentionGroup(node, heuristic ? nullptr : &cfg);
+      ASSERT_TRUE(l.ok()) << label << ": " << l.status();
+      launches.push_back((*l)[0]);
+      kernels.push_back({absl::StrCat("kiln_attn_sweep_", kernels.size()), (*l)[0].source});
+      const ops::AttentionConfig used =
+          heuristic ? ops::PickAttentionConfig(launches.back().grid[1], c.sq, c.sk, c.d, c.dv, c.k_trans) : cfg;
+      names.push_back(absl::StrCat(heuristic ? "heuristic " : "", "BM ", used.bm, " BN ", used.bn, " groups ",
+                                   used.splits));
+    }
+    absl::StatusOr<std::vector<std::string>> cubins = CompileModules(kernels, arch, kernels.size());
+    ASSERT_TRUE(cubins.ok()) << cubins.status();
+    cudaLibrary_t lib;
+    KILN_CUDA_OK(cudaLibraryLoadData(&lib, (*cubins)[0].data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+    test::NodeBuffers buf;
+    ASSERT_NO_FATAL_FAILURE(buf.SetUp(node, b->feeds));
+    std::vector<float> want;
+    for (size_t i = 0; i < launches.size(); ++i) {
+      cudaKernel_t kernel;
+      ASSERT_NO_FATAL_FAILURE(test::GetKernel(lib, kernels[i].function, launches[i].shared_bytes, &kernel));
+      ASSERT_NO_FATAL_FAILURE(test::LaunchAndWait(kernel, launches[i], buf.dev));
+      const std::vector<float> got = buf.Output(node).ToFloat();
+      if (i == 0) want = got;
+      float diff = 0.f;
+      for (size_t j = 0; j < got.size(); ++j) {
+        const float scale = std::max(1.f, std::fabs(want[j]));
+        diff = std::max(diff, std::isnan(got[j]) ? INFINITY : std::fabs(got[j] - want[j]) / scale);
+      }
+      EXPECT_LE(diff, 2e-2f) << label << ", " << names[i];
+      double ms = 0;
+      ASSERT_NO_FATAL_FAILURE(TimeLaunches(kernel, launches[i], buf.dev, &ms));
+      std::printf("%-16s %-32s %8.4f ms  (grid %u x %u, %u threads)\n", label.c_str(), names[i].c_str(), ms,
+                  launches[i].grid[0], launches[i].grid[1], launches[i].block[0]);
+    }
+    cudaLibraryUnload(lib);
+  }
+}
 
 // BERT-base attention (H = 12, S = 128, D = 64, additive mask, fp16) at batch 1 and
 // 32: the fused kernel against (a) kiln's unfused path with the softmax group

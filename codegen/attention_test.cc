@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/attention_test_cases.h"
@@ -140,6 +141,37 @@ TEST(AttentionCodegenTest, LargestHeadDimsDoNotSpill) {
   }
 }
 
+// Key groups per CTA (AttentionConfig::splits): both K layouts, 2 and 4 groups,
+// compile for sm_80 and sm_90a without spills; the block has a warp per 16 rows per
+// group and each stage loads a block of keys per group.
+TEST(AttentionCodegenTest, KeyGroupsCompileWithoutSpills) {
+  const std::vector<std::pair<AttnCase, ops::AttentionConfig>> cases = {
+      {{DType::kFloat16, 1, 8, 1500, 1500, 64, 64, AttnMask::kNone, true}, {64, 32, 2}},
+      {{DType::kFloat16, 1, 8, 300, 300, 64, 64, AttnMask::kCausal, false}, {32, 64, 2}},
+      {{DType::kBFloat16, 2, 4, 200, 200, 128, 128, AttnMask::kAdd, true}, {32, 16, 4}},
+      {{DType::kFloat16, 2, 4, 77, 77, 64, 64, AttnMask::kFill, false}, {16, 16, 4}},
+  };
+  std::vector<ModuleKernel> kernels;
+  for (const auto& [c, cfg] : cases) {
+    absl::StatusOr<test::AttnBuilt> b = test::BuildAttention(c, 3);
+    ASSERT_TRUE(b.ok()) << c.Name() << ": " << b.status();
+    absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateAttentionGroup(*b->group, &cfg);
+    ASSERT_TRUE(l.ok()) << c.Name() << ": " << l.status();
+    const KernelLaunch& k = (*l)[0];
+    EXPECT_EQ(Define(k, "ATTN_SPLITS"), absl::StrCat(cfg.splits));
+    EXPECT_EQ(k.block[0], static_cast<uint32_t>(cfg.bm / 16 * 32 * cfg.splits)) << c.Name();
+    EXPECT_EQ(k.shared_bytes, static_cast<uint32_t>(ops::AttentionSharedBytes(cfg, c.d, c.dv, c.k_trans)));
+    kernels.push_back({absl::StrCat("kiln_attn_split", cfg.splits, "_", c.Name()), k.source});
+  }
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    absl::StatusOr<ModuleInspection> inspected = InspectModule(kernels, arch);
+    ASSERT_TRUE(inspected.ok()) << arch << ": " << inspected.status();
+    for (const KernelResources& r : ParsePtxasResources(inspected->log)) {
+      EXPECT_EQ(r.spill_store_bytes, 0) << arch << " " << r.function << " spills (" << r.registers << " registers)";
+    }
+  }
+}
+
 TEST(AttentionCodegenTest, ConfigVerifierAndHeuristic) {
   using ops::AttentionConfig;
   EXPECT_TRUE(ops::VerifyAttentionConfig(AttentionConfig{64, 64}, 64, 64, true).ok());
@@ -163,11 +195,19 @@ TEST(AttentionCodegenTest, ConfigVerifierAndHeuristic) {
   const absl::Status regs = ops::VerifyAttentionConfig(AttentionConfig{64, 64}, 128, 128, true);
   EXPECT_NE(regs.message().find("registers"), absl::string_view::npos) << regs;
 
-  // BERT-base at batch 32 (384 heads x 2 blocks of 64 rows) keeps 64 rows; at batch 1
-  // (12 heads) the tile shrinks to one warp for 96 CTAs; one query row takes one warp.
+  // BERT-base at batch 32 (384 heads x 2 blocks of 64 rows) keeps 64 rows and one key
+  // group; at batch 1 (12 heads) 32-row CTAs with two key groups; one query row takes
+  // one warp; one block of keys takes one group.
   EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 64, 64, true).bm, 64);
-  EXPECT_EQ(ops::PickAttentionConfig(12, 128, 128, 64, 64, true).bm, 16);
+  EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 64, 64, true).splits, 1);
+  EXPECT_EQ(ops::PickAttentionConfig(12, 128, 128, 64, 64, true).bm, 32);
+  EXPECT_EQ(ops::PickAttentionConfig(12, 128, 128, 64, 64, true).splits, 2);
   EXPECT_EQ(ops::PickAttentionConfig(4096, 1, 128, 64, 64, true).bm, 16);
+  // Swin-T's 49-key windows at batch 1 (64 windows x 3 heads): one 64-key block as two
+  // groups of 32; at batch 32 (6144 CTAs) one group.
+  const AttentionConfig swin = ops::PickAttentionConfig(192, 49, 49, 32, 32, true);
+  EXPECT_EQ(std::make_tuple(swin.bm, swin.bn, swin.splits), std::make_tuple(64, 32, 2));
+  EXPECT_EQ(ops::PickAttentionConfig(6144, 49, 49, 32, 32, true).splits, 1);
   EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 64, 64, true).bn, 64);
   EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 96, 96, true).bn, 64);
   EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 128, 128, true).bn, 32);
@@ -175,6 +215,13 @@ TEST(AttentionCodegenTest, ConfigVerifierAndHeuristic) {
     const AttentionConfig c = ops::PickAttentionConfig(8, 300, 300, d, d, false);
     EXPECT_TRUE(ops::VerifyAttentionConfig(c, d, d, false).ok()) << d;
   }
+  // Key groups: 1, 2 or 4 (BM 128 with 4 groups is 1024 threads); the merge buffer ((splits - 1) *
+  // BM * 2 threads x (DVP / 2 + 4) floats) counts when the tiles are smaller.
+  EXPECT_TRUE(ops::VerifyAttentionConfig(AttentionConfig{64, 32, 2}, 64, 64, true).ok());
+  EXPECT_NE(ops::VerifyAttentionConfig(AttentionConfig{64, 32, 3}, 64, 64, true).message().find("splits"),
+            absl::string_view::npos);
+  EXPECT_EQ(ops::AttentionSharedBytes(AttentionConfig{64, 32, 2}, 64, 64, true), 5 * 64 * 72 * 2);
+  EXPECT_EQ(ops::AttentionSharedBytes(AttentionConfig{64, 16, 4}, 64, 64, true), 3 * 128 * (32 + 4) * 4);
   // The fusion pass and the kernel agree on the head dims.
   EXPECT_EQ(FuseAttention::kMaxHeadDim, ops::kAttentionMaxHeadDim);
 }
@@ -255,10 +302,11 @@ TEST(AttentionCodegenTest, RoutedToTheKernelInEveryMode) {
     ASSERT_EQ(l->size(), 1u);
     const KernelLaunch& k = (*l)[0];
     EXPECT_NE(k.source.find("kiln_attn_score"), std::string::npos);
-    // O, Q, K, V, the mask; grid (Sq / 16 rows, 12 heads), one warp.
+    // O, Q, K, V, the mask; grid (Sq / 32 rows, 12 heads), two warps in each of two
+    // key groups.
     EXPECT_EQ(ArgNames(group, k), (std::vector<std::string>{"context_out", "q", "k", "v", "mask"}));
-    EXPECT_EQ(k.grid, (std::array<uint32_t, 3>{8, 12, 1}));
-    EXPECT_EQ(k.block, (std::array<uint32_t, 3>{32, 1, 1}));
+    EXPECT_EQ(k.grid, (std::array<uint32_t, 3>{4, 12, 1}));
+    EXPECT_EQ(k.block, (std::array<uint32_t, 3>{128, 1, 1}));
   }
   // A config override is verified.
   ops::AttentionConfig bad{40, 64};

@@ -26,18 +26,23 @@ namespace {
 
 int64_t RoundUp16(int64_t x) { return (x + 15) / 16 * 16; }
 
-// Elements of the K tile: [BN][DP + 8] (trans_b) or [DP][BN + 8].
+// Keys per stage of the key loop: one block per key group.
+int64_t StageKeys(const AttentionConfig& c) { return static_cast<int64_t>(c.bn) * c.splits; }
+
+// Elements of the K tile: [KEYS][DP + 8] (trans_b) or [DP][KEYS + 8].
 int64_t KTile(const AttentionConfig& c, int64_t d, bool k_trans) {
   const int64_t dp = RoundUp16(d);
-  return k_trans ? c.bn * (dp + 8) : dp * (c.bn + 8);
+  return k_trans ? StageKeys(c) * (dp + 8) : dp * (StageKeys(c) + 8);
 }
 
 }  // namespace
 
 int64_t AttentionSharedBytes(const AttentionConfig& c, int64_t d, int64_t dv, bool k_trans) {
   const int64_t q = c.bm * (RoundUp16(d) + 8);
-  const int64_t v = c.bn * (RoundUp16(dv) + 8);
-  return (q + 2 * KTile(c, d, k_trans) + 2 * v) * 2;
+  const int64_t v = StageKeys(c) * (RoundUp16(dv) + 8);
+  const int64_t tiles = (q + 2 * KTile(c, d, k_trans) + 2 * v) * 2;
+  const int64_t merge = static_cast<int64_t>(c.splits - 1) * (c.bm / 16 * 32) * (RoundUp16(dv) / 2 + 4) * 4;
+  return std::max(tiles, merge);
 }
 
 int AttentionRegisterEstimate(const AttentionConfig& c, int64_t d, int64_t dv) {
@@ -49,7 +54,7 @@ int AttentionRegisterEstimate(const AttentionConfig& c, int64_t d, int64_t dv) {
 absl::Status VerifyAttentionConfig(const AttentionConfig& c, int64_t d, int64_t dv, bool k_trans) {
   auto bad = [&](const std::string& why) {
     return absl::InvalidArgumentError(
-        absl::StrCat("attention tile config BM ", c.bm, " BN ", c.bn, " (D ", d, ", Dv ", dv, k_trans ? ", K [Sk, D]" : ", K' [D, Sk]", "): ", why));
+        absl::StrCat("attention tile config BM ", c.bm, " BN ", c.bn, " splits ", c.splits, " (D ", d, ", Dv ", dv, k_trans ? ", K [Sk, D]" : ", K' [D, Sk]", "): ", why));
   };
   if (c.bm < 16 || c.bm > 128 || c.bm % 16 != 0) {
     return bad("BM must be a multiple of 16 (one warp per 16 query rows) in [16, 128]");
@@ -58,8 +63,7 @@ absl::Status VerifyAttentionConfig(const AttentionConfig& c, int64_t d, int64_t 
   if (d <= 0 || dv <= 0 || d % 8 != 0 || dv % 8 != 0 || d > kAttentionMaxHeadDim || dv > kAttentionMaxHeadDim) {
     return bad(absl::StrCat("head dims must be multiples of 8 up to ", kAttentionMaxHeadDim));
   }
-  const int threads = c.bm / 16 * 32;
-  if (threads > 1024) return bad(absl::StrCat(threads, " threads per block (> 1024)"));
+  if (c.splits != 1 && c.splits != 2 && c.splits != 4) return bad("splits (key groups per CTA) must be 1, 2 or 4");
   const int64_t smem = AttentionSharedBytes(c, d, dv, k_trans);
   if (smem > kAttentionMaxSharedBytes) {
     return bad(absl::StrCat(smem, " bytes of shared memory (> ", kAttentionMaxSharedBytes, ", 99 KiB)"));
@@ -73,19 +77,31 @@ absl::Status VerifyAttentionConfig(const AttentionConfig& c, int64_t d, int64_t 
 }
 
 AttentionConfig PickAttentionConfig(int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv, bool k_trans) {
-  (void)sk;
   // Enough CTAs to fill an H100's 132 SMs where the problem allows it: a CTA per 64
-  // query rows, halved (down to one warp) while the grid is smaller than that or the
-  // tile is twice the queries.
+  // query rows, halved down to 32 while the grid is smaller than that, and down to one
+  // warp while the tile is twice the queries. A grid still short of the SMs gets two
+  // key groups per CTA when there are keys for both (ViT-B/16 and BERT-base at batch
+  // 1: 12 heads of 197 and 128 rows ran fastest as 32-row CTAs with two groups); a
+  // grid of at most two waves whose keys fit one 64-key block splits them into two
+  // groups of 32 (Swin-T's 49-key windows at batch 1). `AttentionGpuTest.
+  // TileSweepTiming`, benchmarks/RESULTS.md "Fused attention".
   constexpr int64_t kTargetCtas = 132;
   auto ctas = [&](int bm) { return batch * ((sq + bm - 1) / bm); };
-  AttentionConfig c{64, 64};
-  while (c.bm > 16 && (ctas(c.bm) < kTargetCtas || c.bm / 2 >= sq)) c.bm /= 2;
+  AttentionConfig c{64, 64, 1};
+  while (c.bm > 32 && ctas(c.bm) < kTargetCtas) c.bm /= 2;
+  while (c.bm > 16 && c.bm / 2 >= sq) c.bm /= 2;
+  if (sk <= 64 && ctas(c.bm) <= 2 * kTargetCtas) {
+    const AttentionConfig halves{c.bm, 32, 2};
+    if (VerifyAttentionConfig(halves, d, dv, k_trans).ok()) return halves;
+  }
   for (int bn : {64, 32, 16}) {
     c.bn = bn;
+    c.splits = ctas(c.bm) < kTargetCtas && sk > bn ? 2 : 1;
+    if (VerifyAttentionConfig(c, d, dv, k_trans).ok()) return c;
+    c.splits = 1;
     if (VerifyAttentionConfig(c, d, dv, k_trans).ok()) return c;
   }
-  return AttentionConfig{16, 16};
+  return AttentionConfig{16, 16, 1};
 }
 
 namespace {
@@ -553,7 +569,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
                   RoundUp16(d), "\n#define ATTN_DVP ", RoundUp16(dv), "\n#define ATTN_Q_LD ", pitches.q_ld,
                   "\n#define ATTN_K_LD ", k_ld, "\n#define ATTN_V_LD ", pitches.v_ld, "\n#define ATTN_O_LD ", pitches.o_ld,
                   "\n#define ATTN_K_TRANS ", k_rows_are_keys ? 1 : 0, "\n#define ATTN_K_ASYNC ", k_async ? 1 : 0,
-                  "\n#define ATTN_BM ", cfg.bm, "\n#define ATTN_BN ", cfg.bn, "\n#define ATTN_Q_PROLOGUE ",
+                  "\n#define ATTN_BM ", cfg.bm, "\n#define ATTN_BN ", cfg.bn, "\n#define ATTN_SPLITS ", cfg.splits,
+                  "\n#define ATTN_Q_PROLOGUE ",
                   plan.q_chain.empty() ? 0 : 1, "\n#define ATTN_CAUSAL_LIMIT ", causal_limit ? 1 : 0,
                   "\n#define ATTN_T ", StorageTypeName(dt), "\n#define KILN_ATTN_PARAMS ", params,
                   "\n#define KILN_ATTN_ARGS ", args, "\n");
@@ -575,7 +592,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
   absl::StrAppend(&src, TemplateSource("mma_sm80.cuh"), TemplateSource("attention_sm80.cuh"));
   launch.source = std::move(src);
   launch.grid = {static_cast<uint32_t>((sq + cfg.bm - 1) / cfg.bm), static_cast<uint32_t>(batch), 1};
-  launch.block = {static_cast<uint32_t>(cfg.bm / 16 * 32), 1, 1};
+  launch.block = {static_cast<uint32_t>(cfg.bm / 16 * 32 * cfg.splits), 1, 1};
   launch.shared_bytes = static_cast<uint32_t>(AttentionSharedBytes(cfg, d, dv, k_rows_are_keys));
   return std::vector<KernelLaunch>{std::move(launch)};
 }

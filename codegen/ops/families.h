@@ -289,21 +289,28 @@ inline constexpr int64_t kAttentionMaxSharedBytes = 99 * 1024;
 // so 128-wide heads get 32-key blocks (estimate 124; 202-214 registers, no spills).
 inline constexpr int kAttentionRegisterBudget = 128;
 struct AttentionConfig {
-  int bm = 64;  // query rows per CTA: BM / 16 warps, 16 rows each
-  int bn = 64;  // keys per block of the key loop
+  int bm = 64;      // query rows per CTA: BM / 16 warps per key group, 16 rows each
+  int bn = 64;      // keys per block of the key loop
+  int splits = 1;   // key groups per CTA (1, 2, 4): each stage's keys are `splits`
+                    // blocks, one per group, the groups' results merged at the end
 };
-// Dynamic shared memory (bytes): Q [BM][DP+8], two K tiles ([BN][DP+8] when stored
-// [Sk, D], else [DP][BN+8]) and two V tiles [BN][DVP+8], 2 bytes each; DP and DVP
-// are D and Dv rounded up to 16.
+// Dynamic shared memory (bytes): Q [BM][DP+8], two K tiles ([KEYS][DP+8] when stored
+// [Sk, D], else [DP][KEYS+8]) and two V tiles [KEYS][DVP+8], KEYS = BN * splits, 2
+// bytes each, or the key groups' merge buffer ((splits - 1) * BM * 2 threads' row
+// statistics and accumulators, DVP / 2 + 4 floats each) if larger; DP and DVP are D
+// and Dv rounded up to 16.
 int64_t AttentionSharedBytes(const AttentionConfig& config, int64_t d, int64_t dv, bool k_trans);
 // 32-bit registers per thread for scores (BN/2), output accumulators (DVP/2), Q
 // fragments (DP/4) and row statistics.
 int AttentionRegisterEstimate(const AttentionConfig& config, int64_t d, int64_t dv);
 // InvalidArgument naming the failed constraint: BM and BN multiples of 16 in [16,
-// 128], head dims, shared memory <= 99 KiB, registers <= kAttentionRegisterBudget.
+// 128], splits 1, 2 or 4 (at most 1024 threads), head dims, shared memory <= 99 KiB,
+// registers <= kAttentionRegisterBudget.
 absl::Status VerifyAttentionConfig(const AttentionConfig& config, int64_t d, int64_t dv, bool k_trans);
-// BM 64, halved (down to 16) while fewer than 132 CTAs (an H100's SMs) would run or
-// while half of it still covers Sq; BN the first of 64, 32, 16 that verifies.
+// BM 64, halved down to 32 while fewer than 132 CTAs (an H100's SMs) would run, and
+// down to 16 while half of it still covers Sq; BN the first of 64, 32, 16 that
+// verifies, with two key groups when the grid is still short of 132 CTAs and Sk
+// exceeds BN; Sk <= 64 on at most 264 CTAs: BN 32 in two key groups.
 AttentionConfig PickAttentionConfig(int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv, bool k_trans);
 // One launch; `config` overrides the heuristic (benchmarks, tests). Unimplemented for
 // a group the kernel does not take; InvalidArgument for an invalid `config`.

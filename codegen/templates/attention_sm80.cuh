@@ -30,6 +30,14 @@
 //                        not 16-byte aligned, or Sk not a multiple of 8 with K' [D, Sk])
 //   ATTN_BM, ATTN_BN     query rows per CTA (16 per warp) and keys per block
 //                        (multiples of 16; verified by VerifyAttentionConfig)
+//   ATTN_SPLITS          key groups per CTA (1, 2 or 4): the CTA's warps are
+//                        ATTN_SPLITS groups of ATTN_BM / 16; each stage loads
+//                        ATTN_SPLITS * ATTN_BN keys and group g takes its g-th block
+//                        of ATTN_BN, with its own running max, sum and accumulators;
+//                        the groups' partial results are merged through shared
+//                        memory at the end (more warps per query row where the rows
+//                        alone leave the SMs short of warps: Whisper's 8 heads x 1500
+//                        frames at batch 1)
 //   ATTN_Q_PROLOGUE      1: kiln_attn_q_prologue is applied to Q in shared memory
 //   ATTN_CAUSAL_LIMIT    1: keys past the CTA's last query row are skipped (a causal
 //                        mask that the generator proved hides them from every row)
@@ -46,28 +54,33 @@
 //   float kiln_attn_q_prologue(float x, int row, int col, int batch KILN_ATTN_PARAMS)
 //                        (ATTN_Q_PROLOGUE) the scale on Q, at (row, col) of Q
 // Kernel parameters: (O, Q, K, V KILN_ATTN_PARAMS).
-// Grid (ceil(Sq / ATTN_BM), batch); block ATTN_BM / 16 warps; dynamic shared memory
-// (Q tile + 2 K tiles + 2 V tiles) * 2 bytes, a tile of R rows of C contiguous
-// elements taking R * (C + 8) (AttentionSharedBytes).
+// Grid (ceil(Sq / ATTN_BM), batch); block ATTN_BM / 16 * ATTN_SPLITS warps; dynamic
+// shared memory (Q tile + 2 K tiles + 2 V tiles of ATTN_SPLITS * ATTN_BN keys) * 2
+// bytes, a tile of R rows of C contiguous elements taking R * (C + 8), or the merge
+// buffer of the key groups if larger (AttentionSharedBytes).
 //
 // Pipeline: Q, K_0 and V_0 are copied with cp.async up front; while block j is
 // computed, K_{j+1} and V_{j+1} land in the other half of the double buffer. Partial
 // tiles: rows and columns outside Sq x Sk are zero-filled on load, scores outside
 // are -inf (their exp2 is exactly 0), and only rows < Sq, columns < Dv are stored.
 
-#define ATTN_WARPS (ATTN_BM / 16)
+#define ATTN_ROW_WARPS (ATTN_BM / 16)
+#define ATTN_WARPS (ATTN_ROW_WARPS * ATTN_SPLITS)
 #define ATTN_THREADS (ATTN_WARPS * 32)
+#define ATTN_KEYS (ATTN_BN * ATTN_SPLITS)
 #define ATTN_Q_PITCH (ATTN_DP + 8)
 #define ATTN_V_PITCH (ATTN_DVP + 8)
 #if ATTN_K_TRANS
 #define ATTN_K_PITCH (ATTN_DP + 8)
-#define ATTN_K_TILE (ATTN_BN * ATTN_K_PITCH)
+#define ATTN_K_TILE (ATTN_KEYS * ATTN_K_PITCH)
+#define ATTN_K_GROUP_OFFSET (ATTN_BN * ATTN_K_PITCH)
 #else
-#define ATTN_K_PITCH (ATTN_BN + 8)
+#define ATTN_K_PITCH (ATTN_KEYS + 8)
 #define ATTN_K_TILE (ATTN_DP * ATTN_K_PITCH)
+#define ATTN_K_GROUP_OFFSET ATTN_BN
 #endif
 #define ATTN_Q_TILE (ATTN_BM * ATTN_Q_PITCH)
-#define ATTN_V_TILE (ATTN_BN * ATTN_V_PITCH)
+#define ATTN_V_TILE (ATTN_KEYS * ATTN_V_PITCH)
 
 constexpr bool kiln_attn_bf16 = ATTN_BF16 != 0;
 
@@ -104,23 +117,23 @@ static __device__ __forceinline__ void kiln_attn_load_scalar(kiln_mma_t* s, cons
   }
 }
 
-// Issues the copies of key block `n0` into the K and V tiles.
+// Issues the copies of the ATTN_KEYS keys from `n0` into the K and V tiles.
 static __device__ __forceinline__ void kiln_attn_load_kv(kiln_mma_t* sk, kiln_mma_t* sv, const kiln_mma_t* __restrict__ k,
                                                          const kiln_mma_t* __restrict__ v, int n0) {
 #if ATTN_K_TRANS && ATTN_K_ASYNC
-  kiln_attn_load<ATTN_BN, ATTN_DP, ATTN_SK, ATTN_D, ATTN_K_LD>(sk, k, n0, 0);
+  kiln_attn_load<ATTN_KEYS, ATTN_DP, ATTN_SK, ATTN_D, ATTN_K_LD>(sk, k, n0, 0);
 #elif ATTN_K_TRANS
-  kiln_attn_load_scalar<ATTN_BN, ATTN_DP, ATTN_SK, ATTN_D, ATTN_K_LD>(sk, k, n0, 0);
+  kiln_attn_load_scalar<ATTN_KEYS, ATTN_DP, ATTN_SK, ATTN_D, ATTN_K_LD>(sk, k, n0, 0);
 #elif ATTN_K_ASYNC
-  kiln_attn_load<ATTN_DP, ATTN_BN, ATTN_D, ATTN_SK, ATTN_K_LD>(sk, k, 0, n0);
+  kiln_attn_load<ATTN_DP, ATTN_KEYS, ATTN_D, ATTN_SK, ATTN_K_LD>(sk, k, 0, n0);
 #else
-  kiln_attn_load_scalar<ATTN_DP, ATTN_BN, ATTN_D, ATTN_SK, ATTN_K_LD>(sk, k, 0, n0);
+  kiln_attn_load_scalar<ATTN_DP, ATTN_KEYS, ATTN_D, ATTN_SK, ATTN_K_LD>(sk, k, 0, n0);
 #endif
-  kiln_attn_load<ATTN_BN, ATTN_DVP, ATTN_SK, ATTN_DV, ATTN_V_LD>(sv, v, n0, 0);
+  kiln_attn_load<ATTN_KEYS, ATTN_DVP, ATTN_SK, ATTN_DV, ATTN_V_LD>(sv, v, n0, 0);
 }
 
-// S = Q K^T for a warp's 16 rows x ATTN_BN keys of the K tile `kt`, from the warp's
-// Q fragments.
+// S = Q K^T for a warp's 16 rows x ATTN_BN keys of the K tile `kt` (its group's
+// block), from the warp's Q fragments.
 static __device__ __forceinline__ void kiln_attn_qk(float (&s)[ATTN_BN / 8][4], const unsigned (&frag_q)[ATTN_DP / 16][4],
                                                     const kiln_mma_t* kt, int lane) {
 #pragma unroll
@@ -144,7 +157,8 @@ static __device__ __forceinline__ void kiln_attn_qk(float (&s)[ATTN_BN / 8][4], 
 }
 
 // O += P V: P's accumulators of n8 blocks 2kk, 2kk+1 are the A fragment of k16
-// block kk; V [BN][DVP + 8] (the tile `vt`) has rows k (keys): ldmatrix .trans.
+// block kk; V [BN][DVP + 8] (the group's block of the tile, `vt`) has rows k (keys):
+// ldmatrix .trans.
 static __device__ __forceinline__ void kiln_attn_pv(float (&acc_o)[ATTN_DVP / 8][4], const float (&s)[ATTN_BN / 8][4],
                                                     const kiln_mma_t* vt, int lane) {
 #pragma unroll
@@ -190,6 +204,55 @@ static __device__ __forceinline__ void kiln_attn_store_o(ATTN_T* o, const float 
   }
 }
 
+#if ATTN_SPLITS > 1
+// Key group g > 0 leaves its row max, partial row sums and accumulators in shared
+// memory (as [item][thread] floats, conflict-free); group 0 rescales both sides to
+// the larger max and adds them, as the key loop does between blocks. The tiles are
+// free by then (the loop ends with a barrier).
+static __device__ __forceinline__ void kiln_attn_merge_groups(float* red, float (&acc_o)[ATTN_DVP / 8][4],
+                                                              float (&row_max)[2], float (&row_sum)[2], int warp,
+                                                              int lane) {
+  constexpr int kSlots = (ATTN_SPLITS - 1) * ATTN_ROW_WARPS * 32;
+  const int group = warp / ATTN_ROW_WARPS;
+  const int slot = (warp % ATTN_ROW_WARPS) * 32 + lane;
+  if (group > 0) {
+    float* p = red + (group - 1) * ATTN_ROW_WARPS * 32 + slot;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      p[r * kSlots] = row_max[r];
+      p[(2 + r) * kSlots] = row_sum[r];
+    }
+#pragma unroll
+    for (int j = 0; j < ATTN_DVP / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) p[(4 + j * 4 + e) * kSlots] = acc_o[j][e];
+  }
+  __syncthreads();
+  if (group != 0) return;
+#pragma unroll
+  for (int g = 1; g < ATTN_SPLITS; ++g) {
+    const float* p = red + (g - 1) * ATTN_ROW_WARPS * 32 + slot;
+    float mine[2], theirs[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float m_other = p[r * kSlots];
+      const float m_new = fmaxf(row_max[r], m_other);
+      const float base = m_new == kiln_attn_neg_inf() ? 0.f : m_new;
+      mine[r] = exp2f(row_max[r] - base);
+      theirs[r] = exp2f(m_other - base);
+      row_sum[r] = row_sum[r] * mine[r] + p[(2 + r) * kSlots] * theirs[r];
+      row_max[r] = m_new;
+    }
+#pragma unroll
+    for (int j = 0; j < ATTN_DVP / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        acc_o[j][e] = acc_o[j][e] * mine[e >> 1] + p[(4 + j * 4 + e) * kSlots] * theirs[e >> 1];
+      }
+  }
+}
+#endif
+
 // Up to 64-wide heads ptxas fits the kernel in ~140 registers by itself (3 CTAs of 4
 // warps per SM); for wider heads its own occupancy target made it spill (168
 // registers, D = Dv = 128, NVRTC 13.0), so it is told one CTA per SM is fine (it then
@@ -210,6 +273,8 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_CTAS)
   const int batch = blockIdx.y;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
+  const int row_warp = warp % ATTN_ROW_WARPS;  // the warp's 16 rows
+  const int group = warp / ATTN_ROW_WARPS;     // its block of each stage's keys
   const kiln_mma_t* q = reinterpret_cast<const kiln_mma_t*>(Q) + kiln_attn_q_offset(batch);
   const kiln_mma_t* k = reinterpret_cast<const kiln_mma_t*>(K) + kiln_attn_k_offset(batch);
   const kiln_mma_t* v = reinterpret_cast<const kiln_mma_t*>(V) + kiln_attn_v_offset(batch);
@@ -219,7 +284,7 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_CTAS)
 #else
   const int n_end = ATTN_SK;
 #endif
-  const int blocks = (n_end + ATTN_BN - 1) / ATTN_BN;
+  const int blocks = (n_end + ATTN_KEYS - 1) / ATTN_KEYS;
 
   kiln_attn_load<ATTN_BM, ATTN_DP, ATTN_SQ, ATTN_D, ATTN_Q_LD>(sq, q, m0, 0);
   kiln_attn_load_kv(sk, sv, k, v, 0);
@@ -227,7 +292,7 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_CTAS)
 
   // This thread's two rows (g and g + 8 of the warp's 16): running max (log2
   // domain), partial row sum over its columns, output accumulators.
-  const int row0 = m0 + warp * 16 + lane / 4;
+  const int row0 = m0 + row_warp * 16 + lane / 4;
   float row_max[2] = {kiln_attn_neg_inf(), kiln_attn_neg_inf()};
   float row_sum[2] = {0.f, 0.f};
   float acc_o[ATTN_DVP / 8][4];
@@ -240,7 +305,7 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_CTAS)
   for (int jb = 0; jb < blocks; ++jb) {
     if (jb + 1 < blocks) {
       kiln_attn_load_kv(sk + ((jb + 1) & 1) * ATTN_K_TILE, sv + ((jb + 1) & 1) * ATTN_V_TILE, k, v,
-                        (jb + 1) * ATTN_BN);
+                        (jb + 1) * ATTN_KEYS);
     }
     kiln_mma_commit();
     kiln_mma_wait<1>();  // block jb (and Q) have landed
@@ -259,18 +324,18 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_CTAS)
 #endif
 #pragma unroll
       for (int kk = 0; kk < ATTN_DP / 16; ++kk) {
-        kiln_mma_ldsm_x4(frag_q[kk], sq + (warp * 16 + lane % 16) * ATTN_Q_PITCH + kk * 16 + (lane / 16) * 8);
+        kiln_mma_ldsm_x4(frag_q[kk], sq + (row_warp * 16 + lane % 16) * ATTN_Q_PITCH + kk * 16 + (lane / 16) * 8);
       }
     }
-    const kiln_mma_t* kt = sk + (jb & 1) * ATTN_K_TILE;
-    const kiln_mma_t* vt = sv + (jb & 1) * ATTN_V_TILE;
+    const kiln_mma_t* kt = sk + (jb & 1) * ATTN_K_TILE + group * ATTN_K_GROUP_OFFSET;
+    const kiln_mma_t* vt = sv + (jb & 1) * ATTN_V_TILE + group * ATTN_BN * ATTN_V_PITCH;
 
     // S = Q K^T for the warp's 16 rows x ATTN_BN keys.
     float s[ATTN_BN / 8][4];
     kiln_attn_qk(s, frag_q, kt, lane);
 
     // The score functor, masking of out-of-range scores, row max (log2 domain).
-    const int n0 = jb * ATTN_BN;
+    const int n0 = jb * ATTN_KEYS + group * ATTN_BN;
     float mx[2] = {kiln_attn_neg_inf(), kiln_attn_neg_inf()};
 #pragma unroll
     for (int j = 0; j < ATTN_BN / 8; ++j) {
@@ -321,11 +386,19 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_CTAS)
     __syncthreads();  // every warp is done with this block's tiles before they are refilled
   }
 
+#if ATTN_SPLITS > 1
+  kiln_attn_merge_groups(reinterpret_cast<float*>(kiln_attn_smem), acc_o, row_max, row_sum, warp, lane);
+  if (group != 0) return;
+#endif
   kiln_attn_store_o(O + kiln_attn_o_offset(batch), acc_o, row_sum, row0, lane);
 }
 
 // The next kernel of the module defines its own configuration.
+#undef ATTN_ROW_WARPS
 #undef ATTN_WARPS
+#undef ATTN_KEYS
+#undef ATTN_K_GROUP_OFFSET
+#undef ATTN_SPLITS
 #undef ATTN_MIN_CTAS
 #undef ATTN_THREADS
 #undef ATTN_Q_PITCH
