@@ -23,6 +23,7 @@
 #include "graph/eliminate_dead_code.h"
 #include "graph/fold_batch_norm.h"
 #include "graph/fold_transpose_into_matmul.h"
+#include "graph/gather_to_reshape.h"
 #include "graph/gemm_to_matmul.h"
 #include "graph/infer_shapes.h"
 #include "graph/lower_precision.h"
@@ -76,6 +77,10 @@ std::vector<Pass> Canonicalization() {
        "first, so that the patterns below match through no-op nodes (Identity chains and inference Dropout sit "
        "between the ops of exported blocks; Swin pads and crops by zero when the map is whole windows)",
        "", nullptr, GraphPass<RemoveIdentity>()},
+      {"gather-to-reshape", s,
+       "early, with the other rewrites that only re-spell a node: a Gather of every index of its axis in order is "
+       "a Reshape, a view instead of a copy (the legacy exporter gathers BERT's padding mask by arange)",
+       "", nullptr, GraphPass<GatherToReshape>()},
       {"sum-to-add", s,
        "before the pattern passes: a residual Sum becomes the Add that fuse-epilogue and fuse-pointwise take "
        "(the ONNX zoo's ResNet, DenseNet and Inception spell their residuals as Sum)",

@@ -77,7 +77,7 @@ TEST(PipelineTest, EveryPassIsListedOnceWithAReason) {
   EXPECT_TRUE(CheckPassName("fuse-epilogue").ok());
   absl::Status unknown = CheckPassName("fuse-everything");
   EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(unknown.message(), HasSubstr("remove-identity, sum-to-add"));
+  EXPECT_THAT(unknown.message(), HasSubstr("remove-identity, gather-to-reshape, sum-to-add"));
 }
 
 // fp16 on a graph with a 2-D conv: every stage runs, in the listed order, each pass

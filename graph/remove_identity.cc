@@ -55,6 +55,15 @@ int UnitScaleInput(const Node& node) {
   return -1;
 }
 
+// Whether input 0 is typed with the output's dtype and shape (a Cast to the dtype it
+// has, an Expand to the shape it has).
+bool SameTypeAsOutput(const Node& node) {
+  const Value* x = node.input(0);
+  const Value* y = node.output(0);
+  return node.num_outputs() == 1 && x->has_type() && y->has_type() && x->dtype() == y->dtype() &&
+         x->shape() == y->shape();
+}
+
 // The input whose value the node passes through unchanged, or -1.
 int PassThroughInput(const Graph& graph, const Node& node) {
   if (!node.domain().empty() || node.num_inputs() < 1 || !node.has_input(0) || node.num_outputs() < 1) {
@@ -64,6 +73,7 @@ int PassThroughInput(const Graph& graph, const Node& node) {
   if (node.op_type() == "Identity") return node.num_outputs() == 1 ? 0 : -1;
   if (node.op_type() == "Pad" || node.op_type() == "Slice") return IsNoOpPadOrSlice(node) ? 0 : -1;
   if (node.op_type() == "Mul" || node.op_type() == "Div") return UnitScaleInput(node);
+  if (node.op_type() == "Cast" || node.op_type() == "Expand") return SameTypeAsOutput(node) ? 0 : -1;
   if (node.op_type() != "Dropout") return -1;
   for (int i = 1; i < node.num_outputs(); ++i) {
     if (!node.output(i)->uses().empty() || graph.IsGraphOutput(node.output(i))) return -1;

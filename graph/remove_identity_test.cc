@@ -199,5 +199,42 @@ graph @main {
 )");
 }
 
+// The padding mask of bert.legacy in the zoo (batch 2, 8 tokens) as the legacy exporter
+// writes it: the gathered bool mask is cast to bool, and the And's [2,1,8,8] result is
+// expanded to [2,1,8,8]; both go, so the Where reads the And.
+TEST(RemoveIdentityTest, RemovesCastsAndExpandsToTheirOwnType) {
+  const std::string out = RunPass<RemoveIdentity>(R"(
+graph @main {
+  input %gathered : bool[2,1,1,8]
+  const %all : bool[1,1,8,1] = splat(true)
+  const %expand_shape : i64[4] = [2, 1, 8, 8]
+  const %zero : f32[1] = [0.0]
+  const %ninf : f32[1] = [-100.0]
+  %mask = Cast(%gathered) {to = 9} @/m/Cast_5
+  %and = And(%all, %mask) @/m/And_1
+  %expanded = Expand(%and, %expand_shape) @/m/Expand
+  %add_mask = Where(%expanded, %zero, %ninf)
+  %wide = Expand(%mask, %expand_shape)
+  %f = Cast(%wide) {to = 1}
+  output %add_mask
+  output %f
+}
+)");
+  EXPECT_EQ(out, R"(graph @main {
+  input %gathered : bool[2,1,1,8]
+  const %all : bool[1,1,8,1] = splat(true)
+  const %expand_shape : i64[4] = [2, 1, 8, 8]
+  const %zero : f32[1] = [0.0]
+  const %ninf : f32[1] = [-100.0]
+  %and : bool[2,1,8,8] = And(%all, %gathered)
+  %add_mask : f32[2,1,8,8] = Where(%and, %zero, %ninf)
+  %wide : bool[2,1,8,8] = Expand(%gathered, %expand_shape)
+  %f : f32[2,1,8,8] = Cast(%wide) {to = 1}
+  output %add_mask
+  output %f
+}
+)");
+}
+
 }  // namespace
 }  // namespace kiln
