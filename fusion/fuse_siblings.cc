@@ -271,12 +271,12 @@ void SharedBiasAdds(const Graph& graph, const std::vector<Node*>& siblings, std:
   }
 }
 
-// The biases of `siblings` (SharedBiasAdds), zeros where a sibling has none.
-std::vector<std::vector<float>> BiasValues(const std::vector<Node*>& siblings, const std::vector<const Tensor*>& biases) {
+// The siblings' biases (SharedBiasAdds), zeros of the sibling's width `widths[i]`
+// where it has none.
+std::vector<std::vector<float>> BiasValues(const std::vector<int64_t>& widths, const std::vector<const Tensor*>& biases) {
   std::vector<std::vector<float>> values;
   for (size_t i = 0; i < biases.size(); ++i) {
-    values.push_back(biases[i] != nullptr ? biases[i]->ToFloat()
-                                          : std::vector<float>(siblings[i]->input(1)->shape()[1], 0.f));
+    values.push_back(biases[i] != nullptr ? biases[i]->ToFloat() : std::vector<float>(widths[i], 0.f));
   }
   return values;
 }
@@ -349,7 +349,7 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
       spec.tag = "siblings";
       spec.x = a;
       for (const Tensor* t : weights) spec.weights.push_back(*t);
-      spec.biases = BiasValues(siblings, biases);
+      spec.biases = BiasValues(sizes, biases);
       spec.bias_dtype = BiasDType(biases);
       spec.outs = outs;
       spec.types = types;
@@ -364,7 +364,9 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
     }
 
     // Siblings of different widths: W concatenated along N, a Split along the last
-    // axis (a strided copy).
+    // axis (a strided copy). The merged bias is built before the siblings go.
+    std::vector<float> concat;
+    for (const std::vector<float>& v : BiasValues(sizes, biases)) concat.insert(concat.end(), v.begin(), v.end());
     Value* w = graph.AddConstant(absl::StrCat(base, "/siblings_weight"), ConcatColumns(weights));
     Value* product = graph.AddValue(absl::StrCat(base, "/siblings_out"));
     for (size_t i = 0; i < siblings.size(); ++i) {
@@ -375,8 +377,6 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
     KILN_RETURN_IF_ERROR(InferNode(*matmul));
     Value* split_input = product;
     if (!bias_adds.empty()) {
-      std::vector<float> concat;
-      for (const std::vector<float>& v : BiasValues(siblings, biases)) concat.insert(concat.end(), v.begin(), v.end());
       Value* bias = graph.AddConstant(absl::StrCat(base, "/siblings_bias"),
                                       Tensor::FromFloat(BiasDType(biases), {static_cast<int64_t>(concat.size())}, concat));
       split_input = graph.AddValue(absl::StrCat(base, "/siblings_biased"));

@@ -141,6 +141,35 @@ graph @main {
   EXPECT_EQ(partial.groups[0].members, (std::vector<std::string>{"q", "q_bias", "k"}));
 }
 
+// Widths that differ and one bias: the concatenated layout, its bias zero over the
+// bias-less sibling's columns.
+TEST(FuseSiblingsTest, ConcatenatedBiasHasZerosForASiblingWithout) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[3,4]
+  const %wq : f32[4,2] = splat(0.5)
+  const %wk : f32[4,3] = splat(0.25)
+  const %bq : f32[2] = [0.5, -0.5]
+  %q0 = MatMul(%x, %wq) @q
+  %k = MatMul(%x, %wk) @k
+  %q = Add(%bq, %q0) @q_bias
+  %s = ReduceSum(%k) {keepdims = 0}
+  %t = Mul(%q, %s) @prod
+  output %t
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g),
+            "MatMul @q/siblings\nAdd @q/siblings_bias_add\nSplit @q/split\nReduceSum @ReduceSum_3\nMul @prod\n");
+  const Value* bias = g->FindValue("q/siblings_bias");
+  ASSERT_NE(bias, nullptr);
+  const std::vector<float> b = bias->constant().ToFloat();  // q's (randomised) bias, then k's zeros
+  ASSERT_EQ(b.size(), 5u);
+  EXPECT_NE(b[0], 0.f);
+  EXPECT_EQ(std::count(b.begin() + 2, b.end(), 0.f), 3);
+}
+
 // Whisper's self-attention projections as the legacy exporter writes them (cut from
 // whisper_encoder.legacy in the zoo, width 64 -> 8): q_proj and v_proj add their
 // bias as Add(bias, product), k_proj has none, q is then scaled. One stacked MatMul
