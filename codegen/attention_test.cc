@@ -208,6 +208,7 @@ TEST(AttentionCodegenTest, ConfigVerifierAndHeuristic) {
   const AttentionConfig swin = ops::PickAttentionConfig(192, 49, 49, 32, 32, true);
   EXPECT_EQ(std::make_tuple(swin.bm, swin.bn, swin.splits), std::make_tuple(64, 32, 2));
   EXPECT_EQ(ops::PickAttentionConfig(6144, 49, 49, 32, 32, true).splits, 1);
+  EXPECT_EQ(ops::PickAttentionConfig(16, 8, 8, 32, 32, true).splits, 1);  // one group's worth of keys
   EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 64, 64, true).bn, 64);
   EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 96, 96, true).bn, 64);
   EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 128, 128, true).bn, 32);

@@ -82,15 +82,15 @@ AttentionConfig PickAttentionConfig(int64_t batch, int64_t sq, int64_t sk, int64
   // warp while the tile is twice the queries. A grid still short of the SMs gets two
   // key groups per CTA when there are keys for both (ViT-B/16 and BERT-base at batch
   // 1: 12 heads of 197 and 128 rows ran fastest as 32-row CTAs with two groups); a
-  // grid of at most two waves whose keys fit one 64-key block splits them into two
-  // groups of 32 (Swin-T's 49-key windows at batch 1). `AttentionGpuTest.
+  // grid of at most two waves whose 33-64 keys fit one 64-key block splits them into
+  // two groups of 32 (Swin-T's 49-key windows at batch 1). `AttentionGpuTest.
   // TileSweepTiming`, benchmarks/RESULTS.md "Fused attention".
   constexpr int64_t kTargetCtas = 132;
   auto ctas = [&](int bm) { return batch * ((sq + bm - 1) / bm); };
   AttentionConfig c{64, 64, 1};
   while (c.bm > 32 && ctas(c.bm) < kTargetCtas) c.bm /= 2;
   while (c.bm > 16 && c.bm / 2 >= sq) c.bm /= 2;
-  if (sk <= 64 && ctas(c.bm) <= 2 * kTargetCtas) {
+  if (sk > 32 && sk <= 64 && ctas(c.bm) <= 2 * kTargetCtas) {
     const AttentionConfig halves{c.bm, 32, 2};
     if (VerifyAttentionConfig(halves, d, dv, k_trans).ok()) return halves;
   }
