@@ -196,19 +196,23 @@ TEST(AttentionCodegenTest, ConfigVerifierAndHeuristic) {
   EXPECT_NE(regs.message().find("registers"), absl::string_view::npos) << regs;
 
   // BERT-base at batch 32 (384 heads x 2 blocks of 64 rows) keeps 64 rows and one key
-  // group; at batch 1 (12 heads) 32-row CTAs with two key groups; one query row takes
-  // one warp; one block of keys takes one group.
-  EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 64, 64, true).bm, 64);
-  EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 64, 64, true).splits, 1);
-  EXPECT_EQ(ops::PickAttentionConfig(12, 128, 128, 64, 64, true).bm, 32);
-  EXPECT_EQ(ops::PickAttentionConfig(12, 128, 128, 64, 64, true).splits, 2);
+  // group; at batch 1 (12 heads) 32-row CTAs with four groups of 32 keys; ViT-B/16 at
+  // batch 1 (197 keys) two groups of 64; one query row takes one warp.
+  auto pick = [](int64_t batch, int64_t s, int64_t d) {
+    const AttentionConfig c = ops::PickAttentionConfig(batch, s, s, d, d, true);
+    return std::make_tuple(c.bm, c.bn, c.splits);
+  };
+  EXPECT_EQ(pick(384, 128, 64), std::make_tuple(64, 64, 1));
+  EXPECT_EQ(pick(12, 128, 64), std::make_tuple(32, 32, 4));
+  EXPECT_EQ(pick(12, 197, 64), std::make_tuple(32, 64, 2));
   EXPECT_EQ(ops::PickAttentionConfig(4096, 1, 128, 64, 64, true).bm, 16);
-  // Swin-T's 49-key windows at batch 1 (64 windows x 3 heads): one 64-key block as two
-  // groups of 32; at batch 32 (6144 CTAs) one group.
-  const AttentionConfig swin = ops::PickAttentionConfig(192, 49, 49, 32, 32, true);
-  EXPECT_EQ(std::make_tuple(swin.bm, swin.bn, swin.splits), std::make_tuple(64, 32, 2));
-  EXPECT_EQ(ops::PickAttentionConfig(6144, 49, 49, 32, 32, true).splits, 1);
-  EXPECT_EQ(ops::PickAttentionConfig(16, 8, 8, 32, 32, true).splits, 1);  // one group's worth of keys
+  // Swin-T's 49-key windows at batch 1: stage 1 (64 windows x 3 heads, 192 CTAs of 64
+  // rows) and stage 3 (4 x 12, 32-row CTAs) in four groups of 16 keys; at batch 32 (6144
+  // CTAs) one group; keys one group covers stay in one group.
+  EXPECT_EQ(pick(192, 49, 32), std::make_tuple(64, 16, 4));
+  EXPECT_EQ(pick(48, 49, 32), std::make_tuple(32, 16, 4));
+  EXPECT_EQ(pick(6144, 49, 32), std::make_tuple(64, 64, 1));
+  EXPECT_EQ(ops::PickAttentionConfig(16, 8, 8, 32, 32, true).splits, 1);
   EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 64, 64, true).bn, 64);
   EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 96, 96, true).bn, 64);
   EXPECT_EQ(ops::PickAttentionConfig(384, 128, 128, 128, 128, true).bn, 32);
@@ -303,11 +307,11 @@ TEST(AttentionCodegenTest, RoutedToTheKernelInEveryMode) {
     ASSERT_EQ(l->size(), 1u);
     const KernelLaunch& k = (*l)[0];
     EXPECT_NE(k.source.find("kiln_attn_score"), std::string::npos);
-    // O, Q, K, V, the mask; grid (Sq / 32 rows, 12 heads), two warps in each of two
+    // O, Q, K, V, the mask; grid (Sq / 32 rows, 12 heads), two warps in each of four
     // key groups.
     EXPECT_EQ(ArgNames(group, k), (std::vector<std::string>{"context_out", "q", "k", "v", "mask"}));
     EXPECT_EQ(k.grid, (std::array<uint32_t, 3>{4, 12, 1}));
-    EXPECT_EQ(k.block, (std::array<uint32_t, 3>{128, 1, 1}));
+    EXPECT_EQ(k.block, (std::array<uint32_t, 3>{256, 1, 1}));
   }
   // A config override is verified.
   ops::AttentionConfig bad{40, 64};

@@ -79,20 +79,23 @@ absl::Status VerifyAttentionConfig(const AttentionConfig& c, int64_t d, int64_t 
 AttentionConfig PickAttentionConfig(int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv, bool k_trans) {
   // Enough CTAs to fill an H100's 132 SMs where the problem allows it: a CTA per 64
   // query rows, halved down to 32 while the grid is smaller than that, and down to one
-  // warp while the tile is twice the queries. A grid still short of the SMs gets two
-  // key groups per CTA when there are keys for both (ViT-B/16 and BERT-base at batch
-  // 1: 12 heads of 197 and 128 rows ran fastest as 32-row CTAs with two groups); a
-  // grid of at most two waves whose 33-64 keys fit one 64-key block splits them into
-  // two groups of 32 (Swin-T's 49-key windows at batch 1). `AttentionGpuTest.
-  // TileSweepTiming`, benchmarks/RESULTS.md "Fused attention".
+  // warp while the tile is twice the queries. Key groups give the same rows more warps
+  // with shorter chains of work (`AttentionGpuTest.TileSweepTiming`, benchmarks/
+  // RESULTS.md "Fused attention"): where 33-128 keys meet a small grid (at most two
+  // waves for up to 64 keys, Swin-T's 49-key windows at batch 1; short of one wave for
+  // up to 128, BERT-base and GPT-2 at batch 1), four groups of 16 or 32 keys, one
+  // stage for all keys; a grid short of one wave with more keys (ViT-B/16 at batch 1,
+  // 197) two groups of 64.
   constexpr int64_t kTargetCtas = 132;
   auto ctas = [&](int bm) { return batch * ((sq + bm - 1) / bm); };
   AttentionConfig c{64, 64, 1};
   while (c.bm > 32 && ctas(c.bm) < kTargetCtas) c.bm /= 2;
   while (c.bm > 16 && c.bm / 2 >= sq) c.bm /= 2;
-  if (sk > 32 && sk <= 64 && ctas(c.bm) <= 2 * kTargetCtas) {
-    const AttentionConfig halves{c.bm, 32, 2};
-    if (VerifyAttentionConfig(halves, d, dv, k_trans).ok()) return halves;
+  const bool short_keys = sk > 32 && sk <= 64 && ctas(c.bm) <= 2 * kTargetCtas;
+  const bool few_keys = sk > 64 && sk <= 128 && ctas(c.bm) < kTargetCtas;
+  if (short_keys || few_keys) {
+    const AttentionConfig quarters{c.bm, short_keys ? 16 : 32, 4};
+    if (VerifyAttentionConfig(quarters, d, dv, k_trans).ok()) return quarters;
   }
   for (int bn : {64, 32, 16}) {
     c.bn = bn;

@@ -310,7 +310,8 @@ absl::Status VerifyAttentionConfig(const AttentionConfig& config, int64_t d, int
 // BM 64, halved down to 32 while fewer than 132 CTAs (an H100's SMs) would run, and
 // down to 16 while half of it still covers Sq; BN the first of 64, 32, 16 that
 // verifies, with two key groups when the grid is still short of 132 CTAs and Sk
-// exceeds BN; 32 < Sk <= 64 on at most 264 CTAs: BN 32 in two key groups.
+// exceeds BN; four groups covering all keys in one stage for 32 < Sk <= 64 on at most
+// 264 CTAs (BN 16) and 64 < Sk <= 128 on fewer than 132 (BN 32).
 AttentionConfig PickAttentionConfig(int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv, bool k_trans);
 // One launch; `config` overrides the heuristic (benchmarks, tests). Unimplemented for
 // a group the kernel does not take; InvalidArgument for an invalid `config`.
