@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "fusion/group_util.h"
+#include "graph/pattern_match.h"
 #include "graph/fused_group.h"
 #include "graph/op_registry.h"
 
@@ -173,8 +174,7 @@ absl::StatusOr<Node*> BuildStacked(Graph& graph, const StackSpec& spec) {
       const Shape& shape = spec.types[i].second;
       Value*& target = shape_constants[shape];
       if (target == nullptr) {
-        target = graph.AddConstant(absl::StrCat(base, "/", tag, "_piece_shape"),
-                                   Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(shape.size())}, shape));
+        target = IntsConstant(graph, absl::StrCat(base, "/", tag, "_piece_shape"), shape);
       }
       Node* reshape = graph.AddNode("Reshape", {pieces[i], target}, {out}, absl::StrCat(base, "/unstack", i));
       KILN_RETURN_IF_ERROR(InferNode(*reshape));
@@ -383,8 +383,7 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
       Node* add = graph.AddNode("Add", {product, bias}, {split_input}, absl::StrCat(base, "/siblings_bias_add"));
       KILN_RETURN_IF_ERROR(InferNode(*add));
     }
-    Value* split_sizes = graph.AddConstant(absl::StrCat(base, "/split_sizes"),
-                                           Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(sizes.size())}, sizes));
+    Value* split_sizes = IntsConstant(graph, absl::StrCat(base, "/split_sizes"), sizes);
     Node* split = graph.AddNode("Split", {split_input, split_sizes}, outs, absl::StrCat(base, "/split"));
     split->SetAttr("axis", Attribute(int64_t{-1}));
     KILN_RETURN_IF_ERROR(InferNode(*split));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "graph/eliminate_dead_code.h"
+#include "graph/pattern_match.h"
 #include "graph/strided_view.h"
 
 namespace kiln {
@@ -66,10 +67,8 @@ absl::StatusOr<bool> CollapseViewChains::Run(Graph& graph) {
     if (start->shape() == y->shape() && !graph.IsGraphOutput(y)) {
       graph.ReplaceAllUsesWith(y, start);
     } else {
-      const Shape& dims = y->shape();
-      Value* shape = graph.AddConstant(absl::StrCat(name, "/collapsed_shape"),
-                                       Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(dims.size())}, dims));
-      graph.AddNode("Reshape", {start, shape}, {y}, name);
+      graph.AddNode("Reshape", {start, IntsConstant(graph, absl::StrCat(name, "/collapsed_shape"), y->shape())}, {y},
+                    name);
     }
     changed = true;
   }

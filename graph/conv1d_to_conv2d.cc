@@ -30,10 +30,6 @@ bool Qualifies(const Node& node) {
   return pads.ok() && pads->size() == 2;
 }
 
-Value* ShapeConstant(Graph& graph, const std::string& name, const Shape& dims) {
-  return graph.AddConstant(name, Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(dims.size())}, dims));
-}
-
 // The 2-D form of a 1-D Conv attribute: `lead` (the new axis) before each value.
 std::vector<int64_t> With2dAxis(const std::vector<int64_t>& v, int64_t lead) {
   if (v.size() == 1) return {lead, v[0]};
@@ -57,7 +53,7 @@ void Rewrite(Graph& graph, Node* conv) {
   graph.RemoveNode(conv);
 
   Value* x2 = graph.AddValue(absl::StrCat(x->name(), "/as_2d"), x->dtype(), {xs[0], xs[1], 1, xs[2]});
-  graph.AddNode("Reshape", {x, ShapeConstant(graph, absl::StrCat(name, "/as_2d_shape"), x2->shape())}, {x2},
+  graph.AddNode("Reshape", {x, IntsConstant(graph, absl::StrCat(name, "/as_2d_shape"), x2->shape())}, {x2},
                 absl::StrCat(name, "/as_2d"));
   Value* w2 = graph.AddConstant(absl::StrCat(w->name(), "/as_2d"), w->constant().Reshaped({ws[0], ws[1], 1, ws[2]}));
   Value* y2 = graph.AddValue(absl::StrCat(y->name(), "/as_2d"), y->dtype(), {ys[0], ys[1], 1, ys[2]});
@@ -65,7 +61,7 @@ void Rewrite(Graph& graph, Node* conv) {
   if (b != nullptr) inputs.push_back(b);
   Node* conv2d = graph.AddNode("Conv", inputs, {y2}, name);
   for (auto& [attr, value] : attributes) conv2d->SetAttr(attr, std::move(value));
-  graph.AddNode("Reshape", {y2, ShapeConstant(graph, absl::StrCat(name, "/as_1d_shape"), ys)}, {y},
+  graph.AddNode("Reshape", {y2, IntsConstant(graph, absl::StrCat(name, "/as_1d_shape"), ys)}, {y},
                 absl::StrCat(name, "/as_1d"));
 }
 

@@ -36,11 +36,8 @@ void Rewrite(Graph& graph, Node* gather) {
   const std::string name = gather->name();
   Value* x = gather->input(0);
   Value* y = gather->output(0);
-  const Shape& dims = y->shape();
   graph.RemoveNode(gather);
-  Value* shape = graph.AddConstant(absl::StrCat(name, "/shape"),
-                                   Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(dims.size())}, dims));
-  graph.AddNode("Reshape", {x, shape}, {y}, name);
+  graph.AddNode("Reshape", {x, IntsConstant(graph, absl::StrCat(name, "/shape"), y->shape())}, {y}, name);
 }
 
 }  // namespace

@@ -41,10 +41,6 @@ bool Qualifies(const Node& node) {
   return x->shape()[2] % kh == 0 && x->shape()[3] % kw == 0;
 }
 
-Value* ShapeConstant(Graph& graph, const std::string& name, const std::vector<int64_t>& dims) {
-  return graph.AddConstant(name, Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(dims.size())}, dims));
-}
-
 void Rewrite(Graph& graph, Node* conv) {
   const std::string name = conv->name();
   Value* x = conv->input(0);
@@ -69,16 +65,16 @@ void Rewrite(Graph& graph, Node* conv) {
     graph.AddNode(op, std::move(in), {out}, absl::StrCat(name, suffix));
     return out;
   };
-  Value* p = node("Reshape", {x, ShapeConstant(graph, absl::StrCat(name, "/patch_grid_shape"), {n, c, oh, kh, ow, kw})},
+  Value* p = node("Reshape", {x, IntsConstant(graph, absl::StrCat(name, "/patch_grid_shape"), {n, c, oh, kh, ow, kw})},
                   "/patch_grid", {n, c, oh, kh, ow, kw});
   Value* t = graph.AddValue(absl::StrCat(y->name(), "/patches_nhwc"), dtype, {n, oh, ow, c, kh, kw});
   graph.AddNode("Transpose", {p}, {t}, absl::StrCat(name, "/patches_nhwc"))
       ->SetAttr("perm", Attribute(std::vector<int64_t>{0, 2, 4, 1, 3, 5}));
-  Value* rows = node("Reshape", {t, ShapeConstant(graph, absl::StrCat(name, "/patches_shape"), {n * oh * ow, k})},
+  Value* rows = node("Reshape", {t, IntsConstant(graph, absl::StrCat(name, "/patches_shape"), {n * oh * ow, k})},
                      "/patches", {n * oh * ow, k});
   Value* m = node("MatMul", {rows, weight}, "/matmul", {n * oh * ow, oc});
   if (b != nullptr) m = node("Add", {m, b}, "/bias", {n * oh * ow, oc});
-  Value* grid = node("Reshape", {m, ShapeConstant(graph, absl::StrCat(name, "/nhwc_shape"), {n, oh, ow, oc})},
+  Value* grid = node("Reshape", {m, IntsConstant(graph, absl::StrCat(name, "/nhwc_shape"), {n, oh, ow, oc})},
                      "/nhwc", {n, oh, ow, oc});
   graph.AddNode("Transpose", {grid}, {y}, absl::StrCat(name, "/nchw"))
       ->SetAttr("perm", Attribute(std::vector<int64_t>{0, 3, 1, 2}));

@@ -70,6 +70,10 @@ Value* VectorOperand(const Node* node, const Value* operand, int64_t h, int rank
   return nullptr;
 }
 
+Value* IntsConstant(Graph& graph, const std::string& name, const std::vector<int64_t>& v) {
+  return graph.AddConstant(name, Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(v.size())}, v));
+}
+
 Value* AsVector(Graph& graph, Value* v, DType dtype, int64_t h, float fill, const std::string& name) {
   if (v != nullptr && v->dtype() == dtype && v->shape() == Shape{h}) return v;
   std::vector<float> data = v != nullptr ? v->constant().ToFloat() : std::vector<float>(h, fill);

@@ -53,6 +53,9 @@ absl::StatusOr<bool> RewriteEachMatch(Graph& graph, const Qualifies& qualifies, 
   return changed;
 }
 
+// A new i64 constant [v.size()] holding `v` (a shape, split sizes, slice bounds).
+Value* IntsConstant(Graph& graph, const std::string& name, const std::vector<int64_t>& v);
+
 // `v` (a constant with h elements) as a [h] constant of `dtype`, reused when it
 // already is one; `fill` everywhere, named `name`, when `v` is null.
 Value* AsVector(Graph& graph, Value* v, DType dtype, int64_t h, float fill, const std::string& name);

@@ -95,10 +95,6 @@ std::optional<Match> MatchAt(const Graph& graph, Node* concat) {
   return m;
 }
 
-Value* IntsConstant(Graph& graph, const std::string& name, const std::vector<int64_t>& v) {
-  return graph.AddConstant(name, Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(v.size())}, v));
-}
-
 // [..., D] as [..., 2, D/2].
 Shape Halved(const Shape& s) {
   Shape out(s.begin(), s.end() - 1);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "graph/ops/slice.h"
+#include "graph/pattern_match.h"
 
 namespace kiln {
 namespace {
@@ -32,12 +33,6 @@ bool IsNoOpPadOrSlice(const Node& node) {
   return true;
 }
 
-// A one-element constant equal to 1.
-bool IsConstantOne(const Value* v) {
-  return v != nullptr && v->is_constant() && v->numel() == 1 && IsFloating(v->dtype()) &&
-         v->constant().ScalarFloat() == 1.f;
-}
-
 // Mul(x, 1), Mul(1, x) or Div(x, 1) that keeps x's shape and dtype: the index of x,
 // else -1. (Whisper's legacy export scales Q and K by the square root of an SDPA
 // scale of 1, after scaling the q projection itself.)
@@ -47,7 +42,7 @@ int UnitScaleInput(const Node& node) {
     const Value* x = node.input(i);
     const Value* c = node.input(1 - i);
     if (x == nullptr || !x->has_type() || x->shape() != node.output(0)->shape() ||
-        x->dtype() != node.output(0)->dtype() || !IsConstantOne(c)) {
+        x->dtype() != node.output(0)->dtype() || ScalarConstant(c) != 1.f) {
       continue;
     }
     if (node.op_type() == "Mul" || (node.op_type() == "Div" && i == 0)) return i;
