@@ -264,13 +264,14 @@ kiln_status kiln_session_create(kiln_model* model, kiln_device device, void* str
       return absl::InvalidArgumentError(absl::StrCat("kiln_session_create: no device numbered ", device,
                                                      " (KILN_DEVICE_CPU 0, KILN_DEVICE_GPU 1)"));
     }
-    if ((flags & ~KILN_SESSION_NO_CUDA_GRAPH) != 0) {
+    if ((flags & ~(KILN_SESSION_NO_CUDA_GRAPH | KILN_SESSION_NO_PROGRAMMATIC_LAUNCH)) != 0) {
       return absl::InvalidArgumentError(absl::StrCat("kiln_session_create: unknown flags 0x", absl::Hex(flags)));
     }
     kiln::SessionOptions options;
     options.device = device == KILN_DEVICE_GPU ? kiln::Device::kGpu : kiln::Device::kCpu;
     options.stream = stream;
     options.enable_cuda_graph = (flags & KILN_SESSION_NO_CUDA_GRAPH) == 0;
+    options.enable_programmatic_launch = (flags & KILN_SESSION_NO_PROGRAMMATIC_LAUNCH) == 0;
     auto created = kiln::Session::Create(model->model, options);
     if (!created.ok()) return created.status();
     *session = new kiln_session{model->model, *std::move(created)};

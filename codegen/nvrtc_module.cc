@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "codegen/templates.h"
 #include "common/status_macros.h"
@@ -43,12 +44,36 @@ std::string QuoteLogLines(const std::string& log, const std::string& source) {
 
 }  // namespace
 
+size_t KernelBodyStart(absl::string_view source) {
+  constexpr absl::string_view kName = "KILN_KERNEL(";
+  size_t found = absl::string_view::npos;
+  for (size_t at = source.find(kName); at != absl::string_view::npos; at = source.find(kName, at + 1)) {
+    const size_t line_start = source.rfind('\n', at) + 1;  // npos + 1 == 0: the first line
+    if (absl::StrContains(source.substr(line_start, at - line_start), "//")) continue;  // a comment
+    if (found != absl::string_view::npos) return absl::string_view::npos;  // two entries
+    found = at;
+  }
+  if (found == absl::string_view::npos) return found;
+  int depth = 0;
+  size_t i = found + kName.size() - 1;
+  for (; i < source.size(); ++i) {
+    if (source[i] == '(') ++depth;
+    if (source[i] == ')' && --depth == 0) break;
+  }
+  for (++i; i < source.size() && absl::ascii_isspace(static_cast<unsigned char>(source[i])); ++i) {
+  }
+  return i < source.size() && source[i] == '{' ? i + 1 : absl::string_view::npos;
+}
+
 std::string ModuleSource(const std::vector<ModuleKernel>& kernels) {
   std::string out = absl::StrCat("// kiln NVRTC module: ", kernels.size(), " kernel(s)\n",
                                  TemplateSource("prelude.cuh"), "\n");
   for (size_t i = 0; i < kernels.size(); ++i) {
-    absl::StrAppend(&out, "namespace kiln_k", i, " {\n#define KILN_KERNEL ", kernels[i].function, "\n",
-                    kernels[i].source, "\n#undef KILN_KERNEL\n}  // namespace kiln_k", i, "\n");
+    std::string source = kernels[i].source;
+    const size_t body = KernelBodyStart(source);
+    if (body != std::string::npos) source.insert(body, " KILN_GRID_DEPENDENCY_WAIT();");
+    absl::StrAppend(&out, "namespace kiln_k", i, " {\n#define KILN_KERNEL ", kernels[i].function, "\n", source,
+                    "\n#undef KILN_KERNEL\n}  // namespace kiln_k", i, "\n");
   }
   return out;
 }

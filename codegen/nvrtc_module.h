@@ -22,7 +22,14 @@ struct ModuleKernel {
   std::string source;    // see the source contract in codegen/op_kernels.h
 };
 
-// The complete CUDA C++ text of a module (what CompileModule hands to NVRTC).
+// Where the body of the kernel a source defines begins: just after the `{` that
+// follows `KILN_KERNEL(...)`. npos when the source has no such entry, or two.
+size_t KernelBodyStart(absl::string_view source);
+
+// The complete CUDA C++ text of a module (what CompileModule hands to NVRTC). Each
+// kernel's body starts with KILN_GRID_DEPENDENCY_WAIT() (codegen/templates/prelude.cuh)
+// where KernelBodyStart finds it: such a kernel may be launched with programmatic
+// stream serialization (bundle::Launch.grid_dependency_wait).
 std::string ModuleSource(const std::vector<ModuleKernel>& kernels);
 
 // Compiles the kernels for `arch` ("sm_90a", "sm_89", "sm_86", "sm_80") and returns

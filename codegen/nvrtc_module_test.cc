@@ -187,6 +187,40 @@ TEST(NvrtcModuleTest, InspectModuleKeepsPtxAndResourceReport) {
   EXPECT_EQ(r[0].spill_load_bytes, 0);
 }
 
+TEST(NvrtcModuleTest, FindsTheKernelBody) {
+  const std::string simple = "extern \"C\" __global__ void KILN_KERNEL(float* y) { y[0] = 1; }";
+  EXPECT_EQ(KernelBodyStart(simple), simple.find('{') + 1);
+  // Parentheses inside the parameters (macros, launch bounds before the name), a
+  // comment naming the macro, a line break before the brace.
+  const std::string templated =
+      "// the entry: KILN_KERNEL(...) below\n"
+      "extern \"C\" __global__ void __launch_bounds__(128, 1)\n"
+      "    KILN_KERNEL(float* __restrict__ y PARAMS(a, (b)), const __grid_constant__ kiln_tensor_map m)\n"
+      "{\n  y[0] = 1;\n}\n";
+  EXPECT_EQ(KernelBodyStart(templated), templated.rfind('{') + 1);
+  EXPECT_EQ(KernelBodyStart("__device__ void f() {}"), std::string::npos);  // no entry
+  EXPECT_EQ(KernelBodyStart(simple + "\n" + simple), std::string::npos);   // two entries
+  EXPECT_EQ(KernelBodyStart("extern \"C\" __global__ void KILN_KERNEL(float* y);"), std::string::npos);
+}
+
+TEST(NvrtcModuleTest, EveryKernelWaitsOnItsGridDependency) {
+  const std::string source = ModuleSource({{"k_a", kScaleKernel}, {"k_b", kScaleKernel}});
+  size_t count = 0;
+  for (size_t at = source.find("{ KILN_GRID_DEPENDENCY_WAIT();"); at != std::string::npos;
+       at = source.find("{ KILN_GRID_DEPENDENCY_WAIT();", at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 2u) << source;
+  // The wait is the PTX griddepcontrol instruction on sm_90a and compiles to nothing
+  // before it.
+  auto sm90 = InspectModule({{"k_a", kScaleKernel}}, "sm_90a");
+  ASSERT_TRUE(sm90.ok()) << sm90.status();
+  EXPECT_NE(sm90->ptx.find("griddepcontrol.wait"), std::string::npos);
+  auto sm80 = InspectModule({{"k_a", kScaleKernel}}, "sm_80");
+  ASSERT_TRUE(sm80.ok()) << sm80.status();
+  EXPECT_EQ(sm80->ptx.find("griddepcontrol"), std::string::npos);
+}
+
 TEST(NvrtcModuleTest, ParsesPtxasReport) {
   const char* log = R"(ptxas info    : 0 bytes gmem
 ptxas info    : Compiling entry function 'k_b' for 'sm_80'

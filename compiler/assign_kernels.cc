@@ -117,6 +117,7 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
       launch->set_shared_bytes(kl.shared_bytes);
       for (int a : kl.args) launch->add_args(a);
       launch->set_config(kl.config);
+      launch->set_grid_dependency_wait(codegen::KernelBodyStart(unique[it->second].source) != std::string::npos);
       SetLaunchTensorMaps(kl, launch);
       pending.emplace_back(launch, it->second);
     }

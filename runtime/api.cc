@@ -153,6 +153,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
     GpuExecutorOptions gpu_options;
     gpu_options.stream = options.stream;
     gpu_options.enable_cuda_graph = options.enable_cuda_graph;
+    gpu_options.enable_programmatic_launch = options.enable_programmatic_launch;
     KILN_ASSIGN_OR_RETURN(session->impl_->gpu, GpuExecutor::Create(std::move(program), gpu_options));
     return session;
   }

@@ -140,6 +140,9 @@ struct GpuExecutor::StepPlan {
     void* kernel = nullptr;
     dim3 grid, block;
     uint32_t shared_bytes = 0;
+    // Launched with programmatic stream serialization when the launch before it on
+    // the stream is a kernel of the bundle too (EnqueueStep).
+    bool grid_dependency_wait = false;
     // Pointer parameters, then TMA tensor maps encoded once for this session's
     // buffers (runtime/tensor_map.h); args() is what cudaLaunchKernel takes.
     kiln::LaunchArgs params;
@@ -273,6 +276,8 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr
       la.grid = dim3(launch.grid(0), launch.grid(1), launch.grid(2));
       la.block = dim3(launch.block(0), launch.block(1), launch.block(2));
       la.shared_bytes = launch.shared_bytes();
+      la.grid_dependency_wait = launch.grid_dependency_wait() && ex->options_.enable_programmatic_launch &&
+                                ex->program_->gpu().major >= 9;
       codegen::KernelLaunch kl;  // the parameters' description, for LaunchArgs::Build
       kl.args.assign(launch.args().begin(), launch.args().end());
       absl::StatusOr<std::vector<codegen::TensorMapSpec>> maps = TensorMapsFromProto(launch);
@@ -328,23 +333,42 @@ GpuExecutor::~GpuExecutor() {
   if (own_stream_) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
 }
 
-absl::Status GpuExecutor::EnqueueStep(int s) {
+absl::Status GpuExecutor::EnqueueStep(int s, bool* after_kernel) {
   const StepPlan& plan = *steps_[s];
-  if (plan.library != nullptr) return plan.library->Launch(plan.library_args);
+  if (plan.library != nullptr) {
+    *after_kernel = false;
+    return plan.library->Launch(plan.library_args);
+  }
   for (const StepPlan::LaunchArgs& la : plan.launches) {
-    cudaError_t e = cudaLaunchKernel(la.kernel, la.grid, la.block, const_cast<StepPlan::LaunchArgs&>(la).params.params(),
-                                     la.shared_bytes, static_cast<cudaStream_t>(stream_));
+    // Programmatic dependent launch only right after another of the bundle's kernels:
+    // its CTAs start as that kernel's CTAs exit and wait in KILN_GRID_DEPENDENCY_WAIT()
+    // (codegen/templates/prelude.cuh) until its writes are visible. After a library
+    // call, a copy or an event the launch is an ordinary one.
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = la.grid;
+    config.blockDim = la.block;
+    config.dynamicSmemBytes = la.shared_bytes;
+    config.stream = static_cast<cudaStream_t>(stream_);
+    config.attrs = &attr;
+    config.numAttrs = la.grid_dependency_wait && *after_kernel ? 1 : 0;
+    cudaError_t e =
+        cudaLaunchKernelExC(&config, la.kernel, const_cast<StepPlan::LaunchArgs&>(la).params.params());
     if (e != cudaSuccess) {
       const bundle::Step& step = program_->bundle().manifest().steps(s);
       return Cuda(e, absl::StrCat(program_->bundle().path(), ": step ", s, " (", step.kernel(), ", node '",
                                   step.node(), "'): launch"));
     }
+    *after_kernel = true;
   }
   return absl::OkStatus();
 }
 
 absl::Status GpuExecutor::EnqueueSteps() {
-  for (int s = 0; s < static_cast<int>(steps_.size()); ++s) KILN_RETURN_IF_ERROR(EnqueueStep(s));
+  bool after_kernel = false;
+  for (int s = 0; s < static_cast<int>(steps_.size()); ++s) KILN_RETURN_IF_ERROR(EnqueueStep(s, &after_kernel));
   return absl::OkStatus();
 }
 
@@ -528,7 +552,8 @@ absl::StatusOr<ProfileReport> GpuExecutor::Profile(const TensorMap& feeds, int i
     if (status.ok()) status = held;
     cudaEventRecord(events[0], stream);
     for (int s = 0; s < n && status.ok(); ++s) {
-      status = EnqueueStep(s);
+      bool after_kernel = false;  // an event between steps: no launch overlaps the one before
+      status = EnqueueStep(s, &after_kernel);
       cudaEventRecord(events[s + 1], stream);
     }
     hold.Release();

@@ -65,6 +65,9 @@ class GpuProgram {
 struct GpuExecutorOptions {
   void* stream = nullptr;  // cudaStream_t to launch on; nullptr: the executor's own
   bool enable_cuda_graph = true;
+  // On sm_90 and later, launch each generated kernel that follows another while that
+  // one still runs (programmatic dependent launch; bundle::Launch.grid_dependency_wait).
+  bool enable_programmatic_launch = true;
 };
 
 class GpuExecutor {
@@ -113,7 +116,9 @@ class GpuExecutor {
   // (kernels leave it zero), and one scratch area for all launches, which run in
   // stream order; each as large as the largest launch asks.
   absl::Status AllocateKernelWorkspace();
-  absl::Status EnqueueStep(int s);
+  // *after_kernel: whether the last thing enqueued on the stream is one of the
+  // bundle's kernels (then a launch may overlap it); updated.
+  absl::Status EnqueueStep(int s, bool* after_kernel);
   absl::Status EnqueueSteps();
   absl::Status Enqueue();  // graph replay or EnqueueSteps
   absl::Status Synchronize(const std::string& what);

@@ -53,6 +53,8 @@ constexpr char kUsage[] =
     "Configurations (--compare, comma-separated, default fused,unfused):\n"
     "  unfused    one op per kernel (kiln compile --no-fuse)\n"
     "  fused      the default compile (fusion on, --matmul-groups auto)\n"
+    "  serial     fused, each kernel launched after the one before has finished (no\n"
+    "             programmatic dependent launch: kiln run --no-programmatic-launch)\n"
     "  generated  fusion on, MatMul groups on kiln's generated GEMM (--matmul-groups generated)\n"
     "  library    fusion on, MatMul groups on cuBLASLt epilogues (--matmul-groups library)\n"
     "  cudnn-conv fusion on, conv groups as one cuDNN fused call (--conv-groups cudnn)\n"
@@ -79,6 +81,7 @@ constexpr char kUsage[] =
 struct Config {
   std::string name;
   CompileOptions options;
+  bool programmatic_launch = true;  // GpuExecutorOptions::enable_programmatic_launch
 };
 
 struct Result {
@@ -128,6 +131,8 @@ absl::StatusOr<std::vector<Config>> ParseConfigs(const std::string& spec, const 
     if (c.name == "unfused") {
       c.options.fuse = false;
     } else if (c.name == "fused") {
+    } else if (c.name == "serial") {
+      c.programmatic_launch = false;
     } else if (c.name == "generated" || c.name == "library") {
       c.options.matmul_groups =
           c.name == "generated" ? codegen::MatMulGroups::kGenerated : codegen::MatMulGroups::kLibrary;
@@ -141,7 +146,7 @@ absl::StatusOr<std::vector<Config>> ParseConfigs(const std::string& spec, const 
       c.options.layout = c.name == "nchw" ? Layout::kNchw : Layout::kNhwc;
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--compare: unknown configuration '", c.name,
-                                                     "' (fused, unfused, generated, library, cudnn-conv, conv-expand, ",
+                                                     "' (fused, unfused, serial, generated, library, cudnn-conv, conv-expand, ",
                                                      "conv-generated, nchw, nhwc)"));
     }
     for (const Config& other : configs) {
@@ -198,7 +203,9 @@ absl::StatusOr<Result> RunConfig(const std::string& onnx_path, const Config& con
   if (device == "gpu") {
     KILN_ASSIGN_OR_RETURN(const int64_t before, DeviceMemoryInUse());
     KILN_ASSIGN_OR_RETURN(std::shared_ptr<const GpuProgram> gpu_program, GpuProgram::Create(program));
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> gpu, GpuExecutor::Create(gpu_program));
+    GpuExecutorOptions gpu_options;
+    gpu_options.enable_programmatic_launch = config.programmatic_launch;
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> gpu, GpuExecutor::Create(gpu_program, gpu_options));
     KILN_ASSIGN_OR_RETURN(r.outputs, gpu->Run(feeds));  // captures the CUDA graph
     KILN_ASSIGN_OR_RETURN(const int64_t after, DeviceMemoryInUse());
     r.device_bytes = after - before;

@@ -32,7 +32,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: kiln run MODEL.kiln [--device gpu|cpu] [--input NAME=SOURCE]... [--output-dir DIR]\n"
     "                [--output-format npy|pb] [--iterations N] [--profile [--profile-json FILE]]\n"
-    "                [--no-cuda-graph]\n"
+    "                [--no-cuda-graph] [--no-programmatic-launch]\n"
     "       kiln run MODEL.onnx --reference [--input NAME=SOURCE]... [--output-dir DIR]\n"
     "                [--output-format npy|pb] [--dim NAME=N]... [--input-shape NAME=1x128]... [--bind NAME=SOURCE]...\n"
     "Runs the model on kiln's CPU reference and prints one line per output.\n"
@@ -43,7 +43,10 @@ constexpr char kUsage[] =
     "backend (--device cpu: the reference evaluators inside the planned arena), --iterations\n"
     "times (default 1), and reports the latency median and spread (host to host: inputs\n"
     "copied in, outputs copied out); on the GPU also the device time of a run on data\n"
-    "already in the arena (CUDA graph replay).\n"
+    "already in the arena (CUDA graph replay). On sm_90 and later each generated kernel\n"
+    "is launched while the one before it still runs and waits for it on the GPU\n"
+    "(programmatic dependent launch); --no-programmatic-launch starts each kernel after\n"
+    "the one before has finished.\n"
     "--profile then runs it --iterations more times (after one warm-up) timing every step,\n"
     "prints a per-step table sorted by time (step, median ms, share of the total, kernel,\n"
     "ONNX nodes) and writes the same data as JSON to --profile-json FILE (default:\n"
@@ -151,6 +154,7 @@ absl::Status RunBundle(const std::string& path, const Args& args, const std::str
     KILN_ASSIGN_OR_RETURN(std::shared_ptr<const GpuProgram> gpu_program, GpuProgram::Create(program));
     GpuExecutorOptions gpu_options;
     gpu_options.enable_cuda_graph = !args.Has("no-cuda-graph");
+    gpu_options.enable_programmatic_launch = !args.Has("no-programmatic-launch");
     KILN_ASSIGN_OR_RETURN(gpu, GpuExecutor::Create(std::move(gpu_program), gpu_options));
   } else {
     KILN_ASSIGN_OR_RETURN(cpu, CpuExecutor::Create(program));
@@ -238,7 +242,7 @@ absl::Status RunCommand(const std::vector<std::string>& argv) {
   KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv,
                                                {"input", "output-dir", "output-format", "input-shape", "dim", "bind",
                                                 "device", "iterations", "profile-json"},
-                                               {"reference", "help", "profile", "no-cuda-graph"}));
+                                               {"reference", "help", "profile", "no-cuda-graph", "no-programmatic-launch"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
     return absl::OkStatus();

@@ -57,3 +57,21 @@ __device__ __forceinline__ unsigned kiln_mma_pack(float lo, float hi) {
 #define KILN_STORE_bf16(p, i, v) ((p)[i] = kiln_f32_to_bf16(v))
 
 typedef long long kiln_index;
+
+// Programmatic dependent launch (sm_90 and later). The module builder puts this first
+// in every kernel's body (codegen/nvrtc_module.h): wait until the grid before this one
+// on the stream has finished and its writes are visible. Nothing in a kernel touches
+// global memory before it, so the runtime may launch the kernel with
+// cudaLaunchAttributeProgrammaticStreamSerialization: its CTAs then start as the
+// previous kernel's CTAs exit, before that kernel's completion is signalled, instead of
+// after. No kernel signals its dependents early (griddepcontrol.launch_dependents):
+// CTAs of the next kernel waiting on SMs where the current one has room were measured
+// to unbalance the next kernel's small grids (docs/gpu.md). Without the attribute
+// the wait returns at once.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define KILN_GRID_DEPENDENCY_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#else
+#define KILN_GRID_DEPENDENCY_WAIT() \
+  do {                              \
+  } while (0)
+#endif

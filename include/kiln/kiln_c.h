@@ -145,6 +145,8 @@ int64_t kiln_model_arena_bytes(const kiln_model* model);
 
 /* Flags of kiln_session_create. */
 #define KILN_SESSION_NO_CUDA_GRAPH 1u /* GPU: launch kernels one by one, no CUDA graph */
+/* GPU: no programmatic dependent launch (each kernel starts after the one before ends) */
+#define KILN_SESSION_NO_PROGRAMMATIC_LAUNCH 2u
 
 /* Creates a session on `device`. `stream` (GPU only, else NULL) is the cudaStream_t to
  * launch on; NULL: a stream of the session's own. KILN_FAILED_PRECONDITION when there

@@ -27,6 +27,10 @@ struct SessionOptions {
   void* stream = nullptr;
   // kGpu only: capture a CUDA graph on the first run and replay it afterwards.
   bool enable_cuda_graph = true;
+  // kGpu on sm_90 and later: launch each generated kernel that follows another while
+  // that one still runs (programmatic dependent launch: the launch latency overlaps the
+  // previous kernel). False launches every kernel after the one before it has finished.
+  bool enable_programmatic_launch = true;
 };
 
 class Session {

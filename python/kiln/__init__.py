@@ -132,17 +132,20 @@ class Model:
         self.weight_bytes = lib.kiln_model_weight_bytes(handle)
         self.arena_bytes = lib.kiln_model_arena_bytes(handle)
 
-    def session(self, device="gpu", stream=None, cuda_graph=True):
+    def session(self, device="gpu", stream=None, cuda_graph=True, programmatic_launch=True):
         """A session on `device` ("gpu": the current CUDA device; "cpu": the CPU
         backend). `stream` (GPU only): a CUDA stream to launch on, as an integer handle
         or an object with .cuda_stream (torch.cuda.Stream); None: the session's own.
-        `cuda_graph=False` launches kernel by kernel instead of replaying a CUDA graph."""
+        `cuda_graph=False` launches kernel by kernel instead of replaying a CUDA graph;
+        `programmatic_launch=False` starts each kernel only after the one before it has
+        finished (no programmatic dependent launch)."""
         if device not in ("gpu", "cpu"):
             raise InvalidArgumentError(f"device must be 'gpu' or 'cpu', not {device!r}")
         if stream is not None and not isinstance(stream, int):
             stream = getattr(stream, "cuda_stream", stream)
         handle = ctypes.c_void_p()
-        flags = 0 if cuda_graph else _lib.SESSION_NO_CUDA_GRAPH
+        flags = (0 if cuda_graph else _lib.SESSION_NO_CUDA_GRAPH) | (
+            0 if programmatic_launch else _lib.SESSION_NO_PROGRAMMATIC_LAUNCH)
         check(_lib.lib.kiln_session_create(self._handle, _lib.DEVICE_GPU if device == "gpu" else _lib.DEVICE_CPU,
                                            stream, flags, ctypes.byref(handle)))
         return Session(self, handle, device)

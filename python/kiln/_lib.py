@@ -9,6 +9,7 @@ from pathlib import Path
 DTYPES = ("float32", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool")
 DEVICE_CPU, DEVICE_GPU = 0, 1
 SESSION_NO_CUDA_GRAPH = 1
+SESSION_NO_PROGRAMMATIC_LAUNCH = 2
 API_VERSION = 1
 
 

@@ -123,6 +123,7 @@ ZooResult RunZooCase(const std::string& dir, const std::string& name, const ZooO
   for (const bundle::Step& step : m.steps()) {
     if (step.kernel() != "view") ++r.kernels_fused;
     if (absl::StartsWith(step.kernel(), "cpu_ref:")) cpu_only.push_back(step.op_type());
+    for (const bundle::Launch& l : step.launches()) r.launches_without_wait += l.grid_dependency_wait() ? 0 : 1;
   }
   r.gpu_runnable = cpu_only.empty();
   for (const bundle::FusionGroup& g : m.fusion().groups()) {

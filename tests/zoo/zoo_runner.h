@@ -44,6 +44,9 @@ struct ZooResult {
   double min_cosine = 1;    // worst over the outputs
   int kernels_unfused = 0;  // kernels per inference of the unfused baseline
   int kernels_fused = 0;    // steps of the fused bundle that launch work (no views)
+  // Generated kernel launches whose body does not begin with the grid-dependency wait
+  // (bundle::Launch.grid_dependency_wait): they are launched without overlap.
+  int launches_without_wait = 0;
   std::map<std::string, int> groups;  // fused groups by pattern ("attention", ...)
 };
 

@@ -40,6 +40,7 @@ TEST(ZooTest, EveryCaseCompilesRunsAndMatches) {
     const ZooResult& r = results.back();
     EXPECT_TRUE(r.compiled) << name << ": " << r.detail;
     EXPECT_TRUE(r.gpu_runnable) << name << ": " << r.detail;
+    EXPECT_EQ(r.launches_without_wait, 0) << name << ": kernels whose entry the module builder did not find";
     EXPECT_TRUE(r.correct) << name << ": max |diff| " << r.max_rel_diff << " of max |ref|, cosine " << r.min_cosine
                            << ": " << r.detail;
   }
