@@ -23,6 +23,7 @@ enum class ConvEpi {
   kRelu,          // Relu(conv)
   kResidualRelu,  // Relu(conv + residual[N, OH, OW, OC])
   kClip,          // Clip(conv, 0, 0.75) (ReLU6's form, at this data's scale)
+  kHardSwish,     // HardSwish(conv) (MobileNetV3)
 };
 
 struct ConvCase {
@@ -38,7 +39,8 @@ struct ConvCase {
     const char* e = epi == ConvEpi::kNone           ? ""
                     : epi == ConvEpi::kRelu         ? "_relu"
                     : epi == ConvEpi::kResidualRelu ? "_residual_relu"
-                                                    : "_clip";
+                    : epi == ConvEpi::kClip         ? "_clip"
+                                                    : "_hardswish";
     const char* dt = dtype == DType::kFloat16 ? "f16" : dtype == DType::kBFloat16 ? "bf16" : "f32";
     return absl::StrCat(dt, "_n", n, "_", h, "x", w, "x", c, "_oc", oc, "_k", kh, "x", kw, "_s", sh, "x", sw, "_p",
                         pt, pl, pb, pr, "_d", dh, "x", dw, group > 1 ? absl::StrCat("_g", group) : "",
@@ -106,6 +108,7 @@ inline absl::StatusOr<ConvBuilt> BuildConv(const ConvCase& c, uint32_t seed) {
       last = add("Clip", {last, g.AddConstant("lo", Tensor::FromFloat(c.dtype, {}, {0.f})),
                           g.AddConstant("hi", Tensor::FromFloat(c.dtype, {}, {0.75f}))});
       break;
+    case ConvEpi::kHardSwish: last = add("HardSwish", {last}); break;
   }
   g.AddOutput(last);
   InferShapesOptions options;
@@ -223,6 +226,14 @@ inline std::vector<ConvCase> ConvCases() {
     c = ConvCase{dt, 1, 10, 10, 16, 16, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2};
     c.group = 16;
     c.bias = false;
+    push(c);
+    // MobileNetV3's depthwise 5x5 stride 2 and its dense stem, each with HardSwish.
+    c = ConvCase{dt, 1, 15, 15, 72, 72, 5, 5, 2, 2, 2, 2, 2, 2};
+    c.group = 72;
+    c.epi = ConvEpi::kHardSwish;
+    push(c);
+    c = ConvCase{dt, 2, 17, 17, 8, 16, 3, 3, 2, 2};
+    c.epi = ConvEpi::kHardSwish;
     push(c);
     // More channels than a block's tile (its weights in shared memory), the last tile
     // partial: ConvNeXt's 7x7 and EfficientNet's late 5x5.

@@ -21,7 +21,8 @@ bool Contains(const std::vector<Node*>& nodes, const Node* n) {
 
 bool IsActivation(const std::string& op) {
   static const auto* kOps =
-      new absl::flat_hash_set<std::string>{"Relu", "Gelu", "Sigmoid", "Tanh", "Clip", "LeakyRelu"};
+      new absl::flat_hash_set<std::string>{"Relu",      "Gelu",      "Sigmoid",    "Tanh",
+                                           "Clip",      "LeakyRelu", "HardSwish", "HardSigmoid"};
   return kOps->contains(op);
 }
 

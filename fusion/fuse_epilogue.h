@@ -9,7 +9,8 @@
 // anchor output y (shape S), the chain repeatedly takes one consumer of the current
 // value v that is:
 //   - an activation on v: Relu, Gelu (erf or tanh), Sigmoid, Tanh, LeakyRelu,
-//     Clip (bounds of one element), or SiLU spelled Mul(v, Sigmoid(v)) (both nodes);
+//     HardSwish, HardSigmoid, Clip (bounds of one element), or SiLU spelled
+//     Mul(v, Sigmoid(v)) (both nodes);
 //   - Add / Sub / Mul / Div of v and an operand that broadcasts INTO S (bias along
 //     the last dim or per channel, a residual of shape S, a scalar scale, or any
 //     other non-growing broadcast), of v's dtype;

@@ -114,6 +114,50 @@ graph @main {
   EXPECT_EQ(Summary(*g), "FusedGroup conv+epilogue [conv, bias, clip] anchor=conv\n");
 }
 
+// MobileNetV3's inverted residual as the legacy export reads after to-channels-last
+// and conv1x1-to-matmul (zoo mobilenet_v3.legacy, features.4, widths cut down): the
+// expansion GEMM and the depthwise conv take their HardSwish, the squeeze-excitation
+// fc2 its HardSigmoid. The excitation Mul grows the [N,1,1,C] gate to the map and
+// stays outside.
+TEST(FuseEpilogueTest, MobileNetV3HardSwishAndHardSigmoid) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %x : f32[1,8,8,8]
+  const %w_expand : f32[8,12] = splat(0.25)
+  const %b_expand : f32[12] = splat(0.1)
+  const %w_dw : f32[12,5,5,1] = splat(0.05)
+  const %b_dw : f32[12] = splat(0.2)
+  const %w_fc1 : f32[12,4] = splat(0.3)
+  const %b_fc1 : f32[4] = splat(0.1)
+  const %w_fc2 : f32[4,12] = splat(0.3)
+  const %b_fc2 : f32[12] = splat(0.5)
+  %e = MatMul(%x, %w_expand) @expand
+  %eb = Add(%e, %b_expand) @expand_bias
+  %eh = HardSwish(%eb) @expand_hardswish
+  %d = Conv(%eh, %w_dw, %b_dw) {channels_last = 1, group = 12, kernel_shape = [5, 5], pads = [2, 2, 2, 2], strides = [2, 2]} @dw
+  %dh = HardSwish(%d) @dw_hardswish
+  %p = GlobalAveragePool(%dh) {channels_last = 1} @pool
+  %f1 = MatMul(%p, %w_fc1) @fc1
+  %f1b = Add(%f1, %b_fc1) @fc1_bias
+  %r = Relu(%f1b) @relu
+  %f2 = MatMul(%r, %w_fc2) @fc2
+  %f2b = Add(%f2, %b_fc2) @fc2_bias
+  %gate = HardSigmoid(%f2b) {alpha = 0.16666667} @hardsigmoid
+  %y = Mul(%gate, %dh) @excite
+  output %y
+}
+)",
+                        &report);
+  EXPECT_EQ(Summary(*g),
+            "FusedGroup matmul+epilogue [expand, expand_bias, expand_hardswish] anchor=expand\n"
+            "FusedGroup conv+epilogue [dw, dw_hardswish] anchor=dw\n"
+            "GlobalAveragePool @pool\n"
+            "FusedGroup matmul+epilogue [fc1, fc1_bias, relu] anchor=fc1\n"
+            "FusedGroup matmul+epilogue [fc2, fc2_bias, hardsigmoid] anchor=fc2\n"
+            "Mul @excite\n");
+}
+
 TEST(FuseEpilogueTest, IntermediateWithOutsideReaderBecomesExtraOutput) {
   FusionReport report;
   auto g = FuseAndCheck(R"(
