@@ -13,6 +13,7 @@
 #include "fusion/fuse_attention.h"
 #include "fusion/fuse_concat.h"
 #include "fusion/fuse_epilogue.h"
+#include "fusion/fuse_mlp.h"
 #include "fusion/fuse_pointwise.h"
 #include "fusion/fuse_prologue.h"
 #include "fusion/fuse_siblings.h"
@@ -238,6 +239,10 @@ std::vector<Pass> FusionAndExpansion() {
        "before pointwise fusion: element-wise ops after a matmul/conv belong in its epilogue (no extra kernel), not "
        "in a pointwise group of their own",
        when, Fusing, FusionPass<FuseEpilogue>()},
+      {"fuse-mlp", f,
+       "after fuse-epilogue, which forms the two matmul+epilogue groups it joins: a squeeze-excitation gate (fc1, "
+       "activation, fc2, sigmoid over a few pooled rows) runs as one kernel instead of two tensor-core GEMMs",
+       when, Fusing, FusionPass<FuseMlp>()},
       {"fuse-concat", f,
        "before fuse-pointwise, which closes the fusion report (the views it takes are read by the Concat alone, "
        "so no other group wants them): a Concat reads the Slices and Transposes that feed it through strides "

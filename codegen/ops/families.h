@@ -31,6 +31,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node);
 // reading it through the group's Slice / Transpose / Expand members.
 absl::StatusOr<std::vector<KernelLaunch>> GenerateConcatGroup(const Node& group);
 
+// An "mlp" FusedGroup (fusion/fuse_mlp.h): two chained small-row MatMuls with their
+// element-wise chains in one kernel (codegen/ops/mlp.cc).
+absl::StatusOr<std::vector<KernelLaunch>> GenerateMlpGroup(const Node& group);
+
 // Transpose, Expand and Slice read their input through a strided view: output
 // element i (over the output shape) is input element offset + sum_d i_d * strides[d]
 // (strides may be 0 or negative-free steps). Pointwise groups read a group input
