@@ -124,7 +124,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMlpGroup(const Node& group) {
     return NoKernel(group, "empty or mismatched MLP widths");
   }
   const int64_t m = x->numel() / k1;
-  if (m == 0 || m > 65535 || k1 > 4096 || n1 > 4096 || k1 * n1 > (1 << 17) || n1 * n2 > (1 << 17)) {
+  if (m == 0 || m > 65535 || k1 > 4096 || n1 > 4096 || k1 * n1 > (1 << 17) || n1 * n2 > (1 << 17) ||
+      m * std::max({k1, n1, n2}) >= (int64_t{1} << 31)) {  // int indices
     return NoKernel(group, "an MLP larger than the one-kernel form takes");
   }
   // Rows per CTA: as many as keep X's and H's rows within 32 KiB, at most 4.
