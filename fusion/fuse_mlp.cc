@@ -74,6 +74,12 @@ absl::StatusOr<bool> FuseMlp::Run(Graph& graph) {
     const Value* x = first->input(g1->a);
     const int64_t k1 = g1->weight[0], n1 = g1->weight[1], n2 = g2->weight[1];
     if (k1 == 0 || n1 == 0 || hidden->shape().empty() || hidden->shape().back() != g2->weight[0]) continue;
+    // One row per image of a pooled map ([N, 1, 1, C]): a gate, not the FFN of a short
+    // sequence ([B, S, H] with S > 1), whose GEMMs the tensor-core families run.
+    const Shape& xs = x->shape();
+    bool pooled = xs.size() >= 3;
+    for (size_t d = 1; d + 1 < xs.size(); ++d) pooled = pooled && xs[d] == 1;
+    if (!pooled) continue;
     const int64_t rows = x->numel() / k1;
     const std::vector<std::string> names = {first->name(), second->name()};
     auto reject = [&](const std::string& why) { ReportRejection(report_, name(), names, why); };

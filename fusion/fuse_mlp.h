@@ -5,7 +5,9 @@
 // tensor-core GEMMs of N rows each, two launches of a few microseconds, otherwise.
 //
 // Pattern: G2 = FusedGroup "matmul+epilogue" whose MatMul reads as A the only output
-// of G1 = FusedGroup "matmul+epilogue", read by G2 alone and not a graph output. Both
+// of G1 = FusedGroup "matmul+epilogue", read by G2 alone and not a graph output. G1's
+// A is a pooled map, [N, 1, ..., 1, K] (one row per image; a short sequence's FFN,
+// [B, S, H], stays on the tensor-core GEMMs whatever its size). Both
 // MatMuls are plain (no layout flags) with constant 2-D weights [K, N]; the rows
 // M = numel(A) / K1 are at most kMaxRows, K1 at most kMaxK, the hidden width N1 at
 // most kMaxHidden, each weight at most kMaxWeightElements elements, all floats. Every CTA of the kernel reads W1 whole

@@ -83,6 +83,28 @@ TEST(FuseMlpTest, TooManyRowsStayTwoGemms) {
   EXPECT_TRUE(rejected) << report.ToString();
 }
 
+// A transformer FFN over 8 tokens ([1, 8, 32]: not a pooled map) stays two GEMMs
+// however small.
+TEST(FuseMlpTest, ShortSequenceFfnMustNotFire) {
+  FusionReport report;
+  auto g = Fuse(R"(
+graph @main {
+  input %x : f32[1,8,32]
+  const %w1 : f32[32,64] = splat(0.1)
+  const %w2 : f32[64,32] = splat(0.2)
+  const %b2 : f32[32] = splat(0.1)
+  %f1 = MatMul(%x, %w1) @fc1
+  %a = Gelu(%f1) @gelu
+  %f2 = MatMul(%a, %w2) @fc2
+  %y = Add(%f2, %b2) @fc2_bias
+  output %y
+}
+)",
+                &report);
+  for (const Node* n : Groups(*g)) EXPECT_NE(*n->GetString("pattern"), "mlp");
+  EXPECT_EQ(Groups(*g).size(), 2u);
+}
+
 // fc1's result also read outside (a second consumer): no group, no rejection.
 TEST(FuseMlpTest, HiddenLayerReadElsewhereMustNotFire) {
   FusionReport report;
