@@ -65,8 +65,8 @@ class GpuProgram {
 struct GpuExecutorOptions {
   void* stream = nullptr;  // cudaStream_t to launch on; nullptr: the executor's own
   bool enable_cuda_graph = true;
-  // On sm_90 and later, launch each generated kernel that follows another while that
-  // one still runs (programmatic dependent launch; bundle::Launch.grid_dependency_wait).
+  // On sm_90 and later, a generated kernel that follows another starts as that one's
+  // CTAs exit (programmatic dependent launch; bundle::Launch.grid_dependency_wait).
   bool enable_programmatic_launch = true;
 };
 

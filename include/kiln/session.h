@@ -27,9 +27,9 @@ struct SessionOptions {
   void* stream = nullptr;
   // kGpu only: capture a CUDA graph on the first run and replay it afterwards.
   bool enable_cuda_graph = true;
-  // kGpu on sm_90 and later: launch each generated kernel that follows another while
-  // that one still runs (programmatic dependent launch: the launch latency overlaps the
-  // previous kernel). False launches every kernel after the one before it has finished.
+  // kGpu on sm_90 and later: a generated kernel that follows another starts as that
+  // one's CTAs exit and waits on the GPU for its writes (programmatic dependent
+  // launch), instead of being launched once it has finished. False: the latter.
   bool enable_programmatic_launch = true;
 };
 
