@@ -10,8 +10,9 @@
 // [B, S, H], stays on the tensor-core GEMMs whatever its size). Both
 // MatMuls are plain (no layout flags) with constant 2-D weights [K, N]; the rows
 // M = numel(A) / K1 are at most kMaxRows, K1 at most kMaxK, the hidden width N1 at
-// most kMaxHidden, each weight at most kMaxWeightElements elements, all floats. Every CTA of the kernel reads W1 whole
-// and the tensor-core GEMMs get no work from it, so the rows stay few: a gate at
+// most kMaxHidden, each weight at most kMaxWeightElements elements, all floats.
+// Every CTA of the kernel reads W1 whole and the tensor-core GEMMs get no work from
+// it, so the rows stay few: a gate at
 // batch 1 to 8, not a 7x7 map's projection and next expansion (49 rows at batch 1).
 // Math: unchanged (the body is both groups' members); the kernel keeps G1's result
 // in fp32 between the two products instead of rounding it to the storage dtype.
@@ -32,11 +33,9 @@ namespace kiln {
 class FuseMlp {
  public:
   static constexpr int64_t kMaxRows = 8;
-  // The widest hidden layer taken. The kernel handles any width up to kMaxK, but
-  // its forms for hidden layers of more than 64 columns (128 or 256 columns a pass)
-  // have not yet passed kiln_mlp_gpu_tests on a GPU: wider gates (MobileNetV3's up
-  // to 144) stay two GEMMs until they have.
-  static constexpr int64_t kMaxHidden = 64;
+  // The widest hidden layer taken: every CTA keeps it in shared memory in fp32
+  // (with at least one row of X), and the weights' limit bounds it further.
+  static constexpr int64_t kMaxHidden = 1024;
   static constexpr int64_t kMaxK = 4096;
   static constexpr int64_t kMaxWeightElements = 128 * 1024;
 

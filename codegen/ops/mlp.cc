@@ -1,6 +1,6 @@
 // The "mlp" FusedGroup kernel (fusion/fuse_mlp.h): Y = e2(e1(X W1) W2) over a few
 // rows, with e1 and e2 the groups' element-wise chains (bias, activation, gate), in
-// one launch. Built for squeeze-excitation gates: at most 64 rows of pooled channels,
+// one launch. Built for squeeze-excitation gates: a few rows of pooled channels,
 // weights of at most 128K elements, where two tensor-core GEMMs spend their time
 // launching.
 //
@@ -50,27 +50,30 @@ absl::Status EmitChain(const Node& group, const Graph& body, const Chain& chain,
   if (out == composed.computed.end() || out->second.second != Domain::kFloat) {
     return NoKernel(group, "an MLP layer's result is not computed in floating point");
   }
-  std::string loads;
+  // One decomposition of `i` serves every load: operand 0 is the layer's own dense
+  // layout, operand l + 1 the l-th load's broadcast strides.
+  StridedSpace space{chain.shape, {DenseStrides(chain.shape)}};
+  std::vector<int> operands;
   for (size_t l = 0; l < composed.loads.size(); ++l) {
-    const ElementwiseLoad& load = composed.loads[l];
     std::vector<int64_t> strides;
-    if (!load.strides.empty() || !BroadcastStrides(load.view, chain.shape, &strides)) {
+    if (!composed.loads[l].strides.empty() || !BroadcastStrides(composed.loads[l].view, chain.shape, &strides)) {
       return NoKernel(group, "an MLP epilogue operand that does not broadcast into its layer");
     }
-    StridedSpace space{chain.shape, {DenseStrides(chain.shape), strides}};
-    space.Collapse();
+    space.strides.push_back(std::move(strides));
+    operands.push_back(static_cast<int>(l) + 1);
+  }
+  space.Collapse();
+  std::string loads = operands.empty() ? "" : OffsetCode(space, operands, "i", "int", "off");
+  for (size_t l = 0; l < composed.loads.size(); ++l) {
+    const ElementwiseLoad& load = composed.loads[l];
     const std::string p = absl::StrCat("p", args->size());
     const DType dt = group.input(load.input)->dtype();
     absl::StrAppend(params, ", ", Param(dt, true, p));
     args->push_back(InputArg(group, load.input));
-    absl::StrAppend(&loads, "    {\n", OffsetCode(space, {1}, "i", "int", absl::StrCat("o", l, "_")), "    g", l,
-                    " = ", LoadAs(dt, load.domain, p, absl::StrCat("o", l, "_1")), ";\n    }\n");
+    absl::StrAppend(&loads, "    const ", DomainType(load.domain), " g", l, " = ",
+                    LoadAs(dt, load.domain, p, absl::StrCat("off", l + 1)), ";\n");
   }
-  std::string decls;
-  for (size_t l = 0; l < composed.loads.size(); ++l) {
-    absl::StrAppend(&decls, "    ", DomainType(composed.loads[l].domain), " g", l, ";\n");
-  }
-  *code = absl::StrCat(decls, loads, composed.code);
+  *code = absl::StrCat(loads, composed.code);
   *result = out->second.first;
   return absl::OkStatus();
 }
