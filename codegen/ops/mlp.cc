@@ -4,14 +4,16 @@
 // weights of at most 128K elements, where two tensor-core GEMMs spend their time
 // launching.
 //
-// Grid (row blocks of R rows, column blocks of 256 outputs of W2); block 256. Every
-// CTA stages its rows of X in shared memory as fp32, computes the whole hidden layer
-// H = e1(X W1) for them (threads over hidden columns in chunks of T, a power of two
-// from 32 to 256, and 256 / T slices of K summed through shared memory; W1 read
-// coalesced along its rows), keeps H in shared memory in fp32, then each thread computes one output
-// column of its rows (W2 read coalesced) and applies e2. The chains are composed by
-// ComposeElementwise, as the GEMM epilogue's are; their loads (biases) index the
-// chain's output shape.
+// Grid (rows, blocks of 32 column vectors of W2); block 512. A CTA stages its row of
+// X in shared memory as fp32 and computes the whole hidden layer H = e1(x W1) for it:
+// threads over W1's column vectors (loads of up to 16 bytes, coalesced along W1's
+// rows) times slices of K, their partial sums added by shuffles within a warp and
+// through shared memory across warps. H stays in
+// shared memory in fp32; then 32 column vectors of W2 times 16 slices of N1 compute the
+// CTA's outputs the same way and apply e2. One row a CTA: its time is its SM streaming
+// W1 from L2, which more rows per CTA would not shorten, and the rows' CTAs run on
+// other SMs. The chains are composed by ComposeElementwise, as the GEMM epilogue's
+// are; their loads (biases) index the chain's output shape.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -29,7 +31,8 @@
 namespace kiln::codegen::ops {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 512;
+constexpr int kCols2 = 32;  // column vectors of W2 per CTA
 
 struct Chain {
   std::vector<const Node*> members;
@@ -131,13 +134,20 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMlpGroup(const Node& group) {
       m * std::max({k1, n1, n2}) >= (int64_t{1} << 31)) {  // int indices
     return NoKernel(group, "an MLP larger than the one-kernel form takes");
   }
-  // Rows per CTA: as many as keep X's and H's rows within 32 KiB, at most 4.
-  const int64_t rows = std::max<int64_t>(1, std::min<int64_t>({m, 4, 4096 / k1, 4096 / n1}));
-  // Hidden columns per pass: a power of two from 32 to 256, so that the slices of K
-  // (kThreads / t_cols) cover the block exactly.
-  int64_t t_cols = 32;
-  while (t_cols < n1 && t_cols < kThreads) t_cols *= 2;
-  const int64_t slices = kThreads / t_cols;
+  // Elements per weight load: up to 16 bytes, dividing the row so that every row
+  // starts aligned (weights are 256-byte aligned in the bundle).
+  auto vector_width = [](const Value* w, int64_t cols) {
+    int64_t v = 16 / static_cast<int64_t>(DTypeSize(w->dtype()));
+    while (cols % v != 0) v /= 2;
+    return v;
+  };
+  const int64_t v1 = vector_width(w1, n1), v2 = vector_width(w2, n2);
+  // First layer: threads over W1's column vectors (tc1, the power of two >= their
+  // count, at most kThreads), the rest of the block over slices of K. With fewer
+  // than 32 column vectors a warp holds several slices, added by shuffles first.
+  int64_t tc1 = 1;
+  while (tc1 < n1 / v1 && tc1 < kThreads) tc1 *= 2;
+  const int64_t slots1 = tc1 < 32 ? kThreads / 32 : kThreads / tc1;  // partial sums per column
 
   std::vector<int> args = {0, InputArg(group, input_index.at(x)), InputArg(group, input_index.at(w1)),
                            InputArg(group, input_index.at(w2))};
@@ -150,63 +160,80 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMlpGroup(const Node& group) {
 
   KernelLaunch l;
   l.args = std::move(args);
-  l.grid = {static_cast<uint32_t>((m + rows - 1) / rows), static_cast<uint32_t>((n2 + kThreads - 1) / kThreads), 1};
+  l.grid = {static_cast<uint32_t>(m), static_cast<uint32_t>((n2 / v2 + kCols2 - 1) / kCols2), 1};
   l.block = {kThreads, 1, 1};
   l.source = absl::StrCat(
-      TemplateSource("pointwise.cuh"), "\n// fused MLP group ", group.name(), ": ", ShapeToString(x->shape()), " x [", k1, ",", n1, "] x [", n1, ",",
-      n2, "]\nconstexpr int kM = ", m, ", kK = ", k1, ", kN1 = ", n1, ", kN2 = ", n2, ", kR = ", rows,
-      ", kT = ", t_cols, ", kS = ", slices, ";\n",
+      TemplateSource("pointwise.cuh"), TemplateSource("vector.cuh"), "\n// fused MLP group ", group.name(), ": ",
+      ShapeToString(x->shape()), " x [", k1, ",", n1, "] x [", n1, ",", n2, "]\nconstexpr int kK = ", k1,
+      ", kN1 = ", n1, ", kN2 = ", n2, ", kV1 = ", v1, ", kTC1 = ", tc1, ", kS1 = ", kThreads / tc1,
+      ", kP1 = ", slots1, ", kV2 = ", v2,
+      ", kTC2 = ", kCols2, ", kS2 = ", kThreads / kCols2, ";\n",
       "extern \"C\" __global__ void __launch_bounds__(", kThreads, ") KILN_KERNEL(", params, ") {\n",
-      "  __shared__ float xs[kR][kK];\n"
-      "  __shared__ float hs[kR][kN1];\n"
-      "  __shared__ float part[kS][kR][kT];\n"
-      "  const int row0 = blockIdx.x * kR, t = threadIdx.x;\n"
-      "  for (int e = t; e < kR * kK; e += blockDim.x) {\n"
-      "    const int r = e / kK, k = e % kK;\n"
-      "    xs[r][k] = row0 + r < kM ? ", LoadAs(x->dtype(), Domain::kFloat, "x", "(row0 + r) * kK + k"), " : 0.f;\n"
-      "  }\n"
+      "  __shared__ float xs[kK];\n"
+      "  __shared__ float hs[kN1];\n"
+      "  __shared__ float red[", kThreads * 8, "];  // partial sums of the K slices\n"
+      "  const int row = blockIdx.x, t = threadIdx.x;\n"
+      "  for (int k = t; k < kK; k += blockDim.x) xs[k] = ",
+      LoadAs(x->dtype(), Domain::kFloat, "x", "row * kK + k"), ";\n"
       "  __syncthreads();\n"
-      "  const int tj = t % kT, slice = t / kT;\n"
-      "  for (int j0 = 0; j0 < kN1; j0 += kT) {\n"
-      "    float acc_r[kR];\n"
+      "  {\n"
+      "    const int c = t % kTC1, s = t / kTC1;\n"
+      "    float acc[kV1];\n"
       "#pragma unroll\n"
-      "    for (int r = 0; r < kR; ++r) acc_r[r] = 0.f;\n"
-      "    const int j = j0 + tj;\n"
-      "    if (j < kN1) {\n"
-      "      for (int k = slice; k < kK; k += kS) {\n"
-      "        const float w = ", LoadAs(w1->dtype(), Domain::kFloat, "w1", "k * kN1 + j"), ";\n"
+      "    for (int v = 0; v < kV1; ++v) acc[v] = 0.f;\n"
+      "    if (c * kV1 < kN1) {\n"
+      "#pragma unroll 8\n"
+      "      for (int k = s; k < kK; k += kS1) {\n"
+      "        const auto w = kiln_vec_ld<kV1>(w1 + k * kN1 + c * kV1);\n"
+      "        const float xk = xs[k];\n"
       "#pragma unroll\n"
-      "        for (int r = 0; r < kR; ++r) acc_r[r] += xs[r][k] * w;\n"
+      "        for (int v = 0; v < kV1; ++v) acc[v] += xk * ", LoadAs(w1->dtype(), Domain::kFloat, "w.v", "v"), ";\n"
       "      }\n"
       "    }\n"
       "#pragma unroll\n"
-      "    for (int r = 0; r < kR; ++r) part[slice][r][tj] = acc_r[r];\n"
-      "    __syncthreads();\n"
-      "    for (int e = t; e < kR * kT; e += blockDim.x) {\n"
-      "      const int r = e / kT, jj = j0 + e % kT;\n"
-      "      if (jj >= kN1 || row0 + r >= kM) continue;\n"
-      "      float acc = 0.f;\n"
-      "      for (int s = 0; s < kS; ++s) acc += part[s][r][e % kT];\n"
-      "      const int i = (row0 + r) * kN1 + jj;\n",
-      code1, "      hs[r][jj] = ", result1, ";\n"
+      "    for (int o = kTC1; o < 32; o *= 2) {\n"
+      "#pragma unroll\n"
+      "      for (int v = 0; v < kV1; ++v) acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], o);\n"
       "    }\n"
-      "    __syncthreads();\n"
+      "    const int slot = kTC1 < 32 ? t / 32 : s;\n"
+      "    if (kTC1 >= 32 || t % 32 < kTC1) {\n"
+      "#pragma unroll\n"
+      "      for (int v = 0; v < kV1; ++v) red[(slot * kV1 + v) * kTC1 + c] = acc[v];\n"
+      "    }\n"
       "  }\n"
-      "  const int col = blockIdx.y * ", kThreads, " + t;\n"
-      "  if (col >= kN2) return;\n"
-      "  float acc_r[kR];\n"
-      "#pragma unroll\n"
-      "  for (int r = 0; r < kR; ++r) acc_r[r] = 0.f;\n"
-      "  for (int k = 0; k < kN1; ++k) {\n"
-      "    const float w = ", LoadAs(w2->dtype(), Domain::kFloat, "w2", "k * kN2 + col"), ";\n"
-      "#pragma unroll\n"
-      "    for (int r = 0; r < kR; ++r) acc_r[r] += hs[r][k] * w;\n"
+      "  __syncthreads();\n"
+      "  for (int j = t; j < kN1; j += blockDim.x) {\n"
+      "    float acc = 0.f;\n"
+      "    for (int s = 0; s < kP1; ++s) acc += red[(s * kV1 + j % kV1) * kTC1 + j / kV1];\n"
+      "    const int i = row * kN1 + j;\n",
+      code1, "    hs[j] = ", result1, ";\n"
       "  }\n"
+      "  __syncthreads();\n"
+      "  // Second layer: kTC2 column vectors of W2 a CTA, K split into kS2 slices.\n"
+      "  {\n"
+      "    const int c = blockIdx.y * kTC2 + t % kTC2, s = t / kTC2;\n"
+      "    float acc[kV2];\n"
       "#pragma unroll\n"
-      "  for (int r = 0; r < kR; ++r) {\n"
-      "    if (row0 + r >= kM) break;\n"
-      "    const int i = (row0 + r) * kN2 + col;\n"
-      "    const float acc = acc_r[r];\n",
+      "    for (int v = 0; v < kV2; ++v) acc[v] = 0.f;\n"
+      "    if (c * kV2 < kN2) {\n"
+      "#pragma unroll 8\n"
+      "      for (int k = s; k < kN1; k += kS2) {\n"
+      "        const auto w = kiln_vec_ld<kV2>(w2 + k * kN2 + c * kV2);\n"
+      "        const float hk = hs[k];\n"
+      "#pragma unroll\n"
+      "        for (int v = 0; v < kV2; ++v) acc[v] += hk * ", LoadAs(w2->dtype(), Domain::kFloat, "w.v", "v"), ";\n"
+      "      }\n"
+      "    }\n"
+      "#pragma unroll\n"
+      "    for (int v = 0; v < kV2; ++v) red[(s * kV2 + v) * kTC2 + t % kTC2] = acc[v];\n"
+      "  }\n"
+      "  __syncthreads();\n"
+      "  for (int e = t; e < kTC2 * kV2; e += blockDim.x) {\n"
+      "    const int col = blockIdx.y * kTC2 * kV2 + e;\n"
+      "    if (col >= kN2) break;\n"
+      "    float acc = 0.f;\n"
+      "    for (int s = 0; s < kS2; ++s) acc += red[(s * kV2 + e % kV2) * kTC2 + e / kV2];\n"
+      "    const int i = row * kN2 + col;\n",
       code2, "    ", StoreFrom(group.output(0)->dtype(), Domain::kFloat, "out", "i", result2), "\n"
       "  }\n"
       "}\n");
