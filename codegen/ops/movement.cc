@@ -1,7 +1,7 @@
 // Data-movement kernels: element copies between strided views, typed by storage
-// (bytes are never converted). Views, Transpose, Slice, Split, Concat, Tile, Expand
-// are one strided copy each (per input or output); Gather and Pad compute their
-// source index per element.
+// (bytes are never converted). Views, Transpose, Slice, Tile, Expand are one strided
+// copy each; Split and Concat one launch over all their parts; Gather and Pad compute
+// their source index per element.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
+#include "codegen/templates.h"
 #include "graph/fused_group.h"
 #include "graph/ops/infer_common.h"
 #include "graph/ops/slice.h"
@@ -45,6 +46,78 @@ KernelLaunch Gather(const Node& node, int out, int in, const Shape& shape, std::
   return StridedCopy(node.output(out)->dtype(), shape, DenseStrides(shape), 0, std::move(src_strides), src_base, out,
                      InputArg(node, in), node.input(in)->numel(), absl::StrCat(node.op_type(), " ",
                                                                               node.output(out)->TypeString()));
+}
+
+// Concat or Split in one launch: the whole tensor viewed as [outer, row] (row = the
+// axis and everything after it), each part a [outer, chunk_p] column block of it at
+// column offset off_p. Threads walk the whole tensor in vectors of V elements (V
+// divides every chunk, up to 16 bytes) and find their part by its column; where a
+// pointer is not aligned to V elements (a view), the same loop runs with V = 1.
+absl::StatusOr<std::vector<KernelLaunch>> ConcatOrSplit(const Node& node) {
+  const bool concat = node.op_type() == "Concat";
+  auto axis_attr = concat ? node.GetInt("axis") : node.GetInt("axis", 0);
+  if (!axis_attr.ok()) return axis_attr.status();
+  const Value* whole_value = concat ? node.output(0) : node.input(0);
+  const Shape& whole = whole_value->shape();
+  const DType dt = whole_value->dtype();
+  const int64_t rank = static_cast<int64_t>(whole.size());
+  const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
+  if (axis < 0 || axis >= rank) return NoKernel(node, "axis out of range");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < axis) outer *= whole[d];
+    if (d > axis) inner *= whole[d];
+  }
+  const int64_t row = whole[axis] * inner;
+  const int parts = concat ? node.num_inputs() : node.num_outputs();
+  int64_t vec = 16 / static_cast<int64_t>(DTypeSize(dt));
+  std::vector<int64_t> chunks;
+  std::vector<std::string> params;
+  std::vector<int> args;
+  for (int p = 0; p < parts; ++p) {
+    const Value* part = concat ? node.input(p) : node.output(p);
+    if (part == nullptr) return NoKernel(node, "absent part");
+    chunks.push_back(part->shape()[axis] * inner);
+    while (vec > 1 && chunks.back() % vec != 0) vec /= 2;
+    params.push_back(absl::StrCat("p", p));
+    args.push_back(concat ? InputArg(node, p) : p);
+  }
+  const int64_t total = NumElements(whole);
+  if (total == 0) return std::vector<KernelLaunch>{};
+  // The index runs up to a grid stride past the end.
+  const char* it = IndexType(total + int64_t{kMaxGrid} * kBlock * vec);
+  // Part lookup by column (in elements) and the copy, for a vector width V.
+  std::string body;
+  int64_t off = 0;
+  for (int p = 0; p < parts; ++p) {
+    if (chunks[p] == 0) continue;
+    const std::string part_at = absl::StrCat("p", p, " + o * ", chunks[p], " + (c - ", off, ")");
+    const std::string copy = concat ? absl::StrCat("kiln_vec_st<V>(w + i, kiln_vec_ld<V>(", part_at, "));")
+                                    : absl::StrCat("kiln_vec_st<V>(", part_at, ", kiln_vec_ld<V>(w + i));");
+    absl::StrAppend(&body, "    ", p == 0 ? "" : "else ", "if (c < ", off + chunks[p], ") ", copy, "\n");
+    off += chunks[p];
+  }
+  std::string sig = absl::StrCat(Param(dt, !concat, "w"));
+  std::string call_args = "w";
+  std::string aligned = absl::StrCat("kiln_vec_aligned(w, ", vec * DTypeSize(dt), ")");
+  for (int p = 0; p < parts; ++p) {
+    absl::StrAppend(&sig, ", ", Param(dt, concat, params[p]));
+    absl::StrAppend(&call_args, ", ", params[p]);
+    absl::StrAppend(&aligned, " && kiln_vec_aligned(", params[p], ", ", vec * DTypeSize(dt), ")");
+  }
+  std::vector<int> launch_args = concat ? std::vector<int>{0} : std::vector<int>{InputArg(node, 0)};
+  launch_args.insert(launch_args.end(), args.begin(), args.end());
+  KernelLaunch l;
+  l.args = std::move(launch_args);
+  l.source = absl::StrCat(
+      TemplateSource("vector.cuh"), "// ", node.op_type(), " of ", whole_value->TypeString(), " on axis ", axis, " into ",
+      parts, " parts, one launch\ntemplate <int V>\nstatic __device__ __forceinline__ void kiln_parts(", sig,
+      ") {\n  for (", it, " i = ((", it, ")blockIdx.x * blockDim.x + threadIdx.x) * V; i < (", it, ")", total,
+      "; i += (", it, ")gridDim.x * blockDim.x * V) {\n    const ", it, " o = i / ", row, ", c = i % ", row, ";\n", body,
+      "  }\n}\nextern \"C\" __global__ void KILN_KERNEL(", sig, ") {\n  if (", aligned, ") kiln_parts<", vec,
+      ">(", call_args, ");\n  else kiln_parts<1>(", call_args, ");\n}\n");
+  SetGrid1D(l, (total + vec - 1) / vec);
+  return std::vector<KernelLaunch>{std::move(l)};
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> GatherOp(const Node& node) {
@@ -280,40 +353,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node) {
     }
     return std::vector<KernelLaunch>{Gather(node, 0, 0, space, strides, 0)};
   }
-  if (op == "Concat" || op == "Split") {
-    auto axis_attr = op == "Concat" ? node.GetInt("axis") : node.GetInt("axis", 0);
-    if (!axis_attr.ok()) return axis_attr.status();
-    const Shape& whole = op == "Concat" ? oshape : node.input(0)->shape();
-    const int64_t rank = static_cast<int64_t>(whole.size());
-    const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < rank; ++d) {
-      if (d < axis) outer *= whole[d];
-      if (d > axis) inner *= whole[d];
-    }
-    const int64_t row = whole[axis] * inner;
-    const int64_t total = NumElements(whole);
-    std::vector<KernelLaunch> ls;
-    int64_t offset = 0;
-    const int parts = op == "Concat" ? node.num_inputs() : node.num_outputs();
-    for (int p = 0; p < parts; ++p) {
-      const Value* part = op == "Concat" ? node.input(p) : node.output(p);
-      if (part == nullptr) return NoKernel(node, "absent input");
-      const int64_t chunk = part->shape()[axis] * inner;
-      if (chunk > 0 && outer > 0) {
-        const std::string what = absl::StrCat(op, " part ", p, " ", part->TypeString());
-        if (op == "Concat") {
-          ls.push_back(StridedCopy(out->dtype(), {outer, chunk}, {row, 1}, offset, {chunk, 1}, 0, 0, InputArg(node, p),
-                                   total, what));
-        } else {
-          ls.push_back(StridedCopy(out->dtype(), {outer, chunk}, {chunk, 1}, 0, {row, 1}, offset, p, InputArg(node, 0),
-                                   total, what));
-        }
-      }
-      offset += chunk;
-    }
-    return ls;
-  }
+  if (op == "Concat" || op == "Split") return ConcatOrSplit(node);
   if (op == "Gather") return GatherOp(node);
   if (op == "Pad") return Pad(node);
   if (op == "DepthToSpace" || op == "SpaceToDepth") return BlockMove(node);

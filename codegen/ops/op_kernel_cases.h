@@ -171,6 +171,11 @@ inline std::vector<Case> AllCases() {
   add("ConcatLastI64", "Concat", {R(i64, {3, 2}), R(i64, {3, 5})}, {{"axis", int64_t{-1}}});
   add("SplitEqualF32", "Split", {R(f32, {4, 6})}, {{"axis", int64_t{1}}}, 3);
   add("SplitSizesBF16", "Split", {R(bf16, {2, 6, 3}), K(Ints({2, 3, 1}))}, {{"axis", int64_t{1}}}, 3);
+  // Parts whose widths take 16-byte copies (a GQA QKV product's Q, K and V; fp32 in
+  // 4-element vectors), and a Concat of such column blocks.
+  add("SplitQkvF16", "Split", {R(f16, {5, 96}), K(Ints({64, 16, 16}))}, {{"axis", int64_t{-1}}}, 3);
+  add("SplitRowsF32", "Split", {R(f32, {3, 4, 12}), K(Ints({1, 3}))}, {{"axis", int64_t{1}}}, 2);
+  add("ConcatBlocksF16", "Concat", {R(f16, {3, 2, 16}), R(f16, {3, 2, 8})}, {{"axis", int64_t{-1}}});
   add("SliceNegStepF32", "Slice", {R(f32, {5, 7}), K(Ints({-1, 1})), K(Ints({-100, 6})), K(Ints({0, 1})), K(Ints({-2, 2}))});
   add("SliceAxesI64", "Slice", {R(i64, {4, 6, 5}), K(Ints({1})), K(Ints({INT64_MAX})), K(Ints({2}))});
   add("GatherAxis0I64Idx", "Gather", {R(f16, {5, 4}), K(Tensor::FromInt64(i64, {2, 3}, {0, -1, 3, 2, -5, 1}))});
