@@ -109,7 +109,7 @@ KernelChoice ChooseGeneratedKernel(const Node& node, const KernelOptions& option
   }
   const std::string pattern = Pattern(node);
   if (pattern == "pointwise" || pattern == "softmax" || pattern == "layernorm" || pattern == "rmsnorm" ||
-      pattern == "attention" || pattern == "concat" || pattern == "mlp") {
+      pattern == "attention" || pattern == "concat" || pattern == "pad" || pattern == "mlp") {
     return Choice(KernelKind::kGenerated);
   }
   if (IsMatMulGroup(node)) {

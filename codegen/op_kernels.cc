@@ -91,6 +91,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
     if (pattern == "pointwise") return ops::GeneratePointwiseGroup(node);
     if (pattern == "attention") return ops::GenerateAttentionGroup(node);  // every mode
     if (pattern == "concat") return ops::GenerateConcatGroup(node);
+    if (pattern == "pad") return ops::GeneratePadGroup(node);
     if (pattern == "mlp") return ops::GenerateMlpGroup(node);
     return ops::GenerateRowGroup(node);  // softmax, layernorm
   }

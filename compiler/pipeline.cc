@@ -12,6 +12,7 @@
 #include "compiler/expand_groups.h"
 #include "fusion/fuse_attention.h"
 #include "fusion/fuse_concat.h"
+#include "fusion/fuse_pad.h"
 #include "fusion/fuse_epilogue.h"
 #include "fusion/fuse_mlp.h"
 #include "fusion/fuse_pointwise.h"
@@ -248,6 +249,10 @@ std::vector<Pass> FusionAndExpansion() {
        "so no other group wants them): a Concat reads the Slices and Transposes that feed it through strides "
        "(torch.roll's two Slices, Swin's patch merging), one copy instead of two",
        when, Fusing, FusionPass<FuseConcat>()},
+      {"fuse-pad", f,
+       "before fuse-pointwise, which would leave the Cast a lone node and the Transpose a copy: an image input's "
+       "Cast to fp16, Transpose to channels-last and Pad of the channels become one kernel",
+       when, Fusing, FusionPass<FusePad>()},
       {"fuse-pointwise", f,
        "last of fusion: whatever element-wise work is left becomes one kernel per chain; LayerNorm and Softmax take "
        "their residual add / scale and mask",

@@ -108,7 +108,8 @@ TEST(PipelineTest, RunsTheEnabledPassesInOrder) {
                                        "conv1x1-to-matmul", "pad-hidden-width", "collapse-view-chains",
                                        "lower-precision",  "fuse-siblings",
                                        "fuse-attention",   "fuse-prologue",    "fuse-epilogue",
-                                       "fuse-mlp",         "fuse-concat",      "fuse-pointwise",
+                                       "fuse-mlp",         "fuse-concat",      "fuse-pad",
+                                       "fuse-pointwise",
                                        "expand-groups-without-kernels"};
   // The tails pass runs only after an expansion.
   if (later.size() > expected.size()) expected.push_back("fuse-expanded-tails");

@@ -30,6 +30,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node);
 // A "concat" FusedGroup (fusion/fuse_concat.h): one strided copy per Concat input,
 // reading it through the group's Slice / Transpose / Expand members.
 absl::StatusOr<std::vector<KernelLaunch>> GenerateConcatGroup(const Node& group);
+// A "pad" FusedGroup (fusion/fuse_pad.h): one constant-mode Pad kernel reading each
+// element through the group's views from where they start, converting a Cast's
+// source dtype to the output's through float.
+absl::StatusOr<std::vector<KernelLaunch>> GeneratePadGroup(const Node& group);
 
 // An "mlp" FusedGroup (fusion/fuse_mlp.h): two chained small-row MatMuls with their
 // element-wise chains in one kernel (codegen/ops/mlp.cc).

@@ -151,7 +151,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GatherOp(const Node& node) {
   return std::vector<KernelLaunch>{std::move(l)};
 }
 
-absl::StatusOr<std::vector<KernelLaunch>> Pad(const Node& node) {
+// Pad `node` reading its data input through `src` (strides over the input's shape,
+// an offset) from the kernel argument `in_arg` of dtype `src_dtype` (converted through
+// float when it is not the output's), `in_numel` elements.
+absl::StatusOr<std::vector<KernelLaunch>> PadKernel(const Node& node, const MovementView& src, DType src_dtype,
+                                                    int in_arg, int64_t in_numel, const std::string& what) {
   auto pads = ConstantInts(node, 1, "pads");
   if (!pads.ok()) return pads.status();
   auto mode = node.GetString("mode", "constant");
@@ -179,12 +183,13 @@ absl::StatusOr<std::vector<KernelLaunch>> Pad(const Node& node) {
     end[a] = (*pads)[na + i];
   }
   const DType dt = node.output(0)->dtype();
+  if (dt != src_dtype && !(IsFloating(dt) && IsFloating(src_dtype))) return NoKernel(node, "a conversion not between floats");
   const int64_t n = node.output(0)->numel();
-  const char* it = IndexType(std::max(n, node.input(0)->numel()));
-  const std::vector<int64_t> in_strides = DenseStrides(shape);
+  const char* it = IndexType(std::max(n, in_numel));
+  const std::vector<int64_t>& in_strides = src.strides;
   KernelLaunch l;
-  l.args = {0, InputArg(node, 0)};
-  std::string params = absl::StrCat(Param(dt, false, "out"), ", ", Param(dt, true, "in"));
+  l.args = {0, in_arg};
+  std::string params = absl::StrCat(Param(dt, false, "out"), ", ", Param(src_dtype, true, "in"));
   std::string fill;
   const bool constant = *mode == "constant";
   if (constant) {
@@ -224,9 +229,12 @@ absl::StatusOr<std::vector<KernelLaunch>> Pad(const Node& node) {
     }
     absl::StrAppend(&body, "src += s * ", in_strides[d], ";\n}\n");
   }
-  absl::StrAppend(&body, constant ? absl::StrCat("if (inside) out[i] = in[src]; else ", fill, "\n") : "out[i] = in[src];\n");
-  l.source = absl::StrCat("// Pad ", *mode, " ", node.output(0)->TypeString(), "\nextern \"C\" __global__ void KILN_KERNEL(",
-                          params, ") {\n", GridStrideLoop(n), body, "}\n}\n");
+  const std::string at = src.offset == 0 ? "src" : absl::StrCat(src.offset, " + src");
+  const std::string copy = dt == src_dtype ? absl::StrCat("out[i] = in[", at, "];")
+                                           : StoreFrom(dt, Domain::kFloat, "out", "i", LoadAs(src_dtype, Domain::kFloat, "in", at));
+  absl::StrAppend(&body, constant ? absl::StrCat("if (inside) ", copy, " else ", fill, "\n") : copy + "\n");
+  l.source = absl::StrCat("// ", what, "\nextern \"C\" __global__ void KILN_KERNEL(", params, ") {\n", GridStrideLoop(n),
+                          body, "}\n}\n");
   SetGrid1D(l, n);
   return std::vector<KernelLaunch>{std::move(l)};
 }
@@ -355,7 +363,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node) {
   }
   if (op == "Concat" || op == "Split") return ConcatOrSplit(node);
   if (op == "Gather") return GatherOp(node);
-  if (op == "Pad") return Pad(node);
+  if (op == "Pad") {
+    return PadKernel(node, MovementView{DenseStrides(node.input(0)->shape()), 0}, node.input(0)->dtype(),
+                     InputArg(node, 0), node.input(0)->numel(), absl::StrCat("Pad ", node.output(0)->TypeString()));
+  }
   if (op == "DepthToSpace" || op == "SpaceToDepth") return BlockMove(node);
   return NoKernel(node, "");
 }
@@ -407,6 +418,37 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateConcatGroup(const Node& group)
     at += part[axis];
   }
   return launches;
+}
+
+absl::StatusOr<std::vector<KernelLaunch>> GeneratePadGroup(const Node& group) {
+  absl::StatusOr<std::shared_ptr<const Graph>> body_or = FusedGroupBody(group);
+  if (!body_or.ok()) return NoKernel(group, std::string(body_or.status().message()));
+  const Graph& body = **body_or;
+  if (group.num_outputs() != 1 || body.outputs().size() != 1) return NoKernel(group, "pad group with several outputs");
+  const Node* pad = body.outputs()[0]->producer();
+  if (pad == nullptr || pad->op_type() != "Pad") return NoKernel(group, "pad group not ending in a Pad");
+  absl::flat_hash_map<const Value*, int> input_index;
+  for (size_t i = 0; i < body.inputs().size(); ++i) input_index[body.inputs()[i]] = static_cast<int>(i);
+  // The chain between the Pad and the group input, nearest the Pad first.
+  std::vector<const Node*> chain;
+  const Value* v = pad->input(0);
+  while (!input_index.contains(v)) {
+    const Node* n = v->producer();
+    if (n == nullptr) return NoKernel(group, "a Pad input with no source in the group");
+    chain.push_back(n);
+    v = n->input(0);
+  }
+  MovementView view{DenseStrides(v->shape()), 0};
+  for (auto n = chain.rbegin(); n != chain.rend(); ++n) {
+    if ((*n)->op_type() == "Cast") continue;  // element-wise: the same strides
+    absl::StatusOr<MovementView> next = ViewOf(**n, view.strides, view.offset);
+    if (!next.ok()) return next.status();
+    view = *std::move(next);
+  }
+  const int in = input_index.at(v);
+  return PadKernel(*pad, view, v->dtype(), InputArg(group, in), group.input(in)->numel(),
+                   absl::StrCat("pad group ", group.name(), ": ", pad->output(0)->TypeString(), " read from ",
+                                v->TypeString()));
 }
 
 }  // namespace kiln::codegen::ops

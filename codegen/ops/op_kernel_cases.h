@@ -687,6 +687,19 @@ inline std::vector<Case> AllCases() {
                         "  %t = Transpose(%x) {perm = [0, 2, 1]} @t\n  %y = Concat(%w, %t) {axis = 1} @cat\n"
                         "  output %y\n}\n",
                         {R(f32, {3, 5, 4}), R(f32, {3, 2, 5})}, {"t", "cat"}, 1));
+  // Pad groups (fusion/fuse_pad.h): an image input's Cast, Transpose to channels-last
+  // and channel Pad; a Transpose and a Pad on two sides with a fill value.
+  c.push_back(GroupCase("CastTransposePadGroupF16", "pad",
+                        "graph @g {\n  input %x : f32[2,3,5,7]\n  const %pads : i64[8] = [0, 0, 0, 0, 0, 0, 0, 5]\n"
+                        "  %h : f16[2,3,5,7] = Cast(%x) {to = 10} @cast\n"
+                        "  %t = Transpose(%h) {perm = [0, 2, 3, 1]} @nhwc\n  %y = Pad(%t, %pads) @pad\n"
+                        "  output %y\n}\n",
+                        {R(f32, {2, 3, 5, 7})}, {"cast", "nhwc", "pad"}, 1));
+  c.push_back(GroupCase("TransposePadValueGroupBF16", "pad",
+                        "graph @g {\n  input %x : bf16[3,4,6]\n  const %pads : i64[6] = [0, 1, 0, 0, 2, 3]\n"
+                        "  const %v : bf16[] = [0.5]\n  %t = Transpose(%x) {perm = [0, 2, 1]} @t\n"
+                        "  %y = Pad(%t, %pads, %v) @pad\n  output %y\n}\n",
+                        {R(bf16, {3, 4, 6})}, {"t", "pad"}, 1));
   c.push_back(GroupCase("TransposeAddGroupBF16", "pointwise",
                         "graph @g {\n  input %x : bf16[3,8,5]\n  input %r : bf16[3,5,8]\n"
                         "  %t = Transpose(%x) {perm = [0, 2, 1]} @transpose\n  %y = Add(%t, %r) @add\n"
