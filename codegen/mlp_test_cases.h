@@ -28,8 +28,8 @@ struct MlpCase {
 };
 
 // Odd and real widths (EfficientNet-B0's 96/4 and 1152/48, MobileNetV3-Small's
-// 576/144), hidden layers taken 32, 64, 128 and 256 columns a pass (the last in two
-// passes), batch 1, 3 and 8 (two row blocks), the three float dtypes.
+// 576/144), hidden layers of 1 to 512 column vectors (every thread of the CTA on W1's
+// columns at 257), batch 1, 3 and 8, the three float dtypes.
 inline std::vector<MlpCase> MlpCases() {
   std::vector<MlpCase> out;
   for (DType dt : {DType::kFloat16, DType::kBFloat16, DType::kFloat32}) {
@@ -40,6 +40,8 @@ inline std::vector<MlpCase> MlpCases() {
     out.push_back({dt, 5, 300, 37, true});
     out.push_back({dt, 2, 256, 100, false});
     out.push_back({dt, 3, 200, 512, true});
+    out.push_back({dt, 1, 64, 255, false});
+    out.push_back({dt, 2, 48, 257, true});
   }
   return out;
 }

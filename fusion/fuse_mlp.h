@@ -1,6 +1,6 @@
 // FuseMlp ("fuse-mlp"): two chained matmul+epilogue groups over a handful of rows
 // become one FusedGroup (pattern "mlp") that codegen runs as one kernel
-// (codegen/ops/mlp.h): the squeeze-excitation gate of EfficientNet and MobileNetV3,
+// (codegen/ops/mlp.cc): the squeeze-excitation gate of EfficientNet and MobileNetV3,
 // fc1 + activation then fc2 + sigmoid on the pooled [N, 1, 1, C] map, which is two
 // tensor-core GEMMs of N rows each, two launches of a few microseconds, otherwise.
 //
@@ -33,9 +33,9 @@ namespace kiln {
 class FuseMlp {
  public:
   static constexpr int64_t kMaxRows = 8;
-  // The widest hidden layer taken: every CTA keeps it in shared memory in fp32
-  // (with at least one row of X), and the weights' limit bounds it further.
-  static constexpr int64_t kMaxHidden = 1024;
+  // The widest hidden layer taken: the kernel gives each column (vector) of W1 a
+  // thread of its 512, and the weights' limit bounds it further.
+  static constexpr int64_t kMaxHidden = 512;
   static constexpr int64_t kMaxK = 4096;
   static constexpr int64_t kMaxWeightElements = 128 * 1024;
 

@@ -10,7 +10,10 @@
 namespace kiln {
 namespace {
 
-bool IsConstantInput(const Node& n, int i) { return !n.has_input(i) || n.input(i)->is_constant(); }
+// Absent, or a constant the group body holds inline (the kernel reads it there).
+bool IsConstantInput(const Node& n, int i) {
+  return !n.has_input(i) || (n.input(i)->is_constant() && InlinedIntoGroupBody(*n.input(i)));
+}
 
 // A Pad the "pad" kernel takes: constant mode, constant pads, value and axes.
 bool IsConstantPad(const Node& n) {
@@ -42,9 +45,12 @@ absl::StatusOr<bool> FusePad::Run(Graph& graph) {
     for (Value* x = pad->input(0); x != nullptr;) {
       Node* n = x->producer();
       if (n == nullptr || graph.IsGraphOutput(x) || Consumers(x).size() != 1) break;
+      // A chain starting at a constant the group body would inline has no group input
+      // to read from; it stays outside.
+      if (InlinedIntoGroupBody(*n->input(0))) break;
       if (IsFloatCast(*n) && !cast_taken) {
         cast_taken = true;
-      } else if (!IsStridedView(*n) || InlinedIntoGroupBody(*n->input(0))) {
+      } else if (!IsStridedView(*n)) {
         break;
       }
       members.insert(members.begin(), n);

@@ -2,8 +2,9 @@
 // that feed it become one FusedGroup (pattern "pad") that codegen runs as one kernel
 // reading each element where the chain starts.
 //
-// Pattern: Pad(x, pads[, value]) in "constant" mode with constant pads, no axes input
-// and a constant or absent value, whose data input x is the end of a chain of at most
+// Pattern: Pad(x, pads[, value[, axes]]) in "constant" mode whose pads, value and
+// axes are constants the group body holds inline (or absent), whose data input x is
+// the end of a chain of at most
 // one Cast between floating dtypes and Transposes, Slices or Expands with constant
 // arguments (fusion/group_util.h, IsStridedView), each read only by the next node of
 // the chain and not a graph output. An image model's input as kiln's own passes leave

@@ -36,7 +36,7 @@ TEST(FusePadTest, ImageInputIsOneKernel) {
 
 // Must not join: a Transpose also read elsewhere (the Pad then takes nothing, as the
 // Cast is behind it), a Pad in reflect mode, two Casts in a row (only the one next to
-// the views joins), and a Pad of a computed value.
+// the views joins), a Pad of a computed value, a computed fill value, an integer Cast.
 TEST(FusePadTest, SharedOrOtherChainsStayOutside) {
   std::string shared = kStem;
   const std::string out = "  output %y\n";
@@ -70,6 +70,25 @@ graph @main {
                                    nullptr, 4);
   EXPECT_EQ(Summary(*g2),
             "Cast @cast_a\nRelu @relu\nPad @pad_computed\nFusedGroup pad [cast_b, t, pad] anchor=\n");
+
+  // A computed fill value and an integer Cast: no group.
+  changed = true;
+  RunFusionPass<FusePad>(R"(
+graph @main {
+  input %x : f32[2,3,4]
+  input %v : f32[]
+  input %i : f32[2,3,4]
+  const %pads : i64[6] = [0, 0, 0, 0, 0, 4]
+  %t : f32[2,4,3] = Transpose(%x) {perm = [0, 2, 1]} @t
+  %p : f32[2,4,7] = Pad(%t, %pads, %v) @pad_value
+  %c : i32[2,3,4] = Cast(%i) {to = 6} @cast_int
+  %q : i32[2,3,8] = Pad(%c, %pads) @pad_int
+  output %p
+  output %q
+}
+)",
+                         nullptr, 5, &changed);
+  EXPECT_FALSE(changed);
 }
 
 }  // namespace

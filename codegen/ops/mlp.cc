@@ -120,6 +120,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMlpGroup(const Node& group) {
   const Value* w2 = mms[1]->input(1);
   for (const Value* v : {x, w1, w2}) {
     if (!input_index.contains(v)) return NoKernel(group, "an MLP operand computed inside the group");
+    if (!IsFloating(v->dtype())) return NoKernel(group, "an MLP operand that is not a float");
   }
   if (w1->shape().size() != 2 || w2->shape().size() != 2 || first.result->shape() != first.shape ||
       second.result->shape() != second.shape || group.output(0)->shape() != second.shape) {
@@ -142,6 +143,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMlpGroup(const Node& group) {
     return v;
   };
   const int64_t v1 = vector_width(w1, n1), v2 = vector_width(w2, n2);
+  if (n1 / v1 > kThreads) return NoKernel(group, "an MLP hidden layer of more column vectors than a CTA has threads");
   // First layer: threads over W1's column vectors (tc1, the power of two >= their
   // count, at most kThreads), the rest of the block over slices of K. With fewer
   // than 32 column vectors a warp holds several slices, added by shuffles first.

@@ -89,12 +89,14 @@ absl::StatusOr<std::vector<KernelLaunch>> ConcatOrSplit(const Node& node) {
   // Part lookup by column (in elements) and the copy, for a vector width V.
   std::string body;
   int64_t off = 0;
+  bool first = true;
   for (int p = 0; p < parts; ++p) {
     if (chunks[p] == 0) continue;
     const std::string part_at = absl::StrCat("p", p, " + o * ", chunks[p], " + (c - ", off, ")");
     const std::string copy = concat ? absl::StrCat("kiln_vec_st<V>(w + i, kiln_vec_ld<V>(", part_at, "));")
                                     : absl::StrCat("kiln_vec_st<V>(", part_at, ", kiln_vec_ld<V>(w + i));");
-    absl::StrAppend(&body, "    ", p == 0 ? "" : "else ", "if (c < ", off + chunks[p], ") ", copy, "\n");
+    absl::StrAppend(&body, "    ", first ? "" : "else ", "if (c < ", off + chunks[p], ") ", copy, "\n");
+    first = false;
     off += chunks[p];
   }
   std::string sig = absl::StrCat(Param(dt, !concat, "w"));
@@ -103,7 +105,7 @@ absl::StatusOr<std::vector<KernelLaunch>> ConcatOrSplit(const Node& node) {
   for (int p = 0; p < parts; ++p) {
     absl::StrAppend(&sig, ", ", Param(dt, concat, params[p]));
     absl::StrAppend(&call_args, ", ", params[p]);
-    absl::StrAppend(&aligned, " && kiln_vec_aligned(", params[p], ", ", vec * DTypeSize(dt), ")");
+    if (chunks[p] > 0) absl::StrAppend(&aligned, " && kiln_vec_aligned(", params[p], ", ", vec * DTypeSize(dt), ")");
   }
   std::vector<int> launch_args = concat ? std::vector<int>{0} : std::vector<int>{InputArg(node, 0)};
   launch_args.insert(launch_args.end(), args.begin(), args.end());
@@ -427,6 +429,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePadGroup(const Node& group) {
   if (group.num_outputs() != 1 || body.outputs().size() != 1) return NoKernel(group, "pad group with several outputs");
   const Node* pad = body.outputs()[0]->producer();
   if (pad == nullptr || pad->op_type() != "Pad") return NoKernel(group, "pad group not ending in a Pad");
+  // A computed fill value would be a kernel argument of the group, not of the Pad.
+  if (pad->has_input(2) && !pad->input(2)->is_constant()) return NoKernel(group, "a pad group's fill value is computed");
   absl::flat_hash_map<const Value*, int> input_index;
   for (size_t i = 0; i < body.inputs().size(); ++i) input_index[body.inputs()[i]] = static_cast<int>(i);
   // The chain between the Pad and the group input, nearest the Pad first.

@@ -176,6 +176,9 @@ inline std::vector<Case> AllCases() {
   add("SplitQkvF16", "Split", {R(f16, {5, 96}), K(Ints({64, 16, 16}))}, {{"axis", int64_t{-1}}}, 3);
   add("SplitRowsF32", "Split", {R(f32, {3, 4, 12}), K(Ints({1, 3}))}, {{"axis", int64_t{1}}}, 2);
   add("ConcatBlocksF16", "Concat", {R(f16, {3, 2, 16}), R(f16, {3, 2, 8})}, {{"axis", int64_t{-1}}});
+  // Empty parts first (an empty past-KV Concat, a Split with a zero size).
+  add("ConcatEmptyFirstF16", "Concat", {R(f16, {3, 0}), R(f16, {3, 8})}, {{"axis", int64_t{1}}});
+  add("SplitZeroFirstF16", "Split", {R(f16, {2, 16}), K(Ints({0, 8, 8}))}, {{"axis", int64_t{1}}}, 3);
   add("SliceNegStepF32", "Slice", {R(f32, {5, 7}), K(Ints({-1, 1})), K(Ints({-100, 6})), K(Ints({0, 1})), K(Ints({-2, 2}))});
   add("SliceAxesI64", "Slice", {R(i64, {4, 6, 5}), K(Ints({1})), K(Ints({INT64_MAX})), K(Ints({2}))});
   add("GatherAxis0I64Idx", "Gather", {R(f16, {5, 4}), K(Tensor::FromInt64(i64, {2, 3}, {0, -1, 3, 2, -5, 1}))});
