@@ -81,6 +81,91 @@ absl::Status EmitChain(const Node& group, const Graph& body, const Chain& chain,
   return absl::OkStatus();
 }
 
+// The kernel's text (see the top of this file).
+struct MlpKernel {
+  const Value *x = nullptr, *w1 = nullptr, *w2 = nullptr;
+  int64_t k1 = 0, n1 = 0, n2 = 0, v1 = 1, v2 = 1, tc1 = 1, slots1 = 1;
+  std::string params, code1, result1, code2, result2;
+};
+
+std::string MlpSource(const Node& group, const MlpKernel& k) {
+  return absl::StrCat(
+      TemplateSource("pointwise.cuh"), TemplateSource("vector.cuh"), "\n// fused MLP group ", group.name(), ": ",
+      ShapeToString(k.x->shape()), " x [", k.k1, ",", k.n1, "] x [", k.n1, ",", k.n2, "]\nconstexpr int kK = ", k.k1,
+      ", kN1 = ", k.n1, ", kN2 = ", k.n2, ", kV1 = ", k.v1, ", kTC1 = ", k.tc1, ", kS1 = ", kThreads / k.tc1,
+      ", kP1 = ", k.slots1, ", kV2 = ", k.v2,
+      ", kTC2 = ", kCols2, ", kS2 = ", kThreads / kCols2, ";\n",
+      "extern \"C\" __global__ void __launch_bounds__(", kThreads, ") KILN_KERNEL(", k.params, ") {\n",
+      "  __shared__ float xs[kK];\n"
+      "  __shared__ float hs[kN1];\n"
+      "  __shared__ float red[", kThreads * 8, "];  // partial sums of the K slices\n"
+      "  const int row = blockIdx.x, t = threadIdx.x;\n"
+      "  for (int k = t; k < kK; k += blockDim.x) xs[k] = ",
+      LoadAs(k.x->dtype(), Domain::kFloat, "x", "row * kK + k"), ";\n"
+      "  __syncthreads();\n"
+      "  {\n"
+      "    const int c = t % kTC1, s = t / kTC1;\n"
+      "    float acc[kV1];\n"
+      "#pragma unroll\n"
+      "    for (int v = 0; v < kV1; ++v) acc[v] = 0.f;\n"
+      "    if (c * kV1 < kN1) {\n"
+      "#pragma unroll 8\n"
+      "      for (int k = s; k < kK; k += kS1) {\n"
+      "        const auto w = kiln_vec_ld<kV1>(w1 + k * kN1 + c * kV1);\n"
+      "        const float xk = xs[k];\n"
+      "#pragma unroll\n"
+      "        for (int v = 0; v < kV1; ++v) acc[v] += xk * ", LoadAs(k.w1->dtype(), Domain::kFloat, "w.v", "v"), ";\n"
+      "      }\n"
+      "    }\n"
+      "#pragma unroll\n"
+      "    for (int o = kTC1; o < 32; o *= 2) {\n"
+      "#pragma unroll\n"
+      "      for (int v = 0; v < kV1; ++v) acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], o);\n"
+      "    }\n"
+      "    const int slot = kTC1 < 32 ? t / 32 : s;\n"
+      "    if (kTC1 >= 32 || t % 32 < kTC1) {\n"
+      "#pragma unroll\n"
+      "      for (int v = 0; v < kV1; ++v) red[(slot * kV1 + v) * kTC1 + c] = acc[v];\n"
+      "    }\n"
+      "  }\n"
+      "  __syncthreads();\n"
+      "  for (int j = t; j < kN1; j += blockDim.x) {\n"
+      "    float acc = 0.f;\n"
+      "    for (int s = 0; s < kP1; ++s) acc += red[(s * kV1 + j % kV1) * kTC1 + j / kV1];\n"
+      "    const int i = row * kN1 + j;\n",
+      k.code1, "    hs[j] = ", k.result1, ";\n"
+      "  }\n"
+      "  __syncthreads();\n"
+      "  // Second layer: kTC2 column vectors of W2 a CTA, K split into kS2 slices.\n"
+      "  {\n"
+      "    const int c = blockIdx.y * kTC2 + t % kTC2, s = t / kTC2;\n"
+      "    float acc[kV2];\n"
+      "#pragma unroll\n"
+      "    for (int v = 0; v < kV2; ++v) acc[v] = 0.f;\n"
+      "    if (c * kV2 < kN2) {\n"
+      "#pragma unroll 8\n"
+      "      for (int k = s; k < kN1; k += kS2) {\n"
+      "        const auto w = kiln_vec_ld<kV2>(w2 + k * kN2 + c * kV2);\n"
+      "        const float hk = hs[k];\n"
+      "#pragma unroll\n"
+      "        for (int v = 0; v < kV2; ++v) acc[v] += hk * ", LoadAs(k.w2->dtype(), Domain::kFloat, "w.v", "v"), ";\n"
+      "      }\n"
+      "    }\n"
+      "#pragma unroll\n"
+      "    for (int v = 0; v < kV2; ++v) red[(s * kV2 + v) * kTC2 + t % kTC2] = acc[v];\n"
+      "  }\n"
+      "  __syncthreads();\n"
+      "  for (int e = t; e < kTC2 * kV2; e += blockDim.x) {\n"
+      "    const int col = blockIdx.y * kTC2 * kV2 + e;\n"
+      "    if (col >= kN2) break;\n"
+      "    float acc = 0.f;\n"
+      "    for (int s = 0; s < kS2; ++s) acc += red[(s * kV2 + e % kV2) * kTC2 + e / kV2];\n"
+      "    const int i = row * kN2 + col;\n",
+      k.code2, "    ", StoreFrom(group.output(0)->dtype(), Domain::kFloat, "out", "i", k.result2), "\n"
+      "  }\n"
+      "}\n");
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMlpGroup(const Node& group) {
@@ -153,92 +238,17 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMlpGroup(const Node& group) {
 
   std::vector<int> args = {0, InputArg(group, input_index.at(x)), InputArg(group, input_index.at(w1)),
                            InputArg(group, input_index.at(w2))};
-  std::string params = absl::StrCat(Param(group.output(0)->dtype(), false, "out"), ", ",
-                                    Param(x->dtype(), true, "x"), ", ", Param(w1->dtype(), true, "w1"), ", ",
-                                    Param(w2->dtype(), true, "w2"));
-  std::string code1, result1, code2, result2;
-  KILN_RETURN_IF_ERROR(EmitChain(group, body, first, &code1, &result1, &params, &args));
-  KILN_RETURN_IF_ERROR(EmitChain(group, body, second, &code2, &result2, &params, &args));
+  MlpKernel kernel{x, w1, w2, k1, n1, n2, v1, v2, tc1, slots1};
+  kernel.params = absl::StrCat(Param(group.output(0)->dtype(), false, "out"), ", ", Param(x->dtype(), true, "x"), ", ",
+                               Param(w1->dtype(), true, "w1"), ", ", Param(w2->dtype(), true, "w2"));
+  KILN_RETURN_IF_ERROR(EmitChain(group, body, first, &kernel.code1, &kernel.result1, &kernel.params, &args));
+  KILN_RETURN_IF_ERROR(EmitChain(group, body, second, &kernel.code2, &kernel.result2, &kernel.params, &args));
 
   KernelLaunch l;
   l.args = std::move(args);
   l.grid = {static_cast<uint32_t>(m), static_cast<uint32_t>((n2 / v2 + kCols2 - 1) / kCols2), 1};
   l.block = {kThreads, 1, 1};
-  l.source = absl::StrCat(
-      TemplateSource("pointwise.cuh"), TemplateSource("vector.cuh"), "\n// fused MLP group ", group.name(), ": ",
-      ShapeToString(x->shape()), " x [", k1, ",", n1, "] x [", n1, ",", n2, "]\nconstexpr int kK = ", k1,
-      ", kN1 = ", n1, ", kN2 = ", n2, ", kV1 = ", v1, ", kTC1 = ", tc1, ", kS1 = ", kThreads / tc1,
-      ", kP1 = ", slots1, ", kV2 = ", v2,
-      ", kTC2 = ", kCols2, ", kS2 = ", kThreads / kCols2, ";\n",
-      "extern \"C\" __global__ void __launch_bounds__(", kThreads, ") KILN_KERNEL(", params, ") {\n",
-      "  __shared__ float xs[kK];\n"
-      "  __shared__ float hs[kN1];\n"
-      "  __shared__ float red[", kThreads * 8, "];  // partial sums of the K slices\n"
-      "  const int row = blockIdx.x, t = threadIdx.x;\n"
-      "  for (int k = t; k < kK; k += blockDim.x) xs[k] = ",
-      LoadAs(x->dtype(), Domain::kFloat, "x", "row * kK + k"), ";\n"
-      "  __syncthreads();\n"
-      "  {\n"
-      "    const int c = t % kTC1, s = t / kTC1;\n"
-      "    float acc[kV1];\n"
-      "#pragma unroll\n"
-      "    for (int v = 0; v < kV1; ++v) acc[v] = 0.f;\n"
-      "    if (c * kV1 < kN1) {\n"
-      "#pragma unroll 8\n"
-      "      for (int k = s; k < kK; k += kS1) {\n"
-      "        const auto w = kiln_vec_ld<kV1>(w1 + k * kN1 + c * kV1);\n"
-      "        const float xk = xs[k];\n"
-      "#pragma unroll\n"
-      "        for (int v = 0; v < kV1; ++v) acc[v] += xk * ", LoadAs(w1->dtype(), Domain::kFloat, "w.v", "v"), ";\n"
-      "      }\n"
-      "    }\n"
-      "#pragma unroll\n"
-      "    for (int o = kTC1; o < 32; o *= 2) {\n"
-      "#pragma unroll\n"
-      "      for (int v = 0; v < kV1; ++v) acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], o);\n"
-      "    }\n"
-      "    const int slot = kTC1 < 32 ? t / 32 : s;\n"
-      "    if (kTC1 >= 32 || t % 32 < kTC1) {\n"
-      "#pragma unroll\n"
-      "      for (int v = 0; v < kV1; ++v) red[(slot * kV1 + v) * kTC1 + c] = acc[v];\n"
-      "    }\n"
-      "  }\n"
-      "  __syncthreads();\n"
-      "  for (int j = t; j < kN1; j += blockDim.x) {\n"
-      "    float acc = 0.f;\n"
-      "    for (int s = 0; s < kP1; ++s) acc += red[(s * kV1 + j % kV1) * kTC1 + j / kV1];\n"
-      "    const int i = row * kN1 + j;\n",
-      code1, "    hs[j] = ", result1, ";\n"
-      "  }\n"
-      "  __syncthreads();\n"
-      "  // Second layer: kTC2 column vectors of W2 a CTA, K split into kS2 slices.\n"
-      "  {\n"
-      "    const int c = blockIdx.y * kTC2 + t % kTC2, s = t / kTC2;\n"
-      "    float acc[kV2];\n"
-      "#pragma unroll\n"
-      "    for (int v = 0; v < kV2; ++v) acc[v] = 0.f;\n"
-      "    if (c * kV2 < kN2) {\n"
-      "#pragma unroll 8\n"
-      "      for (int k = s; k < kN1; k += kS2) {\n"
-      "        const auto w = kiln_vec_ld<kV2>(w2 + k * kN2 + c * kV2);\n"
-      "        const float hk = hs[k];\n"
-      "#pragma unroll\n"
-      "        for (int v = 0; v < kV2; ++v) acc[v] += hk * ", LoadAs(w2->dtype(), Domain::kFloat, "w.v", "v"), ";\n"
-      "      }\n"
-      "    }\n"
-      "#pragma unroll\n"
-      "    for (int v = 0; v < kV2; ++v) red[(s * kV2 + v) * kTC2 + t % kTC2] = acc[v];\n"
-      "  }\n"
-      "  __syncthreads();\n"
-      "  for (int e = t; e < kTC2 * kV2; e += blockDim.x) {\n"
-      "    const int col = blockIdx.y * kTC2 * kV2 + e;\n"
-      "    if (col >= kN2) break;\n"
-      "    float acc = 0.f;\n"
-      "    for (int s = 0; s < kS2; ++s) acc += red[(s * kV2 + e % kV2) * kTC2 + e / kV2];\n"
-      "    const int i = row * kN2 + col;\n",
-      code2, "    ", StoreFrom(group.output(0)->dtype(), Domain::kFloat, "out", "i", result2), "\n"
-      "  }\n"
-      "}\n");
+  l.source = MlpSource(group, kernel);
   return std::vector<KernelLaunch>{std::move(l)};
 }
 
