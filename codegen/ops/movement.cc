@@ -373,6 +373,41 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node) {
   return NoKernel(node, "");
 }
 
+namespace {
+
+// Where a group body's value `v` is read from: the group input its chain of strided
+// views starts at, and the strides and offset composed along the chain (with
+// `through_casts`, the chain's element-wise Casts keep the strides; without, a Cast
+// is no view and refused). The body's inputs are `input_index`'s keys.
+struct GroupInputView {
+  const Value* source = nullptr;  // the body input the chain starts at
+  int input = 0;                  // its index among the group's inputs
+  MovementView view;
+  bool direct = true;  // `v` is that input itself
+};
+
+absl::StatusOr<GroupInputView> ReadThroughViews(const Node& group,
+                                                const absl::flat_hash_map<const Value*, int>& input_index,
+                                                const Value* v, bool through_casts) {
+  std::vector<const Node*> chain;  // nearest `v` first
+  while (!input_index.contains(v)) {
+    const Node* n = v->producer();
+    if (n == nullptr) return NoKernel(group, "a copied value with no source in the group");
+    chain.push_back(n);
+    v = n->input(0);
+  }
+  GroupInputView out{v, input_index.at(v), MovementView{DenseStrides(v->shape()), 0}, chain.empty()};
+  for (auto n = chain.rbegin(); n != chain.rend(); ++n) {
+    if (through_casts && (*n)->op_type() == "Cast") continue;
+    absl::StatusOr<MovementView> next = ViewOf(**n, out.view.strides, out.view.offset);
+    if (!next.ok()) return next.status();
+    out.view = *std::move(next);
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<KernelLaunch>> GenerateConcatGroup(const Node& group) {
   absl::StatusOr<std::shared_ptr<const Graph>> body_or = FusedGroupBody(group);
   if (!body_or.ok()) return NoKernel(group, std::string(body_or.status().message()));
@@ -393,29 +428,16 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateConcatGroup(const Node& group)
   std::vector<KernelLaunch> launches;
   int64_t at = 0;  // the part's first index along the axis
   for (int p = 0; p < concat->num_inputs(); ++p) {
-    // The views between the part and a group input, nearest the Concat first.
-    std::vector<const Node*> views;
-    const Value* v = concat->input(p);
-    while (!input_index.contains(v)) {
-      const Node* n = v->producer();
-      if (n == nullptr) return NoKernel(group, "a Concat input with no source in the group");
-      views.push_back(n);
-      v = n->input(0);
-    }
-    const int in = input_index.at(v);
-    MovementView view{DenseStrides(v->shape()), 0};
-    for (auto n = views.rbegin(); n != views.rend(); ++n) {
-      absl::StatusOr<MovementView> next = ViewOf(**n, view.strides, view.offset);
-      if (!next.ok()) return next.status();
-      view = *std::move(next);
-    }
+    absl::StatusOr<GroupInputView> src = ReadThroughViews(group, input_index, concat->input(p), false);
+    if (!src.ok()) return src.status();
+    const int in = src->input;
     const Shape& part = concat->input(p)->shape();
     if (NumElements(part) > 0) {
-      launches.push_back(StridedCopy(out->dtype(), part, dst, at * dst[axis], view.strides, view.offset, 0,
+      launches.push_back(StridedCopy(out->dtype(), part, dst, at * dst[axis], src->view.strides, src->view.offset, 0,
                                      InputArg(group, in), std::max(out->numel(), group.input(in)->numel()),
                                      absl::StrCat("concat group ", group.name(), " part ", p, " ",
                                                   concat->input(p)->TypeString(),
-                                                  views.empty() ? "" : absl::StrCat(" read from ", v->TypeString()))));
+                                                  src->direct ? "" : absl::StrCat(" read from ", src->source->TypeString()))));
     }
     at += part[axis];
   }
@@ -433,26 +455,12 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePadGroup(const Node& group) {
   if (pad->has_input(2) && !pad->input(2)->is_constant()) return NoKernel(group, "a pad group's fill value is computed");
   absl::flat_hash_map<const Value*, int> input_index;
   for (size_t i = 0; i < body.inputs().size(); ++i) input_index[body.inputs()[i]] = static_cast<int>(i);
-  // The chain between the Pad and the group input, nearest the Pad first.
-  std::vector<const Node*> chain;
-  const Value* v = pad->input(0);
-  while (!input_index.contains(v)) {
-    const Node* n = v->producer();
-    if (n == nullptr) return NoKernel(group, "a Pad input with no source in the group");
-    chain.push_back(n);
-    v = n->input(0);
-  }
-  MovementView view{DenseStrides(v->shape()), 0};
-  for (auto n = chain.rbegin(); n != chain.rend(); ++n) {
-    if ((*n)->op_type() == "Cast") continue;  // element-wise: the same strides
-    absl::StatusOr<MovementView> next = ViewOf(**n, view.strides, view.offset);
-    if (!next.ok()) return next.status();
-    view = *std::move(next);
-  }
-  const int in = input_index.at(v);
-  return PadKernel(*pad, view, v->dtype(), InputArg(group, in), group.input(in)->numel(),
+  absl::StatusOr<GroupInputView> src = ReadThroughViews(group, input_index, pad->input(0), true);
+  if (!src.ok()) return src.status();
+  const int in = src->input;
+  return PadKernel(*pad, src->view, src->source->dtype(), InputArg(group, in), group.input(in)->numel(),
                    absl::StrCat("pad group ", group.name(), ": ", pad->output(0)->TypeString(), " read from ",
-                                v->TypeString()));
+                                src->source->TypeString()));
 }
 
 }  // namespace kiln::codegen::ops
