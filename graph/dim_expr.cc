@@ -101,6 +101,13 @@ std::optional<DimExpr> DimExpr::DivideExactly(const DimExpr& a, const DimExpr& d
 
 bool DimExpr::IsConstant() const { return terms_.empty() || (terms_.size() == 1 && terms_.begin()->first.empty()); }
 
+std::optional<int> DimExpr::AsSymbol() const {
+  if (terms_.size() != 1) return std::nullopt;
+  const auto& [monomial, coefficient] = *terms_.begin();
+  if (monomial.size() != 1 || coefficient != 1) return std::nullopt;
+  return monomial[0];
+}
+
 std::optional<int64_t> DimExpr::constant() const {
   if (!IsConstant()) return std::nullopt;
   return terms_.empty() ? 0 : terms_.begin()->second;

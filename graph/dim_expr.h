@@ -44,6 +44,7 @@ class DimExpr {
 
   bool IsConstant() const;
   std::optional<int64_t> constant() const;  // the value when IsConstant()
+  std::optional<int> AsSymbol() const;      // the id when the expression is one symbol
   bool operator==(const DimExpr& other) const { return terms_ == other.terms_; }
   bool operator!=(const DimExpr& other) const { return !(*this == other); }
 

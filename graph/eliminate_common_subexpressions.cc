@@ -65,7 +65,9 @@ std::optional<std::string> NodeKey(const Node& node) {
   key.push_back('|');
   for (const Value* in : node.inputs()) {
     std::optional<std::string> c;
-    if (in != nullptr && in->is_constant()) c = TensorKey(in->constant());
+    // A dynamic graph's shape constant compares by identity: its data is only the
+    // largest case of its expressions.
+    if (in != nullptr && in->is_constant() && !in->has_symbolic_data()) c = TensorKey(in->constant());
     if (c) {
       absl::StrAppend(&key, "c", c->size(), ":", *c, ";");
     } else {
@@ -79,7 +81,10 @@ bool SameTypes(const Node& a, const Node& b) {
   for (int i = 0; i < a.num_outputs(); ++i) {
     const Value* x = a.output(i);
     const Value* y = b.output(i);
-    if (!x->has_type() || !y->has_type() || x->dtype() != y->dtype() || x->shape() != y->shape()) return false;
+    if (!x->has_type() || !y->has_type() || x->dtype() != y->dtype() || x->shape() != y->shape() ||
+        x->dims() != y->dims()) {
+      return false;
+    }
   }
   return true;
 }

@@ -30,6 +30,27 @@ std::string Value::TypeString() const {
   return absl::StrCat(DTypeName(dtype_), ShapeToString(shape_));
 }
 
+namespace {
+
+bool AllConstant(const std::vector<DimExpr>& dims) {
+  for (const DimExpr& d : dims) {
+    if (!d.IsConstant()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void Value::SetDims(std::vector<DimExpr> dims) {
+  if (AllConstant(dims)) dims.clear();
+  dims_ = std::move(dims);
+}
+
+void Value::SetSymbolicData(std::vector<DimExpr> data) {
+  if (AllConstant(data)) data.clear();
+  symbolic_data_ = std::move(data);
+}
+
 // ---- Node -------------------------------------------------------------------
 
 void Node::SetInput(int i, Value* value) {
@@ -155,6 +176,8 @@ Value* Graph::AddConstant(const std::string& name, Tensor data) {
 
 void Graph::SetConstant(Value* value, Tensor data) {
   value->SetType(data.dtype(), data.shape());
+  value->dims_.clear();
+  value->symbolic_data_.clear();
   value->constant_ = std::move(data);
 }
 
@@ -308,12 +331,15 @@ absl::Status Graph::TopologicalSort() {
 std::unique_ptr<Graph> Graph::Clone() const {
   auto g = std::make_unique<Graph>();
   g->name_ = name_;
+  g->dim_symbols_ = dim_symbols_;
   absl::flat_hash_map<const Value*, Value*> map;
   for (const auto& v : values_) {
     Value* nv = g->AddValue(v->name_);
     nv->dtype_ = v->dtype_;
     nv->shape_ = v->shape_;
     nv->has_type_ = v->has_type_;
+    nv->dims_ = v->dims_;
+    nv->symbolic_data_ = v->symbolic_data_;
     nv->constant_ = v->constant_;
     map[v.get()] = nv;
   }

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "graph/attribute.h"
+#include "graph/dim_expr.h"
 #include "graph/dtype.h"
 #include "graph/tensor.h"
 
@@ -47,6 +48,23 @@ class Value {
   }
   std::string TypeString() const;  // "f32[1,3]" or "?" before inference
 
+  // Dynamic shapes (graph/dim_expr.h). dims(): each dim as an expression over the
+  // graph's dim symbols, when any of them depends on a symbol; empty for a static
+  // value. shape() is then the value at every symbol's largest value, the case the
+  // memory plan is made for. InferShapes sets it for node outputs, the importer for
+  // inputs.
+  const std::vector<DimExpr>& dims() const { return dims_; }
+  bool is_dynamic() const { return !dims_.empty(); }
+  // Stores nothing when every dim is a constant.
+  void SetDims(std::vector<DimExpr> dims);
+  // A constant integer tensor of rank 0 or 1 whose elements depend on the symbols (the
+  // Shape of a dynamic value and arithmetic on it): each element's expression. The
+  // constant's data holds their values at the symbols' largest values. Empty for
+  // every other value; SetSymbolicData stores nothing when all are constants.
+  const std::vector<DimExpr>& symbolic_data() const { return symbolic_data_; }
+  bool has_symbolic_data() const { return !symbolic_data_.empty(); }
+  void SetSymbolicData(std::vector<DimExpr> data);
+
   // Constant data: initializers and folded values. A constant has no producer.
   bool is_constant() const { return constant_.has_value(); }
   const Tensor& constant() const { return *constant_; }
@@ -65,6 +83,8 @@ class Value {
   DType dtype_ = DType::kFloat32;
   Shape shape_;
   bool has_type_ = false;
+  std::vector<DimExpr> dims_;
+  std::vector<DimExpr> symbolic_data_;
   std::optional<Tensor> constant_;
   Node* producer_ = nullptr;
   int producer_index_ = -1;
@@ -147,6 +167,12 @@ class Graph {
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
 
+  // The named dims of a graph compiled for ranges of input sizes (--dim seq=1..512);
+  // DimExpr symbol ids index this list. Empty for a static graph.
+  const std::vector<DimSymbol>& dim_symbols() const { return dim_symbols_; }
+  void set_dim_symbols(std::vector<DimSymbol> symbols) { dim_symbols_ = std::move(symbols); }
+  bool is_dynamic() const { return !dim_symbols_.empty(); }
+
   // Creates a value with a unique name (a suffix is added if `name` is taken).
   Value* AddValue(const std::string& name);
   // A new value typed `dtype` `shape` (a rewrite's intermediate result).
@@ -192,6 +218,7 @@ class Graph {
   std::string UniqueValueName(const std::string& name);
 
   std::string name_ = "main";
+  std::vector<DimSymbol> dim_symbols_;
   std::vector<std::unique_ptr<Value>> values_;
   absl::flat_hash_map<std::string, Value*> value_by_name_;
   std::vector<std::unique_ptr<Node>> nodes_;

@@ -18,8 +18,9 @@
 // runs to the end of the line):
 //
 //   file      := 'graph' [@name] '{' stmt* '}'
-//   stmt      := 'input' %value [':' type]
-//              | 'const' %value ':' type '=' data
+//   stmt      := 'dim' name 'in' '[' int ',' int ']'   # a dim symbol, before its uses
+//              | 'input' %value [':' type]
+//              | 'const' %value ':' type '=' data ['symbolic' exprs]
 //              | 'output' %value {',' %value}
 //              | outputs '=' call          # a node
 //              | call                      # a node with no outputs
@@ -30,7 +31,13 @@
 //   attr      := int | float | "string" | list | 'tensor' '<' type '>' data
 //   list      := '[' items ']' | ('ints' | 'floats' | 'strings') '[' items ']'
 //   data      := '[' elem {',' elem} ']' | '[' ']' | 'splat' '(' elem ')'
-//   type      := dtype '[' [dim {',' dim}] ']' | '?'   # f32[] is a scalar; ? is untyped
+//   type      := dtype '[' [dim {',' dim}] ']' ['dims' exprs] | '?'   # f32[] is a scalar; ? is untyped
+//   exprs     := '"' expr {',' expr} '"'     # DimExpr text over the dim symbols (graph/dim_expr.h)
+//
+// Dynamic graphs (graph/symbolic_shapes.h). `dim seq in [1, 512]` declares a dim
+// symbol; a dynamic value's type is its shape at the symbols' largest values followed
+// by `dims "batch, seq*12, 64"`, and a constant folded from shape arithmetic carries
+// its elements as `symbolic "batch, seq"`.
 //
 // Names. A value is %name where name matches [A-Za-z0-9_./-] plus ':' when a digit
 // follows it ("%conv/w:0"); any other name is quoted with C escapes: %"a b",

@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "graph/fused_group.h"
 #include "graph/text_format_internal.h"
@@ -377,6 +378,7 @@ class Parser {
 
   absl::Status ParseStatement() {
     const Token& t = Peek();
+    if (IsIdent(t, "dim") && Peek(1).kind == TokKind::kIdent) return ParseDimSymbol();
     if (t.kind == TokKind::kIdent && Peek(1).kind == TokKind::kValue) {
       if (t.text == "input") return ParseInput();
       if (t.text == "const") return ParseConst();
@@ -387,13 +389,59 @@ class Parser {
     return Expected(t, "a statement ('input', 'const', 'output' or a node) or '}'");
   }
 
+  // dim NAME in [MIN, MAX]: a dim symbol of a dynamic graph.
+  absl::Status ParseDimSymbol() {
+    Next();  // dim
+    DimSymbol s{.name = Next().text};
+    if (!IsIdent(Peek(), "in")) return Expected(Peek(), "'in' and the dim's range [MIN, MAX]");
+    Next();
+    KILN_RETURN_IF_ERROR(Expect("[", "to open the dim's range"));
+    KILN_ASSIGN_OR_RETURN(s.min, ParseInt(Peek(), "the least value of the dim"));
+    Next();
+    KILN_RETURN_IF_ERROR(Expect(",", "between the dim's least and largest values"));
+    KILN_ASSIGN_OR_RETURN(s.max, ParseInt(Peek(), "the largest value of the dim"));
+    if (s.min < 0 || s.max < s.min) return ErrorAt(Peek(), "a dim's range needs 0 <= MIN <= MAX");
+    Next();
+    KILN_RETURN_IF_ERROR(Expect("]", "to close the dim's range"));
+    std::vector<DimSymbol> symbols = graph_->dim_symbols();
+    symbols.push_back(std::move(s));
+    graph_->set_dim_symbols(std::move(symbols));
+    return absl::OkStatus();
+  }
+
+  // `KEYWORD "e1, e2, ..."` after a type or constant (dims, symbolic): the list of
+  // expressions over the declared dim symbols; `count` of them.
+  absl::StatusOr<std::optional<std::vector<DimExpr>>> ParseExprList(absl::string_view keyword, size_t count) {
+    if (!IsIdent(Peek(), keyword) || Peek(1).kind != TokKind::kString) return std::nullopt;
+    Next();
+    const Token& t = Next();
+    std::vector<DimExpr> out;
+    for (absl::string_view part : absl::StrSplit(t.text, ',')) {
+      absl::StatusOr<DimExpr> e = DimExpr::Parse(part, graph_->dim_symbols());
+      if (!e.ok()) return ErrorAt(t, e.status().message());
+      out.push_back(*std::move(e));
+    }
+    if (out.size() != count) {
+      return ErrorAt(t, absl::StrCat(keyword, " lists ", out.size(), " expressions for ", count, " elements"));
+    }
+    return out;
+  }
+
+  absl::Status ParseTypeAndDims(Value* v) {
+    KILN_ASSIGN_OR_RETURN(TypeSpec type, ParseType());
+    if (!type.typed) return absl::OkStatus();
+    v->SetType(type.dtype, type.shape);
+    KILN_ASSIGN_OR_RETURN(auto dims, ParseExprList("dims", type.shape.size()));
+    if (dims) v->SetDims(*std::move(dims));
+    return absl::OkStatus();
+  }
+
   absl::Status ParseInput() {
     Next();  // input
     KILN_ASSIGN_OR_RETURN(Value * v, Define(Next()));
     if (IsPunct(Peek(), ":")) {
       Next();
-      KILN_ASSIGN_OR_RETURN(TypeSpec type, ParseType());
-      if (type.typed) v->SetType(type.dtype, type.shape);
+      KILN_RETURN_IF_ERROR(ParseTypeAndDims(v));
     }
     graph_->AddInput(v);
     return absl::OkStatus();
@@ -409,7 +457,10 @@ class Parser {
     if (!type.typed) return ErrorAt(type_tok, "a constant needs a type, not '?'");
     KILN_RETURN_IF_ERROR(Expect("=", "and the constant's data"));
     KILN_ASSIGN_OR_RETURN(Tensor data, ParseData(type));
+    const int64_t n = data.numel();
     graph_->SetConstant(v, std::move(data));
+    KILN_ASSIGN_OR_RETURN(auto symbolic, ParseExprList("symbolic", n));
+    if (symbolic) v->SetSymbolicData(*std::move(symbolic));
     return absl::OkStatus();
   }
 
@@ -431,8 +482,7 @@ class Parser {
       KILN_ASSIGN_OR_RETURN(Value * v, Define(Next()));
       if (IsPunct(Peek(), ":")) {
         Next();
-        KILN_ASSIGN_OR_RETURN(TypeSpec type, ParseType());
-        if (type.typed) v->SetType(type.dtype, type.shape);
+        KILN_RETURN_IF_ERROR(ParseTypeAndDims(v));
       }
       outputs.push_back(v);
       if (IsPunct(Peek(), "=")) break;

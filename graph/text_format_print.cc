@@ -225,17 +225,35 @@ std::string FormatFloat(float value, DType dtype) {
   return out;
 }
 
+// `"batch, seq, 768"`: the dims or symbolic data of a dynamic value.
+std::string ExprList(const std::vector<DimExpr>& exprs, const Graph& graph) {
+  return Quote(absl::StrJoin(exprs, ", ", [&](std::string* o, const DimExpr& e) {
+    o->append(e.ToString(graph.dim_symbols()));
+  }));
+}
+
+// " : f32[32,128,768]", with ` dims "batch, seq, 768"` for a dynamic value.
+std::string TypeSuffix(const Value* v, const Graph& graph) {
+  std::string out = absl::StrCat(" : ", v->TypeString());
+  if (v->is_dynamic()) absl::StrAppend(&out, " dims ", ExprList(v->dims(), graph));
+  return out;
+}
+
 std::string PrintGraph(const Graph& graph, const PrintOptions& options) {
   std::string out = absl::StrCat("graph ", FormatSigilName('@', graph.name()), " {\n");
+  for (const DimSymbol& s : graph.dim_symbols()) {
+    absl::StrAppend(&out, "  dim ", s.name, " in [", s.min, ", ", s.max, "]\n");
+  }
   for (const Value* v : graph.inputs()) {
     absl::StrAppend(&out, "  input ", FormatValueRef(v));
-    if (v && v->has_type()) absl::StrAppend(&out, " : ", v->TypeString());
+    if (v && v->has_type()) out += TypeSuffix(v, graph);
     out += "\n";
   }
   for (const Value* v : graph.constants()) {
     absl::StrAppend(&out, "  const ", FormatValueName(v->name()), " : ",
                     TypeText(v->constant().dtype(), v->constant().shape()), " = ");
     AppendData(&out, v->constant(), options);
+    if (v->has_symbolic_data()) absl::StrAppend(&out, " symbolic ", ExprList(v->symbolic_data(), graph));
     out += "\n";
   }
   for (const Node* node : graph.nodes()) {
@@ -244,7 +262,7 @@ std::string PrintGraph(const Graph& graph, const PrintOptions& options) {
       const Value* v = node->output(i);
       if (i > 0) out += ", ";
       out += FormatValueRef(v);
-      if (options.print_value_types && v && v->has_type()) absl::StrAppend(&out, " : ", v->TypeString());
+      if (options.print_value_types && v && v->has_type()) out += TypeSuffix(v, graph);
     }
     if (node->num_outputs() > 0) out += " = ";
     if (!node->domain().empty()) absl::StrAppend(&out, FormatIdent(node->domain()), "::");
