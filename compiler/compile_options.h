@@ -47,6 +47,10 @@ struct CompileOptions {
   // values of named dynamic dims (ImportOptions::dims: `--dim batch=8`).
   std::map<std::string, Shape> input_shapes;
   std::map<std::string, int64_t> dims;
+  // Named dims compiled for a range (ImportOptions::dim_ranges: `--dim seq=1..512`).
+  // The bundle is dynamic: the passes that fix sizes are skipped, and it runs on the
+  // CPU backend at any sizes inside the ranges.
+  std::vector<DimSymbol> dim_ranges;
   // fp16 only, optional: builds calibration inputs for the imported graph (every
   // graph input, exact dtype and shape). The graph runs once on the CPU reference
   // with them, and every node that reads or writes a value beyond

@@ -18,10 +18,16 @@
 #include "compiler/memory_planner.h"
 #include "compiler/pipeline.h"
 #include "frontend/onnx_importer.h"
+#include "graph/specialize.h"
 #include "graph/text_format.h"
 
 namespace kiln {
 namespace {
+
+// Why a dynamic bundle's steps have no GPU kernel (Step.gpu_unsupported).
+constexpr char kDynamicGpuUnsupported[] =
+    "compiled for dim ranges: the GPU kernels take fixed sizes, so a dynamic bundle runs on the CPU backend; "
+    "compile with fixed sizes (--dim NAME=N) for the GPU";
 
 void SetTypeFields(const Value* v, bundle::Binding* b) {
   b->set_value(v->name());
@@ -36,7 +42,9 @@ std::string GraphTextWithoutWeights(const Graph& graph) {
   std::unique_ptr<Graph> copy = graph.Clone();
   for (Value* v : copy->constants()) {
     // An undefined-looking zero tensor: printed as splat(0) (or [0] for one element).
+    std::vector<DimExpr> symbolic = v->symbolic_data();  // a dynamic graph's shape constants keep theirs
     copy->SetConstant(v, Tensor(v->dtype(), v->shape()));
+    v->SetSymbolicData(std::move(symbolic));
   }
   return PrintGraph(*copy);
 }
@@ -173,8 +181,15 @@ absl::Status SetStepsAndBindings(const Graph& graph, const GraphMemoryPlan& gp, 
     s->set_name(v->name());
     s->set_dtype(std::string(DTypeName(v->dtype())));
     for (int64_t d : v->shape()) s->add_shape(d);
+    for (const DimExpr& d : v->dims()) s->add_dims(d.ToString(graph.dim_symbols()));
     return bind(v, s->mutable_binding());
   };
+  for (const DimSymbol& d : graph.dim_symbols()) {
+    bundle::DimSymbol* s = m.add_dim_symbols();
+    s->set_name(d.name);
+    s->set_min(d.min);
+    s->set_max(d.max);
+  }
   for (const Value* v : graph.inputs()) KILN_RETURN_IF_ERROR(signature(v, m.add_inputs()));
   for (const Value* v : graph.outputs()) KILN_RETURN_IF_ERROR(signature(v, m.add_outputs()));
   const std::vector<Node*> nodes = graph.nodes();
@@ -234,6 +249,9 @@ class StageTimer {
 absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const CompileOptions& options,
                                            const std::string& source_path, const std::string& source_bytes) {
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
+  if (options.tune && source_graph.is_dynamic()) {
+    return absl::InvalidArgumentError("--tune measures GEMMs at fixed sizes; it cannot tune a dynamic compile");
+  }
   if (options.tune) KILN_RETURN_IF_ERROR(CheckTuningDevice(options.arch));  // before the work
   auto where = [&](absl::string_view stage, const absl::Status& st) {
     return absl::Status(st.code(), absl::StrCat(source_path, ": ", stage, st.message()));
@@ -257,9 +275,12 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   Graph& graph = *working;
   PassContext context(options, kernel_options);
   if (absl::Status st = RunPipeline(graph, context); !st.ok()) return where("", st);
+  if (graph.is_dynamic()) {
+    if (absl::Status st = CheckSpecializations(graph); !st.ok()) return where("dynamic shapes: ", st);
+  }
   FusionReport& report = context.report;
   report.nodes_after = graph.num_nodes();
-  if (!options.fuse) report.nodes_before = report.nodes_fused = report.nodes_after;
+  if (!options.fuse || graph.is_dynamic()) report.nodes_before = report.nodes_fused = report.nodes_after;
 
   StageTimer timer(options.pass_timings);
   if (options.tune) {
@@ -284,16 +305,21 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   SetCompileInfo(options, kernel_options, context, source_path, source_bytes, out.manifest);
   KILN_RETURN_IF_ERROR(SetStepsAndBindings(graph, *plan, source_path, out));
   // Who runs each step, decided once for the final graph (after --tune's entries).
-  const std::vector<Node*> nodes = graph.nodes();
-  std::vector<codegen::KernelChoice> choices;
-  for (const Node* n : nodes) choices.push_back(codegen::ChooseKernel(*n, kernel_options));
-  KernelCompileOptions compile_options;
-  compile_options.cache = kernel_cache;
-  compile_options.progress = options.progress;
-  compile_options.dump_dir = options.dump_kernels_dir;
-  if (absl::Status st = AssignKernels(nodes, choices, options.arch, kernel_options, &out, compile_options).status();
-      !st.ok()) {
-    return where("", st);
+  if (graph.is_dynamic()) {
+    // GPU kernels are generated for fixed sizes; every step stays on the reference.
+    for (bundle::Step& step : *out.manifest.mutable_steps()) step.set_gpu_unsupported(kDynamicGpuUnsupported);
+  } else {
+    const std::vector<Node*> nodes = graph.nodes();
+    std::vector<codegen::KernelChoice> choices;
+    for (const Node* n : nodes) choices.push_back(codegen::ChooseKernel(*n, kernel_options));
+    KernelCompileOptions compile_options;
+    compile_options.cache = kernel_cache;
+    compile_options.progress = options.progress;
+    compile_options.dump_dir = options.dump_kernels_dir;
+    if (absl::Status st = AssignKernels(nodes, choices, options.arch, kernel_options, &out, compile_options).status();
+        !st.ok()) {
+      return where("", st);
+    }
   }
   timer.Done("assign-kernels", graph);
   SetMemoryPlan(*plan, out.manifest.mutable_memory_plan());
@@ -307,6 +333,7 @@ absl::StatusOr<BundleContents> Compile(const std::string& onnx_path, const Compi
   ImportOptions import_options;
   import_options.input_shapes = options.input_shapes;
   import_options.dims = options.dims;
+  import_options.dim_ranges = options.dim_ranges;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, ImportOnnxFile(onnx_path, import_options));
   return BuildBundle(*graph, options, onnx_path, bytes);
 }

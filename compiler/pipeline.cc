@@ -300,6 +300,25 @@ const std::vector<Pass>& AllPasses() {
   return *passes;
 }
 
+// The passes that keep a dynamic graph (issue 34) valid at every size of its ranges:
+// they change no shape and write no size into a constant. The others (fusion's kernels
+// take their sizes at compile time; layout and padding rewrites build Reshape targets
+// and Slices from the largest shape) run on static graphs only; CheckSpecializations
+// (graph/specialize.h) catches a pass listed here that fixes a size.
+bool DynamicSafe(const std::string& pass) {
+  static const auto* safe = new absl::flat_hash_set<std::string>{
+      "remove-identity", "sum-to-add", "gemm-to-matmul", "fold-batch-norm", "recognize-gelu", "recognize-layer-norm",
+      "recognize-rms-norm", "fold-constants", "eliminate-common-subexpressions", "fold-transpose-into-matmul",
+      "eliminate-dead-code", "lower-precision"};
+  return safe->contains(pass);
+}
+
+// Whether `pass` runs on `graph`: enabled, and safe for it when it is dynamic.
+bool Runs(const Pass& pass, const Graph& graph, const PassContext& context) {
+  if (graph.is_dynamic() && !DynamicSafe(pass.name)) return false;
+  return pass.enabled == nullptr || pass.enabled(graph, context);
+}
+
 // Accumulates one pass run into the timing table (one row per pass).
 void Record(std::vector<PassTiming>* timings, const std::string& pass, bool changed, double seconds, int nodes) {
   if (timings == nullptr) return;
@@ -322,6 +341,14 @@ absl::StatusOr<bool> RunOne(const Pass& pass, Graph& graph, PassContext& context
   if (!changed.ok()) {
     return absl::Status(changed.status().code(), absl::StrCat(pass.name, ": ", changed.status().message()));
   }
+  // A dynamic graph's dims are re-derived after every rewrite: values a pass created
+  // get theirs, and a size the ranges vary that a pass fixed fails here or in
+  // CheckSpecializations.
+  if (*changed && graph.is_dynamic()) {
+    if (absl::Status st = InferShapes(graph, {.fold_constants = false}); !st.ok()) {
+      return absl::Status(st.code(), absl::StrCat(pass.name, " (dynamic dims after it): ", st.message()));
+    }
+  }
   if (context.options.verify_passes) {
     if (absl::Status st = VerifyGraph(graph, {.require_types = true}); !st.ok()) {
       return absl::InternalError(absl::StrCat(pass.name, " left an invalid graph: ", st.message()));
@@ -342,7 +369,7 @@ absl::StatusOr<bool> RunStages(Graph& graph, PassContext& context, const std::ve
   size_t i = 0;
   while (i < passes.size()) {
     if (passes[i].stage != PassStage::kCanonicalize) {
-      if (wanted(passes[i]) && (passes[i].enabled == nullptr || passes[i].enabled(graph, context))) {
+      if (wanted(passes[i]) && Runs(passes[i], graph, context)) {
         KILN_ASSIGN_OR_RETURN(bool changed, RunOne(passes[i], graph, context));
         any |= changed;
       }
@@ -357,6 +384,7 @@ absl::StatusOr<bool> RunStages(Graph& graph, PassContext& context, const std::ve
       for (; changed && round < kMaxCanonicalRounds; ++round) {
         changed = false;
         for (size_t j = i; j < end; ++j) {
+          if (!Runs(passes[j], graph, context)) continue;
           KILN_ASSIGN_OR_RETURN(bool c, RunOne(passes[j], graph, context));
           changed |= c;
           any |= c;
@@ -404,6 +432,9 @@ std::string PipelineHelp() {
     }
     absl::StrAppendFormat(&out, "  %-*s %s\n", width, p.name, p.why);
     if (!p.when.empty()) absl::StrAppendFormat(&out, "  %-*s runs when: %s\n", width, "", p.when);
+    if (!DynamicSafe(p.name)) {
+      absl::StrAppendFormat(&out, "  %-*s static shapes only (skipped for --dim NAME=LO..HI)\n", width, "");
+    }
   }
   return out;
 }

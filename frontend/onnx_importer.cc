@@ -70,8 +70,12 @@ absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& a, const 
 
 // Applies --input-shape overrides to the model's declared inputs and checks that
 // every dim ends up known.
+// Dims named in `ranges` (--dim seq=1..512) take their largest value, and
+// *symbol_axes records, per input, the symbol id of each such axis (-1 elsewhere).
 absl::Status FixInputShapes(onnx::ModelProto& model, const std::map<std::string, Shape>& overrides,
-                            const std::map<std::string, int64_t>& dims, const std::set<std::string>& initializer_names) {
+                            const std::map<std::string, int64_t>& dims, const std::vector<DimSymbol>& ranges,
+                            const std::set<std::string>& initializer_names,
+                            std::map<std::string, std::vector<int>>* symbol_axes) {
   std::set<std::string> used, used_dims;
   std::vector<std::string> input_names;
   // Dims still unknown: by name ("" for unnamed ones), where each appears.
@@ -109,6 +113,8 @@ absl::Status FixInputShapes(onnx::ModelProto& model, const std::map<std::string,
                                                      "' has no shape in the model; give it one with --input-shape ",
                                                      input.name(), "=DxDx..."));
     }
+    std::vector<int>& axes = (*symbol_axes)[input.name()];
+    axes.assign(tensor_type->shape().dim_size(), -1);
     for (int d = 0; d < tensor_type->shape().dim_size(); ++d) {
       auto* dim = tensor_type->mutable_shape()->mutable_dim(d);
       if (dim->has_dim_value() && dim->dim_value() >= 0) continue;
@@ -116,6 +122,14 @@ absl::Status FixInputShapes(onnx::ModelProto& model, const std::map<std::string,
         if (auto named = dims.find(dim->dim_param()); named != dims.end()) {
           used_dims.insert(named->first);
           dim->set_dim_value(named->second);
+          continue;
+        }
+        auto range = std::find_if(ranges.begin(), ranges.end(),
+                                  [&](const DimSymbol& r) { return r.name == dim->dim_param(); });
+        if (range != ranges.end()) {
+          used_dims.insert(range->name);
+          axes[d] = static_cast<int>(range - ranges.begin());
+          dim->set_dim_value(range->max);
           continue;
         }
       }
@@ -129,7 +143,17 @@ absl::Status FixInputShapes(onnx::ModelProto& model, const std::map<std::string,
                                                      absl::StrJoin(input_names, ", "), ")"));
     }
   }
-  for (const auto& [name, value] : dims) {
+  std::map<std::string, int64_t> all_dims = dims;
+  for (const DimSymbol& r : ranges) {
+    if (!all_dims.emplace(r.name, r.max).second) {
+      return absl::InvalidArgumentError(absl::StrCat("--dim ", r.name, " is given both a value and a range"));
+    }
+    if (r.min < 1 || r.max < r.min) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dim ", r.name, "=", r.min, "..", r.max, ": a range needs 1 <= LO <= HI"));
+    }
+  }
+  for (const auto& [name, value] : all_dims) {
     if (value < 0) return absl::InvalidArgumentError(absl::StrCat("--dim ", name, "=", value, ": a dim must be >= 0"));
     if (!used_dims.count(name)) {
       std::vector<std::string> named;
@@ -328,7 +352,9 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   }
   std::set<std::string> initializer_names;
   for (const auto& init : model.graph().initializer()) initializer_names.insert(init.name());
-  KILN_RETURN_IF_ERROR(FixInputShapes(model, options.input_shapes, options.dims, initializer_names));
+  std::map<std::string, std::vector<int>> symbol_axes;
+  KILN_RETURN_IF_ERROR(FixInputShapes(model, options.input_shapes, options.dims, options.dim_ranges,
+                                      initializer_names, &symbol_axes));
 
   // Deprecated ops and Ifs on constants are rewritten (frontend/proto_rewrites.h), and
   // ops kiln lacks that ONNX defines as functions of other ops become their bodies;
@@ -348,6 +374,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   const onnx::GraphProto& gp = expanded.graph();
   auto graph = std::make_unique<Graph>();
   graph->set_name(gp.name().empty() ? "main" : gp.name());
+  graph->set_dim_symbols(options.dim_ranges);
 
   for (const auto& init : gp.initializer()) {
     auto t = TensorFromProto(init, base_dir, /*double_to_float=*/true);
@@ -370,6 +397,14 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
       return absl::InvalidArgumentError(absl::StrCat("input '", input.name(), "' is declared twice"));
     }
     v->SetType(*dtype, shape);
+    if (auto axes = symbol_axes.find(input.name()); axes != symbol_axes.end()) {
+      std::vector<DimExpr> dims;
+      for (size_t d = 0; d < shape.size(); ++d) {
+        const int id = d < axes->second.size() ? axes->second[d] : -1;
+        dims.push_back(id >= 0 ? DimExpr::Symbol(id) : DimExpr::Constant(shape[d]));
+      }
+      v->SetDims(std::move(dims));
+    }
     if (auto it = options.constant_inputs.find(input.name()); it != options.constant_inputs.end()) {
       if (it->second.dtype() != *dtype || it->second.shape() != shape) {
         return absl::InvalidArgumentError(absl::StrCat("value bound to input '", input.name(), "' is ",

@@ -35,6 +35,10 @@ struct ImportOptions {
   // that name (ONNX dim_param) takes it. A name no dynamic dim has is an error, and
   // so is a dim left unknown (the error names all of them).
   std::map<std::string, int64_t> dims;
+  // Named dynamic dims compiled for a range of values (`--dim seq=1..512`, issue 34):
+  // every input dim of that name is the symbol, and the graph is dynamic
+  // (graph/symbolic_shapes.h). Names must be identifiers; 1 <= min <= max.
+  std::vector<DimSymbol> dim_ranges;
   // Inputs bound to fixed values at compile time: they become constants and are
   // no longer graph inputs (needed where a model computes shapes from an input).
   std::map<std::string, Tensor> constant_inputs;

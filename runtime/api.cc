@@ -22,6 +22,7 @@ namespace kiln {
 const char* DeviceName(Device device) { return device == Device::kGpu ? "gpu" : "cpu"; }
 
 std::string TensorInfo::ToString() const {
+  if (is_dynamic()) return absl::StrCat(name, ": ", DTypeName(dtype), "[", absl::StrJoin(dims, ","), "]");
   return absl::StrCat(name, ": ", DTypeName(dtype), ShapeToString(shape));
 }
 
@@ -66,6 +67,7 @@ struct Model::Impl {
   std::shared_ptr<const GpuProgram> gpu_program;
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
+  std::vector<DimRange> dim_ranges;
 };
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -85,10 +87,23 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Load(const std::string& path
         return absl::InvalidArgumentError(absl::StrCat(path, ": corrupt bundle: '", s.name(), "' has dtype '",
                                                        s.dtype(), "': ", dtype.status().message()));
       }
-      out->push_back(TensorInfo{s.name(), *dtype, ShapeFromProto(s.shape())});
+      TensorInfo info{s.name(), *dtype, ShapeFromProto(s.shape())};
+      info.dims.assign(s.dims().begin(), s.dims().end());
+      info.min_shape = info.shape;
+      if (info.is_dynamic()) {
+        std::vector<int64_t> smallest;
+        for (const bundle::DimSymbol& d : m.dim_symbols()) smallest.push_back(d.min());
+        absl::StatusOr<Shape> min_shape = SignatureShape(m, s, smallest);
+        if (!min_shape.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat(path, ": corrupt bundle: ", min_shape.status().message()));
+        }
+        info.min_shape = *min_shape;
+      }
+      out->push_back(std::move(info));
     }
     return absl::OkStatus();
   };
+  for (const bundle::DimSymbol& d : m.dim_symbols()) impl->dim_ranges.push_back({d.name(), d.min(), d.max()});
   KILN_RETURN_IF_ERROR(signature(m.inputs(), &impl->inputs));
   KILN_RETURN_IF_ERROR(signature(m.outputs(), &impl->outputs));
   KILN_ASSIGN_OR_RETURN(impl->program, CpuProgram::Create(*impl->bundle));
@@ -98,6 +113,7 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Load(const std::string& path
 const std::string& Model::path() const { return impl_->bundle->path(); }
 const std::vector<TensorInfo>& Model::inputs() const { return impl_->inputs; }
 const std::vector<TensorInfo>& Model::outputs() const { return impl_->outputs; }
+const std::vector<DimRange>& Model::dim_ranges() const { return impl_->dim_ranges; }
 
 const TensorInfo* Model::FindInput(const std::string& name) const {
   for (const TensorInfo& t : impl_->inputs) {
@@ -206,10 +222,13 @@ absl::StatusOr<TensorMap> MakeFeeds(const Model& model, const std::map<std::stri
                                                      TypeString(info.dtype, info.shape), ")"));
     }
     const ConstTensorRef& ref = it->second;
-    if (ref.dtype != info.dtype || ref.shape != info.shape) {
+    // A dynamic input's sizes are checked against the ranges when the run binds them.
+    const bool sizes_match = info.is_dynamic() ? ref.shape.size() == info.shape.size() : ref.shape == info.shape;
+    if (ref.dtype != info.dtype || !sizes_match) {
       return absl::InvalidArgumentError(absl::StrCat(model.path(), ": input '", info.name, "' must be ",
-                                                     TypeString(info.dtype, info.shape), ", got ",
-                                                     TypeString(ref.dtype, ref.shape)));
+                                                     info.is_dynamic() ? info.ToString().substr(info.name.size() + 2)
+                                                                       : TypeString(info.dtype, info.shape),
+                                                     ", got ", TypeString(ref.dtype, ref.shape)));
     }
     if (ref.device != (device_inputs != nullptr ? Device::kGpu : Device::kCpu)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -271,7 +290,9 @@ absl::Status Session::RunInto(const std::map<std::string, ConstTensorRef>& input
       return absl::InvalidArgumentError(absl::StrCat(model_->path(), ": unknown output '", name,
                                                      "'; the model's outputs are: ", Names(model_->outputs())));
     }
-    if (ref.dtype != info->dtype || ref.shape != info->shape) {
+    // A dynamic output's buffer is checked against the run's shape after it.
+    const bool sizes_match = info->is_dynamic() ? ref.shape.size() == info->shape.size() : ref.shape == info->shape;
+    if (ref.dtype != info->dtype || !sizes_match) {
       return absl::InvalidArgumentError(absl::StrCat(model_->path(), ": output buffer '", name, "' must be ",
                                                      TypeString(info->dtype, info->shape), ", got ",
                                                      TypeString(ref.dtype, ref.shape)));
@@ -310,8 +331,13 @@ absl::Status Session::RunInto(const std::map<std::string, ConstTensorRef>& input
   const std::vector<TensorInfo>& infos = model_->outputs();
   for (size_t i = 0; i < results.size() && i < infos.size(); ++i) {
     auto it = outputs.find(infos[i].name);
-    if (it == outputs.end() || results[i].nbytes() == 0) continue;
-    std::memcpy(it->second.data, results[i].raw_data(), results[i].nbytes());
+    if (it == outputs.end()) continue;
+    if (it->second.shape != results[i].shape()) {
+      return absl::InvalidArgumentError(absl::StrCat(model_->path(), ": output buffer '", infos[i].name, "' is ",
+                                                     TypeString(it->second.dtype, it->second.shape),
+                                                     " but this run's output is ", results[i].TypeString()));
+    }
+    if (results[i].nbytes() > 0) std::memcpy(it->second.data, results[i].raw_data(), results[i].nbytes());
   }
   return absl::OkStatus();
 }

@@ -96,6 +96,70 @@ bool BitwiseEqual(const HostTensor& a, const HostTensor& b) {
   return a.TypeString() == b.TypeString() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
 }
 
+// A model compiled for a range of batch sizes (docs/dynamic_shapes.md): its signature
+// gives the dims and the ranges, and a CPU session runs it at any size inside them.
+TEST(ApiTest, DynamicModelRunsAtSizesInItsRange) {
+  auto proto = models::MakeModel("mlp", {});
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  onnx::GraphProto* g = proto->mutable_graph();
+  g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+  g->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+  g->clear_value_info();
+  ImportOptions import;
+  import.dim_ranges = {{"batch", 1, 8}};
+  auto graph = ImportOnnxModel(*proto, ".", import);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto contents = BuildBundle(**graph, CompileOptions(), "mlp", "bytes");
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / absl::StrCat("api_dynamic_", ::getpid(), ".kiln")).string();
+  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
+  auto model = Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ((*model)->dim_ranges().size(), 1u);
+  EXPECT_EQ((*model)->dim_ranges()[0].name, "batch");
+  EXPECT_EQ((*model)->dim_ranges()[0].max, 8);
+  const TensorInfo& in = (*model)->inputs()[0];
+  EXPECT_EQ(in.dims, (std::vector<std::string>{"batch", "256"}));
+  EXPECT_EQ(in.shape, (Shape{8, 256}));
+  EXPECT_EQ(in.min_shape, (Shape{1, 256}));
+  EXPECT_EQ(in.ToString(), "x: f32[batch,256]");
+  auto session = Session::Create(*model);
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (int64_t batch : {1, 3, 8}) {
+    std::vector<float> x(batch * 256);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+    auto host = HostTensor::FromFloat(DType::kFloat32, {batch, 256}, x);
+    ASSERT_TRUE(host.ok());
+    auto out = (*session)->Run({{"x", *host}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const HostTensor& got = out->at((*model)->outputs()[0].name);
+    EXPECT_EQ(got.shape(), (Shape{batch, 10}));
+    ImportOptions fixed;
+    fixed.dims = {{"batch", batch}};
+    auto ref_graph = ImportOnnxModel(*proto, ".", fixed);
+    ASSERT_TRUE(ref_graph.ok()) << ref_graph.status();
+    auto ref = EvaluateGraph(**ref_graph, {{"x", Tensor::FromFloat(DType::kFloat32, {batch, 256}, x)}});
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    const std::vector<float> got_v = got.ToFloat(), want = (*ref)[0].ToFloat();
+    ASSERT_EQ(got_v.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got_v[i], want[i], 1e-2f * (1 + std::abs(want[i])));
+  }
+  std::vector<float> x9(9 * 256, 0.5f);
+  auto big = HostTensor::FromFloat(DType::kFloat32, {9, 256}, x9);
+  ASSERT_TRUE(big.ok());
+  auto outside = (*session)->Run({{"x", *big}});
+  ASSERT_FALSE(outside.ok());
+  EXPECT_THAT(outside.status().message(), HasSubstr("input 'x' dim 0 (batch) is 9, outside the range 1..8"));
+  // An output buffer of another batch size than the run's is refused.
+  std::vector<float> x2(2 * 256, 0.5f), y(8 * 10);
+  const ConstTensorRef in_ref{x2.data(), DType::kFloat32, {2, 256}, Device::kCpu};
+  const TensorRef out_ref{y.data(), DType::kFloat32, {8, 10}, Device::kCpu};
+  absl::Status into = (*session)->RunInto({{"x", in_ref}}, {{(*model)->outputs()[0].name, out_ref}});
+  EXPECT_THAT(into.message(), HasSubstr("but this run's output is f32[2,10]"));
+  std::remove(path.c_str());
+}
+
 // fp32 bundles match the reference to float noise; fp16 bundles store every
 // intermediate in f16 (math in fp32), see docs/runtime.md "Precision".
 TEST(ApiTest, RunMatchesEvaluateGraph) {

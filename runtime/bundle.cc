@@ -299,9 +299,31 @@ absl::StatusOr<std::unique_ptr<Graph>> Bundle::BuildGraph() const {
       return absl::InvalidArgumentError(absl::StrCat(path_, ": weight '", v->name(), "' is ", t.TypeString(),
                                                      " but the graph declares ", v->TypeString()));
     }
+    std::vector<DimExpr> symbolic = v->symbolic_data();  // a dynamic bundle's shape constants keep theirs
     (*graph)->SetConstant(v, std::move(t));
+    v->SetSymbolicData(std::move(symbolic));
   }
   return graph;
+}
+
+std::vector<DimSymbol> DimSymbolsOf(const bundle::Manifest& m) {
+  std::vector<DimSymbol> out;
+  for (const bundle::DimSymbol& d : m.dim_symbols()) out.push_back({d.name(), d.min(), d.max()});
+  return out;
+}
+
+absl::StatusOr<Shape> SignatureShape(const bundle::Manifest& m, const bundle::TensorSignature& s,
+                                     absl::Span<const int64_t> values) {
+  if (s.dims_size() == 0) return ShapeFromProto(s.shape());
+  const std::vector<DimSymbol> symbols = DimSymbolsOf(m);
+  Shape out;
+  for (const std::string& text : s.dims()) {
+    absl::StatusOr<DimExpr> e = DimExpr::Parse(text, symbols);
+    if (!e.ok()) return absl::InvalidArgumentError(absl::StrCat("'", s.name(), "': ", e.status().message()));
+    KILN_ASSIGN_OR_RETURN(int64_t d, e->Evaluate(values));
+    out.push_back(d);
+  }
+  return out;
 }
 
 absl::Status CheckFeeds(const Bundle& bundle, const absl::flat_hash_map<std::string, Tensor>& feeds) {
@@ -316,7 +338,9 @@ absl::Status CheckFeeds(const Bundle& bundle, const absl::flat_hash_map<std::str
     auto it = feeds.find(in.name());
     if (it == feeds.end()) return absl::InvalidArgumentError(absl::StrCat(path, ": missing input '", in.name(), "'"));
     const Tensor& t = it->second;
-    if (std::string(DTypeName(t.dtype())) != in.dtype() || t.shape() != ShapeFromProto(in.shape())) {
+    // A dynamic input's sizes are checked against its ranges when the run binds them.
+    const bool sizes_match = in.dims_size() > 0 ? t.rank() == in.shape_size() : t.shape() == ShapeFromProto(in.shape());
+    if (std::string(DTypeName(t.dtype())) != in.dtype() || !sizes_match) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": input '", in.name(), "' must be ", in.dtype(),
                                                      ShapeToString(ShapeFromProto(in.shape())), ", got ",
                                                      t.TypeString()));

@@ -13,6 +13,7 @@
 #include "absl/types/span.h"
 #include "codegen/kernel_launch.h"
 #include "graph/graph.h"
+#include "graph/dim_expr.h"
 #include "graph/tensor.h"
 #include "runtime/bundle.pb.h"
 
@@ -98,6 +99,12 @@ class Bundle {
 
 // Helpers shared by the compiler, executor and tools.
 std::vector<int64_t> ShapeFromProto(const google::protobuf::RepeatedField<int64_t>& dims);
+// A dynamic bundle's dim symbols (Manifest.dim_symbols; empty for a static bundle).
+std::vector<DimSymbol> DimSymbolsOf(const bundle::Manifest& m);
+// The shape of an input or output at these symbol values (in DimSymbolsOf order): its
+// dims evaluated, or its fixed shape. InvalidArgument when a dim does not parse.
+absl::StatusOr<Shape> SignatureShape(const bundle::Manifest& m, const bundle::TensorSignature& s,
+                                     absl::Span<const int64_t> values);
 absl::StatusOr<DType> DTypeFromBinding(const bundle::Binding& binding);
 // InvalidArgument, naming the bundle, unless `feeds` holds every input of the
 // signature, with its exact dtype and shape, and nothing else.

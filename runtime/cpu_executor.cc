@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "graph/specialize.h"
 
 namespace kiln {
 
@@ -73,7 +75,7 @@ absl::StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(std::shared_ptr
   return ex;
 }
 
-absl::StatusOr<Tensor> CpuExecutor::Read(const bundle::Binding& b) const {
+absl::StatusOr<Tensor> CpuExecutor::Read(const bundle::Binding& b, const Shape* shape) const {
   switch (b.kind()) {
     case bundle::Binding::WEIGHT:
       if (b.weight_index() < 0 || b.weight_index() >= static_cast<int>(program_->weights().size())) {
@@ -82,9 +84,10 @@ absl::StatusOr<Tensor> CpuExecutor::Read(const bundle::Binding& b) const {
       return program_->weights()[b.weight_index()];
     case bundle::Binding::ARENA: {
       KILN_ASSIGN_OR_RETURN(DType dtype, DTypeFromBinding(b));
-      Tensor t(dtype, ShapeFromProto(b.shape()));
-      if (static_cast<int64_t>(t.nbytes()) != b.bytes() || b.offset() < 0 ||
-          static_cast<size_t>(b.offset()) + t.nbytes() > arena_size_) {
+      Tensor t(dtype, shape != nullptr ? *shape : ShapeFromProto(b.shape()));
+      const bool fits = shape != nullptr ? static_cast<int64_t>(t.nbytes()) <= b.bytes()
+                                         : static_cast<int64_t>(t.nbytes()) == b.bytes();
+      if (!fits || b.offset() < 0 || static_cast<size_t>(b.offset()) + t.nbytes() > arena_size_) {
         return absl::InvalidArgumentError(absl::StrCat("arena binding of '", b.value(), "' (offset ", b.offset(),
                                                        ", ", b.bytes(), " bytes) does not fit the ", arena_size_,
                                                        "-byte arena or its type"));
@@ -101,8 +104,11 @@ absl::Status CpuExecutor::Write(const bundle::Binding& b, const Tensor& t, const
   if (b.kind() != bundle::Binding::ARENA) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": '", b.value(), "' is not bound to the arena"));
   }
-  if (static_cast<int64_t>(t.nbytes()) != b.bytes() || b.offset() < 0 ||
-      static_cast<size_t>(b.offset()) + t.nbytes() > arena_size_) {
+  // A dynamic bundle's binding is sized for the largest values.
+  const bool dynamic = program_->graph().is_dynamic();
+  const bool fits =
+      dynamic ? static_cast<int64_t>(t.nbytes()) <= b.bytes() : static_cast<int64_t>(t.nbytes()) == b.bytes();
+  if (!fits || b.offset() < 0 || static_cast<size_t>(b.offset()) + t.nbytes() > arena_size_) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": '", b.value(), "' is ", t.TypeString(), " (", t.nbytes(),
                                                    " bytes) but its binding holds ", b.bytes(), " bytes at offset ",
                                                    b.offset(), " of a ", arena_size_, "-byte arena"));
@@ -111,11 +117,40 @@ absl::Status CpuExecutor::Write(const bundle::Binding& b, const Tensor& t, const
   return absl::OkStatus();
 }
 
+absl::StatusOr<const Graph*> CpuExecutor::Specialization(const TensorMap& feeds) {
+  const Graph& graph = program_->graph();
+  if (!graph.is_dynamic()) return nullptr;
+  std::map<std::string, Shape> shapes;
+  for (const auto& [name, t] : feeds) shapes[name] = t.shape();
+  absl::StatusOr<std::vector<int64_t>> values = BindDims(graph, shapes);
+  if (!values.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(program_->bundle().path(), ": ", values.status().message()));
+  }
+  for (const auto& [key, g] : specializations_) {
+    if (key == *values) return g.get();
+  }
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Specialize(graph, *values));
+  if (static_cast<int>(g->nodes().size()) != program_->bundle().manifest().steps_size()) {
+    return absl::InternalError(absl::StrCat(program_->bundle().path(), ": the graph specialised to ",
+                                            BindingToString(graph, *values), " has ", g->nodes().size(),
+                                            " nodes, not one per step"));
+  }
+  if (static_cast<int>(specializations_.size()) >= kMaxSpecializations) {
+    specializations_.erase(specializations_.begin());  // the oldest
+  }
+  specializations_.emplace_back(*values, std::move(g));
+  return specializations_.back().second.get();
+}
+
 absl::StatusOr<std::vector<Tensor>> CpuExecutor::Run(const TensorMap& feeds, std::vector<double>* step_ms) {
   const bundle::Manifest& m = program_->bundle().manifest();
   const std::string& path = program_->bundle().path();
   if (step_ms != nullptr) step_ms->assign(m.steps_size(), 0.0);
   KILN_RETURN_IF_ERROR(CheckFeeds(program_->bundle(), feeds));
+  // A dynamic bundle runs the nodes, types and shape constants of its graph
+  // specialised to the feeds' sizes.
+  KILN_ASSIGN_OR_RETURN(const Graph* special, Specialization(feeds));
+  const std::vector<Node*> special_nodes = special != nullptr ? special->nodes() : std::vector<Node*>();
   for (const bundle::TensorSignature& in : m.inputs()) {
     const Tensor& t = feeds.at(in.name());
     KILN_RETURN_IF_ERROR(Write(in.binding(), t, absl::StrCat(path, ": input")));
@@ -127,14 +162,18 @@ absl::StatusOr<std::vector<Tensor>> CpuExecutor::Run(const TensorMap& feeds, std
                                            step.node(), "')");
     std::vector<Tensor> inputs(step.inputs_size());
     std::vector<const Tensor*> ptrs(step.inputs_size(), nullptr);
+    const Node* node = special != nullptr ? special_nodes[s] : &program_->step_node(s);
     for (int i = 0; i < step.inputs_size(); ++i) {
       if (step.inputs(i).kind() == bundle::Binding::ABSENT) continue;
-      auto t = Read(step.inputs(i));
+      const Value* in = special != nullptr ? node->input(i) : nullptr;
+      auto t = in == nullptr       ? Read(step.inputs(i))
+               : in->is_constant() ? in->constant()
+                                   : Read(step.inputs(i), &in->shape());
       if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": input ", i, ": ", t.status().message()));
       inputs[i] = *std::move(t);
       ptrs[i] = &inputs[i];
     }
-    auto outputs = EvaluateNode(program_->step_node(s), ptrs);
+    auto outputs = EvaluateNode(*node, ptrs);
     if (!outputs.ok()) return absl::Status(outputs.status().code(), absl::StrCat(where, ": ", outputs.status().message()));
     if (static_cast<int>(outputs->size()) != step.outputs_size()) {
       return absl::InternalError(absl::StrCat(where, ": ", outputs->size(), " outputs, the step binds ",
@@ -148,8 +187,9 @@ absl::StatusOr<std::vector<Tensor>> CpuExecutor::Run(const TensorMap& feeds, std
     }
   }
   std::vector<Tensor> results;
-  for (const bundle::TensorSignature& out : m.outputs()) {
-    auto t = Read(out.binding());
+  for (int o = 0; o < m.outputs_size(); ++o) {
+    const bundle::TensorSignature& out = m.outputs(o);
+    auto t = special != nullptr ? Read(out.binding(), &special->outputs()[o]->shape()) : Read(out.binding());
     if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": output '", out.name(), "': ", t.status().message()));
     results.push_back(*std::move(t));
   }

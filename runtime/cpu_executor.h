@@ -9,6 +9,12 @@
 // at the boundary), so the CPU backend runs the same storage types as the GPU one,
 // with the reference's fp32 math in between (results rounded to the storage type).
 //
+// Dynamic bundles (compiled for dim ranges, graph/specialize.h). A run binds the dim
+// symbols from the feeds' shapes (an input outside its range is an error naming the
+// input, the dim and the range), specialises the graph to them (the last few
+// specialisations are kept) and runs the same steps with the specialised node, its
+// types and its evaluated shape constants, in the arena planned for the largest sizes.
+//
 // Sharing. CpuProgram is the immutable part (graph, step nodes, weights: copied once
 // out of the mapping, shared with the graph's constants); any number of CpuExecutors,
 // one per session, share one program and each own only their arena. A CpuProgram is
@@ -18,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -38,6 +45,8 @@ class CpuProgram {
   const Bundle& bundle() const { return *bundle_; }
   const Node& step_node(int s) const { return *step_nodes_[s]; }
   const std::vector<Tensor>& weights() const { return weights_; }
+  // The bundle's graph (dynamic when the bundle is).
+  const Graph& graph() const { return *graph_; }
   // Bytes of weight data held (once, whatever the number of executors).
   int64_t weight_bytes() const;
 
@@ -57,17 +66,25 @@ class CpuExecutor {
   static absl::StatusOr<std::unique_ptr<CpuExecutor>> Create(std::shared_ptr<const CpuProgram> program);
 
   // Runs every step. `feeds` maps each input name to a tensor of exactly its dtype and
-  // shape. Returns the outputs in signature order. Errors name the bundle and step.
+  // shape (of a shape inside the ranges, for a dynamic bundle). Returns the outputs in
+  // signature order. Errors name the bundle and step.
   // When `step_ms` is set, it receives the wall time of each step in milliseconds.
   absl::StatusOr<std::vector<Tensor>> Run(const TensorMap& feeds, std::vector<double>* step_ms = nullptr);
 
   int64_t arena_bytes() const { return static_cast<int64_t>(arena_size_); }
   const CpuProgram& program() const { return *program_; }
+  // Dynamic bundles: how many specialisations are cached (at most kMaxSpecializations).
+  int cached_specializations() const { return static_cast<int>(specializations_.size()); }
+  static constexpr int kMaxSpecializations = 8;
 
  private:
   CpuExecutor() = default;
-  absl::StatusOr<Tensor> Read(const bundle::Binding& b) const;
+  // `shape`: the value's shape in this run when it differs from the binding's (a
+  // dynamic bundle's); the binding then holds at least its bytes.
+  absl::StatusOr<Tensor> Read(const bundle::Binding& b, const Shape* shape = nullptr) const;
   absl::Status Write(const bundle::Binding& b, const Tensor& t, const std::string& what);
+  // The graph specialised to the feeds' sizes (nullptr for a static bundle).
+  absl::StatusOr<const Graph*> Specialization(const TensorMap& feeds);
 
   std::shared_ptr<const CpuProgram> program_;
   struct FreeDeleter {
@@ -75,6 +92,8 @@ class CpuExecutor {
   };
   std::unique_ptr<uint8_t, FreeDeleter> arena_;
   size_t arena_size_ = 0;
+  // Oldest first.
+  std::vector<std::pair<std::vector<int64_t>, std::unique_ptr<Graph>>> specializations_;
 };
 
 // Per-step profile (the implementation of `kiln run --profile` and Session::Profile):

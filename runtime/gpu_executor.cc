@@ -39,6 +39,15 @@ absl::StatusOr<std::shared_ptr<const GpuProgram>> GpuProgram::Create(std::shared
   const bundle::Manifest& m = bundle.manifest();
   const std::string& path = bundle.path();
 
+  if (m.dim_symbols_size() > 0) {
+    std::vector<std::string> ranges;
+    for (const bundle::DimSymbol& d : m.dim_symbols())
+      ranges.push_back(absl::StrCat(d.name(), "=", d.min(), "..", d.max()));
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": compiled for dim ranges (", absl::StrJoin(ranges, ", "),
+        "), which run on the CPU backend only for now: run it with --device cpu, or compile with fixed sizes "
+        "(--dim NAME=N) for the GPU"));
+  }
   // Steps without a GPU kernel: name them all at once, by op.
   std::map<std::string, std::pair<int, std::string>> missing;  // op -> count, first reason
   for (const bundle::Step& step : m.steps()) {

@@ -193,6 +193,55 @@ TEST_F(BundleCliTest, FusionReportNoFuseAndDumps) {
   EXPECT_THAT(bad.out, HasSubstr("unknown pass 'nope'; the passes, in order: remove-identity"));
 }
 
+// One bundle compiled for a range of batch sizes runs at any size in it, matching the
+// reference run of the model at that size; sizes outside the range and the GPU backend
+// are refused with messages that say why.
+TEST_F(BundleCliTest, DynamicBatchCompilesOnceAndRunsAtSizesInTheRange) {
+  auto model = models::MakeModel("mlp", {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  onnx::GraphProto* g = model->mutable_graph();
+  g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+  g->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+  g->clear_value_info();
+  const std::string onnx = (fs::path(dir_) / "mlp_dynamic.onnx").string();
+  ASSERT_TRUE(models::WriteModel(*model, onnx).ok());
+  Result c = Kiln(absl::StrCat("compile ", onnx, " -o ", kiln_, " --dim batch=1..8"), dir_);
+  ASSERT_EQ(c.exit_code, 0) << c.out;
+  EXPECT_THAT(c.out, HasSubstr("dynamic: batch=1..8 (inputs x f32[batch, 256])"));
+  Result i = Kiln(absl::StrCat("inspect ", kiln_), dir_);
+  EXPECT_THAT(i.out, HasSubstr("dynamic:   batch in 1..8"));
+  EXPECT_THAT(i.out, HasSubstr("f32[batch, 10] (largest [8,10])"));
+  for (int batch : {1, 3, 8}) {
+    const std::string out = (fs::path(dir_) / absl::StrCat("out", batch)).string();
+    const std::string ref = (fs::path(dir_) / absl::StrCat("ref", batch)).string();
+    Result r =
+        Kiln(absl::StrCat("run ", kiln_, " --dim batch=", batch, " --input x=random:5 --output-dir ", out), dir_);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_THAT(r.out, HasSubstr("a dynamic bundle runs on the CPU backend"));
+    Result w = Kiln(
+        absl::StrCat("run ", onnx, " --reference --dim batch=", batch, " --input x=random:5 --output-dir ", ref), dir_);
+    ASSERT_EQ(w.exit_code, 0) << w.out;
+    auto got = ReadTensorFile(out + "/probs.npy");
+    auto want = ReadTensorFile(ref + "/probs.npy");
+    ASSERT_TRUE(got.ok() && want.ok()) << got.status() << want.status();
+    EXPECT_EQ(got->shape(), (Shape{batch, 10}));
+    ASSERT_EQ(got->shape(), want->shape());
+    const std::vector<float> g = got->ToFloat(), v = want->ToFloat();
+    for (size_t k = 0; k < g.size(); ++k) EXPECT_NEAR(g[k], v[k], 1e-2f * (1 + std::abs(v[k]))) << batch << " " << k;
+  }
+  Result outside = Kiln(absl::StrCat("run ", kiln_, " --dim batch=9 --input x=random"), dir_);
+  EXPECT_EQ(outside.exit_code, 1);
+  EXPECT_THAT(outside.out, HasSubstr("--dim batch=9 is outside the range 1..8"));
+  Result gpu = Kiln(absl::StrCat("run ", kiln_, " --device gpu --input x=random"), dir_);
+  EXPECT_EQ(gpu.exit_code, 1);
+  EXPECT_THAT(gpu.out, HasSubstr("compiled for dim ranges (batch=1..8)"));
+  Result bad_range = Kiln(absl::StrCat("compile ", onnx, " -o ", kiln_, "2 --dim batch=0..4"), dir_);
+  EXPECT_THAT(bad_range.out, HasSubstr("expected NAME=LO..HI with 1 <= LO <= HI"));
+  EXPECT_FALSE(fs::exists(kiln_ + "2"));
+  Result range_in_run = Kiln(absl::StrCat("run ", onnx, " --reference --dim batch=1..4 --input x=random"), dir_);
+  EXPECT_THAT(range_in_run.out, HasSubstr("a range is for kiln compile"));
+}
+
 TEST_F(BundleCliTest, Errors) {
   Result bad_arch = Kiln(absl::StrCat("compile ", onnx_, " -o ", kiln_, " --arch sm_70"), dir_);
   EXPECT_EQ(bad_arch.exit_code, 1);

@@ -28,7 +28,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: kiln compile MODEL.onnx -o|--output MODEL.kiln [--arch sm_90a|sm_89|sm_86|sm_80]\n"
-    "                    [--precision fp16|bf16|fp32] [--dim NAME=N]... [--input-shape NAME=1x128]...\n"
+    "                    [--precision fp16|bf16|fp32] [--dim NAME=N|NAME=LO..HI]... [--input-shape NAME=1x128]...\n"
     "                    [--calibrate NAME=SOURCE]... [--no-fuse] [--report]\n"
     "                    [--dump-after PASS|all|help] [--time-passes]\n"
     "                    [--matmul-groups auto|library|generated]\n"
@@ -43,7 +43,9 @@ constexpr char kUsage[] =
     "other ops), cuBLASLt (MatMul/Gemm and their fused epilogues) or cuDNN (Conv).\n"
     "--dim NAME=N: every input dim named NAME (ONNX dim_param: batch, seq, ...) becomes N;\n"
     "--input-shape NAME=DxD fixes one input's whole shape. A dim left dynamic is an error\n"
-    "that names all of them.\n"
+    "that names all of them. --dim NAME=LO..HI compiles one bundle for every size in the\n"
+    "range (passes that fix sizes and fusion are skipped; it runs on the CPU backend, at the\n"
+    "sizes kiln run --dim NAME=N picks; docs/dynamic_shapes.md).\n"
     "--calibrate (fp16): runs the model once on the CPU reference with these inputs (SOURCE\n"
     "as in kiln run: FILE.npy|.pb, arange, zeros, ones, random[:SEED]) and keeps in fp32\n"
     "every node that reads or writes a value beyond +-16384 there, so that activations\n"
@@ -94,12 +96,15 @@ void PrintSummary(const bundle::Manifest& m, const CompileOptions& options, cons
   const bundle::FusionReport& fr = m.fusion();
   int groups_expanded = 0;
   for (const auto& g : fr.groups()) groups_expanded += g.note().empty() ? 0 : 1;
-  std::cout << absl::StrFormat("  fusion: %s; kernels per inference: %d unfused, %d fused, %d in the bundle (%d "
-                               "groups formed, %d expanded for want of a fused GPU kernel, %d candidates rejected; "
-                               "matmul groups: %s)\n",
-                               fr.enabled() ? "on" : "off (--no-fuse)", fr.nodes_before(), fr.nodes_fused(),
-                               fr.nodes_after(), fr.groups_size(), groups_expanded, fr.rejections_size(),
-                               m.compile_options().matmul_groups());
+  std::cout << absl::StrFormat(
+      "  fusion: %s; kernels per inference: %d unfused, %d fused, %d in the bundle (%d "
+      "groups formed, %d expanded for want of a fused GPU kernel, %d candidates rejected; "
+      "matmul groups: %s)\n",
+      m.dim_symbols_size() > 0 ? "skipped (dim ranges)"
+      : fr.enabled()           ? "on"
+                               : "off (--no-fuse)",
+      fr.nodes_before(), fr.nodes_fused(), fr.nodes_after(), fr.groups_size(), groups_expanded, fr.rejections_size(),
+      m.compile_options().matmul_groups());
   if (report) std::cout << FusionReportText(fr);
   if (!options.dump_kernels_dir.empty()) {
     const std::string cuobjdump = FindCuobjdump();
@@ -144,7 +149,17 @@ void PrintSummary(const bundle::Manifest& m, const CompileOptions& options, cons
                                  "(kiln compile --report says which)\n",
                                  to_library, to_library == 1 ? "" : "s");
   }
-  if (!unsupported.empty()) {
+  if (m.dim_symbols_size() > 0) {
+    std::vector<std::string> ranges, inputs;
+    for (const bundle::DimSymbol& d : m.dim_symbols())
+      ranges.push_back(absl::StrCat(d.name(), "=", d.min(), "..", d.max()));
+    for (const bundle::TensorSignature& in : m.inputs()) {
+      inputs.push_back(absl::StrCat(in.name(), " ", in.dtype(), "[", absl::StrJoin(in.dims(), ", "), "]"));
+    }
+    std::cout << "  dynamic: " << absl::StrJoin(ranges, ", ") << " (inputs " << absl::StrJoin(inputs, ", ")
+              << "); passes that fix sizes and fusion were skipped, and the bundle runs on the CPU backend at any "
+                 "sizes in the ranges (kiln run --dim NAME=N)\n";
+  } else if (!unsupported.empty()) {
     std::vector<std::string> parts;
     for (const auto& [op, n] : unsupported) parts.push_back(absl::StrCat(op, " x", n));
     std::cout << "  warning: no GPU kernel for " << absl::StrJoin(parts, ", ")

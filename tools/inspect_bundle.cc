@@ -17,6 +17,12 @@ std::string ShapeText(const google::protobuf::RepeatedField<int64_t>& dims) {
   return absl::StrCat("[", absl::StrJoin(dims, ","), "]");
 }
 
+// "[2,64]", or a dynamic signature's "[batch, seq] (largest [4,64])".
+std::string SignatureText(const bundle::TensorSignature& s) {
+  if (s.dims_size() == 0) return ShapeText(s.shape());
+  return absl::StrCat("[", absl::StrJoin(s.dims(), ", "), "] (largest ", ShapeText(s.shape()), ")");
+}
+
 std::string BindingText(const bundle::Binding& b) {
   switch (b.kind()) {
     case bundle::Binding::ARENA:
@@ -90,13 +96,19 @@ absl::Status InspectBundle(const std::string& path, bool json) {
   std::cout << absl::StrFormat("sections:  manifest %d bytes, kernels %d bytes (%d), weights %d bytes (%d), checksum %016x\n",
                                bundle->manifest_bytes(), kernel_bytes, m.kernels_size(), weight_bytes,
                                m.weights_size(), bundle->checksum());
+  if (m.dim_symbols_size() > 0) {
+    std::vector<std::string> ranges;
+    for (const auto& d : m.dim_symbols()) ranges.push_back(absl::StrCat(d.name(), " in ", d.min(), "..", d.max()));
+    std::cout << "dynamic:   " << absl::StrJoin(ranges, ", ")
+              << " (runs on the CPU backend at any sizes in the ranges; arena planned for the largest)\n";
+  }
   std::cout << "inputs:\n";
   for (const auto& s : m.inputs()) {
-    std::cout << absl::StrFormat("  %-28s %s%s  %s\n", s.name(), s.dtype(), ShapeText(s.shape()), BindingText(s.binding()));
+    std::cout << absl::StrFormat("  %-28s %s%s  %s\n", s.name(), s.dtype(), SignatureText(s), BindingText(s.binding()));
   }
   std::cout << "outputs:\n";
   for (const auto& s : m.outputs()) {
-    std::cout << absl::StrFormat("  %-28s %s%s  %s\n", s.name(), s.dtype(), ShapeText(s.shape()), BindingText(s.binding()));
+    std::cout << absl::StrFormat("  %-28s %s%s  %s\n", s.name(), s.dtype(), SignatureText(s), BindingText(s.binding()));
   }
   const auto& mp = m.memory_plan();
   std::cout << absl::StrFormat("memory:    arena %d bytes, lower bound %d, no-reuse %d (%d buffers, ordering %s)\n",

@@ -1,6 +1,7 @@
 // Input specifications for the kiln command.
 #include "tools/model_inputs.h"
 
+#include <cctype>
 #include <random>
 
 #include "absl/strings/numbers.h"
@@ -30,10 +31,50 @@ absl::StatusOr<std::map<std::string, Shape>> ParseInputShapes(const std::vector<
   return shapes;
 }
 
-absl::StatusOr<std::map<std::string, int64_t>> ParseDims(const std::vector<std::string>& specs) {
+namespace {
+
+bool IsDimName(absl::string_view name) {
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, int64_t>> ParseDims(const std::vector<std::string>& specs,
+                                                         std::vector<DimSymbol>* ranges) {
   std::map<std::string, int64_t> dims;
   for (const std::string& spec : specs) {
     KILN_ASSIGN_OR_RETURN(auto kv, SplitAssignment(spec, "dim"));
+    if (const size_t dots = kv.second.find(".."); dots != std::string::npos) {
+      if (ranges == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--dim ", spec,
+                         ": a range is for kiln compile (a bundle for a range of sizes); here give one value, NAME=N"));
+      }
+      DimSymbol s{.name = kv.first};
+      if (!IsDimName(s.name)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--dim ", spec, ": a dim compiled for a range needs a name of letters, digits and _"));
+      }
+      if (!absl::SimpleAtoi(kv.second.substr(0, dots), &s.min) ||
+          !absl::SimpleAtoi(kv.second.substr(dots + 2), &s.max) || s.min < 1 || s.max < s.min) {
+        return absl::InvalidArgumentError(absl::StrCat("--dim ", spec, ": expected NAME=LO..HI with 1 <= LO <= HI"));
+      }
+      for (const DimSymbol& r : *ranges) {
+        if (r.name == s.name) return absl::InvalidArgumentError(absl::StrCat("--dim ", s.name, " is given twice"));
+      }
+      if (dims.count(s.name)) return absl::InvalidArgumentError(absl::StrCat("--dim ", s.name, " is given twice"));
+      ranges->push_back(std::move(s));
+      continue;
+    }
+    if (ranges != nullptr) {
+      for (const DimSymbol& r : *ranges) {
+        if (r.name == kv.first) return absl::InvalidArgumentError(absl::StrCat("--dim ", r.name, " is given twice"));
+      }
+    }
     int64_t v;
     if (!absl::SimpleAtoi(kv.second, &v) || v < 0) {
       return absl::InvalidArgumentError(absl::StrCat("--dim ", spec, ": expected NAME=N with N >= 0"));

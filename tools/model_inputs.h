@@ -16,8 +16,11 @@ namespace kiln::cli {
 
 // "name=1x128" values -> map; errors name the bad value.
 absl::StatusOr<std::map<std::string, Shape>> ParseInputShapes(const std::vector<std::string>& specs);
-// --dim NAME=N values (named dynamic dims, ImportOptions::dims).
-absl::StatusOr<std::map<std::string, int64_t>> ParseDims(const std::vector<std::string>& specs);
+// --dim NAME=N values (named dynamic dims, ImportOptions::dims). With `ranges`, also
+// NAME=LO..HI (a dim compiled for a range, ImportOptions::dim_ranges), in the order
+// given; without, a range is an error saying where ranges go.
+absl::StatusOr<std::map<std::string, int64_t>> ParseDims(const std::vector<std::string>& specs,
+                                                         std::vector<DimSymbol>* ranges = nullptr);
 
 // "name=SOURCE" -> (name, SOURCE).
 absl::StatusOr<std::pair<std::string, std::string>> SplitAssignment(const std::string& spec, const char* flag);

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/write_file.h"
 #include "frontend/onnx_importer.h"
@@ -30,7 +31,7 @@ namespace kiln::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: kiln run MODEL.kiln [--device gpu|cpu] [--input NAME=SOURCE]... [--output-dir DIR]\n"
+    "usage: kiln run MODEL.kiln [--device gpu|cpu] [--input NAME=SOURCE]... [--dim NAME=N]... [--output-dir DIR]\n"
     "                [--output-format npy|pb] [--iterations N] [--profile [--profile-json FILE]]\n"
     "                [--no-cuda-graph] [--no-programmatic-launch]\n"
     "       kiln run MODEL.onnx --reference [--input NAME=SOURCE]... [--output-dir DIR]\n"
@@ -47,6 +48,8 @@ constexpr char kUsage[] =
     "starts as the CTAs of the one before it exit and waits on the GPU for its writes\n"
     "(programmatic dependent launch); --no-programmatic-launch launches each kernel\n"
     "after the one before has finished.\n"
+    "A bundle compiled for dim ranges (kiln compile --dim seq=1..512) runs on the CPU\n"
+    "backend at the sizes --dim NAME=N gives (each dim's largest when not given).\n"
     "--profile then runs it --iterations more times (after one warm-up) timing every step,\n"
     "prints a per-step table sorted by time (step, median ms, share of the total, kernel,\n"
     "ONNX nodes) and writes the same data as JSON to --profile-json FILE (default:\n"
@@ -121,6 +124,47 @@ double Median(std::vector<double> v) {
 }
 
 // `kiln run MODEL.kiln`: the bundle on the GPU or the CPU backend.
+// The sizes a run of a dynamic bundle uses: --dim NAME=N inside each range, else the
+// range's largest value (said on stderr). Empty for a static bundle, where --dim is an
+// error.
+absl::StatusOr<std::vector<int64_t>> RunSizes(const bundle::Manifest& m, const Args& args) {
+  std::vector<int64_t> sizes;
+  KILN_ASSIGN_OR_RETURN(auto given, ParseDims(args.GetAll("dim")));
+  if (m.dim_symbols_size() == 0) {
+    if (!given.empty()) {
+      return absl::InvalidArgumentError(
+          "--dim picks the sizes of a bundle compiled for dim ranges; this bundle's sizes were fixed when compiling");
+    }
+    return sizes;
+  }
+  std::vector<std::string> defaulted;
+  for (const bundle::DimSymbol& d : m.dim_symbols()) {
+    auto it = given.find(d.name());
+    if (it == given.end()) {
+      sizes.push_back(d.max());
+      defaulted.push_back(absl::StrCat(d.name(), "=", d.max()));
+      continue;
+    }
+    if (it->second < d.min() || it->second > d.max()) {
+      return absl::InvalidArgumentError(absl::StrCat("--dim ", d.name(), "=", it->second, " is outside the range ",
+                                                     d.min(), "..", d.max(), " the bundle was compiled for"));
+    }
+    sizes.push_back(it->second);
+    given.erase(it);
+  }
+  if (!given.empty()) {
+    std::vector<std::string> names;
+    for (const bundle::DimSymbol& d : m.dim_symbols()) names.push_back(d.name());
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dim ", given.begin()->first, ": the bundle has no such dim (dims: ", absl::StrJoin(names, ", "), ")"));
+  }
+  if (!defaulted.empty()) {
+    std::cerr << "dynamic bundle: running at the largest sizes " << absl::StrJoin(defaulted, ", ")
+              << " (pick others with --dim NAME=N)\n";
+  }
+  return sizes;
+}
+
 absl::Status RunBundle(const std::string& path, const Args& args, const std::string& format) {
   std::string device = args.Get("device", "");
   if (!device.empty() && device != "cpu" && device != "gpu") {
@@ -129,9 +173,8 @@ absl::Status RunBundle(const std::string& path, const Args& args, const std::str
   if (args.Has("reference")) {
     return absl::InvalidArgumentError("--reference is for .onnx models; a bundle runs with --device gpu or --device cpu");
   }
-  if (args.Has("input-shape") || args.Has("dim") || args.Has("bind")) {
-    return absl::InvalidArgumentError(
-        "--input-shape, --dim and --bind are fixed when compiling; pass them to kiln compile");
+  if (args.Has("input-shape") || args.Has("bind")) {
+    return absl::InvalidArgumentError("--input-shape and --bind are fixed when compiling; pass them to kiln compile");
   }
   int iterations = 1;
   if (args.Has("iterations") && (!absl::SimpleAtoi(args.Get("iterations"), &iterations) || iterations < 1)) {
@@ -142,7 +185,13 @@ absl::Status RunBundle(const std::string& path, const Args& args, const std::str
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Bundle> bundle, Bundle::Load(path));
   const bundle::Manifest& m = bundle->manifest();
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const CpuProgram> program, CpuProgram::Create(*bundle));
+  // A dynamic bundle runs at the sizes --dim gives (each dim's largest by default).
+  KILN_ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, RunSizes(m, args));
   std::string note;
+  if (device.empty() && m.dim_symbols_size() > 0) {
+    device = "cpu";
+    note = " (a dynamic bundle runs on the CPU backend)";
+  }
   if (device.empty()) {  // default: the GPU when there is one and the bundle runs there
     auto gpu = LocalGpu();
     device = gpu.ok() ? "gpu" : "cpu";
@@ -176,7 +225,7 @@ absl::Status RunBundle(const std::string& path, const Args& args, const std::str
   }
   TensorMap feeds;
   for (const auto& in : m.inputs()) {
-    const Shape shape(in.shape().begin(), in.shape().end());
+    KILN_ASSIGN_OR_RETURN(const Shape shape, SignatureShape(m, in, sizes));
     auto dtype = ParseDType(in.dtype());
     if (!dtype.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": input '", in.name(), "': ", dtype.status().message()));
     auto it = sources.find(in.name());

@@ -16,16 +16,30 @@ namespace kiln {
 enum class Device : uint8_t { kCpu, kGpu };
 const char* DeviceName(Device device);  // "cpu", "gpu"
 
-// One entry of a model's signature: name, element type, static shape.
+// One entry of a model's signature: name, element type, shape. A model compiled for
+// dim ranges (`kiln compile --dim seq=1..512`) takes any sizes inside them: `dims` gives
+// each dim as an expression over Model::dim_ranges() ("batch", "seq", "768"), `shape` is
+// the largest shape and `min_shape` the smallest. For a static model `dims` is empty
+// and min_shape == shape.
 struct TensorInfo {
   std::string name;
   DType dtype = DType::kFloat32;
   Shape shape;
+  std::vector<std::string> dims;
+  Shape min_shape;
+
+  bool is_dynamic() const { return !dims.empty(); }
 
   int64_t numel() const { return NumElements(shape); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * DTypeSize(dtype); }
   // "input_ids: i64[1,128]"
   std::string ToString() const;
+};
+
+// A named dim of a model compiled for a range of sizes, and the range.
+struct DimRange {
+  std::string name;
+  int64_t min = 0, max = 0;
 };
 
 // A non-owning, writable view of a dense row-major tensor in host (kCpu) or device

@@ -32,15 +32,8 @@ std::vector<std::string> ListZooCases(const std::string& dir) {
   return names;
 }
 
-namespace {
-
-struct Named {
-  std::string name;
-  Tensor tensor;
-};
-
-// input_K.pb / output_K.pb of a data set, in K order; each file's TensorProto name.
-absl::StatusOr<std::vector<Named>> ReadSet(const fs::path& dir, const std::string& prefix) {
+absl::StatusOr<std::vector<Named>> ReadDataSet(const std::string& set_dir, const std::string& prefix) {
+  const fs::path dir(set_dir);
   std::vector<Named> out;
   for (int k = 0;; ++k) {
     const fs::path p = dir / absl::StrCat(prefix, k, ".pb");
@@ -53,11 +46,6 @@ absl::StatusOr<std::vector<Named>> ReadSet(const fs::path& dir, const std::strin
   if (out.empty()) return absl::NotFoundError(absl::StrCat("no ", prefix, "0.pb in ", dir.string()));
   return out;
 }
-
-struct Comparison {
-  double rel_diff = 0;
-  double cosine = 1;
-};
 
 Comparison Compare(const Tensor& got, const Tensor& want) {
   const std::vector<float> g = got.ToFloat(), w = want.ToFloat();
@@ -77,6 +65,8 @@ Comparison Compare(const Tensor& got, const Tensor& want) {
   return c;
 }
 
+namespace {
+
 std::string WorkDir(const ZooOptions& options) {
   if (!options.work_dir.empty()) return options.work_dir;
   return (fs::temp_directory_path() / absl::StrCat("kiln_zoo_", ::getpid())).string();
@@ -89,8 +79,8 @@ ZooResult RunZooCase(const std::string& dir, const std::string& name, const ZooO
   r.name = name;
   const fs::path case_dir = fs::path(dir) / name;
   const fs::path set_dir = case_dir / "test_data_set_0";
-  absl::StatusOr<std::vector<Named>> inputs = ReadSet(set_dir, "input_");
-  absl::StatusOr<std::vector<Named>> expected = ReadSet(set_dir, "output_");
+  absl::StatusOr<std::vector<Named>> inputs = ReadDataSet(set_dir.string(), "input_");
+  absl::StatusOr<std::vector<Named>> expected = ReadDataSet(set_dir.string(), "output_");
   if (!inputs.ok() || !expected.ok()) {
     r.detail = std::string((inputs.ok() ? expected.status() : inputs.status()).message());
     return r;

@@ -17,6 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "graph/tensor.h"
+
 namespace kiln::zoo {
 
 inline constexpr double kZooMaxRelDiff = 2e-2;
@@ -49,6 +52,23 @@ struct ZooResult {
   int launches_without_wait = 0;
   std::map<std::string, int> groups;  // fused groups by pattern ("attention", ...)
 };
+
+// One tensor of a data set, with its TensorProto name.
+struct Named {
+  std::string name;
+  Tensor tensor;
+};
+// input_K.pb / output_K.pb (prefix "input_" / "output_") of a data set folder, in K
+// order.
+absl::StatusOr<std::vector<Named>> ReadDataSet(const std::string& set_dir, const std::string& prefix);
+
+// How close `got` is to `want`: max |got - want| / max |want| and the cosine.
+struct Comparison {
+  double rel_diff = 0;
+  double cosine = 1;
+  bool close() const { return rel_diff <= kZooMaxRelDiff && cosine >= kZooMinCosine; }
+};
+Comparison Compare(const Tensor& got, const Tensor& want);
 
 // The case folders under `dir` (those holding a model.onnx), sorted by name.
 std::vector<std::string> ListZooCases(const std::string& dir);
