@@ -190,7 +190,8 @@ std::vector<Pass> LayoutAndPrecision() {
       {"collapse-view-chains", PassStage::kLayout,
        "last of the layout passes, after to-channels-last's Transposes: a chain of Transposes and Reshapes that "
        "keeps the stored element order becomes one Reshape (Whisper's stem between and after its convs, an image "
-       "model's pooled map flattened), so those Transposes copy nothing",
+       "model's pooled map flattened), so those Transposes copy nothing; one with two Transposes or more becomes "
+       "one Transpose (ConvNeXt's downsampling: the LayerNorm's NHWC output to NCHW, then to patches)",
        "", nullptr, GraphPass<CollapseViewChains>()},
       {"calibrate-fp16", PassStage::kPrecision,
        "right before lower-precision, on the graph it lowers: runs the CPU reference on the calibration inputs and "

@@ -1,6 +1,8 @@
 // Chains of layout views that keep the element order -> one Reshape.
 #include "graph/collapse_view_chains.h"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,84 @@ Value* DenseChainStart(const std::vector<Node*>& chain) {
   return nullptr;
 }
 
+// A chain that moves elements as one permutation of its start split into factors:
+// the split shape (outermost first) and, per factor of the chain's output in order,
+// its place in that split.
+struct PermutedSplit {
+  Value* start = nullptr;
+  Shape split;
+  std::vector<int64_t> perm;
+};
+
+// Whether `view`'s factors, taken in the view's order, are the start tensor split
+// into dims and permuted: sorted by stride they must tile it densely from offset 0.
+std::optional<PermutedSplit> AsPermutedSplit(const StridedView& view) {
+  if (view.offset() != 0) return std::nullopt;
+  std::vector<ViewFactor> factors;
+  for (int d = 0; d < view.rank(); ++d) {
+    for (const ViewFactor& f : view.factors(d)) factors.push_back(f);
+  }
+  std::vector<int64_t> order(factors.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return factors[a].stride > factors[b].stride; });
+  int64_t dense = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    const ViewFactor& f = factors[order[k]];
+    if (f.stride != dense) return std::nullopt;
+    dense *= f.size;
+  }
+  PermutedSplit out;
+  std::vector<int64_t> place(factors.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    out.split.push_back(factors[order[k]].size);
+    place[order[k]] = static_cast<int64_t>(k);
+  }
+  out.perm = place;
+  return out;
+}
+
+// The longest chain ending at chain[0] with two Transposes or more whose elements
+// move as one permuted split of its start (graph/collapse_view_chains.h), or nullopt.
+std::optional<PermutedSplit> PermutedChain(const std::vector<Node*>& chain) {
+  for (size_t len = chain.size(); len >= 2; --len) {
+    Value* start = chain[len - 1]->input(0);
+    StridedView view = StridedView::Dense(start->shape());
+    bool ok = true;
+    int transposes = 0;
+    for (size_t i = len; i-- > 0 && ok;) {
+      ok = view.Apply(*chain[i]);
+      transposes += chain[i]->op_type() == "Transpose";
+    }
+    if (!ok || transposes < 2) continue;
+    std::optional<PermutedSplit> split = AsPermutedSplit(view);
+    if (!split) continue;
+    split->start = start;
+    return split;
+  }
+  return std::nullopt;
+}
+
+// y = Reshape(Transpose(Reshape(start, split), perm), shape(y)) under y's name: one
+// copy for the chain's Transposes.
+void RewriteAsOneTranspose(Graph& graph, Node* node, const PermutedSplit& p) {
+  Value* y = node->output(0);
+  const std::string name = node->name();
+  graph.RemoveNode(node);
+  Value* split = graph.AddValue(absl::StrCat(name, "/split"), y->dtype(), p.split);
+  graph.AddNode("Reshape", {p.start, IntsConstant(graph, absl::StrCat(name, "/split_shape"), p.split)}, {split},
+                absl::StrCat(name, "/split"));
+  Shape permuted;
+  for (int64_t k : p.perm) permuted.push_back(p.split[k]);
+  if (permuted == y->shape()) {
+    graph.AddNode("Transpose", {split}, {y}, name)->SetAttr("perm", Attribute(p.perm));
+    return;
+  }
+  Value* t = graph.AddValue(absl::StrCat(name, "/permuted"), y->dtype(), permuted);
+  graph.AddNode("Transpose", {split}, {t}, absl::StrCat(name, "/permuted"))->SetAttr("perm", Attribute(p.perm));
+  graph.AddNode("Reshape", {t, IntsConstant(graph, absl::StrCat(name, "/shape"), y->shape())}, {y}, name);
+}
+
 }  // namespace
 
 absl::StatusOr<bool> CollapseViewChains::Run(Graph& graph) {
@@ -60,7 +140,13 @@ absl::StatusOr<bool> CollapseViewChains::Run(Graph& graph) {
     }
     if (chain.size() < 2) continue;
     Value* start = DenseChainStart(chain);
-    if (start == nullptr) continue;
+    if (start == nullptr) {
+      if (std::optional<PermutedSplit> p = PermutedChain(chain)) {
+        RewriteAsOneTranspose(graph, node, *p);
+        changed = true;
+      }
+      continue;
+    }
     Value* y = node->output(0);
     const std::string name = node->name();
     graph.RemoveNode(node);

@@ -9,6 +9,13 @@
 // Rewrite: y = Reshape(x, shape(y)) under y's name (y keeps its name and graph output
 // status); when shape(x) == shape(y) and y is not a graph output, y's readers read x.
 // Views the chain leaves unread go.
+// Second form: a chain with two Transposes or more whose elements move as one
+// permutation of its start split into dims (the composed view's factors, sorted by
+// stride, tile the start densely) becomes y = Reshape(Transpose(Reshape(x, split),
+// perm)), the outer Reshape left out when the Transpose gives y's shape: one copy
+// instead of one per Transpose. ConvNeXt's downsampling writes a LayerNorm's NHWC
+// output back to NCHW and the patchified 2x2 conv after it (graph/patchify_conv.h)
+// gathers its patches from that copy.
 // Math: a view that keeps the element order is a Reshape.
 // Why: to-channels-last closes an NHWC region with a Transpose back to NCHW where the
 // model reshapes or transposes again: Whisper's stem (Conv1d as a height-1 Conv2d,

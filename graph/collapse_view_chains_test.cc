@@ -66,16 +66,69 @@ graph @main {
 )");
 }
 
-// Transposes that move data (an NCHW input going NHWC, two that compose to a third
-// permutation), Reshape-only chains (views already), a lone Transpose: kept.
+// ConvNeXt's downsampling as the pipeline leaves it before this pass (convnext.legacy
+// in the zoo, batch 2; the patch GEMM stands in as Relu): LayerNorm2d's NHWC output
+// goes back to NCHW, and the patchified 2x2 stride-2 conv gathers [N, OH, OW, C, 2, 2]
+// patches from that copy. Both Transposes become one, from the NHWC map split into
+// [N, OH, 2, OW, 2, C].
+TEST(CollapseViewChainsTest, ConvNextDownsampleGathersPatchesInOneCopy) {
+  const std::string out = RunPass<CollapseViewChains>(R"(
+graph @main {
+  input %ln : f16[2,32,32,8]
+  const %grid : i64[6] = [2, 8, 16, 2, 16, 2]
+  const %rows : i64[2] = [512, 32]
+  %nchw = Transpose(%ln) {perm = [0, 3, 1, 2]} @/features/features.2/features.2.0/Transpose_1
+  %g = Reshape(%nchw, %grid) @/features/features.2/features.2.1/Conv/patch_grid
+  %p = Transpose(%g) {perm = [0, 2, 4, 1, 3, 5]} @/features/features.2/features.2.1/Conv/patches_nhwc
+  %patches = Reshape(%p, %rows) @/features/features.2/features.2.1/Conv/patches
+  %y = Relu(%patches)
+  output %y
+}
+)");
+  EXPECT_EQ(out, R"(graph @main {
+  input %ln : f16[2,32,32,8]
+  const %rows : i64[2] = [512, 32]
+  const %/features/features.2/features.2.1/Conv/patches_nhwc/split_shape : i64[6] = [2, 16, 2, 16, 2, 8]
+  %/features/features.2/features.2.1/Conv/patches_nhwc/split : f16[2,16,2,16,2,8] = Reshape(%ln, %/features/features.2/features.2.1/Conv/patches_nhwc/split_shape)
+  %p : f16[2,16,16,8,2,2] = Transpose(%/features/features.2/features.2.1/Conv/patches_nhwc/split) {perm = [0, 1, 3, 5, 2, 4]}
+  %patches : f16[512,32] = Reshape(%p, %rows)
+  %y : f16[512,32] = Relu(%patches)
+  output %y
+}
+)");
+}
+
+// Two Transposes that compose to a third permutation: one copy.
+TEST(CollapseViewChainsTest, TwoTransposesBecomeOne) {
+  const std::string out = RunPass<CollapseViewChains>(R"(
+graph @main {
+  input %x : f32[2,3,4]
+  %a = Transpose(%x) {perm = [0, 2, 1]}
+  %b = Transpose(%a) {perm = [2, 0, 1]}
+  output %b
+}
+)");
+  EXPECT_EQ(out, R"(graph @main {
+  input %x : f32[2,3,4]
+  const %Transpose_1/split_shape : i64[3] = [2, 3, 4]
+  %Transpose_1/split : f32[2,3,4] = Reshape(%x, %Transpose_1/split_shape)
+  %b : f32[3,2,4] = Transpose(%Transpose_1/split) {perm = [1, 0, 2]}
+  output %b
+}
+)");
+}
+
+// Transposes that move data (an NCHW input going NHWC, one behind Reshapes),
+// Reshape-only chains (views already), a lone Transpose: kept.
 TEST(CollapseViewChainsTest, KeepsChainsThatReorder) {
   ExpectNoChange<CollapseViewChains>(R"(
 graph @main {
   input %x : f32[1,3,2,5]
   const %s1 : i64[2] = [6, 5]
   const %s2 : i64[3] = [2, 3, 5]
+  const %s3 : i64[2] = [10, 3]
   %a = Transpose(%x) {perm = [0, 2, 3, 1]}
-  %b = Transpose(%a) {perm = [0, 2, 1, 3]}
+  %b = Reshape(%a, %s3)
   %c = Reshape(%x, %s1)
   %d = Reshape(%c, %s2)
   %e = Transpose(%x) {perm = [0, 1, 3, 2]}
