@@ -24,6 +24,8 @@
 
 struct kiln_model {
   std::shared_ptr<const kiln::Model> model;
+  // The C strings of each input's and output's dims (kiln_model_input_dims).
+  std::vector<std::vector<const char*>> input_dims, output_dims;
 };
 
 struct kiln_session {
@@ -83,6 +85,23 @@ kiln_status SignatureEntry(const char* function, const kiln_model* model, size_t
     info->dtype = static_cast<kiln_dtype>(t.dtype);
     info->ndim = static_cast<int32_t>(t.shape.size());
     info->shape = t.shape.data();
+    return absl::OkStatus();
+  });
+}
+
+// The dims and smallest shape of entry `index`, for kiln_model_input_dims/output_dims.
+kiln_status SignatureDims(const char* function, const kiln_model* model, size_t index, const char* const** dims,
+                          const int64_t** min_shape, bool inputs) {
+  return Guard(function, [&]() -> absl::Status {
+    if (model == nullptr) return Null(function, "model");
+    const std::vector<kiln::TensorInfo>& entries = inputs ? model->model->inputs() : model->model->outputs();
+    if (index >= entries.size()) {
+      return absl::OutOfRangeError(absl::StrCat(function, ": index ", index, ", but the model has ", entries.size(),
+                                                inputs ? " inputs" : " outputs"));
+    }
+    const std::vector<const char*>& d = (inputs ? model->input_dims : model->output_dims)[index];
+    if (dims != nullptr) *dims = d.empty() ? nullptr : d.data();
+    if (min_shape != nullptr) *min_shape = entries[index].min_shape.data();
     return absl::OkStatus();
   });
 }
@@ -227,7 +246,16 @@ kiln_status kiln_model_load(const char* path, kiln_model** model) {
     if (model == nullptr) return Null("kiln_model_load", "model");
     auto loaded = kiln::Model::Load(path);
     if (!loaded.ok()) return loaded.status();
-    *model = new kiln_model{*std::move(loaded)};
+    auto* m = new kiln_model{*std::move(loaded)};
+    for (const kiln::TensorInfo& t : m->model->inputs()) {
+      auto& d = m->input_dims.emplace_back();
+      for (const std::string& e : t.dims) d.push_back(e.c_str());
+    }
+    for (const kiln::TensorInfo& t : m->model->outputs()) {
+      auto& d = m->output_dims.emplace_back();
+      for (const std::string& e : t.dims) d.push_back(e.c_str());
+    }
+    *model = m;
     return absl::OkStatus();
   });
 }
@@ -243,6 +271,33 @@ kiln_status kiln_model_input(const kiln_model* model, size_t index, kiln_tensor_
 
 kiln_status kiln_model_output(const kiln_model* model, size_t index, kiln_tensor_info* info) {
   return SignatureEntry("kiln_model_output", model, index, info, /*inputs=*/false);
+}
+
+size_t kiln_model_num_dims(const kiln_model* model) { return model == nullptr ? 0 : model->model->dim_ranges().size(); }
+
+kiln_status kiln_model_dim(const kiln_model* model, size_t index, const char** name, int64_t* min, int64_t* max) {
+  return Guard("kiln_model_dim", [&]() -> absl::Status {
+    if (model == nullptr) return Null("kiln_model_dim", "model");
+    const std::vector<kiln::DimRange>& ranges = model->model->dim_ranges();
+    if (index >= ranges.size()) {
+      return absl::OutOfRangeError(
+          absl::StrCat("kiln_model_dim: index ", index, ", but the model has ", ranges.size(), " dims with a range"));
+    }
+    if (name != nullptr) *name = ranges[index].name.c_str();
+    if (min != nullptr) *min = ranges[index].min;
+    if (max != nullptr) *max = ranges[index].max;
+    return absl::OkStatus();
+  });
+}
+
+kiln_status kiln_model_input_dims(const kiln_model* model, size_t index, const char* const** dims,
+                                  const int64_t** min_shape) {
+  return SignatureDims("kiln_model_input_dims", model, index, dims, min_shape, /*inputs=*/true);
+}
+
+kiln_status kiln_model_output_dims(const kiln_model* model, size_t index, const char* const** dims,
+                                   const int64_t** min_shape) {
+  return SignatureDims("kiln_model_output_dims", model, index, dims, min_shape, /*inputs=*/false);
 }
 
 const char* kiln_model_path(const kiln_model* model) { return model == nullptr ? "" : model->model->path().c_str(); }

@@ -90,6 +90,14 @@ static void CheckSignature(const kiln_model* model) {
   CHECK(kiln_model_weight_bytes(model) > (int64_t)(kIn * 4));
   CHECK(kiln_model_arena_bytes(model) > 0);
   CHECK(strlen(kiln_model_arch(model)) > 0);
+  /* A static model: no dim ranges, no dims, the smallest shape is the shape. */
+  CHECK(kiln_model_num_dims(model) == 0);
+  EXPECT_ERROR(kiln_model_dim(model, 0, NULL, NULL, NULL), KILN_OUT_OF_RANGE, "0 dims with a range");
+  const char* const* dims = (const char* const*)1;
+  const int64_t* min_shape = NULL;
+  REQUIRE_OK(kiln_model_input_dims(model, 0, &dims, &min_shape));
+  CHECK(dims == NULL && min_shape != NULL && min_shape[0] == 1 && min_shape[1] == kIn);
+  EXPECT_ERROR(kiln_model_output_dims(model, 1, &dims, &min_shape), KILN_OUT_OF_RANGE, "has 1 outputs");
 }
 
 static void CheckRunErrors(kiln_model* model, const float* x, float* probs) {

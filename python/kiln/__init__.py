@@ -9,6 +9,7 @@ docs/python.md has the rest.
     outputs = session.run({"x": np.zeros((1, 3, 224, 224), np.float32)})  # {name: numpy.ndarray}
 """
 
+import ast
 import ctypes
 import os
 import shutil
@@ -93,28 +94,60 @@ def load(path):
 
 class TensorInfo:
     """One input or output of a model: name, dtype ("float32", "float16", "bfloat16",
-    "int64", "int32", "int8", "uint8", "bool") and shape (a tuple)."""
+    "int64", "int32", "int8", "uint8", "bool") and shape (a tuple). A model compiled for
+    dim ranges (dim={"seq": "1..512"}) also gives `dims`, each dim as an expression over
+    Model.dim_ranges ("batch", "seq", "768"); `shape` is then the largest shape and
+    `min_shape` the smallest. For a static model dims is None and min_shape == shape."""
 
-    __slots__ = ("name", "dtype", "shape")
+    __slots__ = ("name", "dtype", "shape", "dims", "min_shape")
 
-    def __init__(self, name, dtype, shape):
+    def __init__(self, name, dtype, shape, dims=None, min_shape=None):
         self.name, self.dtype, self.shape = name, dtype, tuple(shape)
+        self.dims = tuple(dims) if dims else None
+        self.min_shape = tuple(min_shape) if min_shape is not None else self.shape
 
     def __repr__(self):
-        return f"TensorInfo(name={self.name!r}, dtype={self.dtype!r}, shape={self.shape})"
+        dims = f", dims={self.dims}, min_shape={self.min_shape}" if self.dims else ""
+        return f"TensorInfo(name={self.name!r}, dtype={self.dtype!r}, shape={self.shape}{dims})"
 
     def __eq__(self, other):
-        return isinstance(other, TensorInfo) and (self.name, self.dtype, self.shape) == (
-            other.name, other.dtype, other.shape)
+        return isinstance(other, TensorInfo) and (self.name, self.dtype, self.shape, self.dims) == (
+            other.name, other.dtype, other.shape, other.dims)
 
 
-def _signature(handle, count, get):
+def _signature(handle, count, get, get_dims):
     infos = []
     for i in range(count(handle)):
         c = _lib.TensorInfo()
         check(get(handle, i, ctypes.byref(c)))
-        infos.append(TensorInfo(c.name.decode(), _lib.DTYPES[c.dtype], [c.shape[d] for d in range(c.ndim)]))
+        dims, min_shape = ctypes.POINTER(ctypes.c_char_p)(), ctypes.POINTER(ctypes.c_int64)()
+        check(get_dims(handle, i, ctypes.byref(dims), ctypes.byref(min_shape)))
+        names = [dims[d].decode() for d in range(c.ndim)] if dims else None
+        infos.append(TensorInfo(c.name.decode(), _lib.DTYPES[c.dtype], [c.shape[d] for d in range(c.ndim)], names,
+                                [min_shape[d] for d in range(c.ndim)]))
     return infos
+
+
+def _dim_value(expr, values):
+    """The value of a dim expression ("batch*seq + 1") for the named dims' `values`;
+    None when it names a dim without a value."""
+    def walk(node):
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name):
+            return values.get(node.id)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            v = walk(node.operand)
+            return None if v is None else -v
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            a, b = walk(node.left), walk(node.right)
+            if a is None or b is None:
+                return None
+            return a + b if isinstance(node.op, ast.Add) else a - b if isinstance(node.op, ast.Sub) else a * b
+        raise ValueError(f"not a dim expression: {expr!r}")
+    return walk(ast.parse(expr, mode="eval"))
 
 
 class Model:
@@ -124,8 +157,15 @@ class Model:
     def __init__(self, handle):
         self._handle = handle
         lib = _lib.lib
-        self.inputs = _signature(handle, lib.kiln_model_num_inputs, lib.kiln_model_input)
-        self.outputs = _signature(handle, lib.kiln_model_num_outputs, lib.kiln_model_output)
+        self.inputs = _signature(handle, lib.kiln_model_num_inputs, lib.kiln_model_input, lib.kiln_model_input_dims)
+        self.outputs = _signature(handle, lib.kiln_model_num_outputs, lib.kiln_model_output,
+                                  lib.kiln_model_output_dims)
+        # {name: (min, max)} of the dims compiled for a range; {} for a static model.
+        self.dim_ranges = {}
+        for i in range(lib.kiln_model_num_dims(handle)):
+            name, lo, hi = ctypes.c_char_p(), ctypes.c_int64(), ctypes.c_int64()
+            check(lib.kiln_model_dim(handle, i, ctypes.byref(name), ctypes.byref(lo), ctypes.byref(hi)))
+            self.dim_ranges[name.value.decode()] = (lo.value, hi.value)
         self.path = lib.kiln_model_path(handle).decode()
         self.arch = lib.kiln_model_arch(handle).decode()
         self.precision = lib.kiln_model_precision(handle).decode()
@@ -230,6 +270,20 @@ class Session:
                                            + ", ".join(f"{t.name}: {t.dtype}{list(t.shape)}" for t in signature))
         return by_name
 
+    def _output_shape(self, info, inputs):
+        """The shape of output `info` for these inputs: its dims evaluated at the sizes
+        the inputs give a dynamic model (the largest shape where they give none: the run
+        then says why)."""
+        if not info.dims:
+            return info.shape
+        values = {}
+        for t in self.model.inputs:
+            shape = getattr(inputs.get(t.name), "shape", None)
+            if t.dims and shape is not None and len(shape) == len(t.dims):
+                values.update((e, int(d)) for e, d in zip(t.dims, shape) if e.isidentifier())
+        shape = tuple(_dim_value(e, values) for e in info.dims)
+        return info.shape if None in shape else shape
+
     def _call(self, c_inputs, c_outputs):
         ins = (_lib.Tensor * len(c_inputs))(*c_inputs)
         outs = (_lib.Tensor * len(c_outputs))(*c_outputs)
@@ -244,7 +298,8 @@ class Session:
             keep += [array, dims]
             c_inputs.append(t)
         if outputs is None:
-            outputs = {o.name: np.empty(o.shape, dtype=_numpy_dtype(o.dtype)) for o in self.model.outputs}
+            outputs = {o.name: np.empty(self._output_shape(o, inputs), dtype=_numpy_dtype(o.dtype))
+                       for o in self.model.outputs}
         out_infos = self._infos(outputs, self.model.outputs, "output")
         c_outputs = []
         for name, array in outputs.items():

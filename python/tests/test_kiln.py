@@ -47,6 +47,30 @@ def test_zoo_case_matches_onnxruntime(case, precision, tmp_path):
         assert rel <= MAX_REL[precision] and cosine >= MIN_COSINE
 
 
+def test_a_dynamic_model_runs_at_sizes_in_its_ranges(tmp_path):
+    # Compiled once for batch 1..4 and seq 1..64: the signature gives the dims and the
+    # ranges; a run at the data set's sizes matches onnxruntime, others give outputs of
+    # their sizes, and a size outside the range is refused with the library's message.
+    case_dir = zoo_case("bert.legacy")
+    inputs = read_set(case_dir, "input_")
+    expected = read_set(case_dir, "output_")
+    model = kiln.compile(case_dir / "model.onnx", tmp_path / "d.kiln", precision="fp32",
+                         dim={"batch": "1..4", "seq": "1..64"})
+    assert model.dim_ranges == {"batch": (1, 4), "seq": (1, 64)}
+    first = model.inputs[0]
+    assert first.dims == ("batch", "seq") and first.shape == (4, 64) and first.min_shape == (1, 1)
+    assert model.outputs[0].dims == ("batch", "seq", "64")
+    session = model.session(device="cpu")
+    outputs = session.run(inputs)
+    for name, want in expected.items():
+        rel, cosine = compare(outputs[name], want)
+        assert outputs[name].shape == want.shape and rel <= MAX_REL["fp32"] and cosine >= MIN_COSINE
+    short = {name: a[:1, :17] for name, a in inputs.items()}
+    assert session.run(short)[model.outputs[0].name].shape == (1, 17, 64)
+    with pytest.raises(kiln.InvalidArgumentError, match=r"dim 1 \(seq\) is 65, outside the range 1..64"):
+        session.run({name: np.concatenate([a, a[:, :1]], axis=1) for name, a in inputs.items()})
+
+
 def test_caller_buffers_are_written_and_returned(tmp_path):
     case_dir = zoo_case("mobilenet_v3.legacy")
     inputs = read_set(case_dir, "input_")
