@@ -175,9 +175,10 @@ absl::Status FixInputShapes(onnx::ModelProto& model, const std::map<std::string,
     }
     for (const std::string& input : unnamed_inputs) fixes.push_back(absl::StrCat("--input-shape ", input, "=DxD..."));
     return absl::InvalidArgumentError(absl::StrCat("the model's inputs have dynamic dims: ", absl::StrJoin(parts, "; "),
-                                                   "; kiln compiles static shapes: fix them with ",
-                                                   absl::StrJoin(fixes, " "),
-                                                   " (or give whole shapes with --input-shape NAME=DxD...)"));
+                                                   "; fix them with ", absl::StrJoin(fixes, " "),
+                                                   " (or give whole shapes with --input-shape NAME=DxD...); "
+                                                   "kiln compile also takes a named dim as a range, --dim NAME=LO..HI "
+                                                   "(the bundle then runs on the CPU backend)"));
   }
   return absl::OkStatus();
 }
