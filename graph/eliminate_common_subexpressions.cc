@@ -55,7 +55,7 @@ std::optional<std::string> AttributeKey(const Attribute& a) {
 }
 
 // Everything the node's outputs depend on; nullopt when the node is not merged.
-std::optional<std::string> NodeKey(const Node& node) {
+std::optional<std::string> NodeKey(const Node& node, absl::Span<const DimSymbol> symbols) {
   std::string key = absl::StrCat(node.domain(), "|", node.op_type(), "|", node.num_outputs(), "|");
   for (const auto& [name, attr] : node.attributes()) {
     std::optional<std::string> a = AttributeKey(attr);
@@ -65,9 +65,14 @@ std::optional<std::string> NodeKey(const Node& node) {
   key.push_back('|');
   for (const Value* in : node.inputs()) {
     std::optional<std::string> c;
-    // A dynamic graph's shape constant compares by identity: its data is only the
-    // largest case of its expressions.
-    if (in != nullptr && in->is_constant() && !in->has_symbolic_data()) c = TensorKey(in->constant());
+    if (in != nullptr && in->is_constant()) c = TensorKey(in->constant());
+    // A dynamic graph's shape constant: its data is only the largest case of its
+    // expressions, which must match too.
+    if (c && in->has_symbolic_data()) {
+      absl::StrAppend(&*c, "|", absl::StrJoin(in->symbolic_data(), ",", [&](std::string* o, const DimExpr& e) {
+                        o->append(e.ToString(symbols));
+                      }));
+    }
     if (c) {
       absl::StrAppend(&key, "c", c->size(), ":", *c, ";");
     } else {
@@ -95,7 +100,7 @@ absl::StatusOr<bool> EliminateCommonSubexpressions::Run(Graph& graph) {
   absl::flat_hash_map<std::string, Node*> first;
   bool changed = false;
   for (Node* node : graph.nodes()) {
-    std::optional<std::string> key = NodeKey(*node);
+    std::optional<std::string> key = NodeKey(*node, graph.dim_symbols());
     if (!key) continue;
     auto [it, inserted] = first.try_emplace(*key, node);
     if (inserted) continue;

@@ -146,5 +146,27 @@ graph @main {
   EXPECT_NE(out.find("Sum(%a, %b, %a)"), std::string::npos) << out;
 }
 
+// A dynamic graph's shape constants (graph/symbolic_shapes.h) are equal when their
+// expressions are, not when only their values at the largest sizes agree.
+TEST(EliminateCommonSubexpressionsTest, ComparesShapeConstantsByTheirExpressions) {
+  const std::string out = RunPass<EliminateCommonSubexpressions>(R"(
+graph @main {
+  dim seq in [1, 8]
+  input %x : f32[8,4] dims "seq, 4"
+  const %t1 : i64[2] = [4, 8] symbolic "4, seq"
+  const %t2 : i64[2] = [4, 8] symbolic "4, seq"
+  const %t3 : i64[2] = [4, 8]
+  %a = Reshape(%x, %t1)
+  %b = Reshape(%x, %t2)
+  %c = Reshape(%x, %t3)
+  %y = Concat(%a, %b, %c) {axis = 0}
+  output %y
+}
+)");
+  EXPECT_EQ(out.find("= Reshape(%x, %t2)"), std::string::npos) << out;
+  EXPECT_NE(out.find("%c : f32[4,8] = Reshape(%x, %t3)"), std::string::npos) << out;
+  EXPECT_NE(out.find("Concat(%a, %a, %c)"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace kiln
