@@ -123,7 +123,6 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-// `kiln run MODEL.kiln`: the bundle on the GPU or the CPU backend.
 // The sizes a run of a dynamic bundle uses: --dim NAME=N inside each range, else the
 // range's largest value (said on stderr). Empty for a static bundle, where --dim is an
 // error.
@@ -165,6 +164,7 @@ absl::StatusOr<std::vector<int64_t>> RunSizes(const bundle::Manifest& m, const A
   return sizes;
 }
 
+// `kiln run MODEL.kiln`: the bundle on the GPU or the CPU backend.
 absl::Status RunBundle(const std::string& path, const Args& args, const std::string& format) {
   std::string device = args.Get("device", "");
   if (!device.empty() && device != "cpu" && device != "gpu") {
