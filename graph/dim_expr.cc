@@ -33,6 +33,12 @@ bool DivideMonomial(const std::vector<int>& m, const std::vector<int>& d, std::v
 
 }  // namespace
 
+std::vector<int64_t> LargestValues(absl::Span<const DimSymbol> symbols) {
+  std::vector<int64_t> out;
+  for (const DimSymbol& s : symbols) out.push_back(s.max);
+  return out;
+}
+
 DimExpr DimExpr::Constant(int64_t c) {
   DimExpr e;
   if (c != 0) e.terms_[{}] = c;

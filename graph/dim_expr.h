@@ -29,6 +29,10 @@ struct DimSymbol {
   int64_t min = 0, max = 0;
 };
 
+// Each symbol's largest value, in symbol-id order: the sizes a dynamic graph's concrete
+// shapes are for.
+std::vector<int64_t> LargestValues(absl::Span<const DimSymbol> symbols);
+
 class DimExpr {
  public:
   DimExpr() = default;  // the constant 0

@@ -21,8 +21,7 @@ bool Foldable(const Node& node) {
 // The folded constant `v` holds the values at the largest sizes; its expressions
 // must give the same there.
 absl::Status SetFoldedSymbols(Value& v, std::vector<DimExpr> exprs, const std::vector<DimSymbol>& symbols) {
-  std::vector<int64_t> largest;
-  for (const DimSymbol& s : symbols) largest.push_back(s.max);
+  const std::vector<int64_t> largest = LargestValues(symbols);
   const std::vector<int64_t> values = v.constant().ToInt64();
   bool same = values.size() == exprs.size();
   for (size_t i = 0; same && i < exprs.size(); ++i) {

@@ -433,8 +433,7 @@ absl::Status InferNodeDims(Node& node, absl::Span<const DimSymbol> symbols) {
     for (Value* out : node.outputs()) out->SetDims({});
     return absl::OkStatus();
   }
-  std::vector<int64_t> largest;
-  for (const DimSymbol& s : symbols) largest.push_back(s.max);
+  const std::vector<int64_t> largest = LargestValues(symbols);
   for (int o = 0; o < node.num_outputs(); ++o) {
     Value* out = node.output(o);
     KILN_ASSIGN_OR_RETURN(Dims dims, OutputDims(node, o, symbols));

@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "common/temp_files.h"
@@ -304,6 +305,12 @@ absl::StatusOr<std::unique_ptr<Graph>> Bundle::BuildGraph() const {
     v->SetSymbolicData(std::move(symbolic));
   }
   return graph;
+}
+
+std::string DimRangesText(const bundle::Manifest& m) {
+  std::vector<std::string> ranges;
+  for (const bundle::DimSymbol& d : m.dim_symbols()) ranges.push_back(absl::StrCat(d.name(), "=", d.min(), "..", d.max()));
+  return absl::StrJoin(ranges, ", ");
 }
 
 std::vector<DimSymbol> DimSymbolsOf(const bundle::Manifest& m) {

@@ -99,6 +99,8 @@ class Bundle {
 
 // Helpers shared by the compiler, executor and tools.
 std::vector<int64_t> ShapeFromProto(const google::protobuf::RepeatedField<int64_t>& dims);
+// A dynamic bundle's ranges as "batch=1..4, seq=1..64" ("" for a static bundle).
+std::string DimRangesText(const bundle::Manifest& m);
 // A dynamic bundle's dim symbols (Manifest.dim_symbols; empty for a static bundle).
 std::vector<DimSymbol> DimSymbolsOf(const bundle::Manifest& m);
 // The shape of an input or output at these symbol values (in DimSymbolsOf order): its

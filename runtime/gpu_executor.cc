@@ -40,11 +40,8 @@ absl::StatusOr<std::shared_ptr<const GpuProgram>> GpuProgram::Create(std::shared
   const std::string& path = bundle.path();
 
   if (m.dim_symbols_size() > 0) {
-    std::vector<std::string> ranges;
-    for (const bundle::DimSymbol& d : m.dim_symbols())
-      ranges.push_back(absl::StrCat(d.name(), "=", d.min(), "..", d.max()));
     return absl::FailedPreconditionError(absl::StrCat(
-        path, ": compiled for dim ranges (", absl::StrJoin(ranges, ", "),
+        path, ": compiled for dim ranges (", DimRangesText(m),
         "), which run on the CPU backend only for now: run it with --device cpu, or compile with fixed sizes "
         "(--dim NAME=N) for the GPU"));
   }

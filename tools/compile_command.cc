@@ -150,13 +150,11 @@ void PrintSummary(const bundle::Manifest& m, const CompileOptions& options, cons
                                  to_library, to_library == 1 ? "" : "s");
   }
   if (m.dim_symbols_size() > 0) {
-    std::vector<std::string> ranges, inputs;
-    for (const bundle::DimSymbol& d : m.dim_symbols())
-      ranges.push_back(absl::StrCat(d.name(), "=", d.min(), "..", d.max()));
+    std::vector<std::string> inputs;
     for (const bundle::TensorSignature& in : m.inputs()) {
       inputs.push_back(absl::StrCat(in.name(), " ", in.dtype(), "[", absl::StrJoin(in.dims(), ", "), "]"));
     }
-    std::cout << "  dynamic: " << absl::StrJoin(ranges, ", ") << " (inputs " << absl::StrJoin(inputs, ", ")
+    std::cout << "  dynamic: " << DimRangesText(m) << " (inputs " << absl::StrJoin(inputs, ", ")
               << "); passes that fix sizes and fusion were skipped, and the bundle runs on the CPU backend at any "
                  "sizes in the ranges (kiln run --dim NAME=N)\n";
   } else if (!unsupported.empty()) {
