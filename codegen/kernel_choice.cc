@@ -7,6 +7,7 @@
 #include "codegen/library_kernels.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/gemm_sm90.h"
+#include "codegen/ops/kernel_util.h"
 #include "codegen/tuning_db.h"
 #include "graph/fused_group.h"
 
@@ -132,6 +133,18 @@ KernelChoice ChooseGeneratedKernel(const Node& node, const KernelOptions& option
 }
 
 KernelChoice ChooseKernel(const Node& node, const KernelOptions& options) {
+  // A dynamic graph's node (issue 34): the libraries, planned per run size, or the
+  // generators that take their sizes at run time; kiln's GEMM and conv kernels take
+  // fixed sizes.
+  if (ops::HasDynamicValues(node)) {
+    const std::string library = LibraryKernelName(node);
+    if (!library.empty() && library != "cudnn:FusedConv") {
+      KernelChoice c = Choice(KernelKind::kLibrary, "sizes that vary with the dim ranges");
+      c.library = library;
+      return c;
+    }
+    return Choice(KernelKind::kGenerated);
+  }
   // kiln's GEMM and conv kernels first where the mode gives them the node; then the
   // library where it takes the node; then the generated kernel, if any.
   std::string refusal = HopperRefusal(node, options);

@@ -23,6 +23,15 @@
 // encodes each map from its TensorMapSpec and the tensor's address
 // (runtime/tensor_map.h), once per session (buffer addresses are fixed then).
 //
+// Run-time sizes (bundles compiled for dim ranges, docs/dynamic_shapes.md). A
+// launch with `dim_param` takes one more parameter, the last of all,
+//   const kiln_dims kiln_dims_
+// (codegen/templates/prelude.cuh): the run's value of each dim symbol, in the graph's
+// (and Manifest.dim_symbols') order, read as KILN_DIM(k). Its `grid` is the grid at the
+// largest sizes; an axis with grid_per_block[a] > 0 launches
+//   min(grid[a], max(1, ceil(grid_extents[a] / grid_per_block[a])))
+// blocks at the run's sizes, so a kernel with a grid-stride loop may cap its grid.
+//
 // Workspace. A launch with `semaphores` > 0 or `scratch_bytes` > 0 takes two more
 // parameters after the tensor maps (both, whichever is non-zero),
 //   unsigned int* kiln_semaphores, float* kiln_scratch
@@ -43,6 +52,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/dim_expr.h"
 #include "graph/dtype.h"
 
 namespace kiln::codegen {
@@ -63,6 +73,13 @@ struct TensorMapSpec {
   int swizzle_bytes = 128;                  // 0 (none), 32, 64 or 128
 };
 
+// The most dim symbols a kernel's kiln_dims parameter holds.
+inline constexpr int kMaxKernelDims = 8;
+// kiln_dims as the host passes it.
+struct KernelDims {
+  int64_t v[kMaxKernelDims] = {};
+};
+
 struct KernelLaunch {
   std::string source;
   std::array<uint32_t, 3> grid{1, 1, 1};
@@ -81,6 +98,10 @@ struct KernelLaunch {
   // template's "32x64x32 w1x2 s4 (tuning database)" (GemmChoice::Describe); "" for
   // the others.
   std::string config;
+  // Run-time sizes (see above).
+  bool dim_param = false;
+  std::array<DimExpr, 3> grid_extents;
+  std::array<int64_t, 3> grid_per_block{0, 0, 0};  // 0: the axis is fixed
 };
 
 }  // namespace kiln::codegen

@@ -73,8 +73,42 @@ absl::StatusOr<ConvGroups> ParseConvGroups(absl::string_view text) {
   return ParseMode("--conv-groups", text, kConvGroups);
 }
 
+namespace {
+
+// A node of a dynamic graph (issue 34) whose sizes vary: the generators that take their
+// sizes at run time (element-wise ops, Softmax and the norms, reductions and global
+// pools whose varying dim is the outermost, Transpose, Expand and copies);
+// Unimplemented for the others, and for a node that reads a shape constant's values
+// (they hold the largest case's).
+absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node& node) {
+  const std::string& op = node.op_type();
+  auto none = [&](const std::string& why) {
+    return absl::UnimplementedError(absl::StrCat("no GPU kernel with run-time sizes for ", op, " (node '",
+                                                 node.name(), "'", why.empty() ? "" : ": ", why,
+                                                 ") yet; compile with fixed sizes (--dim NAME=N) for the GPU"));
+  };
+  if (IsFusedGroup(node)) return none("a fused group");
+  const bool reads_shape = op != "Expand" && op != "Reshape";  // these two take the output's dims instead
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    if (reads_shape && node.has_input(i) && node.input(i)->has_symbolic_data()) {
+      return none("it reads a shape computed from the sizes");
+    }
+  }
+  if (ops::IsPointwiseOp(op)) return ops::GeneratePointwise(node);
+  if (ops::IsRowOp(op)) return ops::GenerateRowOp(node);
+  if (ops::IsReduceOp(op)) return ops::GenerateReduce(node);
+  if (op == "Transpose" || op == "Expand" || op == "Reshape" || op == "Flatten" || op == "Squeeze" ||
+      op == "Unsqueeze" || op == "Identity") {
+    return ops::GenerateMovement(node);
+  }
+  return none("");
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, const KernelOptions& options) {
   const std::string& op = node.op_type();
+  if (ops::HasDynamicValues(node)) return GenerateDynamicNodeKernels(node);
   const KernelChoice choice = ChooseGeneratedKernel(node, options);
   if (IsFusedGroup(node)) {
     switch (choice.kind) {

@@ -12,6 +12,8 @@
 #include "codegen/ops/gemm_sm90.h"
 #include "compiler/kernel_dump.h"
 #include "compiler/memory_planner.h"
+#include "common/status_macros.h"
+#include "runtime/bundle.h"
 
 namespace kiln {
 namespace {
@@ -42,6 +44,25 @@ bool IsAliasedView(const bundle::Step& step, const Node& node) {
   return true;
 }
 
+// A launch with run-time sizes (codegen/kernel_launch.h): the flag and each axis's
+// extent over the bundle's dim symbols.
+absl::Status SetRunTimeSizes(const codegen::KernelLaunch& kl, const std::vector<DimSymbol>& symbols,
+                             const Node& node, bundle::Launch* launch) {
+  if (!kl.dim_param) return absl::OkStatus();
+  if (static_cast<int>(symbols.size()) > codegen::kMaxKernelDims) {
+    return absl::InvalidArgumentError(absl::StrCat("node '", node.name(), "': the GPU kernels take at most ",
+                                                   codegen::kMaxKernelDims, " dim ranges, the model has ",
+                                                   symbols.size(), "; fix some with --dim NAME=N"));
+  }
+  launch->set_dim_param(true);
+  for (int a = 0; a < 3; ++a) {
+    const bool varies = kl.grid_per_block[a] > 0;
+    launch->add_grid_extents(varies ? kl.grid_extents[a].ToString(symbols) : "");
+    launch->add_grid_per_block(varies ? static_cast<uint64_t>(kl.grid_per_block[a]) : 0);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& nodes,
@@ -55,6 +76,7 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
     return absl::InternalError("AssignKernels: one node and one kernel choice per step expected");
   }
   KernelAssignmentStats stats;
+  const std::vector<DimSymbol> symbols = DimSymbolsOf(m);
   std::vector<codegen::ModuleKernel> unique;           // in first-use order
   absl::flat_hash_map<std::string, int> unique_index;  // source -> index into unique
   std::vector<std::pair<bundle::Launch*, int>> pending;  // launch, unique index
@@ -118,6 +140,7 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
       for (int a : kl.args) launch->add_args(a);
       launch->set_config(kl.config);
       launch->set_grid_dependency_wait(codegen::KernelBodyStart(unique[it->second].source) != std::string::npos);
+      KILN_RETURN_IF_ERROR(SetRunTimeSizes(kl, symbols, node, launch));
       SetLaunchTensorMaps(kl, launch);
       pending.emplace_back(launch, it->second);
     }

@@ -24,11 +24,6 @@
 namespace kiln {
 namespace {
 
-// Why a dynamic bundle's steps have no GPU kernel (Step.gpu_unsupported).
-constexpr char kDynamicGpuUnsupported[] =
-    "compiled for dim ranges: the GPU kernels take fixed sizes, so a dynamic bundle runs on the CPU backend; "
-    "compile with fixed sizes (--dim NAME=N) for the GPU";
-
 void SetTypeFields(const Value* v, bundle::Binding* b) {
   b->set_value(v->name());
   b->set_dtype(std::string(DTypeName(v->dtype())));
@@ -305,10 +300,7 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   SetCompileInfo(options, kernel_options, context, source_path, source_bytes, out.manifest);
   KILN_RETURN_IF_ERROR(SetStepsAndBindings(graph, *plan, source_path, out));
   // Who runs each step, decided once for the final graph (after --tune's entries).
-  if (graph.is_dynamic()) {
-    // GPU kernels are generated for fixed sizes; every step stays on the reference.
-    for (bundle::Step& step : *out.manifest.mutable_steps()) step.set_gpu_unsupported(kDynamicGpuUnsupported);
-  } else {
+  {
     const std::vector<Node*> nodes = graph.nodes();
     std::vector<codegen::KernelChoice> choices;
     for (const Node* n : nodes) choices.push_back(codegen::ChooseKernel(*n, kernel_options));

@@ -178,7 +178,7 @@ absl::Status FixInputShapes(onnx::ModelProto& model, const std::map<std::string,
                                                    "; fix them with ", absl::StrJoin(fixes, " "),
                                                    " (or give whole shapes with --input-shape NAME=DxD...); "
                                                    "kiln compile also takes a named dim as a range, --dim NAME=LO..HI "
-                                                   "(the bundle then runs on the CPU backend)"));
+                                                   "(one bundle for every size in the range)"));
   }
   return absl::OkStatus();
 }

@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "codegen/library_kernels.h"
 #include "common/status_macros.h"
+#include "graph/specialize.h"
 #include "runtime/tensor_map.h"
 
 namespace kiln {
@@ -39,12 +40,6 @@ absl::StatusOr<std::shared_ptr<const GpuProgram>> GpuProgram::Create(std::shared
   const bundle::Manifest& m = bundle.manifest();
   const std::string& path = bundle.path();
 
-  if (m.dim_symbols_size() > 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, ": compiled for dim ranges (", DimRangesText(m),
-        "), which run on the CPU backend only for now: run it with --device cpu, or compile with fixed sizes "
-        "(--dim NAME=N) for the GPU"));
-  }
   // Steps without a GPU kernel: name them all at once, by op.
   std::map<std::string, std::pair<int, std::string>> missing;  // op -> count, first reason
   for (const bundle::Step& step : m.steps()) {
@@ -152,11 +147,36 @@ struct GpuExecutor::StepPlan {
     // Pointer parameters, then TMA tensor maps encoded once for this session's
     // buffers (runtime/tensor_map.h); args() is what cudaLaunchKernel takes.
     kiln::LaunchArgs params;
+    // Run-time sizes: per grid axis the extent over the dim symbols and how many of
+    // it a block takes (0: the axis is fixed at `grid`).
+    std::array<DimExpr, 3> extents;
+    std::array<uint64_t, 3> per_block{0, 0, 0};
   };
   std::vector<LaunchArgs> launches;
   std::unique_ptr<codegen::LibraryKernel> library;
   codegen::LibraryLaunchArgs library_args;
 };
+
+// One run size of a dynamic bundle: the graph specialised to it, the library calls
+// planned for it (per step; null for the others), each launch's grid and the CUDA
+// graph captured for it.
+struct GpuExecutor::SizeState {
+  std::vector<int64_t> values;
+  std::unique_ptr<Graph> graph;
+  std::vector<std::unique_ptr<codegen::LibraryKernel>> libraries;
+  std::vector<std::vector<dim3>> grids;
+  CapturedRun run;
+};
+
+void GpuExecutor::CapturedRun::Destroy() {
+  if (exec != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
+  if (graph != nullptr) cudaGraphDestroy(static_cast<cudaGraph_t>(graph));
+  exec = graph = nullptr;
+}
+
+bool GpuExecutor::using_cuda_graph() const {
+  return (size_ != nullptr ? size_->run.exec : static_run_.exec) != nullptr;
+}
 
 void* GpuExecutor::BindingPtr(const bundle::Binding& b) const {
   switch (b.kind()) {
@@ -231,7 +251,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr
     needs_lt |= absl::StartsWith(step.kernel(), "cublaslt:");
     needs_dnn |= absl::StartsWith(step.kernel(), "cudnn:");
   }
-  codegen::LibraryHandles handles;
+  codegen::LibraryHandles& handles = ex->handles_;
   if (needs_lt) {
     cublasLtHandle_t h = nullptr;
     if (cublasStatus_t st = cublasLtCreate(&h); st != CUBLAS_STATUS_SUCCESS) {
@@ -291,6 +311,19 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr
       kl.tensor_maps = *std::move(maps);
       kl.semaphores = launch.semaphores();
       kl.scratch_bytes = launch.scratch_bytes();
+      kl.dim_param = launch.dim_param();
+      if (launch.dim_param() && (launch.grid_extents_size() != 3 || launch.grid_per_block_size() != 3 ||
+                                 m.dim_symbols_size() == 0 || m.dim_symbols_size() > codegen::kMaxKernelDims)) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": step ", s, ": malformed run-time sizes of '",
+                                                       launch.function(), "'"));
+      }
+      for (int a = 0; a < 3 && launch.dim_param(); ++a) {
+        la.per_block[a] = launch.grid_per_block(a);
+        if (la.per_block[a] == 0) continue;
+        absl::StatusOr<DimExpr> e = DimExpr::Parse(launch.grid_extents(a), DimSymbolsOf(m));
+        if (!e.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": step ", s, ": grid: ", e.status().message()));
+        la.extents[a] = *std::move(e);
+      }
       for (int a : kl.args) {
         if (a < 0 || a >= num_outputs + step.inputs_size()) {
           return absl::InvalidArgumentError(absl::StrCat(path, ": step ", s, ": launch argument ", a, " out of range"));
@@ -303,7 +336,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr
         }
       }
       absl::StatusOr<kiln::LaunchArgs> params =
-          kiln::LaunchArgs::Build(kl, [&](int a) { return ex->BindingPtr(binding(a)); }, kernel_workspace);
+          kiln::LaunchArgs::Build(kl, [&](int a) { return ex->BindingPtr(binding(a)); }, kernel_workspace, &ex->dims_);
       if (!params.ok()) {
         return absl::Status(params.status().code(), absl::StrCat(path, ": step ", s, " (node '", step.node(),
                                                                  "'): ", params.status().message()));
@@ -327,8 +360,9 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr
 
 GpuExecutor::~GpuExecutor() {
   if (stream_ != nullptr) cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
-  if (graph_exec_ != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph_exec_));
-  if (graph_ != nullptr) cudaGraphDestroy(static_cast<cudaGraph_t>(graph_));
+  static_run_.Destroy();
+  for (auto& state : sizes_) state->run.Destroy();
+  sizes_.clear();
   steps_.clear();
   if (cudnn_ != nullptr) cudnnDestroy(static_cast<cudnnHandle_t>(cudnn_));
   if (cublaslt_ != nullptr) cublasLtDestroy(static_cast<cublasLtHandle_t>(cublaslt_));
@@ -339,13 +373,104 @@ GpuExecutor::~GpuExecutor() {
   if (own_stream_) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
 }
 
+absl::StatusOr<std::unique_ptr<GpuExecutor::SizeState>> GpuExecutor::PlanSizes(const std::vector<int64_t>& values) {
+  const Bundle& bundle = program_->bundle();
+  const std::string& path = bundle.path();
+  const Graph& graph = program_->host().graph();
+  auto state = std::make_unique<SizeState>();
+  state->values = values;
+  KILN_ASSIGN_OR_RETURN(state->graph, Specialize(graph, values));
+  const std::vector<Node*> nodes = state->graph->nodes();
+  if (nodes.size() != steps_.size()) {
+    return absl::InternalError(absl::StrCat(path, ": the graph specialised to ", BindingToString(graph, values),
+                                            " has ", nodes.size(), " nodes, not one per step"));
+  }
+  state->libraries.resize(steps_.size());
+  state->grids.resize(steps_.size());
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const StepPlan& plan = *steps_[s];
+    if (plan.library != nullptr) {
+      auto lib = codegen::CreateLibraryKernel(*nodes[s], handles_);
+      if (!lib.ok()) {
+        return absl::Status(lib.status().code(), absl::StrCat(path, ": step ", s, " at ", BindingToString(graph, values),
+                                                              ": ", lib.status().message()));
+      }
+      if ((*lib)->workspace_bytes() > workspace_bytes_) KILN_RETURN_IF_ERROR(GrowWorkspace((*lib)->workspace_bytes()));
+      state->libraries[s] = *std::move(lib);
+    }
+    for (const StepPlan::LaunchArgs& la : plan.launches) {
+      uint32_t grid[3] = {la.grid.x, la.grid.y, la.grid.z};
+      for (int a = 0; a < 3; ++a) {
+        if (la.per_block[a] == 0) continue;
+        KILN_ASSIGN_OR_RETURN(int64_t extent, la.extents[a].Evaluate(values));
+        const uint64_t blocks = (static_cast<uint64_t>(std::max<int64_t>(extent, 1)) + la.per_block[a] - 1) /
+                                la.per_block[a];
+        grid[a] = static_cast<uint32_t>(std::min<uint64_t>(grid[a], blocks));
+      }
+      state->grids[s].push_back(dim3(grid[0], grid[1], grid[2]));
+    }
+  }
+  return state;
+}
+
+absl::Status GpuExecutor::GrowWorkspace(size_t bytes) {
+  // Nothing may use the old area; the graphs captured with its address go too.
+  KILN_RETURN_IF_ERROR(Synchronize("growing the library workspace"));
+  for (auto& state : sizes_) state->run.Destroy();
+  if (workspace_ != nullptr) cudaFree(workspace_);
+  workspace_ = nullptr;
+  workspace_bytes_ = 0;
+  KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&workspace_, bytes), absl::StrCat(program_->bundle().path(), ": allocating ",
+                                                                          bytes, " bytes of library workspace")));
+  workspace_bytes_ = bytes;
+  for (auto& plan : steps_) {
+    plan->library_args.workspace = workspace_;
+    plan->library_args.workspace_bytes = workspace_bytes_;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GpuExecutor::SelectSizes(const TensorMap& feeds) {
+  const Graph& graph = program_->host().graph();
+  std::map<std::string, Shape> shapes;
+  for (const auto& [name, t] : feeds) shapes[name] = t.shape();
+  absl::StatusOr<std::vector<int64_t>> values = BindDims(graph, shapes);
+  if (!values.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(program_->bundle().path(), ": ", values.status().message()));
+  }
+  auto hit = std::find_if(sizes_.begin(), sizes_.end(), [&](const auto& st) { return st->values == *values; });
+  if (hit != sizes_.end()) {
+    std::rotate(hit, hit + 1, sizes_.end());  // now the most recently used
+  } else {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<SizeState> state, PlanSizes(*values));
+    if (static_cast<int>(sizes_.size()) >= kMaxCachedSizes) {
+      // Nothing of the oldest size may be in flight when its graph and plans go.
+      KILN_RETURN_IF_ERROR(Synchronize("dropping the state of a run size"));
+      sizes_.front()->run.Destroy();
+      sizes_.erase(sizes_.begin());
+    }
+    sizes_.push_back(std::move(state));
+  }
+  size_ = sizes_.back().get();
+  dims_ = codegen::KernelDims();
+  for (size_t k = 0; k < size_->values.size() && k < codegen::kMaxKernelDims; ++k) dims_.v[k] = size_->values[k];
+  return absl::OkStatus();
+}
+
+Shape GpuExecutor::OutputShape(int o) const {
+  if (size_ != nullptr) return size_->graph->outputs()[o]->shape();
+  return ShapeFromProto(program_->bundle().manifest().outputs(o).shape());
+}
+
 absl::Status GpuExecutor::EnqueueStep(int s, bool* after_kernel) {
   const StepPlan& plan = *steps_[s];
-  if (plan.library != nullptr) {
+  const codegen::LibraryKernel* library = size_ != nullptr ? size_->libraries[s].get() : plan.library.get();
+  if (library != nullptr) {
     *after_kernel = false;
-    return plan.library->Launch(plan.library_args);
+    return library->Launch(plan.library_args);
   }
-  for (const StepPlan::LaunchArgs& la : plan.launches) {
+  for (size_t j = 0; j < plan.launches.size(); ++j) {
+    const StepPlan::LaunchArgs& la = plan.launches[j];
     // Programmatic dependent launch only right after another of the bundle's kernels:
     // its CTAs start as that kernel's CTAs exit and wait in KILN_GRID_DEPENDENCY_WAIT()
     // (codegen/templates/prelude.cuh) until its writes are visible. After a library
@@ -354,7 +479,7 @@ absl::Status GpuExecutor::EnqueueStep(int s, bool* after_kernel) {
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t config{};
-    config.gridDim = la.grid;
+    config.gridDim = size_ != nullptr ? size_->grids[s][j] : la.grid;
     config.blockDim = la.block;
     config.dynamicSmemBytes = la.shared_bytes;
     config.stream = static_cast<cudaStream_t>(stream_);
@@ -380,7 +505,12 @@ absl::Status GpuExecutor::EnqueueSteps() {
 
 absl::Status GpuExecutor::Enqueue() {
   auto stream = static_cast<cudaStream_t>(stream_);
-  if (options_.enable_cuda_graph && graph_exec_ == nullptr && !graph_failed_) {
+  if (program_->bundle().manifest().dim_symbols_size() > 0 && size_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(program_->bundle().path(), ": a dynamic bundle runs at the sizes of a Run's inputs; Run first"));
+  }
+  CapturedRun& captured = size_ != nullptr ? size_->run : static_run_;
+  if (options_.enable_cuda_graph && captured.exec == nullptr && !captured.failed) {
     // Capture once; on any failure fall back to plain launches for this session.
     cudaGraph_t graph = nullptr;
     cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
@@ -392,18 +522,20 @@ absl::Status GpuExecutor::Enqueue() {
     cudaGraphExec_t exec = nullptr;
     if (enqueued.ok()) enqueued = Cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
     if (enqueued.ok()) {
-      graph_ = graph;
-      graph_exec_ = exec;
-      graph_note_ = absl::StrCat("CUDA graph captured (", steps_.size(), " steps)");
+      captured.graph = graph;
+      captured.exec = exec;
+      graph_note_ = absl::StrCat("CUDA graph captured (", steps_.size(), " steps",
+                                 size_ != nullptr ? absl::StrCat(", one per run size: ", sizes_.size(), " kept") : "",
+                                 ")");
     } else {
       if (graph != nullptr) cudaGraphDestroy(graph);
       cudaGetLastError();
-      graph_failed_ = true;
+      captured.failed = true;
       graph_note_ = absl::StrCat("CUDA graph capture failed, launching step by step: ", enqueued.message());
     }
   }
-  if (graph_exec_ != nullptr) {
-    return Cuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph_exec_), stream),
+  if (captured.exec != nullptr) {
+    return Cuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(captured.exec), stream),
                 absl::StrCat(program_->bundle().path(), ": cudaGraphLaunch"));
   }
   return EnqueueSteps();
@@ -419,6 +551,7 @@ absl::StatusOr<std::vector<Tensor>> GpuExecutor::Run(const TensorMap& feeds) {
   const bundle::Manifest& m = bundle.manifest();
   KILN_RETURN_IF_ERROR(CheckFeeds(bundle, feeds));
   KILN_RETURN_IF_ERROR(Cuda(cudaSetDevice(program_->gpu().device), "cudaSetDevice"));
+  if (m.dim_symbols_size() > 0) KILN_RETURN_IF_ERROR(SelectSizes(feeds));
   auto stream = static_cast<cudaStream_t>(stream_);
   for (const bundle::TensorSignature& in : m.inputs()) {
     const Tensor& t = feeds.at(in.name());
@@ -429,9 +562,10 @@ absl::StatusOr<std::vector<Tensor>> GpuExecutor::Run(const TensorMap& feeds) {
   }
   KILN_RETURN_IF_ERROR(Enqueue());
   std::vector<Tensor> results;
-  for (const bundle::TensorSignature& out : m.outputs()) {
+  for (int o = 0; o < m.outputs_size(); ++o) {
+    const bundle::TensorSignature& out = m.outputs(o);
     KILN_ASSIGN_OR_RETURN(DType dtype, DTypeFromBinding(out.binding()));
-    Tensor t(dtype, ShapeFromProto(out.shape()));
+    Tensor t(dtype, OutputShape(o));
     const void* src = BindingPtr(out.binding());
     if (t.nbytes() > 0 && src != nullptr) {
       KILN_RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(t.mutable_raw_data(), src, t.nbytes(), cudaMemcpyDeviceToHost, stream),
@@ -447,6 +581,11 @@ absl::Status GpuExecutor::RunDevice(const std::vector<const void*>& inputs, cons
                                     bool synchronize) {
   const Bundle& bundle = program_->bundle();
   const bundle::Manifest& m = bundle.manifest();
+  if (m.dim_symbols_size() > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        bundle.path(), ": compiled for dim ranges (", DimRangesText(m),
+        "): device pointers carry no sizes, so run it with host tensors (Session::Run), which give them"));
+  }
   if (static_cast<int>(inputs.size()) != m.inputs_size() || static_cast<int>(outputs.size()) != m.outputs_size()) {
     return absl::InvalidArgumentError(absl::StrCat(bundle.path(), ": RunDevice takes ", m.inputs_size(),
                                                    " input and ", m.outputs_size(), " output pointers"));

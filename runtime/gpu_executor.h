@@ -13,6 +13,14 @@
 // graph is replayed afterwards (if capture fails, the executor launches step by step
 // and says so in cuda_graph_note()).
 //
+// Dynamic bundles (compiled for dim ranges, docs/dynamic_shapes.md). A run binds the
+// dim symbols from the feeds' shapes and uses the state of those sizes: the graph
+// specialised to them, the library calls planned for them, each launch's grid at
+// them and a CUDA graph captured for them. The states of the last kMaxCachedSizes
+// sizes are kept (the oldest is dropped first); every size runs in the one arena
+// planned for the largest. Kernels with run-time sizes read the symbols' values
+// (codegen/kernel_launch.h).
+//
 // Thread-safety: a GpuProgram is immutable and may be shared across threads; a
 // GpuExecutor runs one call at a time.
 #pragma once
@@ -24,6 +32,7 @@
 
 #include "absl/status/statusor.h"
 #include "graph/evaluate.h"
+#include "codegen/library_kernels.h"
 #include "kiln/profile.h"
 #include "runtime/bundle.h"
 #include "runtime/cpu_executor.h"
@@ -105,11 +114,33 @@ class GpuExecutor {
   uint64_t kernel_scratch_bytes() const { return scratch_bytes_; }
   void* stream() const { return stream_; }
   const GpuProgram& program() const { return *program_; }
-  bool using_cuda_graph() const { return graph_exec_ != nullptr; }
+  // Whether the last run replayed (or captured) a CUDA graph.
+  bool using_cuda_graph() const;
   const std::string& cuda_graph_note() const { return graph_note_; }
+  // Dynamic bundles: the sizes whose state is kept, at most kMaxCachedSizes.
+  int cached_sizes() const { return static_cast<int>(sizes_.size()); }
+  static constexpr int kMaxCachedSizes = 8;
 
  private:
   struct StepPlan;
+  struct SizeState;
+  // A captured CUDA graph of the steps, or why there is none.
+  struct CapturedRun {
+    void* graph = nullptr;  // cudaGraph_t
+    void* exec = nullptr;   // cudaGraphExec_t
+    bool failed = false;
+    void Destroy();
+  };
+  // Dynamic bundles: binds the feeds' sizes and makes their state the current one
+  // (from the cache, or planned now; the least recently used dropped beyond
+  // kMaxCachedSizes).
+  absl::Status SelectSizes(const TensorMap& feeds);
+  absl::StatusOr<std::unique_ptr<SizeState>> PlanSizes(const std::vector<int64_t>& values);
+  // A library call planned for a run size asks for more workspace than the session
+  // holds: a larger area, and no captured graph keeps the old one's address.
+  absl::Status GrowWorkspace(size_t bytes);
+  // The run's shape of output `o` (the signature's for a static bundle).
+  Shape OutputShape(int o) const;
   GpuExecutor() = default;
   void* BindingPtr(const bundle::Binding& b) const;
   // The generated kernels' workspace (Create): one semaphore area, zeroed here once
@@ -138,10 +169,14 @@ class GpuExecutor {
   void* cublaslt_ = nullptr;
   void* cudnn_ = nullptr;
   std::vector<std::unique_ptr<StepPlan>> steps_;
-  void* graph_ = nullptr;       // cudaGraph_t
-  void* graph_exec_ = nullptr;  // cudaGraphExec_t
-  bool graph_failed_ = false;
+  CapturedRun static_run_;  // a static bundle's
   std::string graph_note_;
+  // Dynamic bundles: the library handles (for plans per size), the cached sizes' states
+  // (least recently used first), the current one and the values its launches read.
+  codegen::LibraryHandles handles_;
+  std::vector<std::unique_ptr<SizeState>> sizes_;
+  SizeState* size_ = nullptr;
+  codegen::KernelDims dims_;
 };
 
 }  // namespace kiln

@@ -98,7 +98,11 @@ absl::StatusOr<EncodedTensorMap> EncodeTensorMap(const codegen::TensorMapSpec& s
 
 absl::StatusOr<LaunchArgs> LaunchArgs::Build(const codegen::KernelLaunch& launch,
                                              const std::function<void*(int)>& pointer_of,
-                                             const LaunchWorkspace& workspace) {
+                                             const LaunchWorkspace& workspace,
+                                             const codegen::KernelDims* dims) {
+  if (launch.dim_param && dims == nullptr) {
+    return absl::FailedPreconditionError("the launch takes the run's dim sizes and the runner gave none");
+  }
   const bool takes_workspace = launch.semaphores > 0 || launch.scratch_bytes > 0;
   if (takes_workspace && (launch.semaphores > workspace.semaphore_count ||
                           launch.scratch_bytes > workspace.scratch_bytes ||
@@ -126,6 +130,7 @@ absl::StatusOr<LaunchArgs> LaunchArgs::Build(const codegen::KernelLaunch& launch
   for (size_t i = 0; i < tensors; ++i) a.params_.push_back(&a.pointers_[i]);
   for (EncodedTensorMap& m : a.maps_) a.params_.push_back(m.bytes);
   for (size_t i = tensors; i < a.pointers_.size(); ++i) a.params_.push_back(&a.pointers_[i]);
+  if (launch.dim_param) a.params_.push_back(const_cast<codegen::KernelDims*>(dims));
   return a;
 }
 

@@ -43,12 +43,15 @@ struct LaunchWorkspace {
 // num_outputs). A launch with a workspace (KernelLaunch::semaphores or
 // scratch_bytes non-zero) gets `workspace`'s two pointers as its last parameters;
 // FailedPrecondition, naming both sizes, when `workspace` is smaller than it asks.
-// Movable; params() stays valid across moves.
+// A launch with `dim_param` takes `dims` last, read when the kernel is launched (the
+// caller keeps it alive and sets it before each launch); FailedPrecondition when it is
+// null. Movable; params() stays valid across moves.
 class LaunchArgs {
  public:
   static absl::StatusOr<LaunchArgs> Build(const codegen::KernelLaunch& launch,
                                           const std::function<void*(int)>& pointer_of,
-                                          const LaunchWorkspace& workspace = {});
+                                          const LaunchWorkspace& workspace = {},
+                                          const codegen::KernelDims* dims = nullptr);
   // cudaLaunchKernel's `args`.
   void** params() { return params_.data(); }
   const std::vector<void*>& pointers() const { return pointers_; }

@@ -44,8 +44,9 @@ constexpr char kUsage[] =
     "--dim NAME=N: every input dim named NAME (ONNX dim_param: batch, seq, ...) becomes N;\n"
     "--input-shape NAME=DxD fixes one input's whole shape. A dim left dynamic is an error\n"
     "that names all of them. --dim NAME=LO..HI compiles one bundle for every size in the\n"
-    "range (passes that fix sizes and fusion are skipped; it runs on the CPU backend, at the\n"
-    "sizes kiln run --dim NAME=N picks; docs/dynamic_shapes.md).\n"
+    "range (passes that fix sizes and fusion are skipped; it runs at the sizes kiln run\n"
+    "--dim NAME=N picks, on the GPU where every step has a kernel with run-time sizes, else\n"
+    "on the CPU backend; docs/dynamic_shapes.md).\n"
     "--calibrate (fp16): runs the model once on the CPU reference with these inputs (SOURCE\n"
     "as in kiln run: FILE.npy|.pb, arange, zeros, ones, random[:SEED]) and keeps in fp32\n"
     "every node that reads or writes a value beyond +-16384 there, so that activations\n"
@@ -155,9 +156,10 @@ void PrintSummary(const bundle::Manifest& m, const CompileOptions& options, cons
       inputs.push_back(absl::StrCat(in.name(), " ", in.dtype(), "[", absl::StrJoin(in.dims(), ", "), "]"));
     }
     std::cout << "  dynamic: " << DimRangesText(m) << " (inputs " << absl::StrJoin(inputs, ", ")
-              << "); passes that fix sizes and fusion were skipped, and the bundle runs on the CPU backend at any "
-                 "sizes in the ranges (kiln run --dim NAME=N)\n";
-  } else if (!unsupported.empty()) {
+              << "); passes that fix sizes and fusion were skipped; it runs at any sizes in the ranges "
+                 "(kiln run --dim NAME=N)\n";
+  }
+  if (!unsupported.empty()) {
     std::vector<std::string> parts;
     for (const auto& [op, n] : unsupported) parts.push_back(absl::StrCat(op, " x", n));
     std::cout << "  warning: no GPU kernel for " << absl::StrJoin(parts, ", ")

@@ -100,7 +100,7 @@ absl::Status InspectBundle(const std::string& path, bool json) {
     std::vector<std::string> ranges;
     for (const auto& d : m.dim_symbols()) ranges.push_back(absl::StrCat(d.name(), " in ", d.min(), "..", d.max()));
     std::cout << "dynamic:   " << absl::StrJoin(ranges, ", ")
-              << " (runs on the CPU backend at any sizes in the ranges; arena planned for the largest)\n";
+              << " (runs at any sizes in the ranges; arena planned for the largest)\n";
   }
   std::cout << "inputs:\n";
   for (const auto& s : m.inputs()) {

@@ -48,8 +48,9 @@ constexpr char kUsage[] =
     "starts as the CTAs of the one before it exit and waits on the GPU for its writes\n"
     "(programmatic dependent launch); --no-programmatic-launch launches each kernel\n"
     "after the one before has finished.\n"
-    "A bundle compiled for dim ranges (kiln compile --dim seq=1..512) runs on the CPU\n"
-    "backend at the sizes --dim NAME=N gives (each dim's largest when not given).\n"
+    "A bundle compiled for dim ranges (kiln compile --dim seq=1..512) runs at the sizes\n"
+    "--dim NAME=N gives (each dim's largest when not given); by default on the CPU backend\n"
+    "when a step has no GPU kernel with run-time sizes.\n"
     "--profile then runs it --iterations more times (after one warm-up) timing every step,\n"
     "prints a per-step table sorted by time (step, median ms, share of the total, kernel,\n"
     "ONNX nodes) and writes the same data as JSON to --profile-json FILE (default:\n"
@@ -188,9 +189,11 @@ absl::Status RunBundle(const std::string& path, const Args& args, const std::str
   // A dynamic bundle runs at the sizes --dim gives (each dim's largest by default).
   KILN_ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, RunSizes(m, args));
   std::string note;
-  if (device.empty() && m.dim_symbols_size() > 0) {
+  if (device.empty() && m.dim_symbols_size() > 0 &&
+      std::any_of(m.steps().begin(), m.steps().end(),
+                  [](const bundle::Step& s) { return absl::StartsWith(s.kernel(), "cpu_ref:"); })) {
     device = "cpu";
-    note = " (a dynamic bundle runs on the CPU backend)";
+    note = " (steps of this dynamic bundle have no GPU kernel with run-time sizes; kiln inspect names them)";
   }
   if (device.empty()) {  // default: the GPU when there is one and the bundle runs there
     auto gpu = LocalGpu();

@@ -229,10 +229,8 @@ int ElementwiseVectorWidth(const StridedSpace& space, int max_width, bool* flat)
 
 }  // namespace
 
-// Elements per thread per iteration of the scalar (one element per access) path.
-constexpr int kScalarUnroll = 4;
-
 KernelLaunch EmitElementwiseKernel(const EwKernel& k) {
+  if (!k.dims.empty()) return EmitDynamicElementwiseKernel(k);
   const int64_t n = NumElements(k.shape);
   StridedSpace space;
   space.shape = k.shape;

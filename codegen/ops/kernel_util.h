@@ -9,12 +9,15 @@
 
 #include "absl/status/statusor.h"
 #include "codegen/op_kernels.h"
+#include "graph/dim_expr.h"
 #include "graph/graph.h"
 
 namespace kiln::codegen::ops {
 
 constexpr uint32_t kBlock = 256;
 constexpr uint32_t kMaxGrid = 65535;
+// Elements per thread per iteration of the element-wise kernels' scalar path.
+constexpr int kScalarUnroll = 4;
 
 // A float as exact CUDA source ("1.00000000e+00f"; inf/nan through bit casts).
 std::string FloatLit(float v);
@@ -95,6 +98,8 @@ struct EwOperand {
   std::string var;
   std::vector<int64_t> strides;
   int64_t offset = 0;  // element of the operand at index 0 (a Slice's start)
+  // Run-time sizes (EwKernel::dims set): the strides as expressions, 0 where broadcast.
+  std::vector<DimExpr> dim_strides;
 };
 struct EwOutput {
   std::string param;
@@ -104,7 +109,11 @@ struct EwOutput {
 };
 struct EwKernel {
   std::string comment;  // one line, after "// "
-  Shape shape;
+  Shape shape;  // at the largest sizes when `dims` is set
+  // Run-time sizes (a dynamic graph's node): the shape's dims as expressions over the
+  // dim symbols; the operands' dim_strides replace their strides, and the kernel
+  // takes kiln_dims (codegen/kernel_launch.h). Empty: every size is fixed.
+  std::vector<DimExpr> dims;
   std::vector<EwOperand> operands;
   std::string code;
   std::vector<EwOutput> outputs;
@@ -116,6 +125,26 @@ struct EwKernel {
 // and several vectors each; a run-time check of the pointers' alignment falls back
 // to one element per thread, as do spaces that do not allow it.
 KernelLaunch EmitElementwiseKernel(const EwKernel& kernel);
+// The kernel with run-time sizes (kernel.dims set; codegen/ops/dynamic_elementwise.cc):
+// the same loops with the extents, strides and element count read from kiln_dims,
+// dims merged where every operand is contiguous across them for all sizes, vectors
+// where the innermost extent and the outer strides are multiples of the width for all
+// sizes (or one flat dim, with a tail).
+KernelLaunch EmitDynamicElementwiseKernel(const EwKernel& kernel);
+
+// C code of a dim expression over kiln_dims: "(768*KILN_DIM(0)*KILN_DIM(1))".
+std::string DimCode(const DimExpr& e);
+// The dims of a value: its expressions in a dynamic graph, else its fixed sizes.
+std::vector<DimExpr> ValueDims(const Value& v);
+// Whether any input or output of `node` has dims that vary with the dim symbols.
+bool HasDynamicValues(const Node& node);
+// BroadcastStrides over expressions: an operand dim equal to the output's gets its
+// dense stride, a fixed 1 gets 0; false for anything else.
+bool DynamicBroadcastStrides(const std::vector<DimExpr>& view, const std::vector<DimExpr>& shape,
+                             std::vector<DimExpr>* strides);
+// Run-time sizes for a 1-D launch of SetGrid1D's shape: extent `n` elements (or
+// vectors), `per_block` of them per block.
+void SetDynamicGrid1D(KernelLaunch& launch, const DimExpr& n, int64_t per_block);
 
 // Input `i` of `node` as arg index (outputs come first).
 inline int InputArg(const Node& node, int i) { return node.num_outputs() + i; }

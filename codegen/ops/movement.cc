@@ -11,6 +11,7 @@
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/templates.h"
+#include "common/status_macros.h"
 #include "graph/fused_group.h"
 #include "graph/ops/infer_common.h"
 #include "graph/ops/slice.h"
@@ -322,8 +323,56 @@ absl::StatusOr<MovementView> ViewOf(const Node& node) {
   return ViewOf(node, DenseStrides(node.input(0)->shape()), 0);
 }
 
+namespace {
+
+// A movement op of a dynamic graph (issue 34): output element i is the input's at
+// strides over expressions (a Transpose's permuted dense strides, an Expand's
+// broadcast, a copy's dense ones), through the element-wise kernel with run-time sizes.
+absl::StatusOr<std::vector<KernelLaunch>> DynamicMovement(const Node& node) {
+  const std::string& op = node.op_type();
+  const Value* in = node.input(0);
+  const Value* out = node.output(0);
+  EwKernel k;
+  k.comment = absl::StrCat(op, " ", out->TypeString());
+  k.shape = out->shape();
+  k.dims = ValueDims(*out);
+  EwOperand src{"in", in->dtype(), DomainOf(in->dtype()), "v", {}};
+  const std::vector<DimExpr> in_dims = ValueDims(*in);
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity") {
+    k.dims = {DimExpr::Constant(1)};  // one flat copy of every element
+    for (const DimExpr& d : in_dims) k.dims[0] = *DimExpr::Mul(k.dims[0], d);
+    k.shape = {out->numel()};
+    src.dim_strides = {DimExpr::Constant(1)};
+  } else if (op == "Transpose") {
+    const int64_t rank = static_cast<int64_t>(in_dims.size());
+    std::vector<int64_t> dflt(rank);
+    for (int64_t i = 0; i < rank; ++i) dflt[i] = rank - 1 - i;
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> perm, node.GetInts("perm", dflt));
+    std::vector<DimExpr> dense;
+    if (!DynamicBroadcastStrides(in_dims, in_dims, &dense) || static_cast<int64_t>(perm.size()) != rank) {
+      return NoKernel(node, "bad perm");
+    }
+    for (int64_t p : perm) src.dim_strides.push_back(dense[p < 0 ? p + rank : p]);
+  } else if (op == "Expand") {
+    if (!DynamicBroadcastStrides(in_dims, k.dims, &src.dim_strides)) {
+      return NoKernel(node, "an input that does not broadcast to the output for every size in the dim ranges");
+    }
+  } else {
+    return NoKernel(node, "sizes that vary with the dim ranges (no kernel with run-time sizes for this op yet)");
+  }
+  src.strides.assign(k.shape.size(), 0);  // unused: the dim strides are read
+  k.operands.push_back(std::move(src));
+  k.outputs.push_back({"out", out->dtype(), DomainOf(out->dtype()), "v"});
+  KernelLaunch l = EmitElementwiseKernel(k);
+  l.args = {0, InputArg(node, 0)};
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node) {
   const std::string& op = node.op_type();
+  if (HasDynamicValues(node)) return DynamicMovement(node);
   const Value* out = node.output(0);
   const Shape& oshape = out->shape();
   if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||

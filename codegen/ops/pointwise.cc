@@ -40,12 +40,19 @@ absl::StatusOr<std::vector<KernelLaunch>> Emit(const Node& node, const PwSpec& s
   EwKernel k;
   k.comment = absl::StrCat(node.op_type(), " ", out->TypeString());
   k.shape = out->shape();
+  // A dynamic graph's node reads each input as it is, at strides over expressions.
+  const bool dynamic = HasDynamicValues(node);
+  if (dynamic) k.dims = ValueDims(*out);
   KernelLaunch launch;
   launch.args.push_back(0);
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     const PwSpec::Input& in = spec.inputs[i];
-    EwOperand op{absl::StrCat("in", i), node.input(in.input)->dtype(), in.domain, absl::StrCat("v", i), {}};
+    const Value* v = node.input(in.input);
+    EwOperand op{absl::StrCat("in", i), v->dtype(), in.domain, absl::StrCat("v", i), {}};
     if (in.view.size() > k.shape.size()) return NoKernel(node, "input of higher rank than the output");
+    if (dynamic && (in.view != v->shape() || !DynamicBroadcastStrides(ValueDims(*v), k.dims, &op.dim_strides))) {
+      return NoKernel(node, "an input that does not broadcast to the output for every size in the dim ranges");
+    }
     if (!BroadcastStrides(in.view, k.shape, &op.strides)) return NoKernel(node, "input does not broadcast to the output");
     k.operands.push_back(std::move(op));
     launch.args.push_back(InputArg(node, in.input));

@@ -4,6 +4,7 @@
 // (after vector.cuh) with a generated prefix of types, constants and load/store
 // functions (codegen/ops/row_plan.h).
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "codegen/ops/kernel_util.h"
 #include "codegen/ops/row_plan.h"
 #include "codegen/templates.h"
+#include "common/status_macros.h"
 #include "graph/fused_group.h"
 #include "graph/ops/axes.h"
 #include "graph/ops/channels_last.h"
@@ -24,9 +26,26 @@ constexpr int kReduceElements = 64;  // reductions: elements one thread combines
 
 enum class Kind { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum };
 
+// A reduction of a dynamic graph (issue 34) whose only varying dim is the input's
+// outermost, kept: its row count as an expression (the rows' offsets are those of the
+// largest case). nullopt for a node whose sizes are fixed; Unimplemented for other
+// forms.
+absl::StatusOr<std::optional<DimExpr>> DynamicReduceRows(const Node& node, const std::vector<bool>& mask) {
+  if (!HasDynamicValues(node)) return std::optional<DimExpr>();
+  const std::vector<DimExpr> dims = ValueDims(*node.input(0));
+  if (dims.empty() || mask[0]) return NoKernel(node, "a reduced dim whose size varies with the dim ranges");
+  DimExpr rows = dims[0];
+  for (size_t d = 1; d < dims.size(); ++d) {
+    if (!dims[d].IsConstant()) return NoKernel(node, "a varying dim other than the outermost");
+    if (!mask[d]) rows = *DimExpr::Mul(rows, dims[d]);
+  }
+  return std::optional<DimExpr>(rows);
+}
+
 absl::StatusOr<std::vector<KernelLaunch>> EmitReduce(const Node& node, Kind kind, const std::vector<bool>& mask) {
   const Value* x = node.input(0);
   const Value* y = node.output(0);
+  KILN_ASSIGN_OR_RETURN(const std::optional<DimExpr> dynamic_rows, DynamicReduceRows(node, mask));
   const Shape& shape = x->shape();
   const std::vector<int64_t> strides = DenseStrides(shape);
   Shape kept, red;
@@ -114,15 +133,19 @@ absl::StatusOr<std::vector<KernelLaunch>> EmitReduce(const Node& node, Kind kind
       " b) { return ", combine, "; }\n", StoreFn("kiln_store", y->dtype(), dom, it, finish),
       TemplateSource("reduce.cuh"), "\nextern \"C\" __global__ void __launch_bounds__(",
       block_per_row ? plan.block : kBlock, ") KILN_KERNEL(", Param(y->dtype(), false, "out"),
-      ", ", Param(x->dtype(), true, "in"), ") { kiln_reduce(out, in); }\n");
+      ", ", Param(x->dtype(), true, "in"), dynamic_rows ? ", const kiln_dims kiln_dims_" : "",
+      ") { kiln_reduce(out, in, ", dynamic_rows ? absl::StrCat("(kiln_idx_t)", DimCode(*dynamic_rows)) : "kRows",
+      "); }\n");
   KernelLaunch l;
   l.source = std::move(src);
   l.args = {0, InputArg(node, 0)};
   if (block_per_row) {
     l.block = {plan.block, 1, 1};
     l.grid = {plan.grid, 1, 1};
+    if (dynamic_rows) SetDynamicGrid1D(l, *dynamic_rows, plan.rows_per_block);
   } else {
     SetGrid1D(l, rows);
+    if (dynamic_rows) SetDynamicGrid1D(l, *dynamic_rows, kBlock);
   }
   return std::vector<KernelLaunch>{std::move(l)};
 }
@@ -291,13 +314,14 @@ bool IsReduceOp(absl::string_view op) {
 absl::StatusOr<std::vector<KernelLaunch>> GenerateReduce(const Node& node) {
   const std::string& op = node.op_type();
   if (IsRowOp(op)) return GenerateRowOp(node);
-  if (op == "ArgMax" || op == "ArgMin") return ArgReduce(node);
+  const bool dynamic = HasDynamicValues(node);  // only EmitReduce takes run-time sizes
+  if (op == "ArgMax" || op == "ArgMin") return dynamic ? NoKernel(node, "sizes that vary") : ArgReduce(node);
   const int64_t rank = node.input(0)->rank();
   if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
     if (op == "GlobalAveragePool") {
       auto channels_last = kiln::ops::ChannelsLast(node);
       if (!channels_last.ok()) return channels_last.status();
-      if (*channels_last) return GlobalAveragePoolNhwc(node);
+      if (*channels_last) return dynamic ? NoKernel(node, "channels-last, sizes that vary") : GlobalAveragePoolNhwc(node);
     }
     std::vector<bool> mask(rank, true);
     mask[0] = mask[1] = false;

@@ -4,6 +4,7 @@
 // codegen/templates/{softmax,layernorm}.cuh (after vector.cuh) with a generated prefix
 // of types, constants and load/store functions (codegen/ops/row_plan.h).
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "codegen/ops/pointwise_spec.h"
 #include "codegen/ops/row_plan.h"
 #include "codegen/templates.h"
+#include "common/status_macros.h"
 #include "graph/fused_group.h"
 #include "graph/pattern_match.h"
 #include "graph/ops/axes.h"
@@ -67,6 +69,11 @@ struct RowKernelSpec {
   std::string mean_param, inv_param;  // "" when absent
   DType stat_dtype = DType::kFloat32;
   std::vector<int> args;
+  // Run-time sizes (a dynamic graph's node): the row count as an expression over the
+  // dim symbols, read from kiln_dims, and every input dense; the row length too when
+  // `dynamic_len` is set (Softmax: rows of seq scores), else it is fixed.
+  std::optional<DimExpr> dynamic_rows;
+  std::optional<DimExpr> dynamic_len;
 };
 
 enum class InRow { kContiguous, kBroadcast, kStrided };
@@ -156,7 +163,8 @@ std::string RowPrefix(const RowKernelSpec& k, int cap, RowPlan* plan, std::strin
   if (k.has_bias && dense_param(k.bias)) dtypes.push_back(k.bias.dtype);
   int vec = strided ? 1 : MaxVectorWidth(dtypes);
   for (; vec > 1; vec /= 2) {
-    bool ok = len % vec == 0;
+    bool ok = len % vec == 0 &&
+              (!k.dynamic_len.has_value() || DimExpr::DivideExactly(*k.dynamic_len, DimExpr::Constant(vec)));
     for (size_t i = 0; i < k.ins.size() && ok; ++i) {
       if (kinds[i] != InRow::kContiguous) continue;
       for (int64_t d = 0; d < k.axis && ok; ++d) ok = k.ins[i].strides[d] % vec == 0;
@@ -182,10 +190,23 @@ std::string RowPrefix(const RowKernelSpec& k, int cap, RowPlan* plan, std::strin
   const bool is_ln = !k.scale.param.empty() || !k.scale.literal.empty();
   if (!k.scale.param.empty()) member(k.scale.dtype, true, k.scale.param, dense_param(k.scale));
   if (k.has_bias && !k.bias.param.empty()) member(k.bias.dtype, true, k.bias.param, dense_param(k.bias));
+  // Dynamic rows: a member of the argument struct, which the templates' entry functions
+  // (taking it as `a`) read through kRows.
+  std::string sizes_decl = absl::StrCat("constexpr kiln_idx_t kRows = ", rows, ";\nconstexpr kiln_idx_t kLen = ", len,
+                                        ";\n");
+  if (k.dynamic_rows.has_value()) {
+    absl::StrAppend(&members, "kiln_idx_t rows;\nkiln_idx_t len;\n");
+    absl::StrAppend(kernel_params, ", const kiln_dims kiln_dims_");
+    absl::StrAppend(member_init, ", (kiln_idx_t)", DimCode(*k.dynamic_rows), ", (kiln_idx_t)",
+                    k.dynamic_len.has_value() ? DimCode(*k.dynamic_len) : absl::StrCat(len));
+    sizes_decl = absl::StrCat("#define kRows (a.rows)\n",
+                              k.dynamic_len.has_value() ? "#define kLen (a.len)\n"
+                                                        : absl::StrCat("constexpr kiln_idx_t kLen = ", len, ";\n"));
+  }
 
   std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), TemplateSource("vector.cuh"), "typedef ", it,
-                                 " kiln_idx_t;\nconstexpr kiln_idx_t kRows = ", rows, ";\nconstexpr kiln_idx_t kLen = ",
-                                 len, ";\nconstexpr kiln_idx_t kSize = kLen;\n", RowPlanConstants(*plan),
+                                 " kiln_idx_t;\n", sizes_decl, "constexpr kiln_idx_t kMaxLen = ", len,
+                                 ";\n#define kSize kLen\n", RowPlanConstants(*plan),
                                  "struct kiln_args {\n", members, "};\n",
                                  "static __device__ __forceinline__ bool kiln_vec_ok(const kiln_args& a) { return ",
                                  aligned, "; }\n");
@@ -209,14 +230,20 @@ std::string RowPrefix(const RowKernelSpec& k, int cap, RowPlan* plan, std::strin
     absl::StrAppend(&src, OffsetFn(absl::StrCat("kiln_in", i, "_off"), row,
                                    std::vector<int64_t>(k.ins[i].strides.begin() + k.axis, k.ins[i].strides.end()), it));
   }
+  std::string row_offsets = space.shape.empty() ? "" : LinearOffsetCode(space, operands, "row", "kiln_idx_t", "r");
+  if (k.dynamic_rows.has_value()) {  // every input dense (DynamicRows)
+    row_offsets.clear();
+    for (size_t i = 0; i < k.ins.size(); ++i) absl::StrAppend(&row_offsets, "const kiln_idx_t r", i + 1, " = row * kLen;\n");
+  }
   std::string load = absl::StrCat(
       "template <int V, bool kFirst>\nstatic __device__ __forceinline__ void kiln_row_load(const kiln_args& a, "
       "kiln_idx_t row, kiln_idx_t j, float (&x)[V]) {\n",
-      space.shape.empty() ? "" : LinearOffsetCode(space, operands, "row", "kiln_idx_t", "r"));
+      row_offsets);
   std::string unpack;
   for (size_t i = 0; i < k.ins.size(); ++i) {
     const RowIn& in = k.ins[i];
-    const std::string r = space.shape.empty() ? "0" : absl::StrCat("r", i + 1);
+    const std::string r =
+        space.shape.empty() && !k.dynamic_rows.has_value() ? "0" : absl::StrCat("r", i + 1);
     const char* t = StorageTypeName(in.dtype);
     switch (kinds[i]) {
       case InRow::kContiguous:
@@ -266,12 +293,14 @@ KernelLaunch RowLaunch(const RowKernelSpec& k, const std::string& comment, const
   std::string src = absl::StrCat("// ", comment, "\n", RowPrefix(k, cap, &plan, &params, &init), constants,
                                  TemplateSource(tpl), "\nextern \"C\" __global__ void __launch_bounds__(", plan.block,
                                  ") KILN_KERNEL(", params, ") {\nconst kiln_args a = {", init, "};\n", entry,
-                                 "(a);\n}\n");
+                                 "(a);\n}\n#undef kSize\n", k.dynamic_rows ? "#undef kRows\n" : "",
+                                 k.dynamic_len ? "#undef kLen\n" : "");
   KernelLaunch l;
   l.source = std::move(src);
   l.args = k.args;
   l.block = {plan.block, 1, 1};
   l.grid = {plan.grid, 1, 1};
+  if (k.dynamic_rows.has_value()) SetDynamicGrid1D(l, *k.dynamic_rows, plan.rows_per_block);
   return l;
 }
 
@@ -313,6 +342,32 @@ absl::StatusOr<int64_t> NormalAxis(const Node& node, int64_t dflt) {
   return *axis < 0 ? *axis + rank : *axis;
 }
 
+// For a node of a dynamic graph (issue 34), the number of rows of its input as an
+// expression; nullopt when every size is fixed. The row length, when it varies, goes
+// to `*dynamic_len`; Unimplemented when it varies and `dynamic_len` is null, or when
+// an input other than x (a scale, a bias) varies.
+absl::StatusOr<std::optional<DimExpr>> DynamicRows(const Node& node, int64_t axis,
+                                                   std::optional<DimExpr>* dynamic_len = nullptr) {
+  if (!HasDynamicValues(node)) return std::optional<DimExpr>();
+  const std::vector<DimExpr> dims = ValueDims(*node.input(0));
+  DimExpr rows = DimExpr::Constant(1), len = DimExpr::Constant(1);
+  for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
+    absl::StatusOr<DimExpr> r = DimExpr::Mul(d < axis ? rows : len, dims[d]);
+    if (!r.ok()) return r.status();
+    (d < axis ? rows : len) = *r;
+  }
+  if (!len.IsConstant()) {
+    if (dynamic_len == nullptr) return NoKernel(node, "a row whose length varies with the dim ranges");
+    *dynamic_len = len;
+  }
+  for (int i = 1; i < node.num_inputs(); ++i) {
+    if (node.has_input(i) && node.input(i)->is_dynamic()) {
+      return NoKernel(node, "a scale or bias whose sizes vary with the dim ranges");
+    }
+  }
+  return std::optional<DimExpr>(rows);
+}
+
 RowIn DenseIn(const std::string& param, const Value* v) {
   return {param, v->dtype(), Domain::kFloat, "g0", DenseStrides(v->shape())};
 }
@@ -323,8 +378,12 @@ absl::StatusOr<std::vector<KernelLaunch>> Softmax(const Node& node) {
   if (!IsFloating(x->dtype())) return NoKernel(node, "non-float input");
   absl::StatusOr<int64_t> axis = NormalAxis(node, -1);
   if (!axis.ok()) return axis.status();
-  if (x->rank() > 0 && *axis != x->rank() - 1) return StridedSoftmax(node, *axis);
+  if (x->rank() > 0 && *axis != x->rank() - 1) {
+    if (HasDynamicValues(node)) return NoKernel(node, "an axis other than the last, with sizes that vary");
+    return StridedSoftmax(node, *axis);
+  }
   RowKernelSpec k;
+  KILN_ASSIGN_OR_RETURN(k.dynamic_rows, DynamicRows(node, x->rank() == 0 ? 0 : *axis, &k.dynamic_len));
   k.shape = x->rank() == 0 ? Shape{1} : x->shape();
   k.axis = static_cast<int64_t>(k.shape.size()) - 1;
   k.ins = {DenseIn("x", x)};
@@ -355,6 +414,7 @@ absl::StatusOr<std::vector<KernelLaunch>> LayerNorm(const Node& node) {
   if (!eps.ok()) return eps.status();
   const Shape normalized(x->shape().begin() + *axis, x->shape().end());
   RowKernelSpec k;
+  KILN_ASSIGN_OR_RETURN(k.dynamic_rows, DynamicRows(node, *axis));
   k.shape = x->shape();
   k.axis = *axis;
   k.ins = {DenseIn("x", x)};

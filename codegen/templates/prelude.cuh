@@ -10,6 +10,11 @@ typedef signed char kiln_i8;
 typedef unsigned char kiln_u8;
 typedef unsigned char kiln_bool;
 
+// A dynamic bundle's dim symbol values, the last parameter of the kernels that take
+// their sizes at run time (codegen/kernel_launch.h): KILN_DIM(k) is symbol k's.
+struct kiln_dims { long long v[8]; };
+#define KILN_DIM(k) (kiln_dims_.v[k])
+
 // Storage types, one per kiln dtype; kiln_load converts to fp32 (or keeps integers),
 // kiln_store converts back with round-to-nearest-even.
 struct kiln_f16_t { kiln_f16 bits; };

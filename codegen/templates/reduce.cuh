@@ -19,14 +19,15 @@ struct kiln_red_combine {
 };
 
 template <int V>
-static __device__ __forceinline__ void kiln_reduce_rows(kiln_out_t* __restrict__ out, const kiln_in_t* __restrict__ in) {
+static __device__ __forceinline__ void kiln_reduce_rows(kiln_out_t* __restrict__ out, const kiln_in_t* __restrict__ in,
+                                                        kiln_idx_t rows) {
   __shared__ kiln_acc_t smem[32];
   const int sub = kThreads > 32 ? (int)threadIdx.x : (int)threadIdx.x % kThreads;
   const int local_row = kThreads > 32 ? 0 : (int)threadIdx.x / kThreads;
-  for (kiln_idx_t r0 = (kiln_idx_t)blockIdx.x * kRowsPerBlock; r0 < kRows; r0 += (kiln_idx_t)gridDim.x * kRowsPerBlock) {
+  for (kiln_idx_t r0 = (kiln_idx_t)blockIdx.x * kRowsPerBlock; r0 < rows; r0 += (kiln_idx_t)gridDim.x * kRowsPerBlock) {
     const kiln_idx_t row = r0 + local_row;
     kiln_acc_t acc = kiln_identity();
-    if (row < kRows) {
+    if (row < rows) {
       const kiln_in_t* p = in + kiln_row_base(row);
       if constexpr (V > 1) {
 #pragma unroll 4
@@ -41,21 +42,23 @@ static __device__ __forceinline__ void kiln_reduce_rows(kiln_out_t* __restrict__
       }
     }
     acc = kiln_vec_group_reduce<kThreads>(acc, kiln_red_combine(), smem);
-    if (row < kRows && sub == 0) kiln_store(out, row, acc);
+    if (row < rows && sub == 0) kiln_store(out, row, acc);
   }
 }
 
-static __device__ __forceinline__ void kiln_reduce(kiln_out_t* __restrict__ out, const kiln_in_t* __restrict__ in) {
+// `rows`: kRows, or fewer (a dynamic bundle's run, read from its kiln_dims).
+static __device__ __forceinline__ void kiln_reduce(kiln_out_t* __restrict__ out, const kiln_in_t* __restrict__ in,
+                                                   kiln_idx_t rows) {
   if constexpr (kRowMode) {
     if constexpr (kVec > 1) {
       if (kiln_vec_aligned(in, kVec * sizeof(kiln_in_t))) {
-        kiln_reduce_rows<kVec>(out, in);
+        kiln_reduce_rows<kVec>(out, in, rows);
         return;
       }
     }
-    kiln_reduce_rows<1>(out, in);
+    kiln_reduce_rows<1>(out, in, rows);
   } else {
-    for (kiln_idx_t row = (kiln_idx_t)blockIdx.x * blockDim.x + threadIdx.x; row < kRows;
+    for (kiln_idx_t row = (kiln_idx_t)blockIdx.x * blockDim.x + threadIdx.x; row < rows;
          row += (kiln_idx_t)gridDim.x * blockDim.x) {
       const kiln_in_t* p = in + kiln_row_base(row);
       kiln_acc_t acc = kiln_identity();

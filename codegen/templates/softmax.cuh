@@ -38,8 +38,9 @@ static __device__ __forceinline__ void kiln_softmax_strided(kiln_out_t* __restri
 #else
 template <int V, bool kCached>
 static __device__ __forceinline__ void kiln_softmax_rows(const kiln_args& a) {
-  constexpr kiln_idx_t kVecs = kLen / V;  // kLen % V == 0
-  constexpr int kNV = kVecs > 0 ? (int)((kVecs + kThreads - 1) / kThreads) : 1;
+  // kLen % V == 0; kLen may be read at run time (a dynamic bundle's), at most kMaxLen.
+  const kiln_idx_t kVecs = kLen / V;
+  constexpr int kNV = kMaxLen / V > 0 ? (int)((kMaxLen / V + kThreads - 1) / kThreads) : 1;
   __shared__ float smem[32];
   const int sub = kThreads > 32 ? (int)threadIdx.x : (int)threadIdx.x % kThreads;
   const int local_row = kThreads > 32 ? 0 : (int)threadIdx.x / kThreads;

@@ -27,12 +27,18 @@ namespace fs = std::filesystem;
 struct DynamicCase {
   std::string name;   // NAME.legacy
   bool text = false;  // batch and seq dynamic; else batch only
+  bool gpu = false;   // every step has a GPU kernel with run-time sizes
 };
 
 const DynamicCase kCases[] = {
-    {"bert.legacy", true},      {"distilbert.legacy", true},       {"t5_encoder.legacy", true},
-    {"convnext.legacy", false}, {"efficientnet.legacy", false},    {"mobilenet_v3.legacy", false},
-    {"swin.legacy", false},     {"whisper_encoder.legacy", false},
+    {"bert.legacy", true},
+    {"distilbert.legacy", true},
+    {"t5_encoder.legacy", true},
+    {"convnext.legacy", false, true},
+    {"efficientnet.legacy", false, true},
+    {"mobilenet_v3.legacy", false, true},
+    {"swin.legacy", false},
+    {"whisper_encoder.legacy", false, true},
 };
 
 // `data` resized to `shape` by repeating it along every dim (index i of a dim reads
@@ -93,6 +99,10 @@ TEST_F(ZooDynamicTest, LegacyCasesCompileOnceAndRunAtManySizes) {
     auto bundle = Bundle::Load(bundle_path);
     ASSERT_TRUE(bundle.ok()) << bundle.status();
     ASSERT_EQ((*bundle)->manifest().dim_symbols_size(), c.text ? 2 : 1);
+    // The GPU runs it when every step has a kernel (tests/zoo/zoo_dynamic_gpu_test.cc).
+    int without_gpu_kernel = 0;
+    for (const bundle::Step& step : (*bundle)->manifest().steps()) without_gpu_kernel += !step.gpu_unsupported().empty();
+    if (c.gpu) EXPECT_EQ(without_gpu_kernel, 0);
     auto cpu = CpuExecutor::Create(**bundle);
     ASSERT_TRUE(cpu.ok()) << cpu.status();
 

@@ -1,0 +1,266 @@
+// Element-wise kernels with run-time sizes (issue 34): the loops of
+// EmitElementwiseKernel (codegen/ops/kernel_util.cc) over a space whose extents and
+// strides are expressions over the dim symbols, evaluated from the kernel's kiln_dims
+// parameter. Dims are merged and vectors used only where that holds for every size in
+// the ranges, which the expressions decide: two strides are contiguous when one equals
+// the other times the extent between them as polynomials, and a width divides an
+// extent when it divides every coefficient.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/ops/kernel_util.h"
+#include "codegen/templates.h"
+
+namespace kiln::codegen::ops {
+namespace {
+
+DimExpr Times(const DimExpr& a, const DimExpr& b) {
+  absl::StatusOr<DimExpr> p = DimExpr::Mul(a, b);
+  return p.ok() ? *p : DimExpr();  // sizes are bounded by the largest case's
+}
+
+bool DividesAll(const DimExpr& e, int64_t v) { return DimExpr::DivideExactly(e, DimExpr::Constant(v)).has_value(); }
+
+// The space after dropping fixed unit dims and merging neighbours contiguous for
+// every operand (operand 0: the dense outputs).
+struct DynSpace {
+  std::vector<DimExpr> dims;
+  std::vector<std::vector<DimExpr>> strides;  // [operand][dim]
+
+  void Collapse() {
+    std::vector<DimExpr> d;
+    std::vector<std::vector<DimExpr>> s(strides.size());
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i].constant() == 1) continue;
+      bool merge = !d.empty();
+      for (size_t k = 0; k < strides.size() && merge; ++k) merge = s[k].back() == Times(strides[k][i], dims[i]);
+      if (merge) {
+        d.back() = Times(d.back(), dims[i]);
+        for (size_t k = 0; k < strides.size(); ++k) s[k].back() = strides[k][i];
+        continue;
+      }
+      d.push_back(dims[i]);
+      for (size_t k = 0; k < strides.size(); ++k) s[k].push_back(strides[k][i]);
+    }
+    dims = std::move(d);
+    strides = std::move(s);
+  }
+};
+
+std::vector<DimExpr> Dense(const std::vector<DimExpr>& dims) {
+  std::vector<DimExpr> s(dims.size(), DimExpr::Constant(1));
+  for (int d = static_cast<int>(dims.size()) - 2; d >= 0; --d) s[d] = Times(s[d + 1], dims[d + 1]);
+  return s;
+}
+
+// The vector width: every operand contiguous or broadcast along the innermost dim,
+// its extent and each contiguous operand's outer strides multiples of it; or one flat
+// dim (a tail loop takes the rest).
+int VectorWidth(const DynSpace& space, int max_width, bool* flat) {
+  const size_t rank = space.dims.size();
+  *flat = rank == 1;
+  if (rank == 0) return 1;
+  for (int v = max_width; v > 1; v /= 2) {
+    bool ok = *flat || DividesAll(space.dims.back(), v);
+    for (size_t k = 1; k < space.strides.size() && ok; ++k) {
+      const std::vector<DimExpr>& s = space.strides[k];
+      const bool contiguous = s.back().constant() == 1;
+      ok = contiguous || s.back().constant() == 0;
+      for (size_t d = 0; d + 1 < rank && ok && contiguous; ++d) ok = DividesAll(s[d], v);
+    }
+    if (ok) return v;
+  }
+  return 1;
+}
+
+// Declares o<k> for each operand k >= 1: `i` itself when its strides are the dense
+// ones, i * c when c times them, else decomposed over the extents kD<d>.
+std::string Offsets(const DynSpace& space, const std::string& i, const char* it) {
+  const std::vector<DimExpr> dense = Dense(space.dims);
+  std::string code, decomposed;
+  for (size_t k = 1; k < space.strides.size(); ++k) {
+    const std::vector<DimExpr>& s = space.strides[k];
+    bool scaled = !s.empty() && s.back().IsConstant();
+    const int64_t c = scaled ? *s.back().constant() : 0;
+    for (size_t d = 0; d < s.size() && scaled; ++d) scaled = s[d] == Times(dense[d], DimExpr::Constant(c));
+    if (scaled || s.empty()) {
+      absl::StrAppend(&code, "const ", it, " o", k, " = ", s.empty() || c == 0 ? "0" : c == 1 ? i : absl::StrCat(i, " * ", c),
+                      ";\n");
+      continue;
+    }
+    if (decomposed.empty()) {
+      absl::StrAppend(&decomposed, it, " r_ = ", i, ";\n");
+      for (int d = static_cast<int>(space.dims.size()) - 1; d >= 0; --d) {
+        absl::StrAppend(&decomposed, "const ", it, " x", d, "_ = ", d > 0 ? absl::StrCat("r_ % kD", d, ";\nr_ /= kD", d, ";\n") : "r_;\n");
+      }
+      code = decomposed + code;
+    }
+    std::string sum;
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (s[d].constant() == 0) continue;
+      absl::StrAppend(&sum, sum.empty() ? "" : " + ", "x", d, "_ * kS", k, "_", d);
+    }
+    absl::StrAppend(&code, "const ", it, " o", k, " = ", sum.empty() ? "0" : sum, ";\n");
+  }
+  return code;
+}
+
+}  // namespace
+
+std::string DimCode(const DimExpr& e) {
+  static const auto* symbols = [] {
+    auto* s = new std::vector<DimSymbol>();
+    for (int k = 0; k < kMaxKernelDims; ++k) s->push_back({absl::StrCat("KILN_DIM(", k, ")"), 0, 0});
+    return s;
+  }();
+  return absl::StrCat("(", e.ToString(*symbols), ")");
+}
+
+std::vector<DimExpr> ValueDims(const Value& v) {
+  if (v.is_dynamic()) return v.dims();
+  std::vector<DimExpr> d;
+  for (int64_t x : v.shape()) d.push_back(DimExpr::Constant(x));
+  return d;
+}
+
+bool HasDynamicValues(const Node& node) {
+  for (const Value* v : node.inputs()) {
+    if (v != nullptr && v->is_dynamic()) return true;
+  }
+  for (const Value* v : node.outputs()) {
+    if (v != nullptr && v->is_dynamic()) return true;
+  }
+  return false;
+}
+
+bool DynamicBroadcastStrides(const std::vector<DimExpr>& view, const std::vector<DimExpr>& shape,
+                             std::vector<DimExpr>* strides) {
+  if (view.size() > shape.size()) return false;
+  const std::vector<DimExpr> dense = Dense(view);
+  strides->assign(shape.size(), DimExpr());
+  const size_t lead = shape.size() - view.size();
+  for (size_t d = 0; d < view.size(); ++d) {
+    if (view[d] == shape[lead + d]) {
+      (*strides)[lead + d] = dense[d];
+    } else if (view[d].constant() != 1) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void SetDynamicGrid1D(KernelLaunch& launch, const DimExpr& n, int64_t per_block) {
+  launch.dim_param = true;
+  launch.grid_extents[0] = n;
+  launch.grid_per_block[0] = per_block;
+}
+
+KernelLaunch EmitDynamicElementwiseKernel(const EwKernel& k) {
+  const int64_t max_n = NumElements(k.shape);
+  DynSpace space;
+  space.dims = k.dims;
+  space.strides.push_back(Dense(k.dims));
+  std::vector<DType> dtypes;
+  for (const EwOutput& o : k.outputs) dtypes.push_back(o.dtype);
+  for (const EwOperand& in : k.operands) {
+    space.strides.push_back(in.dim_strides);
+    dtypes.push_back(in.dtype);
+  }
+  space.Collapse();
+  const char* it = IndexType(max_n);
+  bool flat = false;
+  int vec = VectorWidth(space, MaxVectorWidth(dtypes), &flat);
+  DimExpr n = DimExpr::Constant(1);
+  for (const DimExpr& d : space.dims) n = Times(n, d);
+  std::optional<DimExpr> vecs = DimExpr::DivideExactly(n, DimExpr::Constant(vec));
+  if (vec > 1 && !flat && !vecs.has_value()) vec = 1;
+  const uint32_t block = kBlock;
+
+  std::string params;
+  for (const EwOutput& o : k.outputs) absl::StrAppend(&params, params.empty() ? "" : ", ", Param(o.dtype, false, o.param));
+  for (const EwOperand& in : k.operands) absl::StrAppend(&params, ", ", Param(in.dtype, true, in.param));
+  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), TemplateSource("vector.cuh"), "\n// ", k.comment,
+                                 " (sizes at run time", vec > 1 ? absl::StrCat(", ", vec, " elements per vector") : "",
+                                 ")\nextern \"C\" __global__ void __launch_bounds__(", block, ") KILN_KERNEL(", params,
+                                 ", const kiln_dims kiln_dims_) {\nconst ", it, " kN = (", it, ")", DimCode(n), ";\n");
+  for (size_t d = 0; d < space.dims.size(); ++d) {
+    absl::StrAppend(&src, "const ", it, " kD", d, " = (", it, ")", DimCode(space.dims[d]), ";\n");
+  }
+  for (size_t op = 1; op < space.strides.size(); ++op) {
+    for (size_t d = 0; d < space.dims.size(); ++d) {
+      const DimExpr& s = space.strides[op][d];
+      if (s.constant() == 0) continue;
+      absl::StrAppend(&src, "const ", it, " kS", op, "_", d, " = (", it, ")", DimCode(s), ";\n");
+    }
+  }
+  for (const EwOperand& in : k.operands) {
+    if (in.offset != 0) absl::StrAppend(&src, in.param, " += ", in.offset, ";\n");
+  }
+  auto scalar_element = [&](const std::string& i) {
+    std::string s = Offsets(space, i, it);
+    for (size_t l = 0; l < k.operands.size(); ++l) {
+      const EwOperand& in = k.operands[l];
+      absl::StrAppend(&s, "const ", DomainType(in.domain), " ", in.var, " = ",
+                      LoadAs(in.dtype, in.domain, in.param, absl::StrCat("o", l + 1)), ";\n");
+    }
+    absl::StrAppend(&s, k.code);
+    for (const EwOutput& o : k.outputs) absl::StrAppend(&s, StoreFrom(o.dtype, o.domain, o.param, i, o.expr), "\n");
+    return s;
+  };
+  if (vec > 1) {
+    std::string aligned = "true", loads, unpack, decl, put, write;
+    for (const EwOutput& o : k.outputs) {
+      absl::StrAppend(&aligned, " && kiln_vec_aligned(", o.param, ", ", vec * DTypeSize(o.dtype), ")");
+    }
+    for (size_t l = 0; l < k.operands.size(); ++l) {
+      const EwOperand& in = k.operands[l];
+      const char* t = StorageTypeName(in.dtype);
+      if (space.strides[l + 1].back().constant() == 1) {
+        absl::StrAppend(&aligned, " && kiln_vec_aligned(", in.param, ", ", vec * DTypeSize(in.dtype), ")");
+        absl::StrAppend(&loads, "const kiln_vec_pack<", t, ", ", vec, "> p", l, " = kiln_vec_ld<", vec, ">(", in.param,
+                        " + o", l + 1, ");\n");
+        absl::StrAppend(&unpack, "const ", DomainType(in.domain), " ", in.var, " = ",
+                        LoadAs(in.dtype, in.domain, absl::StrCat("p", l, ".v"), "e"), ";\n");
+      } else {
+        absl::StrAppend(&loads, "const ", t, " p", l, " = ", in.param, "[o", l + 1, "];\n");
+        absl::StrAppend(&unpack, "const ", DomainType(in.domain), " ", in.var, " = ",
+                        LoadAs(in.dtype, in.domain, absl::StrCat("(&p", l, ")"), "0"), ";\n");
+      }
+    }
+    for (size_t o = 0; o < k.outputs.size(); ++o) {
+      const EwOutput& out = k.outputs[o];
+      absl::StrAppend(&decl, "kiln_vec_pack<", StorageTypeName(out.dtype), ", ", vec, "> q", o, ";\n");
+      absl::StrAppend(&put, StoreFrom(out.dtype, out.domain, absl::StrCat("q", o, ".v"), "e", out.expr), "\n");
+      absl::StrAppend(&write, "kiln_vec_st<", vec, ">(", out.param, " + i, q", o, ");\n");
+    }
+    absl::StrAppend(&src, "if (", aligned, ") {\nconst ", it, " kVecs = kN / ", vec, ";\nfor (", it, " iv = (", it,
+                    ")blockIdx.x * blockDim.x + threadIdx.x; iv < kVecs; iv += (", it,
+                    ")gridDim.x * blockDim.x) {\nconst ", it, " i = iv * ", vec, ";\n", Offsets(space, "i", it), loads,
+                    decl, "#pragma unroll\nfor (int e = 0; e < ", vec, "; ++e) {\n", unpack, k.code, put, "}\n", write,
+                    "}\n");
+    if (flat) {
+      absl::StrAppend(&src, "// the tail after the last whole vector\nfor (", it, " i = kVecs * ", vec, " + (", it,
+                      ")blockIdx.x * blockDim.x + threadIdx.x; i < kN; i += (", it, ")gridDim.x * blockDim.x) {\n",
+                      scalar_element("i"), "}\n");
+    }
+    absl::StrAppend(&src, "return;\n}\n// unaligned pointers: one element per thread\n");
+  }
+  absl::StrAppend(&src, "const ", it, " kStride_ = (", it, ")gridDim.x * blockDim.x;\nfor (", it, " i0_ = (", it,
+                  ")blockIdx.x * blockDim.x + threadIdx.x; i0_ < kN; i0_ += ", kScalarUnroll,
+                  " * kStride_) {\n#pragma unroll\nfor (int u_ = 0; u_ < ", kScalarUnroll, "; ++u_) {\nconst ", it,
+                  " i = i0_ + u_ * kStride_;\nif (i < kN) {\n", scalar_element("i"), "}\n}\n}\n}\n");
+  KernelLaunch launch;
+  launch.source = std::move(src);
+  if (vec > 1) {
+    SetGrid1D(launch, max_n / vec, block);
+    // A flat space whose count the width does not divide: ceil(n / vec) covers it.
+    SetDynamicGrid1D(launch, vecs.has_value() ? *vecs : n, vecs.has_value() ? block : int64_t{block} * vec);
+  } else {
+    SetGrid1D(launch, (max_n + kScalarUnroll - 1) / kScalarUnroll, block);
+    SetDynamicGrid1D(launch, n, int64_t{block} * kScalarUnroll);
+  }
+  return launch;
+}
+
+}  // namespace kiln::codegen::ops
