@@ -76,8 +76,8 @@ absl::StatusOr<ConvGroups> ParseConvGroups(absl::string_view text) {
 namespace {
 
 // A node of a dynamic graph (issue 34) whose sizes vary: the generators that take their
-// sizes at run time (element-wise ops, Softmax and the norms, reductions and global
-// pools whose varying dim is the outermost, Transpose, Expand and copies);
+// sizes at run time (element-wise ops, Softmax and the norms, reductions and pools
+// whose varying dim is the outermost, movement and indexing ops);
 // Unimplemented for the others, and for a node that reads a shape constant's values
 // (they hold the largest case's).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node& node) {
@@ -88,7 +88,12 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node&
                                                  ") yet; compile with fixed sizes (--dim NAME=N) for the GPU"));
   };
   if (IsFusedGroup(node)) return none("a fused group");
-  const bool reads_shape = op != "Expand" && op != "Reshape";  // these two take the output's dims instead
+  // Inputs computed from the sizes hold the largest case's values in the bundle: only
+  // the ops that take the output's dims instead (the shape of Expand, Reshape and
+  // ConstantOfShape, Range's limit, Slice's ends) or inline a scalar's expression
+  // (element-wise ops) read them.
+  const bool reads_shape = op != "Expand" && op != "Reshape" && op != "Range" && op != "Slice" &&
+                           op != "ConstantOfShape" && !ops::IsPointwiseOp(op);
   for (int i = 0; i < node.num_inputs(); ++i) {
     if (reads_shape && node.has_input(i) && node.input(i)->has_symbolic_data()) {
       return none("it reads a shape computed from the sizes");
@@ -97,8 +102,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node&
   if (ops::IsPointwiseOp(op)) return ops::GeneratePointwise(node);
   if (ops::IsRowOp(op)) return ops::GenerateRowOp(node);
   if (ops::IsReduceOp(op)) return ops::GenerateReduce(node);
+  if (ops::IsPoolOp(op)) return ops::GeneratePool(node);
+  if (op == "Range" || op == "GatherElements" || op == "ConstantOfShape") return ops::GenerateIndexing(node);
   if (op == "Transpose" || op == "Expand" || op == "Reshape" || op == "Flatten" || op == "Squeeze" ||
-      op == "Unsqueeze" || op == "Identity") {
+      op == "Unsqueeze" || op == "Identity" || op == "Slice" || op == "Gather" || op == "Concat") {
     return ops::GenerateMovement(node);
   }
   return none("");

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "graph/ops/slice.h"
+#include "graph/symbolic_shapes.h"
 #include "graph/pattern_match.h"
 
 namespace kiln {
@@ -16,6 +17,9 @@ bool IsNoOpPadOrSlice(const Node& node) {
       node.input(0)->shape() != node.output(0)->shape() || node.input(0)->dtype() != node.output(0)->dtype()) {
     return false;
   }
+  // In a dynamic graph the shapes are the largest case's: a Slice to the sequence
+  // length takes the whole buffer only there.
+  if (SymbolicShape(*node.input(0)) != SymbolicShape(*node.output(0))) return false;
   if (node.op_type() == "Pad") {
     const Tensor* pads = node.has_input(1) ? node.input(1)->constant_or_null() : nullptr;
     if (pads == nullptr) return false;

@@ -236,5 +236,24 @@ graph @main {
 )");
 }
 
+// BERT's position-id buffer cut to the sequence length as the legacy exporter writes
+// it, in a graph compiled for seq in 1..8 with an 8-long buffer: at the largest size
+// the Slice takes the whole buffer, at any other it does not, so it stays.
+TEST(RemoveIdentityTest, KeepsASliceToADynamicLengthThatTakesAllOnlyAtTheLargest) {
+  ExpectNoChange<RemoveIdentity>(R"(
+graph @main {
+  dim seq in [1, 8]
+  input %ids : i64[1,8] dims "1, seq"
+  const %buffer : i64[1,8] = [0, 1, 2, 3, 4, 5, 6, 7]
+  const %zero : i64[1] = [0]
+  const %end : i64[1] = [8] symbolic "seq"
+  const %one : i64[1] = [1]
+  %s = Slice(%buffer, %zero, %end, %one, %one)
+  %y = Add(%ids, %s)
+  output %y
+}
+)");
+}
+
 }  // namespace
 }  // namespace kiln

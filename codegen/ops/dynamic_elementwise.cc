@@ -156,6 +156,33 @@ void SetDynamicGrid1D(KernelLaunch& launch, const DimExpr& n, int64_t per_block)
   launch.grid_per_block[0] = per_block;
 }
 
+KernelLaunch EmitDynamicStridedCopy(DType dtype, const std::vector<DimExpr>& dims, const std::vector<DimExpr>& out_strides,
+                                    int64_t out_base, int64_t max_n, const std::string& comment) {
+  DynSpace space;
+  space.dims = dims;
+  space.strides = {Dense(dims), out_strides};
+  space.Collapse();
+  DimExpr n = DimExpr::Constant(1);
+  for (const DimExpr& d : space.dims) n = Times(n, d);
+  const char* it = IndexType(max_n);
+  std::string src = absl::StrCat("// ", comment, " (sizes at run time)\nextern \"C\" __global__ void KILN_KERNEL(",
+                                 Param(dtype, false, "out"), ", ", Param(dtype, true, "in"),
+                                 ", const kiln_dims kiln_dims_) {\nconst ", it, " kN = (", it, ")", DimCode(n), ";\n");
+  for (size_t d = 0; d < space.dims.size(); ++d) {
+    absl::StrAppend(&src, "const ", it, " kD", d, " = (", it, ")", DimCode(space.dims[d]), ";\n");
+    if (space.strides[1][d].constant() != 0) {
+      absl::StrAppend(&src, "const ", it, " kS1_", d, " = (", it, ")", DimCode(space.strides[1][d]), ";\n");
+    }
+  }
+  absl::StrAppend(&src, "for (", it, " i = (", it, ")blockIdx.x * blockDim.x + threadIdx.x; i < kN; i += (", it,
+                  ")gridDim.x * blockDim.x) {\n", Offsets(space, "i", it), "out[", out_base, " + o1] = in[i];\n}\n}\n");
+  KernelLaunch launch;
+  launch.source = std::move(src);
+  SetGrid1D(launch, max_n);
+  SetDynamicGrid1D(launch, n, kBlock);
+  return launch;
+}
+
 KernelLaunch EmitDynamicElementwiseKernel(const EwKernel& k) {
   const int64_t max_n = NumElements(k.shape);
   DynSpace space;

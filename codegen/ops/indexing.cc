@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
+#include "codegen/templates.h"
+#include "common/status_macros.h"
 #include "graph/ops/compress.h"
 #include "graph/ops/scatter_util.h"
 
@@ -86,7 +88,106 @@ absl::StatusOr<int64_t> Axis(const Node& node, int64_t rank) {
   return *axis < 0 ? *axis + rank : *axis;
 }
 
+// GatherElements of a dynamic graph (issue 34): the same walk over the indices with
+// every extent and stride read from kiln_dims.
+absl::StatusOr<std::vector<KernelLaunch>> DynamicGatherElements(const Node& node, int64_t axis) {
+  const std::vector<DimExpr> data = ValueDims(*node.input(0));
+  const std::vector<DimExpr> idx = ValueDims(*node.input(1));
+  std::vector<DimExpr> strides;
+  DynamicBroadcastStrides(data, data, &strides);  // dense
+  const DimExpr axis_stride = strides[axis];
+  strides[axis] = DimExpr();
+  DimExpr n = DimExpr::Constant(1);
+  for (const DimExpr& d : idx) n = *DimExpr::Mul(n, d);
+  std::string body = "kiln_index r_ = w, off = 0;\n";
+  for (int d = static_cast<int>(idx.size()) - 1; d >= 0; --d) {
+    const std::string extent = absl::StrCat("(kiln_index)", DimCode(idx[d]));
+    if (strides[d].constant() != 0) absl::StrAppend(&body, "off += (r_ % ", extent, ") * ", DimCode(strides[d]), ";\n");
+    if (d > 0) absl::StrAppend(&body, "r_ /= ", extent, ";\n");
+  }
+  const std::string dim = absl::StrCat("(kiln_index)", DimCode(data[axis]));
+  absl::StrAppend(&body, "(void)r_;\nkiln_index x = (kiln_index)indices[w];\nif (x < 0) x += ", dim, ";\nx = x < 0 ? 0 : (x >= ",
+                  dim, " ? ", dim, " - 1 : x);\nout[w] = data[off + x * ", DimCode(axis_stride), "];\n");
+  const DType dt = node.output(0)->dtype();
+  KernelLaunch l;
+  l.args = {0, InputArg(node, 0), InputArg(node, 1)};
+  l.source = absl::StrCat("// GatherElements ", node.output(0)->TypeString(), " (sizes at run time)\n",
+                          "extern \"C\" __global__ void KILN_KERNEL(", Param(dt, false, "out"), ", ", Param(dt, true, "data"),
+                          ", ", Param(node.input(1)->dtype(), true, "indices"),
+                          ", const kiln_dims kiln_dims_) {\nconst kiln_index kN = ", DimCode(n),
+                          ";\nfor (kiln_index w = (kiln_index)blockIdx.x * blockDim.x + threadIdx.x; w < kN; w += "
+                          "(kiln_index)gridDim.x * blockDim.x) {\n",
+                          body, "}\n}\n");
+  SetGrid1D(l, node.output(0)->numel());
+  SetDynamicGrid1D(l, n, kBlock);
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
+// Range: out[i] = start + i * delta, from the start and delta inputs (scalars); the
+// count is the output's size, read from kiln_dims in a dynamic graph (a Range over the
+// sequence length).
+absl::StatusOr<std::vector<KernelLaunch>> Range(const Node& node) {
+  const Value* out = node.output(0);
+  const Domain dom = DomainOf(out->dtype());
+  if (dom == Domain::kBool) return NoKernel(node, "bool output");
+  const std::vector<DimExpr> dims = ValueDims(*out);
+  if (dims.size() != 1) return NoKernel(node, "output of rank other than 1");
+  if (node.input(0)->has_symbolic_data() || node.input(2)->has_symbolic_data()) {
+    return NoKernel(node, "a start or delta computed from the sizes");
+  }
+  const char* t = DomainType(dom);
+  KernelLaunch l;
+  l.args = {0, InputArg(node, 0), InputArg(node, 2)};
+  const bool dynamic = !dims[0].IsConstant();
+  const std::string value = dom == Domain::kFloat ? "start + (float)w * delta" : "kiln_wadd(start, kiln_wmul(w, delta))";
+  l.source = absl::StrCat(TemplateSource("pointwise.cuh"), "// Range ", out->TypeString(),
+                          dynamic ? " (sizes at run time)" : "", "\nextern \"C\" __global__ void KILN_KERNEL(", Param(out->dtype(), false, "out"), ", ",
+                          Param(node.input(0)->dtype(), true, "start_p"), ", ", Param(node.input(2)->dtype(), true, "delta_p"),
+                          dynamic ? ", const kiln_dims kiln_dims_" : "", ") {\nconst ", t, " start = ",
+                          LoadAs(node.input(0)->dtype(), dom, "start_p", "0"), ";\nconst ", t, " delta = ",
+                          LoadAs(node.input(2)->dtype(), dom, "delta_p", "0"), ";\nconst kiln_index kN = ",
+                          DimCode(dims[0]), ";\nfor (kiln_index w = (kiln_index)blockIdx.x * blockDim.x + threadIdx.x; "
+                          "w < kN; w += (kiln_index)gridDim.x * blockDim.x) {\n",
+                          StoreFrom(out->dtype(), dom, "out", "w", value), "\n}\n}\n");
+  SetGrid1D(l, out->numel());
+  if (dynamic) SetDynamicGrid1D(l, dims[0], kBlock);
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
+// ConstantOfShape: every element the `value` attribute's (default 0); the count read
+// from kiln_dims when the shape follows the sizes (T5's mask of seq ones).
+absl::StatusOr<std::vector<KernelLaunch>> ConstantOfShape(const Node& node) {
+  const Value* out = node.output(0);
+  std::string value = "0";
+  Domain dom = Domain::kInt;
+  if (node.has_attr("value")) {
+    KILN_ASSIGN_OR_RETURN(Tensor t, node.GetTensor("value"));
+    if (t.numel() != 1) return NoKernel(node, "a value of more than one element");
+    dom = IsFloating(t.dtype()) ? Domain::kFloat : Domain::kInt;
+    value = dom == Domain::kFloat ? FloatLit(t.ToFloat()[0]) : IntLit(t.ToInt64()[0]);
+  }
+  DimExpr n = DimExpr::Constant(1);
+  for (const DimExpr& d : ValueDims(*out)) n = *DimExpr::Mul(n, d);
+  const bool dynamic = !n.IsConstant();
+  KernelLaunch l;
+  l.args = {0};
+  l.source = absl::StrCat("// ConstantOfShape ", out->TypeString(), dynamic ? " (sizes at run time)" : "",
+                          "\nextern \"C\" __global__ void KILN_KERNEL(", Param(out->dtype(), false, "out"),
+                          dynamic ? ", const kiln_dims kiln_dims_" : "", ") {\nconst kiln_index kN = ", DimCode(n),
+                          ";\nfor (kiln_index w = (kiln_index)blockIdx.x * blockDim.x + threadIdx.x; w < kN; w += "
+                          "(kiln_index)gridDim.x * blockDim.x) {\n",
+                          StoreFrom(out->dtype(), dom, "out", "w", value), "\n}\n}\n");
+  SetGrid1D(l, out->numel());
+  if (dynamic) SetDynamicGrid1D(l, n, kBlock);
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
 absl::StatusOr<std::vector<KernelLaunch>> GatherElements(const Node& node) {
+  if (HasDynamicValues(node)) {
+    absl::StatusOr<int64_t> axis = Axis(node, node.input(0)->rank());
+    if (!axis.ok()) return axis.status();
+    return DynamicGatherElements(node, *axis);
+  }
   const Shape& data = node.input(0)->shape();
   const Shape& idx = node.input(1)->shape();
   absl::StatusOr<int64_t> axis = Axis(node, data.size());
@@ -323,7 +424,8 @@ absl::StatusOr<std::vector<KernelLaunch>> MaxUnpool(const Node& node) {
 bool IsIndexingOp(absl::string_view op) {
   return op == "GatherElements" || op == "GatherND" || op == "ScatterElements" || op == "Scatter" ||
          op == "ScatterND" || op == "OneHot" || op == "Trilu" || op == "Compress" || op == "EyeLike" ||
-         op == "ReverseSequence" || op == "MaxUnpool";
+         op == "ReverseSequence" || op == "MaxUnpool" || op == "Range" ||
+         op == "ConstantOfShape";
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateIndexing(const Node& node) {
@@ -338,6 +440,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateIndexing(const Node& node) {
   if (op == "EyeLike") return EyeLike(node);
   if (op == "ReverseSequence") return ReverseSequence(node);
   if (op == "MaxUnpool") return MaxUnpool(node);
+  if (op == "Range") return Range(node);
+  if (op == "ConstantOfShape") return ConstantOfShape(node);
   return NoKernel(node, "");
 }
 

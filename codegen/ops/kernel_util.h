@@ -132,6 +132,11 @@ KernelLaunch EmitElementwiseKernel(const EwKernel& kernel);
 // sizes (or one flat dim, with a tail).
 KernelLaunch EmitDynamicElementwiseKernel(const EwKernel& kernel);
 
+// out[out_base + offset(i)] = in[i] over `dims` (run-time sizes), `out_strides` the
+// output's element strides per dim: a Concat input's block of the output.
+KernelLaunch EmitDynamicStridedCopy(DType dtype, const std::vector<DimExpr>& dims, const std::vector<DimExpr>& out_strides,
+                                    int64_t out_base, int64_t max_n, const std::string& comment);
+
 // C code of a dim expression over kiln_dims: "(768*KILN_DIM(0)*KILN_DIM(1))".
 std::string DimCode(const DimExpr& e);
 // The dims of a value: its expressions in a dynamic graph, else its fixed sizes.

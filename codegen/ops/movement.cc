@@ -123,9 +123,105 @@ absl::StatusOr<std::vector<KernelLaunch>> ConcatOrSplit(const Node& node) {
   return std::vector<KernelLaunch>{std::move(l)};
 }
 
+// Gather of a dynamic graph (issue 34): GatherOp's loop with the extents read from
+// kiln_dims (an embedding lookup of [batch, seq] ids, a mask gathered by row).
+absl::StatusOr<std::vector<KernelLaunch>> DynamicGather(const Node& node, int64_t axis) {
+  const std::vector<DimExpr> data = ValueDims(*node.input(0));
+  DimExpr inner = DimExpr::Constant(1), nidx = DimExpr::Constant(1), n = DimExpr::Constant(1);
+  for (size_t d = axis + 1; d < data.size(); ++d) inner = *DimExpr::Mul(inner, data[d]);
+  for (const DimExpr& d : ValueDims(*node.input(1))) nidx = *DimExpr::Mul(nidx, d);
+  for (const DimExpr& d : ValueDims(*node.output(0))) n = *DimExpr::Mul(n, d);
+  const DType dt = node.output(0)->dtype();
+  KernelLaunch l;
+  l.args = {0, InputArg(node, 0), InputArg(node, 1)};
+  l.source = absl::StrCat(
+      "// Gather ", node.output(0)->TypeString(), " axis ", axis, " (sizes at run time)\nextern \"C\" __global__ void "
+      "KILN_KERNEL(", Param(dt, false, "out"), ", ", Param(dt, true, "data"), ", ", Param(node.input(1)->dtype(), true, "indices"),
+      ", const kiln_dims kiln_dims_) {\nconst kiln_index kN = ", DimCode(n), ", kInner = ", DimCode(inner),
+      ", kNidx = ", DimCode(nidx), ", kDim = ", DimCode(data[axis]),
+      ";\nfor (kiln_index i = (kiln_index)blockIdx.x * blockDim.x + threadIdx.x; i < kN; i += (kiln_index)gridDim.x * "
+      "blockDim.x) {\nconst kiln_index k = i % kInner;\nconst kiln_index t = i / kInner;\nconst kiln_index j = t % kNidx;\n"
+      "const kiln_index o = t / kNidx;\nkiln_i64 x = (kiln_i64)indices[j];\nif (x < 0) x += kDim;\n"
+      "x = x < 0 ? 0 : (x >= kDim ? kDim - 1 : x);  // out of range: clamped\nout[i] = data[(o * kDim + x) * kInner + k];\n}\n}\n");
+  SetGrid1D(l, node.output(0)->numel());
+  SetDynamicGrid1D(l, n, kBlock);
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
+// Concat of a dynamic graph along an axis of fixed sizes: each input copied into its
+// block of the output, one launch per input.
+absl::StatusOr<std::vector<KernelLaunch>> DynamicConcat(const Node& node) {
+  const Value* out = node.output(0);
+  KILN_ASSIGN_OR_RETURN(int64_t axis, node.GetInt("axis", 0));
+  const std::vector<DimExpr> out_dims = ValueDims(*out);
+  if (axis < 0) axis += static_cast<int64_t>(out_dims.size());
+  std::vector<DimExpr> strides;
+  DynamicBroadcastStrides(out_dims, out_dims, &strides);
+  if (!strides[axis].IsConstant()) return NoKernel(node, "an axis inside one whose size varies");
+  std::vector<KernelLaunch> launches;
+  int64_t at = 0;  // the next input's first index along the axis
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    const std::vector<DimExpr> dims = ValueDims(*node.input(i));
+    if (!dims[axis].IsConstant()) return NoKernel(node, "inputs whose sizes along the axis vary");
+    if (node.input(i)->numel() > 0) {
+      KernelLaunch l = EmitDynamicStridedCopy(out->dtype(), dims, strides, at * *strides[axis].constant(),
+                                              node.input(i)->numel(), absl::StrCat("Concat input ", i, " of ", out->TypeString()));
+      l.args = {0, InputArg(node, i)};
+      launches.push_back(std::move(l));
+    }
+    at += *dims[axis].constant();
+  }
+  return launches;
+}
+
+// Slice of a dynamic graph whose ends may follow the sizes (the position ids'
+// buffer cut to seq): a strided view of the input, for fixed starts and steps along
+// axes of fixed size.
+absl::StatusOr<std::vector<KernelLaunch>> DynamicSlice(const Node& node) {
+  for (int i = 1; i < node.num_inputs(); ++i) {
+    if (i != 2 && node.has_input(i) && node.input(i)->has_symbolic_data()) {
+      return NoKernel(node, "starts, axes or steps computed from the sizes");
+    }
+  }
+  auto plan = kiln::ops::ConstantSlicePlan(node);  // at the largest sizes
+  if (!plan.ok()) return NoKernel(node, std::string(plan.status().message()));
+  const Value* in = node.input(0);
+  const Value* out = node.output(0);
+  const std::vector<DimExpr> in_dims = ValueDims(*in), out_dims = ValueDims(*out);
+  std::vector<DimExpr> dense;
+  DynamicBroadcastStrides(in_dims, in_dims, &dense);
+  EwKernel k;
+  k.comment = absl::StrCat("Slice ", out->TypeString());
+  k.shape = out->shape();
+  k.dims = out_dims;
+  EwOperand src{"in", in->dtype(), DomainOf(in->dtype()), "v", {}};
+  src.strides.assign(k.shape.size(), 0);
+  for (size_t d = 0; d < in_dims.size(); ++d) {
+    const kiln::ops::AxisSlice& p = (*plan)[d];
+    const bool sliced = p.start != 0 || p.step != 1 || in->shape()[d] != out->shape()[d];
+    if (sliced && !in_dims[d].IsConstant()) return NoKernel(node, "a slice along an axis whose size varies");
+    KILN_ASSIGN_OR_RETURN(DimExpr stride, DimExpr::Mul(dense[d], DimExpr::Constant(p.step)));
+    src.dim_strides.push_back(std::move(stride));
+    if (p.start == 0) continue;
+    if (!dense[d].IsConstant()) return NoKernel(node, "a start inside an axis whose size varies");
+    src.offset += p.start * *dense[d].constant();
+  }
+  k.operands.push_back(std::move(src));
+  k.outputs.push_back({"out", out->dtype(), DomainOf(out->dtype()), "v"});
+  KernelLaunch l = EmitElementwiseKernel(k);
+  l.args = {0, InputArg(node, 0)};
+  return std::vector<KernelLaunch>{std::move(l)};
+}
+
 absl::StatusOr<std::vector<KernelLaunch>> GatherOp(const Node& node) {
   auto axis_attr = node.GetInt("axis", 0);
   if (!axis_attr.ok()) return axis_attr.status();
+  if (HasDynamicValues(node)) {
+    const int64_t rank = node.input(0)->rank();
+    const DType it_dtype = node.input(1)->dtype();
+    if (it_dtype != DType::kInt64 && it_dtype != DType::kInt32) return NoKernel(node, "indices dtype");
+    return DynamicGather(node, *axis_attr < 0 ? *axis_attr + rank : *axis_attr);
+  }
   const Shape& data = node.input(0)->shape();
   const int64_t rank = static_cast<int64_t>(data.size());
   const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
@@ -353,6 +449,12 @@ absl::StatusOr<std::vector<KernelLaunch>> DynamicMovement(const Node& node) {
       return NoKernel(node, "bad perm");
     }
     for (int64_t p : perm) src.dim_strides.push_back(dense[p < 0 ? p + rank : p]);
+  } else if (op == "Slice") {
+    return DynamicSlice(node);
+  } else if (op == "Concat") {
+    return DynamicConcat(node);
+  } else if (op == "Gather") {
+    return GatherOp(node);
   } else if (op == "Expand") {
     if (!DynamicBroadcastStrides(in_dims, k.dims, &src.dim_strides)) {
       return NoKernel(node, "an input that does not broadcast to the output for every size in the dim ranges");

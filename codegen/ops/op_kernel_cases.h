@@ -228,6 +228,12 @@ inline std::vector<Case> AllCases() {
   add("CompressAxis1F16", "Compress", {R(f16, {2, 5, 3}), K(Tensor::FromInt64(D::kBool, {4}, {1, 0, 1, 1}))},
       {{"axis", int64_t{1}}});
   add("CompressFlatI64", "Compress", {R(i64, {3, 4}), K(Tensor::FromInt64(D::kBool, {7}, {0, 1, 1, 0, 0, 0, 1}))});
+  add("RangeI64", "Range",
+      {K(Tensor::FromInt64(i64, {}, {3})), K(Tensor::FromInt64(i64, {}, {20})), K(Tensor::FromInt64(i64, {}, {2}))});
+  add("RangeF32", "Range",
+      {K(Tensor::FromFloat(f32, {}, {0.5f})), K(Tensor::FromFloat(f32, {}, {3.7f})), K(Tensor::FromFloat(f32, {}, {0.25f}))});
+  add("ConstantOfShapeF16", "ConstantOfShape", {K(Ints({2, 3, 4}))}, {{"value", Tensor::FromFloat(f16, {1}, {2.5f})}});
+  add("ConstantOfShapeDefault", "ConstantOfShape", {K(Ints({5}))});
   add("EyeLikeF32", "EyeLike", {R(f32, {4, 6})}, {{"k", int64_t{2}}});
   add("EyeLikeToI64", "EyeLike", {R(f16, {5, 3})}, {{"k", int64_t{-1}}, {"dtype", int64_t{7}}});
   add("ReverseSequenceTimeF32", "ReverseSequence", {R(f32, {5, 3, 2}), I64({3}, {4, 0, 5})});

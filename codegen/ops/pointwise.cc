@@ -45,9 +45,16 @@ absl::StatusOr<std::vector<KernelLaunch>> Emit(const Node& node, const PwSpec& s
   if (dynamic) k.dims = ValueDims(*out);
   KernelLaunch launch;
   launch.args.push_back(0);
+  std::string inlined;  // a dynamic graph's scalar computed from the sizes: its expression
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     const PwSpec::Input& in = spec.inputs[i];
     const Value* v = node.input(in.input);
+    if (dynamic && v->has_symbolic_data()) {
+      if (v->numel() != 1) return NoKernel(node, "a tensor computed from the sizes");
+      absl::StrAppend(&inlined, "const ", DomainType(in.domain), " v", i, " = (", DomainType(in.domain), ")",
+                      DimCode(v->symbolic_data()[0]), ";\n");
+      continue;
+    }
     EwOperand op{absl::StrCat("in", i), v->dtype(), in.domain, absl::StrCat("v", i), {}};
     if (in.view.size() > k.shape.size()) return NoKernel(node, "input of higher rank than the output");
     if (dynamic && (in.view != v->shape() || !DynamicBroadcastStrides(ValueDims(*v), k.dims, &op.dim_strides))) {
@@ -57,7 +64,7 @@ absl::StatusOr<std::vector<KernelLaunch>> Emit(const Node& node, const PwSpec& s
     k.operands.push_back(std::move(op));
     launch.args.push_back(InputArg(node, in.input));
   }
-  k.code = spec.body;
+  k.code = inlined + spec.body;
   k.outputs.push_back({"out0", out->dtype(), spec.result_domain, spec.result});
   KernelLaunch emitted = EmitElementwiseKernel(k);
   emitted.args = std::move(launch.args);

@@ -4,6 +4,7 @@
 // channels.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -87,6 +88,16 @@ absl::StatusOr<std::vector<KernelLaunch>> Pool(const Node& node) {
   if (!window.ok()) return window.status();
   const kiln::ops::Window3& g = *window;
   const int64_t planes = *channels_last ? xs[0] : xs[0] * xs[1];
+  // A dynamic graph's pool: only the batch (outermost) may vary; the planes are then
+  // counted at run time.
+  std::optional<DimExpr> dynamic_planes;
+  if (HasDynamicValues(node)) {
+    const std::vector<DimExpr> dims = ValueDims(*x);
+    for (size_t d = 1; d < dims.size(); ++d) {
+      if (!dims[d].IsConstant()) return NoKernel(node, "a varying dim other than the batch");
+    }
+    dynamic_planes = *channels_last ? dims[0] : *DimExpr::Mul(dims[0], dims[1]);
+  }
   const int64_t channels = *channels_last ? xs[3] : 1;
   // NHWC: up to 16 bytes of adjacent channels per thread when C allows.
   int vec = 1;
@@ -124,9 +135,14 @@ absl::StatusOr<std::vector<KernelLaunch>> Pool(const Node& node) {
   KernelLaunch l;
   l.source = absl::StrCat(prefix, TemplateSource("pool.cuh"), "\nextern \"C\" __global__ void KILN_KERNEL(",
                           Param(y->dtype(), false, "out"), ", ", Param(x->dtype(), true, "in"),
-                          ") { kiln_pool(out, in); }\n");
+                          dynamic_planes ? ", const kiln_dims kiln_dims_" : "", ") { kiln_pool(out, in, ",
+                          dynamic_planes ? absl::StrCat("(kiln_idx_t)", DimCode(*dynamic_planes)) : "kPlanes", "); }\n");
   l.args = {0, InputArg(node, 0)};
   SetGrid1D(l, y->numel() / vec);
+  if (dynamic_planes) {
+    const int64_t per_plane = y->numel() / planes / vec;  // threads per plane
+    SetDynamicGrid1D(l, *DimExpr::Mul(*dynamic_planes, DimExpr::Constant(per_plane)), kBlock);
+  }
   return std::vector<KernelLaunch>{std::move(l)};
 }
 
@@ -171,6 +187,9 @@ absl::StatusOr<std::vector<KernelLaunch>> Lrn(const Node& node) {
 bool IsPoolOp(absl::string_view op) { return op == "MaxPool" || op == "AveragePool" || op == "LRN"; }
 
 absl::StatusOr<std::vector<KernelLaunch>> GeneratePool(const Node& node) {
+  if (HasDynamicValues(node) && (node.op_type() == "LRN" || node.num_outputs() > 1)) {
+    return NoKernel(node, "sizes that vary (only MaxPool and AveragePool take them at run time)");
+  }
   if (node.op_type() == "LRN") return Lrn(node);
   return Pool(node);
 }

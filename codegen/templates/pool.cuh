@@ -29,12 +29,13 @@ static __device__ __forceinline__ kiln_taps kiln_window(int o, int in, int k, in
 
 // V channels per thread (V divides kC; V > 1 needs both pointers V-element aligned).
 template <int V>
-static __device__ __forceinline__ void kiln_pool_v(kiln_out_t* __restrict__ out, const kiln_in_t* __restrict__ in) {
+static __device__ __forceinline__ void kiln_pool_v(kiln_out_t* __restrict__ out, const kiln_in_t* __restrict__ in,
+                                                   kiln_idx_t planes) {
   constexpr int kCV = kC / V;
   constexpr kiln_idx_t kOutPlane = (kiln_idx_t)kOut0 * kOut1 * kOut2;
   constexpr kiln_idx_t kInPlane = (kiln_idx_t)kIn0 * kIn1 * kIn2;
-  constexpr kiln_idx_t kTotal = kOutPlane * kPlanes * kCV;
-  for (kiln_idx_t i = (kiln_idx_t)blockIdx.x * blockDim.x + threadIdx.x; i < kTotal;
+  const kiln_idx_t total = kOutPlane * planes * kCV;
+  for (kiln_idx_t i = (kiln_idx_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
        i += (kiln_idx_t)gridDim.x * blockDim.x) {
     const int c = kCV == 1 ? 0 : (int)(i % kCV) * V;
     const kiln_idx_t i0 = kCV == 1 ? i : i / kCV;
@@ -84,10 +85,12 @@ static __device__ __forceinline__ void kiln_pool_v(kiln_out_t* __restrict__ out,
   }
 }
 
-static __device__ __forceinline__ void kiln_pool(kiln_out_t* __restrict__ out, const kiln_in_t* __restrict__ in) {
+// `planes`: kPlanes, or fewer (a dynamic bundle's run, read from its kiln_dims).
+static __device__ __forceinline__ void kiln_pool(kiln_out_t* __restrict__ out, const kiln_in_t* __restrict__ in,
+                                                 kiln_idx_t planes) {
   if (kVec > 1 && kiln_vec_aligned(out, kVec * sizeof(kiln_out_t)) && kiln_vec_aligned(in, kVec * sizeof(kiln_in_t))) {
-    kiln_pool_v<kVec>(out, in);
+    kiln_pool_v<kVec>(out, in, planes);
   } else {
-    kiln_pool_v<1>(out, in);
+    kiln_pool_v<1>(out, in, planes);
   }
 }

@@ -1,7 +1,7 @@
-// Dynamic shapes on the GPU (issue 34): the zoo's legacy exports whose every step has a
-// kernel with run-time sizes, compiled once for a range of batch sizes, run on the GPU
-// at the range's ends and odd sizes between against the CPU backend running the same
-// bundle; and the per-size state (plans, grids, CUDA graph) stays bounded when a
+// Dynamic shapes on the GPU (issue 34): the zoo's eight legacy exports compiled once
+// for ranges of batch sizes (and sequence lengths, for the text models), run on the
+// GPU at the ranges' ends and odd sizes between against the CPU backend running the
+// same bundle; and the per-size state (plans, grids, CUDA graph) stays bounded when a
 // session sees more sizes than it keeps. Skips without KILN_ZOO_DATA or a GPU.
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "compiler/compiler.h"
 #include "runtime/bundle.h"
 #include "runtime/cpu_executor.h"
@@ -38,11 +39,12 @@ class ZooDynamicGpuTest : public ::testing::Test {
     fs::create_directories(work_);
   }
 
-  // The case compiled for batch 1..max_batch, loaded, with its CPU program.
-  std::unique_ptr<Bundle> CompileCase(const std::string& name, int64_t max_batch) {
+  // The case compiled for batch 1..max_batch (and seq 1..max_seq when > 0), loaded.
+  std::unique_ptr<Bundle> CompileCase(const std::string& name, int64_t max_batch, int64_t max_seq = 0) {
     CompileOptions options;
     options.arch = arch_;
     options.dim_ranges.push_back({"batch", 1, max_batch});
+    if (max_seq > 0) options.dim_ranges.push_back({"seq", 1, max_seq});
     const std::string path = (work_ / (name + ".kiln")).string();
     absl::Status st = CompileToFile((fs::path(dir_) / name / "model.onnx").string(), path, options);
     EXPECT_TRUE(st.ok()) << st;
@@ -51,32 +53,43 @@ class ZooDynamicGpuTest : public ::testing::Test {
     return bundle.ok() ? *std::move(bundle) : nullptr;
   }
 
-  // The data set's inputs with their batch dim resized to `batch` (rows repeated).
-  TensorMap Feeds(const std::string& name, int64_t batch) {
+  // The data set's inputs resized to `batch` (and `seq` when > 0) by repetition.
+  TensorMap Feeds(const std::string& name, int64_t batch, int64_t seq = 0) {
     auto inputs = ReadDataSet((fs::path(dir_) / name / "test_data_set_0").string(), "input_");
     EXPECT_TRUE(inputs.ok()) << inputs.status();
     TensorMap feeds;
     if (!inputs.ok()) return feeds;
     for (const Named& in : *inputs) {
       Shape shape = in.tensor.shape();
-      const int64_t row = NumElements(shape) / shape[0];
       shape[0] = batch;
-      const std::vector<float> src = in.tensor.ToFloat();
-      std::vector<float> data(NumElements(shape));
-      for (size_t i = 0; i < data.size(); ++i) data[i] = src[i % (row * in.tensor.shape()[0])];
-      feeds[in.name] = Tensor::FromFloat(in.tensor.dtype(), shape, data);
+      if (seq > 0) shape[1] = seq;
+      feeds[in.name] = ResizeByRepeating(in.tensor, shape);
     }
     return feeds;
+  }
+
+  // The data set's sequence length (its first input's dim 1).
+  int64_t DataSeq(const std::string& name) {
+    auto inputs = ReadDataSet((fs::path(dir_) / name / "test_data_set_0").string(), "input_");
+    return inputs.ok() && !inputs->empty() ? inputs->front().tensor.shape()[1] : 1;
   }
 
   std::string arch_, dir_;
   fs::path work_;
 };
 
-TEST_F(ZooDynamicGpuTest, BatchRangesMatchTheCpuBackendAtEverySize) {
-  for (const char* name : {"whisper_encoder.legacy", "convnext.legacy", "efficientnet.legacy", "mobilenet_v3.legacy"}) {
-    SCOPED_TRACE(name);
-    std::unique_ptr<Bundle> bundle = CompileCase(name, 4);
+TEST_F(ZooDynamicGpuTest, RangesMatchTheCpuBackendAtEverySize) {
+  struct Case {
+    const char* name;
+    bool text;  // batch and seq vary; else batch
+  };
+  for (const Case& c : {Case{"bert.legacy", true}, Case{"distilbert.legacy", true}, Case{"t5_encoder.legacy", true},
+                        Case{"convnext.legacy", false}, Case{"efficientnet.legacy", false},
+                        Case{"mobilenet_v3.legacy", false}, Case{"swin.legacy", false},
+                        Case{"whisper_encoder.legacy", false}}) {
+    SCOPED_TRACE(c.name);
+    const int64_t max_seq = c.text ? DataSeq(c.name) : 0;
+    std::unique_ptr<Bundle> bundle = CompileCase(c.name, 4, max_seq);
     ASSERT_NE(bundle, nullptr);
     auto program = CpuProgram::Create(*bundle);
     ASSERT_TRUE(program.ok()) << program.status();
@@ -86,9 +99,12 @@ TEST_F(ZooDynamicGpuTest, BatchRangesMatchTheCpuBackendAtEverySize) {
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     auto cpu = CpuExecutor::Create(*program);
     ASSERT_TRUE(cpu.ok()) << cpu.status();
-    for (int64_t batch : {4, 1, 3, 2, 1}) {  // 1 twice: a size whose state is cached
-      SCOPED_TRACE(testing::Message() << "batch " << batch);
-      const TensorMap feeds = Feeds(name, batch);
+    // The ranges' ends, odd sizes between, and one size twice (its state cached).
+    std::vector<std::pair<int64_t, int64_t>> sizes = {{4, max_seq}, {1, 1}, {1, 17}, {3, 5}, {2, max_seq}, {1, 17}};
+    if (!c.text) sizes = {{4, 0}, {1, 0}, {3, 0}, {2, 0}, {1, 0}};
+    for (const auto& [batch, seq] : sizes) {
+      SCOPED_TRACE(testing::Message() << "batch " << batch << ", seq " << seq);
+      const TensorMap feeds = Feeds(c.name, batch, seq);
       auto got = (*gpu)->Run(feeds);
       ASSERT_TRUE(got.ok()) << got.status();
       auto want = (*cpu)->Run(feeds);
@@ -100,12 +116,12 @@ TEST_F(ZooDynamicGpuTest, BatchRangesMatchTheCpuBackendAtEverySize) {
         const Comparison cmp = Compare((*got)[o], (*want)[o]);
         EXPECT_TRUE(cmp.close()) << "output " << o << ": max |diff| " << cmp.rel_diff << " of max |ref|, cosine "
                                  << cmp.cosine;
-        std::cout << "[ gpu ] " << name << " batch " << batch << " output " << o << ": max |diff| " << cmp.rel_diff
-                  << " of max |ref| vs the CPU backend\n";
+        std::cout << "[ gpu ] " << c.name << " batch " << batch << (c.text ? absl::StrCat(" seq ", seq) : "")
+                  << " output " << o << ": max |diff| " << cmp.rel_diff << " of max |ref| vs the CPU backend\n";
       }
       EXPECT_TRUE((*gpu)->using_cuda_graph()) << (*gpu)->cuda_graph_note();
     }
-    EXPECT_EQ((*gpu)->cached_sizes(), 4);
+    EXPECT_EQ((*gpu)->cached_sizes(), c.text ? 5 : 4);
   }
 }
 

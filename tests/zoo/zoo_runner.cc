@@ -199,4 +199,25 @@ std::string FormatZooTable(const std::vector<ZooResult>& results, ZooDevice devi
   return out;
 }
 
+Tensor ResizeByRepeating(const Tensor& data, const Shape& shape) {
+  const Shape& from = data.shape();
+  const std::vector<int64_t> values = data.ToInt64();
+  const std::vector<float> floats = data.ToFloat();
+  std::vector<int64_t> ints(NumElements(shape));
+  std::vector<float> fl(ints.size());
+  for (int64_t flat = 0; flat < static_cast<int64_t>(ints.size()); ++flat) {
+    int64_t rest = flat, src = 0, stride = 1;
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      const int64_t i = rest % shape[d];
+      rest /= shape[d];
+      src += (i % from[d]) * stride;
+      stride *= from[d];
+    }
+    ints[flat] = values[src];
+    fl[flat] = floats[src];
+  }
+  return IsFloating(data.dtype()) ? Tensor::FromFloat(data.dtype(), shape, fl)
+                                  : Tensor::FromInt64(data.dtype(), shape, ints);
+}
+
 }  // namespace kiln::zoo

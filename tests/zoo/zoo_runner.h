@@ -81,4 +81,9 @@ ZooResult RunZooCase(const std::string& dir, const std::string& name, const ZooO
 // unfused -> fused, groups by kind; then the totals.
 std::string FormatZooTable(const std::vector<ZooResult>& results, ZooDevice device);
 
+// `data` resized to `shape` by repeating it along every dim (index i of a dim reads
+// element i mod the data's size there): a truncated or tiled real input, for runs of
+// a dynamic bundle at other sizes than the data set's.
+Tensor ResizeByRepeating(const Tensor& data, const Shape& shape);
+
 }  // namespace kiln::zoo
