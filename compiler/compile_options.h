@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -48,9 +49,12 @@ struct CompileOptions {
   std::map<std::string, Shape> input_shapes;
   std::map<std::string, int64_t> dims;
   // Named dims compiled for a range (ImportOptions::dim_ranges: `--dim seq=1..512`).
-  // The bundle is dynamic: the passes that fix sizes are skipped, and it runs on the
-  // CPU backend at any sizes inside the ranges.
+  // The bundle is dynamic: the passes that fix sizes are skipped, and it runs at any
+  // sizes inside the ranges (docs/dynamic_shapes.md).
   std::vector<DimSymbol> dim_ranges;
+  // Inputs given shapes with ranges (ImportOptions::input_shape_ranges:
+  // `--input-shape input_ids=1..32x1..512`).
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> input_shape_ranges;
   // fp16 only, optional: builds calibration inputs for the imported graph (every
   // graph input, exact dtype and shape). The graph runs once on the CPU reference
   // with them, and every node that reads or writes a value beyond

@@ -326,6 +326,7 @@ absl::StatusOr<BundleContents> Compile(const std::string& onnx_path, const Compi
   import_options.input_shapes = options.input_shapes;
   import_options.dims = options.dims;
   import_options.dim_ranges = options.dim_ranges;
+  import_options.input_shape_ranges = options.input_shape_ranges;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, ImportOnnxFile(onnx_path, import_options));
   return BuildBundle(*graph, options, onnx_path, bytes);
 }

@@ -1,6 +1,8 @@
 // ONNX ModelProto -> kiln Graph.
 #include "frontend/onnx_importer.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -66,6 +68,59 @@ absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& a, const 
                                                    A::AttributeType_Name(a.type()),
                                                    ", which kiln does not support"));
   }
+}
+
+// Applies --input-shape ranges (ImportOptions::input_shape_ranges): fixed sizes are
+// set on the input, ranged dims get the symbol their dim_param names (or
+// `<input>_<d>`), and each symbol joins *ranges. Errors name the input and the dim.
+absl::Status ApplyInputShapeRanges(onnx::ModelProto& model,
+                                   const std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>& specs,
+                                   const std::map<std::string, Shape>& fixed, std::vector<DimSymbol>* ranges) {
+  for (const auto& [name, dims] : specs) {
+    const std::string flag = absl::StrCat("--input-shape ", name);
+    if (fixed.count(name)) return absl::InvalidArgumentError(absl::StrCat(flag, " is given twice"));
+    onnx::ValueInfoProto* input = nullptr;
+    for (auto& in : *model.mutable_graph()->mutable_input()) {
+      if (in.name() == name) input = &in;
+    }
+    if (input == nullptr || !input->type().has_tensor_type()) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": the model has no tensor input of that name"));
+    }
+    auto* shape = input->mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (shape->dim_size() != static_cast<int>(dims.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": ", dims.size(), " dims, but the input has rank ",
+                                                     shape->dim_size()));
+    }
+    for (int d = 0; d < shape->dim_size(); ++d) {
+      auto* dim = shape->mutable_dim(d);
+      const auto [lo, hi] = dims[d];
+      if (dim->has_dim_value() && dim->dim_value() >= 0) {
+        if (lo != dim->dim_value() || hi != dim->dim_value()) {
+          return absl::InvalidArgumentError(absl::StrCat(flag, ": dim ", d, " is fixed to ", dim->dim_value(),
+                                                         " by the model"));
+        }
+        continue;
+      }
+      if (lo == hi) {
+        dim->set_dim_value(lo);
+        continue;
+      }
+      std::string symbol = dim->has_dim_param() ? dim->dim_param() : absl::StrCat(name, "_", d);
+      for (char& c : symbol) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      if (std::isdigit(static_cast<unsigned char>(symbol[0]))) symbol.insert(0, "_");
+      dim->set_dim_param(symbol);
+      auto same = std::find_if(ranges->begin(), ranges->end(), [&](const DimSymbol& r) { return r.name == symbol; });
+      if (same == ranges->end()) {
+        ranges->push_back({symbol, lo, hi});
+      } else if (same->min != lo || same->max != hi) {
+        return absl::InvalidArgumentError(absl::StrCat(flag, ": dim ", d, " (", symbol, ") is given ", lo, "..", hi,
+                                                       " here and ", same->min, "..", same->max, " elsewhere"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 // Applies --input-shape overrides to the model's declared inputs and checks that
@@ -354,8 +409,10 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   std::set<std::string> initializer_names;
   for (const auto& init : model.graph().initializer()) initializer_names.insert(init.name());
   std::map<std::string, std::vector<int>> symbol_axes;
-  KILN_RETURN_IF_ERROR(FixInputShapes(model, options.input_shapes, options.dims, options.dim_ranges,
-                                      initializer_names, &symbol_axes));
+  std::vector<DimSymbol> ranges = options.dim_ranges;
+  KILN_RETURN_IF_ERROR(ApplyInputShapeRanges(model, options.input_shape_ranges, options.input_shapes, &ranges));
+  KILN_RETURN_IF_ERROR(FixInputShapes(model, options.input_shapes, options.dims, ranges, initializer_names,
+                                      &symbol_axes));
 
   // Deprecated ops and Ifs on constants are rewritten (frontend/proto_rewrites.h), and
   // ops kiln lacks that ONNX defines as functions of other ops become their bodies;
@@ -375,7 +432,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   const onnx::GraphProto& gp = expanded.graph();
   auto graph = std::make_unique<Graph>();
   graph->set_name(gp.name().empty() ? "main" : gp.name());
-  graph->set_dim_symbols(options.dim_ranges);
+  graph->set_dim_symbols(ranges);
 
   for (const auto& init : gp.initializer()) {
     auto t = TensorFromProto(init, base_dir, /*double_to_float=*/true);

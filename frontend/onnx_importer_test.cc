@@ -592,6 +592,52 @@ TEST(OnnxImporterDynamicShapeTest, InputShapeContradictingFixedDimIsRejected) {
   EXPECT_THAT(Msg(graph.status()), AllOf(HasSubstr("tokens"), HasSubstr("dim 1"), HasSubstr("3")));
 }
 
+// --input-shape with ranges (issue 34): a ranged dim becomes the symbol its
+// dim_param names, shared by every input that names it; an unnamed one gets
+// `<input>_<d>`; fixed sizes in the same spec fix their dims.
+TEST(OnnxImporterDynamicShapeTest, InputShapeRangesNameTheirSymbols) {
+  ImportOptions options;
+  options.input_shape_ranges["x"] = {{1, 4}, {1, 64}};
+  options.input_shape_ranges["m"] = {{1, 4}, {1, 64}, {2, 2}};
+  auto graph = ImportOnnxModel(TwoNamedDimsModel(), TestDir(), options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ((*graph)->dim_symbols().size(), 2u);
+  EXPECT_EQ((*graph)->dim_symbols()[0].name, "batch");  // m's dims first (the specs by name)
+  EXPECT_EQ((*graph)->dim_symbols()[1].name, "seq");
+  EXPECT_EQ((*graph)->inputs()[0]->shape(), (Shape{4, 64}));  // the largest case
+
+  onnx::ModelProto unnamed = DynamicBatchModel();
+  unnamed.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->Clear();
+  ImportOptions one;
+  one.input_shape_ranges["tokens"] = {{2, 8}, {3, 3}};
+  graph = ImportOnnxModel(unnamed, TestDir(), one);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ((*graph)->dim_symbols().size(), 1u);
+  EXPECT_EQ((*graph)->dim_symbols()[0].name, "tokens_0");
+  EXPECT_EQ((*graph)->dim_symbols()[0].min, 2);
+  EXPECT_EQ((*graph)->dim_symbols()[0].max, 8);
+}
+
+TEST(OnnxImporterDynamicShapeTest, InputShapeRangesThatDisagreeOrRangeAFixedDimAreErrors) {
+  ImportOptions options;
+  options.input_shape_ranges["x"] = {{1, 4}, {1, 64}};
+  options.input_shape_ranges["m"] = {{1, 4}, {1, 32}, {2, 2}};
+  auto graph = ImportOnnxModel(TwoNamedDimsModel(), TestDir(), options);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(Msg(graph.status()), AllOf(HasSubstr("dim 1 (seq) is given 1..64 here and 1..32 elsewhere")));
+  ImportOptions fixed;
+  fixed.input_shape_ranges["tokens"] = {{1, 4}, {1, 3}};  // the model fixes dim 1 to 3
+  graph = ImportOnnxModel(DynamicBatchModel(), TestDir(), fixed);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(Msg(graph.status()), HasSubstr("--input-shape tokens: dim 1 is fixed to 3 by the model"));
+  ImportOptions both;
+  both.input_shape_ranges["tokens"] = {{1, 4}, {3, 3}};
+  both.dim_ranges = {{"batch", 1, 8}};
+  graph = ImportOnnxModel(DynamicBatchModel(), TestDir(), both);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(Msg(graph.status()), HasSubstr("is given 1..4 here and 1..8 elsewhere"));
+}
+
 // --- Opsets and legacy node forms ------------------------------------------------
 
 TEST(OnnxImporterOpsetTest, OpsetTooOldIsUnimplemented) {

@@ -194,8 +194,8 @@ TEST_F(BundleCliTest, FusionReportNoFuseAndDumps) {
 }
 
 // One bundle compiled for a range of batch sizes runs at any size in it, matching the
-// reference run of the model at that size; sizes outside the range and the GPU backend
-// are refused with messages that say why.
+// reference run of the model at that size; sizes outside the range are refused with
+// messages that say why; --input-shape gives the same range per input.
 TEST_F(BundleCliTest, DynamicBatchCompilesOnceAndRunsAtSizesInTheRange) {
   auto model = models::MakeModel("mlp", {});
   ASSERT_TRUE(model.ok()) << model.status();
@@ -236,6 +236,15 @@ TEST_F(BundleCliTest, DynamicBatchCompilesOnceAndRunsAtSizesInTheRange) {
   EXPECT_FALSE(fs::exists(kiln_ + "2"));
   Result range_in_run = Kiln(absl::StrCat("run ", onnx, " --reference --dim batch=1..4 --input x=random"), dir_);
   EXPECT_THAT(range_in_run.out, HasSubstr("a range is for kiln compile"));
+  Result by_input = Kiln(absl::StrCat("compile ", onnx, " -o ", kiln_, "3 --input-shape x=1..8x256"), dir_);
+  ASSERT_EQ(by_input.exit_code, 0) << by_input.out;
+  EXPECT_THAT(by_input.out, HasSubstr("dynamic: batch=1..8 (inputs x f32[batch, 256])"));
+  Result shape_range_in_run =
+      Kiln(absl::StrCat("run ", onnx, " --reference --input-shape x=1..4x256 --input x=random"), dir_);
+  EXPECT_THAT(shape_range_in_run.out, HasSubstr("a range is for kiln compile"));
+  Result bad_shape = Kiln(absl::StrCat("compile ", onnx, " -o ", kiln_, "4 --input-shape x=4..1x256"), dir_);
+  EXPECT_THAT(bad_shape.out, HasSubstr("N or LO..HI with 1 <= LO <= HI"));
+  EXPECT_FALSE(fs::exists(kiln_ + "4"));
 }
 
 TEST_F(BundleCliTest, Errors) {

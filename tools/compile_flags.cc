@@ -24,7 +24,8 @@ absl::StatusOr<CompileOptions> CompileOptionsFromArgs(const Args& args, std::vec
   CompileOptions options;
   options.arch = args.Get("arch", DefaultArch());
   options.precision = args.Get("precision", "fp16");
-  KILN_ASSIGN_OR_RETURN(options.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
+  KILN_ASSIGN_OR_RETURN(options.input_shapes,
+                        ParseInputShapes(args.GetAll("input-shape"), &options.input_shape_ranges));
   KILN_ASSIGN_OR_RETURN(options.dims, ParseDims(args.GetAll("dim"), &options.dim_ranges));
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));  // a bad --arch or --precision first
   options.fuse = !args.Has("no-fuse");

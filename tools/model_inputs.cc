@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "frontend/onnx_importer.h"
 #include "frontend/tensor_file.h"
@@ -20,13 +21,44 @@ absl::StatusOr<std::pair<std::string, std::string>> SplitAssignment(const std::s
   return std::make_pair(spec.substr(0, eq), spec.substr(eq + 1));
 }
 
-absl::StatusOr<std::map<std::string, Shape>> ParseInputShapes(const std::vector<std::string>& specs) {
+absl::StatusOr<std::map<std::string, Shape>> ParseInputShapes(
+    const std::vector<std::string>& specs, std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>* ranges) {
   std::map<std::string, Shape> shapes;
   for (const std::string& spec : specs) {
     KILN_ASSIGN_OR_RETURN(auto kv, SplitAssignment(spec, "input-shape"));
+    if (kv.second.find("..") != std::string::npos) {
+      if (ranges == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--input-shape ", spec, ": a range is for kiln compile (a bundle for a range of sizes); give one shape here"));
+      }
+      std::vector<std::pair<int64_t, int64_t>> dims;
+      for (absl::string_view part : absl::StrSplit(kv.second, 'x')) {
+        const size_t dots = part.find("..");
+        int64_t lo = 0, hi = 0;
+        bool ok = false;
+        if (dots == absl::string_view::npos) {
+          ok = absl::SimpleAtoi(part, &lo) && lo >= 0;
+          hi = lo;
+        } else {
+          ok = absl::SimpleAtoi(part.substr(0, dots), &lo) && absl::SimpleAtoi(part.substr(dots + 2), &hi) && lo >= 1 &&
+               hi >= lo;
+        }
+        if (!ok) {
+          return absl::InvalidArgumentError(absl::StrCat("--input-shape ", spec,
+                                                         ": expected dims like 1..32x1..512 (N or LO..HI with 1 <= LO <= HI)"));
+        }
+        dims.emplace_back(lo, hi);
+      }
+      if (shapes.count(kv.first) || !ranges->emplace(kv.first, std::move(dims)).second) {
+        return absl::InvalidArgumentError(absl::StrCat("--input-shape ", kv.first, " is given twice"));
+      }
+      continue;
+    }
     auto shape = ParseShapeSpec(kv.second);
     if (!shape.ok()) return absl::InvalidArgumentError(absl::StrCat("--input-shape ", spec, ": ", shape.status().message()));
-    shapes[kv.first] = *shape;
+    if ((ranges != nullptr && ranges->count(kv.first)) || !shapes.emplace(kv.first, *shape).second) {
+      return absl::InvalidArgumentError(absl::StrCat("--input-shape ", kv.first, " is given twice"));
+    }
   }
   return shapes;
 }

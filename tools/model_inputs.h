@@ -14,8 +14,12 @@
 
 namespace kiln::cli {
 
-// "name=1x128" values -> map; errors name the bad value.
-absl::StatusOr<std::map<std::string, Shape>> ParseInputShapes(const std::vector<std::string>& specs);
+// "name=1x128" values -> map; errors name the bad value. With `ranges`, also shapes
+// with ranges, "input_ids=1..32x1..512" (ImportOptions::input_shape_ranges: per dim
+// {min, max}); without, a range is an error saying where ranges go.
+absl::StatusOr<std::map<std::string, Shape>> ParseInputShapes(
+    const std::vector<std::string>& specs,
+    std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>* ranges = nullptr);
 // --dim NAME=N values (named dynamic dims, ImportOptions::dims). With `ranges`, also
 // NAME=LO..HI (a dim compiled for a range, ImportOptions::dim_ranges), in the order
 // given; without, a range is an error saying where ranges go.
