@@ -198,7 +198,7 @@ absl::StatusOr<std::vector<KernelLaunch>> DynamicSlice(const Node& node) {
   src.strides.assign(k.shape.size(), 0);
   for (size_t d = 0; d < in_dims.size(); ++d) {
     const kiln::ops::AxisSlice& p = (*plan)[d];
-    const bool sliced = p.start != 0 || p.step != 1 || in->shape()[d] != out->shape()[d];
+    const bool sliced = p.start != 0 || p.step != 1 || in_dims[d] != out_dims[d];
     if (sliced && !in_dims[d].IsConstant()) return NoKernel(node, "a slice along an axis whose size varies");
     KILN_ASSIGN_OR_RETURN(DimExpr stride, DimExpr::Mul(dense[d], DimExpr::Constant(p.step)));
     src.dim_strides.push_back(std::move(stride));
