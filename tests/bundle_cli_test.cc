@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -242,6 +243,27 @@ TEST_F(BundleCliTest, DynamicBatchCompilesOnceAndRunsAtSizesInTheRange) {
   Result shape_range_in_run =
       Kiln(absl::StrCat("run ", onnx, " --reference --input-shape x=1..4x256 --input x=random"), dir_);
   EXPECT_THAT(shape_range_in_run.out, HasSubstr("a range is for kiln compile"));
+  // kiln bench compares the dynamic bundle, run at --dim's size, with static ones.
+  const std::string csv = (fs::path(dir_) / "dynamic_bench.csv").string();
+  Result bench = Kiln(absl::StrCat("bench ", onnx, " --device cpu --dim batch=3 --range batch=1..8 --compare "
+                                   "unfused,dynamic --iterations 2 --warmup 1 --csv ", csv),
+                      dir_);
+  ASSERT_EQ(bench.exit_code, 0) << bench.out;
+  std::ifstream rows(csv);
+  std::string header, unfused_row, dynamic_row;
+  std::getline(rows, header);
+  std::getline(rows, unfused_row);
+  std::getline(rows, dynamic_row);
+  const std::vector<std::string> dyn = absl::StrSplit(dynamic_row, ',');
+  ASSERT_GT(dyn.size(), 15u) << dynamic_row;
+  EXPECT_EQ(dyn[2], "dynamic");
+  EXPECT_LT(std::stod(dyn[14]), 1e-2) << "the dynamic bundle's output against the static unfused one's";
+  Result outside_bench = Kiln(absl::StrCat("bench ", onnx, " --device cpu --dim batch=9 --range batch=1..8 --compare "
+                                           "dynamic"),
+                              dir_);
+  EXPECT_THAT(outside_bench.out, HasSubstr("--dim batch=9 is outside --range batch=1..8"));
+  Result no_range = Kiln(absl::StrCat("bench ", onnx, " --device cpu --dim batch=3 --compare dynamic"), dir_);
+  EXPECT_THAT(no_range.out, HasSubstr("needs the ranges to compile for: --range NAME=LO..HI"));
   Result bad_shape = Kiln(absl::StrCat("compile ", onnx, " -o ", kiln_, "4 --input-shape x=4..1x256"), dir_);
   EXPECT_THAT(bad_shape.out, HasSubstr("N or LO..HI with 1 <= LO <= HI"));
   EXPECT_FALSE(fs::exists(kiln_ + "4"));

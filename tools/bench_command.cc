@@ -43,7 +43,7 @@ constexpr char kUsage[] =
     "                  [--precision fp16|bf16|fp32] [--dim NAME=N]... [--input-shape NAME=1x128]...\n"
     "                  [--calibrate NAME=SOURCE]... [--input NAME=SOURCE]...\n"
     "                  [--iterations N] [--warmup N] [--csv FILE] [--plot FILE.png]\n"
-    "                  [--layout auto|nchw|nhwc]\n"
+    "                  [--layout auto|nchw|nhwc] [--range NAME=LO..HI]...\n"
     "Compiles MODEL once per configuration, runs every bundle on the same inputs and\n"
     "prints, per configuration: compile time, steps and kernel launches, latency (median,\n"
     "min, p90 of --iterations runs, default 50, after --warmup runs, default 10), speedup\n"
@@ -62,6 +62,9 @@ constexpr char kUsage[] =
     "  conv-generated fusion on, NHWC convs and their groups on kiln's kernels (--conv-groups generated)\n"
     "  nchw       fusion on, convs and pools in ONNX's layout (--layout nchw)\n"
     "  nhwc       fusion on, convs and pools channels-last (--layout nhwc)\n"
+    "  dynamic    one bundle for the --range NAME=LO..HI ranges (kiln compile --dim\n"
+    "             NAME=LO..HI), run at the sizes --dim NAME=N gives: a dynamic bundle\n"
+    "             against static ones compiled for exactly those sizes\n"
     "On the GPU (the default when there is one) the latency is device time per run on\n"
     "data already in the arena (CUDA graph replay); device memory is what creating the\n"
     "session took (weights, arena, library workspaces: cudaMemGetInfo before and after).\n"
@@ -124,11 +127,37 @@ absl::StatusOr<int> PositiveInt(const Args& args, const std::string& flag, int d
   return v;
 }
 
-absl::StatusOr<std::vector<Config>> ParseConfigs(const std::string& spec, const CompileOptions& base) {
+// The dynamic configuration's options: `base` with each ranged dim compiled for its
+// range instead of the --dim value the run uses, which must lie inside it.
+absl::StatusOr<CompileOptions> DynamicOptions(const CompileOptions& base, const std::vector<DimSymbol>& ranges) {
+  if (ranges.empty()) {
+    return absl::InvalidArgumentError("--compare dynamic needs the ranges to compile for: --range NAME=LO..HI");
+  }
+  CompileOptions options = base;
+  for (const DimSymbol& r : ranges) {
+    auto it = options.dims.find(r.name);
+    if (it == options.dims.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--range ", r.name, ": give the size the runs use with --dim ", r.name, "=N"));
+    }
+    if (it->second < r.min || it->second > r.max) {
+      return absl::InvalidArgumentError(absl::StrCat("--dim ", r.name, "=", it->second, " is outside --range ", r.name,
+                                                     "=", r.min, "..", r.max));
+    }
+    options.dims.erase(it);
+  }
+  options.dim_ranges = ranges;
+  return options;
+}
+
+absl::StatusOr<std::vector<Config>> ParseConfigs(const std::string& spec, const CompileOptions& base,
+                                                 const std::vector<DimSymbol>& ranges) {
   std::vector<Config> configs;
   for (absl::string_view part : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
     Config c{std::string(part), base};
-    if (c.name == "unfused") {
+    if (c.name == "dynamic") {
+      KILN_ASSIGN_OR_RETURN(c.options, DynamicOptions(base, ranges));
+    } else if (c.name == "unfused") {
       c.options.fuse = false;
     } else if (c.name == "fused") {
     } else if (c.name == "serial") {
@@ -147,7 +176,7 @@ absl::StatusOr<std::vector<Config>> ParseConfigs(const std::string& spec, const 
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--compare: unknown configuration '", c.name,
                                                      "' (fused, unfused, serial, generated, library, cudnn-conv, conv-expand, ",
-                                                     "conv-generated, nchw, nhwc)"));
+                                                     "conv-generated, nchw, nhwc, dynamic)"));
     }
     for (const Config& other : configs) {
       if (other.name == c.name) return absl::InvalidArgumentError(absl::StrCat("--compare names '", c.name, "' twice"));
@@ -289,7 +318,7 @@ absl::Status Plot(const std::string& png, const std::string& model, const std::v
 absl::Status BenchCommand(const std::vector<std::string>& argv) {
   KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv,
                                                {"compare", "device", "arch", "precision", "input-shape", "dim", "calibrate",
-                                                "input", "iterations", "warmup", "csv", "plot", "layout"},
+                                                "input", "iterations", "warmup", "csv", "plot", "layout", "range"},
                                                {"help"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
@@ -319,7 +348,15 @@ absl::Status BenchCommand(const std::vector<std::string>& argv) {
     calibration[kv.first] = kv.second;
   }
   if (!calibration.empty()) base.calibration = CalibrationInputs(calibration);
-  KILN_ASSIGN_OR_RETURN(std::vector<Config> configs, ParseConfigs(args.Get("compare", "fused,unfused"), base));
+  // --range NAME=LO..HI: the dynamic configuration's ranges (ParseDims' range form).
+  std::vector<DimSymbol> ranges;
+  for (const std::string& spec : args.GetAll("range")) {
+    absl::StatusOr<std::map<std::string, int64_t>> fixed = ParseDims({spec}, &ranges);
+    if (!fixed.ok() || !fixed->empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--range ", spec, ": expected NAME=LO..HI with 1 <= LO <= HI"));
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<Config> configs, ParseConfigs(args.Get("compare", "fused,unfused"), base, ranges));
 
   // The inputs, from the imported graph's signature.
   ImportOptions import_options;
