@@ -48,12 +48,6 @@ struct DynSpace {
   }
 };
 
-std::vector<DimExpr> Dense(const std::vector<DimExpr>& dims) {
-  std::vector<DimExpr> s(dims.size(), DimExpr::Constant(1));
-  for (int d = static_cast<int>(dims.size()) - 2; d >= 0; --d) s[d] = Times(s[d + 1], dims[d + 1]);
-  return s;
-}
-
 // The vector width: every operand contiguous or broadcast along the innermost dim,
 // its extent and each contiguous operand's outer strides multiples of it; or one flat
 // dim (a tail loop takes the rest).
@@ -77,7 +71,7 @@ int VectorWidth(const DynSpace& space, int max_width, bool* flat) {
 // Declares o<k> for each operand k >= 1: `i` itself when its strides are the dense
 // ones, i * c when c times them, else decomposed over the extents kD<d>.
 std::string Offsets(const DynSpace& space, const std::string& i, const char* it) {
-  const std::vector<DimExpr> dense = Dense(space.dims);
+  const std::vector<DimExpr> dense = DenseDimStrides(space.dims);
   std::string code, decomposed;
   for (size_t k = 1; k < space.strides.size(); ++k) {
     const std::vector<DimExpr>& s = space.strides[k];
@@ -117,6 +111,18 @@ std::string DimCode(const DimExpr& e) {
   return absl::StrCat("(", e.ToString(*symbols), ")");
 }
 
+std::vector<DimExpr> DenseDimStrides(const std::vector<DimExpr>& dims) {
+  std::vector<DimExpr> s(dims.size(), DimExpr::Constant(1));
+  for (int d = static_cast<int>(dims.size()) - 2; d >= 0; --d) s[d] = Times(s[d + 1], dims[d + 1]);
+  return s;
+}
+
+DimExpr DimsProduct(const std::vector<DimExpr>& dims) {
+  DimExpr n = DimExpr::Constant(1);
+  for (const DimExpr& d : dims) n = Times(n, d);
+  return n;
+}
+
 std::vector<DimExpr> ValueDims(const Value& v) {
   if (v.is_dynamic()) return v.dims();
   std::vector<DimExpr> d;
@@ -137,7 +143,7 @@ bool HasDynamicValues(const Node& node) {
 bool DynamicBroadcastStrides(const std::vector<DimExpr>& view, const std::vector<DimExpr>& shape,
                              std::vector<DimExpr>* strides) {
   if (view.size() > shape.size()) return false;
-  const std::vector<DimExpr> dense = Dense(view);
+  const std::vector<DimExpr> dense = DenseDimStrides(view);
   strides->assign(shape.size(), DimExpr());
   const size_t lead = shape.size() - view.size();
   for (size_t d = 0; d < view.size(); ++d) {
@@ -160,10 +166,9 @@ KernelLaunch EmitDynamicStridedCopy(DType dtype, const std::vector<DimExpr>& dim
                                     int64_t out_base, int64_t max_n, const std::string& comment) {
   DynSpace space;
   space.dims = dims;
-  space.strides = {Dense(dims), out_strides};
+  space.strides = {DenseDimStrides(dims), out_strides};
   space.Collapse();
-  DimExpr n = DimExpr::Constant(1);
-  for (const DimExpr& d : space.dims) n = Times(n, d);
+  const DimExpr n = DimsProduct(space.dims);
   const char* it = IndexType(max_n);
   std::string src = absl::StrCat("// ", comment, " (sizes at run time)\nextern \"C\" __global__ void KILN_KERNEL(",
                                  Param(dtype, false, "out"), ", ", Param(dtype, true, "in"),
@@ -187,7 +192,7 @@ KernelLaunch EmitDynamicElementwiseKernel(const EwKernel& k) {
   const int64_t max_n = NumElements(k.shape);
   DynSpace space;
   space.dims = k.dims;
-  space.strides.push_back(Dense(k.dims));
+  space.strides.push_back(DenseDimStrides(k.dims));
   std::vector<DType> dtypes;
   for (const EwOutput& o : k.outputs) dtypes.push_back(o.dtype);
   for (const EwOperand& in : k.operands) {
@@ -198,8 +203,7 @@ KernelLaunch EmitDynamicElementwiseKernel(const EwKernel& k) {
   const char* it = IndexType(max_n);
   bool flat = false;
   int vec = VectorWidth(space, MaxVectorWidth(dtypes), &flat);
-  DimExpr n = DimExpr::Constant(1);
-  for (const DimExpr& d : space.dims) n = Times(n, d);
+  const DimExpr n = DimsProduct(space.dims);
   std::optional<DimExpr> vecs = DimExpr::DivideExactly(n, DimExpr::Constant(vec));
   if (vec > 1 && !flat && !vecs.has_value()) vec = 1;
   const uint32_t block = kBlock;
@@ -224,59 +228,12 @@ KernelLaunch EmitDynamicElementwiseKernel(const EwKernel& k) {
   for (const EwOperand& in : k.operands) {
     if (in.offset != 0) absl::StrAppend(&src, in.param, " += ", in.offset, ";\n");
   }
-  auto scalar_element = [&](const std::string& i) {
-    std::string s = Offsets(space, i, it);
-    for (size_t l = 0; l < k.operands.size(); ++l) {
-      const EwOperand& in = k.operands[l];
-      absl::StrAppend(&s, "const ", DomainType(in.domain), " ", in.var, " = ",
-                      LoadAs(in.dtype, in.domain, in.param, absl::StrCat("o", l + 1)), ";\n");
-    }
-    absl::StrAppend(&s, k.code);
-    for (const EwOutput& o : k.outputs) absl::StrAppend(&s, StoreFrom(o.dtype, o.domain, o.param, i, o.expr), "\n");
-    return s;
-  };
-  if (vec > 1) {
-    std::string aligned = "true", loads, unpack, decl, put, write;
-    for (const EwOutput& o : k.outputs) {
-      absl::StrAppend(&aligned, " && kiln_vec_aligned(", o.param, ", ", vec * DTypeSize(o.dtype), ")");
-    }
-    for (size_t l = 0; l < k.operands.size(); ++l) {
-      const EwOperand& in = k.operands[l];
-      const char* t = StorageTypeName(in.dtype);
-      if (space.strides[l + 1].back().constant() == 1) {
-        absl::StrAppend(&aligned, " && kiln_vec_aligned(", in.param, ", ", vec * DTypeSize(in.dtype), ")");
-        absl::StrAppend(&loads, "const kiln_vec_pack<", t, ", ", vec, "> p", l, " = kiln_vec_ld<", vec, ">(", in.param,
-                        " + o", l + 1, ");\n");
-        absl::StrAppend(&unpack, "const ", DomainType(in.domain), " ", in.var, " = ",
-                        LoadAs(in.dtype, in.domain, absl::StrCat("p", l, ".v"), "e"), ";\n");
-      } else {
-        absl::StrAppend(&loads, "const ", t, " p", l, " = ", in.param, "[o", l + 1, "];\n");
-        absl::StrAppend(&unpack, "const ", DomainType(in.domain), " ", in.var, " = ",
-                        LoadAs(in.dtype, in.domain, absl::StrCat("(&p", l, ")"), "0"), ";\n");
-      }
-    }
-    for (size_t o = 0; o < k.outputs.size(); ++o) {
-      const EwOutput& out = k.outputs[o];
-      absl::StrAppend(&decl, "kiln_vec_pack<", StorageTypeName(out.dtype), ", ", vec, "> q", o, ";\n");
-      absl::StrAppend(&put, StoreFrom(out.dtype, out.domain, absl::StrCat("q", o, ".v"), "e", out.expr), "\n");
-      absl::StrAppend(&write, "kiln_vec_st<", vec, ">(", out.param, " + i, q", o, ");\n");
-    }
-    absl::StrAppend(&src, "if (", aligned, ") {\nconst ", it, " kVecs = kN / ", vec, ";\nfor (", it, " iv = (", it,
-                    ")blockIdx.x * blockDim.x + threadIdx.x; iv < kVecs; iv += (", it,
-                    ")gridDim.x * blockDim.x) {\nconst ", it, " i = iv * ", vec, ";\n", Offsets(space, "i", it), loads,
-                    decl, "#pragma unroll\nfor (int e = 0; e < ", vec, "; ++e) {\n", unpack, k.code, put, "}\n", write,
-                    "}\n");
-    if (flat) {
-      absl::StrAppend(&src, "// the tail after the last whole vector\nfor (", it, " i = kVecs * ", vec, " + (", it,
-                      ")blockIdx.x * blockDim.x + threadIdx.x; i < kN; i += (", it, ")gridDim.x * blockDim.x) {\n",
-                      scalar_element("i"), "}\n");
-    }
-    absl::StrAppend(&src, "return;\n}\n// unaligned pointers: one element per thread\n");
+  std::vector<bool> contiguous;
+  for (size_t l = 0; l < k.operands.size(); ++l) {
+    contiguous.push_back(vec > 1 && space.strides[l + 1].back().constant() == 1);
   }
-  absl::StrAppend(&src, "const ", it, " kStride_ = (", it, ")gridDim.x * blockDim.x;\nfor (", it, " i0_ = (", it,
-                  ")blockIdx.x * blockDim.x + threadIdx.x; i0_ < kN; i0_ += ", kScalarUnroll,
-                  " * kStride_) {\n#pragma unroll\nfor (int u_ = 0; u_ < ", kScalarUnroll, "; ++u_) {\nconst ", it,
-                  " i = i0_ + u_ * kStride_;\nif (i < kN) {\n", scalar_element("i"), "}\n}\n}\n}\n");
+  absl::StrAppend(&src, ElementwiseLoops(k, it, vec, contiguous, absl::StrCat("const ", it, " kVecs = kN / ", vec, ";\n"),
+                                         flat, "kN", [&](const std::string& i) { return Offsets(space, i, it); }));
   KernelLaunch launch;
   launch.source = std::move(src);
   if (vec > 1) {

@@ -93,12 +93,10 @@ absl::StatusOr<int64_t> Axis(const Node& node, int64_t rank) {
 absl::StatusOr<std::vector<KernelLaunch>> DynamicGatherElements(const Node& node, int64_t axis) {
   const std::vector<DimExpr> data = ValueDims(*node.input(0));
   const std::vector<DimExpr> idx = ValueDims(*node.input(1));
-  std::vector<DimExpr> strides;
-  DynamicBroadcastStrides(data, data, &strides);  // dense
+  std::vector<DimExpr> strides = DenseDimStrides(data);
   const DimExpr axis_stride = strides[axis];
   strides[axis] = DimExpr();
-  DimExpr n = DimExpr::Constant(1);
-  for (const DimExpr& d : idx) n = *DimExpr::Mul(n, d);
+  const DimExpr n = DimsProduct(idx);
   std::string body = "kiln_index r_ = w, off = 0;\n";
   for (int d = static_cast<int>(idx.size()) - 1; d >= 0; --d) {
     const std::string extent = absl::StrCat("(kiln_index)", DimCode(idx[d]));
@@ -166,8 +164,7 @@ absl::StatusOr<std::vector<KernelLaunch>> ConstantOfShape(const Node& node) {
     dom = IsFloating(t.dtype()) ? Domain::kFloat : Domain::kInt;
     value = dom == Domain::kFloat ? FloatLit(t.ToFloat()[0]) : IntLit(t.ToInt64()[0]);
   }
-  DimExpr n = DimExpr::Constant(1);
-  for (const DimExpr& d : ValueDims(*out)) n = *DimExpr::Mul(n, d);
+  const DimExpr n = DimsProduct(ValueDims(*out));
   const bool dynamic = !n.IsConstant();
   KernelLaunch l;
   l.args = {0};

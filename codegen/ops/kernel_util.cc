@@ -229,6 +229,75 @@ int ElementwiseVectorWidth(const StridedSpace& space, int max_width, bool* flat)
 
 }  // namespace
 
+std::string ElementwiseLoops(const EwKernel& k, const char* it, int vec, const std::vector<bool>& contiguous,
+                             const std::string& vecs_decl, bool tail, const std::string& count,
+                             const std::function<std::string(const std::string&)>& offsets) {
+  // One element at linear index `i` (the scalar path and the tail).
+  auto scalar_element = [&](const std::string& i) {
+    std::string s = offsets(i);
+    for (size_t l = 0; l < k.operands.size(); ++l) {
+      const EwOperand& in = k.operands[l];
+      absl::StrAppend(&s, "const ", DomainType(in.domain), " ", in.var, " = ",
+                      LoadAs(in.dtype, in.domain, in.param, absl::StrCat("o", l + 1)), ";\n");
+    }
+    absl::StrAppend(&s, k.code);
+    for (const EwOutput& o : k.outputs) absl::StrAppend(&s, StoreFrom(o.dtype, o.domain, o.param, i, o.expr), "\n");
+    return s;
+  };
+  std::string src;
+  if (vec > 1) {
+    std::string aligned = "true";
+    for (const EwOutput& o : k.outputs) {
+      absl::StrAppend(&aligned, " && kiln_vec_aligned(", o.param, ", ", vec * DTypeSize(o.dtype), ")");
+    }
+    // One vector per thread per iteration: one 16-byte access per operand already
+    // keeps enough bytes in flight at full occupancy (2048 threads x 16 bytes per
+    // SM), and unrolling further would multiply NVRTC's work by the body's size.
+    std::string loads, unpack;
+    for (size_t l = 0; l < k.operands.size(); ++l) {
+      const EwOperand& in = k.operands[l];
+      const char* t = StorageTypeName(in.dtype);
+      if (contiguous[l]) {
+        absl::StrAppend(&aligned, " && kiln_vec_aligned(", in.param, ", ", vec * DTypeSize(in.dtype), ")");
+        absl::StrAppend(&loads, "const kiln_vec_pack<", t, ", ", vec, "> p", l, " = kiln_vec_ld<", vec, ">(", in.param,
+                        " + o", l + 1, ");\n");
+        absl::StrAppend(&unpack, "const ", DomainType(in.domain), " ", in.var, " = ",
+                        LoadAs(in.dtype, in.domain, absl::StrCat("p", l, ".v"), "e"), ";\n");
+      } else {  // broadcast along the innermost dim: one element per vector
+        absl::StrAppend(&loads, "const ", t, " p", l, " = ", in.param, "[o", l + 1, "];\n");
+        absl::StrAppend(&unpack, "const ", DomainType(in.domain), " ", in.var, " = ",
+                        LoadAs(in.dtype, in.domain, absl::StrCat("(&p", l, ")"), "0"), ";\n");
+      }
+    }
+    std::string stores_decl, stores_put, stores_write;
+    for (size_t o = 0; o < k.outputs.size(); ++o) {
+      const EwOutput& out = k.outputs[o];
+      absl::StrAppend(&stores_decl, "kiln_vec_pack<", StorageTypeName(out.dtype), ", ", vec, "> q", o, ";\n");
+      absl::StrAppend(&stores_put, StoreFrom(out.dtype, out.domain, absl::StrCat("q", o, ".v"), "e", out.expr), "\n");
+      absl::StrAppend(&stores_write, "kiln_vec_st<", vec, ">(", out.param, " + i, q", o, ");\n");
+    }
+    absl::StrAppend(&src, "if (", aligned, ") {\n", vecs_decl, "for (", it, " iv = (", it,
+                    ")blockIdx.x * blockDim.x + threadIdx.x; iv < kVecs; iv += (", it,
+                    ")gridDim.x * blockDim.x) {\nconst ", it, " i = iv * ", vec, ";\n", offsets("i"), loads, stores_decl,
+                    "#pragma unroll\nfor (int e = 0; e < ", vec, "; ++e) {\n", unpack, k.code, stores_put, "}\n",
+                    stores_write, "}\n");
+    if (tail) {
+      absl::StrAppend(&src, "// the tail after the last whole vector\n", "for (", it, " i = kVecs * ", vec, " + (", it,
+                      ")blockIdx.x * blockDim.x + threadIdx.x; i < ", count, "; i += (", it,
+                      ")gridDim.x * blockDim.x) {\n", scalar_element("i"), "}\n");
+    }
+    absl::StrAppend(&src, "return;\n}\n// unaligned pointers: one element per thread\n");
+  }
+  // One element per access, four per thread per iteration, strided by the grid so
+  // that a warp's accesses stay contiguous: four loads in flight per thread instead
+  // of one (a memory-bound kernel of 2-byte loads needs them to approach bandwidth).
+  absl::StrAppend(&src, "const ", it, " kStride_ = (", it, ")gridDim.x * blockDim.x;\nfor (", it, " i0_ = (", it,
+                  ")blockIdx.x * blockDim.x + threadIdx.x; i0_ < ", count, "; i0_ += ", kScalarUnroll,
+                  " * kStride_) {\n#pragma unroll\nfor (int u_ = 0; u_ < ", kScalarUnroll, "; ++u_) {\nconst ", it,
+                  " i = i0_ + u_ * kStride_;\nif (i < ", count, ") {\n", scalar_element("i"), "}\n}\n}\n}\n");
+  return src;
+}
+
 KernelLaunch EmitElementwiseKernel(const EwKernel& k) {
   if (!k.dims.empty()) return EmitDynamicElementwiseKernel(k);
   const int64_t n = NumElements(k.shape);
@@ -256,18 +325,6 @@ KernelLaunch EmitElementwiseKernel(const EwKernel& k) {
   for (const EwOperand& in : k.operands) {
     absl::StrAppend(&params, params.empty() ? "" : ", ", Param(in.dtype, true, in.param));
   }
-  // One element at linear index `i` (the scalar path and the tail).
-  auto scalar_element = [&](const std::string& i) {
-    std::string s = LinearOffsetCode(space, operands, i, it, "o");
-    for (size_t l = 0; l < k.operands.size(); ++l) {
-      const EwOperand& in = k.operands[l];
-      absl::StrAppend(&s, "const ", DomainType(in.domain), " ", in.var, " = ",
-                      LoadAs(in.dtype, in.domain, in.param, absl::StrCat("o", l + 1)), ";\n");
-    }
-    absl::StrAppend(&s, k.code);
-    for (const EwOutput& o : k.outputs) absl::StrAppend(&s, StoreFrom(o.dtype, o.domain, o.param, i, o.expr), "\n");
-    return s;
-  };
   std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), TemplateSource("vector.cuh"), "\n// ", k.comment,
                                  vec > 1 ? absl::StrCat(" (", vec, " elements per vector)") : "",
                                  "\nextern \"C\" __global__ void __launch_bounds__(", block, ") KILN_KERNEL(", params,
@@ -275,58 +332,11 @@ KernelLaunch EmitElementwiseKernel(const EwKernel& k) {
   for (const EwOperand& in : k.operands) {
     if (in.offset != 0) absl::StrAppend(&src, in.param, " += ", in.offset, ";\n");
   }
-  if (vec > 1) {
-    const int64_t vecs = n / vec;
-    std::string aligned = "true";
-    for (const EwOutput& o : k.outputs) {
-      absl::StrAppend(&aligned, " && kiln_vec_aligned(", o.param, ", ", vec * DTypeSize(o.dtype), ")");
-    }
-    // One vector per thread per iteration: one 16-byte access per operand already
-    // keeps enough bytes in flight at full occupancy (2048 threads x 16 bytes per
-    // SM), and unrolling further would multiply NVRTC's work by the body's size.
-    std::string loads, unpack;
-    for (size_t l = 0; l < k.operands.size(); ++l) {
-      const EwOperand& in = k.operands[l];
-      const char* t = StorageTypeName(in.dtype);
-      if (space.strides[l + 1].back() == 1) {
-        absl::StrAppend(&aligned, " && kiln_vec_aligned(", in.param, ", ", vec * DTypeSize(in.dtype), ")");
-        absl::StrAppend(&loads, "const kiln_vec_pack<", t, ", ", vec, "> p", l, " = kiln_vec_ld<", vec, ">(", in.param,
-                        " + o", l + 1, ");\n");
-        absl::StrAppend(&unpack, "const ", DomainType(in.domain), " ", in.var, " = ",
-                        LoadAs(in.dtype, in.domain, absl::StrCat("p", l, ".v"), "e"), ";\n");
-      } else {  // broadcast along the innermost dim: one element per vector
-        absl::StrAppend(&loads, "const ", t, " p", l, " = ", in.param, "[o", l + 1, "];\n");
-        absl::StrAppend(&unpack, "const ", DomainType(in.domain), " ", in.var, " = ",
-                        LoadAs(in.dtype, in.domain, absl::StrCat("(&p", l, ")"), "0"), ";\n");
-      }
-    }
-    std::string stores_decl, stores_put, stores_write;
-    for (size_t o = 0; o < k.outputs.size(); ++o) {
-      const EwOutput& out = k.outputs[o];
-      absl::StrAppend(&stores_decl, "kiln_vec_pack<", StorageTypeName(out.dtype), ", ", vec, "> q", o, ";\n");
-      absl::StrAppend(&stores_put, StoreFrom(out.dtype, out.domain, absl::StrCat("q", o, ".v"), "e", out.expr), "\n");
-      absl::StrAppend(&stores_write, "kiln_vec_st<", vec, ">(", out.param, " + i, q", o, ");\n");
-    }
-    absl::StrAppend(&src, "if (", aligned, ") {\nconstexpr ", it, " kVecs = ", vecs, ";\nfor (", it, " iv = (", it,
-                    ")blockIdx.x * blockDim.x + threadIdx.x; iv < kVecs; iv += (", it,
-                    ")gridDim.x * blockDim.x) {\nconst ", it, " i = iv * ", vec, ";\n",
-                    LinearOffsetCode(space, operands, "i", it, "o"), loads, stores_decl,
-                    "#pragma unroll\nfor (int e = 0; e < ", vec, "; ++e) {\n", unpack, k.code, stores_put, "}\n",
-                    stores_write, "}\n");
-    if (flat && n % vec != 0) {
-      absl::StrAppend(&src, "// the tail after the last whole vector\n", "for (", it, " i = kVecs * ", vec, " + (", it,
-                      ")blockIdx.x * blockDim.x + threadIdx.x; i < (", it, ")", n, "; i += (", it,
-                      ")gridDim.x * blockDim.x) {\n", scalar_element("i"), "}\n");
-    }
-    absl::StrAppend(&src, "return;\n}\n// unaligned pointers: one element per thread\n");
-  }
-  // One element per access, four per thread per iteration, strided by the grid so
-  // that a warp's accesses stay contiguous: four loads in flight per thread instead
-  // of one (a memory-bound kernel of 2-byte loads needs them to approach bandwidth).
-  absl::StrAppend(&src, "const ", it, " kStride_ = (", it, ")gridDim.x * blockDim.x;\nfor (", it, " i0_ = (", it,
-                  ")blockIdx.x * blockDim.x + threadIdx.x; i0_ < (", it, ")", n, "; i0_ += ", kScalarUnroll,
-                  " * kStride_) {\n#pragma unroll\nfor (int u_ = 0; u_ < ", kScalarUnroll, "; ++u_) {\nconst ", it,
-                  " i = i0_ + u_ * kStride_;\nif (i < (", it, ")", n, ") {\n", scalar_element("i"), "}\n}\n}\n}\n");
+  std::vector<bool> contiguous;
+  for (size_t l = 0; l < k.operands.size(); ++l) contiguous.push_back(vec > 1 && space.strides[l + 1].back() == 1);
+  absl::StrAppend(&src, ElementwiseLoops(k, it, vec, contiguous, absl::StrCat("constexpr ", it, " kVecs = ", n / vec, ";\n"),
+                                         flat && vec > 1 && n % vec != 0, absl::StrCat("(", it, ")", n),
+                                         [&](const std::string& i) { return LinearOffsetCode(space, operands, i, it, "o"); }));
   KernelLaunch launch;
   launch.source = std::move(src);
   SetGrid1D(launch, vec > 1 ? n / vec : (n + kScalarUnroll - 1) / kScalarUnroll, block);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -137,8 +138,22 @@ KernelLaunch EmitDynamicElementwiseKernel(const EwKernel& kernel);
 KernelLaunch EmitDynamicStridedCopy(DType dtype, const std::vector<DimExpr>& dims, const std::vector<DimExpr>& out_strides,
                                     int64_t out_base, int64_t max_n, const std::string& comment);
 
+// The loops of an element-wise kernel after its offsets and sizes are declared, shared
+// by EmitElementwiseKernel and EmitDynamicElementwiseKernel, through the kernel's
+// closing brace. `offsets(i)` declares o<k> for operand k >= 1 at linear index i;
+// `count` is the element count as C code; with `vec` > 1 the vector loop comes first
+// (`vecs_decl` declares kVecs; contiguous[l]: operand l is read a vector at a time,
+// else one element per vector), then, with `tail`, the elements after the last whole
+// vector; the scalar loop takes unaligned pointers (and every element when vec == 1).
+std::string ElementwiseLoops(const EwKernel& k, const char* index_type, int vec, const std::vector<bool>& contiguous,
+                             const std::string& vecs_decl, bool tail, const std::string& count,
+                             const std::function<std::string(const std::string&)>& offsets);
+
 // C code of a dim expression over kiln_dims: "(768*KILN_DIM(0)*KILN_DIM(1))".
 std::string DimCode(const DimExpr& e);
+// Row-major strides over dims, and the number of elements, as expressions.
+std::vector<DimExpr> DenseDimStrides(const std::vector<DimExpr>& dims);
+DimExpr DimsProduct(const std::vector<DimExpr>& dims);
 // The dims of a value: its expressions in a dynamic graph, else its fixed sizes.
 std::vector<DimExpr> ValueDims(const Value& v);
 // Whether any input or output of `node` has dims that vary with the dim symbols.

@@ -127,10 +127,9 @@ absl::StatusOr<std::vector<KernelLaunch>> ConcatOrSplit(const Node& node) {
 // kiln_dims (an embedding lookup of [batch, seq] ids, a mask gathered by row).
 absl::StatusOr<std::vector<KernelLaunch>> DynamicGather(const Node& node, int64_t axis) {
   const std::vector<DimExpr> data = ValueDims(*node.input(0));
-  DimExpr inner = DimExpr::Constant(1), nidx = DimExpr::Constant(1), n = DimExpr::Constant(1);
-  for (size_t d = axis + 1; d < data.size(); ++d) inner = *DimExpr::Mul(inner, data[d]);
-  for (const DimExpr& d : ValueDims(*node.input(1))) nidx = *DimExpr::Mul(nidx, d);
-  for (const DimExpr& d : ValueDims(*node.output(0))) n = *DimExpr::Mul(n, d);
+  const DimExpr inner = DimsProduct(std::vector<DimExpr>(data.begin() + axis + 1, data.end()));
+  const DimExpr nidx = DimsProduct(ValueDims(*node.input(1)));
+  const DimExpr n = DimsProduct(ValueDims(*node.output(0)));
   const DType dt = node.output(0)->dtype();
   KernelLaunch l;
   l.args = {0, InputArg(node, 0), InputArg(node, 1)};
@@ -155,8 +154,7 @@ absl::StatusOr<std::vector<KernelLaunch>> DynamicConcat(const Node& node) {
   KILN_ASSIGN_OR_RETURN(int64_t axis, node.GetInt("axis", 0));
   const std::vector<DimExpr> out_dims = ValueDims(*out);
   if (axis < 0) axis += static_cast<int64_t>(out_dims.size());
-  std::vector<DimExpr> strides;
-  DynamicBroadcastStrides(out_dims, out_dims, &strides);
+  const std::vector<DimExpr> strides = DenseDimStrides(out_dims);
   if (!strides[axis].IsConstant()) return NoKernel(node, "an axis inside one whose size varies");
   std::vector<KernelLaunch> launches;
   int64_t at = 0;  // the next input's first index along the axis
@@ -188,8 +186,7 @@ absl::StatusOr<std::vector<KernelLaunch>> DynamicSlice(const Node& node) {
   const Value* in = node.input(0);
   const Value* out = node.output(0);
   const std::vector<DimExpr> in_dims = ValueDims(*in), out_dims = ValueDims(*out);
-  std::vector<DimExpr> dense;
-  DynamicBroadcastStrides(in_dims, in_dims, &dense);
+  const std::vector<DimExpr> dense = DenseDimStrides(in_dims);
   EwKernel k;
   k.comment = absl::StrCat("Slice ", out->TypeString());
   k.shape = out->shape();
@@ -435,8 +432,7 @@ absl::StatusOr<std::vector<KernelLaunch>> DynamicMovement(const Node& node) {
   EwOperand src{"in", in->dtype(), DomainOf(in->dtype()), "v", {}};
   const std::vector<DimExpr> in_dims = ValueDims(*in);
   if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity") {
-    k.dims = {DimExpr::Constant(1)};  // one flat copy of every element
-    for (const DimExpr& d : in_dims) k.dims[0] = *DimExpr::Mul(k.dims[0], d);
+    k.dims = {DimsProduct(in_dims)};  // one flat copy of every element
     k.shape = {out->numel()};
     src.dim_strides = {DimExpr::Constant(1)};
   } else if (op == "Transpose") {
@@ -444,10 +440,8 @@ absl::StatusOr<std::vector<KernelLaunch>> DynamicMovement(const Node& node) {
     std::vector<int64_t> dflt(rank);
     for (int64_t i = 0; i < rank; ++i) dflt[i] = rank - 1 - i;
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> perm, node.GetInts("perm", dflt));
-    std::vector<DimExpr> dense;
-    if (!DynamicBroadcastStrides(in_dims, in_dims, &dense) || static_cast<int64_t>(perm.size()) != rank) {
-      return NoKernel(node, "bad perm");
-    }
+    const std::vector<DimExpr> dense = DenseDimStrides(in_dims);
+    if (static_cast<int64_t>(perm.size()) != rank) return NoKernel(node, "bad perm");
     for (int64_t p : perm) src.dim_strides.push_back(dense[p < 0 ? p + rank : p]);
   } else if (op == "Slice") {
     return DynamicSlice(node);

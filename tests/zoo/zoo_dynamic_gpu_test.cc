@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "compiler/compiler.h"
 #include "runtime/bundle.h"
 #include "runtime/cpu_executor.h"
@@ -22,6 +23,12 @@ namespace kiln::zoo {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A GPU session of `program`.
+absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuSession(std::shared_ptr<const CpuProgram> program) {
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const GpuProgram> gpu, GpuProgram::Create(std::move(program)));
+  return GpuExecutor::Create(std::move(gpu));
+}
 
 class ZooDynamicGpuTest : public ::testing::Test {
  protected:
@@ -93,9 +100,7 @@ TEST_F(ZooDynamicGpuTest, RangesMatchTheCpuBackendAtEverySize) {
     ASSERT_NE(bundle, nullptr);
     auto program = CpuProgram::Create(*bundle);
     ASSERT_TRUE(program.ok()) << program.status();
-    auto gpu_program = GpuProgram::Create(*program);
-    ASSERT_TRUE(gpu_program.ok()) << gpu_program.status();
-    auto gpu = GpuExecutor::Create(*gpu_program);
+    auto gpu = GpuSession(*program);
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     auto cpu = CpuExecutor::Create(*program);
     ASSERT_TRUE(cpu.ok()) << cpu.status();
@@ -134,9 +139,7 @@ TEST_F(ZooDynamicGpuTest, PerSizeStateStaysBounded) {
   ASSERT_NE(bundle, nullptr);
   auto program = CpuProgram::Create(*bundle);
   ASSERT_TRUE(program.ok()) << program.status();
-  auto gpu_program = GpuProgram::Create(*program);
-  ASSERT_TRUE(gpu_program.ok()) << gpu_program.status();
-  auto gpu = GpuExecutor::Create(*gpu_program);
+  auto gpu = GpuSession(*program);
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   auto first = (*gpu)->Run(Feeds(name, 1));
   ASSERT_TRUE(first.ok()) << first.status();
