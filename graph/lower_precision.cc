@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "graph/infer_shapes.h"
+#include "graph/op_registry.h"
 #include "graph/verifier.h"
 
 namespace kiln {
@@ -319,12 +320,40 @@ absl::StatusOr<bool> LowerPrecision::Run(Graph& graph) {
   }
   KILN_ASSIGN_OR_RETURN(const bool any_f32, HasFloat32(graph));
   if (!any_f32) return false;
-  Lowering lowering(graph, storage_, float32_nodes_);
+  absl::flat_hash_set<std::string> islands = float32_nodes_;
+  for (const std::string& n : IndexArithmeticNodes(graph)) islands.insert(n);
+  Lowering lowering(graph, storage_, islands);
   lowering.PlanForms();
   KILN_RETURN_IF_ERROR(lowering.Rewire());
   lowering.Rebuild();
   KILN_RETURN_IF_ERROR(lowering.Check());
   return true;
+}
+
+absl::flat_hash_set<std::string> IndexArithmeticNodes(const Graph& graph) {
+  absl::flat_hash_set<std::string> out;
+  std::vector<const Value*> stack;
+  for (const Node* n : graph.nodes()) {
+    if (n->op_type() != "Cast" || !n->domain().empty() || n->num_inputs() != 1 || !IsF32(n->input(0))) continue;
+    const absl::StatusOr<int64_t> to = n->GetInt("to");
+    if (!to.ok() || *to == kOnnxFloat || *to == kOnnxFloat16 || *to == kOnnxBFloat16 || *to == 11 /*DOUBLE*/) {
+      continue;
+    }
+    stack.push_back(n->input(0));
+  }
+  while (!stack.empty()) {
+    const Value* v = stack.back();
+    stack.pop_back();
+    const Node* p = v->producer();
+    if (p == nullptr || !p->domain().empty() || out.contains(p->name())) continue;
+    const OpDef* def = OpRegistry::Global().Find(p->op_type());
+    if (p->op_type() != "Cast" && (def == nullptr || !def->is_elementwise)) continue;
+    out.insert(p->name());
+    for (const Value* in : p->inputs()) {
+      if (IsF32(in) && !in->is_constant()) stack.push_back(in);
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<absl::flat_hash_set<std::string>> NodesOutsideRange(const Graph& graph, const TensorMap& feeds,

@@ -39,6 +39,12 @@
 // Cast(to = S) "<y>_f16" of them. NodesOutsideRange finds such nodes by running the
 // graph on calibration inputs: kiln compile --precision fp16 --calibrate.
 //
+// Index arithmetic also stays f32: the element-wise chain that computes a float
+// value which a Cast turns into integers (T5's relative-position buckets: a distance
+// cast to float, divided, its log scaled, cast back to an index). Rounding each step
+// to f16 moves values across the integer boundaries, so the index, not just the
+// value, changes. Run adds those nodes to the islands (IndexArithmeticNodes).
+//
 // Afterwards no f32 value remains except graph inputs/outputs, kept constants and
 // the outputs of inserted or kept Casts; Run fails (Internal) naming any other, and
 // fails with the verifier's message if the result is structurally broken.
@@ -68,6 +74,10 @@ class LowerPrecision {
   DType storage_;
   absl::flat_hash_set<std::string> float32_nodes_;
 };
+
+// The element-wise nodes (and Casts to float) whose f32 output flows, through
+// element-wise nodes only, into a Cast to an integer or bool type.
+absl::flat_hash_set<std::string> IndexArithmeticNodes(const Graph& graph);
 
 // The names of the nodes that read or write a floating value whose largest
 // magnitude exceeds `limit` when `graph` runs on the CPU reference with `feeds`

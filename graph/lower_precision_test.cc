@@ -213,6 +213,54 @@ graph @main {
   EXPECT_FALSE(LowerPrecision(DType::kInt64).Run(*f).ok());
 }
 
+// T5's relative-position buckets as the legacy exporter writes them (cut from
+// t5_encoder.legacy in the zoo): |i - j| cast to float, divided by max_exact, its log
+// divided by log(max_distance / max_exact), scaled by the bucket count and cast back to
+// an index. That chain stays f32 (rounded to f16 at each step the bucket of a
+// distance can move by one); the float chain that is not cast to an index (the scores'
+// scale) is lowered.
+TEST(LowerPrecisionTest, IndexArithmeticStaysF32) {
+  constexpr char kText[] = R"(
+graph @main {
+  input %dist : i64[8,16]
+  input %scores : f32[8,8]
+  const %max_exact : f32[] = [8.0]
+  const %log_ratio : f32[] = [2.7725887]
+  const %buckets : f32[] = [8.0]
+  const %scale : f32[] = [0.125]
+  %f = Cast(%dist) {to = 1} @Cast_3
+  %d = Div(%f, %max_exact) @Div
+  %l = Log(%d) @Log
+  %d1 = Div(%l, %log_ratio) @Div_1
+  %m = Mul(%d1, %buckets) @Mul_1
+  %bucket = Cast(%m) {to = 7} @Cast_4
+  %s = Mul(%scores, %scale) @scale
+  %r = Relu(%s) @relu
+  output %bucket
+  output %r
+}
+)";
+  std::unique_ptr<Graph> g = MustParse(kText);
+  const absl::flat_hash_set<std::string> index = IndexArithmeticNodes(*g);
+  EXPECT_EQ(index, (absl::flat_hash_set<std::string>{"Cast_3", "Div", "Log", "Div_1", "Mul_1"}));
+  auto changed = LowerPrecision(DType::kFloat16).Run(*g);
+  ASSERT_TRUE(changed.ok() && *changed) << changed.status();
+  ExpectVerifies(*g);
+  for (const char* v : {"f", "d", "l", "d1", "m"}) EXPECT_EQ(g->FindValue(v)->dtype(), DType::kFloat32) << v;
+  EXPECT_EQ(g->FindValue("s")->dtype(), DType::kFloat16);
+
+  // Every distance gets the bucket the f32 graph gives it.
+  std::unique_ptr<Graph> reference = MustParse(kText);
+  std::vector<int64_t> dist(128);
+  for (size_t i = 0; i < dist.size(); ++i) dist[i] = static_cast<int64_t>(i + 1);  // T5's distances 1..128
+  TensorMap feeds{{"dist", Tensor::FromInt64(DType::kInt64, {8, 16}, dist)},
+                  {"scores", Tensor::FromFloat(DType::kFloat32, {8, 8}, std::vector<float>(64, 1.f))}};
+  auto want = EvaluateGraph(*reference, feeds);
+  auto got = EvaluateGraph(*g, feeds);
+  ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
+  EXPECT_EQ((*got)[0].ToInt64(), (*want)[0].ToInt64());
+}
+
 TEST(LowerPrecisionTest, InputPassedThroughToOutputStaysF32) {
   const std::string out = Lower(R"(
 graph @main {
