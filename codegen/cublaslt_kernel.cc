@@ -90,6 +90,7 @@ class CublasLtKernel : public LibraryKernel {
       }
     }
     beta_ = p.c_kind == CKind::kNone || p.c_kind == CKind::kBias ? 0.f : p.beta;
+    if (p.in_residual >= 0) beta_ = 1.f;  // the residual is C (PlanFusedMatMul: no other C then)
     if (p.c_kind == CKind::kMaterialize) c_bytes_ = AlignUp(static_cast<size_t>(p.m * p.n) * es_, 256);
 
     absl::Status st = MakeLayouts(/*batched=*/true);
@@ -112,9 +113,10 @@ class CublasLtKernel : public LibraryKernel {
   absl::Status Launch(const LibraryLaunchArgs& args) const override {
     const GemmPlan& p = plan_;
     const bool has_c = p.c_kind != CKind::kNone;
-    const int num_inputs = std::max({p.in_a, p.in_b, has_c ? p.in_c : 0}) + 1;
+    const int num_inputs = std::max({p.in_a, p.in_b, has_c ? p.in_c : 0, p.in_residual}) + 1;
     if (args.outputs.size() != 1 || args.outputs[0] == nullptr || static_cast<int>(args.inputs.size()) < num_inputs ||
-        args.inputs[p.in_a] == nullptr || args.inputs[p.in_b] == nullptr || (has_c && args.inputs[p.in_c] == nullptr)) {
+        args.inputs[p.in_a] == nullptr || args.inputs[p.in_b] == nullptr || (has_c && args.inputs[p.in_c] == nullptr) ||
+        (p.in_residual >= 0 && args.inputs[p.in_residual] == nullptr)) {
       return absl::InvalidArgumentError(absl::StrCat(where_, ": missing input or output pointers for the cuBLASLt call"));
     }
     if (args.workspace_bytes < workspace_bytes() || (workspace_bytes() > 0 && args.workspace == nullptr)) {
@@ -127,6 +129,7 @@ class CublasLtKernel : public LibraryKernel {
     const void* c = d;
     char* ws = static_cast<char*>(args.workspace);
     if (p.c_kind == CKind::kFull) c = args.inputs[p.in_c];
+    if (p.in_residual >= 0) c = args.inputs[p.in_residual];
     if (p.c_kind == CKind::kMaterialize) {
       if (absl::Status s = Materialize(args.inputs[p.in_c], ws, args.stream); !s.ok()) return s;
       c = ws;

@@ -152,6 +152,12 @@ GroupGraph MatMulGroup(DType dt, Shape x, Shape w, const std::vector<std::string
     } else if (e == "bias" || e == "bias1n" || e == "bias_first") {
       inputs.push_back({"b", e == "bias1n" ? Shape{1, n} : Shape{n}});
       nodes.push_back({"Add", e == "bias_first" ? std::vector<std::string>{"b", prev} : std::vector<std::string>{prev, "b"}, out});
+    } else if (e == "residual" || e == "residual_first") {
+      Shape r = OutputBatch(x, w);
+      r.insert(r.end(), {x.size() == 1 ? 1 : x[x.size() - 2], n});
+      inputs.push_back({"r", r});
+      nodes.push_back(
+          {"Add", e == "residual_first" ? std::vector<std::string>{"r", prev} : std::vector<std::string>{prev, "r"}, out});
     } else if (e == "relu") {
       nodes.push_back({"Relu", {prev}, out});
     } else if (e == "gelu" || e == "gelu_erf") {
@@ -365,12 +371,24 @@ TEST(LibraryKernelName, FusedMatMulForms) {
   EXPECT_EQ(GroupName(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"bias", "relu", "relu"})), "");
   // Other patterns.
   EXPECT_EQ(GroupName(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"bias"}, "siblings")), "");
-  // Full [M, N] and column [M, 1] addends are not biases.
-  for (const Shape& c : {Shape{7, 129}, Shape{7, 1}}) {
-    GroupGraph gg = BuildGroup(kF16, {{"x", {7, 33}}, {"w", {33, 129}}, {"c", c}},
+  // A column [M, 1] addend is neither a bias nor a residual.
+  {
+    GroupGraph gg = BuildGroup(kF16, {{"x", {7, 33}}, {"w", {33, 129}}, {"c", {7, 1}}},
                                {{"MatMul", {"x", "w"}, "m"}, {"Add", {"m", "c"}, "y"}}, "matmul+epilogue");
-    EXPECT_EQ(GroupName(gg), "") << ShapeToString(c);
+    EXPECT_EQ(GroupName(gg), "");
   }
+  // A full [M, N] addend is a residual (cuBLASLt's C), after the bias and before the
+  // activation; one matrix only (no strided batch), and only one.
+  for (DType dt : {kF32, kF16}) {
+    const Shape w{33, 129};
+    EXPECT_EQ(GroupName(MatMulGroup(dt, Shape{7, 33}, w, {"residual"})), "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, Shape{7, 33}, w, {"bias", "residual_first"})), "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, Shape{2, 7, 33}, w, {"bias", "residual", "relu"})), "cublaslt:FusedMatMul");
+    EXPECT_EQ(GroupName(MatMulGroup(dt, Shape{1, 33}, w, {"bias1n", "residual"})), "cublaslt:FusedMatMul");
+  }
+  EXPECT_EQ(GroupName(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"residual", "bias"})), "");
+  EXPECT_EQ(GroupName(MatMulGroup(kF16, Shape{7, 33}, Shape{33, 129}, {"bias", "residual", "residual"})), "");
+  EXPECT_EQ(GroupName(MatMulGroup(kF16, Shape{2, 7, 33}, Shape{2, 33, 129}, {"bias", "residual"})), "");
   // An intermediate value read outside the group (the group has two outputs).
   {
     GroupGraph gg = BuildGroup(kF16, {{"x", {7, 33}}, {"w", {33, 129}}, {"b", {129}}},
@@ -810,6 +828,10 @@ TEST_F(LibraryKernelGpuTest, FusedMatMul) {
       CheckGroup(MatMulGroup(dt, Shape{m, k}, Shape{k, n}, {"relu"}), name);
       CheckGroup(MatMulGroup(dt, Shape{m, k}, Shape{k, n}, {"gelu"}), name);
     }
+    // A residual as cuBLASLt's C, alone, after the bias, before the activation.
+    CheckGroup(MatMulGroup(dt, Shape{7, 33}, Shape{33, 129}, {"residual"}), name);
+    CheckGroup(MatMulGroup(dt, Shape{2, 9, 64}, Shape{64, 48}, {"bias", "residual_first"}), name);
+    CheckGroup(MatMulGroup(dt, Shape{1, 33}, Shape{33, 5}, {"bias1n", "residual", "relu"}), name);
     // Batches: folded into M, strided, broadcast A.
     CheckGroup(MatMulGroup(dt, Shape{2, 3, 7, 33}, Shape{33, 129}, {"bias", "relu"}), name);
     CheckGroup(MatMulGroup(dt, Shape{2, 3, 7, 33}, Shape{2, 3, 33, 129}, {"bias", "gelu"}), name);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "graph/fused_group.h"
 #include "graph/ops/window.h"
+#include "graph/symbolic_shapes.h"
 
 namespace kiln::codegen::libplan {
 namespace {
@@ -148,8 +149,9 @@ const Value* OtherOperand(const Node& add, const Node& prev) {
 }
 
 // "matmul+epilogue": MatMul(A, W) [+ Add(bias [N] or [1,N], or a per-batch bias
-// [batch.., 1, N] when the MatMul is a strided batch)] [+ Relu | Gelu(tanh)], one
-// cuBLASLt call with a BIAS / RELU / GELU epilogue. A, W and the bias are group
+// [batch.., 1, N] when the MatMul is a strided batch)] [+ Add(residual of the output's
+// shape, one matrix)] [+ Relu | Gelu(tanh)], one cuBLASLt call with a BIAS / RELU /
+// GELU epilogue and the residual as C. A, W, the bias and the residual are group
 // inputs. cuBLASLt's GELU epilogue is the tanh approximation, so erf Gelu is refused.
 
 }  // namespace
@@ -372,8 +374,25 @@ absl::StatusOr<GemmPlan> PlanFusedMatMul(const Node& group) {
   p.in_a = BodyInput(body, mm.input(0));
   p.in_b = BodyInput(body, mm.input(1));
   if (p.in_a < 0 || p.in_b < 0) return group.Unsupported("MatMul operands must be group inputs");
+  // A residual: the other operand of an Add, of the output's shape (one matrix). The
+  // first Add's operand is the bias when it has a bias's shape (with one row, the two
+  // add the same).
+  const Shape& out_shape = mm.output(0)->shape();
+  auto residual_of = [&](const Node& add, const Node& prev) -> const Value* {
+    const Value* r = OtherOperand(add, prev);
+    if (p.batch != 1 || r == nullptr || !r->has_type() || r->dtype() != p.dtype || r->shape() != out_shape ||
+        SymbolicShape(*r) != SymbolicShape(*mm.output(0))) {
+      return nullptr;
+    }
+    return BodyInput(body, r) >= 0 ? r : nullptr;
+  };
+  auto bias_shaped = [&](const Node& add, const Node& prev) {
+    const Value* b = OtherOperand(add, prev);
+    return b != nullptr && b->has_type() && (b->shape() == Shape{p.n} || b->shape() == Shape{1, p.n});
+  };
   size_t i = 1;
-  if (i < nodes.size() && nodes[i]->op_type() == "Add") {
+  if (i < nodes.size() && nodes[i]->op_type() == "Add" &&
+      (bias_shaped(*nodes[i], *nodes[i - 1]) || residual_of(*nodes[i], *nodes[i - 1]) == nullptr)) {
     const Value* bias = OtherOperand(*nodes[i], *nodes[i - 1]);
     // A per-batch bias: the output's batch dims, then [1, N] (fuse-siblings' stacked
     // Q/K/V bias [S, 1, N]); cuBLASLt steps through it with BIAS_BATCH_STRIDE.
@@ -391,6 +410,13 @@ absl::StatusOr<GemmPlan> PlanFusedMatMul(const Node& group) {
     p.c_kind = CKind::kBias;
     p.beta = 1.f;
     ++i;
+  }
+  if (i < nodes.size() && nodes[i]->op_type() == "Add") {
+    // A transformer's skip connection: cuBLASLt's C, added before the activation.
+    if (const Value* residual = residual_of(*nodes[i], *nodes[i - 1]); residual != nullptr) {
+      p.in_residual = BodyInput(body, residual);
+      ++i;
+    }
   }
   if (i < nodes.size() && nodes[i]->op_type() == "Relu") {
     p.act = GemmPlan::Act::kRelu;

@@ -66,6 +66,9 @@ struct GemmPlan {
   // kBias with a batch: elements between consecutive batches' biases (0: one bias
   // for every batch; N: a per-batch bias [batch.., 1, N], see PlanFusedMatMul).
   int64_t bias_batch_stride = 0;
+  // A residual [M, N] added after the bias (one matrix, batch 1): the launch input
+  // passed as cuBLASLt's C with beta 1; -1: none.
+  int in_residual = -1;
   enum class Act { kNone, kRelu, kGeluTanh } act = Act::kNone;
 };
 

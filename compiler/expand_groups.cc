@@ -22,7 +22,7 @@ Node* FindNodeNamed(Graph& graph, const std::string& name) {
 
 // After a MatMul group was expanded: the longest chain from the MatMul through
 // members (each the only reader of the previous one's output) that a library call
-// takes fused (cuBLASLt: the bias add and a Relu / tanh-Gelu after it) becomes a
+// takes fused (cuBLASLt: the bias add, a residual add and a Relu / tanh-Gelu) becomes a
 // group again, so the expansion gives up only what the library cannot do. Returns
 // what it kept, for the report ("" when nothing).
 absl::StatusOr<std::string> RegroupLibraryPrefix(Graph& graph, const std::string& anchor,
@@ -31,7 +31,7 @@ absl::StatusOr<std::string> RegroupLibraryPrefix(Graph& graph, const std::string
   Node* matmul = FindNodeNamed(graph, anchor);
   if (matmul == nullptr || matmul->op_type() != "MatMul") return std::string();
   std::vector<Node*> chain = {matmul};
-  while (chain.size() < 3) {
+  while (chain.size() < 4) {
     const Value* out = chain.back()->output(0);
     if (out == nullptr || out->uses().size() != 1 || graph.IsGraphOutput(out)) break;
     Node* next = out->uses()[0].node;
