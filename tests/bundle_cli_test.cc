@@ -229,6 +229,24 @@ TEST_F(BundleCliTest, DynamicBatchCompilesOnceAndRunsAtSizesInTheRange) {
     const std::vector<float> g = got->ToFloat(), v = want->ToFloat();
     for (size_t k = 0; k < g.size(); ++k) EXPECT_NEAR(g[k], v[k], 1e-2f * (1 + std::abs(v[k]))) << batch << " " << k;
   }
+  // Without --dim, the sizes come from the input files; outside the range, an error.
+  for (int batch : {3, 9}) {
+    const std::string npy = (fs::path(dir_) / absl::StrCat("x", batch, ".npy")).string();
+    ASSERT_TRUE(WriteNpy(npy, Tensor::FromFloat(DType::kFloat32, {batch, 256},
+                                                std::vector<float>(batch * 256, 0.5f))).ok());
+    const std::string out = (fs::path(dir_) / absl::StrCat("from_file", batch)).string();
+    Result r = Kiln(absl::StrCat("run ", kiln_, " --input x=", npy, " --output-dir ", out), dir_);
+    if (batch == 9) {
+      EXPECT_EQ(r.exit_code, 1);
+      EXPECT_THAT(r.out, HasSubstr("the --input files give batch=9, outside the range 1..8"));
+      continue;
+    }
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_THAT(r.out, Not(HasSubstr("largest sizes")));
+    auto got = ReadTensorFile(out + "/probs.npy");
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->shape(), (Shape{batch, 10}));
+  }
   Result outside = Kiln(absl::StrCat("run ", kiln_, " --dim batch=9 --input x=random"), dir_);
   EXPECT_EQ(outside.exit_code, 1);
   EXPECT_THAT(outside.out, HasSubstr("--dim batch=9 is outside the range 1..8"));

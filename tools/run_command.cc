@@ -124,10 +124,33 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+// The value of each dim symbol that an input read from a file (--input NAME=FILE)
+// gives: the file's size at a dim that is the symbol alone. The first input wins; a
+// disagreement is caught when the inputs are read at the sizes chosen.
+absl::StatusOr<std::map<std::string, int64_t>> DimsFromInputFiles(const bundle::Manifest& m,
+                                                                   const std::map<std::string, std::string>& sources) {
+  std::map<std::string, int64_t> found;
+  for (const bundle::TensorSignature& in : m.inputs()) {
+    auto it = sources.find(in.name());
+    if (in.dims_size() == 0 || it == sources.end()) continue;
+    const std::string& source = it->second;
+    if (source == "arange" || source == "zeros" || source == "ones" || absl::StartsWith(source, "random")) continue;
+    KILN_ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(source));
+    if (t.rank() != in.dims_size()) continue;  // MakeInput names the mismatch
+    for (int d = 0; d < in.dims_size(); ++d) {
+      for (const bundle::DimSymbol& s : m.dim_symbols()) {
+        if (in.dims(d) == s.name()) found.emplace(s.name(), t.shape()[d]);
+      }
+    }
+  }
+  return found;
+}
+
 // The sizes a run of a dynamic bundle uses: --dim NAME=N inside each range, else the
-// range's largest value (said on stderr). Empty for a static bundle, where --dim is an
-// error.
-absl::StatusOr<std::vector<int64_t>> RunSizes(const bundle::Manifest& m, const Args& args) {
+// size the inputs read from files have, else the range's largest value (said on
+// stderr). Empty for a static bundle, where --dim is an error.
+absl::StatusOr<std::vector<int64_t>> RunSizes(const bundle::Manifest& m, const Args& args,
+                                              const std::map<std::string, std::string>& sources) {
   std::vector<int64_t> sizes;
   KILN_ASSIGN_OR_RETURN(auto given, ParseDims(args.GetAll("dim")));
   if (m.dim_symbols_size() == 0) {
@@ -137,16 +160,20 @@ absl::StatusOr<std::vector<int64_t>> RunSizes(const bundle::Manifest& m, const A
     }
     return sizes;
   }
+  KILN_ASSIGN_OR_RETURN(const auto from_files, DimsFromInputFiles(m, sources));
   std::vector<std::string> defaulted;
   for (const bundle::DimSymbol& d : m.dim_symbols()) {
     auto it = given.find(d.name());
+    const bool from_file = it == given.end() && from_files.contains(d.name());
+    if (from_file) it = given.emplace(d.name(), from_files.at(d.name())).first;
     if (it == given.end()) {
       sizes.push_back(d.max());
       defaulted.push_back(absl::StrCat(d.name(), "=", d.max()));
       continue;
     }
     if (it->second < d.min() || it->second > d.max()) {
-      return absl::InvalidArgumentError(absl::StrCat("--dim ", d.name(), "=", it->second, " is outside the range ",
+      return absl::InvalidArgumentError(absl::StrCat(from_file ? "the --input files give " : "--dim ", d.name(), "=",
+                                                     it->second, from_file ? ", " : " is ", "outside the range ",
                                                      d.min(), "..", d.max(), " the bundle was compiled for"));
     }
     sizes.push_back(it->second);
@@ -187,7 +214,20 @@ absl::Status RunBundle(const std::string& path, const Args& args, const std::str
   const bundle::Manifest& m = bundle->manifest();
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const CpuProgram> program, CpuProgram::Create(*bundle));
   // A dynamic bundle runs at the sizes --dim gives (each dim's largest by default).
-  KILN_ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, RunSizes(m, args));
+  std::map<std::string, std::string> sources;
+  std::string names;
+  for (const auto& in : m.inputs()) absl::StrAppend(&names, names.empty() ? "" : ", ", in.name());
+  for (const std::string& spec : args.GetAll("input")) {
+    KILN_ASSIGN_OR_RETURN(auto kv, SplitAssignment(spec, "input"));
+    bool known = false;
+    for (const auto& in : m.inputs()) known |= in.name() == kv.first;
+    if (!known) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input ", kv.first, ": the bundle has no such input (inputs: ", names, ")"));
+    }
+    sources[kv.first] = kv.second;
+  }
+  KILN_ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, RunSizes(m, args, sources));
   std::string note;
   if (device.empty() && m.dim_symbols_size() > 0 &&
       std::any_of(m.steps().begin(), m.steps().end(),
@@ -213,19 +253,6 @@ absl::Status RunBundle(const std::string& path, const Args& args, const std::str
   }
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_load).count();
 
-  std::map<std::string, std::string> sources;
-  std::string names;
-  for (const auto& in : m.inputs()) absl::StrAppend(&names, names.empty() ? "" : ", ", in.name());
-  for (const std::string& spec : args.GetAll("input")) {
-    KILN_ASSIGN_OR_RETURN(auto kv, SplitAssignment(spec, "input"));
-    bool known = false;
-    for (const auto& in : m.inputs()) known |= in.name() == kv.first;
-    if (!known) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--input ", kv.first, ": the bundle has no such input (inputs: ", names, ")"));
-    }
-    sources[kv.first] = kv.second;
-  }
   TensorMap feeds;
   for (const auto& in : m.inputs()) {
     KILN_ASSIGN_OR_RETURN(const Shape shape, SignatureShape(m, in, sizes));
