@@ -6,11 +6,14 @@
 // never generated for the largest sizes.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <string>
 
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
+#include "fusion/fuse_pointwise.h"
+#include "graph/fused_group.h"
 #include "graph/infer_shapes.h"
 #include "graph/text_format.h"
 
@@ -23,6 +26,9 @@ constexpr char kGraph[] = R"(graph @main {
   input %x : f16[4,64,64] dims "batch, seq, 64"
   input %ids : i64[4,64] dims "batch, seq"
   input %img : f16[4,8,5,5] dims "batch, 8, 5, 5"
+  input %nhwc : f16[4,5,5,16] dims "batch, 5, 5, 16"
+  input %stem : f16[4,5,5,3] dims "batch, 5, 5, 3"
+  const %pads : i64[8] = [0, 0, 0, 0, 0, 0, 0, 5]
   input %bias : f16[64]
   input %scale : f16[64]
   input %table : f16[100,64]
@@ -32,11 +38,15 @@ constexpr char kGraph[] = R"(graph @main {
   %s = MatMul(%n, %t)
   %p = Softmax(%s) {axis = -1}
   %g = GlobalAveragePool(%img)
+  %gn = GlobalAveragePool(%nhwc) {channels_last = 1}
+  %pd = Pad(%stem, %pads)
   %m = MaxPool(%img) {kernel_shape = [2, 2], strides = [2, 2]}
   %e = Gather(%table, %ids) {axis = 0}
   %l = LRN(%img) {size = 3}
   output %p
   output %g
+  output %gn
+  output %pd
   output %m
   output %e
   output %l
@@ -62,12 +72,14 @@ TEST(DynamicKernelsTest, LaunchesTakeTheSizesAtRunTimeAndCompile) {
     for (const KernelLaunch& l : *launches) {
       EXPECT_TRUE(l.dim_param);
       EXPECT_NE(l.source.find("const kiln_dims kiln_dims_"), std::string::npos);
-      EXPECT_GT(l.grid_per_block[0], 0);
-      EXPECT_FALSE(l.grid_extents[0].IsConstant()) << "the grid follows the sizes";
+      const int axis = node->GetInt("channels_last", 0).value_or(0) == 1 ? 1 : 0;  // NHWC: a block row per image
+      EXPECT_GT(l.grid_per_block[axis], 0);
+      EXPECT_FALSE(l.grid_extents[axis].IsConstant()) << "the grid follows the sizes";
       kernels.push_back({absl::StrCat("k", kernels.size()), l.source});
     }
   }
-  ASSERT_EQ(kernels.size(), 7u);  // Add, LayerNorm, Transpose, Softmax, GlobalAveragePool, MaxPool, Gather
+  // Add, LayerNorm, Transpose, Softmax, 2 x GlobalAveragePool, Pad (an image's channels), MaxPool, Gather
+  ASSERT_EQ(kernels.size(), 9u);
   for (const char* arch : {"sm_90a", "sm_80"}) {
     absl::StatusOr<std::string> cubin = CompileModule(kernels, arch);
     EXPECT_TRUE(cubin.ok()) << arch << ": " << cubin.status();
@@ -96,6 +108,99 @@ TEST(DynamicKernelsTest, SoftmaxRowsVaryNormRowsDoNot) {
   absl::StatusOr<std::vector<KernelLaunch>> norm = GenerateNodeKernels(*nodes[1]);
   ASSERT_FALSE(norm.ok());
   EXPECT_NE(norm.status().message().find("a row whose length varies"), std::string::npos) << norm.status();
+}
+
+// Fusion on a dynamic graph (issue 34): BERT's residual Add + LayerNorm and its bias
+// Add + erf-Gelu, as the legacy export leaves them after the FFN MatMuls (cuBLASLt runs
+// those), become a layernorm and a pointwise group whose kernels take the sizes at run
+// time; the scores' Div by a scale and Add of a broadcast mask before the Softmax form a
+// softmax group that has no such kernel (the mask is not read densely), which is
+// Unimplemented so that the expansion gives it back to the unfused kernels.
+TEST(DynamicKernelsTest, FusedGroupsTakeTheSizesAtRunTime) {
+  auto g = ParseGraph(R"(graph @main {
+  dim batch in [1, 4]
+  dim seq in [1, 64]
+  input %h : f16[4,64,64] dims "batch, seq, 64"
+  input %res : f16[4,64,64] dims "batch, seq, 64"
+  input %scores : f16[4,2,64,64] dims "batch, 2, seq, seq"
+  input %mask : f16[4,1,1,64] dims "batch, 1, 1, seq"
+  input %bias : f16[64]
+  input %gamma : f16[64]
+  const %half : f16[] = [0.5]
+  const %sqrt2 : f16[] = [1.4142]
+  const %one : f16[] = [1.0]
+  const %scale : f16[] = [8.0]
+  %b = Add(%h, %bias)
+  %d = Div(%b, %sqrt2)
+  %e = Erf(%d)
+  %e1 = Add(%e, %one)
+  %m = Mul(%b, %e1)
+  %gelu = Mul(%m, %half)
+  %r = Add(%gelu, %res)
+  %n = LayerNormalization(%r, %gamma, %bias) {axis = -1, epsilon = 1e-12}
+  %sc = Div(%scores, %scale)
+  %masked = Add(%sc, %mask)
+  %p = Softmax(%masked) {axis = -1}
+  output %n
+  output %p
+})");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(InferShapes(**g).ok());
+  ASSERT_TRUE(FusePointwise().Run(**g).ok());
+  ASSERT_TRUE(InferShapes(**g, {.fold_constants = false}).ok());
+  std::map<std::string, absl::StatusOr<std::vector<KernelLaunch>>> by_pattern;
+  for (const Node* node : (*g)->nodes()) {
+    if (!IsFusedGroup(*node)) continue;
+    by_pattern.emplace(node->GetString("pattern").value_or(""), GenerateNodeKernels(*node));
+  }
+  ASSERT_EQ(by_pattern.size(), 3u) << PrintGraph(**g);
+  std::vector<ModuleKernel> kernels;
+  for (const char* pattern : {"pointwise", "layernorm"}) {
+    SCOPED_TRACE(pattern);
+    ASSERT_TRUE(by_pattern.contains(pattern));
+    const absl::StatusOr<std::vector<KernelLaunch>>& launches = by_pattern.at(pattern);
+    ASSERT_TRUE(launches.ok()) << launches.status();
+    ASSERT_EQ(launches->size(), 1u);
+    const KernelLaunch& l = launches->front();
+    EXPECT_TRUE(l.dim_param);
+    EXPECT_NE(l.source.find("const kiln_dims kiln_dims_"), std::string::npos);
+    EXPECT_EQ(l.grid_extents[0].IsConstant(), false) << "the grid follows the sizes";
+    kernels.push_back({absl::StrCat("k", kernels.size()), l.source});
+  }
+  ASSERT_TRUE(by_pattern.contains("softmax"));
+  const absl::Status softmax = by_pattern.at("softmax").status();
+  EXPECT_EQ(softmax.code(), absl::StatusCode::kUnimplemented) << softmax;
+  EXPECT_NE(softmax.message().find("is not read densely"), std::string::npos) << softmax;
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    absl::StatusOr<std::string> cubin = CompileModule(kernels, arch);
+    EXPECT_TRUE(cubin.ok()) << arch << ": " << cubin.status();
+  }
+}
+
+// BERT's head split then the scale on Q (the legacy export's Transpose, Mul): one
+// pointwise group that reads Q through the Transpose at strides over the dims.
+TEST(DynamicKernelsTest, PointwiseGroupReadsThroughATranspose) {
+  auto g = ParseGraph(R"(graph @main {
+  dim batch in [1, 4]
+  dim seq in [1, 64]
+  input %q : f16[4,64,2,32] dims "batch, seq, 2, 32"
+  const %scale : f16[] = [0.42]
+  %t = Transpose(%q) {perm = [0, 2, 1, 3]}
+  %s = Mul(%t, %scale)
+  output %s
+})");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(InferShapes(**g).ok());
+  ASSERT_TRUE(FusePointwise().Run(**g).ok());
+  ASSERT_EQ((*g)->num_nodes(), 1) << PrintGraph(**g);
+  absl::StatusOr<std::vector<KernelLaunch>> launches = GenerateNodeKernels(*(*g)->nodes()[0]);
+  ASSERT_TRUE(launches.ok()) << launches.status();
+  const KernelLaunch& l = launches->front();
+  EXPECT_TRUE(l.dim_param);
+  // The input is read at strides computed from the sizes.
+  EXPECT_NE(l.source.find("kS1_"), std::string::npos) << l.source;
+  absl::StatusOr<std::string> cubin = CompileModule({{"k0", l.source}}, "sm_90a");
+  EXPECT_TRUE(cubin.ok()) << cubin.status();
 }
 
 }  // namespace

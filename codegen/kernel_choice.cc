@@ -138,7 +138,7 @@ KernelChoice ChooseKernel(const Node& node, const KernelOptions& options) {
   // fixed sizes.
   if (ops::HasDynamicValues(node)) {
     const std::string library = LibraryKernelName(node);
-    if (!library.empty() && library != "cudnn:FusedConv") {
+    if (!library.empty() && (library != "cudnn:FusedConv" || options.CudnnFusedConv())) {
       KernelChoice c = Choice(KernelKind::kLibrary, "sizes that vary with the dim ranges");
       c.library = library;
       return c;

@@ -77,7 +77,8 @@ namespace {
 
 // A node of a dynamic graph (issue 34) whose sizes vary: the generators that take their
 // sizes at run time (element-wise ops, Softmax and the norms, reductions and pools
-// whose varying dim is the outermost, movement and indexing ops);
+// whose varying dim is the outermost, movement and indexing ops, and the pointwise,
+// softmax and norm groups);
 // Unimplemented for the others, and for a node that reads a shape constant's values
 // (they hold the largest case's).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node& node) {
@@ -87,7 +88,12 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node&
                                                  node.name(), "'", why.empty() ? "" : ": ", why,
                                                  ") yet; compile with fixed sizes (--dim NAME=N) for the GPU"));
   };
-  if (IsFusedGroup(node)) return none("a fused group");
+  if (IsFusedGroup(node)) {
+    const std::string pattern = node.GetString("pattern", "").value_or("");
+    if (pattern == "pointwise") return ops::GeneratePointwiseGroup(node);
+    if (pattern == "softmax" || pattern == "layernorm" || pattern == "rmsnorm") return ops::GenerateRowGroup(node);
+    return none(absl::StrCat("a '", pattern, "' group"));
+  }
   // Inputs computed from the sizes hold the largest case's values in the bundle: only
   // the ops that take the output's dims instead (the shape of Expand, Reshape and
   // ConstantOfShape, Range's limit, Slice's ends) or inline a scalar's expression
@@ -105,7 +111,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node&
   if (ops::IsPoolOp(op)) return ops::GeneratePool(node);
   if (op == "Range" || op == "GatherElements" || op == "ConstantOfShape") return ops::GenerateIndexing(node);
   if (op == "Transpose" || op == "Expand" || op == "Reshape" || op == "Flatten" || op == "Squeeze" ||
-      op == "Unsqueeze" || op == "Identity" || op == "Slice" || op == "Gather" || op == "Concat") {
+      op == "Unsqueeze" || op == "Identity" || op == "Slice" || op == "Gather" || op == "Concat" || op == "Pad") {
     return ops::GenerateMovement(node);
   }
   return none("");

@@ -275,7 +275,7 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   }
   FusionReport& report = context.report;
   report.nodes_after = graph.num_nodes();
-  if (!options.fuse || graph.is_dynamic()) report.nodes_before = report.nodes_fused = report.nodes_after;
+  if (!options.fuse) report.nodes_before = report.nodes_fused = report.nodes_after;
 
   StageTimer timer(options.pass_timings);
   if (options.tune) {

@@ -141,6 +141,16 @@ std::vector<Pass> Canonicalization() {
   };
 }
 
+// Whether `graph` has a depthwise Conv (one group per input channel, more than one).
+bool HasDepthwiseConv(const Graph& graph) {
+  for (const Node* n : graph.nodes()) {
+    if (n->op_type() != "Conv" || !n->has_input(0) || !n->input(0)->has_type() || n->input(0)->rank() < 3) continue;
+    const int64_t group = n->GetInt("group", 1).value_or(1);
+    if (group > 1 && group == n->input(0)->shape()[1]) return true;
+  }
+  return false;
+}
+
 std::vector<Pass> LayoutAndPrecision() {
   return {
       {"pad-matmul-width", PassStage::kLayout,
@@ -151,10 +161,13 @@ std::vector<Pass> LayoutAndPrecision() {
       {"to-channels-last", PassStage::kLayout,
        "after canonicalisation, before lowering and fusion: 2-D convs and pools run NHWC, with transposes only "
        "where the channels-last region meets NCHW values, so fusion sees the final layout",
-       "--layout nhwc, or --layout auto on a graph with a 2-D Conv",
+       "--layout nhwc, or --layout auto on a graph with a 2-D Conv (with dim ranges: and no depthwise Conv)",
        [](const Graph& graph, const PassContext& context) {
+         // A dynamic graph's convs run on cuDNN (kiln's conv kernels take fixed sizes),
+         // whose NHWC depthwise convs are slower than its NCHW ones.
          return context.options.layout == Layout::kNhwc ||
-                (context.options.layout == Layout::kAuto && HasConv2D(graph));
+                (context.options.layout == Layout::kAuto && HasConv2D(graph) &&
+                 !(graph.is_dynamic() && HasDepthwiseConv(graph)));
        },
        [](Graph& graph, PassContext& context) {
          context.channels_last = true;
@@ -227,10 +240,7 @@ std::vector<Pass> FusionAndExpansion() {
        "first of fusion: merging Q/K/V (gate/up) weights changes which MatMuls exist, and the merged MatMul should "
        "get the epilogue",
        when, Fusing,
-       [](Graph& graph, PassContext& context) {
-         context.report.nodes_before = graph.num_nodes();
-         return FuseSiblings(&context.report).Run(graph);
-       }},
+       [](Graph& graph, PassContext& context) { return FuseSiblings(&context.report).Run(graph); }},
       {"fuse-attention", f,
        "before the prologue and epilogue passes: they would give the scores MatMul the scale and mask as its "
        "epilogue (and a Q scale as its prologue), splitting the attention pattern",
@@ -302,15 +312,21 @@ const std::vector<Pass>& AllPasses() {
 }
 
 // The passes that keep a dynamic graph (issue 34) valid at every size of its ranges:
-// they change no shape and write no size into a constant. The others (fusion's kernels
-// take their sizes at compile time; layout and padding rewrites build Reshape targets
-// and Slices from the largest shape) run on static graphs only; CheckSpecializations
-// (graph/specialize.h) catches a pass listed here that fixes a size.
+// they change no shape and write no size into a constant. The fusion passes listed form
+// groups whose bodies carry the graph's dims (graph/fused_group.h); a group that no
+// kernel with run-time sizes takes is expanded again (codegen/op_kernels.h). The others
+// (layout and padding rewrites build Reshape targets and Slices from the largest shape;
+// fuse-siblings' stacked Q/K/V product is cut into views at offsets of the largest
+// rows; the attention, MLP, concat and pad groups have no kernels with run-time sizes)
+// run on static graphs only; CheckSpecializations (graph/specialize.h) catches a pass listed
+// here that fixes a size.
 bool DynamicSafe(const std::string& pass) {
   static const auto* safe = new absl::flat_hash_set<std::string>{
       "remove-identity", "sum-to-add", "gemm-to-matmul", "fold-batch-norm", "recognize-gelu", "recognize-layer-norm",
       "recognize-rms-norm", "fold-constants", "eliminate-common-subexpressions", "fold-transpose-into-matmul",
-      "eliminate-dead-code", "lower-precision"};
+      "eliminate-dead-code", "lower-precision", "to-channels-last", "pad-conv-channels", "fuse-epilogue",
+      "fuse-pointwise",
+      "expand-groups-without-kernels", "fuse-expanded-tails"};
   return safe->contains(pass);
 }
 
@@ -371,6 +387,11 @@ absl::StatusOr<bool> RunStages(Graph& graph, PassContext& context, const std::ve
   while (i < passes.size()) {
     if (passes[i].stage != PassStage::kCanonicalize) {
       if (wanted(passes[i]) && Runs(passes[i], graph, context)) {
+        // The fusion report counts the nodes from before the first fusion pass.
+        if (passes[i].stage == PassStage::kFusion && !context.fusion_started) {
+          context.fusion_started = true;
+          context.report.nodes_before = graph.num_nodes();
+        }
         KILN_ASSIGN_OR_RETURN(bool changed, RunOne(passes[i], graph, context));
         any |= changed;
       }

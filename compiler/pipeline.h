@@ -37,6 +37,8 @@ struct PassContext {
   bool channels_last = false;
   // How many groups expand-groups-without-kernels expanded.
   int expanded = 0;
+  // Whether a fusion pass ran (the report's nodes_before is counted before the first).
+  bool fusion_started = false;
 };
 
 enum class PassStage { kCanonicalize, kLayout, kPrecision, kFusion, kExpansion };

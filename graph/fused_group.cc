@@ -90,10 +90,14 @@ absl::StatusOr<Node*> FormFusedGroup(Graph& graph, const std::vector<Node*>& mem
   }
 
   auto body = std::make_unique<Graph>();
+  // A dynamic graph's group body has its dim symbols: its values keep their dims, and
+  // graph/specialize.h binds the body with the graph.
+  body->set_dim_symbols(graph.dim_symbols());
   absl::flat_hash_map<const Value*, Value*> mapped;  // outer value -> body value
   std::vector<Value*> group_inputs, group_outputs;
   auto typed = [&](Value* outer, Value* inner) {
     inner->SetType(outer->dtype(), outer->shape());
+    inner->SetDims(outer->dims());
     mapped[outer] = inner;
     return inner;
   };
@@ -102,7 +106,9 @@ absl::StatusOr<Node*> FormFusedGroup(Graph& graph, const std::vector<Node*>& mem
       if (v == nullptr || mapped.contains(v)) continue;
       if (v->producer() != nullptr && member_set.contains(v->producer())) continue;  // mapped when produced
       if (InlinedIntoGroupBody(*v)) {
-        mapped[v] = body->AddConstant(v->name(), v->constant());
+        Value* c = body->AddConstant(v->name(), v->constant());
+        c->SetSymbolicData(v->symbolic_data());
+        mapped[v] = c;
         continue;
       }
       Value* inner = typed(v, body->AddValue(v->name()));
@@ -171,6 +177,7 @@ absl::StatusOr<std::vector<Node*>> InlineFusedGroupNodes(Graph& graph, Node* gro
       mapped[c] = same;
     } else {
       mapped[c] = graph.AddConstant(c->name(), c->constant());
+      mapped[c]->SetSymbolicData(c->symbolic_data());
     }
   }
   std::vector<Node*> inlined;
@@ -182,6 +189,7 @@ absl::StatusOr<std::vector<Node*>> InlineFusedGroupNodes(Graph& graph, Node* gro
       auto it = mapped.find(y);
       Value* outer = it != mapped.end() ? it->second : graph.AddValue(y->name());
       outer->SetType(y->dtype(), y->shape());
+      outer->SetDims(y->dims());
       mapped[y] = outer;
       outputs.push_back(outer);
     }

@@ -9,6 +9,8 @@
 #include "absl/strings/str_split.h"
 #include "graph/evaluate.h"
 #include "graph/infer_shapes.h"
+#include "graph/specialize.h"
+#include "graph/symbolic_shapes.h"
 #include "graph/text_format.h"
 #include "graph/verifier.h"
 
@@ -136,6 +138,83 @@ TEST(FusedGroupTest, FormsGroupThatEvaluatesLikeItsMembers) {
     return lines;
   };
   EXPECT_EQ(sorted_lines(*g), sorted_lines(*original));
+}
+
+// A dynamic graph's group (issue 34): BERT's head split (a Reshape to a target folded
+// from the sizes) and a scale by the sequence length, grouped. The body carries the
+// graph's dim symbols, its values their dims and its inlined constants their
+// expressions; the group's outputs get their dims from it; the text format keeps them;
+// Specialize binds the body with the graph; inlining gives the dims back.
+TEST(FusedGroupTest, GroupOfADynamicGraphKeepsItsDims) {
+  constexpr char kText[] = R"(graph @main {
+  dim batch in [1, 4]
+  dim seq in [1, 64]
+  input %x : f32[4,64,32] dims "batch, seq, 32"
+  const %i0 : i64[] = [0]
+  const %i1 : i64[] = [1]
+  const %axes : i64[1] = [0]
+  const %heads : i64[1] = [2]
+  const %size : i64[1] = [16]
+  %shape = Shape(%x)
+  %b = Gather(%shape, %i0) {axis = 0}
+  %s = Gather(%shape, %i1) {axis = 0}
+  %bu = Unsqueeze(%b, %axes)
+  %su = Unsqueeze(%s, %axes)
+  %target = Concat(%bu, %su, %heads, %size) {axis = 0}
+  %sf = Cast(%s) {to = 1}
+  %r = Reshape(%x, %target)
+  %y = Div(%r, %sf)
+  output %y
+})";
+  auto parsed = ParseGraph(kText);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  Graph& g = **parsed;
+  ASSERT_TRUE(InferShapes(g).ok());  // folds the shape arithmetic symbolically
+  ASSERT_EQ(g.num_nodes(), 3) << PrintGraph(g);  // the Cast of seq stays
+  auto group =
+      FormFusedGroup(g, {NodeWriting(g, "sf"), NodeWriting(g, "r"), NodeWriting(g, "y")}, "pointwise", nullptr);
+  ASSERT_TRUE(group.ok()) << group.status();
+  auto body = FusedGroupBody(**group);
+  ASSERT_TRUE(body.ok()) << body.status();
+  EXPECT_EQ((*body)->dim_symbols().size(), 2u);
+  auto dims = [](const Graph& graph, const std::string& value) {
+    return DimsToString(SymbolicShape(*graph.FindValue(value)), graph.dim_symbols());
+  };
+  EXPECT_EQ(dims(**body, "x"), "[batch, seq, 32]");
+  EXPECT_EQ(dims(**body, "r"), "[batch, seq, 2, 16]");
+  EXPECT_TRUE((*body)->FindValue("target")->has_symbolic_data());
+  EXPECT_TRUE((*body)->FindValue("s")->has_symbolic_data());
+  ASSERT_TRUE(InferShapes(g, {.fold_constants = false}).ok());
+  EXPECT_EQ(dims(g, "y"), "[batch, seq, 2, 16]");
+  EXPECT_TRUE(CheckSpecializations(g).ok());
+
+  // The text format keeps the body's symbols, dims and expressions.
+  const std::string text = PrintGraph(g);
+  auto reparsed = ParseGraph(text);
+  ASSERT_TRUE(reparsed.ok()) << reparsed.status();
+  EXPECT_EQ(PrintGraph(**reparsed), text);
+  EXPECT_EQ(dims(**reparsed, "y"), "[batch, seq, 2, 16]");
+
+  // Bound to batch=2, seq=5, the group computes what the unfused graph does there.
+  auto unfused = ParseGraph(kText);
+  ASSERT_TRUE(unfused.ok() && InferShapes(**unfused).ok());
+  std::vector<float> data(2 * 5 * 32);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i % 7) - 3.f;
+  TensorMap feeds{{"x", Tensor::FromFloat(DType::kFloat32, {2, 5, 32}, data)}};
+  for (const Graph* graph : {static_cast<const Graph*>(&g), static_cast<const Graph*>(unfused->get())}) {
+    auto bound = Specialize(*graph, {2, 5});
+    ASSERT_TRUE(bound.ok()) << bound.status();
+    EXPECT_EQ((*bound)->FindValue("y")->TypeString(), "f32[2,5,2,16]");
+    auto out = EvaluateGraph(**bound, feeds);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)[0].shape(), (Shape{2, 5, 2, 16}));
+    EXPECT_FLOAT_EQ((*out)[0].ToFloat()[33], (static_cast<float>(33 % 7) - 3.f) / 5.f);
+  }
+
+  // Inlined again, the members' outputs and the copied constants keep their dims.
+  ASSERT_TRUE(InlineFusedGroup(g, *group).ok());
+  EXPECT_EQ(dims(g, "r"), "[batch, seq, 2, 16]");
+  EXPECT_TRUE(CheckSpecializations(g).ok());
 }
 
 TEST(FusedGroupTest, RefusesNonConvexSets) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "graph/fused_group.h"
 #include "graph/infer_shapes.h"
 #include "graph/symbolic_shapes.h"
 
@@ -109,6 +110,14 @@ absl::StatusOr<std::unique_ptr<Graph>> Specialize(const Graph& graph, absl::Span
     in->SetDims({});
   }
   g->set_dim_symbols({});
+  // A fused group's body has the graph's symbols (graph/fused_group.h): bound with it.
+  for (Node* n : g->nodes()) {
+    if (!IsFusedGroup(*n)) continue;
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, FusedGroupBody(*n));
+    if (!body->is_dynamic()) continue;
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> bound, Specialize(*body, values));
+    n->SetAttr("body", Attribute(std::shared_ptr<const Graph>(std::move(bound))));
+  }
   absl::Status st = InferShapes(*g, {.fold_constants = false});
   if (!st.ok()) {
     return absl::Status(st.code(), absl::StrCat("at ", BindingToString(graph, values), ": ", st.message()));

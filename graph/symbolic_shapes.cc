@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "graph/fused_group.h"
 #include "graph/op_registry.h"
 
 namespace kiln {
@@ -364,6 +365,12 @@ absl::StatusOr<Dims> OutputDims(const Node& node, int o, absl::Span<const DimSym
     return Dims(shape.size(), DimExpr::Constant(shape.empty() ? 0 : shape[0]));
   }
   if (op == "Reshape") return ReshapeDims(node, symbols);
+  if (IsFusedGroup(node)) {
+    // The body was formed with the graph's dims (graph/fused_group.h).
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, FusedGroupBody(node));
+    if (o >= static_cast<int>(body->outputs().size())) return node.Error("more outputs than its body");
+    return SymbolicShape(*body->outputs()[o]);
+  }
   if (op == "MatMul") return MatMulDims(node, symbols);
   if (op == "Gemm") return GemmDims(node);
   if (op == "Slice") return SliceDims(node, symbols);
@@ -429,7 +436,7 @@ bool ReadsSymbols(const Node& node) {
 }
 
 absl::Status InferNodeDims(Node& node, absl::Span<const DimSymbol> symbols) {
-  if (!ReadsSymbols(node)) {
+  if (!ReadsSymbols(node) && (symbols.empty() || !IsFusedGroup(node))) {
     for (Value* out : node.outputs()) out->SetDims({});
     return absl::OkStatus();
   }

@@ -102,9 +102,9 @@ void PrintSummary(const bundle::Manifest& m, const CompileOptions& options, cons
       "  fusion: %s; kernels per inference: %d unfused, %d fused, %d in the bundle (%d "
       "groups formed, %d expanded for want of a fused GPU kernel, %d candidates rejected; "
       "matmul groups: %s)\n",
-      m.dim_symbols_size() > 0 ? "skipped (dim ranges)"
-      : fr.enabled()           ? "on"
-                               : "off (--no-fuse)",
+      !fr.enabled()              ? "off (--no-fuse)"
+      : m.dim_symbols_size() > 0 ? "on (dim ranges: the groups with kernels that take run-time sizes)"
+                                 : "on",
       fr.nodes_before(), fr.nodes_fused(), fr.nodes_after(), fr.groups_size(), groups_expanded, fr.rejections_size(),
       m.compile_options().matmul_groups());
   if (report) std::cout << FusionReportText(fr);

@@ -281,6 +281,17 @@ absl::StatusOr<std::vector<KernelLaunch>> PadKernel(const Node& node, const Move
   const DType dt = node.output(0)->dtype();
   if (dt != src_dtype && !(IsFloating(dt) && IsFloating(src_dtype))) return NoKernel(node, "a conversion not between floats");
   const int64_t n = node.output(0)->numel();
+  // A dynamic graph's Pad (issue 34): the outermost dim (the batch), unpadded, may vary;
+  // the element count is then read from kiln_dims.
+  std::optional<DimExpr> dynamic_n;
+  if (HasDynamicValues(node)) {
+    const std::vector<DimExpr> dims = ValueDims(*node.output(0));
+    for (size_t d = 1; d < dims.size(); ++d) {
+      if (!dims[d].IsConstant()) return NoKernel(node, "a Pad with a size other than the outermost that varies");
+    }
+    if (rank == 0 || begin[0] != 0 || end[0] != 0) return NoKernel(node, "a Pad of the dim that varies");
+    dynamic_n = DimsProduct(dims);
+  }
   const char* it = IndexType(std::max(n, in_numel));
   const std::vector<int64_t>& in_strides = src.strides;
   KernelLaunch l;
@@ -303,7 +314,11 @@ absl::StatusOr<std::vector<KernelLaunch>> PadKernel(const Node& node, const Move
   }
   std::string body = absl::StrCat(it, " r_ = i;\n", it, " src = 0;\nbool inside = true;\n");
   for (int64_t d = rank - 1; d >= 0; --d) {
-    absl::StrAppend(&body, "{\n", it, " j = r_ % ", oshape[d], ";\nr_ /= ", oshape[d], ";\n");
+    if (dynamic_n && d == 0) {  // the outermost index is what is left
+      absl::StrAppend(&body, "{\n", it, " j = r_;\n");
+    } else {
+      absl::StrAppend(&body, "{\n", it, " j = r_ % ", oshape[d], ";\nr_ /= ", oshape[d], ";\n");
+    }
     if (constant) {
       absl::StrAppend(&body, it, " s = j - (", begin[d], ");\ninside = inside && s >= 0 && s < ", shape[d], ";\n");
     } else {
@@ -329,10 +344,26 @@ absl::StatusOr<std::vector<KernelLaunch>> PadKernel(const Node& node, const Move
   const std::string copy = dt == src_dtype ? absl::StrCat("out[i] = in[", at, "];")
                                            : StoreFrom(dt, Domain::kFloat, "out", "i", LoadAs(src_dtype, Domain::kFloat, "in", at));
   absl::StrAppend(&body, constant ? absl::StrCat("if (inside) ", copy, " else ", fill, "\n") : copy + "\n");
+  if (dynamic_n) {
+    absl::StrAppend(&params, ", const kiln_dims kiln_dims_");
+    const std::string count = absl::StrCat("(", it, ")", DimCode(*dynamic_n));
+    l.source = absl::StrCat("// ", what, " (sizes at run time)\nextern \"C\" __global__ void KILN_KERNEL(", params,
+                            ") {\nfor (", it, " i = (", it, ")blockIdx.x * blockDim.x + threadIdx.x; i < ", count,
+                            "; i += (", it, ")gridDim.x * blockDim.x) {\n", body, "}\n}\n");
+    SetGrid1D(l, n);
+    SetDynamicGrid1D(l, *dynamic_n, kBlock);
+    return std::vector<KernelLaunch>{std::move(l)};
+  }
   l.source = absl::StrCat("// ", what, "\nextern \"C\" __global__ void KILN_KERNEL(", params, ") {\n", GridStrideLoop(n),
                           body, "}\n}\n");
   SetGrid1D(l, n);
   return std::vector<KernelLaunch>{std::move(l)};
+}
+
+// A Pad node reading its data input densely.
+absl::StatusOr<std::vector<KernelLaunch>> PadOp(const Node& node) {
+  return PadKernel(node, MovementView{DenseStrides(node.input(0)->shape()), 0}, node.input(0)->dtype(),
+                     InputArg(node, 0), node.input(0)->numel(), absl::StrCat("Pad ", node.output(0)->TypeString()));
 }
 
 // DepthToSpace / SpaceToDepth: one strided copy, the output seen as a 6-D space (the
@@ -449,6 +480,8 @@ absl::StatusOr<std::vector<KernelLaunch>> DynamicMovement(const Node& node) {
     return DynamicConcat(node);
   } else if (op == "Gather") {
     return GatherOp(node);
+  } else if (op == "Pad") {
+    return PadOp(node);
   } else if (op == "Expand") {
     if (!DynamicBroadcastStrides(in_dims, k.dims, &src.dim_strides)) {
       return NoKernel(node, "an input that does not broadcast to the output for every size in the dim ranges");
@@ -510,10 +543,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMovement(const Node& node) {
   }
   if (op == "Concat" || op == "Split") return ConcatOrSplit(node);
   if (op == "Gather") return GatherOp(node);
-  if (op == "Pad") {
-    return PadKernel(node, MovementView{DenseStrides(node.input(0)->shape()), 0}, node.input(0)->dtype(),
-                     InputArg(node, 0), node.input(0)->numel(), absl::StrCat("Pad ", node.output(0)->TypeString()));
-  }
+  if (op == "Pad") return PadOp(node);
   if (op == "DepthToSpace" || op == "SpaceToDepth") return BlockMove(node);
   return NoKernel(node, "");
 }

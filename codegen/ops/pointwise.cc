@@ -17,6 +17,7 @@
 #include "codegen/templates.h"
 #include "absl/container/flat_hash_map.h"
 #include "graph/fused_group.h"
+#include "graph/pattern_match.h"
 
 namespace kiln::codegen::ops {
 namespace {
@@ -462,6 +463,7 @@ absl::Status ComposeElementwise(const Node& group, const Graph& body, const std:
     int input;
     std::vector<int64_t> strides;
     int64_t offset;
+    std::vector<DimExpr> dim_strides;  // dynamic_views
   };
   absl::flat_hash_map<const Value*, View> views;
   int temp = 0;
@@ -471,6 +473,18 @@ absl::Status ComposeElementwise(const Node& group, const Graph& body, const std:
       const Value* in = member->input(0);
       absl::StatusOr<MovementView> view;
       int source = -1;
+      if (out.dynamic_views) {
+        // A Transpose of a group input: its strides are the input's dense ones permuted.
+        auto gi = input_index.find(in);
+        if (member->op_type() != "Transpose" || gi == input_index.end()) {
+          return NoKernel(group, absl::StrCat("member ", member->Describe(), " views a value with sizes that vary"));
+        }
+        const std::vector<DimExpr> dense = DenseDimStrides(ValueDims(*in));
+        std::vector<DimExpr> dim_strides;
+        for (int64_t p : PermOf(*member)) dim_strides.push_back(dense[p]);
+        views[member->output(0)] = {gi->second, {}, 0, std::move(dim_strides)};
+        continue;
+      }
       if (auto gi = input_index.find(in); gi != input_index.end()) {
         view = ViewOf(*member);
         source = gi->second;
@@ -504,8 +518,13 @@ absl::Status ComposeElementwise(const Node& group, const Graph& body, const std:
       std::string expr;
       if (v->is_constant()) {
         if (v->numel() != 1) return NoKernel(group, absl::StrCat("constant '", v->name(), "' is not a scalar"));
-        expr = in.domain == Domain::kFloat ? FloatLit(v->constant().ScalarFloat())
-                                           : IntLit(v->constant().ScalarInt64());
+        // A dynamic group's scalar computed from the sizes: its expression over kiln_dims.
+        if (v->has_symbolic_data()) {
+          expr = absl::StrCat("(", DomainType(in.domain), ")", DimCode(v->symbolic_data()[0]));
+        } else {
+          expr = in.domain == Domain::kFloat ? FloatLit(v->constant().ScalarFloat())
+                                             : IntLit(v->constant().ScalarInt64());
+        }
       } else if (auto c = out.computed.find(v); c != out.computed.end()) {
         expr = c->second.second == in.domain ? c->second.first
                                              : absl::StrCat("(", DomainType(in.domain), ")(", c->second.first, ")");
@@ -519,9 +538,16 @@ absl::Status ComposeElementwise(const Node& group, const Graph& body, const std:
           }
           load.input = vw->second.input;
           load.offset = vw->second.offset;
-          load.strides.assign(shape.size(), 0);
           const size_t lead = shape.size() - vs.size();
-          for (size_t d = 0; d < vs.size(); ++d) load.strides[lead + d] = vs[d] == 1 ? 0 : vw->second.strides[d];
+          if (out.dynamic_views) {
+            load.dim_strides.assign(shape.size(), DimExpr::Constant(0));
+            for (size_t d = 0; d < vs.size(); ++d) {
+              if (vs[d] != 1) load.dim_strides[lead + d] = vw->second.dim_strides[d];
+            }
+          } else {
+            load.strides.assign(shape.size(), 0);
+            for (size_t d = 0; d < vs.size(); ++d) load.strides[lead + d] = vs[d] == 1 ? 0 : vw->second.strides[d];
+          }
         } else {
           load.input = gi->second;
         }
@@ -529,7 +555,8 @@ absl::Status ComposeElementwise(const Node& group, const Graph& body, const std:
         while (l < out.loads.size() &&
                !(out.loads[l].input == load.input && out.loads[l].domain == load.domain &&
                  out.loads[l].view == load.view && out.loads[l].strides == load.strides &&
-                 out.loads[l].offset == load.offset && out.loads[l].into == load.into)) {
+                 out.loads[l].offset == load.offset && out.loads[l].into == load.into &&
+                 out.loads[l].dim_strides == load.dim_strides)) {
           ++l;
         }
         if (l == out.loads.size()) out.loads.push_back(std::move(load));
@@ -560,8 +587,20 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& gro
   for (const Value* y : group.outputs()) {
     if (y->shape() != shape) return NoKernel(group, "pointwise group with outputs of different shapes");
   }
+  // A dynamic graph's group (issue 34): every member writes the group's dims and each
+  // input is read whole, at strides over the dims (views have fixed strides).
+  const bool dynamic = HasDynamicValues(group);
+  if (dynamic) {
+    for (const Node* member : body.nodes()) {
+      if (member->num_outputs() == 1 && ValueDims(*member->output(0)) != ValueDims(*group.output(0))) {
+        return NoKernel(group, absl::StrCat("member ", member->Describe(),
+                                            " does not write the group's dims for every size in the dim ranges"));
+      }
+    }
+  }
   ComposedElementwise composed;
   composed.allow_views = true;
+  composed.dynamic_views = dynamic;
   if (absl::Status st = ComposeElementwise(group, body, nullptr, shape, composed); !st.ok()) return st;
   const std::vector<ElementwiseLoad>& loads = composed.loads;
 
@@ -569,6 +608,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& gro
   k.comment = absl::StrCat("fused pointwise group ", group.name(), ": ", body.num_nodes(), " ops over ",
                            ShapeToString(shape));
   k.shape = shape;
+  if (dynamic) k.dims = ValueDims(*group.output(0));
   std::vector<int> args;
   for (int o = 0; o < group.num_outputs(); ++o) {
     auto c = composed.computed.find(body.outputs()[o]);
@@ -584,6 +624,15 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& gro
       if (loads[l].view.size() > shape.size()) return NoKernel(group, "input of higher rank than the output");
       if (!BroadcastStrides(loads[l].view, shape, &op.strides)) {
         return NoKernel(group, "input does not broadcast to the output");
+      }
+    }
+    if (dynamic) {
+      const Value* v = group.input(loads[l].input);
+      if (v->has_symbolic_data()) return NoKernel(group, "it reads a tensor computed from the sizes");
+      if (!loads[l].dim_strides.empty()) {  // through a Transpose member
+        op.dim_strides = loads[l].dim_strides;
+      } else if (loads[l].view != v->shape() || !DynamicBroadcastStrides(ValueDims(*v), k.dims, &op.dim_strides)) {
+        return NoKernel(group, "an input that does not broadcast to the output for every size in the dim ranges");
       }
     }
     k.operands.push_back(std::move(op));

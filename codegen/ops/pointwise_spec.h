@@ -49,12 +49,18 @@ struct ElementwiseLoad {
   // The shape `view` broadcasts into when a member reads it at a batch regrouping of
   // the composed shape (regroup_batch); empty: the composed shape.
   Shape into;
+  // dynamic_views: `strides` as expressions over the dim symbols.
+  std::vector<DimExpr> dim_strides;
 };
 struct ComposedElementwise {
   // Set by the caller: members that are strided views of a group input (ViewOf in
   // codegen/ops/families.h) are folded into the loads of their readers instead of
   // being refused. Only the pointwise group kernel reads loads with strides.
   bool allow_views = false;
+  // Set by the caller with allow_views on a dynamic graph's group (issue 34): only a
+  // Transpose of a group input is a view, its strides expressions over the dims
+  // (ElementwiseLoad::dim_strides).
+  bool dynamic_views = false;
   // Set by the caller: Reshapes of computed values that regroup only the dims before
   // the last two (same element order) pass the value through, and members may write
   // such a regrouping of the composed shape (the attention scores' Swin mask).

@@ -165,6 +165,15 @@ absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node
   if (!IsFloating(x->dtype())) return NoKernel(node, absl::StrCat("dtype ", DTypeName(x->dtype())));
   const Shape& xs = x->shape();
   if (xs[0] > 65535) return NoKernel(node, absl::StrCat("batch ", xs[0], " > 65535 (grid.y)"));
+  // A dynamic graph's pool (issue 34): the batch, grid.y, may vary, read from kiln_dims.
+  std::optional<DimExpr> batch;
+  if (HasDynamicValues(node)) {
+    const std::vector<DimExpr> dims = ValueDims(*x);
+    for (size_t d = 1; d < dims.size(); ++d) {
+      if (!dims[d].IsConstant()) return NoKernel(node, "channels-last, with a size other than the batch that varies");
+    }
+    batch = dims[0];
+  }
   const int64_t hw = xs[1] * xs[2], c = xs[3];
   int vec = MaxVectorWidth({x->dtype(), y->dtype()});
   while (vec > 1 && c % vec != 0) vec /= 2;
@@ -184,13 +193,17 @@ absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node
       TemplateSource("vector.cuh"), "typedef ", StorageTypeName(x->dtype()), " kiln_in_t;\ntypedef ",
       StorageTypeName(y->dtype()), " kiln_out_t;\ntypedef ", it, " kiln_idx_t;\nconstexpr kiln_idx_t kGroups = ",
       groups, ";\nconstexpr kiln_idx_t kHW = ", hw, ";\nconstexpr kiln_idx_t kC = ", c, ";\nconstexpr int kVec = ", vec,
-      ";\nconstexpr kiln_idx_t kN = ", xs[0], ";\nconstexpr int kTx = ", tx, ";\nconstexpr int kTy = ", ty,
+      ";\nconstexpr int kTx = ", tx, ";\nconstexpr int kTy = ", ty,
       ";\nconstexpr int kSplits = ", splits,
-      ";\nconstexpr kiln_idx_t kChunk = ", chunk, ";\n", LoadFn("kiln_load", x->dtype(), Domain::kFloat, "int"),
+      ";\nconstexpr kiln_idx_t kChunk = ", chunk, ";\n",
+      batch ? absl::StrCat("#define kN ((kiln_idx_t)", DimCode(*batch), ")\n")
+            : absl::StrCat("constexpr kiln_idx_t kN = ", xs[0], ";\n"),
+      LoadFn("kiln_load", x->dtype(), Domain::kFloat, "int"),
       StoreFn("kiln_store", y->dtype(), Domain::kFloat, it, absl::StrCat("v / ", FloatLit(static_cast<float>(hw)))),
       "extern \"C\" __global__ void __launch_bounds__(", tx * ty, ") KILN_KERNEL(", Param(y->dtype(), false, "out"),
       ", ", Param(x->dtype(), true, "in"),
-      splits > 1 ? ", unsigned int* __restrict__ kiln_semaphores, float* __restrict__ kiln_scratch" : "", ") {\n"
+      splits > 1 ? ", unsigned int* __restrict__ kiln_semaphores, float* __restrict__ kiln_scratch" : "",
+      batch ? ", const kiln_dims kiln_dims_" : "", ") {\n"
       "  __shared__ float partial[kTy][kTx * kVec];\n"
       "  const kiln_idx_t g = (kiln_idx_t)blockIdx.x * kTx + threadIdx.x, n = blockIdx.y;\n"
       "  if (n >= kN) return;  // an empty batch\n"
@@ -256,7 +269,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node
       "#pragma unroll\n"
       "    for (int l = 0; l < kVec; ++l) kiln_store(out, n * kC + g * kVec + l, partial[0][threadIdx.x * kVec + l]);\n"
       "  }\n"
-      "}\n");
+      "}\n",
+      batch ? "#undef kN\n" : "");
   KernelLaunch l;
   l.source = std::move(src);
   l.args = {0, InputArg(node, 0)};
@@ -266,6 +280,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node
   if (splits > 1) {
     l.semaphores = static_cast<uint32_t>(tiles * xs[0]);
     l.scratch_bytes = static_cast<uint64_t>(xs[0] * splits * c) * sizeof(float);
+  }
+  if (batch) {
+    l.dim_param = true;
+    l.grid_extents[1] = *batch;
+    l.grid_per_block[1] = 1;
   }
   return std::vector<KernelLaunch>{std::move(l)};
 }
@@ -321,7 +340,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateReduce(const Node& node) {
     if (op == "GlobalAveragePool") {
       auto channels_last = kiln::ops::ChannelsLast(node);
       if (!channels_last.ok()) return channels_last.status();
-      if (*channels_last) return dynamic ? NoKernel(node, "channels-last, sizes that vary") : GlobalAveragePoolNhwc(node);
+      if (*channels_last) return GlobalAveragePoolNhwc(node);
     }
     std::vector<bool> mask(rank, true);
     mask[0] = mask[1] = false;

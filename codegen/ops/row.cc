@@ -346,10 +346,10 @@ absl::StatusOr<int64_t> NormalAxis(const Node& node, int64_t dflt) {
 // expression; nullopt when every size is fixed. The row length, when it varies, goes
 // to `*dynamic_len`; Unimplemented when it varies and `dynamic_len` is null, or when
 // an input other than x (a scale, a bias) varies.
-absl::StatusOr<std::optional<DimExpr>> DynamicRows(const Node& node, int64_t axis,
-                                                   std::optional<DimExpr>* dynamic_len = nullptr) {
-  if (!HasDynamicValues(node)) return std::optional<DimExpr>();
-  const std::vector<DimExpr> dims = ValueDims(*node.input(0));
+// The rows (dims before `axis`) and the row length of `x`, as expressions. The length
+// goes to `*dynamic_len` when it varies; Unimplemented then when that is null.
+absl::StatusOr<DimExpr> RowsOf(const Node& where, const Value& x, int64_t axis, std::optional<DimExpr>* dynamic_len) {
+  const std::vector<DimExpr> dims = ValueDims(x);
   DimExpr rows = DimExpr::Constant(1), len = DimExpr::Constant(1);
   for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
     absl::StatusOr<DimExpr> r = DimExpr::Mul(d < axis ? rows : len, dims[d]);
@@ -357,9 +357,16 @@ absl::StatusOr<std::optional<DimExpr>> DynamicRows(const Node& node, int64_t axi
     (d < axis ? rows : len) = *r;
   }
   if (!len.IsConstant()) {
-    if (dynamic_len == nullptr) return NoKernel(node, "a row whose length varies with the dim ranges");
+    if (dynamic_len == nullptr) return NoKernel(where, "a row whose length varies with the dim ranges");
     *dynamic_len = len;
   }
+  return rows;
+}
+
+absl::StatusOr<std::optional<DimExpr>> DynamicRows(const Node& node, int64_t axis,
+                                                   std::optional<DimExpr>* dynamic_len = nullptr) {
+  if (!HasDynamicValues(node)) return std::optional<DimExpr>();
+  KILN_ASSIGN_OR_RETURN(DimExpr rows, RowsOf(node, *node.input(0), axis, dynamic_len));
   for (int i = 1; i < node.num_inputs(); ++i) {
     if (node.has_input(i) && node.input(i)->is_dynamic()) {
       return NoKernel(node, "a scale or bias whose sizes vary with the dim ranges");
@@ -497,8 +504,19 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
   for (const Node* n : body.nodes()) {
     if (n != anchor && n != y_view) members.push_back(n);
   }
+  // A dynamic graph's group (issue 34): rows counted at run time, every member over x's
+  // dims and every input read densely at them (the residual sum before a LayerNorm).
+  const bool dynamic = HasDynamicValues(group);
+  if (dynamic) {
+    if (y_view != nullptr) return NoKernel(group, "an output Transpose, with sizes that vary");
+    for (const Node* n : members) {
+      if (n->num_outputs() != 1 || ValueDims(*n->output(0)) != ValueDims(*x)) {
+        return NoKernel(group, absl::StrCat("member ", n->Describe(), " does not write x's dims for every size"));
+      }
+    }
+  }
   ComposedElementwise composed;
-  composed.allow_views = true;  // a Transpose member keeping the rows: read through its strides
+  composed.allow_views = !dynamic;  // a Transpose member keeping the rows: read through its strides
   if (absl::Status st = ComposeElementwise(group, body, members, shape, composed); !st.ok()) return st;
   std::string x_expr;
   if (auto c = composed.computed.find(x); c != composed.computed.end()) {
@@ -512,6 +530,16 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
   }
 
   RowKernelSpec k;
+  if (dynamic) {
+    for (const ElementwiseLoad& load : composed.loads) {
+      const Value* v = group.input(load.input);
+      if (!load.strides.empty() || load.view != shape || ValueDims(*v) != ValueDims(*x) || v->has_symbolic_data()) {
+        return NoKernel(group, absl::StrCat("input '", v->name(), "' is not read densely at x's dims"));
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(DimExpr rows, RowsOf(group, *x, *axis, ln ? nullptr : &k.dynamic_len));
+    k.dynamic_rows = rows;
+  }
   k.shape = shape;
   k.axis = *axis;
   k.code = composed.code;
@@ -584,6 +612,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
     const auto& ins = body.inputs();
     const auto pos = std::find(ins.begin(), ins.end(), v);
     if (pos == ins.end()) return NoKernel(group, absl::StrCat("the norm's '", v->name(), "' is not a group input"));
+    if (v->is_dynamic()) return NoKernel(group, absl::StrCat("the norm's '", v->name(), "' varies with the dim ranges"));
     *p = LnParam(v, normalized, name);
     k.args.push_back(InputArg(group, static_cast<int>(pos - ins.begin())));
     return absl::OkStatus();

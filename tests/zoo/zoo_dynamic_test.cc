@@ -74,6 +74,11 @@ TEST_F(ZooDynamicTest, LegacyCasesCompileOnceAndRunAtManySizes) {
     int without_gpu_kernel = 0;
     for (const bundle::Step& step : (*bundle)->manifest().steps()) without_gpu_kernel += !step.gpu_unsupported().empty();
     EXPECT_EQ(without_gpu_kernel, 0) << "steps without a GPU kernel with run-time sizes";
+    // Fusion runs on dynamic graphs: every model keeps some fused groups (element-wise
+    // chains, norms with their residual add, matmuls / convs with their epilogue).
+    int groups = 0;
+    for (const bundle::Step& step : (*bundle)->manifest().steps()) groups += step.op_type() == "FusedGroup";
+    EXPECT_GT(groups, 0) << "no fused group";
     auto cpu = CpuExecutor::Create(**bundle);
     ASSERT_TRUE(cpu.ok()) << cpu.status();
 
