@@ -112,10 +112,11 @@ TEST(DynamicKernelsTest, SoftmaxRowsVaryNormRowsDoNot) {
 
 // Fusion on a dynamic graph (issue 34): BERT's residual Add + LayerNorm and its bias
 // Add + erf-Gelu, as the legacy export leaves them after the FFN MatMuls (cuBLASLt runs
-// those), become a layernorm and a pointwise group whose kernels take the sizes at run
-// time; the scores' Div by a scale and Add of a broadcast mask before the Softmax form a
-// softmax group that has no such kernel (the mask is not read densely), which is
-// Unimplemented so that the expansion gives it back to the unfused kernels.
+// those), become a layernorm and a pointwise group, and the scores' Div by a scale and
+// Add of the mask broadcast over the heads and rows a softmax group, whose kernels take
+// the sizes at run time (the mask's row offsets computed from them). A mask that does
+// not broadcast into the scores for every size has no such kernel: Unimplemented, so
+// that the expansion gives the group back to the unfused kernels.
 TEST(DynamicKernelsTest, FusedGroupsTakeTheSizesAtRunTime) {
   auto g = ParseGraph(R"(graph @main {
   dim batch in [1, 4]
@@ -155,7 +156,7 @@ TEST(DynamicKernelsTest, FusedGroupsTakeTheSizesAtRunTime) {
   }
   ASSERT_EQ(by_pattern.size(), 3u) << PrintGraph(**g);
   std::vector<ModuleKernel> kernels;
-  for (const char* pattern : {"pointwise", "layernorm"}) {
+  for (const char* pattern : {"pointwise", "layernorm", "softmax"}) {
     SCOPED_TRACE(pattern);
     ASSERT_TRUE(by_pattern.contains(pattern));
     const absl::StatusOr<std::vector<KernelLaunch>>& launches = by_pattern.at(pattern);
@@ -167,14 +168,36 @@ TEST(DynamicKernelsTest, FusedGroupsTakeTheSizesAtRunTime) {
     EXPECT_EQ(l.grid_extents[0].IsConstant(), false) << "the grid follows the sizes";
     kernels.push_back({absl::StrCat("k", kernels.size()), l.source});
   }
-  ASSERT_TRUE(by_pattern.contains("softmax"));
-  const absl::Status softmax = by_pattern.at("softmax").status();
-  EXPECT_EQ(softmax.code(), absl::StatusCode::kUnimplemented) << softmax;
-  EXPECT_NE(softmax.message().find("is not read densely"), std::string::npos) << softmax;
+  EXPECT_NE(by_pattern.at("softmax")->front().source.find("x0_ * a.s"), std::string::npos)
+      << "the mask's row offset from the batch index";
   for (const char* arch : {"sm_90a", "sm_80"}) {
     absl::StatusOr<std::string> cubin = CompileModule(kernels, arch);
     EXPECT_TRUE(cubin.ok()) << arch << ": " << cubin.status();
   }
+}
+
+// What a row group with run-time sizes does not take: an input that is neither
+// contiguous nor broadcast along the row (a [1, 64] addend of a LayerNorm over rows
+// of [8, 64]); the group is Unimplemented, so the expansion runs it unfused.
+TEST(DynamicKernelsTest, NormGroupRefusesAnInputStridedAlongTheRow) {
+  auto g = ParseGraph(R"(graph @main {
+  dim batch in [1, 4]
+  input %x : f16[4,8,64] dims "batch, 8, 64"
+  input %y : f16[1,64]
+  input %gamma : f16[8,64]
+  %r = Add(%x, %y)
+  %n = LayerNormalization(%r, %gamma) {axis = -2, epsilon = 1e-5}
+  output %n
+})");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(InferShapes(**g).ok());
+  ASSERT_TRUE(FusePointwise().Run(**g).ok());
+  ASSERT_EQ((*g)->num_nodes(), 1) << PrintGraph(**g);
+  absl::StatusOr<std::vector<KernelLaunch>> launches = GenerateNodeKernels(*(*g)->nodes()[0]);
+  ASSERT_FALSE(launches.ok());
+  EXPECT_EQ(launches.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(launches.status().message().find("input 'y' is not read densely"), std::string::npos)
+      << launches.status();
 }
 
 // BERT's head split then the scale on Q (the legacy export's Transpose, Mul): one

@@ -32,6 +32,9 @@ struct RowIn {
   Domain domain;
   std::string var;
   std::vector<int64_t> strides;  // over x's shape, 0 where broadcast
+  // Run-time sizes, an input not of x's dims (a mask broadcast over the heads): its
+  // strides over x's outer dims [0, axis) as expressions; empty: dense, row * kLen.
+  std::vector<DimExpr> outer_dim_strides;
 };
 // An x-shaped output computed by the prologue (`expr`), stored by the first load.
 struct RowOut {
@@ -74,6 +77,7 @@ struct RowKernelSpec {
   // `dynamic_len` is set (Softmax: rows of seq scores), else it is fixed.
   std::optional<DimExpr> dynamic_rows;
   std::optional<DimExpr> dynamic_len;
+  std::vector<DimExpr> outer_dims;  // x's dims [0, axis), for the inputs with outer_dim_strides
 };
 
 enum class InRow { kContiguous, kBroadcast, kStrided };
@@ -168,6 +172,9 @@ std::string RowPrefix(const RowKernelSpec& k, int cap, RowPlan* plan, std::strin
     for (size_t i = 0; i < k.ins.size() && ok; ++i) {
       if (kinds[i] != InRow::kContiguous) continue;
       for (int64_t d = 0; d < k.axis && ok; ++d) ok = k.ins[i].strides[d] % vec == 0;
+      for (const DimExpr& e : k.ins[i].outer_dim_strides) {
+        ok = ok && DimExpr::DivideExactly(e, DimExpr::Constant(vec)).has_value();
+      }
     }
     for (int64_t s : k.y_row_strides) ok = ok && s % vec == 0;
     if (ok) break;
@@ -199,6 +206,19 @@ std::string RowPrefix(const RowKernelSpec& k, int cap, RowPlan* plan, std::strin
     absl::StrAppend(kernel_params, ", const kiln_dims kiln_dims_");
     absl::StrAppend(member_init, ", (kiln_idx_t)", DimCode(*k.dynamic_rows), ", (kiln_idx_t)",
                     k.dynamic_len.has_value() ? DimCode(*k.dynamic_len) : absl::StrCat(len));
+    // The outer extents and the strides of the inputs that are not dense at x's dims.
+    bool any_strided = false;
+    for (const RowIn& in : k.ins) any_strided |= !in.outer_dim_strides.empty();
+    for (size_t d = 0; any_strided && d < k.outer_dims.size(); ++d) {
+      absl::StrAppend(&members, "kiln_idx_t od", d, ";\n");
+      absl::StrAppend(member_init, ", (kiln_idx_t)", DimCode(k.outer_dims[d]));
+    }
+    for (size_t i = 0; i < k.ins.size(); ++i) {
+      for (size_t d = 0; d < k.ins[i].outer_dim_strides.size(); ++d) {
+        absl::StrAppend(&members, "kiln_idx_t s", i, "_", d, ";\n");
+        absl::StrAppend(member_init, ", (kiln_idx_t)", DimCode(k.ins[i].outer_dim_strides[d]));
+      }
+    }
     sizes_decl = absl::StrCat("#define kRows (a.rows)\n",
                               k.dynamic_len.has_value() ? "#define kLen (a.len)\n"
                                                         : absl::StrCat("constexpr kiln_idx_t kLen = ", len, ";\n"));
@@ -231,9 +251,30 @@ std::string RowPrefix(const RowKernelSpec& k, int cap, RowPlan* plan, std::strin
                                    std::vector<int64_t>(k.ins[i].strides.begin() + k.axis, k.ins[i].strides.end()), it));
   }
   std::string row_offsets = space.shape.empty() ? "" : LinearOffsetCode(space, operands, "row", "kiln_idx_t", "r");
-  if (k.dynamic_rows.has_value()) {  // every input dense (DynamicRows)
+  if (k.dynamic_rows.has_value()) {  // dense inputs, or strides over the outer dims
     row_offsets.clear();
-    for (size_t i = 0; i < k.ins.size(); ++i) absl::StrAppend(&row_offsets, "const kiln_idx_t r", i + 1, " = row * kLen;\n");
+    std::string decomposed;
+    for (size_t i = 0; i < k.ins.size(); ++i) {
+      const std::vector<DimExpr>& st = k.ins[i].outer_dim_strides;
+      if (st.empty()) {
+        absl::StrAppend(&row_offsets, "const kiln_idx_t r", i + 1, " = row * kLen;\n");
+        continue;
+      }
+      if (decomposed.empty()) {
+        decomposed = "kiln_idx_t q_ = row;\n";
+        for (int64_t d = static_cast<int64_t>(k.outer_dims.size()) - 1; d >= 0; --d) {
+          absl::StrAppend(&decomposed, "const kiln_idx_t x", d, "_ = ",
+                          d > 0 ? absl::StrCat("q_ % a.od", d, ";\nq_ /= a.od", d, ";\n") : "q_;\n");
+        }
+      }
+      std::string sum;
+      for (size_t d = 0; d < st.size(); ++d) {
+        if (st[d].constant() == 0) continue;
+        absl::StrAppend(&sum, sum.empty() ? "" : " + ", "x", d, "_ * a.s", i, "_", d);
+      }
+      absl::StrAppend(&row_offsets, "const kiln_idx_t r", i + 1, " = ", sum.empty() ? "0" : sum, ";\n");
+    }
+    row_offsets = decomposed + row_offsets;
   }
   std::string load = absl::StrCat(
       "template <int V, bool kFirst>\nstatic __device__ __forceinline__ void kiln_row_load(const kiln_args& a, "
@@ -361,6 +402,30 @@ absl::StatusOr<DimExpr> RowsOf(const Node& where, const Value& x, int64_t axis, 
     *dynamic_len = len;
   }
   return rows;
+}
+
+// A dynamic group's input as a row kernel reads it: empty when it has x's dims (dense,
+// row * kLen), else its strides over x's outer dims [0, axis) when it broadcasts into
+// x for every size and is contiguous or broadcast along the row (a mask [batch, 1, 1,
+// seq] against scores [batch, heads, seq, seq]); Unimplemented otherwise.
+absl::StatusOr<std::vector<DimExpr>> DynamicRowStrides(const Node& group, const Value& x, int64_t axis,
+                                                       const ElementwiseLoad& load) {
+  const Value* v = group.input(load.input);
+  const std::vector<DimExpr> x_dims = ValueDims(x);
+  auto refuse = [&] { return NoKernel(group, absl::StrCat("input '", v->name(), "' is not read densely at x's dims")); };
+  if (!load.strides.empty() || v->has_symbolic_data() || load.view != v->shape()) return refuse();
+  if (ValueDims(*v) == x_dims) return std::vector<DimExpr>();
+  std::vector<DimExpr> strides;
+  if (!DynamicBroadcastStrides(ValueDims(*v), x_dims, &strides)) return refuse();
+  const std::vector<DimExpr> row(x_dims.begin() + axis, x_dims.end());
+  const std::vector<DimExpr> dense = DenseDimStrides(row);
+  bool contiguous = true, broadcast = true;
+  for (size_t d = 0; d < row.size(); ++d) {
+    contiguous = contiguous && strides[axis + d] == dense[d];
+    broadcast = broadcast && strides[axis + d].constant() == 0;
+  }
+  if (!contiguous && !broadcast) return refuse();
+  return std::vector<DimExpr>(strides.begin(), strides.begin() + axis);
 }
 
 absl::StatusOr<std::optional<DimExpr>> DynamicRows(const Node& node, int64_t axis,
@@ -531,14 +596,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
 
   RowKernelSpec k;
   if (dynamic) {
-    for (const ElementwiseLoad& load : composed.loads) {
-      const Value* v = group.input(load.input);
-      if (!load.strides.empty() || load.view != shape || ValueDims(*v) != ValueDims(*x) || v->has_symbolic_data()) {
-        return NoKernel(group, absl::StrCat("input '", v->name(), "' is not read densely at x's dims"));
-      }
-    }
     KILN_ASSIGN_OR_RETURN(DimExpr rows, RowsOf(group, *x, *axis, ln ? nullptr : &k.dynamic_len));
     k.dynamic_rows = rows;
+    const std::vector<DimExpr> x_dims = ValueDims(*x);
+    k.outer_dims.assign(x_dims.begin(), x_dims.begin() + *axis);
   }
   k.shape = shape;
   k.axis = *axis;
@@ -587,6 +648,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
       in.strides = load.strides;
     } else if (!BroadcastStrides(load.view, shape, &in.strides)) {
       return NoKernel(group, "input does not broadcast to x");
+    }
+    if (dynamic) {
+      KILN_ASSIGN_OR_RETURN(in.outer_dim_strides, DynamicRowStrides(group, *x, *axis, load));
     }
     k.ins.push_back(std::move(in));
     k.args.push_back(InputArg(group, load.input));
