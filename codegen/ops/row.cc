@@ -383,10 +383,6 @@ absl::StatusOr<int64_t> NormalAxis(const Node& node, int64_t dflt) {
   return *axis < 0 ? *axis + rank : *axis;
 }
 
-// For a node of a dynamic graph (issue 34), the number of rows of its input as an
-// expression; nullopt when every size is fixed. The row length, when it varies, goes
-// to `*dynamic_len`; Unimplemented when it varies and `dynamic_len` is null, or when
-// an input other than x (a scale, a bias) varies.
 // The rows (dims before `axis`) and the row length of `x`, as expressions. The length
 // goes to `*dynamic_len` when it varies; Unimplemented then when that is null.
 absl::StatusOr<DimExpr> RowsOf(const Node& where, const Value& x, int64_t axis, std::optional<DimExpr>* dynamic_len) {
@@ -428,6 +424,10 @@ absl::StatusOr<std::vector<DimExpr>> DynamicRowStrides(const Node& group, const 
   return std::vector<DimExpr>(strides.begin(), strides.begin() + axis);
 }
 
+// For a node of a dynamic graph (issue 34), the number of rows of its input as an
+// expression; nullopt when every size is fixed. The row length, when it varies, goes
+// to `*dynamic_len`; Unimplemented when it varies and `dynamic_len` is null, or when
+// an input other than x (a scale, a bias) varies.
 absl::StatusOr<std::optional<DimExpr>> DynamicRows(const Node& node, int64_t axis,
                                                    std::optional<DimExpr>* dynamic_len = nullptr) {
   if (!HasDynamicValues(node)) return std::optional<DimExpr>();
@@ -570,7 +570,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
     if (n != anchor && n != y_view) members.push_back(n);
   }
   // A dynamic graph's group (issue 34): rows counted at run time, every member over x's
-  // dims and every input read densely at them (the residual sum before a LayerNorm).
+  // dims, each input read at x's dims or broadcast into them (DynamicRowStrides).
   const bool dynamic = HasDynamicValues(group);
   if (dynamic) {
     if (y_view != nullptr) return NoKernel(group, "an output Transpose, with sizes that vary");
