@@ -588,7 +588,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& gro
     if (y->shape() != shape) return NoKernel(group, "pointwise group with outputs of different shapes");
   }
   // A dynamic graph's group (issue 34): every member writes the group's dims and each
-  // input is read whole, at strides over the dims (views have fixed strides).
+  // input is read whole at strides over the dims, or through a Transpose member at its
+  // permuted strides (ComposedElementwise::dynamic_views).
   const bool dynamic = HasDynamicValues(group);
   if (dynamic) {
     for (const Node* member : body.nodes()) {
