@@ -92,7 +92,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node&
     const std::string pattern = node.GetString("pattern", "").value_or("");
     if (pattern == "pointwise") return ops::GeneratePointwiseGroup(node);
     if (pattern == "softmax" || pattern == "layernorm" || pattern == "rmsnorm") return ops::GenerateRowGroup(node);
-    return none(absl::StrCat("a '", pattern, "' group"));
+    // The expansion runs the members instead (and keeps what cuBLASLt / cuDNN take).
+    return absl::UnimplementedError(
+        absl::StrCat("no fused GPU kernel with run-time sizes for a '", pattern, "' group yet"));
   }
   // Inputs computed from the sizes hold the largest case's values in the bundle: only
   // the ops that take the output's dims instead (the shape of Expand, Reshape and

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codegen/kernel_choice.h"
@@ -66,6 +67,11 @@ void NoteGroup(FusionReport* report, const std::string& group, const std::string
 }  // namespace
 
 void NoteLibraryGroup(const Node& n, const codegen::KernelChoice& c, FusionReport* report) {
+  // A group expanded and its library prefix re-formed under the same name: the
+  // expansion's note already says what the library call kept.
+  for (const FusionReport::Group& g : report->groups) {
+    if (g.name == n.name() && absl::StartsWith(g.note, "expanded")) return;
+  }
   if (c.kind == codegen::KernelKind::kGemm) NoteGroup(report, n.name(), "");
   if (c.kind == codegen::KernelKind::kLibrary && !c.reason.empty()) {
     NoteGroup(report, n.name(), absl::StrCat("on ", c.library, " (--matmul-groups auto on sm_90a): ", c.reason));
