@@ -22,6 +22,7 @@ namespace {
 constexpr int64_t kOnnxFloat = 1;
 constexpr int64_t kOnnxFloat16 = 10;
 constexpr int64_t kOnnxBFloat16 = 16;
+constexpr int64_t kOnnxDouble = 11;
 
 int64_t OnnxCode(DType dtype) { return dtype == DType::kFloat16 ? kOnnxFloat16 : kOnnxBFloat16; }
 
@@ -336,7 +337,7 @@ absl::flat_hash_set<std::string> IndexArithmeticNodes(const Graph& graph) {
   for (const Node* n : graph.nodes()) {
     if (n->op_type() != "Cast" || !n->domain().empty() || n->num_inputs() != 1 || !IsF32(n->input(0))) continue;
     const absl::StatusOr<int64_t> to = n->GetInt("to");
-    if (!to.ok() || *to == kOnnxFloat || *to == kOnnxFloat16 || *to == kOnnxBFloat16 || *to == 11 /*DOUBLE*/) {
+    if (!to.ok() || *to == kOnnxFloat || *to == kOnnxFloat16 || *to == kOnnxBFloat16 || *to == kOnnxDouble) {
       continue;
     }
     stack.push_back(n->input(0));
