@@ -12,6 +12,7 @@
 
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
+#include "common/status_macros.h"
 #include "fusion/fuse_pointwise.h"
 #include "graph/fused_group.h"
 #include "graph/infer_shapes.h"
@@ -19,6 +20,15 @@
 
 namespace kiln::codegen {
 namespace {
+
+// `text` parsed, typed (shape arithmetic folded) and through fuse-pointwise.
+absl::StatusOr<std::unique_ptr<Graph>> Fused(const std::string& text) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, ParseGraph(text));
+  KILN_RETURN_IF_ERROR(InferShapes(*g));
+  KILN_RETURN_IF_ERROR(FusePointwise().Run(*g).status());
+  KILN_RETURN_IF_ERROR(InferShapes(*g, {.fold_constants = false}));
+  return g;
+}
 
 constexpr char kGraph[] = R"(graph @main {
   dim batch in [1, 4]
@@ -118,7 +128,7 @@ TEST(DynamicKernelsTest, SoftmaxRowsVaryNormRowsDoNot) {
 // not broadcast into the scores for every size has no such kernel: Unimplemented, so
 // that the expansion gives the group back to the unfused kernels.
 TEST(DynamicKernelsTest, FusedGroupsTakeTheSizesAtRunTime) {
-  auto g = ParseGraph(R"(graph @main {
+  auto g = Fused(R"(graph @main {
   dim batch in [1, 4]
   dim seq in [1, 64]
   input %h : f16[4,64,64] dims "batch, seq, 64"
@@ -146,9 +156,6 @@ TEST(DynamicKernelsTest, FusedGroupsTakeTheSizesAtRunTime) {
   output %p
 })");
   ASSERT_TRUE(g.ok()) << g.status();
-  ASSERT_TRUE(InferShapes(**g).ok());
-  ASSERT_TRUE(FusePointwise().Run(**g).ok());
-  ASSERT_TRUE(InferShapes(**g, {.fold_constants = false}).ok());
   std::map<std::string, absl::StatusOr<std::vector<KernelLaunch>>> by_pattern;
   for (const Node* node : (*g)->nodes()) {
     if (!IsFusedGroup(*node)) continue;
@@ -180,7 +187,7 @@ TEST(DynamicKernelsTest, FusedGroupsTakeTheSizesAtRunTime) {
 // contiguous nor broadcast along the row (a [1, 64] addend of a LayerNorm over rows
 // of [8, 64]); the group is Unimplemented, so the expansion runs it unfused.
 TEST(DynamicKernelsTest, NormGroupRefusesAnInputStridedAlongTheRow) {
-  auto g = ParseGraph(R"(graph @main {
+  auto g = Fused(R"(graph @main {
   dim batch in [1, 4]
   input %x : f16[4,8,64] dims "batch, 8, 64"
   input %y : f16[1,64]
@@ -190,8 +197,6 @@ TEST(DynamicKernelsTest, NormGroupRefusesAnInputStridedAlongTheRow) {
   output %n
 })");
   ASSERT_TRUE(g.ok()) << g.status();
-  ASSERT_TRUE(InferShapes(**g).ok());
-  ASSERT_TRUE(FusePointwise().Run(**g).ok());
   ASSERT_EQ((*g)->num_nodes(), 1) << PrintGraph(**g);
   absl::StatusOr<std::vector<KernelLaunch>> launches = GenerateNodeKernels(*(*g)->nodes()[0]);
   ASSERT_FALSE(launches.ok());
@@ -203,7 +208,7 @@ TEST(DynamicKernelsTest, NormGroupRefusesAnInputStridedAlongTheRow) {
 // BERT's head split then the scale on Q (the legacy export's Transpose, Mul): one
 // pointwise group that reads Q through the Transpose at strides over the dims.
 TEST(DynamicKernelsTest, PointwiseGroupReadsThroughATranspose) {
-  auto g = ParseGraph(R"(graph @main {
+  auto g = Fused(R"(graph @main {
   dim batch in [1, 4]
   dim seq in [1, 64]
   input %q : f16[4,64,2,32] dims "batch, seq, 2, 32"
@@ -213,8 +218,6 @@ TEST(DynamicKernelsTest, PointwiseGroupReadsThroughATranspose) {
   output %s
 })");
   ASSERT_TRUE(g.ok()) << g.status();
-  ASSERT_TRUE(InferShapes(**g).ok());
-  ASSERT_TRUE(FusePointwise().Run(**g).ok());
   ASSERT_EQ((*g)->num_nodes(), 1) << PrintGraph(**g);
   absl::StatusOr<std::vector<KernelLaunch>> launches = GenerateNodeKernels(*(*g)->nodes()[0]);
   ASSERT_TRUE(launches.ok()) << launches.status();

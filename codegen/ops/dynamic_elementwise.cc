@@ -140,6 +140,16 @@ bool HasDynamicValues(const Node& node) {
   return false;
 }
 
+absl::StatusOr<std::optional<DimExpr>> VaryingOutermostDim(const Node& node, const Value& v) {
+  if (!HasDynamicValues(node)) return std::optional<DimExpr>();
+  const std::vector<DimExpr> dims = ValueDims(v);
+  for (size_t d = 1; d < dims.size(); ++d) {
+    if (!dims[d].IsConstant()) return NoKernel(node, "a varying dim other than the outermost (the batch)");
+  }
+  if (dims.empty()) return NoKernel(node, "a varying scalar");
+  return std::optional<DimExpr>(dims[0]);
+}
+
 bool DynamicBroadcastStrides(const std::vector<DimExpr>& view, const std::vector<DimExpr>& shape,
                              std::vector<DimExpr>* strides) {
   if (view.size() > shape.size()) return false;
@@ -179,8 +189,7 @@ KernelLaunch EmitDynamicStridedCopy(DType dtype, const std::vector<DimExpr>& dim
       absl::StrAppend(&src, "const ", it, " kS1_", d, " = (", it, ")", DimCode(space.strides[1][d]), ";\n");
     }
   }
-  absl::StrAppend(&src, "for (", it, " i = (", it, ")blockIdx.x * blockDim.x + threadIdx.x; i < kN; i += (", it,
-                  ")gridDim.x * blockDim.x) {\n", Offsets(space, "i", it), "out[", out_base, " + o1] = in[i];\n}\n}\n");
+  absl::StrAppend(&src, GridStrideLoop("kN", it), Offsets(space, "i", it), "out[", out_base, " + o1] = in[i];\n}\n}\n");
   KernelLaunch launch;
   launch.source = std::move(src);
   SetGrid1D(launch, max_n);

@@ -158,8 +158,12 @@ std::string OffsetCode(const StridedSpace& space, const std::vector<int>& operan
 
 std::string GridStrideLoop(int64_t n, const std::string& var) {
   const char* t = IndexType(n);
-  return absl::StrCat("for (", t, " ", var, " = (", t, ")blockIdx.x * blockDim.x + threadIdx.x; ", var, " < (", t,
-                      ")", n, "; ", var, " += (", t, ")gridDim.x * blockDim.x) {\n");
+  return GridStrideLoop(absl::StrCat("(", t, ")", n), t, var);
+}
+
+std::string GridStrideLoop(const std::string& count, const char* t, const std::string& var) {
+  return absl::StrCat("for (", t, " ", var, " = (", t, ")blockIdx.x * blockDim.x + threadIdx.x; ", var, " < ", count,
+                      "; ", var, " += (", t, ")gridDim.x * blockDim.x) {\n");
 }
 
 bool BroadcastStrides(const Shape& view, const Shape& shape, std::vector<int64_t>* strides) {

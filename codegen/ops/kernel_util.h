@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,8 @@ std::string OffsetCode(const StridedSpace& space, const std::vector<int>& operan
 
 // The body of a grid-stride loop over n elements in a kernel: "for (T i = ...; i < n; ...) {".
 std::string GridStrideLoop(int64_t n, const std::string& var = "i");
+// The same up to `count`, a C expression of type `index_type` (a run-time size).
+std::string GridStrideLoop(const std::string& count, const char* index_type, const std::string& var = "i");
 
 // The strides of a tensor of shape `view` broadcast (right-aligned, ONNX
 // multidirectional broadcasting) into `shape`: its dense stride per dim of `shape`, 0
@@ -158,6 +161,10 @@ DimExpr DimsProduct(const std::vector<DimExpr>& dims);
 std::vector<DimExpr> ValueDims(const Value& v);
 // Whether any input or output of `node` has dims that vary with the dim symbols.
 bool HasDynamicValues(const Node& node);
+// For a kernel that takes only its outermost dim (the batch) at run time: nullopt when
+// `node`'s sizes are fixed, else `v`'s outermost dim; Unimplemented naming the form
+// when another dim of `v` varies.
+absl::StatusOr<std::optional<DimExpr>> VaryingOutermostDim(const Node& node, const Value& v);
 // BroadcastStrides over expressions: an operand dim equal to the output's gets its
 // dense stride, a fixed 1 gets 0; false for anything else.
 bool DynamicBroadcastStrides(const std::vector<DimExpr>& view, const std::vector<DimExpr>& shape,

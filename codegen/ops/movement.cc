@@ -283,14 +283,10 @@ absl::StatusOr<std::vector<KernelLaunch>> PadKernel(const Node& node, const Move
   const int64_t n = node.output(0)->numel();
   // A dynamic graph's Pad (issue 34): the outermost dim (the batch), unpadded, may vary;
   // the element count is then read from kiln_dims.
-  std::optional<DimExpr> dynamic_n;
-  if (HasDynamicValues(node)) {
-    const std::vector<DimExpr> dims = ValueDims(*node.output(0));
-    for (size_t d = 1; d < dims.size(); ++d) {
-      if (!dims[d].IsConstant()) return NoKernel(node, "a Pad with a size other than the outermost that varies");
-    }
-    if (rank == 0 || begin[0] != 0 || end[0] != 0) return NoKernel(node, "a Pad of the dim that varies");
-    dynamic_n = DimsProduct(dims);
+  KILN_ASSIGN_OR_RETURN(std::optional<DimExpr> dynamic_n, VaryingOutermostDim(node, *node.output(0)));
+  if (dynamic_n) {
+    if (begin[0] != 0 || end[0] != 0) return NoKernel(node, "a Pad of the dim that varies");
+    dynamic_n = DimsProduct(ValueDims(*node.output(0)));
   }
   const char* it = IndexType(std::max(n, in_numel));
   const std::vector<int64_t>& in_strides = src.strides;
@@ -346,10 +342,9 @@ absl::StatusOr<std::vector<KernelLaunch>> PadKernel(const Node& node, const Move
   absl::StrAppend(&body, constant ? absl::StrCat("if (inside) ", copy, " else ", fill, "\n") : copy + "\n");
   if (dynamic_n) {
     absl::StrAppend(&params, ", const kiln_dims kiln_dims_");
-    const std::string count = absl::StrCat("(", it, ")", DimCode(*dynamic_n));
     l.source = absl::StrCat("// ", what, " (sizes at run time)\nextern \"C\" __global__ void KILN_KERNEL(", params,
-                            ") {\nfor (", it, " i = (", it, ")blockIdx.x * blockDim.x + threadIdx.x; i < ", count,
-                            "; i += (", it, ")gridDim.x * blockDim.x) {\n", body, "}\n}\n");
+                            ") {\n", GridStrideLoop(absl::StrCat("(", it, ")", DimCode(*dynamic_n)), it), body,
+                            "}\n}\n");
     SetGrid1D(l, n);
     SetDynamicGrid1D(l, *dynamic_n, kBlock);
     return std::vector<KernelLaunch>{std::move(l)};

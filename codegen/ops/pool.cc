@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
+#include "common/status_macros.h"
 #include "codegen/templates.h"
 #include "graph/ops/channels_last.h"
 #include "graph/ops/window.h"
@@ -90,14 +91,8 @@ absl::StatusOr<std::vector<KernelLaunch>> Pool(const Node& node) {
   const int64_t planes = *channels_last ? xs[0] : xs[0] * xs[1];
   // A dynamic graph's pool: only the batch (outermost) may vary; the planes are then
   // counted at run time.
-  std::optional<DimExpr> dynamic_planes;
-  if (HasDynamicValues(node)) {
-    const std::vector<DimExpr> dims = ValueDims(*x);
-    for (size_t d = 1; d < dims.size(); ++d) {
-      if (!dims[d].IsConstant()) return NoKernel(node, "a varying dim other than the batch");
-    }
-    dynamic_planes = *channels_last ? dims[0] : *DimExpr::Mul(dims[0], dims[1]);
-  }
+  KILN_ASSIGN_OR_RETURN(std::optional<DimExpr> dynamic_planes, VaryingOutermostDim(node, *x));
+  if (dynamic_planes && !*channels_last) dynamic_planes = *DimExpr::Mul(*dynamic_planes, DimExpr::Constant(xs[1]));
   const int64_t channels = *channels_last ? xs[3] : 1;
   // NHWC: up to 16 bytes of adjacent channels per thread when C allows.
   int vec = 1;

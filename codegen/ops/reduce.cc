@@ -166,14 +166,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node
   const Shape& xs = x->shape();
   if (xs[0] > 65535) return NoKernel(node, absl::StrCat("batch ", xs[0], " > 65535 (grid.y)"));
   // A dynamic graph's pool (issue 34): the batch, grid.y, may vary, read from kiln_dims.
-  std::optional<DimExpr> batch;
-  if (HasDynamicValues(node)) {
-    const std::vector<DimExpr> dims = ValueDims(*x);
-    for (size_t d = 1; d < dims.size(); ++d) {
-      if (!dims[d].IsConstant()) return NoKernel(node, "channels-last, with a size other than the batch that varies");
-    }
-    batch = dims[0];
-  }
+  KILN_ASSIGN_OR_RETURN(const std::optional<DimExpr> batch, VaryingOutermostDim(node, *x));
   const int64_t hw = xs[1] * xs[2], c = xs[3];
   int vec = MaxVectorWidth({x->dtype(), y->dtype()});
   while (vec > 1 && c % vec != 0) vec /= 2;
