@@ -118,6 +118,24 @@ absl::StatusOr<std::map<std::string, int64_t>> ParseDims(const std::vector<std::
   return dims;
 }
 
+bool IsInputGenerator(const std::string& source) {
+  return source == "arange" || source == "zeros" || source == "ones" || source == "random" ||
+         source.rfind("random:", 0) == 0;
+}
+
+absl::StatusOr<Tensor> ConformInput(const std::string& name, const std::string& source, Tensor t, DType dtype,
+                                    const Shape& shape) {
+  // A float64 file arrives as f32; convert float data to the input's float dtype.
+  if (t.dtype() != dtype && IsFloating(t.dtype()) && IsFloating(dtype) && t.shape() == shape) {
+    t = Tensor::FromFloat(dtype, shape, t.ToFloat());
+  }
+  if (t.dtype() != dtype || t.shape() != shape) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", name, "' from ", source, " is ", t.TypeString(),
+                                                   ", but the model expects ", DTypeName(dtype), ShapeToString(shape)));
+  }
+  return t;
+}
+
 absl::StatusOr<Tensor> MakeInput(const std::string& name, const std::string& source, DType dtype, const Shape& shape) {
   const int64_t n = NumElements(shape);
   std::vector<float> values(n, 0.f);
@@ -136,15 +154,7 @@ absl::StatusOr<Tensor> MakeInput(const std::string& name, const std::string& sou
     for (float& v : values) v = dist(rng);
   } else {
     KILN_ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(source));
-    // A float64 file arrives as f32; convert float data to the input's float dtype.
-    if (t.dtype() != dtype && IsFloating(t.dtype()) && IsFloating(dtype) && t.shape() == shape) {
-      t = Tensor::FromFloat(dtype, shape, t.ToFloat());
-    }
-    if (t.dtype() != dtype || t.shape() != shape) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", name, "' from ", source, " is ", t.TypeString(),
-                                                     ", but the model expects ", DTypeName(dtype), ShapeToString(shape)));
-    }
-    return t;
+    return ConformInput(name, source, std::move(t), dtype, shape);
   }
   return Tensor::FromFloat(dtype, shape, values);
 }

@@ -33,6 +33,12 @@ absl::StatusOr<std::pair<std::string, std::string>> SplitAssignment(const std::s
 // a generator: `arange` (arange(n)/n, as ONNX's backend runner feeds the light
 // models), `zeros`, `ones`, `random[:SEED]` (uniform [0, 1)).
 absl::StatusOr<Tensor> MakeInput(const std::string& name, const std::string& source, DType dtype, const Shape& shape);
+// Whether SOURCE names a generator (arange, zeros, ones, random[:SEED]) rather than a file.
+bool IsInputGenerator(const std::string& source);
+// A tensor read from the file `source` as an input of type (dtype, shape): float data
+// converted to the input's float dtype; InvalidArgument naming the input otherwise.
+absl::StatusOr<Tensor> ConformInput(const std::string& name, const std::string& source, Tensor t, DType dtype,
+                                    const Shape& shape);
 
 // The calibration inputs of `kiln compile --calibrate NAME=SOURCE` (CompileOptions::
 // calibration): a function that builds every input of the imported graph from

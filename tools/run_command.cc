@@ -126,17 +126,14 @@ double Median(std::vector<double> v) {
 
 // The value of each dim symbol that an input read from a file (--input NAME=FILE)
 // gives: the file's size at a dim that is the symbol alone. The first input wins; a
-// disagreement is caught when the inputs are read at the sizes chosen.
-absl::StatusOr<std::map<std::string, int64_t>> DimsFromInputFiles(const bundle::Manifest& m,
-                                                                   const std::map<std::string, std::string>& sources) {
+// disagreement is caught when the inputs are conformed to the sizes chosen.
+std::map<std::string, int64_t> DimsFromInputFiles(const bundle::Manifest& m, const std::map<std::string, Tensor>& files) {
   std::map<std::string, int64_t> found;
   for (const bundle::TensorSignature& in : m.inputs()) {
-    auto it = sources.find(in.name());
-    if (in.dims_size() == 0 || it == sources.end()) continue;
-    const std::string& source = it->second;
-    if (source == "arange" || source == "zeros" || source == "ones" || absl::StartsWith(source, "random")) continue;
-    KILN_ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(source));
-    if (t.rank() != in.dims_size()) continue;  // MakeInput names the mismatch
+    auto it = files.find(in.name());
+    if (in.dims_size() == 0 || it == files.end()) continue;
+    const Tensor& t = it->second;
+    if (t.rank() != in.dims_size()) continue;  // ConformInput names the mismatch
     for (int d = 0; d < in.dims_size(); ++d) {
       for (const bundle::DimSymbol& s : m.dim_symbols()) {
         if (in.dims(d) == s.name()) found.emplace(s.name(), t.shape()[d]);
@@ -150,7 +147,7 @@ absl::StatusOr<std::map<std::string, int64_t>> DimsFromInputFiles(const bundle::
 // size the inputs read from files have, else the range's largest value (said on
 // stderr). Empty for a static bundle, where --dim is an error.
 absl::StatusOr<std::vector<int64_t>> RunSizes(const bundle::Manifest& m, const Args& args,
-                                              const std::map<std::string, std::string>& sources) {
+                                              const std::map<std::string, Tensor>& files) {
   std::vector<int64_t> sizes;
   KILN_ASSIGN_OR_RETURN(auto given, ParseDims(args.GetAll("dim")));
   if (m.dim_symbols_size() == 0) {
@@ -160,7 +157,7 @@ absl::StatusOr<std::vector<int64_t>> RunSizes(const bundle::Manifest& m, const A
     }
     return sizes;
   }
-  KILN_ASSIGN_OR_RETURN(const auto from_files, DimsFromInputFiles(m, sources));
+  const std::map<std::string, int64_t> from_files = DimsFromInputFiles(m, files);
   std::vector<std::string> defaulted;
   for (const bundle::DimSymbol& d : m.dim_symbols()) {
     auto it = given.find(d.name());
@@ -227,7 +224,13 @@ absl::Status RunBundle(const std::string& path, const Args& args, const std::str
     }
     sources[kv.first] = kv.second;
   }
-  KILN_ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, RunSizes(m, args, sources));
+  // Input files are read once: a dynamic bundle's sizes come from them.
+  std::map<std::string, Tensor> files;
+  for (const auto& [name, source] : sources) {
+    if (IsInputGenerator(source)) continue;
+    KILN_ASSIGN_OR_RETURN(files[name], ReadTensorFile(source));
+  }
+  KILN_ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, RunSizes(m, args, files));
   std::string note;
   if (device.empty() && m.dim_symbols_size() > 0 &&
       std::any_of(m.steps().begin(), m.steps().end(),
@@ -263,7 +266,11 @@ absl::Status RunBundle(const std::string& path, const Args& args, const std::str
       return absl::InvalidArgumentError(absl::StrCat("missing input '", in.name(), "' (", in.dtype(), ShapeToString(shape),
                                                      "): pass --input ", in.name(), "=FILE.npy (or =arange, =random)"));
     }
-    KILN_ASSIGN_OR_RETURN(feeds[in.name()], MakeInput(in.name(), it->second, *dtype, shape));
+    if (auto file = files.find(in.name()); file != files.end()) {
+      KILN_ASSIGN_OR_RETURN(feeds[in.name()], ConformInput(in.name(), it->second, std::move(file->second), *dtype, shape));
+    } else {
+      KILN_ASSIGN_OR_RETURN(feeds[in.name()], MakeInput(in.name(), it->second, *dtype, shape));
+    }
   }
 
   std::vector<double> times_ms;
