@@ -18,6 +18,10 @@
 #include "codegen/kernel_choice.h"
 #include "codegen/op_kernels.h"
 #include "codegen/ops/families.h"
+#include "graph/text_format.h"
+#include "graph/infer_shapes.h"
+#include "graph/fused_group.h"
+#include "fusion/fuse_attention.h"
 
 namespace kiln::codegen {
 namespace {
@@ -249,7 +253,7 @@ TEST(AttentionCodegenTest, SdpaWithGroupedQueryHeads) {
   // n * 77 * 128 + (h / 4) * 64.
   EXPECT_EQ(Define(k, "ATTN_K_TRANS"), "1");
   EXPECT_EQ(Define(k, "ATTN_K_LD"), "128");
-  EXPECT_NE(k.source.find("kiln_attn_k_offset(int batch) { return (kiln_index)((batch / 4) % 2) * 64LL + "
+  EXPECT_NE(k.source.find("kiln_attn_k_offset(int batch KILN_ATTN_PARAMS) { return (kiln_index)((batch / 4) % 2) * 64LL + "
                           "(kiln_index)((batch / 8) % 2) * 9856LL; }"),
             std::string::npos)
       << k.source.substr(k.source.find("kiln_attn_k_offset"), 200);
@@ -273,11 +277,11 @@ TEST(AttentionCodegenTest, PackedQkvAndShiftedWindows) {
   EXPECT_EQ(ArgNames(group, k), (std::vector<std::string>{"context_out", "qkv", "qkv", "qkv", "bias", "wmask"}));
   EXPECT_EQ(Define(k, "ATTN_Q_LD"), "288");  // 3 * H * D
   EXPECT_EQ(Define(k, "ATTN_K_TRANS"), "1");  // K's Transpose read through strides: rows of keys
-  for (const char* want : {"kiln_attn_q_offset(int batch) { return (kiln_index)((batch / 1) % 3) * 32LL + "
+  for (const char* want : {"kiln_attn_q_offset(int batch KILN_ATTN_PARAMS) { return (kiln_index)((batch / 1) % 3) * 32LL + "
                            "(kiln_index)((batch / 3) % 4) * 14112LL; }",
-                           "kiln_attn_k_offset(int batch) { return (kiln_index)((batch / 1) % 3) * 32LL + "
+                           "kiln_attn_k_offset(int batch KILN_ATTN_PARAMS) { return (kiln_index)((batch / 1) % 3) * 32LL + "
                            "(kiln_index)((batch / 3) % 4) * 14112LL + 96LL; }",
-                           "kiln_attn_v_offset(int batch) { return (kiln_index)((batch / 1) % 3) * 32LL + "
+                           "kiln_attn_v_offset(int batch KILN_ATTN_PARAMS) { return (kiln_index)((batch / 1) % 3) * 32LL + "
                            "(kiln_index)((batch / 3) % 4) * 14112LL + 192LL; }"}) {
     EXPECT_NE(k.source.find(want), std::string::npos) << want;
   }
@@ -355,10 +359,149 @@ TEST(AttentionCodegenTest, HeadLayoutThroughStrides) {
     EXPECT_EQ(Define(k, "ATTN_K_TRANS"), "1");
     EXPECT_EQ(Define(k, "ATTN_K_ASYNC"), "1");
     // Batch entry (b, h) starts at b * S * H * D + h * D.
-    EXPECT_NE(k.source.find("kiln_attn_q_offset(int batch) { return (kiln_index)((batch / 1) % 12) * 64LL + "
-                            "(kiln_index)((batch / 12) % 2) * 98304LL; }"),
+    EXPECT_NE(k.source.find("kiln_attn_q_offset(int batch KILN_ATTN_PARAMS) { return (kiln_index)((batch / 1) % 12) * "
+                            "64LL + (kiln_index)((batch / 12) % 2) * 98304LL; }"),
               std::string::npos)
         << k.source.substr(k.source.find("kiln_attn_q_offset"), 200);
+  }
+}
+
+// The legacy torch exporter's BERT self-attention (transformers' SDPA path, cut from
+// the zoo's bert.legacy compiled with --dim batch=1..8 --dim seq=1..64): the head split
+// Reshapes to symbolic targets, the sqrt scale on Q and on K', the [batch, 1, seq, seq]
+// additive mask, torch's NaN guard and the head merge.
+constexpr char kDynamicBert[] = R"(graph @main {
+  dim batch in [1, 8]
+  dim seq in [1, 64]
+  input %q_in : f16[8,64,64] dims "batch, seq, 64"
+  input %k_in : f16[8,64,64] dims "batch, seq, 64"
+  input %v_in : f16[8,64,64] dims "batch, seq, 64"
+  input %mask : f16[8,1,64,64] dims "batch, 1, seq, seq"
+  const %split : i64[4] = [8, 64, -1, 32] symbolic "batch, seq, -1, 32"
+  const %scale : f16[] = [0.4204]
+  const %zero : f16[1] = [0.0]
+  %q4 : f16[8,64,2,32] = Reshape(%q_in, %split)
+  %q = Transpose(%q4) {perm = [0, 2, 1, 3]}
+  %k4 : f16[8,64,2,32] = Reshape(%k_in, %split)
+  %v4 : f16[8,64,2,32] = Reshape(%v_in, %split)
+  %v = Transpose(%v4) {perm = [0, 2, 1, 3]}
+  %kt = Transpose(%k4) {perm = [0, 2, 3, 1]}
+  %qs = Mul(%q, %scale)
+  %ks = Mul(%kt, %scale)
+  %s = MatMul(%qs, %ks)
+  %sm = Add(%s, %mask)
+  %p = Softmax(%sm) {axis = -1}
+  %nan = IsNaN(%p)
+  %pg = Where(%nan, %zero, %p)
+  %o = MatMul(%pg, %v)
+  %out = Transpose(%o) {perm = [0, 2, 1, 3]}
+  output %out
+})";
+
+// The group formed on it: the kernel takes the sequence length and the batch at run
+// time (kiln_dims), reads every operand and the mask at strides that are expressions
+// of them, launches a grid that follows the sizes, and compiles.
+TEST(AttentionCodegenTest, RunTimeSizesOfTheLegacyBertExport) {
+  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(kDynamicBert);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(InferShapes(**g).ok());
+  absl::StatusOr<bool> fused = FuseAttention().Run(**g);
+  ASSERT_TRUE(fused.ok() && *fused) << fused.status();
+  ASSERT_TRUE(InferShapes(**g, {.fold_constants = false}).ok());
+  const Node* group = nullptr;  // beside it the head split Reshapes, read as they are
+  for (const Node* n : (*g)->nodes()) {
+    if (IsFusedGroup(*n)) group = n;
+  }
+  ASSERT_NE(group, nullptr);
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*group);
+  ASSERT_TRUE(l.ok()) << l.status();
+  const KernelLaunch& k = (*l)[0];
+  EXPECT_TRUE(k.dim_param);
+  EXPECT_EQ(Define(k, "ATTN_SQ"), "(int)(KILN_DIM(1))");
+  EXPECT_EQ(Define(k, "ATTN_SK"), "(int)(KILN_DIM(1))");
+  for (const char* ld : {"ATTN_Q_LD", "ATTN_K_LD", "ATTN_V_LD", "ATTN_O_LD"}) EXPECT_EQ(Define(k, ld), "64") << ld;
+  EXPECT_EQ(Define(k, "ATTN_K_TRANS"), "1");
+  // Batch entry (b, h) of Q, K, V and the output starts at b * seq * 64 + h * 32; the
+  // mask's (b, row, col) at b * seq * seq + row * seq + col.
+  for (const char* f : {"q", "k", "v", "o"}) {
+    EXPECT_NE(k.source.find(absl::StrCat("kiln_attn_", f,
+                                         "_offset(int batch KILN_ATTN_PARAMS) { return (kiln_index)(batch % (2)) * (32) + "
+                                         "(kiln_index)(batch / (2)) * (64*KILN_DIM(1)); }")),
+              std::string::npos)
+        << f << ": " << k.source.substr(k.source.find(absl::StrCat("kiln_attn_", f, "_offset")), 200);
+  }
+  EXPECT_NE(k.source.find("(kiln_index)(batch / (2)) * (KILN_DIM(1)*KILN_DIM(1)) + (kiln_index)row * (KILN_DIM(1)) + "
+                          "(kiln_index)col * (1)"),
+            std::string::npos);
+  EXPECT_EQ(k.grid_extents[0].ToString((*g)->dim_symbols()), "seq");
+  EXPECT_EQ(k.grid_extents[1].ToString((*g)->dim_symbols()), "2*batch");
+  EXPECT_GT(k.grid_per_block[0], 0);
+  EXPECT_EQ(k.grid_per_block[1], 1);
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    absl::StatusOr<std::string> cubin = CompileModule({{"attn", k.source}}, arch);
+    EXPECT_TRUE(cubin.ok()) << arch << ": " << cubin.status();
+  }
+}
+
+// Heads merged into the batch after the head Transpose ([batch, 2, seq, 32] to
+// [2 * batch, seq, 32], the 3-D bmm form): a static group reads it through two stride
+// factors, but no one stride per dim holds at every size, so the group with run-time
+// sizes has no kernel (and is expanded) rather than one for the largest sizes.
+TEST(AttentionCodegenTest, RunTimeSizesRefuseHeadsMergedIntoTheBatch) {
+  const std::string body = R"(
+  %q4 = Reshape(%q_in, %split)
+  %q = Transpose(%q4) {perm = [0, 2, 1, 3]}
+  %q3 = Reshape(%q, %merge)
+  %k4 = Reshape(%k_in, %split)
+  %k = Transpose(%k4) {perm = [0, 2, 1, 3]}
+  %k3 = Reshape(%k, %merge)
+  %kt = Transpose(%k3) {perm = [0, 2, 1]}
+  %v4 = Reshape(%v_in, %split)
+  %v = Transpose(%v4) {perm = [0, 2, 1, 3]}
+  %v3 = Reshape(%v, %merge)
+  %s = MatMul(%q3, %kt)
+  %sd = Div(%s, %scale)
+  %p = Softmax(%sd) {axis = -1}
+  %o = MatMul(%p, %v3)
+  output %o
+})";
+  const std::string fixed = R"(graph @main {
+  input %q_in : f16[8,64,64]
+  input %k_in : f16[8,64,64]
+  input %v_in : f16[8,64,64]
+  const %split : i64[4] = [8, 64, -1, 32]
+  const %merge : i64[3] = [16, 64, 32]
+  const %scale : f16[] = [5.657])";
+  const std::string ranged = R"(graph @main {
+  dim batch in [1, 8]
+  dim seq in [1, 64]
+  input %q_in : f16[8,64,64] dims "batch, seq, 64"
+  input %k_in : f16[8,64,64] dims "batch, seq, 64"
+  input %v_in : f16[8,64,64] dims "batch, seq, 64"
+  const %split : i64[4] = [8, 64, -1, 32] symbolic "batch, seq, -1, 32"
+  const %merge : i64[3] = [16, 64, 32] symbolic "2*batch, seq, 32"
+  const %scale : f16[] = [5.657])";
+  for (bool dynamic : {false, true}) {
+    SCOPED_TRACE(dynamic);
+    absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph((dynamic ? ranged : fixed) + body);
+    ASSERT_TRUE(g.ok()) << g.status();
+    ASSERT_TRUE(InferShapes(**g).ok());
+    absl::StatusOr<bool> fused = FuseAttention().Run(**g);
+    ASSERT_TRUE(fused.ok() && *fused) << fused.status();
+    ASSERT_TRUE(InferShapes(**g, {.fold_constants = false}).ok());
+    const Node* group = nullptr;
+    for (const Node* n : (*g)->nodes()) {
+      if (IsFusedGroup(*n)) group = n;
+    }
+    ASSERT_NE(group, nullptr);
+    absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*group);
+    if (!dynamic) {
+      EXPECT_TRUE(l.ok()) << l.status();
+      continue;
+    }
+    ASSERT_FALSE(l.ok());
+    EXPECT_EQ(l.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_NE(l.status().message().find("strides are not expressions of the sizes"), std::string::npos) << l.status();
   }
 }
 

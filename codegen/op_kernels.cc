@@ -92,6 +92,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node&
     const std::string pattern = node.GetString("pattern", "").value_or("");
     if (pattern == "pointwise") return ops::GeneratePointwiseGroup(node);
     if (pattern == "softmax" || pattern == "layernorm" || pattern == "rmsnorm") return ops::GenerateRowGroup(node);
+    if (pattern == "attention") return ops::GenerateAttentionGroup(node);
     // The expansion runs the members instead (and keeps what cuBLASLt / cuDNN take).
     return absl::UnimplementedError(
         absl::StrCat("no fused GPU kernel with run-time sizes for a '", pattern, "' group yet"));

@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "codegen/ops/dim_view.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/ops/pointwise_spec.h"
@@ -130,6 +131,11 @@ struct Layout {
   StridedView view = StridedView::Dense({});
   bool through_views = false;
   const Shape& shape() const { return view.shape(); }
+  // The body value the views start from and the views, in order (DimViewOf); for the
+  // output, the inverse perm of its Transpose instead (empty: none).
+  const Value* start = nullptr;
+  std::vector<const Node*> views;
+  std::vector<int64_t> inverse_perm;
 };
 
 // The element offset of batch entry `batch` (flat over `batch_shape`, which the
@@ -230,6 +236,8 @@ absl::Status OperandLayout(const Node& group, const absl::flat_hash_map<const Va
   l.index = input_index.at(v);
   l.view = StridedView::Dense(v->shape());
   l.through_views = !views.empty();
+  l.start = v;
+  l.views.assign(views.rbegin(), views.rend());
   for (auto n = views.rbegin(); n != views.rend(); ++n) {
     if (!l.view.Apply(**n)) return NoKernel(group, absl::StrCat(what, " is read through views without strides"));
   }
@@ -302,6 +310,7 @@ absl::Status PlanAttention(const Node& group, AttentionPlan& plan) {
   const Value* y = body.outputs()[0];
   plan.o.index = 0;
   plan.o.view = StridedView::Dense(y->shape());
+  plan.o.start = y;
   if (y != plan.mm2->output(0)) {
     const Node* t = y->producer();
     if (t == nullptr || t->op_type() != "Transpose" || t->input(0) != plan.mm2->output(0)) {
@@ -319,6 +328,7 @@ absl::Status PlanAttention(const Node& group, AttentionPlan& plan) {
       return NoKernel(group, "the output Transpose has an invalid perm");
     }
     plan.o.through_views = true;
+    plan.o.inverse_perm = inverse;
     plan.layout_members.push_back(t);
   }
 
@@ -460,6 +470,93 @@ absl::StatusOr<AttentionDims> CheckDims(const Node& group, const AttentionPlan& 
   return r;
 }
 
+// The sizes of an attention group of a dynamic graph (issue 34) as expressions over
+// the dim symbols: the scores' dims, and the dims and strides each operand is read at.
+struct DynamicAttention {
+  std::vector<DimExpr> scores;  // [batch..., Sq, Sk]
+  std::vector<DimExpr> batch_dims;
+  DimExpr batch, sq, sk;
+  DimView q, k, v, o;
+};
+
+// The strides of `view`'s batch dims broadcast against `batch_dims` (right-aligned; a
+// fixed 1 or a missing dim reads stride 0), followed by zeros for the row and column;
+// nullopt when a dim neither matches nor broadcasts.
+std::optional<std::vector<DimExpr>> BatchOnlyStrides(const DimView& view, const std::vector<DimExpr>& batch_dims) {
+  const int own = static_cast<int>(view.dims.size()) - 2, n = static_cast<int>(batch_dims.size());
+  if (own < 0 || own > n) return std::nullopt;
+  std::vector<DimExpr> st(n + 2, DimExpr());
+  for (int j = n - own; j < n; ++j) {
+    const DimExpr& d = view.dims[j - (n - own)];
+    if (d == batch_dims[j]) {
+      st[j] = view.strides[j - (n - own)];
+    } else if (d.constant() != 1) {
+      return std::nullopt;
+    }
+  }
+  return st;
+}
+
+// The run-time sizes of `plan`'s group, or nullopt when its sizes are fixed. The row
+// pitches must be the fixed `pitches` at every size and the batch strides multiples of
+// 8 (aligned rows for cp.async); NoKernel otherwise.
+absl::StatusOr<std::optional<DynamicAttention>> PlanDynamic(const Node& group, const AttentionPlan& plan,
+                                                            AttentionPitches& pitches) {
+  if (!HasDynamicValues(group)) return std::nullopt;
+  DynamicAttention r;
+  r.scores = ValueDims(*plan.mm1->output(0));
+  const size_t n = r.scores.size();
+  r.batch_dims.assign(r.scores.begin(), r.scores.end() - 2);
+  r.batch = DimsProduct(r.batch_dims);
+  r.sq = r.scores[n - 2];
+  r.sk = r.scores[n - 1];
+  auto view_of = [&](const Layout& l, const char* what) -> absl::StatusOr<DimView> {
+    std::optional<DimView> v = DimViewOf(*l.start, l.views);
+    if (v && !l.inverse_perm.empty()) v = PermuteDimView(*v, l.inverse_perm);
+    if (!v) {
+      return NoKernel(group, absl::StrCat(what, " is read through views whose strides are not expressions of the "
+                                                "sizes (run-time sizes)"));
+    }
+    return *std::move(v);
+  };
+  KILN_ASSIGN_OR_RETURN(r.q, view_of(plan.q, "Q"));
+  KILN_ASSIGN_OR_RETURN(r.k, view_of(plan.k, "K"));
+  KILN_ASSIGN_OR_RETURN(r.v, view_of(plan.v, "V"));
+  KILN_ASSIGN_OR_RETURN(r.o, view_of(plan.o, "the output"));
+  // Dim `d` of `v` is read at fixed stride `want` (or has size 1 at every size).
+  auto fixed = [](const DimView& v, size_t d, int64_t want) {
+    return v.dims[d].constant() == 1 || v.strides[d] == DimExpr::Constant(want);
+  };
+  auto rows = [&](const DimView& v, int64_t pitch) {
+    const size_t r = v.dims.size();
+    return r >= 2 && v.dims[r - 1].IsConstant() && fixed(v, r - 1, 1) && fixed(v, r - 2, pitch);
+  };
+  const size_t kr = r.k.dims.size();
+  const size_t key_dim = plan.k_trans ? kr - 2 : kr - 1, d_dim = plan.k_trans ? kr - 1 : kr - 2;
+  const bool k_ok = pitches.k_rows_are_keys ? fixed(r.k, d_dim, 1) && fixed(r.k, key_dim, pitches.k_ld)
+                                            : fixed(r.k, key_dim, 1) && fixed(r.k, d_dim, pitches.k_ld);
+  if (!rows(r.q, pitches.q_ld) || !rows(r.v, pitches.v_ld) || !rows(r.o, pitches.o_ld) || kr < 2 || !k_ok) {
+    return NoKernel(group, "attention operands whose row pitches vary with the sizes");
+  }
+  for (const DimView* v : {&r.q, &r.k, &r.v, &r.o}) {
+    std::optional<std::vector<DimExpr>> st = BatchOnlyStrides(*v, r.batch_dims);
+    if (!st) return NoKernel(group, "an attention operand's batch dims do not broadcast at every size");
+    for (const DimExpr& e : *st) {
+      if (!DividesAll(e, 8)) return NoKernel(group, "attention operands whose batch strides are not 16-byte aligned");
+    }
+  }
+  pitches.k_async = pitches.k_async && (pitches.k_rows_are_keys || DividesAll(r.sk, 8));
+  return r;
+}
+
+// The element offset of a batch entry of `view` (DynamicAttention's batch dims).
+std::string DynamicBatchOffset(const DimView& view, const DynamicAttention& dyn) {
+  std::vector<DimExpr> dims = dyn.batch_dims;
+  dims.push_back(DimExpr::Constant(1));
+  dims.push_back(DimExpr::Constant(1));
+  return DynamicBatchRowColOffset(dims, *BatchOnlyStrides(view, dyn.batch_dims));
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& group, const AttentionConfig* config) {
@@ -478,7 +575,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
   const Shape& batch_shape = dims.batch_shape;
   const int64_t batch = dims.batch, sq = dims.sq, sk = dims.sk, d = dims.d, dv = dims.dv;
 
-  KILN_ASSIGN_OR_RETURN(const AttentionPitches pitches, Pitches(group, plan, sk));
+  KILN_ASSIGN_OR_RETURN(AttentionPitches pitches, Pitches(group, plan, sk));
+  KILN_ASSIGN_OR_RETURN(const std::optional<DynamicAttention> dyn, PlanDynamic(group, plan, pitches));
   const int64_t k_ld = pitches.k_ld;
   const bool k_rows_are_keys = pitches.k_rows_are_keys;
   const bool k_async = pitches.k_async;
@@ -491,7 +589,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
 
   // The score functor: the members between the MatMul and the Softmax, from `acc`.
   ComposedElementwise scores;
-  scores.regroup_batch = true;  // Swin's shifted windows: the mask added to [B, windows, heads, N, N]
+  scores.regroup_batch = !dyn;  // Swin's shifted windows: the mask added to [B, windows, heads, N, N]
   scores.computed[s] = {"acc", Domain::kFloat};
   if (absl::Status st = ComposeElementwise(group, *plan.body, plan.score_members, ss, scores); !st.ok()) return st;
   std::string score_result = "acc";
@@ -516,8 +614,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
     q_result = it->second.first;
   }
 
-  // A causal mask read as a Where condition is computed (col <= row).
-  const absl::flat_hash_set<int> causal_inputs = CausalInputs(group, sq, sk);
+  // A causal mask read as a Where condition is computed (col <= row). (A constant mask
+  // has fixed sizes: none in a group whose sizes vary.)
+  const absl::flat_hash_set<int> causal_inputs = dyn ? absl::flat_hash_set<int>{} : CausalInputs(group, sq, sk);
   const bool causal_limit = CausalLimit(plan, causal_inputs, ss);
 
   KernelLaunch launch;
@@ -525,7 +624,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
   std::string params, args, score_loads, q_loads;
   // Loads of group inputs: e<l> for the score functor, p<l> for the Q prologue.
   auto emit_loads = [&](const std::vector<ElementwiseLoad>& loads, const char* prefix, const Shape& shape,
-                        std::string& code) -> absl::Status {
+                        const std::vector<DimExpr>& dims, std::string& code) -> absl::Status {
     for (size_t l = 0; l < loads.size(); ++l) {
       const ElementwiseLoad& ld = loads[l];
       const Value* in = group.input(ld.input);
@@ -539,17 +638,32 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
       absl::StrAppend(&args, ", ", p);
       absl::StatusOr<std::string> off = BroadcastOffset(group, ld.view, ld.into.empty() ? shape : ld.into);
       if (!off.ok()) return off.status();
+      if (dyn) {
+        std::vector<DimExpr> st;
+        if (ld.view != in->shape() || !ld.into.empty() || !DynamicBroadcastStrides(ValueDims(*in), dims, &st)) {
+          return NoKernel(group, absl::StrCat("the attention reads ", in->name(),
+                                              " through a broadcast that does not hold at every size"));
+        }
+        off = DynamicBatchRowColOffset(dims, st);
+      }
       absl::StrAppend(&code, "  const ", DomainType(ld.domain), " g", l, " = ", LoadAs(in->dtype(), ld.domain, p, *off),
                       ";\n");
       launch.args.push_back(InputArg(group, ld.input));
     }
     return absl::OkStatus();
   };
-  if (absl::Status st = emit_loads(scores.loads, "e", ss, score_loads); !st.ok()) return st;
   Shape q_iter = batch_shape;  // Q broadcast over the scores' batch dims
   q_iter.push_back(sq);
   q_iter.push_back(d);
-  if (absl::Status st = emit_loads(qpro.loads, "p", q_iter, q_loads); !st.ok()) return st;
+  std::vector<DimExpr> score_dims, q_dims;
+  if (dyn) {
+    score_dims = dyn->scores;
+    q_dims = dyn->batch_dims;
+    q_dims.push_back(dyn->sq);
+    q_dims.push_back(DimExpr::Constant(d));
+  }
+  if (absl::Status st = emit_loads(scores.loads, "e", ss, score_dims, score_loads); !st.ok()) return st;
+  if (absl::Status st = emit_loads(qpro.loads, "p", q_iter, q_dims, q_loads); !st.ok()) return st;
 
   absl::StatusOr<std::string> q_off = BatchOffset(group, plan.q, batch_shape);
   absl::StatusOr<std::string> k_off = BatchOffset(group, plan.k, batch_shape);
@@ -557,6 +671,17 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
   absl::StatusOr<std::string> o_off = BatchOffset(group, plan.o, batch_shape);
   for (const auto* o : {&q_off, &k_off, &v_off, &o_off}) {
     if (!o->ok()) return o->status();
+  }
+  std::string sq_code = absl::StrCat(sq), sk_code = absl::StrCat(sk);
+  if (dyn) {
+    q_off = DynamicBatchOffset(dyn->q, *dyn);
+    k_off = DynamicBatchOffset(dyn->k, *dyn);
+    v_off = DynamicBatchOffset(dyn->v, *dyn);
+    o_off = DynamicBatchOffset(dyn->o, *dyn);
+    sq_code = absl::StrCat("(int)", DimCode(dyn->sq));
+    sk_code = absl::StrCat("(int)", DimCode(dyn->sk));
+    absl::StrAppend(&params, ", const kiln_dims kiln_dims_");
+    absl::StrAppend(&args, ", kiln_dims_");
   }
 
   auto describe = [&](const Layout& l, const Value* v) {
@@ -567,8 +692,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
                                  " (attention): Q ", describe(plan.q, q_in), plan.q_chain.empty() ? "" : " (scaled)",
                                  ", K ", describe(plan.k, k_in), plan.k_trans ? " (trans_b)" : "", ", V ",
                                  describe(plan.v, v_in), " -> ", describe(plan.o, y), causal_limit ? "; causal" : "", "\n");
-  absl::StrAppend(&src, "#define ATTN_BF16 ", dt == DType::kBFloat16 ? 1 : 0, "\n#define ATTN_SQ ", sq,
-                  "\n#define ATTN_SK ", sk, "\n#define ATTN_D ", d, "\n#define ATTN_DV ", dv, "\n#define ATTN_DP ",
+  absl::StrAppend(&src, "#define ATTN_BF16 ", dt == DType::kBFloat16 ? 1 : 0, "\n#define ATTN_SQ ", sq_code,
+                  "\n#define ATTN_SK ", sk_code, "\n#define ATTN_D ", d, "\n#define ATTN_DV ", dv, "\n#define ATTN_DP ",
                   RoundUp16(d), "\n#define ATTN_DVP ", RoundUp16(dv), "\n#define ATTN_Q_LD ", pitches.q_ld,
                   "\n#define ATTN_K_LD ", k_ld, "\n#define ATTN_V_LD ", pitches.v_ld, "\n#define ATTN_O_LD ", pitches.o_ld,
                   "\n#define ATTN_K_TRANS ", k_rows_are_keys ? 1 : 0, "\n#define ATTN_K_ASYNC ", k_async ? 1 : 0,
@@ -577,11 +702,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
                   plan.q_chain.empty() ? 0 : 1, "\n#define ATTN_CAUSAL_LIMIT ", causal_limit ? 1 : 0,
                   "\n#define ATTN_T ", StorageTypeName(dt), "\n#define KILN_ATTN_PARAMS ", params,
                   "\n#define KILN_ATTN_ARGS ", args, "\n");
-  absl::StrAppend(&src, "static __device__ __forceinline__ kiln_index kiln_attn_q_offset(int batch) { return ", *q_off,
-                  "; }\nstatic __device__ __forceinline__ kiln_index kiln_attn_k_offset(int batch) { return ", *k_off,
-                  "; }\nstatic __device__ __forceinline__ kiln_index kiln_attn_v_offset(int batch) { return ", *v_off,
-                  "; }\nstatic __device__ __forceinline__ kiln_index kiln_attn_o_offset(int batch) { return ", *o_off,
-                  "; }\n");
+  for (const auto& [name, off] : {std::pair{"q", &q_off}, {"k", &k_off}, {"v", &v_off}, {"o", &o_off}}) {
+    absl::StrAppend(&src, "static __device__ __forceinline__ kiln_index kiln_attn_", name,
+                    "_offset(int batch KILN_ATTN_PARAMS) { return ", **off, "; }\n");
+  }
   absl::StrAppend(&src,
                   "static __device__ __forceinline__ float kiln_attn_score(float acc, int row, int col, int batch "
                   "KILN_ATTN_PARAMS) {\n",
@@ -597,6 +721,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
   launch.grid = {static_cast<uint32_t>((sq + cfg.bm - 1) / cfg.bm), static_cast<uint32_t>(batch), 1};
   launch.block = {static_cast<uint32_t>(cfg.bm / 16 * 32 * cfg.splits), 1, 1};
   launch.shared_bytes = static_cast<uint32_t>(AttentionSharedBytes(cfg, d, dv, k_rows_are_keys));
+  if (dyn) {  // the grid at the run's sizes: ceil(Sq / BM) x batch
+    launch.dim_param = true;
+    launch.grid_extents = {dyn->sq, dyn->batch, DimExpr::Constant(1)};
+    launch.grid_per_block = {cfg.bm, 1, 0};
+  }
   return std::vector<KernelLaunch>{std::move(launch)};
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/ops/dim_view.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/templates.h"
 
@@ -19,8 +20,6 @@ DimExpr Times(const DimExpr& a, const DimExpr& b) {
   absl::StatusOr<DimExpr> p = DimExpr::Mul(a, b);
   return p.ok() ? *p : DimExpr();  // sizes are bounded by the largest case's
 }
-
-bool DividesAll(const DimExpr& e, int64_t v) { return DimExpr::DivideExactly(e, DimExpr::Constant(v)).has_value(); }
 
 // The space after dropping fixed unit dims and merging neighbours contiguous for
 // every operand (operand 0: the dense outputs).

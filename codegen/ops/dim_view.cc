@@ -1,0 +1,146 @@
+#include "codegen/ops/dim_view.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/ops/kernel_util.h"
+#include "graph/pattern_match.h"
+
+namespace kiln::codegen::ops {
+namespace {
+
+DimExpr Times(const DimExpr& a, const DimExpr& b) { return DimsProduct({a, b}); }
+
+bool IsOne(const DimExpr& e) { return e.constant() == 1; }
+
+// A Reshape (Flatten, Squeeze, Unsqueeze) of `view` to `out` dims. The dims of both
+// sides, unit dims aside, are grouped into runs of equal element count (guided by the
+// largest sizes, `in_shape` and `out_shape`, and checked as expressions); a run of the
+// input must be contiguous for every size, and its elements are split densely into the
+// output run's dims.
+std::optional<DimView> ReshapeDimView(const DimView& view, const Shape& in_shape, const std::vector<DimExpr>& out,
+                                      const Shape& out_shape) {
+  std::vector<int> in_dims, out_dims;  // the non-unit dims
+  for (size_t d = 0; d < view.dims.size(); ++d) {
+    if (!IsOne(view.dims[d])) in_dims.push_back(static_cast<int>(d));
+  }
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (!IsOne(out[d])) out_dims.push_back(static_cast<int>(d));
+  }
+  DimView next{out, std::vector<DimExpr>(out.size(), DimExpr())};
+  size_t i = 0, o = 0;
+  while (i < in_dims.size() || o < out_dims.size()) {
+    if (i == in_dims.size() || o == out_dims.size()) return std::nullopt;
+    // One run: dims [i, i_end) of the input and [o, o_end) of the output.
+    size_t i_end = i + 1, o_end = o + 1;
+    int64_t in_n = in_shape[in_dims[i]], out_n = out_shape[out_dims[o]];
+    while (in_n != out_n) {
+      if (in_n < out_n) {
+        if (i_end == in_dims.size()) return std::nullopt;
+        in_n *= in_shape[in_dims[i_end++]];
+      } else {
+        if (o_end == out_dims.size()) return std::nullopt;
+        out_n *= out_shape[out_dims[o_end++]];
+      }
+    }
+    DimExpr in_count = DimExpr::Constant(1), out_count = DimExpr::Constant(1);
+    for (size_t k = i; k < i_end; ++k) in_count = Times(in_count, view.dims[in_dims[k]]);
+    for (size_t k = o; k < o_end; ++k) out_count = Times(out_count, out[out_dims[k]]);
+    if (in_count != out_count) return std::nullopt;
+    for (size_t k = i; k + 1 < i_end; ++k) {
+      const int a = in_dims[k], b = in_dims[k + 1];
+      if (view.strides[a] != Times(view.strides[b], view.dims[b])) return std::nullopt;
+    }
+    DimExpr stride = view.strides[in_dims[i_end - 1]];
+    for (size_t k = o_end; k-- > o;) {
+      next.strides[out_dims[k]] = stride;
+      stride = Times(stride, out[out_dims[k]]);
+    }
+    i = i_end;
+    o = o_end;
+  }
+  return next;
+}
+
+// Expand of `view` to `out` (right-aligned): a unit dim that grows, and a new leading
+// dim, read with stride 0.
+std::optional<DimView> ExpandDimView(const DimView& view, const std::vector<DimExpr>& out) {
+  if (out.size() < view.dims.size()) return std::nullopt;
+  const size_t lead = out.size() - view.dims.size();
+  DimView next{out, std::vector<DimExpr>(out.size(), DimExpr())};
+  for (size_t d = lead; d < out.size(); ++d) {
+    const DimExpr& in = view.dims[d - lead];
+    if (in == out[d]) {
+      next.strides[d] = view.strides[d - lead];
+    } else if (!IsOne(in)) {
+      return std::nullopt;
+    }
+  }
+  return next;
+}
+
+}  // namespace
+
+bool DividesAll(const DimExpr& e, int64_t v) { return DimExpr::DivideExactly(e, DimExpr::Constant(v)).has_value(); }
+
+std::optional<DimView> PermuteDimView(const DimView& view, const std::vector<int64_t>& perm) {
+  if (perm.size() != view.dims.size()) return std::nullopt;
+  DimView next;
+  std::vector<bool> seen(perm.size(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[p]) return std::nullopt;
+    seen[p] = true;
+    next.dims.push_back(view.dims[p]);
+    next.strides.push_back(view.strides[p]);
+  }
+  return next;
+}
+
+std::optional<DimView> DimViewOf(const Value& start, const std::vector<const Node*>& views) {
+  DimView view{ValueDims(start), {}};
+  view.strides = DenseDimStrides(view.dims);
+  const Value* at = &start;
+  for (const Node* n : views) {
+    if (n->input(0) != at || n->num_outputs() != 1) return std::nullopt;
+    const Value& out = *n->output(0);
+    const std::string& op = n->op_type();
+    std::optional<DimView> next;
+    if (op == "Transpose") {
+      next = PermuteDimView(view, PermOf(*n));
+    } else if (op == "Expand") {
+      next = ExpandDimView(view, ValueDims(out));
+    } else if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
+      next = ReshapeDimView(view, at->shape(), ValueDims(out), out.shape());
+    }
+    if (!next || next->dims != ValueDims(out)) return std::nullopt;
+    view = *std::move(next);
+    at = &out;
+  }
+  return view;
+}
+
+std::string DynamicBatchRowColOffset(const std::vector<DimExpr>& dims, const std::vector<DimExpr>& strides) {
+  const size_t r = dims.size();
+  std::vector<std::string> terms;
+  DimExpr inner = DimExpr::Constant(1);
+  for (size_t d = r - 2; d-- > 0;) {
+    if (strides[d] != DimExpr()) {
+      // The outermost dim needs no modulo, the innermost no division.
+      std::string index = inner.constant() == 1 ? "batch" : absl::StrCat("batch / ", DimCode(inner));
+      if (d > 0)
+        index = absl::StrCat(inner.constant() == 1 ? index : absl::StrCat("(", index, ")"), " % ", DimCode(dims[d]));
+      terms.push_back(absl::StrCat("(kiln_index)(", index, ") * ", DimCode(strides[d])));
+    }
+    inner = Times(inner, dims[d]);
+  }
+  if (strides[r - 2] != DimExpr()) terms.push_back(absl::StrCat("(kiln_index)row * ", DimCode(strides[r - 2])));
+  if (strides[r - 1] != DimExpr()) terms.push_back(absl::StrCat("(kiln_index)col * ", DimCode(strides[r - 1])));
+  if (terms.empty()) return std::string("0");
+  std::string out;
+  for (size_t i = 0; i < terms.size(); ++i) absl::StrAppend(&out, i ? " + " : "", terms[i]);
+  return out;
+}
+
+}  // namespace kiln::codegen::ops
