@@ -230,6 +230,15 @@ absl::StatusOr<GemmPlan> PlanMatMul(const Node& node) {
   if (node.output(0)->numel() != p.batch * p.m * p.n) {
     return node.Unsupported(absl::StrCat("unexpected output shape (", ShapesOf(node), ")"));
   }
+  // fuse-siblings' stacked product on a dynamic graph (fusion/fuse_siblings.h): the
+  // matrices keep the distance of the largest sizes, where the Split's pieces start.
+  if (absl::StatusOr<int64_t> stride = node.GetInt("out_batch_stride", 0); stride.ok() && *stride != 0) {
+    if (p.batch == 1 || *stride < p.m * p.n) {
+      return node.Unsupported(absl::StrCat("out_batch_stride ", *stride, " on a product of ", p.batch,
+                                           " matrices of ", p.m * p.n, " elements (", ShapesOf(node), ")"));
+    }
+    p.stride_d = *stride;
+  }
   if (absl::Status s = CheckGemmSize(node, p); !s.ok()) return s;
   return p;
 }

@@ -314,18 +314,19 @@ const std::vector<Pass>& AllPasses() {
 // The passes that keep a dynamic graph (issue 34) valid at every size of its ranges:
 // they change no shape and write no size into a constant. The fusion passes listed form
 // groups whose bodies carry the graph's dims (graph/fused_group.h); a group that no
-// kernel with run-time sizes takes is expanded again (codegen/op_kernels.h). The others
-// (layout and padding rewrites build Reshape targets and Slices from the largest shape;
-// fuse-siblings' stacked Q/K/V product is cut into views at offsets of the largest
-// rows; the MLP, concat and pad groups have no kernels with run-time sizes)
-// run on static graphs only; CheckSpecializations (graph/specialize.h) catches a pass
-// listed here that fixes a size.
+// kernel with run-time sizes takes is expanded again (codegen/op_kernels.h);
+// fuse-siblings' stacked product keeps the largest sizes' distance between its
+// matrices (the pieces are views at those offsets) and builds its shape constants
+// from the dims. The others (layout and padding rewrites build Reshape targets and
+// Slices from the largest shape; the MLP, concat and pad groups have no kernels with
+// run-time sizes) run on static graphs only; CheckSpecializations (graph/specialize.h)
+// catches a pass listed here that fixes a size.
 bool DynamicSafe(const std::string& pass) {
   static const auto* safe = new absl::flat_hash_set<std::string>{
       "remove-identity", "sum-to-add", "gemm-to-matmul", "fold-batch-norm", "recognize-gelu", "recognize-layer-norm",
       "recognize-rms-norm", "fold-constants", "eliminate-common-subexpressions", "fold-transpose-into-matmul",
-      "eliminate-dead-code", "lower-precision", "to-channels-last", "pad-conv-channels", "fuse-attention",
-      "fuse-epilogue", "fuse-pointwise", "expand-groups-without-kernels", "fuse-expanded-tails"};
+      "eliminate-dead-code", "lower-precision", "to-channels-last", "pad-conv-channels", "fuse-siblings",
+      "fuse-attention", "fuse-epilogue", "fuse-pointwise", "expand-groups-without-kernels", "fuse-expanded-tails"};
   return safe->contains(pass);
 }
 

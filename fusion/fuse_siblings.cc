@@ -76,7 +76,15 @@ struct StackSpec {
   DType bias_dtype = DType::kFloat32;
   std::vector<Value*> outs;
   std::vector<std::pair<DType, Shape>> types;
+  std::vector<std::vector<DimExpr>> dims;  // the outs' dims (empty: static)
 };
+
+// The product of `dims` (a dynamic value's leading dims).
+DimExpr DimProduct(const std::vector<DimExpr>& dims) {
+  DimExpr p = DimExpr::Constant(1);
+  for (const DimExpr& d : dims) p = DimExpr::Mul(p, d).value_or(DimExpr());
+  return p;
+}
 
 // Whether every reader of `v` is a Reshape (data input) whose target shape is a
 // constant without 0 entries, so that it may read any value of v's size instead.
@@ -110,6 +118,8 @@ absl::StatusOr<Node*> BuildStacked(Graph& graph, const StackSpec& spec) {
   // pieces have exactly the siblings' output shapes.
   bool direct = rank >= 3;
   for (int d = 0; d + 2 < rank; ++d) direct = direct && xs[d] == 1;
+  // A dynamic graph (issue 34): the shape constants keep their expressions.
+  const std::vector<DimExpr>& x_dims = spec.x->dims();
   Value* a = spec.x;
   Shape w_shape, bias_shape;
   if (direct) {
@@ -121,6 +131,9 @@ absl::StatusOr<Node*> BuildStacked(Graph& graph, const StackSpec& spec) {
       a = graph.AddValue(absl::StrCat(base, "/", tag, "_rows"));
       Value* shape = graph.AddConstant(absl::StrCat(base, "/", tag, "_rows_shape"),
                                        Tensor::FromInt64(DType::kInt64, {2}, std::vector<int64_t>{m, k}));
+      if (!x_dims.empty()) {
+        shape->SetSymbolicData({DimProduct({x_dims.begin(), x_dims.end() - 1}), DimExpr::Constant(k)});
+      }
       Node* flatten = graph.AddNode("Reshape", {spec.x, shape}, {a}, absl::StrCat(base, "/", tag, "_rows"));
       KILN_RETURN_IF_ERROR(InferNode(*flatten));
     }
@@ -137,6 +150,11 @@ absl::StatusOr<Node*> BuildStacked(Graph& graph, const StackSpec& spec) {
   Value* product = graph.AddValue(absl::StrCat(base, "/", tag, "_out"));
   Node* matmul = graph.AddNode("MatMul", {a, weight}, {product}, absl::StrCat(base, "/", tag));
   KILN_RETURN_IF_ERROR(InferNode(*matmul));
+  if (!x_dims.empty()) {
+    // The pieces are views of P at the offsets of the largest sizes; a smaller run's
+    // product keeps that distance between the stacked matrices.
+    matmul->SetAttr("out_batch_stride", Attribute(product->numel() / s));
+  }
   Value* split_input = product;
   if (!spec.biases.empty()) {
     std::vector<float> stacked;
@@ -175,6 +193,7 @@ absl::StatusOr<Node*> BuildStacked(Graph& graph, const StackSpec& spec) {
       Value*& target = shape_constants[shape];
       if (target == nullptr) {
         target = IntsConstant(graph, absl::StrCat(base, "/", tag, "_piece_shape"), shape);
+        if (!spec.dims[i].empty()) target->SetSymbolicData(spec.dims[i]);
       }
       Node* reshape = graph.AddNode("Reshape", {pieces[i], target}, {out}, absl::StrCat(base, "/unstack", i));
       KILN_RETURN_IF_ERROR(InferNode(*reshape));
@@ -331,12 +350,14 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
     std::vector<Value*> outs;
     std::vector<std::string> names;
     std::vector<std::pair<DType, Shape>> types;
+    std::vector<std::vector<DimExpr>> dims;
     for (size_t i = 0; i < siblings.size(); ++i) {
       Node* m = siblings[i];
       // The node whose output the Split writes.
       Node* replaced = bias_adds.empty() || bias_adds[i] == nullptr ? m : bias_adds[i];
       outs.push_back(replaced->output(0));
       types.push_back({replaced->output(0)->dtype(), replaced->output(0)->shape()});
+      dims.push_back(replaced->output(0)->dims());
       names.push_back(m->name());
       if (replaced != m) names.push_back(replaced->name());
     }
@@ -353,6 +374,7 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
       spec.bias_dtype = BiasDType(biases);
       spec.outs = outs;
       spec.types = types;
+      spec.dims = dims;
       for (size_t i = 0; i < siblings.size(); ++i) {
         if (!bias_adds.empty() && bias_adds[i] != nullptr) graph.RemoveNode(bias_adds[i]);
         graph.RemoveNode(siblings[i]);
@@ -364,7 +386,16 @@ absl::StatusOr<bool> FuseSiblings::MergeSharedInput(Graph& graph) {
     }
 
     // Siblings of different widths: W concatenated along N, a Split along the last
-    // axis (a strided copy). The merged bias is built before the siblings go.
+    // axis (a strided copy). The merged bias is built before the siblings go. Not on
+    // a dynamic graph, where that Split has no kernel with run-time sizes.
+    if (a->is_dynamic()) {
+      if (report_ != nullptr) {
+        report_->rejections.push_back({std::string(name()), names,
+                                       "shape: siblings of different widths are merged by a Split along the last axis, "
+                                       "which has no GPU kernel with run-time sizes"});
+      }
+      continue;
+    }
     std::vector<float> concat;
     for (const std::vector<float>& v : BiasValues(sizes, biases)) concat.insert(concat.end(), v.begin(), v.end());
     Value* w = graph.AddConstant(absl::StrCat(base, "/siblings_weight"), ConcatColumns(weights));
@@ -481,6 +512,7 @@ absl::StatusOr<bool> FuseSiblings::StackSplitMatMuls(Graph& graph) {
     for (Value* o : split->outputs()) {
       spec.outs.push_back(o);
       spec.types.push_back({o->dtype(), o->shape()});
+      spec.dims.push_back(o->dims());
     }
     std::vector<std::string> names = {mm->name()};
     if (add != nullptr) names.push_back(add->name());

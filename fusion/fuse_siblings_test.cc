@@ -8,6 +8,8 @@
 
 #include "fusion/fuse_epilogue.h"
 #include "fusion/fusion_test_util.h"
+#include "graph/infer_shapes.h"
+#include "graph/specialize.h"
 
 namespace kiln {
 namespace {
@@ -299,6 +301,87 @@ graph @main {
   EXPECT_EQ(g->FindValue("q"), nullptr);  // q_heads reads the piece
   ASSERT_EQ(report.groups.size(), 1u);
   EXPECT_EQ(report.groups[0].pattern, "siblings");
+}
+
+// BERT's Q/K/V projections on a dynamic graph (the legacy export compiled with
+// --dim batch=1..4 --dim seq=1..8): the rows Reshape's target keeps its expression,
+// the stacked product keeps the largest sizes' distance between its matrices (the
+// Split's pieces are views at those offsets), and the rewrite computes the same at
+// a smaller size too.
+TEST(FuseSiblingsTest, StackedLayoutOnADynamicGraph) {
+  const std::string text = R"(
+graph @main {
+  dim batch in [1, 4]
+  dim seq in [1, 8]
+  input %x : f32[4,8,4] dims "batch, seq, 4"
+  const %wq : f32[4,4] = splat(0.5)
+  const %wk : f32[4,4] = splat(0.5)
+  const %wv : f32[4,4] = splat(0.5)
+  const %bq : f32[4] = splat(0.1)
+  const %bk : f32[4] = splat(0.2)
+  const %bv : f32[4] = splat(0.3)
+  const %heads : i64[4] = [4, 8, 2, 2] symbolic "batch, seq, 2, 2"
+  %q0 = MatMul(%x, %wq) @q
+  %k0 = MatMul(%x, %wk) @k
+  %v0 = MatMul(%x, %wv) @v
+  %q = Add(%q0, %bq) @q_bias
+  %k = Add(%k0, %bk) @k_bias
+  %v = Add(%v0, %bv) @v_bias
+  %qh = Reshape(%q, %heads) @q_heads
+  %kh = Reshape(%k, %heads) @k_heads
+  %s = Mul(%qh, %kh) @scores
+  output %s
+  output %v
+}
+)";
+  FusionReport report;
+  std::unique_ptr<Graph> original = ParseTyped(text);
+  RandomizeConstants(*original, 5);
+  std::unique_ptr<Graph> g = original->Clone();
+  ASSERT_TRUE(*FuseSiblings(&report).Run(*g));
+  ASSERT_TRUE(InferShapes(*g, {.fold_constants = false}).ok());
+  ExpectValid(*g);
+  const Value* rows = g->FindValue("q/siblings_rows_shape");
+  ASSERT_NE(rows, nullptr);
+  ASSERT_EQ(rows->symbolic_data().size(), 2u);
+  EXPECT_EQ(rows->symbolic_data()[0].ToString(g->dim_symbols()), "batch*seq");
+  EXPECT_EQ(g->FindValue("q/siblings_out")->dims().size(), 3u);
+  const Node* mm = g->FindValue("q/siblings_out")->producer();
+  EXPECT_EQ(mm->GetInt("out_batch_stride", 0).value_or(0), 4 * 8 * 4);
+  // v's piece becomes v through a Reshape to its dims.
+  const Value* v = g->FindValue("v");
+  ASSERT_NE(v, nullptr);
+  ASSERT_NE(v->producer(), nullptr);
+  EXPECT_TRUE(v->producer()->input(1)->has_symbolic_data());
+  EXPECT_TRUE(CheckSpecializations(*g).ok());
+  for (const std::vector<int64_t>& at : {std::vector<int64_t>{1, 3}, std::vector<int64_t>{3, 8}}) {
+    auto want = Specialize(*original, at);
+    auto got = Specialize(*g, at);
+    ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
+    ExpectSameResults(**want, **got);
+  }
+}
+
+// On a dynamic graph, siblings of different widths are left alone: their Split along
+// the last axis would have no kernel with run-time sizes.
+TEST(FuseSiblingsTest, DifferentWidthsMustNotFireOnADynamicGraph) {
+  FusionReport report;
+  bool changed = true;
+  FuseAndCheck(R"(
+graph @main {
+  dim seq in [1, 8]
+  input %x : f32[8,4] dims "seq, 4"
+  const %wq : f32[4,4] = splat(0.5)
+  const %wk : f32[4,2] = splat(0.5)
+  %q = MatMul(%x, %wq) @q
+  %k = MatMul(%x, %wk) @k
+  output %q
+  output %k
+}
+)",
+               &report, &changed);
+  EXPECT_FALSE(changed);
+  ExpectOneRejection(report, {"q", "k"}, "shape: siblings of different widths");
 }
 
 // X of rank 1 and 2: the pieces [1, M, N] are reshaped back to [N] / [M, N].
