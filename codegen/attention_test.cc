@@ -400,7 +400,8 @@ constexpr char kDynamicBert[] = R"(graph @main {
 
 // The group formed on it: the kernel takes the sequence length and the batch at run
 // time (kiln_dims), reads every operand and the mask at strides that are expressions
-// of them, launches a grid that follows the sizes, and compiles.
+// of them, launches a grid that follows the sizes, comes in tile-config variants for
+// size boxes that cover the ranges once, and compiles.
 TEST(AttentionCodegenTest, RunTimeSizesOfTheLegacyBertExport) {
   absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(kDynamicBert);
   ASSERT_TRUE(g.ok()) << g.status();
@@ -415,30 +416,48 @@ TEST(AttentionCodegenTest, RunTimeSizesOfTheLegacyBertExport) {
   ASSERT_NE(group, nullptr);
   absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*group);
   ASSERT_TRUE(l.ok()) << l.status();
-  const KernelLaunch& k = (*l)[0];
-  EXPECT_TRUE(k.dim_param);
-  EXPECT_EQ(Define(k, "ATTN_SQ"), "(int)(KILN_DIM(1))");
-  EXPECT_EQ(Define(k, "ATTN_SK"), "(int)(KILN_DIM(1))");
-  for (const char* ld : {"ATTN_Q_LD", "ATTN_K_LD", "ATTN_V_LD", "ATTN_O_LD"}) EXPECT_EQ(Define(k, ld), "64") << ld;
-  EXPECT_EQ(Define(k, "ATTN_K_TRANS"), "1");
-  // Batch entry (b, h) of Q, K, V and the output starts at b * seq * 64 + h * 32; the
-  // mask's (b, row, col) at b * seq * seq + row * seq + col.
-  for (const char* f : {"q", "k", "v", "o"}) {
-    EXPECT_NE(k.source.find(absl::StrCat("kiln_attn_", f,
-                                         "_offset(int batch KILN_ATTN_PARAMS) { return (kiln_index)(batch % (2)) * (32) + "
-                                         "(kiln_index)(batch / (2)) * (64*KILN_DIM(1)); }")),
-              std::string::npos)
-        << f << ": " << k.source.substr(k.source.find(absl::StrCat("kiln_attn_", f, "_offset")), 200);
+  // Tile configs per size: several variants, each size served by exactly one.
+  ASSERT_GE(l->size(), 2u);
+  for (int64_t b = 1; b <= 8; ++b) {
+    for (int64_t s = 1; s <= 64; ++s) {
+      int serving = 0;
+      for (const KernelLaunch& k : *l) {
+        for (const auto& box : k.size_boxes) {
+          ASSERT_EQ(box.size(), 2u);
+          serving += box[0][0] <= b && b <= box[0][1] && box[1][0] <= s && s <= box[1][1] ? 1 : 0;
+        }
+      }
+      EXPECT_EQ(serving, 1) << "batch " << b << ", seq " << s;
+    }
   }
-  EXPECT_NE(k.source.find("(kiln_index)(batch / (2)) * (KILN_DIM(1)*KILN_DIM(1)) + (kiln_index)row * (KILN_DIM(1)) + "
-                          "(kiln_index)col * (1)"),
-            std::string::npos);
-  EXPECT_EQ(k.grid_extents[0].ToString((*g)->dim_symbols()), "seq");
-  EXPECT_EQ(k.grid_extents[1].ToString((*g)->dim_symbols()), "2*batch");
-  EXPECT_GT(k.grid_per_block[0], 0);
-  EXPECT_EQ(k.grid_per_block[1], 1);
+  std::vector<ModuleKernel> kernels;
+  for (const KernelLaunch& k : *l) {
+    SCOPED_TRACE(Define(k, "ATTN_BM") + "x" + Define(k, "ATTN_BN") + "/" + Define(k, "ATTN_SPLITS"));
+    EXPECT_TRUE(k.dim_param);
+    EXPECT_EQ(Define(k, "ATTN_SQ"), "(int)(KILN_DIM(1))");
+    EXPECT_EQ(Define(k, "ATTN_SK"), "(int)(KILN_DIM(1))");
+    for (const char* ld : {"ATTN_Q_LD", "ATTN_K_LD", "ATTN_V_LD", "ATTN_O_LD"}) EXPECT_EQ(Define(k, ld), "64") << ld;
+    EXPECT_EQ(Define(k, "ATTN_K_TRANS"), "1");
+    // Batch entry (b, h) of Q, K, V and the output starts at b * seq * 64 + h * 32;
+    // the mask's (b, row, col) at b * seq * seq + row * seq + col.
+    for (const char* f : {"q", "k", "v", "o"}) {
+      EXPECT_NE(k.source.find(absl::StrCat("kiln_attn_", f,
+                                           "_offset(int batch KILN_ATTN_PARAMS) { return (kiln_index)(batch % (2)) * "
+                                           "(32) + (kiln_index)(batch / (2)) * (64*KILN_DIM(1)); }")),
+                std::string::npos)
+          << f << ": " << k.source.substr(k.source.find(absl::StrCat("kiln_attn_", f, "_offset")), 200);
+    }
+    EXPECT_NE(k.source.find("(kiln_index)(batch / (2)) * (KILN_DIM(1)*KILN_DIM(1)) + (kiln_index)row * (KILN_DIM(1)) + "
+                            "(kiln_index)col * (1)"),
+              std::string::npos);
+    EXPECT_EQ(k.grid_extents[0].ToString((*g)->dim_symbols()), "seq");
+    EXPECT_EQ(k.grid_extents[1].ToString((*g)->dim_symbols()), "2*batch");
+    EXPECT_EQ(k.grid_per_block[0], std::stoi(Define(k, "ATTN_BM")));
+    EXPECT_EQ(k.grid_per_block[1], 1);
+    kernels.push_back({absl::StrCat("attn", kernels.size()), k.source});
+  }
   for (const char* arch : {"sm_90a", "sm_80"}) {
-    absl::StatusOr<std::string> cubin = CompileModule({{"attn", k.source}}, arch);
+    absl::StatusOr<std::string> cubin = CompileModule(kernels, arch);
     EXPECT_TRUE(cubin.ok()) << arch << ": " << cubin.status();
   }
 }

@@ -31,6 +31,9 @@
 // largest sizes; an axis with grid_per_block[a] > 0 launches
 //   min(grid[a], max(1, ceil(grid_extents[a] / grid_per_block[a])))
 // blocks at the run's sizes, so a kernel with a grid-stride loop may cap its grid.
+// A launch with `size_boxes` is one variant of its step's kernel (a tile config for
+// some sizes): it runs only where the symbols' values lie in one of its boxes, and the
+// step's variants cover every size in the ranges exactly once.
 //
 // Workspace. A launch with `semaphores` > 0 or `scratch_bytes` > 0 takes two more
 // parameters after the tensor maps (both, whichever is non-zero),
@@ -102,6 +105,9 @@ struct KernelLaunch {
   bool dim_param = false;
   std::array<DimExpr, 3> grid_extents;
   std::array<int64_t, 3> grid_per_block{0, 0, 0};  // 0: the axis is fixed
+  // Size variants (see above): each box is a [lo, hi] range per dim symbol, in the
+  // graph's symbol order. Empty: every size.
+  std::vector<std::vector<std::array<int64_t, 2>>> size_boxes;
 };
 
 }  // namespace kiln::codegen

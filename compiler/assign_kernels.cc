@@ -60,6 +60,16 @@ absl::Status SetRunTimeSizes(const codegen::KernelLaunch& kl, const std::vector<
     launch->add_grid_extents(varies ? kl.grid_extents[a].ToString(symbols) : "");
     launch->add_grid_per_block(varies ? static_cast<uint64_t>(kl.grid_per_block[a]) : 0);
   }
+  for (const std::vector<std::array<int64_t, 2>>& box : kl.size_boxes) {
+    if (box.size() != symbols.size()) {
+      return absl::InternalError(absl::StrCat("node '", node.name(), "': a size variant's box has ", box.size(),
+                                              " ranges for ", symbols.size(), " dim symbols"));
+    }
+    for (const auto& [lo, hi] : box) {
+      launch->add_size_boxes(lo);
+      launch->add_size_boxes(hi);
+    }
+  }
   return absl::OkStatus();
 }
 

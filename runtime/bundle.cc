@@ -307,6 +307,26 @@ absl::StatusOr<std::unique_ptr<Graph>> Bundle::BuildGraph() const {
   return graph;
 }
 
+int LaunchesPerRun(const bundle::Step& step) {
+  int always = 0, variants = 0;
+  for (const bundle::Launch& l : step.launches()) (l.size_boxes().empty() ? always : variants) += 1;
+  return always + (variants > 0 ? 1 : 0);
+}
+
+std::string SizeBoxesText(const bundle::Manifest& m, const bundle::Launch& launch) {
+  const int n = m.dim_symbols_size();
+  std::vector<std::string> boxes;
+  for (int b = 0; n > 0 && b + 2 * n <= launch.size_boxes_size(); b += 2 * n) {
+    std::vector<std::string> ranges;
+    for (int k = 0; k < n; ++k) {
+      ranges.push_back(absl::StrCat(m.dim_symbols(k).name(), "=", launch.size_boxes(b + 2 * k), "..",
+                                    launch.size_boxes(b + 2 * k + 1)));
+    }
+    boxes.push_back(absl::StrJoin(ranges, " "));
+  }
+  return absl::StrJoin(boxes, "; ");
+}
+
 std::string DimRangesText(const bundle::Manifest& m) {
   std::vector<std::string> ranges;
   for (const bundle::DimSymbol& d : m.dim_symbols()) ranges.push_back(absl::StrCat(d.name(), "=", d.min(), "..", d.max()));

@@ -371,6 +371,11 @@ TEST(BundleLoadErrorTest, ValidatorRefusesManifestsThatLie) {
        }},
       {"lie outside the", [](bundle::Manifest& m) { m.mutable_steps(0)->mutable_outputs(0)->set_offset(int64_t{1} << 40); }},
       {"names no tensor of the step", [](bundle::Manifest& m) { FirstLaunch(m)->add_args(99); }},
+      {"size variant boxes that do not give a range per dim symbol",
+       [](bundle::Manifest& m) {  // a static bundle has no dim symbols to bound
+         FirstLaunch(m)->add_size_boxes(1);
+         FirstLaunch(m)->add_size_boxes(4);
+       }},
       {"weight index 7", [](bundle::Manifest& m) {
          for (bundle::Step& s : *m.mutable_steps()) {
            for (bundle::Binding& b : *s.mutable_inputs()) {

@@ -94,6 +94,13 @@ absl::Status CheckLaunch(const bundle::Manifest& m, const bundle::Step& step, co
       return Corrupt(where, "malformed tensor map");
     }
   }
+  const int box = 2 * m.dim_symbols_size();
+  if (l.size_boxes_size() > 0 && (!l.dim_param() || box == 0 || l.size_boxes_size() % box != 0)) {
+    return Corrupt(where, "size variant boxes that do not give a range per dim symbol");
+  }
+  for (int i = 0; i + 1 < l.size_boxes_size(); i += 2) {
+    if (l.size_boxes(i) > l.size_boxes(i + 1)) return Corrupt(where, "a size variant box with lo > hi");
+  }
   if (l.semaphores() > kMaxLaunchSemaphores || l.scratch_bytes() > kMaxLaunchScratchBytes) {
     return Corrupt(where, absl::StrCat("a workspace of ", l.semaphores(), " semaphores and ", l.scratch_bytes(),
                                        " bytes of scratch (at most ", kMaxLaunchSemaphores, " and ",

@@ -32,6 +32,21 @@ bool CanRun(const std::string& gpu_arch, const std::string& bundle_arch) {
   return bundle_arch == "sm_80" && (gpu_arch == "sm_86" || gpu_arch == "sm_89");
 }
 
+// Whether `values` (one per dim symbol) lie in one of `boxes` ([lo, hi] per symbol,
+// box after box); true for no boxes.
+bool InSizeBoxes(const std::vector<int64_t>& boxes, const std::vector<int64_t>& values) {
+  if (boxes.empty()) return true;
+  const size_t n = 2 * values.size();
+  for (size_t b = 0; b + n <= boxes.size(); b += n) {
+    bool in = true;
+    for (size_t k = 0; k < values.size() && in; ++k) {
+      in = boxes[b + 2 * k] <= values[k] && values[k] <= boxes[b + 2 * k + 1];
+    }
+    if (in) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const GpuProgram>> GpuProgram::Create(std::shared_ptr<const CpuProgram> host) {
@@ -151,6 +166,9 @@ struct GpuExecutor::StepPlan {
     // it a block takes (0: the axis is fixed at `grid`).
     std::array<DimExpr, 3> extents;
     std::array<uint64_t, 3> per_block{0, 0, 0};
+    // A size variant (bundle::Launch.size_boxes): [lo, hi] per dim symbol, box after
+    // box; empty: it runs at every size.
+    std::vector<int64_t> size_boxes;
   };
   std::vector<LaunchArgs> launches;
   std::unique_ptr<codegen::LibraryKernel> library;
@@ -317,6 +335,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr
         return absl::InvalidArgumentError(absl::StrCat(path, ": step ", s, ": malformed run-time sizes of '",
                                                        launch.function(), "'"));
       }
+      la.size_boxes.assign(launch.size_boxes().begin(), launch.size_boxes().end());
       for (int a = 0; a < 3 && launch.dim_param(); ++a) {
         la.per_block[a] = launch.grid_per_block(a);
         if (la.per_block[a] == 0) continue;
@@ -398,7 +417,14 @@ absl::StatusOr<std::unique_ptr<GpuExecutor::SizeState>> GpuExecutor::PlanSizes(c
       if ((*lib)->workspace_bytes() > workspace_bytes_) KILN_RETURN_IF_ERROR(GrowWorkspace((*lib)->workspace_bytes()));
       state->libraries[s] = *std::move(lib);
     }
+    int variants = 0, taken = 0;
     for (const StepPlan::LaunchArgs& la : plan.launches) {
+      variants += la.size_boxes.empty() ? 0 : 1;
+      if (!InSizeBoxes(la.size_boxes, values)) {  // another variant serves these sizes
+        state->grids[s].push_back(dim3(0, 0, 0));
+        continue;
+      }
+      taken += la.size_boxes.empty() ? 0 : 1;
       uint32_t grid[3] = {la.grid.x, la.grid.y, la.grid.z};
       for (int a = 0; a < 3; ++a) {
         if (la.per_block[a] == 0) continue;
@@ -408,6 +434,11 @@ absl::StatusOr<std::unique_ptr<GpuExecutor::SizeState>> GpuExecutor::PlanSizes(c
         grid[a] = static_cast<uint32_t>(std::min<uint64_t>(grid[a], blocks));
       }
       state->grids[s].push_back(dim3(grid[0], grid[1], grid[2]));
+    }
+    if (variants > 0 && taken != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": step ", s, " at ", BindingToString(graph, values), ": ",
+                                                     taken, " of its ", variants,
+                                                     " size variants cover these sizes (the bundle is malformed)"));
     }
   }
   return state;
@@ -471,6 +502,7 @@ absl::Status GpuExecutor::EnqueueStep(int s, bool* after_kernel) {
   }
   for (size_t j = 0; j < plan.launches.size(); ++j) {
     const StepPlan::LaunchArgs& la = plan.launches[j];
+    if (size_ != nullptr && size_->grids[s][j].x == 0) continue;  // a variant for other sizes
     // Programmatic dependent launch only right after another of the bundle's kernels:
     // its CTAs start as that kernel's CTAs exit and wait in KILN_GRID_DEPENDENCY_WAIT()
     // (codegen/templates/prelude.cuh) until its writes are visible. After a library

@@ -223,7 +223,7 @@ absl::StatusOr<Result> RunConfig(const std::string& onnx_path, const Config& con
   r.matmul_groups = m.compile_options().matmul_groups();
   for (const bundle::Step& step : m.steps()) {
     if (step.kernel() == "view") continue;
-    r.launches += step.launches_size() > 0 ? step.launches_size() : 1;
+    r.launches += step.launches_size() > 0 ? LaunchesPerRun(step) : 1;
   }
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const CpuProgram> program, CpuProgram::Create(*bundle));
   r.weight_bytes = program->weight_bytes();

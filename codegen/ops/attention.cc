@@ -4,6 +4,7 @@
 // ComposeElementwise, like the GEMM epilogue), an optional scale on Q (the Q
 // prologue functor) and the shapes, which are baked into the kernel.
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "common/status_macros.h"
 #include "codegen/ops/dim_view.h"
 #include "codegen/ops/families.h"
+#include "codegen/ops/size_variants.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/ops/pointwise_spec.h"
 #include "codegen/templates.h"
@@ -549,6 +551,33 @@ absl::StatusOr<std::optional<DynamicAttention>> PlanDynamic(const Node& group, c
   return r;
 }
 
+// A tile config and the sizes it serves (KernelLaunch::size_boxes; empty: all).
+struct AttentionVariant {
+  AttentionConfig cfg;
+  std::vector<std::vector<std::array<int64_t, 2>>> boxes;
+};
+
+// The tile configs of a group with run-time sizes: PickAttentionConfig at the middle
+// of each power-of-two box of the symbols that the batch, Sq and Sk depend on, boxes
+// with the same config joined into one variant; one variant without boxes when every
+// box gets the same config.
+std::vector<AttentionVariant> DynamicVariants(const Graph& body, const DynamicAttention& dyn, int64_t d, int64_t dv,
+                                              bool k_trans) {
+  std::vector<AttentionVariant> out;
+  for (const SizeBox& box : PowerOfTwoBoxes(body.dim_symbols(), {dyn.batch, dyn.sq, dyn.sk})) {
+    auto at = [&](const DimExpr& e) { return e.Evaluate(box.middle).value_or(1); };
+    const AttentionConfig cfg = PickAttentionConfig(at(dyn.batch), at(dyn.sq), at(dyn.sk), d, dv, k_trans);
+    auto same = [&](const AttentionVariant& v) {
+      return v.cfg.bm == cfg.bm && v.cfg.bn == cfg.bn && v.cfg.splits == cfg.splits;
+    };
+    auto it = std::find_if(out.begin(), out.end(), same);
+    if (it == out.end()) it = out.insert(out.end(), AttentionVariant{cfg, {}});
+    it->boxes.push_back(box.ranges);
+  }
+  if (out.size() == 1) out[0].boxes.clear();
+  return out;
+}
+
 // The element offset of a batch entry of `view` (DynamicAttention's batch dims).
 std::string DynamicBatchOffset(const DimView& view, const DynamicAttention& dyn) {
   std::vector<DimExpr> dims = dyn.batch_dims;
@@ -581,10 +610,14 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
   const bool k_rows_are_keys = pitches.k_rows_are_keys;
   const bool k_async = pitches.k_async;
 
-  const AttentionConfig cfg = config != nullptr ? *config : PickAttentionConfig(batch, sq, sk, d, dv, k_rows_are_keys);
-  if (absl::Status valid = VerifyAttentionConfig(cfg, d, dv, k_rows_are_keys); !valid.ok()) {
-    if (config != nullptr) return valid;
-    return NoKernel(group, absl::StrCat("no tile config: ", valid.message()));
+  std::vector<AttentionVariant> variants = {
+      {config != nullptr ? *config : PickAttentionConfig(batch, sq, sk, d, dv, k_rows_are_keys), {}}};
+  if (dyn && config == nullptr) variants = DynamicVariants(*plan.body, *dyn, d, dv, k_rows_are_keys);
+  for (const AttentionVariant& v : variants) {
+    if (absl::Status valid = VerifyAttentionConfig(v.cfg, d, dv, k_rows_are_keys); !valid.ok()) {
+      if (config != nullptr) return valid;
+      return NoKernel(group, absl::StrCat("no tile config: ", valid.message()));
+    }
   }
 
   // The score functor: the members between the MatMul and the Softmax, from `acc`.
@@ -688,18 +721,20 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
     return absl::StrCat(DTypeName(dt), ShapeToString(l.shape()),
                         l.through_views ? absl::StrCat(" read from ", v->TypeString()) : "");
   };
-  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n// fused group ", group.name(),
-                                 " (attention): Q ", describe(plan.q, q_in), plan.q_chain.empty() ? "" : " (scaled)",
-                                 ", K ", describe(plan.k, k_in), plan.k_trans ? " (trans_b)" : "", ", V ",
-                                 describe(plan.v, v_in), " -> ", describe(plan.o, y), causal_limit ? "; causal" : "", "\n");
+  // No group name in the source: the layers' identical groups share one module.
+  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n// fused attention: Q ", describe(plan.q, q_in),
+                                 plan.q_chain.empty() ? "" : " (scaled)", ", K ", describe(plan.k, k_in),
+                                 plan.k_trans ? " (trans_b)" : "", ", V ", describe(plan.v, v_in), " -> ",
+                                 describe(plan.o, y), causal_limit ? "; causal" : "", "\n");
   absl::StrAppend(&src, "#define ATTN_BF16 ", dt == DType::kBFloat16 ? 1 : 0, "\n#define ATTN_SQ ", sq_code,
                   "\n#define ATTN_SK ", sk_code, "\n#define ATTN_D ", d, "\n#define ATTN_DV ", dv, "\n#define ATTN_DP ",
                   RoundUp16(d), "\n#define ATTN_DVP ", RoundUp16(dv), "\n#define ATTN_Q_LD ", pitches.q_ld,
-                  "\n#define ATTN_K_LD ", k_ld, "\n#define ATTN_V_LD ", pitches.v_ld, "\n#define ATTN_O_LD ", pitches.o_ld,
-                  "\n#define ATTN_K_TRANS ", k_rows_are_keys ? 1 : 0, "\n#define ATTN_K_ASYNC ", k_async ? 1 : 0,
-                  "\n#define ATTN_BM ", cfg.bm, "\n#define ATTN_BN ", cfg.bn, "\n#define ATTN_SPLITS ", cfg.splits,
-                  "\n#define ATTN_Q_PROLOGUE ",
-                  plan.q_chain.empty() ? 0 : 1, "\n#define ATTN_CAUSAL_LIMIT ", causal_limit ? 1 : 0,
+                  "\n#define ATTN_K_LD ", k_ld, "\n#define ATTN_V_LD ", pitches.v_ld, "\n#define ATTN_O_LD ",
+                  pitches.o_ld, "\n#define ATTN_K_TRANS ", k_rows_are_keys ? 1 : 0, "\n#define ATTN_K_ASYNC ",
+                  k_async ? 1 : 0, "\n");
+  const size_t tile_at = src.size();  // the tile config's defines go here
+  absl::StrAppend(&src, "#define ATTN_Q_PROLOGUE ", plan.q_chain.empty() ? 0 : 1, "\n#define ATTN_CAUSAL_LIMIT ",
+                  causal_limit ? 1 : 0,
                   "\n#define ATTN_T ", StorageTypeName(dt), "\n#define KILN_ATTN_PARAMS ", params,
                   "\n#define KILN_ATTN_ARGS ", args, "\n");
   for (const auto& [name, off] : {std::pair{"q", &q_off}, {"k", &k_off}, {"v", &v_off}, {"o", &o_off}}) {
@@ -717,16 +752,23 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
                     q_loads, qpro.code, "  return ", q_result, ";\n}\n");
   }
   absl::StrAppend(&src, TemplateSource("mma_sm80.cuh"), TemplateSource("attention_sm80.cuh"));
-  launch.source = std::move(src);
-  launch.grid = {static_cast<uint32_t>((sq + cfg.bm - 1) / cfg.bm), static_cast<uint32_t>(batch), 1};
-  launch.block = {static_cast<uint32_t>(cfg.bm / 16 * 32 * cfg.splits), 1, 1};
-  launch.shared_bytes = static_cast<uint32_t>(AttentionSharedBytes(cfg, d, dv, k_rows_are_keys));
-  if (dyn) {  // the grid at the run's sizes: ceil(Sq / BM) x batch
-    launch.dim_param = true;
-    launch.grid_extents = {dyn->sq, dyn->batch, DimExpr::Constant(1)};
-    launch.grid_per_block = {cfg.bm, 1, 0};
+  std::vector<KernelLaunch> launches;
+  for (const AttentionVariant& v : variants) {
+    const AttentionConfig& cfg = v.cfg;
+    KernelLaunch& l = launches.emplace_back(launch);
+    l.source = absl::StrCat(src.substr(0, tile_at), "#define ATTN_BM ", cfg.bm, "\n#define ATTN_BN ", cfg.bn,
+                            "\n#define ATTN_SPLITS ", cfg.splits, "\n", src.substr(tile_at));
+    l.grid = {static_cast<uint32_t>((sq + cfg.bm - 1) / cfg.bm), static_cast<uint32_t>(batch), 1};
+    l.block = {static_cast<uint32_t>(cfg.bm / 16 * 32 * cfg.splits), 1, 1};
+    l.shared_bytes = static_cast<uint32_t>(AttentionSharedBytes(cfg, d, dv, k_rows_are_keys));
+    if (dyn) {  // the grid at the run's sizes: ceil(Sq / BM) x batch
+      l.dim_param = true;
+      l.grid_extents = {dyn->sq, dyn->batch, DimExpr::Constant(1)};
+      l.grid_per_block = {cfg.bm, 1, 0};
+      l.size_boxes = v.boxes;
+    }
   }
-  return std::vector<KernelLaunch>{std::move(launch)};
+  return launches;
 }
 
 }  // namespace kiln::codegen::ops
