@@ -124,7 +124,7 @@ void PrintSummary(const bundle::Manifest& m, const CompileOptions& options, cons
   int generated = 0, library = 0, views = 0, launches = 0;
   std::map<std::string, int> unsupported;
   for (const bundle::Step& step : m.steps()) {
-    launches += step.launches_size();
+    launches += LaunchesPerRun(step);
     if (absl::StartsWith(step.kernel(), "nvrtc:")) ++generated;
     if (absl::StartsWith(step.kernel(), "cublaslt:") || absl::StartsWith(step.kernel(), "cudnn:")) ++library;
     if (step.kernel() == "view") ++views;
@@ -157,8 +157,8 @@ void PrintSummary(const bundle::Manifest& m, const CompileOptions& options, cons
       inputs.push_back(absl::StrCat(in.name(), " ", in.dtype(), "[", absl::StrJoin(in.dims(), ", "), "]"));
     }
     std::cout << "  dynamic: " << DimRangesText(m) << " (inputs " << absl::StrJoin(inputs, ", ")
-              << "); passes that fix sizes and fusion were skipped; it runs at any sizes in the ranges "
-                 "(kiln run --dim NAME=N)\n";
+              << "); passes that would fix a size were skipped (kiln compile --dump-after help lists them); "
+                 "it runs at any sizes in the ranges (kiln run --dim NAME=N)\n";
   }
   if (!unsupported.empty()) {
     std::vector<std::string> parts;
