@@ -462,6 +462,53 @@ TEST(AttentionCodegenTest, RunTimeSizesOfTheLegacyBertExport) {
   }
 }
 
+// A packed QKV product selected by Gathers (torchvision's and Swin's in_proj form) on
+// a dynamic graph: K and V start 64 and 128 elements into each row of 192.
+TEST(AttentionCodegenTest, RunTimeSizesReadAPackedQkvThroughItsSelects) {
+  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(R"(graph @main {
+  dim batch in [1, 8]
+  dim seq in [1, 64]
+  input %qkv : f16[8,64,192] dims "batch, seq, 192"
+  const %split : i64[5] = [8, 64, 3, 2, 32] symbolic "batch, seq, 3, 2, 32"
+  const %i0 : i64[] = [0]
+  const %i1 : i64[] = [1]
+  const %i2 : i64[] = [2]
+  const %scale : f16[] = [0.1767]
+  %p5 = Reshape(%qkv, %split)
+  %pt = Transpose(%p5) {perm = [2, 0, 3, 1, 4]}
+  %q = Gather(%pt, %i0) {axis = 0}
+  %k = Gather(%pt, %i1) {axis = 0}
+  %v = Gather(%pt, %i2) {axis = 0}
+  %qs = Mul(%q, %scale)
+  %kt = Transpose(%k) {perm = [0, 1, 3, 2]}
+  %s = MatMul(%qs, %kt)
+  %p = Softmax(%s) {axis = -1}
+  %o = MatMul(%p, %v)
+  output %o
+})");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(InferShapes(**g).ok());
+  absl::StatusOr<bool> fused = FuseAttention().Run(**g);
+  ASSERT_TRUE(fused.ok() && *fused) << fused.status();
+  ASSERT_TRUE(InferShapes(**g, {.fold_constants = false}).ok());
+  const Node* group = nullptr;
+  for (const Node* n : (*g)->nodes()) {
+    if (IsFusedGroup(*n)) group = n;
+  }
+  ASSERT_NE(group, nullptr);
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*group);
+  ASSERT_TRUE(l.ok()) << l.status();
+  const KernelLaunch& k = l->front();
+  EXPECT_TRUE(k.dim_param);
+  EXPECT_EQ(Define(k, "ATTN_Q_LD"), "192");
+  EXPECT_EQ(Define(k, "ATTN_K_LD"), "192");
+  EXPECT_NE(k.source.find("kiln_attn_k_offset(int batch KILN_ATTN_PARAMS) { return (64) + (kiln_index)(batch % (2)) * "
+                          "(32) + (kiln_index)(batch / (2)) * (192*KILN_DIM(1)); }"),
+            std::string::npos)
+      << k.source.substr(k.source.find("kiln_attn_k_offset"), 200);
+  EXPECT_NE(k.source.find("kiln_attn_v_offset(int batch KILN_ATTN_PARAMS) { return (128) + "), std::string::npos);
+}
+
 // Heads merged into the batch after the head Transpose ([batch, 2, seq, 32] to
 // [2 * batch, seq, 32], the 3-D bmm form): a static group reads it through two stride
 // factors, but no one stride per dim holds at every size, so the group with run-time

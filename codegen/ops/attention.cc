@@ -543,6 +543,7 @@ absl::StatusOr<std::optional<DynamicAttention>> PlanDynamic(const Node& group, c
   for (const DimView* v : {&r.q, &r.k, &r.v, &r.o}) {
     std::optional<std::vector<DimExpr>> st = BatchOnlyStrides(*v, r.batch_dims);
     if (!st) return NoKernel(group, "an attention operand's batch dims do not broadcast at every size");
+    st->push_back(v->offset);
     for (const DimExpr& e : *st) {
       if (!DividesAll(e, 8)) return NoKernel(group, "attention operands whose batch strides are not 16-byte aligned");
     }
@@ -578,12 +579,15 @@ std::vector<AttentionVariant> DynamicVariants(const Graph& body, const DynamicAt
   return out;
 }
 
-// The element offset of a batch entry of `view` (DynamicAttention's batch dims).
+// The element offset of a batch entry of `view` (DynamicAttention's batch dims), from
+// the tensor the view starts in.
 std::string DynamicBatchOffset(const DimView& view, const DynamicAttention& dyn) {
   std::vector<DimExpr> dims = dyn.batch_dims;
   dims.push_back(DimExpr::Constant(1));
   dims.push_back(DimExpr::Constant(1));
-  return DynamicBatchRowColOffset(dims, *BatchOnlyStrides(view, dyn.batch_dims));
+  const std::string batch = DynamicBatchRowColOffset(dims, *BatchOnlyStrides(view, dyn.batch_dims));
+  if (view.offset == DimExpr()) return batch;
+  return absl::StrCat(DimCode(view.offset), " + ", batch);
 }
 
 }  // namespace
@@ -622,7 +626,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
 
   // The score functor: the members between the MatMul and the Softmax, from `acc`.
   ComposedElementwise scores;
-  scores.regroup_batch = !dyn;  // Swin's shifted windows: the mask added to [B, windows, heads, N, N]
+  scores.regroup_batch = true;  // Swin's shifted windows: the mask added to [B, windows, heads, N, N]
   scores.computed[s] = {"acc", Domain::kFloat};
   if (absl::Status st = ComposeElementwise(group, *plan.body, plan.score_members, ss, scores); !st.ok()) return st;
   std::string score_result = "acc";
@@ -672,12 +676,21 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
       absl::StatusOr<std::string> off = BroadcastOffset(group, ld.view, ld.into.empty() ? shape : ld.into);
       if (!off.ok()) return off.status();
       if (dyn) {
+        // A regrouping of the scores' batch dims (Swin's windows) has the dims of the
+        // body's Reshape that writes it.
+        std::vector<DimExpr> into = dims;
+        for (const Node* n : plan.body->nodes()) {
+          if (!ld.into.empty() && n->op_type() == "Reshape" && n->output(0)->shape() == ld.into) {
+            into = ValueDims(*n->output(0));
+          }
+        }
         std::vector<DimExpr> st;
-        if (ld.view != in->shape() || !ld.into.empty() || !DynamicBroadcastStrides(ValueDims(*in), dims, &st)) {
+        if (ld.view != in->shape() || (!ld.into.empty() && into == dims) ||
+            !DynamicBroadcastStrides(ValueDims(*in), into, &st)) {
           return NoKernel(group, absl::StrCat("the attention reads ", in->name(),
                                               " through a broadcast that does not hold at every size"));
         }
-        off = DynamicBatchRowColOffset(dims, st);
+        off = DynamicBatchRowColOffset(into, st);
       }
       absl::StrAppend(&code, "  const ", DomainType(ld.domain), " g", l, " = ", LoadAs(in->dtype(), ld.domain, p, *off),
                       ";\n");

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/kernel_util.h"
+#include "graph/ops/slice.h"
 #include "graph/pattern_match.h"
 
 namespace kiln::codegen::ops {
@@ -29,7 +30,7 @@ std::optional<DimView> ReshapeDimView(const DimView& view, const Shape& in_shape
   for (size_t d = 0; d < out.size(); ++d) {
     if (!IsOne(out[d])) out_dims.push_back(static_cast<int>(d));
   }
-  DimView next{out, std::vector<DimExpr>(out.size(), DimExpr())};
+  DimView next{out, std::vector<DimExpr>(out.size(), DimExpr()), view.offset};
   size_t i = 0, o = 0;
   while (i < in_dims.size() || o < out_dims.size()) {
     if (i == in_dims.size() || o == out_dims.size()) return std::nullopt;
@@ -69,7 +70,7 @@ std::optional<DimView> ReshapeDimView(const DimView& view, const Shape& in_shape
 std::optional<DimView> ExpandDimView(const DimView& view, const std::vector<DimExpr>& out) {
   if (out.size() < view.dims.size()) return std::nullopt;
   const size_t lead = out.size() - view.dims.size();
-  DimView next{out, std::vector<DimExpr>(out.size(), DimExpr())};
+  DimView next{out, std::vector<DimExpr>(out.size(), DimExpr()), view.offset};
   for (size_t d = lead; d < out.size(); ++d) {
     const DimExpr& in = view.dims[d - lead];
     if (in == out[d]) {
@@ -81,13 +82,59 @@ std::optional<DimView> ExpandDimView(const DimView& view, const std::vector<DimE
   return next;
 }
 
+// Gather of one constant index along a fixed dim (Swin's and torchvision's packed QKV
+// selects): the dim goes (kept as 1 for a [1] index).
+std::optional<DimView> GatherDimView(const DimView& view, const Node& node) {
+  const Value* indices = node.input(1);
+  if (indices == nullptr || !indices->is_constant() || indices->numel() != 1 || indices->rank() > 1) return std::nullopt;
+  const int rank = static_cast<int>(view.dims.size());
+  int64_t axis = node.GetInt("axis", 0).value_or(rank);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank || !view.dims[axis].IsConstant()) return std::nullopt;
+  int64_t index = indices->constant().ScalarInt64();
+  const int64_t n = *view.dims[axis].constant();
+  if (index < 0) index += n;
+  if (index < 0 || index >= n) return std::nullopt;
+  DimView next = view;
+  absl::StatusOr<DimExpr> off = DimExpr::Add(view.offset, Times(DimExpr::Constant(index), view.strides[axis]));
+  if (!off.ok()) return std::nullopt;
+  next.offset = *off;
+  if (indices->rank() == 1) {
+    next.dims[axis] = DimExpr::Constant(1);
+    next.strides[axis] = DimExpr();
+  } else {
+    next.dims.erase(next.dims.begin() + axis);
+    next.strides.erase(next.strides.begin() + axis);
+  }
+  return next;
+}
+
+// Slice with constant arguments: along a fixed dim, any start, step and count; along a
+// dim that varies, only the whole dim (the output's dim is the input's).
+std::optional<DimView> SliceDimView(const DimView& view, const Node& node, const std::vector<DimExpr>& out) {
+  absl::StatusOr<std::vector<kiln::ops::AxisSlice>> plan = kiln::ops::ConstantSlicePlan(node);
+  if (!plan.ok() || plan->size() != view.dims.size() || out.size() != view.dims.size()) return std::nullopt;
+  DimView next = view;
+  for (size_t d = 0; d < view.dims.size(); ++d) {
+    const kiln::ops::AxisSlice& s = (*plan)[d];
+    if (out[d] == view.dims[d] && s.start == 0 && s.step == 1) continue;
+    if (!view.dims[d].IsConstant() || s.step <= 0) return std::nullopt;
+    absl::StatusOr<DimExpr> off = DimExpr::Add(next.offset, Times(DimExpr::Constant(s.start), view.strides[d]));
+    if (!off.ok()) return std::nullopt;
+    next.offset = *off;
+    next.dims[d] = DimExpr::Constant(s.count);
+    next.strides[d] = Times(DimExpr::Constant(s.step), view.strides[d]);
+  }
+  return next;
+}
+
 }  // namespace
 
 bool DividesAll(const DimExpr& e, int64_t v) { return DimExpr::DivideExactly(e, DimExpr::Constant(v)).has_value(); }
 
 std::optional<DimView> PermuteDimView(const DimView& view, const std::vector<int64_t>& perm) {
   if (perm.size() != view.dims.size()) return std::nullopt;
-  DimView next;
+  DimView next{{}, {}, view.offset};
   std::vector<bool> seen(perm.size(), false);
   for (int64_t p : perm) {
     if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[p]) return std::nullopt;
@@ -113,6 +160,10 @@ std::optional<DimView> DimViewOf(const Value& start, const std::vector<const Nod
       next = ExpandDimView(view, ValueDims(out));
     } else if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
       next = ReshapeDimView(view, at->shape(), ValueDims(out), out.shape());
+    } else if (op == "Gather") {
+      next = GatherDimView(view, *n);
+    } else if (op == "Slice") {
+      next = SliceDimView(view, *n, ValueDims(out));
     }
     if (!next || next->dims != ValueDims(out)) return std::nullopt;
     view = *std::move(next);

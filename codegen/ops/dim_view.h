@@ -3,8 +3,9 @@
 // kin, Expand) leaves the elements of the tensor it starts from, as dims and strides
 // that are expressions over the symbols, so that a kernel with run-time sizes reads
 // through the chain at every size of the ranges: the attention kernel's Q, K and V
-// through the exporters' head split. One stride per dim: a Reshape that merges dims
-// which are not contiguous for every size, a Slice and a Gather have no DimView.
+// through the exporters' head split and a packed QKV product's selects. One stride per
+// dim: a Reshape that merges dims which are not contiguous for every size has no
+// DimView, nor has a Gather or a Slice along a dim that varies.
 // Internal to codegen.
 #pragma once
 
@@ -20,6 +21,7 @@ namespace kiln::codegen::ops {
 struct DimView {
   std::vector<DimExpr> dims;
   std::vector<DimExpr> strides;  // elements; 0 where broadcast (Expand)
+  DimExpr offset;                // where element 0 sits (a Gather's or a Slice's start)
 };
 
 // The dense view of `start` (a value of a dynamic graph or of a group body carrying
