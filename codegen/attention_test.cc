@@ -18,6 +18,7 @@
 #include "codegen/kernel_choice.h"
 #include "codegen/op_kernels.h"
 #include "codegen/ops/families.h"
+#include "common/status_macros.h"
 #include "graph/text_format.h"
 #include "graph/infer_shapes.h"
 #include "graph/fused_group.h"
@@ -366,6 +367,25 @@ TEST(AttentionCodegenTest, HeadLayoutThroughStrides) {
   }
 }
 
+// `text` parsed, typed and through FuseAttention, with the attention group it formed
+// (beside it the views the group reads as they are); an error when it formed none.
+struct FusedAttention {
+  std::unique_ptr<Graph> graph;
+  const Node* group = nullptr;
+};
+absl::StatusOr<FusedAttention> FuseOneAttention(const std::string& text) {
+  FusedAttention f;
+  KILN_ASSIGN_OR_RETURN(f.graph, ParseGraph(text));
+  KILN_RETURN_IF_ERROR(InferShapes(*f.graph));
+  KILN_ASSIGN_OR_RETURN(bool fused, FuseAttention().Run(*f.graph));
+  if (!fused) return absl::NotFoundError("fuse-attention formed no group");
+  KILN_RETURN_IF_ERROR(InferShapes(*f.graph, {.fold_constants = false}));
+  for (const Node* n : f.graph->nodes()) {
+    if (IsFusedGroup(*n)) f.group = n;
+  }
+  return f;
+}
+
 // The legacy torch exporter's BERT self-attention (transformers' SDPA path, cut from
 // the zoo's bert.legacy compiled with --dim batch=1..8 --dim seq=1..64): the head split
 // Reshapes to symbolic targets, the sqrt scale on Q and on K', the [batch, 1, seq, seq]
@@ -403,18 +423,9 @@ constexpr char kDynamicBert[] = R"(graph @main {
 // of them, launches a grid that follows the sizes, comes in tile-config variants for
 // size boxes that cover the ranges once, and compiles.
 TEST(AttentionCodegenTest, RunTimeSizesOfTheLegacyBertExport) {
-  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(kDynamicBert);
+  absl::StatusOr<FusedAttention> g = FuseOneAttention(kDynamicBert);
   ASSERT_TRUE(g.ok()) << g.status();
-  ASSERT_TRUE(InferShapes(**g).ok());
-  absl::StatusOr<bool> fused = FuseAttention().Run(**g);
-  ASSERT_TRUE(fused.ok() && *fused) << fused.status();
-  ASSERT_TRUE(InferShapes(**g, {.fold_constants = false}).ok());
-  const Node* group = nullptr;  // beside it the head split Reshapes, read as they are
-  for (const Node* n : (*g)->nodes()) {
-    if (IsFusedGroup(*n)) group = n;
-  }
-  ASSERT_NE(group, nullptr);
-  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*group);
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*g->group);
   ASSERT_TRUE(l.ok()) << l.status();
   // Tile configs per size: several variants, each size served by exactly one.
   ASSERT_GE(l->size(), 2u);
@@ -450,8 +461,8 @@ TEST(AttentionCodegenTest, RunTimeSizesOfTheLegacyBertExport) {
     EXPECT_NE(k.source.find("(kiln_index)(batch / (2)) * (KILN_DIM(1)*KILN_DIM(1)) + (kiln_index)row * (KILN_DIM(1)) + "
                             "(kiln_index)col * (1)"),
               std::string::npos);
-    EXPECT_EQ(k.grid_extents[0].ToString((*g)->dim_symbols()), "seq");
-    EXPECT_EQ(k.grid_extents[1].ToString((*g)->dim_symbols()), "2*batch");
+    EXPECT_EQ(k.grid_extents[0].ToString(g->graph->dim_symbols()), "seq");
+    EXPECT_EQ(k.grid_extents[1].ToString(g->graph->dim_symbols()), "2*batch");
     EXPECT_EQ(k.grid_per_block[0], std::stoi(Define(k, "ATTN_BM")));
     EXPECT_EQ(k.grid_per_block[1], 1);
     kernels.push_back({absl::StrCat("attn", kernels.size()), k.source});
@@ -465,7 +476,7 @@ TEST(AttentionCodegenTest, RunTimeSizesOfTheLegacyBertExport) {
 // A packed QKV product selected by Gathers (torchvision's and Swin's in_proj form) on
 // a dynamic graph: K and V start 64 and 128 elements into each row of 192.
 TEST(AttentionCodegenTest, RunTimeSizesReadAPackedQkvThroughItsSelects) {
-  absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph(R"(graph @main {
+  absl::StatusOr<FusedAttention> g = FuseOneAttention(R"(graph @main {
   dim batch in [1, 8]
   dim seq in [1, 64]
   input %qkv : f16[8,64,192] dims "batch, seq, 192"
@@ -487,16 +498,7 @@ TEST(AttentionCodegenTest, RunTimeSizesReadAPackedQkvThroughItsSelects) {
   output %o
 })");
   ASSERT_TRUE(g.ok()) << g.status();
-  ASSERT_TRUE(InferShapes(**g).ok());
-  absl::StatusOr<bool> fused = FuseAttention().Run(**g);
-  ASSERT_TRUE(fused.ok() && *fused) << fused.status();
-  ASSERT_TRUE(InferShapes(**g, {.fold_constants = false}).ok());
-  const Node* group = nullptr;
-  for (const Node* n : (*g)->nodes()) {
-    if (IsFusedGroup(*n)) group = n;
-  }
-  ASSERT_NE(group, nullptr);
-  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*group);
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*g->group);
   ASSERT_TRUE(l.ok()) << l.status();
   const KernelLaunch& k = l->front();
   EXPECT_TRUE(k.dim_param);
@@ -549,18 +551,9 @@ TEST(AttentionCodegenTest, RunTimeSizesRefuseHeadsMergedIntoTheBatch) {
   const %scale : f16[] = [5.657])";
   for (bool dynamic : {false, true}) {
     SCOPED_TRACE(dynamic);
-    absl::StatusOr<std::unique_ptr<Graph>> g = ParseGraph((dynamic ? ranged : fixed) + body);
+    absl::StatusOr<FusedAttention> g = FuseOneAttention((dynamic ? ranged : fixed) + body);
     ASSERT_TRUE(g.ok()) << g.status();
-    ASSERT_TRUE(InferShapes(**g).ok());
-    absl::StatusOr<bool> fused = FuseAttention().Run(**g);
-    ASSERT_TRUE(fused.ok() && *fused) << fused.status();
-    ASSERT_TRUE(InferShapes(**g, {.fold_constants = false}).ok());
-    const Node* group = nullptr;
-    for (const Node* n : (*g)->nodes()) {
-      if (IsFusedGroup(*n)) group = n;
-    }
-    ASSERT_NE(group, nullptr);
-    absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*group);
+    absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*g->group);
     if (!dynamic) {
       EXPECT_TRUE(l.ok()) << l.status();
       continue;

@@ -79,13 +79,6 @@ struct StackSpec {
   std::vector<std::vector<DimExpr>> dims;  // the outs' dims (empty: static)
 };
 
-// The product of `dims` (a dynamic value's leading dims).
-DimExpr DimProduct(const std::vector<DimExpr>& dims) {
-  DimExpr p = DimExpr::Constant(1);
-  for (const DimExpr& d : dims) p = DimExpr::Mul(p, d).value_or(DimExpr());
-  return p;
-}
-
 // Whether every reader of `v` is a Reshape (data input) whose target shape is a
 // constant without 0 entries, so that it may read any value of v's size instead.
 bool OnlyReshapedByConstantShapes(const Graph& graph, const Value* v) {
@@ -132,7 +125,8 @@ absl::StatusOr<Node*> BuildStacked(Graph& graph, const StackSpec& spec) {
       Value* shape = graph.AddConstant(absl::StrCat(base, "/", tag, "_rows_shape"),
                                        Tensor::FromInt64(DType::kInt64, {2}, std::vector<int64_t>{m, k}));
       if (!x_dims.empty()) {
-        shape->SetSymbolicData({DimProduct({x_dims.begin(), x_dims.end() - 1}), DimExpr::Constant(k)});
+        KILN_ASSIGN_OR_RETURN(DimExpr rows, DimExpr::Product(absl::MakeConstSpan(x_dims).first(x_dims.size() - 1)));
+        shape->SetSymbolicData({rows, DimExpr::Constant(k)});
       }
       Node* flatten = graph.AddNode("Reshape", {spec.x, shape}, {a}, absl::StrCat(base, "/", tag, "_rows"));
       KILN_RETURN_IF_ERROR(InferNode(*flatten));

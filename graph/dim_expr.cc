@@ -74,6 +74,16 @@ absl::StatusOr<DimExpr> DimExpr::Sub(const DimExpr& a, const DimExpr& b) {
   return Add(a, neg);
 }
 
+absl::StatusOr<DimExpr> DimExpr::Product(absl::Span<const DimExpr> factors) {
+  DimExpr p = Constant(1);
+  for (const DimExpr& f : factors) {
+    absl::StatusOr<DimExpr> next = Mul(p, f);
+    if (!next.ok()) return next.status();
+    p = *std::move(next);
+  }
+  return p;
+}
+
 absl::StatusOr<DimExpr> DimExpr::Mul(const DimExpr& a, const DimExpr& b) {
   DimExpr r;
   for (const auto& [ma, ca] : a.terms_) {

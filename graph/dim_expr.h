@@ -42,6 +42,8 @@ class DimExpr {
   static absl::StatusOr<DimExpr> Add(const DimExpr& a, const DimExpr& b);
   static absl::StatusOr<DimExpr> Sub(const DimExpr& a, const DimExpr& b);
   static absl::StatusOr<DimExpr> Mul(const DimExpr& a, const DimExpr& b);
+  // The product of `factors` (1 for none).
+  static absl::StatusOr<DimExpr> Product(absl::Span<const DimExpr> factors);
   // a / d when d is one term (a constant times a monomial, not 0) dividing every term
   // of a exactly; nullopt otherwise (Reshape's inferred dim: (768*batch*seq) / 768).
   static std::optional<DimExpr> DivideExactly(const DimExpr& a, const DimExpr& d);

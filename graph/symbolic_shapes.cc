@@ -1,6 +1,7 @@
 // Symbolic shape rules: each output dim of a node as an expression over the dim
 // symbols (graph/symbolic_shapes.h). The fold of shape arithmetic is in
 // symbolic_fold.cc.
+#include <algorithm>
 #include "graph/symbolic_shapes.h"
 
 #include <string>
@@ -66,11 +67,8 @@ absl::StatusOr<Dims> Broadcast(const Node& node, const Dims& a, const Dims& b, a
 }
 
 absl::StatusOr<DimExpr> Product(const Dims& dims, size_t begin, size_t end) {
-  DimExpr p = DimExpr::Constant(1);
-  for (size_t i = begin; i < end && i < dims.size(); ++i) {
-    KILN_ASSIGN_OR_RETURN(p, DimExpr::Mul(p, dims[i]));
-  }
-  return p;
+  end = std::min(end, dims.size());
+  return DimExpr::Product(absl::MakeConstSpan(dims).subspan(begin, end > begin ? end - begin : 0));
 }
 
 absl::StatusOr<int64_t> Axis(const Node& node, const std::string& attr, int64_t dflt, int64_t rank) {

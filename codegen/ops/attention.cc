@@ -533,11 +533,11 @@ absl::StatusOr<std::optional<DynamicAttention>> PlanDynamic(const Node& group, c
     const size_t r = v.dims.size();
     return r >= 2 && v.dims[r - 1].IsConstant() && fixed(v, r - 1, 1) && fixed(v, r - 2, pitch);
   };
-  const size_t kr = r.k.dims.size();
+  const size_t kr = r.k.dims.size();  // >= 2: CheckOperands refused vectors
   const size_t key_dim = plan.k_trans ? kr - 2 : kr - 1, d_dim = plan.k_trans ? kr - 1 : kr - 2;
   const bool k_ok = pitches.k_rows_are_keys ? fixed(r.k, d_dim, 1) && fixed(r.k, key_dim, pitches.k_ld)
                                             : fixed(r.k, key_dim, 1) && fixed(r.k, d_dim, pitches.k_ld);
-  if (!rows(r.q, pitches.q_ld) || !rows(r.v, pitches.v_ld) || !rows(r.o, pitches.o_ld) || kr < 2 || !k_ok) {
+  if (!rows(r.q, pitches.q_ld) || !rows(r.v, pitches.v_ld) || !rows(r.o, pitches.o_ld) || !k_ok) {
     return NoKernel(group, "attention operands whose row pitches vary with the sizes");
   }
   for (const DimView* v : {&r.q, &r.k, &r.v, &r.o}) {

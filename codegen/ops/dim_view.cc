@@ -16,6 +16,13 @@ DimExpr Times(const DimExpr& a, const DimExpr& b) { return DimsProduct({a, b}); 
 
 bool IsOne(const DimExpr& e) { return e.constant() == 1; }
 
+// Moves `view`'s first element `count` steps of `stride` on; false on overflow.
+bool Advance(DimView& view, int64_t count, const DimExpr& stride) {
+  absl::StatusOr<DimExpr> off = DimExpr::Add(view.offset, Times(DimExpr::Constant(count), stride));
+  if (off.ok()) view.offset = *std::move(off);
+  return off.ok();
+}
+
 // A Reshape (Flatten, Squeeze, Unsqueeze) of `view` to `out` dims. The dims of both
 // sides, unit dims aside, are grouped into runs of equal element count (guided by the
 // largest sizes, `in_shape` and `out_shape`, and checked as expressions); a run of the
@@ -46,10 +53,10 @@ std::optional<DimView> ReshapeDimView(const DimView& view, const Shape& in_shape
         out_n *= out_shape[out_dims[o_end++]];
       }
     }
-    DimExpr in_count = DimExpr::Constant(1), out_count = DimExpr::Constant(1);
-    for (size_t k = i; k < i_end; ++k) in_count = Times(in_count, view.dims[in_dims[k]]);
-    for (size_t k = o; k < o_end; ++k) out_count = Times(out_count, out[out_dims[k]]);
-    if (in_count != out_count) return std::nullopt;
+    std::vector<DimExpr> in_run, out_run;
+    for (size_t k = i; k < i_end; ++k) in_run.push_back(view.dims[in_dims[k]]);
+    for (size_t k = o; k < o_end; ++k) out_run.push_back(out[out_dims[k]]);
+    if (DimsProduct(in_run) != DimsProduct(out_run)) return std::nullopt;
     for (size_t k = i; k + 1 < i_end; ++k) {
       const int a = in_dims[k], b = in_dims[k + 1];
       if (view.strides[a] != Times(view.strides[b], view.dims[b])) return std::nullopt;
@@ -86,7 +93,9 @@ std::optional<DimView> ExpandDimView(const DimView& view, const std::vector<DimE
 // selects): the dim goes (kept as 1 for a [1] index).
 std::optional<DimView> GatherDimView(const DimView& view, const Node& node) {
   const Value* indices = node.input(1);
-  if (indices == nullptr || !indices->is_constant() || indices->numel() != 1 || indices->rank() > 1) return std::nullopt;
+  if (indices == nullptr || !indices->is_constant() || indices->numel() != 1 || indices->rank() > 1) {
+    return std::nullopt;
+  }
   const int rank = static_cast<int>(view.dims.size());
   int64_t axis = node.GetInt("axis", 0).value_or(rank);
   if (axis < 0) axis += rank;
@@ -96,9 +105,7 @@ std::optional<DimView> GatherDimView(const DimView& view, const Node& node) {
   if (index < 0) index += n;
   if (index < 0 || index >= n) return std::nullopt;
   DimView next = view;
-  absl::StatusOr<DimExpr> off = DimExpr::Add(view.offset, Times(DimExpr::Constant(index), view.strides[axis]));
-  if (!off.ok()) return std::nullopt;
-  next.offset = *off;
+  if (!Advance(next, index, view.strides[axis])) return std::nullopt;
   if (indices->rank() == 1) {
     next.dims[axis] = DimExpr::Constant(1);
     next.strides[axis] = DimExpr();
@@ -118,10 +125,7 @@ std::optional<DimView> SliceDimView(const DimView& view, const Node& node, const
   for (size_t d = 0; d < view.dims.size(); ++d) {
     const kiln::ops::AxisSlice& s = (*plan)[d];
     if (out[d] == view.dims[d] && s.start == 0 && s.step == 1) continue;
-    if (!view.dims[d].IsConstant() || s.step <= 0) return std::nullopt;
-    absl::StatusOr<DimExpr> off = DimExpr::Add(next.offset, Times(DimExpr::Constant(s.start), view.strides[d]));
-    if (!off.ok()) return std::nullopt;
-    next.offset = *off;
+    if (!view.dims[d].IsConstant() || s.step <= 0 || !Advance(next, s.start, view.strides[d])) return std::nullopt;
     next.dims[d] = DimExpr::Constant(s.count);
     next.strides[d] = Times(DimExpr::Constant(s.step), view.strides[d]);
   }

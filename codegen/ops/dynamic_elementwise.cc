@@ -117,9 +117,7 @@ std::vector<DimExpr> DenseDimStrides(const std::vector<DimExpr>& dims) {
 }
 
 DimExpr DimsProduct(const std::vector<DimExpr>& dims) {
-  DimExpr n = DimExpr::Constant(1);
-  for (const DimExpr& d : dims) n = Times(n, d);
-  return n;
+  return DimExpr::Product(dims).value_or(DimExpr());  // sizes are bounded by the largest case's
 }
 
 std::vector<DimExpr> ValueDims(const Value& v) {
