@@ -229,5 +229,61 @@ TEST(DynamicKernelsTest, PointwiseGroupReadsThroughATranspose) {
   EXPECT_TRUE(cubin.ok()) << cubin.status();
 }
 
+// transformers' packed-sequence mask as the dynamo exporter writes it (GPT-2): the
+// position ids shifted by one ([first - 1, ids...], a Concat whose last input grows
+// with seq), cut along seq from its start, summed along seq, and gathered at (batch,
+// position) pairs. Each takes its sizes at run time and compiles; a Slice counted from
+// the end of seq, and a Concat whose varying input is not its last, have no such kernel.
+TEST(DynamicKernelsTest, PackedSequenceMaskOps) {
+  auto g = ParseGraph(R"(graph @main {
+  dim batch in [1, 4]
+  dim seq in [1, 64]
+  input %first : i64[4,1] dims "batch, 1"
+  input %ids : i64[4,64] dims "batch, seq"
+  input %flags : i64[4,64] dims "batch, seq"
+  input %at : i64[4,1,64,1,2] dims "batch, 1, seq, 1, 2"
+  const %ax1 : i64[1] = [1]
+  const %zero1 : i64[1] = [0]
+  const %m1 : i64[1] = [-1]
+  const %big : i64[1] = [9223372036854775807]
+  const %one1 : i64[1] = [1]
+  %cat = Concat(%first, %ids) {axis = -1}
+  %head = Slice(%cat, %zero1, %m1, %m1, %one1)
+  %cumsum = CumSum(%flags, %ax1)
+  %g = GatherND(%flags, %at)
+  %tail = Slice(%ids, %m1, %big, %m1, %one1)
+  %cat2 = Concat(%ids, %first) {axis = -1}
+  output %head
+  output %cumsum
+  output %g
+  output %tail
+  output %cat2
+})");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(InferShapes(**g).ok());
+  std::vector<ModuleKernel> kernels;
+  for (const Node* node : (*g)->nodes()) {
+    SCOPED_TRACE(node->name());
+    absl::StatusOr<std::vector<KernelLaunch>> launches = GenerateNodeKernels(*node);
+    if (node->output(0)->name() == "tail" || node->output(0)->name() == "cat2") {
+      ASSERT_FALSE(launches.ok());
+      EXPECT_EQ(launches.status().code(), absl::StatusCode::kUnimplemented) << launches.status();
+      continue;
+    }
+    ASSERT_TRUE(launches.ok()) << launches.status();
+    for (const KernelLaunch& l : *launches) {
+      EXPECT_TRUE(l.dim_param);
+      EXPECT_FALSE(l.grid_extents[0].IsConstant()) << "the grid follows the sizes";
+      kernels.push_back({absl::StrCat("k", kernels.size()), l.source});
+    }
+  }
+  // Concat (two copies), Slice, CumSum, GatherND
+  ASSERT_EQ(kernels.size(), 5u);
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    absl::StatusOr<std::string> cubin = CompileModule(kernels, arch);
+    EXPECT_TRUE(cubin.ok()) << arch << ": " << cubin.status();
+  }
+}
+
 }  // namespace
 }  // namespace kiln::codegen

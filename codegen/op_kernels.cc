@@ -77,7 +77,7 @@ namespace {
 
 // A node of a dynamic graph (issue 34) whose sizes vary: the generators that take their
 // sizes at run time (element-wise ops, Softmax and the norms, reductions and pools
-// whose varying dim is the outermost, movement and indexing ops, and the pointwise,
+// whose varying dim is the outermost, movement and indexing ops, CumSum, and the pointwise,
 // softmax and norm groups);
 // Unimplemented for the others, and for a node that reads a shape constant's values
 // (they hold the largest case's).
@@ -112,7 +112,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node&
   if (ops::IsRowOp(op)) return ops::GenerateRowOp(node);
   if (ops::IsReduceOp(op)) return ops::GenerateReduce(node);
   if (ops::IsPoolOp(op)) return ops::GeneratePool(node);
-  if (op == "Range" || op == "GatherElements" || op == "ConstantOfShape") return ops::GenerateIndexing(node);
+  if (op == "Range" || op == "GatherElements" || op == "GatherND" || op == "ConstantOfShape") {
+    return ops::GenerateIndexing(node);
+  }
+  if (op == "CumSum") return ops::GenerateLine(node);
   if (op == "Transpose" || op == "Expand" || op == "Reshape" || op == "Flatten" || op == "Squeeze" ||
       op == "Unsqueeze" || op == "Identity" || op == "Slice" || op == "Gather" || op == "Concat" || op == "Pad") {
     return ops::GenerateMovement(node);

@@ -329,6 +329,21 @@ absl::StatusOr<Dims> GatherDims(const Node& node) {
   return out;
 }
 
+// GatherND: the indices' dims but the last, then the data's dims after the
+// batch dims and the ones each index tuple addresses.
+absl::StatusOr<Dims> GatherNDDims(const Node& node) {
+  const Dims data = SymbolicShape(*node.input(0)), indices = SymbolicShape(*node.input(1));
+  KILN_ASSIGN_OR_RETURN(int64_t batch_dims, node.GetInt("batch_dims", 0));
+  std::optional<int64_t> k = indices.empty() ? std::nullopt : indices.back().constant();
+  if (!k) return node.Error("the indices' last dim must be fixed");
+  if (batch_dims < 0 || batch_dims + *k > static_cast<int64_t>(data.size())) {
+    return node.Error(absl::StrCat("batch_dims ", batch_dims, " + index length ", *k, " exceed the data's rank"));
+  }
+  Dims out(indices.begin(), indices.end() - 1);
+  out.insert(out.end(), data.begin() + batch_dims + *k, data.end());
+  return out;
+}
+
 absl::StatusOr<Dims> TransposeDims(const Node& node) {
   const Dims in = SymbolicShape(*node.input(0));
   std::vector<int64_t> dflt;
@@ -374,6 +389,7 @@ absl::StatusOr<Dims> OutputDims(const Node& node, int o, absl::Span<const DimSym
   if (op == "Slice") return SliceDims(node, symbols);
   if (op == "Range") return RangeDims(node, symbols);
   if (op == "Gather") return GatherDims(node);
+  if (op == "GatherND") return GatherNDDims(node);
   if (op == "GatherElements") return SymbolicShape(*node.input(1));
   if (op == "ScatterND" || op == "ScatterElements" || op == "Identity") return SymbolicShape(*node.input(0));
   if (op == "Unsqueeze") return UnsqueezeDims(node);

@@ -121,6 +121,26 @@ TEST(SymbolicShapesTest, RangeStaysAsANodeAndASliceEndsAtTheSequenceLength) {
   EXPECT_TRUE(CheckSpecializations(*g).ok());
 }
 
+// GatherND (transformers' packed-sequence mask reads a cumulative sum over seq at
+// (batch, position) pairs): the indices' dims but the last, then the data's dims
+// after the ones a tuple addresses.
+TEST(SymbolicShapesTest, GatherNdKeepsTheIndicesDims) {
+  std::unique_ptr<Graph> g = ParseAndFold(R"(graph @main {
+  dim batch in [1, 4]
+  dim seq in [1, 64]
+  input %sums : i64[4,64] dims "batch, seq"
+  input %rows : f32[4,64,8] dims "batch, seq, 8"
+  input %at : i64[4,1,64,1,2] dims "batch, 1, seq, 1, 2"
+  input %first : i64[4,1] dims "batch, 1"
+  %g = GatherND(%sums, %at)
+  %r = GatherND(%rows, %first) {batch_dims = 1}
+  output %g, %r
+})");
+  EXPECT_EQ(Dims(*g, "g"), "[batch, 1, seq, 1]");
+  EXPECT_EQ(Dims(*g, "r"), "[batch, 8]");
+  EXPECT_TRUE(CheckSpecializations(*g).ok());
+}
+
 absl::Status InferText(const std::string& text) {
   auto g = ParseGraph(text);
   if (!g.ok()) return g.status();

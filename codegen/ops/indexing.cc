@@ -88,6 +88,34 @@ absl::StatusOr<int64_t> Axis(const Node& node, int64_t rank) {
   return *axis < 0 ? *axis + rank : *axis;
 }
 
+// ClampedIndex for a run-time extent: `dim` is C code.
+std::string ClampedIndexAt(const std::string& var, const std::string& expr, const std::string& dim) {
+  return absl::StrCat("kiln_index ", var, " = (kiln_index)(", expr, ");\nif (", var, " < 0) ", var, " += ", dim, ";\n",
+                      var, " = ", var, " < 0 ? 0 : (", var, " >= ", dim, " ? ", dim, " - 1 : ", var, ");\n");
+}
+
+// Kernel's form with run-time sizes: `n` work items `w` (an expression over the dim
+// symbols), the kernel taking kiln_dims after out and `inputs`.
+KernelLaunch DynamicKernel(const Node& node, const DimExpr& n, const std::vector<std::pair<std::string, int>>& inputs,
+                           const std::string& body) {
+  KernelLaunch l;
+  l.args = {0};
+  std::string params = Param(node.output(0)->dtype(), false, "out");
+  for (const auto& [name, input] : inputs) {
+    absl::StrAppend(&params, ", ", Param(node.input(input)->dtype(), true, name));
+    l.args.push_back(InputArg(node, input));
+  }
+  l.source = absl::StrCat("// ", node.op_type(), " ", node.output(0)->TypeString(), " (sizes at run time)\n",
+                          "extern \"C\" __global__ void KILN_KERNEL(", params,
+                          ", const kiln_dims kiln_dims_) {\nconst kiln_index kN = ", DimCode(n),
+                          ";\nfor (kiln_index w = (kiln_index)blockIdx.x * blockDim.x + threadIdx.x; w < kN; w += "
+                          "(kiln_index)gridDim.x * blockDim.x) {\n",
+                          body, "}\n}\n");
+  SetGrid1D(l, node.output(0)->numel());
+  SetDynamicGrid1D(l, n, kBlock);
+  return l;
+}
+
 // GatherElements of a dynamic graph (issue 34): the same walk over the indices with
 // every extent and stride read from kiln_dims.
 absl::StatusOr<std::vector<KernelLaunch>> DynamicGatherElements(const Node& node, int64_t axis) {
@@ -96,29 +124,43 @@ absl::StatusOr<std::vector<KernelLaunch>> DynamicGatherElements(const Node& node
   std::vector<DimExpr> strides = DenseDimStrides(data);
   const DimExpr axis_stride = strides[axis];
   strides[axis] = DimExpr();
-  const DimExpr n = DimsProduct(idx);
   std::string body = "kiln_index r_ = w, off = 0;\n";
   for (int d = static_cast<int>(idx.size()) - 1; d >= 0; --d) {
     const std::string extent = absl::StrCat("(kiln_index)", DimCode(idx[d]));
     if (strides[d].constant() != 0) absl::StrAppend(&body, "off += (r_ % ", extent, ") * ", DimCode(strides[d]), ";\n");
     if (d > 0) absl::StrAppend(&body, "r_ /= ", extent, ";\n");
   }
-  const std::string dim = absl::StrCat("(kiln_index)", DimCode(data[axis]));
-  absl::StrAppend(&body, "(void)r_;\nkiln_index x = (kiln_index)indices[w];\nif (x < 0) x += ", dim, ";\nx = x < 0 ? 0 : (x >= ",
-                  dim, " ? ", dim, " - 1 : x);\nout[w] = data[off + x * ", DimCode(axis_stride), "];\n");
-  const DType dt = node.output(0)->dtype();
-  KernelLaunch l;
-  l.args = {0, InputArg(node, 0), InputArg(node, 1)};
-  l.source = absl::StrCat("// GatherElements ", node.output(0)->TypeString(), " (sizes at run time)\n",
-                          "extern \"C\" __global__ void KILN_KERNEL(", Param(dt, false, "out"), ", ", Param(dt, true, "data"),
-                          ", ", Param(node.input(1)->dtype(), true, "indices"),
-                          ", const kiln_dims kiln_dims_) {\nconst kiln_index kN = ", DimCode(n),
-                          ";\nfor (kiln_index w = (kiln_index)blockIdx.x * blockDim.x + threadIdx.x; w < kN; w += "
-                          "(kiln_index)gridDim.x * blockDim.x) {\n",
-                          body, "}\n}\n");
-  SetGrid1D(l, node.output(0)->numel());
-  SetDynamicGrid1D(l, n, kBlock);
-  return std::vector<KernelLaunch>{std::move(l)};
+  absl::StrAppend(&body, "(void)r_;\n",
+                  ClampedIndexAt("x", "indices[w]", absl::StrCat("(kiln_index)", DimCode(data[axis]))),
+                  "out[w] = data[off + x * ", DimCode(axis_stride), "];\n");
+  return std::vector<KernelLaunch>{DynamicKernel(node, DimsProduct(idx), {{"data", 0}, {"indices", 1}}, body)};
+}
+
+// GatherND of a dynamic graph (issue 34; transformers' packed-sequence mask reads a
+// cumulative sum at [batch, query] and [batch, key] pairs): GatherNd's walk with the
+// extents and strides read from kiln_dims.
+absl::StatusOr<std::vector<KernelLaunch>> DynamicGatherNd(const Node& node, int64_t b) {
+  const std::vector<DimExpr> data = ValueDims(*node.input(0));
+  const std::vector<DimExpr> idx = ValueDims(*node.input(1));
+  const std::optional<int64_t> k = idx.back().constant();
+  if (!k) return NoKernel(node, "index tuples whose length varies");
+  const std::vector<DimExpr> strides = DenseDimStrides(data);
+  const DimExpr per_batch = DimsProduct(std::vector<DimExpr>(idx.begin() + b, idx.end() - 1));
+  const DimExpr slice = DimsProduct(std::vector<DimExpr>(data.begin() + b + *k, data.end()));
+  std::string body = absl::StrCat("const kiln_index t = w / ", DimCode(slice), ", e = w % ", DimCode(slice),
+                                  ";\nkiln_index off = e;\n");
+  if (b > 0) {
+    absl::StrAppend(&body, "off += (t / ", DimCode(per_batch), ") * ", DimCode(strides[b - 1]), ";\n");
+  }
+  for (int64_t j = 0; j < *k; ++j) {
+    absl::StrAppend(&body, "{\n",
+                    ClampedIndexAt("x", absl::StrCat("indices[t * ", *k, " + ", j, "]"),
+                                   absl::StrCat("(kiln_index)", DimCode(data[b + j]))),
+                    "off += x * ", DimCode(strides[b + j]), ";\n}\n");
+  }
+  absl::StrAppend(&body, "out[w] = data[off];\n");
+  return std::vector<KernelLaunch>{
+      DynamicKernel(node, DimsProduct(ValueDims(*node.output(0))), {{"data", 0}, {"indices", 1}}, body)};
 }
 
 // Range: out[i] = start + i * delta, from the start and delta inputs (scalars); the
@@ -212,6 +254,7 @@ std::string TupleOffset(const Shape& data, int64_t b, int64_t k) {
 absl::StatusOr<std::vector<KernelLaunch>> GatherNd(const Node& node) {
   absl::StatusOr<int64_t> b = node.GetInt("batch_dims", 0);
   if (!b.ok()) return b.status();
+  if (HasDynamicValues(node)) return DynamicGatherNd(node, *b);
   const Shape& data = node.input(0)->shape();
   const Shape& idx = node.input(1)->shape();
   const int64_t k = idx.back();

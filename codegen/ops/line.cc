@@ -58,6 +58,45 @@ KernelLaunch LineKernel(const Node& node, const AxisSplit& s, const std::vector<
 
 std::string At(const AxisSplit& s, const std::string& l) { return absl::StrCat("base + (", l, ") * ", s.inner); }
 
+// CumSum's walk along one line of `len` elements `inner` apart from `base` (C code).
+std::string CumSumLine(const Node& node, const std::string& len, const std::string& inner, bool exclusive,
+                       bool reverse) {
+  const DType dt = node.input(0)->dtype();
+  const bool fl = IsFloating(dt);
+  const Domain d = DomainOf(dt);
+  const std::string acc_t = fl ? "double" : "kiln_i64";
+  const std::string at = absl::StrCat("base + (", reverse ? absl::StrCat(len, " - 1 - k") : "k", ") * ", inner);
+  const std::string load = LoadAs(dt, d, "in0", "at");
+  const std::string store = StoreFrom(dt, d, "out0", "at", fl ? "(float)acc" : "acc");
+  const std::string step =
+      fl ? absl::StrCat("acc += (double)", load, ";\n")
+         : absl::StrCat("acc = (kiln_i64)((unsigned long long)acc + (unsigned long long)", load, ");\n");
+  return absl::StrCat(acc_t, " acc = 0;\nfor (kiln_index k = 0; k < ", len, "; ++k) {\nconst kiln_index at = ", at,
+                      ";\n", exclusive ? store + "\n" + step : step + store + "\n", "}\n");
+}
+
+// CumSum of a dynamic graph (issue 34; transformers' packed-sequence mask sums over
+// seq): LineKernel's walk with the line count, length and stride read from kiln_dims.
+KernelLaunch DynamicCumSum(const Node& node, int64_t axis, bool exclusive, bool reverse) {
+  const std::vector<DimExpr> dims = ValueDims(*node.input(0));
+  const DimExpr outer = DimsProduct(std::vector<DimExpr>(dims.begin(), dims.begin() + axis));
+  const DimExpr inner = DimsProduct(std::vector<DimExpr>(dims.begin() + axis + 1, dims.end()));
+  const DimExpr lines = DimsProduct({outer, inner});
+  const Params p = OutsAndIns(node, {0});
+  KernelLaunch l;
+  l.args = p.args;
+  l.source = absl::StrCat(
+      "// CumSum ", node.input(0)->TypeString(), " on axis ", axis, " (sizes at run time)\n",
+      "extern \"C\" __global__ void KILN_KERNEL(", p.text, ", const kiln_dims kiln_dims_) {\n",
+      "const kiln_index kLines = ", DimCode(lines), ", kLen = ", DimCode(dims[axis]), ", kInner = ", DimCode(inner),
+      ";\nfor (kiln_index w = (kiln_index)blockIdx.x * blockDim.x + threadIdx.x; w < kLines; w += "
+      "(kiln_index)gridDim.x * blockDim.x) {\nconst kiln_index base = (w / kInner) * kLen * kInner + w % kInner;\n",
+      CumSumLine(node, "kLen", "kInner", exclusive, reverse), "}\n}\n");
+  SetGrid1D(l, node.input(0)->numel());
+  SetDynamicGrid1D(l, lines, kBlock);
+  return l;
+}
+
 absl::StatusOr<std::vector<KernelLaunch>> CumSum(const Node& node) {
   absl::StatusOr<std::vector<int64_t>> axis = ConstantInts(node, 1, "axis");
   if (!axis.ok()) return axis.status();
@@ -67,18 +106,10 @@ absl::StatusOr<std::vector<KernelLaunch>> CumSum(const Node& node) {
   if (!reverse.ok()) return reverse.status();
   const Shape& shape = node.input(0)->shape();
   const int64_t a = (*axis)[0] < 0 ? (*axis)[0] + static_cast<int64_t>(shape.size()) : (*axis)[0];
+  if (a < 0 || a >= static_cast<int64_t>(shape.size())) return NoKernel(node, "axis out of range");
+  if (HasDynamicValues(node)) return std::vector<KernelLaunch>{DynamicCumSum(node, a, *exclusive, *reverse)};
   const AxisSplit s = SplitAtAxis(shape, a);
-  const DType dt = node.input(0)->dtype();
-  const bool fl = IsFloating(dt);
-  const Domain d = DomainOf(dt);
-  const std::string acc_t = fl ? "double" : "kiln_i64";
-  const std::string at = At(s, *reverse ? absl::StrCat(s.len - 1, " - k") : "k");
-  const std::string load = LoadAs(dt, d, "in0", "at");
-  const std::string store = StoreFrom(dt, d, "out0", "at", fl ? "(float)acc" : "acc");
-  const std::string step = fl ? absl::StrCat("acc += (double)", load, ";\n") : absl::StrCat("acc = (kiln_i64)((unsigned long long)acc + (unsigned long long)", load, ");\n");
-  const std::string body = absl::StrCat(acc_t, " acc = 0;\nfor (kiln_index k = 0; k < ", s.len,
-                                        "; ++k) {\nconst kiln_index at = ", at, ";\n",
-                                        *exclusive ? store + "\n" + step : step + store + "\n", "}\n");
+  const std::string body = CumSumLine(node, absl::StrCat(s.len), absl::StrCat(s.inner), *exclusive, *reverse);
   return std::vector<KernelLaunch>{LineKernel(node, s, {0}, body)};
 }
 

@@ -147,8 +147,9 @@ absl::StatusOr<std::vector<KernelLaunch>> DynamicGather(const Node& node, int64_
   return std::vector<KernelLaunch>{std::move(l)};
 }
 
-// Concat of a dynamic graph along an axis of fixed sizes: each input copied into its
-// block of the output, one launch per input.
+// Concat of a dynamic graph: each input copied into its block of the output, one
+// launch per input; the last input's size along the axis may vary (transformers'
+// position ids shifted by one: [first - 1, ids...]).
 absl::StatusOr<std::vector<KernelLaunch>> DynamicConcat(const Node& node) {
   const Value* out = node.output(0);
   KILN_ASSIGN_OR_RETURN(int64_t axis, node.GetInt("axis", 0));
@@ -157,24 +158,25 @@ absl::StatusOr<std::vector<KernelLaunch>> DynamicConcat(const Node& node) {
   const std::vector<DimExpr> strides = DenseDimStrides(out_dims);
   if (!strides[axis].IsConstant()) return NoKernel(node, "an axis inside one whose size varies");
   std::vector<KernelLaunch> launches;
-  int64_t at = 0;  // the next input's first index along the axis
+  DimExpr at = DimExpr::Constant(0);  // the next input's first index along the axis
   for (int i = 0; i < node.num_inputs(); ++i) {
     const std::vector<DimExpr> dims = ValueDims(*node.input(i));
-    if (!dims[axis].IsConstant()) return NoKernel(node, "inputs whose sizes along the axis vary");
+    if (!at.IsConstant()) return NoKernel(node, "an input after one whose size along the axis varies");
     if (node.input(i)->numel() > 0) {
-      KernelLaunch l = EmitDynamicStridedCopy(out->dtype(), dims, strides, at * *strides[axis].constant(),
-                                              node.input(i)->numel(), absl::StrCat("Concat input ", i, " of ", out->TypeString()));
+      KernelLaunch l =
+          EmitDynamicStridedCopy(out->dtype(), dims, strides, *at.constant() * *strides[axis].constant(),
+                                 node.input(i)->numel(), absl::StrCat("Concat input ", i, " of ", out->TypeString()));
       l.args = {0, InputArg(node, i)};
       launches.push_back(std::move(l));
     }
-    at += *dims[axis].constant();
+    KILN_ASSIGN_OR_RETURN(at, DimExpr::Add(at, dims[axis]));
   }
   return launches;
 }
 
 // Slice of a dynamic graph whose ends may follow the sizes (the position ids'
-// buffer cut to seq): a strided view of the input, for fixed starts and steps along
-// axes of fixed size.
+// buffer cut to seq): a strided view of the input, for fixed starts and steps; along
+// an axis whose size varies, a start counted from the axis' beginning and step 1.
 absl::StatusOr<std::vector<KernelLaunch>> DynamicSlice(const Node& node) {
   for (int i = 1; i < node.num_inputs(); ++i) {
     if (i != 2 && node.has_input(i) && node.input(i)->has_symbolic_data()) {
@@ -183,6 +185,22 @@ absl::StatusOr<std::vector<KernelLaunch>> DynamicSlice(const Node& node) {
   }
   auto plan = kiln::ops::ConstantSlicePlan(node);  // at the largest sizes
   if (!plan.ok()) return NoKernel(node, std::string(plan.status().message()));
+  // Along an axis that varies, the plan's start is the start at every size only when
+  // it does not count from the end.
+  auto starts = ConstantInts(node, 1, "starts");
+  if (!starts.ok()) return NoKernel(node, std::string(starts.status().message()));
+  std::vector<int64_t> axes;
+  for (size_t j = 0; j < starts->size(); ++j) axes.push_back(static_cast<int64_t>(j));
+  if (node.has_input(3)) {
+    auto given = ConstantInts(node, 3, "axes");
+    if (!given.ok()) return NoKernel(node, std::string(given.status().message()));
+    axes = *std::move(given);
+  }
+  std::vector<bool> from_end(node.input(0)->rank(), false);
+  for (size_t j = 0; j < axes.size() && j < starts->size(); ++j) {
+    const int64_t a = axes[j] < 0 ? axes[j] + node.input(0)->rank() : axes[j];
+    if (a >= 0 && a < node.input(0)->rank()) from_end[a] = (*starts)[j] < 0;
+  }
   const Value* in = node.input(0);
   const Value* out = node.output(0);
   const std::vector<DimExpr> in_dims = ValueDims(*in), out_dims = ValueDims(*out);
@@ -196,7 +214,9 @@ absl::StatusOr<std::vector<KernelLaunch>> DynamicSlice(const Node& node) {
   for (size_t d = 0; d < in_dims.size(); ++d) {
     const kiln::ops::AxisSlice& p = (*plan)[d];
     const bool sliced = p.start != 0 || p.step != 1 || in_dims[d] != out_dims[d];
-    if (sliced && !in_dims[d].IsConstant()) return NoKernel(node, "a slice along an axis whose size varies");
+    if (sliced && !in_dims[d].IsConstant() && (p.step != 1 || from_end[d])) {
+      return NoKernel(node, "a slice along an axis whose size varies, strided or counted from its end");
+    }
     KILN_ASSIGN_OR_RETURN(DimExpr stride, DimExpr::Mul(dense[d], DimExpr::Constant(p.step)));
     src.dim_strides.push_back(std::move(stride));
     if (p.start == 0) continue;
