@@ -564,6 +564,63 @@ TEST(AttentionCodegenTest, RunTimeSizesRefuseHeadsMergedIntoTheBatch) {
   }
 }
 
+// torch.export's K^T in GPT-2 with dynamic batch and seq (dynamo exporter, cut from
+// that export): the head-split K [batch, 2, seq, 32] reshaped to [-1, seq, 32] (heads
+// merged into the batch, not contiguous), transposed, and split back to [batch, 2,
+// 32, seq]. The merge is undone within the chain, so K has one stride per dim at
+// every size and the group takes its sizes at run time.
+TEST(AttentionCodegenTest, RunTimeSizesReadKThroughAMergeSplitBack) {
+  absl::StatusOr<FusedAttention> g = FuseOneAttention(R"(graph @main {
+  dim batch in [1, 8]
+  dim seq in [1, 64]
+  input %q_in : f16[8,64,64] dims "batch, seq, 64"
+  input %k_in : f16[8,64,64] dims "batch, seq, 64"
+  input %v_in : f16[8,64,64] dims "batch, seq, 64"
+  input %mask : f16[8,1,64,64] dims "batch, 1, seq, seq"
+  const %split : i64[4] = [8, 64, 2, 32] symbolic "batch, seq, 2, 32"
+  const %merge : i64[3] = [-1, 64, 32] symbolic "-1, seq, 32"
+  const %back : i64[4] = [8, 2, 32, 64] symbolic "batch, 2, 32, seq"
+  const %scale : f16[] = [0.4204]
+  const %zero : f16[] = [0.0]
+  %k4 = Reshape(%k_in, %split)
+  %k = Transpose(%k4) {perm = [0, 2, 1, 3]}
+  %v4 = Reshape(%v_in, %split)
+  %v = Transpose(%v4) {perm = [0, 2, 1, 3]}
+  %q4 = Reshape(%q_in, %split)
+  %q = Transpose(%q4) {perm = [0, 2, 1, 3]}
+  %k3 = Reshape(%k, %merge)
+  %k3t = Transpose(%k3) {perm = [0, 2, 1]}
+  %kt = Reshape(%k3t, %back)
+  %qs = Mul(%q, %scale)
+  %ks = Mul(%kt, %scale)
+  %s = MatMul(%qs, %ks)
+  %sm = Add(%s, %mask)
+  %p = Softmax(%sm) {axis = -1}
+  %nan = IsNaN(%p)
+  %pg = Where(%nan, %zero, %p)
+  %o = MatMul(%pg, %v)
+  %out = Transpose(%o) {perm = [0, 2, 1, 3]}
+  output %out
+})");
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*g->group);
+  ASSERT_TRUE(l.ok()) << l.status();
+  std::vector<ModuleKernel> kernels;
+  for (const KernelLaunch& k : *l) {
+    EXPECT_TRUE(k.dim_param);
+    EXPECT_EQ(Define(k, "ATTN_K_TRANS"), "1");
+    EXPECT_EQ(Define(k, "ATTN_K_LD"), "64");
+    // K's (b, h) entry starts where the head split puts it, as if no merge were made.
+    EXPECT_NE(k.source.find("kiln_attn_k_offset(int batch KILN_ATTN_PARAMS) { return (kiln_index)(batch % (2)) * "
+                            "(32) + (kiln_index)(batch / (2)) * (64*KILN_DIM(1)); }"),
+              std::string::npos)
+        << k.source.substr(k.source.find("kiln_attn_k_offset"), 200);
+    kernels.push_back({absl::StrCat("attn", kernels.size()), k.source});
+  }
+  absl::StatusOr<std::string> cubin = CompileModule(kernels, "sm_90a");
+  EXPECT_TRUE(cubin.ok()) << cubin.status();
+}
+
 TEST(AttentionCodegenTest, UnsupportedGroupsAreUnimplemented) {
   // An f32 attention group (the pass refuses it; formed by hand here).
   absl::StatusOr<test::AttnBuilt> b =

@@ -16,19 +16,80 @@ DimExpr Times(const DimExpr& a, const DimExpr& b) { return DimsProduct({a, b}); 
 
 bool IsOne(const DimExpr& e) { return e.constant() == 1; }
 
+// One factor of a dim: `size` elements `stride` apart.
+struct Factor {
+  DimExpr size, stride;
+};
+
+// The view while a chain is walked: each dim a product of factors, outermost first (a
+// Reshape that merges dims which are not contiguous keeps them apart, so that one
+// splitting them again, as torch's K^T of [B*H, S, D] does, finds them).
+struct FactorView {
+  std::vector<DimExpr> dims;
+  std::vector<std::vector<Factor>> factors;  // per dim; one {1, 0} for a unit dim
+  DimExpr offset;
+};
+
+// `factors` with each pair of neighbours that is contiguous for every size merged, and
+// unit factors dropped.
+std::vector<Factor> Merged(const std::vector<Factor>& factors) {
+  std::vector<Factor> out;
+  for (const Factor& f : factors) {
+    if (IsOne(f.size)) continue;
+    if (!out.empty() && out.back().stride == Times(f.stride, f.size)) {
+      out.back() = {Times(out.back().size, f.size), f.stride};
+    } else {
+      out.push_back(f);
+    }
+  }
+  return out;
+}
+
+// The factors of an output dim of size `dim`, taken from the inner end of `factors`
+// (splitting the last one taken where `dim` divides it); nullopt where no run of them
+// multiplies to `dim` for every size.
+std::optional<std::vector<Factor>> TakeInner(std::vector<Factor>& factors, const DimExpr& dim) {
+  std::vector<Factor> taken;
+  DimExpr rest = dim;
+  while (!IsOne(rest)) {
+    if (factors.empty()) return std::nullopt;
+    const Factor f = factors.back();
+    if (f.size == rest) {
+      taken.insert(taken.begin(), f);
+      factors.pop_back();
+      rest = DimExpr::Constant(1);
+    } else if (std::optional<DimExpr> q = DimExpr::DivideExactly(rest, f.size)) {
+      taken.insert(taken.begin(), f);
+      factors.pop_back();
+      rest = *q;
+    } else if (std::optional<DimExpr> r = DimExpr::DivideExactly(f.size, rest)) {
+      taken.insert(taken.begin(), Factor{rest, f.stride});
+      factors.back() = {*r, Times(f.stride, rest)};
+      rest = DimExpr::Constant(1);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return taken;
+}
+
 // Moves `view`'s first element `count` steps of `stride` on; false on overflow.
-bool Advance(DimView& view, int64_t count, const DimExpr& stride) {
+bool Advance(FactorView& view, int64_t count, const DimExpr& stride) {
   absl::StatusOr<DimExpr> off = DimExpr::Add(view.offset, Times(DimExpr::Constant(count), stride));
   if (off.ok()) view.offset = *std::move(off);
   return off.ok();
 }
 
+// The one factor of dim `d`, or nullptr where it is a merge of several.
+const Factor* Single(const FactorView& view, size_t d) {
+  return view.factors[d].size() == 1 ? &view.factors[d][0] : nullptr;
+}
+
 // A Reshape (Flatten, Squeeze, Unsqueeze) of `view` to `out` dims. The dims of both
 // sides, unit dims aside, are grouped into runs of equal element count (guided by the
-// largest sizes, `in_shape` and `out_shape`, and checked as expressions); a run of the
-// input must be contiguous for every size, and its elements are split densely into the
-// output run's dims.
-std::optional<DimView> ReshapeDimView(const DimView& view, const Shape& in_shape, const std::vector<DimExpr>& out,
+// largest sizes, `in_shape` and `out_shape`, and checked as expressions); each output
+// dim of a run takes the run's factors from the inner end.
+std::optional<FactorView> ReshapeView(const FactorView& view, const Shape& in_shape, const std::vector<DimExpr>& out,
                                       const Shape& out_shape) {
   std::vector<int> in_dims, out_dims;  // the non-unit dims
   for (size_t d = 0; d < view.dims.size(); ++d) {
@@ -37,7 +98,8 @@ std::optional<DimView> ReshapeDimView(const DimView& view, const Shape& in_shape
   for (size_t d = 0; d < out.size(); ++d) {
     if (!IsOne(out[d])) out_dims.push_back(static_cast<int>(d));
   }
-  DimView next{out, std::vector<DimExpr>(out.size(), DimExpr()), view.offset};
+  FactorView next{out, std::vector<std::vector<Factor>>(out.size(), {Factor{DimExpr::Constant(1), DimExpr()}}),
+                  view.offset};
   size_t i = 0, o = 0;
   while (i < in_dims.size() || o < out_dims.size()) {
     if (i == in_dims.size() || o == out_dims.size()) return std::nullopt;
@@ -53,19 +115,18 @@ std::optional<DimView> ReshapeDimView(const DimView& view, const Shape& in_shape
         out_n *= out_shape[out_dims[o_end++]];
       }
     }
-    std::vector<DimExpr> in_run, out_run;
-    for (size_t k = i; k < i_end; ++k) in_run.push_back(view.dims[in_dims[k]]);
-    for (size_t k = o; k < o_end; ++k) out_run.push_back(out[out_dims[k]]);
-    if (DimsProduct(in_run) != DimsProduct(out_run)) return std::nullopt;
-    for (size_t k = i; k + 1 < i_end; ++k) {
-      const int a = in_dims[k], b = in_dims[k + 1];
-      if (view.strides[a] != Times(view.strides[b], view.dims[b])) return std::nullopt;
+    std::vector<Factor> run;
+    for (size_t k = i; k < i_end; ++k) {
+      const std::vector<Factor>& f = view.factors[in_dims[k]];
+      run.insert(run.end(), f.begin(), f.end());
     }
-    DimExpr stride = view.strides[in_dims[i_end - 1]];
+    run = Merged(run);
     for (size_t k = o_end; k-- > o;) {
-      next.strides[out_dims[k]] = stride;
-      stride = Times(stride, out[out_dims[k]]);
+      std::optional<std::vector<Factor>> taken = TakeInner(run, out[out_dims[k]]);
+      if (!taken) return std::nullopt;
+      next.factors[out_dims[k]] = Merged(*taken);
     }
+    if (!run.empty()) return std::nullopt;
     i = i_end;
     o = o_end;
   }
@@ -74,15 +135,17 @@ std::optional<DimView> ReshapeDimView(const DimView& view, const Shape& in_shape
 
 // Expand of `view` to `out` (right-aligned): a unit dim that grows, and a new leading
 // dim, read with stride 0.
-std::optional<DimView> ExpandDimView(const DimView& view, const std::vector<DimExpr>& out) {
+std::optional<FactorView> ExpandView(const FactorView& view, const std::vector<DimExpr>& out) {
   if (out.size() < view.dims.size()) return std::nullopt;
   const size_t lead = out.size() - view.dims.size();
-  DimView next{out, std::vector<DimExpr>(out.size(), DimExpr()), view.offset};
-  for (size_t d = lead; d < out.size(); ++d) {
-    const DimExpr& in = view.dims[d - lead];
-    if (in == out[d]) {
-      next.strides[d] = view.strides[d - lead];
-    } else if (!IsOne(in)) {
+  FactorView next{out, {}, view.offset};
+  for (size_t d = 0; d < out.size(); ++d) {
+    const DimExpr& in = d < lead ? out[d] : view.dims[d - lead];
+    if (d >= lead && in == out[d]) {
+      next.factors.push_back(view.factors[d - lead]);
+    } else if (d < lead || IsOne(in)) {
+      next.factors.push_back({Factor{out[d], DimExpr()}});
+    } else {
       return std::nullopt;
     }
   }
@@ -91,7 +154,7 @@ std::optional<DimView> ExpandDimView(const DimView& view, const std::vector<DimE
 
 // Gather of one constant index along a fixed dim (Swin's and torchvision's packed QKV
 // selects): the dim goes (kept as 1 for a [1] index).
-std::optional<DimView> GatherDimView(const DimView& view, const Node& node) {
+std::optional<FactorView> GatherView(const FactorView& view, const Node& node) {
   const Value* indices = node.input(1);
   if (indices == nullptr || !indices->is_constant() || indices->numel() != 1 || indices->rank() > 1) {
     return std::nullopt;
@@ -99,35 +162,38 @@ std::optional<DimView> GatherDimView(const DimView& view, const Node& node) {
   const int rank = static_cast<int>(view.dims.size());
   int64_t axis = node.GetInt("axis", 0).value_or(rank);
   if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank || !view.dims[axis].IsConstant()) return std::nullopt;
+  if (axis < 0 || axis >= rank || !view.dims[axis].IsConstant() || Single(view, axis) == nullptr) return std::nullopt;
   int64_t index = indices->constant().ScalarInt64();
   const int64_t n = *view.dims[axis].constant();
   if (index < 0) index += n;
   if (index < 0 || index >= n) return std::nullopt;
-  DimView next = view;
-  if (!Advance(next, index, view.strides[axis])) return std::nullopt;
+  FactorView next = view;
+  if (!Advance(next, index, Single(view, axis)->stride)) return std::nullopt;
   if (indices->rank() == 1) {
     next.dims[axis] = DimExpr::Constant(1);
-    next.strides[axis] = DimExpr();
+    next.factors[axis] = {Factor{DimExpr::Constant(1), DimExpr()}};
   } else {
     next.dims.erase(next.dims.begin() + axis);
-    next.strides.erase(next.strides.begin() + axis);
+    next.factors.erase(next.factors.begin() + axis);
   }
   return next;
 }
 
 // Slice with constant arguments: along a fixed dim, any start, step and count; along a
 // dim that varies, only the whole dim (the output's dim is the input's).
-std::optional<DimView> SliceDimView(const DimView& view, const Node& node, const std::vector<DimExpr>& out) {
+std::optional<FactorView> SliceView(const FactorView& view, const Node& node, const std::vector<DimExpr>& out) {
   absl::StatusOr<std::vector<kiln::ops::AxisSlice>> plan = kiln::ops::ConstantSlicePlan(node);
   if (!plan.ok() || plan->size() != view.dims.size() || out.size() != view.dims.size()) return std::nullopt;
-  DimView next = view;
+  FactorView next = view;
   for (size_t d = 0; d < view.dims.size(); ++d) {
     const kiln::ops::AxisSlice& s = (*plan)[d];
     if (out[d] == view.dims[d] && s.start == 0 && s.step == 1) continue;
-    if (!view.dims[d].IsConstant() || s.step <= 0 || !Advance(next, s.start, view.strides[d])) return std::nullopt;
+    const Factor* f = Single(view, d);
+    if (!view.dims[d].IsConstant() || f == nullptr || s.step <= 0 || !Advance(next, s.start, f->stride)) {
+      return std::nullopt;
+    }
     next.dims[d] = DimExpr::Constant(s.count);
-    next.strides[d] = Times(DimExpr::Constant(s.step), view.strides[d]);
+    next.factors[d] = {Factor{next.dims[d], Times(DimExpr::Constant(s.step), f->stride)}};
   }
   return next;
 }
@@ -150,30 +216,47 @@ std::optional<DimView> PermuteDimView(const DimView& view, const std::vector<int
 }
 
 std::optional<DimView> DimViewOf(const Value& start, const std::vector<const Node*>& views) {
-  DimView view{ValueDims(start), {}};
-  view.strides = DenseDimStrides(view.dims);
+  FactorView view{ValueDims(start), {}, DimExpr()};
+  const std::vector<DimExpr> dense = DenseDimStrides(view.dims);
+  for (size_t d = 0; d < view.dims.size(); ++d) view.factors.push_back({Factor{view.dims[d], dense[d]}});
   const Value* at = &start;
   for (const Node* n : views) {
     if (n->input(0) != at || n->num_outputs() != 1) return std::nullopt;
     const Value& out = *n->output(0);
     const std::string& op = n->op_type();
-    std::optional<DimView> next;
+    std::optional<FactorView> next;
     if (op == "Transpose") {
-      next = PermuteDimView(view, PermOf(*n));
+      const std::vector<int64_t> perm = PermOf(*n);
+      if (perm.size() != view.dims.size()) return std::nullopt;
+      next = FactorView{{}, {}, view.offset};
+      std::vector<bool> seen(perm.size(), false);
+      for (int64_t p : perm) {
+        if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[p]) return std::nullopt;
+        seen[p] = true;
+        next->dims.push_back(view.dims[p]);
+        next->factors.push_back(view.factors[p]);
+      }
     } else if (op == "Expand") {
-      next = ExpandDimView(view, ValueDims(out));
+      next = ExpandView(view, ValueDims(out));
     } else if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
-      next = ReshapeDimView(view, at->shape(), ValueDims(out), out.shape());
+      next = ReshapeView(view, at->shape(), ValueDims(out), out.shape());
     } else if (op == "Gather") {
-      next = GatherDimView(view, *n);
+      next = GatherView(view, *n);
     } else if (op == "Slice") {
-      next = SliceDimView(view, *n, ValueDims(out));
+      next = SliceView(view, *n, ValueDims(out));
     }
     if (!next || next->dims != ValueDims(out)) return std::nullopt;
     view = *std::move(next);
     at = &out;
   }
-  return view;
+  // One stride per dim: a merge of dims that no later view split again has none.
+  DimView result{view.dims, {}, view.offset};
+  for (size_t d = 0; d < view.dims.size(); ++d) {
+    const std::vector<Factor> f = view.factors[d].size() == 1 ? view.factors[d] : Merged(view.factors[d]);
+    if (f.size() > 1) return std::nullopt;
+    result.strides.push_back(f.empty() ? DimExpr() : f[0].stride);
+  }
+  return result;
 }
 
 std::string DynamicBatchRowColOffset(const std::vector<DimExpr>& dims, const std::vector<DimExpr>& strides) {

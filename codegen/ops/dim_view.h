@@ -3,9 +3,11 @@
 // kin, Expand) leaves the elements of the tensor it starts from, as dims and strides
 // that are expressions over the symbols, so that a kernel with run-time sizes reads
 // through the chain at every size of the ranges: the attention kernel's Q, K and V
-// through the exporters' head split and a packed QKV product's selects. One stride per
-// dim: a Reshape that merges dims which are not contiguous for every size has no
-// DimView, nor has a Gather or a Slice along a dim that varies.
+// through the exporters' head split and a packed QKV product's selects. Within the
+// chain a Reshape may merge dims that are not contiguous (torch's K^T: [B, H, S, D] to
+// [B*H, S, D], transposed, and split back to [B, H, D, S]); at its end each dim has
+// one stride, else there is no DimView. Neither has a Gather or a Slice along a dim
+// that varies or merges others.
 // Internal to codegen.
 #pragma once
 
