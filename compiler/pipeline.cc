@@ -322,11 +322,14 @@ const std::vector<Pass>& AllPasses() {
 // run-time sizes) run on static graphs only; CheckSpecializations (graph/specialize.h)
 // catches a pass listed here that fixes a size.
 bool DynamicSafe(const std::string& pass) {
+  // clang-format off
   static const auto* safe = new absl::flat_hash_set<std::string>{
-      "remove-identity", "sum-to-add", "gemm-to-matmul", "fold-batch-norm", "recognize-gelu", "recognize-layer-norm",
-      "recognize-rms-norm", "fold-constants", "eliminate-common-subexpressions", "fold-transpose-into-matmul",
-      "eliminate-dead-code", "lower-precision", "to-channels-last", "pad-conv-channels", "fuse-siblings",
-      "fuse-attention", "fuse-epilogue", "fuse-pointwise", "expand-groups-without-kernels", "fuse-expanded-tails"};
+      "remove-identity", "sum-to-add", "swap-reshape-elementwise", "gemm-to-matmul", "fold-batch-norm",
+      "recognize-gelu", "recognize-layer-norm", "recognize-rms-norm", "fold-constants",
+      "eliminate-common-subexpressions", "fold-transpose-into-matmul", "eliminate-dead-code", "lower-precision",
+      "to-channels-last", "pad-conv-channels", "fuse-siblings", "fuse-attention", "fuse-epilogue", "fuse-pointwise",
+      "expand-groups-without-kernels", "fuse-expanded-tails"};
+  // clang-format on
   return safe->contains(pass);
 }
 

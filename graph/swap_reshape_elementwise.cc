@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "graph/op_registry.h"
+#include "graph/symbolic_shapes.h"
 
 namespace kiln {
 namespace {
@@ -46,6 +47,11 @@ Node* SwappableReshape(const Graph& graph, const Node& u) {
   for (int i = 0; i < u.num_inputs(); ++i) {
     const Value* v = u.input(i);
     if (v != nullptr && v->is_constant() && !SameBroadcast(*v, x->shape(), y->shape())) return nullptr;
+    // On a dynamic graph the shared last dim must be that size at every size.
+    if (v != nullptr && v->is_constant() && v->numel() != 1 && x->is_dynamic() &&
+        !SymbolicShape(*x).back().IsConstant()) {
+      return nullptr;
+    }
   }
   return reshape;
 }

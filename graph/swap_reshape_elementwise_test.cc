@@ -6,7 +6,9 @@
 
 #include <string>
 
+#include "graph/infer_shapes.h"
 #include "graph/pass_test_util.h"
+#include "graph/specialize.h"
 
 namespace kiln {
 namespace {
@@ -90,6 +92,58 @@ graph @main {
   %r = Reshape(%x, %s)
   %q = Reshape(%y, %s)
   %a = Add(%r, %q)
+  output %a
+}
+)");
+}
+
+// GPT-2's FFN as the dynamo exporter writes it for dynamic batch and seq: the Gemm over
+// [batch*seq, 8], its output reshaped to [batch, seq, 16] by a shape built from the
+// sizes, then the tanh gelu (recognize-gelu's form). The gelu moves before the
+// Reshape and the graph is right at every size.
+TEST(SwapReshapeElementwiseTest, OnADynamicGraph) {
+  std::unique_ptr<Graph> before = pass_test::MustParse(R"(
+graph @main {
+  dim batch in [1, 4]
+  dim seq in [1, 8]
+  input %x : f32[32,8] dims "batch*seq, 8"
+  const %w : f32[8,16] = splat(0.25)
+  const %b : f32[16] = splat(0.5)
+  const %s : i64[3] = [4, 8, 16] symbolic "batch, seq, 16"
+  %y = Gemm(%x, %w, %b) @addmm
+  %r = Reshape(%y, %s) @view
+  %g = Gelu(%r) {approximate = "tanh"} @gelu
+  output %g
+}
+)");
+  std::unique_ptr<Graph> g = before->Clone();
+  auto changed = SwapReshapeElementwise().Run(*g);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(InferShapes(*g, {.fold_constants = false}).ok());
+  const Value* pre = g->FindValue("g/before_reshape");
+  ASSERT_NE(pre, nullptr);
+  EXPECT_EQ(pre->producer()->input(0)->name(), "y");
+  EXPECT_TRUE(CheckSpecializations(*g).ok());
+  for (const std::vector<int64_t>& at : {std::vector<int64_t>{1, 3}, std::vector<int64_t>{4, 5}}) {
+    auto want = Specialize(*before, at);
+    auto got = Specialize(*g, at);
+    ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
+    pass_test::ExpectSameOutputs(**want, **got);
+  }
+}
+
+// A bias along a last dim that is seq before the Reshape (2 only at seq = 2): on a
+// dynamic graph the Add stays after the Reshape.
+TEST(SwapReshapeElementwiseTest, MustNotFireOnAVaryingLastDim) {
+  ExpectNoChange<SwapReshapeElementwise>(R"(
+graph @main {
+  dim seq in [1, 2]
+  input %x : f32[2,2] dims "2, seq"
+  const %s : i64[2] = [2, 2] symbolic "seq, 2"
+  const %b : f32[2] = splat(0.5)
+  %r = Reshape(%x, %s)
+  %a = Add(%r, %b)
   output %a
 }
 )");
