@@ -3,6 +3,7 @@
 
 #include <optional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -150,6 +151,27 @@ absl::Status CheckSpecializations(const Graph& graph) {
     }
   }
   return absl::OkStatus();
+}
+
+std::vector<bool> SizeOnlyNodes(const Graph& graph) {
+  const std::vector<Node*> nodes = graph.nodes();
+  std::vector<bool> size_only(nodes.size(), false);
+  if (!graph.is_dynamic()) return size_only;
+  absl::flat_hash_set<const Value*> known;  // outputs of size-only nodes
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& node = *nodes[i];
+    bool only = node.op_type() == "Shape" || node.op_type() == "Size";
+    if (!only) {
+      only = true;
+      for (const Value* in : node.inputs()) {
+        if (in != nullptr && !in->is_constant() && !known.contains(in)) only = false;
+      }
+    }
+    if (!only) continue;
+    size_only[i] = true;
+    for (const Value* out : node.outputs()) known.insert(out);
+  }
+  return size_only;
 }
 
 }  // namespace kiln

@@ -28,6 +28,14 @@ std::string BindingToString(const Graph& graph, absl::Span<const int64_t> values
 // nodes are the graph's, one to one and in order.
 absl::StatusOr<std::unique_ptr<Graph>> Specialize(const Graph& graph, absl::Span<const int64_t> values);
 
+// Per node of `graph` (nodes() order), whether its outputs depend on the run's sizes
+// alone: every input is a constant (shape constants hold their expressions) or the
+// output of such a node, or the node reads only its input's type (Shape, Size).
+// transformers' masks and position ids are built this way; a backend may compute
+// them once per run size instead of on every run. All false for a static graph
+// (constant folding has left no such node to run).
+std::vector<bool> SizeOnlyNodes(const Graph& graph);
+
 // Specialises `graph` at each range's ends and at a size inside, and checks
 // that every value gets the shape its dims give there. This catches a rewrite
 // that fixed a size the ranges vary. The error names the sizes and the first

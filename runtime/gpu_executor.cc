@@ -11,9 +11,9 @@
 #include <map>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/match.h"
 #include "codegen/library_kernels.h"
 #include "common/status_macros.h"
 #include "graph/specialize.h"
@@ -184,6 +184,18 @@ struct GpuExecutor::SizeState {
   std::vector<std::unique_ptr<codegen::LibraryKernel>> libraries;
   std::vector<std::vector<dim3>> grids;
   CapturedRun run;
+  // The size-only steps' outputs at these sizes (one device allocation) and, per
+  // step, the copies a run makes of them into the arena.
+  struct Copy {
+    void* dst;
+    const void* src;
+    size_t bytes;
+  };
+  void* size_only_values = nullptr;
+  std::vector<std::vector<Copy>> copies;
+  ~SizeState() {
+    if (size_only_values != nullptr) cudaFree(size_only_values);
+  }
 };
 
 void GpuExecutor::CapturedRun::Destroy() {
@@ -365,6 +377,9 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr
     }
     ex->steps_.push_back(std::move(plan));
   }
+  if (m.dim_symbols_size() > 0 && options.size_only_steps_on_host) {
+    ex->size_only_ = FindSizeOnlySteps(ex->program_->host().graph(), m);
+  }
   if (ex->workspace_bytes_ > 0) {
     KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&ex->workspace_, ex->workspace_bytes_),
                               absl::StrCat(path, ": allocating ", ex->workspace_bytes_, " bytes of library workspace")));
@@ -392,6 +407,39 @@ GpuExecutor::~GpuExecutor() {
   if (own_stream_) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
 }
 
+absl::Status GpuExecutor::UploadSizeOnlyOutputs(SizeState& state) {
+  const bundle::Manifest& m = program_->bundle().manifest();
+  const std::string where =
+      absl::StrCat(program_->bundle().path(), " at ", BindingToString(program_->host().graph(), state.values));
+  KILN_ASSIGN_OR_RETURN(std::vector<SizeOnlyOutput> outputs, ComputeSizeOnlyOutputs(size_only_, *state.graph, where));
+  // One allocation, each output at a 256-byte offset.
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  for (const SizeOnlyOutput& out : outputs) {
+    const bundle::Binding& b = m.steps(out.step).outputs(out.output);
+    if (b.kind() != bundle::Binding::ARENA || static_cast<uint64_t>(out.tensor.nbytes()) > b.bytes()) {
+      return absl::InternalError(absl::StrCat(where, ": step ", out.step, " output ", out.output, ": ",
+                                              out.tensor.nbytes(), " bytes do not fit its arena binding"));
+    }
+    offsets.push_back(total);
+    total += (static_cast<size_t>(out.tensor.nbytes()) + 255) / 256 * 256;
+  }
+  state.copies.assign(steps_.size(), {});
+  if (total == 0) return absl::OkStatus();
+  KILN_RETURN_IF_ERROR(Cuda(cudaMalloc(&state.size_only_values, total),
+                            absl::StrCat(where, ": allocating ", total, " bytes for the size-only steps' outputs")));
+  auto* base = static_cast<uint8_t*>(state.size_only_values);
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const SizeOnlyOutput& out = outputs[k];
+    const size_t bytes = static_cast<size_t>(out.tensor.nbytes());
+    if (bytes == 0) continue;
+    KILN_RETURN_IF_ERROR(Cuda(cudaMemcpy(base + offsets[k], out.tensor.raw_data(), bytes, cudaMemcpyHostToDevice),
+                              absl::StrCat(where, ": uploading step ", out.step, "'s output ", out.output)));
+    state.copies[out.step].push_back({BindingPtr(m.steps(out.step).outputs(out.output)), base + offsets[k], bytes});
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<GpuExecutor::SizeState>> GpuExecutor::PlanSizes(const std::vector<int64_t>& values) {
   const Bundle& bundle = program_->bundle();
   const std::string& path = bundle.path();
@@ -404,6 +452,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutor::SizeState>> GpuExecutor::PlanSizes(c
     return absl::InternalError(absl::StrCat(path, ": the graph specialised to ", BindingToString(graph, values),
                                             " has ", nodes.size(), " nodes, not one per step"));
   }
+  if (size_only_.any()) KILN_RETURN_IF_ERROR(UploadSizeOnlyOutputs(*state));
   state->libraries.resize(steps_.size());
   state->grids.resize(steps_.size());
   for (size_t s = 0; s < steps_.size(); ++s) {
@@ -493,8 +542,33 @@ Shape GpuExecutor::OutputShape(int o) const {
   return ShapeFromProto(program_->bundle().manifest().outputs(o).shape());
 }
 
+bool GpuExecutor::SizeOnlyStep(int s) const { return size_ != nullptr && size_only_.any() && size_only_.size_only[s]; }
+
+int GpuExecutor::launches_per_run() const {
+  int n = 0;
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (SizeOnlyStep(static_cast<int>(s))) {
+      n += static_cast<int>(size_->copies[s].size());
+    } else if (steps_[s]->library != nullptr) {
+      ++n;
+    } else {
+      for (size_t j = 0; j < steps_[s]->launches.size(); ++j) n += size_ == nullptr || size_->grids[s][j].x != 0;
+    }
+  }
+  return n;
+}
+
 absl::Status GpuExecutor::EnqueueStep(int s, bool* after_kernel) {
   const StepPlan& plan = *steps_[s];
+  if (SizeOnlyStep(s)) {  // computed for this size when it was planned
+    for (const SizeState::Copy& c : size_->copies[s]) {
+      KILN_RETURN_IF_ERROR(
+          Cuda(cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream_)),
+               absl::StrCat(program_->bundle().path(), ": step ", s, ": copying its output")));
+      *after_kernel = false;
+    }
+    return absl::OkStatus();
+  }
   const codegen::LibraryKernel* library = size_ != nullptr ? size_->libraries[s].get() : plan.library.get();
   if (library != nullptr) {
     *after_kernel = false;

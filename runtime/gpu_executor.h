@@ -31,12 +31,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "graph/evaluate.h"
 #include "codegen/library_kernels.h"
+#include "graph/evaluate.h"
 #include "kiln/profile.h"
 #include "runtime/bundle.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/cuda_util.h"
+#include "runtime/size_only_steps.h"
 
 namespace kiln {
 
@@ -77,6 +78,12 @@ struct GpuExecutorOptions {
   // On sm_90 and later, a generated kernel that follows another starts as that one's
   // CTAs exit (programmatic dependent launch; bundle::Launch.grid_dependency_wait).
   bool enable_programmatic_launch = true;
+  // Dynamic bundles: the steps whose outputs depend on the run's sizes alone
+  // (graph/specialize.h SizeOnlyNodes: the masks and position ids that transformers
+  // build from the input's shape) are computed once per run size, on the host, and a
+  // run copies their results into the arena from a device copy kept with that size's
+  // state, instead of running their kernels every time. Off: their kernels run.
+  bool size_only_steps_on_host = true;
 };
 
 class GpuExecutor {
@@ -114,6 +121,9 @@ class GpuExecutor {
   uint64_t kernel_scratch_bytes() const { return scratch_bytes_; }
   void* stream() const { return stream_; }
   const GpuProgram& program() const { return *program_; }
+  // What one run enqueues: kernel launches, library calls and copies (at the sizes of
+  // the last run, for a dynamic bundle); views count none.
+  int launches_per_run() const;
   // Whether the last run replayed (or captured) a CUDA graph.
   bool using_cuda_graph() const;
   const std::string& cuda_graph_note() const { return graph_note_; }
@@ -136,6 +146,11 @@ class GpuExecutor {
   // kMaxCachedSizes).
   absl::Status SelectSizes(const TensorMap& feeds);
   absl::StatusOr<std::unique_ptr<SizeState>> PlanSizes(const std::vector<int64_t>& values);
+  // PlanSizes' part for the size-only steps (runtime/size_only_steps.h): the outputs a
+  // run copies, computed at the state's sizes and uploaded into its device copy.
+  absl::Status UploadSizeOnlyOutputs(SizeState& state);
+  // Whether step `s` is size-only at the current run size (its copies replace it).
+  bool SizeOnlyStep(int s) const;
   // A library call planned for a run size asks for more workspace than the session
   // holds: a larger area, and no captured graph keeps the old one's address.
   absl::Status GrowWorkspace(size_t bytes);
@@ -169,6 +184,8 @@ class GpuExecutor {
   void* cublaslt_ = nullptr;
   void* cudnn_ = nullptr;
   std::vector<std::unique_ptr<StepPlan>> steps_;
+  // Dynamic bundles with size_only_steps_on_host: the size-only steps.
+  SizeOnlySteps size_only_;
   CapturedRun static_run_;  // a static bundle's
   std::string graph_note_;
   // Dynamic bundles: the library handles (for plans per size), the cached sizes' states

@@ -65,6 +65,8 @@ constexpr char kUsage[] =
     "  dynamic    one bundle for the --range NAME=LO..HI ranges (kiln compile --dim\n"
     "             NAME=LO..HI), run at the sizes --dim NAME=N gives: a dynamic bundle\n"
     "             against static ones compiled for exactly those sizes\n"
+    "  dynamic-kernels  the dynamic bundle with its size-only steps (masks, position\n"
+    "             ids) run as kernels on every run instead of once per size on the host\n"
     "On the GPU (the default when there is one) the latency is device time per run on\n"
     "data already in the arena (CUDA graph replay); device memory is what creating the\n"
     "session took (weights, arena, library workspaces: cudaMemGetInfo before and after).\n"
@@ -85,13 +87,16 @@ struct Config {
   std::string name;
   CompileOptions options;
   bool programmatic_launch = true;  // GpuExecutorOptions::enable_programmatic_launch
+  bool size_only_steps_on_host = true;  // GpuExecutorOptions::size_only_steps_on_host
 };
 
 struct Result {
   std::string config;
   double compile_s = 0;
   int steps = 0;
-  int launches = 0;  // kernel launches + library calls per inference (views excluded)
+  // Kernel launches + library calls per inference (views excluded); on the GPU, what a
+  // run enqueues, the copies of a dynamic bundle's size-only steps included.
+  int launches = 0;
   std::string matmul_groups;
   std::vector<double> times_ms;
   double median_ms = 0, min_ms = 0, p90_ms = 0;
@@ -155,8 +160,9 @@ absl::StatusOr<std::vector<Config>> ParseConfigs(const std::string& spec, const 
   std::vector<Config> configs;
   for (absl::string_view part : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
     Config c{std::string(part), base};
-    if (c.name == "dynamic") {
+    if (c.name == "dynamic" || c.name == "dynamic-kernels") {
       KILN_ASSIGN_OR_RETURN(c.options, DynamicOptions(base, ranges));
+      c.size_only_steps_on_host = c.name == "dynamic";
     } else if (c.name == "unfused") {
       c.options.fuse = false;
     } else if (c.name == "fused") {
@@ -174,9 +180,10 @@ absl::StatusOr<std::vector<Config>> ParseConfigs(const std::string& spec, const 
     } else if (c.name == "nchw" || c.name == "nhwc") {
       c.options.layout = c.name == "nchw" ? Layout::kNchw : Layout::kNhwc;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("--compare: unknown configuration '", c.name,
-                                                     "' (fused, unfused, serial, generated, library, cudnn-conv, conv-expand, ",
-                                                     "conv-generated, nchw, nhwc, dynamic)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--compare: unknown configuration '", c.name,
+                       "' (fused, unfused, serial, generated, library, cudnn-conv, conv-expand, ",
+                       "conv-generated, nchw, nhwc, dynamic, dynamic-kernels)"));
     }
     for (const Config& other : configs) {
       if (other.name == c.name) return absl::InvalidArgumentError(absl::StrCat("--compare names '", c.name, "' twice"));
@@ -234,8 +241,10 @@ absl::StatusOr<Result> RunConfig(const std::string& onnx_path, const Config& con
     KILN_ASSIGN_OR_RETURN(std::shared_ptr<const GpuProgram> gpu_program, GpuProgram::Create(program));
     GpuExecutorOptions gpu_options;
     gpu_options.enable_programmatic_launch = config.programmatic_launch;
+    gpu_options.size_only_steps_on_host = config.size_only_steps_on_host;
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutor> gpu, GpuExecutor::Create(gpu_program, gpu_options));
     KILN_ASSIGN_OR_RETURN(r.outputs, gpu->Run(feeds));  // captures the CUDA graph
+    r.launches = gpu->launches_per_run();               // a dynamic bundle's at these sizes
     KILN_ASSIGN_OR_RETURN(const int64_t after, DeviceMemoryInUse());
     r.device_bytes = after - before;
     r.arena_bytes = gpu->arena_bytes();

@@ -1,0 +1,105 @@
+// Dynamic bundles on the GPU (label gpu; skips without a GPU): GPT-2's position ids
+// and packed-sequence mask (runtime/size_only_test_graph.h) compiled once for ranges
+// and run at several sizes, with these size-only steps computed once per size on the
+// host (the default) and with their kernels run every time, both against the CPU
+// backend on the same bundle.
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/compiler.h"
+#include "graph/text_format.h"
+#include "gtest/gtest.h"
+#include "runtime/bundle.h"
+#include "runtime/cpu_executor.h"
+#include "runtime/cuda_util.h"
+#include "runtime/gpu_executor.h"
+#include "runtime/size_only_test_graph.h"
+
+namespace kiln {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::path(::testing::TempDir()) / absl::StrCat(name, "_", ::getpid(), ".kiln")).string();
+}
+
+// Equal where the reference is not finite, within `tol` of its largest magnitude
+// elsewhere.
+void ExpectClose(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const std::vector<float> g = got.ToFloat(), w = want.ToFloat();
+  double scale = 1e-6, err = 0;
+  for (float v : w) scale = std::isfinite(v) ? std::max<double>(scale, std::fabs(v)) : scale;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!std::isfinite(w[i])) {
+      ASSERT_EQ(g[i], w[i]) << what << " element " << i;
+    } else {
+      err = std::max<double>(err, std::fabs(g[i] - w[i]));
+    }
+  }
+  EXPECT_LE(err / scale, tol) << what;
+}
+
+TEST(GpuDynamicTest, SizeOnlyStepsOncePerSizeOrEveryRun) {
+  // Compiled without a GPU too: every step gets a kernel with run-time sizes.
+  auto gpu = LocalGpu();
+  auto graph = ParseGraph(test::kGpt2Mask);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CompileOptions options;
+  options.arch = gpu.ok() ? gpu->arch : "sm_90a";
+  auto contents = BuildBundle(**graph, options, "gpt2_mask.onnx", "bytes");
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  const std::string path = TempPath("gpt2_mask");
+  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
+  auto bundle = Bundle::Load(path);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  for (const bundle::Step& step : (*bundle)->manifest().steps()) {
+    EXPECT_TRUE(step.gpu_unsupported().empty()) << step.node() << ": " << step.gpu_unsupported();
+  }
+  if (!gpu.ok()) GTEST_SKIP() << "skipped: " << gpu.status().message();
+  auto host = CpuProgram::Create(**bundle);
+  ASSERT_TRUE(host.ok()) << host.status();
+  auto program = GpuProgram::Create(*host);
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto once = GpuExecutor::Create(*program);
+  GpuExecutorOptions every_run_options;
+  every_run_options.size_only_steps_on_host = false;
+  auto every_run = GpuExecutor::Create(*program, every_run_options);
+  auto cpu = CpuExecutor::Create(*host);
+  ASSERT_TRUE(once.ok() && every_run.ok() && cpu.ok()) << once.status() << every_run.status() << cpu.status();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  // The ranges' ends, odd sizes between, and a size again (its captured graph replayed).
+  for (const auto& [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{4, 24}, {1, 1}, {1, 17}, {3, 5}, {4, 24}}) {
+    SCOPED_TRACE(absl::StrCat("batch ", batch, ", seq ", seq));
+    std::vector<float> ids(batch * seq), scores(batch * 2 * seq * seq);
+    for (float& v : ids) v = static_cast<float>(rng() % 50);
+    for (float& v : scores) v = uni(rng);
+    TensorMap feeds;
+    feeds["input_ids"] = Tensor::FromFloat(DType::kInt64, {batch, seq}, ids);
+    feeds["scores"] = Tensor::FromFloat(DType::kFloat32, {batch, 2, seq, seq}, scores);
+    auto a = (*once)->Run(feeds);
+    auto b = (*every_run)->Run(feeds);
+    auto want = (*cpu)->Run(feeds);
+    ASSERT_TRUE(a.ok() && b.ok() && want.ok()) << a.status() << b.status() << want.status();
+    ASSERT_EQ(a->size(), 2u);
+    for (size_t o = 0; o < a->size(); ++o) {
+      ExpectClose((*a)[o], (*want)[o], 1e-2, absl::StrCat("output ", o, ", size-only steps on the host"));
+      ExpectClose((*b)[o], (*want)[o], 1e-2, absl::StrCat("output ", o, ", size-only kernels"));
+    }
+    EXPECT_TRUE((*once)->using_cuda_graph()) << (*once)->cuda_graph_note();
+    // The mask and position rows are copies: one per value the other steps read.
+    EXPECT_LT((*once)->launches_per_run(), (*every_run)->launches_per_run());
+    std::cout << "[ gpu ] batch " << batch << " seq " << seq << ": " << (*once)->launches_per_run()
+              << " launches and copies per run with the size-only steps on the host, "
+              << (*every_run)->launches_per_run() << " with their kernels\n";
+  }
+}
+
+}  // namespace
+}  // namespace kiln

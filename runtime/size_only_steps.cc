@@ -1,0 +1,83 @@
+#include "runtime/size_only_steps.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "graph/evaluate.h"
+#include "graph/specialize.h"
+
+namespace kiln {
+
+SizeOnlySteps FindSizeOnlySteps(const Graph& graph, const bundle::Manifest& m) {
+  SizeOnlySteps steps;
+  const std::vector<Node*> nodes = graph.nodes();
+  if (static_cast<int>(nodes.size()) != m.steps_size()) return steps;  // the executor reports the mismatch
+  std::vector<bool> size_only = SizeOnlyNodes(graph);
+  bool any = false;
+  for (bool b : size_only) any |= b;
+  if (!any) return steps;
+  steps.size_only = std::move(size_only);
+  steps.copies.assign(nodes.size(), {});
+  absl::flat_hash_map<const Node*, size_t> step_of;
+  for (size_t s = 0; s < nodes.size(); ++s) step_of[nodes[s]] = s;
+  // From the last step back: an output is wanted when a step that runs on the device
+  // or the caller reads it, or a wanted view of it.
+  absl::flat_hash_set<const Value*> wanted;
+  for (size_t s = nodes.size(); s-- > 0;) {
+    if (!steps.size_only[s]) continue;
+    const Node& node = *nodes[s];
+    for (int o = 0; o < node.num_outputs(); ++o) {
+      const Value* v = node.output(o);
+      bool want = graph.IsGraphOutput(v) || wanted.contains(v);
+      for (const Use& use : v->uses()) want |= !steps.size_only[step_of.at(use.node)];
+      if (!want) continue;
+      if (m.steps(static_cast<int>(s)).kernel() != "view") {
+        steps.copies[s].push_back(o);
+      } else if (node.num_inputs() > 0 && node.input(0) != nullptr && !node.input(0)->is_constant()) {
+        wanted.insert(node.input(0));
+      }
+    }
+  }
+  return steps;
+}
+
+absl::StatusOr<std::vector<SizeOnlyOutput>> ComputeSizeOnlyOutputs(const SizeOnlySteps& steps,
+                                                                   const Graph& specialized, const std::string& where) {
+  const std::vector<Node*> nodes = specialized.nodes();
+  if (nodes.size() != steps.size_only.size()) {
+    return absl::InternalError(absl::StrCat(where, ": ", nodes.size(), " nodes for ", steps.size_only.size(), " steps"));
+  }
+  absl::flat_hash_map<const Value*, Tensor> values;
+  for (size_t s = 0; s < nodes.size(); ++s) {
+    if (!steps.size_only[s]) continue;
+    const Node& node = *nodes[s];
+    const bool type_only = node.op_type() == "Shape" || node.op_type() == "Size";
+    std::vector<const Tensor*> inputs;
+    for (const Value* in : node.inputs()) {
+      if (in == nullptr || type_only) {
+        inputs.push_back(in != nullptr ? in->constant_or_null() : nullptr);
+        continue;
+      }
+      auto it = values.find(in);
+      const Tensor* t = in->is_constant() ? &in->constant() : it != values.end() ? &it->second : nullptr;
+      if (t == nullptr) {
+        return absl::InternalError(absl::StrCat(where, ": size-only step ", s, " (node '", node.name(), "') reads '",
+                                                in->name(), "', which no earlier one made"));
+      }
+      inputs.push_back(t);
+    }
+    absl::StatusOr<std::vector<Tensor>> out = EvaluateNode(node, inputs);
+    if (!out.ok()) {
+      return absl::Status(out.status().code(), absl::StrCat(where, ": step ", s, " (node '", node.name(),
+                                                            "') on the host: ", out.status().message()));
+    }
+    for (int o = 0; o < node.num_outputs(); ++o) values[node.output(o)] = std::move((*out)[o]);
+  }
+  std::vector<SizeOnlyOutput> outputs;
+  for (size_t s = 0; s < nodes.size(); ++s) {
+    for (int o : steps.copies[s]) outputs.push_back({static_cast<int>(s), o, values.at(nodes[s]->output(o))});
+  }
+  return outputs;
+}
+
+}  // namespace kiln

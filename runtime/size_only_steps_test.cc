@@ -1,0 +1,102 @@
+// Tests for runtime/size_only_steps.h on GPT-2's position ids and packed-sequence mask
+// compiled for ranges (runtime/size_only_test_graph.h): which steps a run replaces
+// by copies, and their outputs at one run's sizes.
+#include "runtime/size_only_steps.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/compiler.h"
+#include "graph/specialize.h"
+#include "graph/text_format.h"
+#include "runtime/cpu_executor.h"
+#include "runtime/size_only_test_graph.h"
+
+namespace kiln {
+namespace {
+
+TEST(SizeOnlyStepsTest, Gpt2MaskIsCopiedInAndCausalAtTheRunSizes) {
+  auto graph = ParseGraph(test::kGpt2Mask);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CompileOptions options;
+  options.arch = "sm_90a";
+  auto contents = BuildBundle(**graph, options, "gpt2_mask.onnx", "bytes");
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / absl::StrCat("size_only_", ::getpid(), ".kiln")).string();
+  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
+  auto bundle = Bundle::Load(path);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  auto program = CpuProgram::Create(**bundle);
+  ASSERT_TRUE(program.ok()) << program.status();
+  const Graph& g = (*program)->graph();
+  const bundle::Manifest& m = (*bundle)->manifest();
+
+  const SizeOnlySteps steps = FindSizeOnlySteps(g, m);
+  ASSERT_TRUE(steps.any());
+  const std::vector<Node*> nodes = g.nodes();
+  int size_only = 0, copied = 0;
+  for (size_t s = 0; s < nodes.size(); ++s) {
+    size_only += steps.size_only[s];
+    // Only size-only steps are copied in, and only outputs read by a step that runs
+    // on the device (or through a view of them); views are never copied.
+    if (steps.copies[s].empty()) continue;
+    ASSERT_TRUE(steps.size_only[s]);
+    EXPECT_NE(m.steps(static_cast<int>(s)).kernel(), "view");
+    for (int o : steps.copies[s]) {
+      ++copied;
+      const Value* v = nodes[s]->output(o);
+      bool read = false;
+      std::vector<const Value*> frontier = {v};
+      while (!frontier.empty() && !read) {
+        const Value* at = frontier.back();
+        frontier.pop_back();
+        for (const Use& use : at->uses()) {
+          const size_t u = std::find(nodes.begin(), nodes.end(), use.node) - nodes.begin();
+          if (!steps.size_only[u]) read = true;
+          if (m.steps(static_cast<int>(u)).kernel() == "view") frontier.push_back(use.node->output(0));
+        }
+      }
+      EXPECT_TRUE(read) << v->name();
+    }
+  }
+  // The token embedding and the scores read data; everything else of the ids and the
+  // mask follows from the sizes, and a few values reach the rest.
+  EXPECT_GT(size_only, 10);
+  EXPECT_GE(copied, 2);
+  EXPECT_LE(copied, 4);
+
+  // At batch 2, seq 5: every output has the specialised value's shape, and the mask
+  // the scores are added to is causal (position ids are one packed sequence).
+  auto special = Specialize(g, {2, 5});
+  ASSERT_TRUE(special.ok()) << special.status();
+  auto outputs = ComputeSizeOnlyOutputs(steps, **special, "test");
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  ASSERT_EQ(static_cast<int>(outputs->size()), copied);
+  const std::vector<Node*> special_nodes = (*special)->nodes();
+  bool saw_mask = false;
+  for (const SizeOnlyOutput& out : *outputs) {
+    EXPECT_EQ(out.tensor.shape(), special_nodes[out.step]->output(out.output)->shape());
+    if (out.tensor.shape() != Shape{2, 1, 5, 5}) continue;
+    saw_mask = true;
+    const std::vector<float> v = out.tensor.ToFloat();
+    for (int b = 0; b < 2; ++b) {
+      for (int i = 0; i < 5; ++i) {
+        for (int j = 0; j < 5; ++j) {
+          const float x = v[(b * 5 + i) * 5 + j];
+          const bool allowed = out.tensor.dtype() == DType::kBool ? x != 0 : std::isfinite(x);
+          EXPECT_EQ(allowed, j <= i) << "batch " << b << " query " << i << " key " << j;
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(saw_mask);
+}
+
+}  // namespace
+}  // namespace kiln
