@@ -8,11 +8,17 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
+#include "codegen/kernel_choice.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
+#include "codegen/ops/gemm_sm90.h"
+#include "codegen/ops/kernel_util.h"
+#include "codegen/ops/size_variants.h"
 #include "common/status_macros.h"
+#include "fusion/fuse_epilogue.h"
 #include "fusion/fuse_pointwise.h"
 #include "graph/fused_group.h"
 #include "graph/infer_shapes.h"
@@ -282,6 +288,110 @@ TEST(DynamicKernelsTest, PackedSequenceMaskOps) {
   for (const char* arch : {"sm_90a", "sm_80"}) {
     absl::StatusOr<std::string> cubin = CompileModule(kernels, arch);
     EXPECT_TRUE(cubin.ok()) << arch << ": " << cubin.status();
+  }
+}
+
+// A transformer's FFN products with dynamic batch and seq (BERT-base's first FFN
+// MatMul over [batch, seq, 768] + bias + GELU, as fuse-epilogue groups it): on sm_90a
+// with --matmul-groups generated the Hopper family runs them with the rows batch * seq read at run time, one tile
+// config per box of sizes (each size served once), and the source compiles. An
+// epilogue operand that broadcasts over batch but not seq (a [seq, N] table) would
+// be read at strides that vary: no such kernel (cuBLASLt runs the group).
+TEST(DynamicKernelsTest, MatMulGroupsReadTheirRowsAtRunTime) {
+  constexpr char kText[] = R"(graph @main {
+  dim batch in [1, 32]
+  dim seq in [1, 512]
+  input %x : f16[32,512,768] dims "batch, seq, 768"
+  input %table : f16[512,768] dims "seq, 768"
+  const %w : f16[768,3072] = splat(0.01)
+  const %w2 : f16[768,768] = splat(0.02)
+  const %b : f16[3072] = splat(0.5)
+  %y = MatMul(%x, %w)
+  %yb = Add(%y, %b)
+  %g = Gelu(%yb)
+  %z = MatMul(%x, %w2)
+  %zt = Add(%z, %table)
+  output %g
+  output %zt
+})";
+  auto g = ParseGraph(kText);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(InferShapes(**g).ok());
+  ASSERT_TRUE(FuseEpilogue().Run(**g).ok());
+  ASSERT_TRUE(InferShapes(**g, {.fold_constants = false}).ok());
+  KernelOptions options;
+  options.hopper = true;
+  options.matmul_groups = MatMulGroups::kAuto;
+  // The default (--matmul-groups auto) leaves them to cuBLASLt or to the expansion.
+  for (const Node* n : (*g)->nodes()) {
+    if (IsFusedGroup(*n)) EXPECT_FALSE(GenerateNodeKernels(*n, options).ok()) << n->name();
+  }
+  options.matmul_groups = MatMulGroups::kGenerated;
+  std::vector<const Node*> groups;
+  for (const Node* n : (*g)->nodes()) {
+    if (IsFusedGroup(*n)) groups.push_back(n);
+  }
+  ASSERT_EQ(groups.size(), 2u) << PrintGraph(**g);
+  const Node* gelu = groups[0]->output(0)->name() == "g" ? groups[0] : groups[1];
+  const Node* table = gelu == groups[0] ? groups[1] : groups[0];
+  EXPECT_EQ(ChooseKernel(*gelu, options).kind, KernelKind::kGenerated);
+  absl::StatusOr<std::vector<KernelLaunch>> launches = GenerateNodeKernels(*gelu, options);
+  ASSERT_TRUE(launches.ok()) << launches.status();
+  ASSERT_GE(launches->size(), 2u) << "one tile config for every size";
+  for (int64_t batch = 1; batch <= 32; batch += 3) {
+    for (int64_t seq = 1; seq <= 512; seq += 7) {
+      int serving = 0;
+      for (const KernelLaunch& l : *launches) {
+        for (const auto& box : l.size_boxes) {
+          serving += box[0][0] <= batch && batch <= box[0][1] && box[1][0] <= seq && seq <= box[1][1] ? 1 : 0;
+        }
+      }
+      EXPECT_EQ(serving, 1) << "batch " << batch << ", seq " << seq;
+    }
+  }
+  std::vector<ModuleKernel> kernels;
+  for (const KernelLaunch& l : *launches) {
+    EXPECT_TRUE(l.dim_param);
+    EXPECT_EQ(l.family, "gemm_sm90");
+    EXPECT_NE(l.source.find("#define GEMM_M_CODE ((int)(KILN_DIM(0)*KILN_DIM(1)))"), std::string::npos);
+    kernels.push_back({absl::StrCat("k", kernels.size()), l.source});
+  }
+  absl::StatusOr<std::string> cubin = CompileModule(kernels, "sm_90a");
+  EXPECT_TRUE(cubin.ok()) << cubin.status();
+  // The [seq, 768] addend: not on kiln's GEMM (the group is a batch of seq-row
+  // products, batch varying).
+  const absl::Status refused = ops::DynamicSm90Eligible(*table);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(refused.message().find("a batch that varies (run-time sizes)"), std::string::npos) << refused;
+  absl::StatusOr<std::vector<KernelLaunch>> none = GenerateNodeKernels(*table, options);
+  EXPECT_FALSE(none.ok());
+}
+
+// Size variants' boxes: powers of two, and with `halves` also 1.5 times each, for
+// the symbols the expressions depend on; each size in exactly one box.
+TEST(DynamicKernelsTest, SizeBoxesCutAtPowersOfTwoAndHalves) {
+  const std::vector<DimSymbol> symbols = {{"batch", 1, 32}, {"seq", 1, 512}, {"other", 1, 7}};
+  const DimExpr rows = *DimExpr::Mul(DimExpr::Symbol(0), DimExpr::Symbol(1));
+  auto ranges = [&](const std::vector<ops::SizeBox>& boxes, size_t k) {
+    std::set<std::array<int64_t, 2>> out;
+    for (const ops::SizeBox& b : boxes) out.insert(b.ranges[k]);
+    return out;
+  };
+  const std::vector<ops::SizeBox> plain = ops::PowerOfTwoBoxes(symbols, {rows});
+  EXPECT_EQ(ranges(plain, 0), (std::set<std::array<int64_t, 2>>{{1, 1}, {2, 3}, {4, 7}, {8, 15}, {16, 31}, {32, 32}}));
+  EXPECT_EQ(ranges(plain, 2), (std::set<std::array<int64_t, 2>>{{1, 7}})) << "rows do not depend on it";
+  const std::vector<ops::SizeBox> halves = ops::PowerOfTwoBoxes(symbols, {rows}, /*halves=*/true);
+  EXPECT_EQ(ranges(halves, 0),
+            (std::set<std::array<int64_t, 2>>{
+                {1, 1}, {2, 2}, {3, 3}, {4, 5}, {6, 7}, {8, 11}, {12, 15}, {16, 23}, {24, 31}, {32, 32}}));
+  for (int64_t b : {1, 5, 12, 32}) {
+    for (int64_t s : {1, 3, 100, 383, 384, 512}) {
+      int holding = 0;
+      for (const ops::SizeBox& box : halves) {
+        holding += box.ranges[0][0] <= b && b <= box.ranges[0][1] && box.ranges[1][0] <= s && s <= box.ranges[1][1];
+      }
+      EXPECT_EQ(holding, 1) << b << " x " << s;
+    }
   }
 }
 

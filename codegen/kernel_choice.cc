@@ -133,13 +133,21 @@ KernelChoice ChooseGeneratedKernel(const Node& node, const KernelOptions& option
 }
 
 KernelChoice ChooseKernel(const Node& node, const KernelOptions& options) {
-  // A dynamic graph's node (issue 34): the libraries, planned per run size, or the
-  // generators that take their sizes at run time; kiln's GEMM and conv kernels take
-  // fixed sizes.
+  // A dynamic graph's node (issue 34): with --matmul-groups generated on sm_90a, kiln's
+  // Hopper GEMM family with the rows read at run time where it takes a MatMul group;
+  // else the libraries, planned per run size (the default: measured faster at some
+  // sizes, docs/dynamic_shapes.md), or the generators that take their sizes at run
+  // time; kiln's conv kernels take fixed sizes.
   if (ops::HasDynamicValues(node)) {
+    std::string why = "sizes that vary with the dim ranges";
+    if (IsMatMulGroup(node) && options.DynamicGemmsOnHopper()) {
+      const absl::Status sm90 = ops::DynamicSm90Eligible(node);
+      if (sm90.ok()) return Choice(KernelKind::kGenerated, "run-time rows on the sm90 family");
+      absl::StrAppend(&why, "; ", sm90.message());
+    }
     const std::string library = LibraryKernelName(node);
     if (!library.empty() && (library != "cudnn:FusedConv" || options.CudnnFusedConv())) {
-      KernelChoice c = Choice(KernelKind::kLibrary, "sizes that vary with the dim ranges");
+      KernelChoice c = Choice(KernelKind::kLibrary, why);
       c.library = library;
       return c;
     }

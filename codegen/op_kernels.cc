@@ -77,11 +77,12 @@ namespace {
 
 // A node of a dynamic graph (issue 34) whose sizes vary: the generators that take their
 // sizes at run time (element-wise ops, Softmax and the norms, reductions and pools
-// whose varying dim is the outermost, movement and indexing ops, CumSum, and the pointwise,
-// softmax and norm groups);
+// whose varying dim is the outermost, movement and indexing ops, CumSum, the pointwise,
+// softmax, norm and attention groups, and MatMul groups whose rows vary with
+// --matmul-groups generated on sm_90a);
 // Unimplemented for the others, and for a node that reads a shape constant's values
 // (they hold the largest case's).
-absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node& node) {
+absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node& node, const KernelOptions& options) {
   const std::string& op = node.op_type();
   auto none = [&](const std::string& why) {
     return absl::UnimplementedError(absl::StrCat("no GPU kernel with run-time sizes for ", op, " (node '",
@@ -93,6 +94,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node&
     if (pattern == "pointwise") return ops::GeneratePointwiseGroup(node);
     if (pattern == "softmax" || pattern == "layernorm" || pattern == "rmsnorm") return ops::GenerateRowGroup(node);
     if (pattern == "attention") return ops::GenerateAttentionGroup(node);
+    if (IsMatMulGroup(node) && options.DynamicGemmsOnHopper()) {
+      return ops::GenerateDynamicMatMulGroupSm90(node, options.sm_count);
+    }
     // The expansion runs the members instead (and keeps what cuBLASLt / cuDNN take).
     return absl::UnimplementedError(
         absl::StrCat("no fused GPU kernel with run-time sizes for a '", pattern, "' group yet"));
@@ -127,7 +131,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node&
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, const KernelOptions& options) {
   const std::string& op = node.op_type();
-  if (ops::HasDynamicValues(node)) return GenerateDynamicNodeKernels(node);
+  if (ops::HasDynamicValues(node)) return GenerateDynamicNodeKernels(node, options);
   const KernelChoice choice = ChooseGeneratedKernel(node, options);
   if (IsFusedGroup(node)) {
     switch (choice.kind) {
@@ -142,7 +146,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
     }
     const std::string pattern = node.GetString("pattern", "").value_or("");
     if (pattern == "pointwise") return ops::GeneratePointwiseGroup(node);
-    if (pattern == "attention") return ops::GenerateAttentionGroup(node);  // every mode
+    if (pattern == "attention") return ops::GenerateAttentionGroup(node);
+    if (IsMatMulGroup(node) && options.DynamicGemmsOnHopper()) {
+      return ops::GenerateDynamicMatMulGroupSm90(node, options.sm_count);
+    }  // every mode
     if (pattern == "concat") return ops::GenerateConcatGroup(node);
     if (pattern == "pad") return ops::GeneratePadGroup(node);
     if (pattern == "mlp") return ops::GenerateMlpGroup(node);

@@ -90,6 +90,9 @@ struct KernelOptions {
   bool GeneratesGemms() const { return matmul_groups != MatMulGroups::kLibrary; }
   // Auto on sm_90a: only the groups the Hopper family takes get kiln's GEMM.
   bool HopperGemmsOnly() const { return matmul_groups == MatMulGroups::kAuto && hopper; }
+  // MatMul groups of a dynamic graph on kiln's Hopper GEMM with the rows read at run
+  // time (--matmul-groups generated on sm_90a); else cuBLASLt, planned per run size.
+  bool DynamicGemmsOnHopper() const { return matmul_groups == MatMulGroups::kGenerated && hopper; }
   // Conv groups may run as cuDNN's fused conv-bias-activation call.
   bool CudnnFusedConv() const { return conv_groups == ConvGroups::kCudnn || conv_groups == ConvGroups::kAuto; }
 };

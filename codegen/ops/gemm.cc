@@ -784,6 +784,10 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   }
   f.epilogue_work = plan.epilogue_work;
   f.description = GroupComment(node, plan, *prep.y);
+  for (const ElementwiseLoad& ld : plan.loads) {
+    f.epilogue_loads.push_back({ld.input, prep.View(ld.view), ld.strides.empty() && ld.offset == 0});
+  }
+  f.out_shape = ys;
   return f;
 }
 

@@ -13,6 +13,7 @@
 #include "codegen/ops/gemm_source.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/templates.h"
+#include "common/status_macros.h"
 #include "graph/fused_group.h"
 
 namespace kiln::codegen::ops {
@@ -529,8 +530,12 @@ struct Sm90Resolved {
   uint64_t scratch = 0;    // workspace bytes
 };
 
-absl::StatusOr<Sm90Resolved> ResolveSm90Config(const Node& node, const GemmFamilyPlan& p,
-                                               const Sm90GemmConfig* config, int sm_count) {
+absl::StatusOr<Sm90Resolved> ResolveSm90Config(const Node& node, const GemmFamilyPlan& largest,
+                                               const Sm90GemmConfig* config, int sm_count,
+                                               const Sm90RunTimeRows* rows = nullptr) {
+  // With run-time rows, the grid and the workspace are for the most rows served.
+  GemmFamilyPlan p = largest;
+  if (rows != nullptr) p.m = rows->max_m;
   Sm90Resolved r;
   Sm90GemmConfig& cfg = r.cfg;
   if (config != nullptr) {
@@ -552,6 +557,10 @@ absl::StatusOr<Sm90Resolved> ResolveSm90Config(const Node& node, const GemmFamil
   // where the whole tile's buffer fits beside the ring (Sm90GemmSharedBytes counts it
   // then), else register stores.
   r.tma_store = CByTma(p) && (!r.swap || Sm90GemmSharedBytes(cfg, true) > Sm90GemmSharedBytes(cfg, false));
+  if (rows != nullptr && (cfg.swap_ab || cfg.stream_k)) {
+    return absl::InvalidArgumentError(absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg),
+                                                   ": run-time rows take neither swap-AB nor stream-K"));
+  }
   if (absl::Status valid = VerifySm90GemmConfig(cfg, r.tma_store); !valid.ok()) return valid;
   r.tiles = ((r.km + cfg.bm - 1) / cfg.bm) * ((r.kn + cfg.bn - 1) / cfg.bn) * p.batch;
   if (r.tiles * cfg.split_k >= (int64_t{1} << 31)) return NoKernel(node, "too many tiles");
@@ -658,14 +667,17 @@ absl::Status Sm90ConfigFits(const Node& node, const Sm90GemmConfig& config, int 
   return ResolveSm90Config(node, *plan, &config, sm_count <= 0 ? 132 : sm_count).status();
 }
 
-absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& node, const Sm90GemmConfig* config,
-                                                                  int sm_count) {
+namespace {
+
+// GenerateMatMulGroupSm90's launch; with `rows`, GenerateSm90RunTimeRows'.
+absl::StatusOr<KernelLaunch> Sm90Launch(const Node& node, const Sm90GemmConfig* config, int sm_count,
+                                        const Sm90RunTimeRows* rows) {
   if (absl::Status st = Sm90Eligible(node); !st.ok()) return st;
   absl::StatusOr<GemmFamilyPlan> plan_or = PlanGemmForFamily(node);
   if (!plan_or.ok()) return plan_or.status();
   const GemmFamilyPlan& p = *plan_or;
   if (sm_count <= 0) sm_count = 132;
-  absl::StatusOr<Sm90Resolved> resolved = ResolveSm90Config(node, p, config, sm_count);
+  absl::StatusOr<Sm90Resolved> resolved = ResolveSm90Config(node, p, config, sm_count, rows);
   if (!resolved.ok()) return resolved.status();
   const Sm90Resolved& r = *resolved;
   const Sm90GemmConfig& cfg = r.cfg;
@@ -675,10 +687,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
 
   KernelLaunch launch;
   launch.family = "gemm_sm90";
-  launch.config = absl::StrCat("sm90 ", Sm90GemmConfigString(cfg),
-                               config != nullptr ? " (forced)"
-                                                 : absl::StrCat(" (heuristic, epilogue work: ",
-                                                                EpilogueWorkName(p.epilogue_work), ")"));
+  launch.config = absl::StrCat(
+      "sm90 ", Sm90GemmConfigString(cfg),
+      rows != nullptr     ? absl::StrCat(" (run-time rows, at most ", rows->max_m, ")")
+      : config != nullptr ? " (forced)"
+                          : absl::StrCat(" (heuristic, epilogue work: ", EpilogueWorkName(p.epilogue_work), ")"));
   launch.args = {0};
   launch.args.insert(launch.args.end(), p.prologue_args.begin(), p.prologue_args.end());
   launch.args.insert(launch.args.end(), p.epilogue_args.begin(), p.epilogue_args.end());
@@ -721,20 +734,27 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   }
 
   const int out_kind = p.out_dtype == DType::kFloat16 ? 0 : p.out_dtype == DType::kBFloat16 ? 1 : 2;
-  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n", p.description);
+  std::string description = p.description;
+  if (rows != nullptr) {  // without the group's name, identical layers share one module
+    const std::string name = absl::StrCat(" ", node.name());
+    if (const size_t at = description.find(name); at != std::string::npos) description.erase(at, name.size());
+  }
+  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n", description);
   // Swapped, the kernel's operands trade places: A' = op(B)^T (M-major when B is stored
   // [K, N]), B' = op(A)^T (K-major: A stored [M, K]).
   const bool trans_a = swap ? !p.trans_b : p.trans_a, trans_b = swap ? !p.trans_a : p.trans_b;
   const bool a_batched = (swap ? p.b_batch : p.a_batch) != 0, b_batched = (swap ? p.a_batch : p.b_batch) != 0;
-  absl::StrAppend(&src, "#define GEMM_BF16 ", p.dtype == DType::kBFloat16 ? 1 : 0, "\n#define GEMM_M ", km,
-                  "\n#define GEMM_N ", kn, "\n#define GEMM_K ", p.k, "\n#define GEMM_BATCH ", p.batch,
-                  "\n#define GEMM_A_BATCHED ", a_batched ? 1 : 0, "\n#define GEMM_B_BATCHED ", b_batched ? 1 : 0,
-                  "\n#define GEMM_C_BATCH ", p.batch > 1 ? p.m * p.n : 0, "LL\n#define GEMM_SWAP_AB ", swap ? 1 : 0,
-                  "\n#define GEMM_TRANS_A ", trans_a ? 1 : 0, "\n#define GEMM_TRANS_B ", trans_b ? 1 : 0,
-                  "\n#define BM ", cfg.bm, "\n#define BN ", cfg.bn, "\n#define STAGES ", cfg.stages,
-                  "\n#define CONSUMERS ", cfg.consumers, "\n#define WG_M ", cfg.wg_m, "\n#define GEMM_PINGPONG ",
-                  cfg.pingpong ? 1 : 0, "\n#define GEMM_TMA_STORE ", tma_store ? 1 : 0, "\n#define GEMM_OUT_KIND ",
-                  out_kind, "\n#define GEMM_OUT_T ", StorageTypeName(p.out_dtype), "\n");
+  absl::StrAppend(
+      &src, "#define GEMM_BF16 ", p.dtype == DType::kBFloat16 ? 1 : 0,
+      rows != nullptr ? absl::StrCat("\n#define GEMM_DYNAMIC_M 1\n#define GEMM_M_CODE ((int)", rows->code, ")")
+                      : absl::StrCat("\n#define GEMM_M ", km),
+      "\n#define GEMM_N ", kn, "\n#define GEMM_K ", p.k, "\n#define GEMM_BATCH ", p.batch, "\n#define GEMM_A_BATCHED ",
+      a_batched ? 1 : 0, "\n#define GEMM_B_BATCHED ", b_batched ? 1 : 0, "\n#define GEMM_C_BATCH ",
+      p.batch > 1 ? p.m * p.n : 0, "LL\n#define GEMM_SWAP_AB ", swap ? 1 : 0, "\n#define GEMM_TRANS_A ",
+      trans_a ? 1 : 0, "\n#define GEMM_TRANS_B ", trans_b ? 1 : 0, "\n#define BM ", cfg.bm, "\n#define BN ", cfg.bn,
+      "\n#define STAGES ", cfg.stages, "\n#define CONSUMERS ", cfg.consumers, "\n#define WG_M ", cfg.wg_m,
+      "\n#define GEMM_PINGPONG ", cfg.pingpong ? 1 : 0, "\n#define GEMM_TMA_STORE ", tma_store ? 1 : 0,
+      "\n#define GEMM_OUT_KIND ", out_kind, "\n#define GEMM_OUT_T ", StorageTypeName(p.out_dtype), "\n");
   if (cfg.split_k > 1) absl::StrAppend(&src, "#define GEMM_SPLIT_K ", cfg.split_k, "\n");
   if (cfg.bk != 64) absl::StrAppend(&src, "#define GEMM_BK ", cfg.bk, "\n");
   if (cfg.cluster_m > 1) absl::StrAppend(&src, "#define GEMM_CLUSTER_M ", cfg.cluster_m, "\n");
@@ -777,7 +797,21 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& no
   launch.scratch_bytes = r.scratch;
   launch.block = {static_cast<uint32_t>(128 * (cfg.consumers + 1)), 1, 1};
   launch.shared_bytes = static_cast<uint32_t>(Sm90GemmSharedBytes(cfg, tma_store));
+  launch.dim_param = rows != nullptr;
+  return launch;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& node, const Sm90GemmConfig* config,
+                                                                  int sm_count) {
+  KILN_ASSIGN_OR_RETURN(KernelLaunch launch, Sm90Launch(node, config, sm_count, nullptr));
   return std::vector<KernelLaunch>{std::move(launch)};
+}
+
+absl::StatusOr<KernelLaunch> GenerateSm90RunTimeRows(const Node& node, const Sm90GemmConfig& config,
+                                                     const Sm90RunTimeRows& rows, int sm_count) {
+  return Sm90Launch(node, &config, sm_count, &rows);
 }
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateGemm(const Node& node, const KernelOptions& options) {

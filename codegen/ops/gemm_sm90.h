@@ -70,6 +70,16 @@ struct GemmFamilyPlan {
   std::vector<int> epilogue_args;
   EpilogueWork epilogue_work = EpilogueWork::kNone;
   std::string description;  // "// fused group ...: MatMul ... -> ..." line
+  // The epilogue's loads: the node input, its view against C as the kernel computes it
+  // (`out_shape`: [batch..., M, N], or [batch * M, N] folded), and whether it is read
+  // dense and broadcast (no strides, no offset). Dynamic bundles check them.
+  struct EpilogueLoad {
+    int input = 0;
+    Shape view;
+    bool dense = true;
+  };
+  std::vector<EpilogueLoad> epilogue_loads;
+  Shape out_shape;
 };
 // gemm.cc: PrepareMatMul + the epilogue generator. Errors as GenerateMatMulGroup's.
 absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node);
@@ -295,6 +305,26 @@ absl::Status Sm90SwapAbEligible(const Node& node);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroupSm90(const Node& node,
                                                                   const Sm90GemmConfig* config = nullptr,
                                                                   int sm_count = 132);
+// Run-time rows (dynamic bundles, issue 34; gemm_sm90.cuh GEMM_DYNAMIC_M): C's rows as
+// C code over kiln_dims, and the most rows the launch serves (its grid and workspace).
+struct Sm90RunTimeRows {
+  std::string code;
+  int64_t max_m = 0;
+};
+// GenerateMatMulGroupSm90's launch of `config` with C's rows read at run time
+// (dim_param): the tensor maps span the largest rows (the node's shapes), the grid and
+// workspace serve max_m rows; InvalidArgument for swap-AB or stream-K configs. The
+// caller checks that the group reads the same way at every size (gemm_sm90_dynamic.cc).
+absl::StatusOr<KernelLaunch> GenerateSm90RunTimeRows(const Node& node, const Sm90GemmConfig& config,
+                                                     const Sm90RunTimeRows& rows, int sm_count = 132);
+// gemm_sm90_dynamic.cc: a MatMul group of a dynamic graph whose rows vary (a token
+// count) on the sm90 family with the rows read at run time, one launch per tile config
+// (size variants: a tile per power-of-two box of the sizes, chosen for the box's rows). Eligible: a fused group
+// (Sm90Eligible) without prologue or second product, A stored [M, K], K, N and B fixed, a fixed batch only as
+// fuse-siblings' stacked product, and epilogue operands that are rows broadcast over C's rows or laid out as C;
+// Unimplemented naming the form otherwise (cuBLASLt then runs it, planned per size).
+absl::Status DynamicSm90Eligible(const Node& node);
+absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const Node& node, int sm_count = 132);
 // The config GenerateMatMulGroupSm90 picks for `node` without one (the swap-AB rule,
 // else PickSm90GemmConfig); Sm90Eligible's error otherwise. `note`, when given, is
 // set to what the launch of that pick says of it: "heuristic, epilogue work: light".

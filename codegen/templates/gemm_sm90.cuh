@@ -17,6 +17,7 @@
 // Defined by the generator before this text:
 //   GEMM_BF16            1: bf16 inputs, 0: fp16
 //   GEMM_M, GEMM_N, GEMM_K, GEMM_BATCH   problem size; GEMM_BATCH output batches
+//                        (GEMM_M not defined with GEMM_DYNAMIC_M, below)
 //   GEMM_A_BATCHED, GEMM_B_BATCHED       1: the operand has GEMM_BATCH batches (its
 //                        tensor map's third coordinate is the batch), 0: broadcast
 //   GEMM_C_BATCH         output batch stride in elements
@@ -188,6 +189,23 @@
 #ifndef GEMM_STREAM_K
 #define GEMM_STREAM_K 0
 #endif
+// Run-time rows (GEMM_DYNAMIC_M 1, dynamic bundles): C's rows are GEMM_M_CODE, an
+// expression over the kernel's kiln_dims parameter (codegen/kernel_launch.h). Thread
+// 0 of each CTA writes it into shared memory before the first barrier and GEMM_M
+// reads it there (device functions do not see the kernel's parameters). The tensor
+// maps span the largest rows: rows past GEMM_M are loaded, and a TMA store writes
+// those of C's last tile too, inside C's buffer (planned for the largest rows), where
+// nothing reads them.
+#ifndef GEMM_DYNAMIC_M
+#define GEMM_DYNAMIC_M 0
+#endif
+#if GEMM_DYNAMIC_M
+#if GEMM_STREAM_K || GEMM_SWAP_AB
+#error "run-time rows with stream-K or swap-AB"
+#endif
+static __shared__ int kiln_gemm_rows;
+#define GEMM_M kiln_gemm_rows
+#endif
 #if GEMM_CLUSTER_M > 1 && GEMM_SPLIT_K > 1
 #error "clustered GEMM with split-K"
 #endif
@@ -350,7 +368,7 @@ static __device__ __forceinline__ unsigned long long kiln_sm90_desc(unsigned add
 // clusters, t is a pair of row tiles (GEMM_CLUSTER_M BM rows) and `rank` picks the
 // CTA's tile of it.
 static __device__ __forceinline__ void kiln_sm90_tile(int t, int rank, int& m0, int& n0, int& batch) {
-  constexpr int tiles_m = (GEMM_M + BM * GEMM_CLUSTER_M - 1) / (BM * GEMM_CLUSTER_M);
+  const int tiles_m = (GEMM_M + BM * GEMM_CLUSTER_M - 1) / (BM * GEMM_CLUSTER_M);
   constexpr int tiles_n = (GEMM_N + BN - 1) / BN;
   batch = t / (tiles_m * tiles_n);
   const int pid = t % (tiles_m * tiles_n);

@@ -8,7 +8,7 @@
 template <typename T>
 static __device__ __forceinline__ void kiln_sm90_prefetch_columns(const T* p, int first, int t) {
   constexpr int extent = GEMM_SWAP_AB ? 64 * WG_M : BN, per_line = 128 / sizeof(T);
-  constexpr int bound = GEMM_SWAP_AB ? GEMM_M : GEMM_N;  // C's columns
+  const int bound = GEMM_SWAP_AB ? GEMM_M : GEMM_N;  // C's columns
   if (t <= extent / per_line) {  // one more line than the extent: `first` need not be aligned
     const int col = min(first + t * per_line, min(first + extent, bound) - 1);
     asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p + col));

@@ -2,18 +2,25 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #if GEMM_CLUSTER_M > 1
     __cluster_dims__(GEMM_CLUSTER_M, 1, 1)
 #endif
-    KILN_KERNEL(GEMM_OUT_T* __restrict__ C KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS,
-                const __grid_constant__ kiln_tensor_map tma_a, const __grid_constant__ kiln_tensor_map tma_b
+        KILN_KERNEL(GEMM_OUT_T* __restrict__ C KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS,
+                    const __grid_constant__ kiln_tensor_map tma_a, const __grid_constant__ kiln_tensor_map tma_b
 #if GEMM_DUAL
-                , const __grid_constant__ kiln_tensor_map tma_a2, const __grid_constant__ kiln_tensor_map tma_b2
+                    ,
+                    const __grid_constant__ kiln_tensor_map tma_a2, const __grid_constant__ kiln_tensor_map tma_b2
 #endif
 #if GEMM_TMA_STORE
-                , const __grid_constant__ kiln_tensor_map tma_c
+                    ,
+                    const __grid_constant__ kiln_tensor_map tma_c
 #endif
 #if GEMM_SPLIT_K > 1 || GEMM_STREAM_K
-                , unsigned int* __restrict__ kiln_semaphores, float* __restrict__ kiln_scratch
+                    ,
+                    unsigned int* __restrict__ kiln_semaphores, float* __restrict__ kiln_scratch
 #endif
-) {
+#if GEMM_DYNAMIC_M
+                    ,
+                    const kiln_dims kiln_dims_
+#endif
+        ) {
   extern __shared__ __align__(1024) unsigned char kiln_gemm_smem_raw[];
   // Stage buffers on a 1024-byte boundary (the 128B swizzle pattern repeats every
   // 1024 bytes and the descriptors' base offset is 0), then the barriers.
@@ -24,6 +31,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
   auto empty = [&](int s) { return kiln_sm90_empty(bars, s); };
   auto turn = [&](int c) { return kiln_sm90_turn(bars, c); };
   const int wg = threadIdx.x / 128;
+#if GEMM_DYNAMIC_M
+  if (threadIdx.x == 0) kiln_gemm_rows = GEMM_M_CODE;
+#endif
   if (threadIdx.x == 0) kiln_sm90_init_barriers(bars);
   kiln_sm90_cluster_sync();  // the barriers, before any (remote) arrive or multicast
 #if GEMM_CLUSTER_M > 1
@@ -171,6 +181,8 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #undef GEMM_TMA_STORE
 #undef GEMM_BF16
 #undef GEMM_M
+#undef GEMM_DYNAMIC_M
+#undef GEMM_M_CODE
 #undef GEMM_N
 #undef GEMM_K
 #undef GEMM_BATCH

@@ -2,7 +2,8 @@
 // for ranges of batch sizes (and sequence lengths, for the text models), run on the
 // GPU at the ranges' ends and odd sizes between against the CPU backend running the
 // same bundle; and the per-size state (plans, grids, CUDA graph) stays bounded when a
-// session sees more sizes than it keeps. Skips without KILN_ZOO_DATA or a GPU.
+// session sees more sizes than it keeps; and with --matmul-groups generated, kiln's GEMM
+// with run-time rows against the CPU backend. Skips without KILN_ZOO_DATA or a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -47,9 +48,11 @@ class ZooDynamicGpuTest : public ::testing::Test {
   }
 
   // The case compiled for batch 1..max_batch (and seq 1..max_seq when > 0), loaded.
-  std::unique_ptr<Bundle> CompileCase(const std::string& name, int64_t max_batch, int64_t max_seq = 0) {
+  std::unique_ptr<Bundle> CompileCase(const std::string& name, int64_t max_batch, int64_t max_seq = 0,
+                                      codegen::MatMulGroups matmul_groups = codegen::MatMulGroups::kAuto) {
     CompileOptions options;
     options.arch = arch_;
+    options.matmul_groups = matmul_groups;
     options.dim_ranges.push_back({"batch", 1, max_batch});
     if (max_seq > 0) options.dim_ranges.push_back({"seq", 1, max_seq});
     const std::string path = (work_ / (name + ".kiln")).string();
@@ -162,6 +165,41 @@ TEST_F(ZooDynamicGpuTest, PerSizeStateStaysBounded) {
   EXPECT_NE(outside.status().message().find("outside the range"), std::string::npos) << outside.status();
   absl::Status device = (*gpu)->RunDevice({nullptr}, {nullptr});
   EXPECT_NE(device.message().find("device pointers carry no sizes"), std::string::npos) << device;
+}
+
+// --matmul-groups generated: on sm_90a the MatMul groups run on kiln's Hopper GEMM
+// with the rows read at run time, a tile config per box of sizes; the text models at
+// the ranges' ends and odd sizes against the CPU backend.
+TEST_F(ZooDynamicGpuTest, KilnGemmsReadTheirRowsAtRunTime) {
+  if (arch_ != "sm_90a")
+    GTEST_SKIP() << "skipped: kiln's GEMM with run-time rows is the sm90 family's (this GPU: " << arch_ << ")";
+  for (const char* name : {"bert.legacy", "t5_encoder.legacy"}) {
+    SCOPED_TRACE(name);
+    const int64_t max_seq = DataSeq(name);
+    std::unique_ptr<Bundle> bundle = CompileCase(name, 4, max_seq, codegen::MatMulGroups::kGenerated);
+    ASSERT_NE(bundle, nullptr);
+    int dynamic_gemms = 0;
+    for (const bundle::Step& step : bundle->manifest().steps()) {
+      for (const bundle::Launch& l : step.launches()) dynamic_gemms += l.family() == "gemm_sm90" && l.dim_param();
+    }
+    EXPECT_GT(dynamic_gemms, 0);
+    auto program = CpuProgram::Create(*bundle);
+    ASSERT_TRUE(program.ok()) << program.status();
+    auto gpu = GpuSession(*program);
+    auto cpu = CpuExecutor::Create(*program);
+    ASSERT_TRUE(gpu.ok() && cpu.ok()) << gpu.status() << cpu.status();
+    for (const auto& [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{4, max_seq}, {1, 1}, {1, 17}, {3, 5}}) {
+      SCOPED_TRACE(testing::Message() << "batch " << batch << ", seq " << seq);
+      const TensorMap feeds = Feeds(name, batch, seq);
+      auto got = (*gpu)->Run(feeds);
+      auto want = (*cpu)->Run(feeds);
+      ASSERT_TRUE(got.ok() && want.ok()) << got.status() << want.status();
+      for (size_t o = 0; o < want->size(); ++o) {
+        const Comparison cmp = Compare((*got)[o], (*want)[o]);
+        EXPECT_TRUE(cmp.close()) << "output " << o << ": max |diff| " << cmp.rel_diff << " of max |ref|";
+      }
+    }
+  }
 }
 
 }  // namespace
