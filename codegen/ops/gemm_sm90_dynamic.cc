@@ -81,11 +81,9 @@ absl::StatusOr<DynamicGemm> Analyze(const Node& node) {
 // one at every sample (the least worst ratio), since one config serves the whole box.
 Sm90GemmConfig PickForBox(const GemmFamilyPlan& p, const std::vector<int64_t>& samples, int64_t mid, int sm_count) {
   const int64_t most = *std::max_element(samples.begin(), samples.end());
-  if (PickSm90GemmConfig(most, p.n, p.k, p.batch, sm_count, false, p.epilogue_work).split_k > 1) {
-    Sm90GemmConfig c = PickSm90GemmConfig(mid, p.n, p.k, p.batch, sm_count, false, p.epilogue_work);
-    c.stream_k = false;
-    return c;
-  }
+  Sm90GemmConfig heuristic = PickSm90GemmConfig(mid, p.n, p.k, p.batch, sm_count, false, p.epilogue_work);
+  heuristic.stream_k = false;
+  if (PickSm90GemmConfig(most, p.n, p.k, p.batch, sm_count, false, p.epilogue_work).split_k > 1) return heuristic;
   std::vector<double> best(samples.size(), 0);
   for (const Sm90TileCost& cost : Sm90TileCosts()) {
     for (size_t i = 0; i < samples.size(); ++i) {
@@ -103,7 +101,7 @@ Sm90GemmConfig PickForBox(const GemmFamilyPlan& p, const std::vector<int64_t>& s
     }
     if (pick == nullptr || worst < pick_ratio) pick = &cost, pick_ratio = worst;
   }
-  return pick->config;
+  return pick != nullptr ? pick->config : heuristic;
 }
 
 }  // namespace
