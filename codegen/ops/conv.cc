@@ -272,8 +272,9 @@ GemmConfig PickConvConfig(const ConvGeometry& g, const GemmVariant& v, int sm_co
 
 std::string Describe(const Node& node, const ConvPlan& p, const char* how) {
   const bool fused = IsFusedGroup(node);
-  std::string what = absl::StrCat(fused ? "fused group " : "", node.name());
-  if (fused) absl::StrAppend(&what, " (", node.GetString("pattern", "").value_or(""), ")");
+  // No node name: identical layers share one module.
+  const std::string what =
+      fused ? absl::StrCat("fused group (", node.GetString("pattern", "").value_or(""), ")") : std::string("Conv");
   const ConvGeometry& g = p.g;
   return absl::StrCat("\n// ", what, ": Conv NHWC ", p.conv->input(0)->TypeString(), " x ",
                       p.conv->input(1)->TypeString(), " -> ", node.output(0)->TypeString(), ", kernel ", g.kh, "x",

@@ -503,13 +503,13 @@ absl::StatusOr<PrologueSource> MakePrologueSource(const Node& node, const Operan
   return p;
 }
 
-// The kernel source's comment line naming the group and its products:
-// "// fused group NAME (PATTERN): MatMul f16[..] x f16[..] [+ MatMul ...] -> f16[..]\n".
+// The kernel source's comment line describing the group and its products:
+// "// fused group (PATTERN): MatMul f16[..] x f16[..] [+ MatMul ...] -> f16[..]\n". No
+// node name: identical layers then share one module (one NVRTC compile).
 std::string GroupComment(const Node& node, const GemmPlan& plan, const Value& y) {
-  const bool fused = IsFusedGroup(node);
-  std::string s = absl::StrCat("// ", fused ? "fused group " : "", node.name());
-  if (fused) absl::StrAppend(&s, " (", node.GetString("pattern", "").value_or(""), ")");
-  absl::StrAppend(&s, ":");
+  std::string s = IsFusedGroup(node)
+                      ? absl::StrCat("// fused group (", node.GetString("pattern", "").value_or(""), "):")
+                      : std::string("//");
   for (const LoopPlan& l : plan.loops) {
     absl::StrAppend(&s, l.mm == plan.loops[0].mm ? " " : " + ", "MatMul ", l.a.stored->TypeString(),
                     l.a.trans ? " (trans_a)" : "", " x ", l.b.stored->TypeString(), l.b.trans ? " (trans_b)" : "");

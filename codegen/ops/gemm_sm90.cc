@@ -734,12 +734,7 @@ absl::StatusOr<KernelLaunch> Sm90Launch(const Node& node, const Sm90GemmConfig* 
   }
 
   const int out_kind = p.out_dtype == DType::kFloat16 ? 0 : p.out_dtype == DType::kBFloat16 ? 1 : 2;
-  std::string description = p.description;
-  if (rows != nullptr) {  // without the group's name, identical layers share one module
-    const std::string name = absl::StrCat(" ", node.name());
-    if (const size_t at = description.find(name); at != std::string::npos) description.erase(at, name.size());
-  }
-  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n", description);
+  std::string src = absl::StrCat(TemplateSource("pointwise.cuh"), "\n", p.description);
   // Swapped, the kernel's operands trade places: A' = op(B)^T (M-major when B is stored
   // [K, N]), B' = op(A)^T (K-major: A stored [M, K]).
   const bool trans_a = swap ? !p.trans_b : p.trans_a, trans_b = swap ? !p.trans_a : p.trans_b;

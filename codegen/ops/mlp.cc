@@ -90,7 +90,7 @@ struct MlpKernel {
 
 std::string MlpSource(const Node& group, const MlpKernel& k) {
   return absl::StrCat(
-      TemplateSource("pointwise.cuh"), TemplateSource("vector.cuh"), "\n// fused MLP group ", group.name(), ": ",
+      TemplateSource("pointwise.cuh"), TemplateSource("vector.cuh"), "\n// fused MLP group: ",
       ShapeToString(k.x->shape()), " x [", k.k1, ",", k.n1, "] x [", k.n1, ",", k.n2, "]\nconstexpr int kK = ", k.k1,
       ", kN1 = ", k.n1, ", kN2 = ", k.n2, ", kV1 = ", k.v1, ", kTC1 = ", k.tc1, ", kS1 = ", kThreads / k.tc1,
       ", kP1 = ", k.slots1, ", kV2 = ", k.v2,

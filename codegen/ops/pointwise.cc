@@ -606,8 +606,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePointwiseGroup(const Node& gro
   const std::vector<ElementwiseLoad>& loads = composed.loads;
 
   EwKernel k;
-  k.comment = absl::StrCat("fused pointwise group ", group.name(), ": ", body.num_nodes(), " ops over ",
-                           ShapeToString(shape));
+  k.comment = absl::StrCat("fused pointwise group: ", body.num_nodes(), " ops over ", ShapeToString(shape));
   k.shape = shape;
   if (dynamic) k.dims = ValueDims(*group.output(0));
   std::vector<int> args;

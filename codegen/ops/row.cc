@@ -655,10 +655,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
     k.ins.push_back(std::move(in));
     k.args.push_back(InputArg(group, load.input));
   }
+  const char* kind = rms ? "rmsnorm" : ln ? "layernorm" : "softmax";
   const std::string comment =
-      absl::StrCat("fused ", rms ? "rmsnorm" : ln ? "layernorm" : "softmax", " group ", group.name(), ": ",
-                   body.num_nodes(), " ops over ",
-                   ShapeToString(shape));
+      absl::StrCat("fused ", kind, " group: ", body.num_nodes(), " ops over ", ShapeToString(shape));
   if (!ln) {
     return std::vector<KernelLaunch>{RowLaunch(k, comment, SoftmaxConstants(anchor->op_type() == "LogSoftmax"),
                                                "softmax.cuh", "kiln_softmax", kRowCacheElements)};
