@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "codegen/attention_test_cases.h"
 #include "codegen/library_kernels.h"
 #include "codegen/nvrtc_module.h"
@@ -570,38 +571,17 @@ TEST(AttentionCodegenTest, RunTimeSizesRefuseHeadsMergedIntoTheBatch) {
 // 32, seq]. The merge is undone within the chain, so K has one stride per dim at
 // every size and the group takes its sizes at run time.
 TEST(AttentionCodegenTest, RunTimeSizesReadKThroughAMergeSplitBack) {
-  absl::StatusOr<FusedAttention> g = FuseOneAttention(R"(graph @main {
-  dim batch in [1, 8]
-  dim seq in [1, 64]
-  input %q_in : f16[8,64,64] dims "batch, seq, 64"
-  input %k_in : f16[8,64,64] dims "batch, seq, 64"
-  input %v_in : f16[8,64,64] dims "batch, seq, 64"
-  input %mask : f16[8,1,64,64] dims "batch, 1, seq, seq"
-  const %split : i64[4] = [8, 64, 2, 32] symbolic "batch, seq, 2, 32"
-  const %merge : i64[3] = [-1, 64, 32] symbolic "-1, seq, 32"
-  const %back : i64[4] = [8, 2, 32, 64] symbolic "batch, 2, 32, seq"
-  const %scale : f16[] = [0.4204]
-  const %zero : f16[] = [0.0]
-  %k4 = Reshape(%k_in, %split)
-  %k = Transpose(%k4) {perm = [0, 2, 1, 3]}
-  %v4 = Reshape(%v_in, %split)
-  %v = Transpose(%v4) {perm = [0, 2, 1, 3]}
-  %q4 = Reshape(%q_in, %split)
-  %q = Transpose(%q4) {perm = [0, 2, 1, 3]}
-  %k3 = Reshape(%k, %merge)
-  %k3t = Transpose(%k3) {perm = [0, 2, 1]}
-  %kt = Reshape(%k3t, %back)
-  %qs = Mul(%q, %scale)
-  %ks = Mul(%kt, %scale)
-  %s = MatMul(%qs, %ks)
-  %sm = Add(%s, %mask)
-  %p = Softmax(%sm) {axis = -1}
-  %nan = IsNaN(%p)
-  %pg = Where(%nan, %zero, %p)
-  %o = MatMul(%pg, %v)
-  %out = Transpose(%o) {perm = [0, 2, 1, 3]}
-  output %out
-})");
+  // kDynamicBert with K^T written that way.
+  const std::string text = absl::StrReplaceAll(
+      kDynamicBert,
+      {{"  const %scale", "  const %merge : i64[3] = [-1, 64, 32] symbolic \"-1, seq, 32\"\n"
+                        "  const %back : i64[4] = [8, 2, 32, 64] symbolic \"batch, 2, 32, seq\"\n  const %scale"},
+       {"  %kt = Transpose(%k4) {perm = [0, 2, 3, 1]}\n",
+        "  %k = Transpose(%k4) {perm = [0, 2, 1, 3]}\n  %k3 = Reshape(%k, %merge)\n"
+        "  %k3t = Transpose(%k3) {perm = [0, 2, 1]}\n  %kt = Reshape(%k3t, %back)\n"}});
+  ASSERT_NE(text.find("%back : i64[4]"), std::string::npos);
+  ASSERT_NE(text.find("%kt = Reshape(%k3t, %back)"), std::string::npos);
+  absl::StatusOr<FusedAttention> g = FuseOneAttention(text);
   ASSERT_TRUE(g.ok()) << g.status();
   absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*g->group);
   ASSERT_TRUE(l.ok()) << l.status();

@@ -1,5 +1,5 @@
 // Dynamic bundles on the GPU (label gpu; skips without a GPU): GPT-2's position ids
-// and packed-sequence mask (runtime/size_only_test_graph.h) compiled once for ranges
+// and packed-sequence mask (graph/gpt2_mask_test_graph.h) compiled once for ranges
 // and run at several sizes, with these size-only steps computed once per size on the
 // host (the default) and with their kernels run every time, both against the CPU
 // backend on the same bundle.
@@ -13,13 +13,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/compiler.h"
+#include "graph/gpt2_mask_test_graph.h"
 #include "graph/text_format.h"
 #include "gtest/gtest.h"
 #include "runtime/bundle.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/cuda_util.h"
 #include "runtime/gpu_executor.h"
-#include "runtime/size_only_test_graph.h"
 
 namespace kiln {
 namespace {

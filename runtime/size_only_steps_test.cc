@@ -1,5 +1,5 @@
 // Tests for runtime/size_only_steps.h on GPT-2's position ids and packed-sequence mask
-// compiled for ranges (runtime/size_only_test_graph.h): which steps a run replaces
+// compiled for ranges (graph/gpt2_mask_test_graph.h): which steps a run replaces
 // by copies, and their outputs at one run's sizes.
 #include "runtime/size_only_steps.h"
 
@@ -12,10 +12,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/compiler.h"
+#include "graph/gpt2_mask_test_graph.h"
 #include "graph/specialize.h"
 #include "graph/text_format.h"
 #include "runtime/cpu_executor.h"
-#include "runtime/size_only_test_graph.h"
 
 namespace kiln {
 namespace {

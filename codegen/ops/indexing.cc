@@ -55,16 +55,22 @@ KernelLaunch CopyData(const Node& node) {
   return l;
 }
 
-// Kernel over `n` work items `w` with parameters out, then `inputs` (name, node input).
-KernelLaunch Kernel(const Node& node, const std::string& what, int64_t n,
-                    const std::vector<std::pair<std::string, int>>& inputs, const std::string& body) {
-  KernelLaunch l;
+// The parameters out, then `inputs` (name, node input), with their launch args into `l`.
+std::string OutAndInputs(const Node& node, const std::vector<std::pair<std::string, int>>& inputs, KernelLaunch& l) {
   l.args = {0};
   std::string params = Param(node.output(0)->dtype(), false, "out");
   for (const auto& [name, input] : inputs) {
     absl::StrAppend(&params, ", ", Param(node.input(input)->dtype(), true, name));
     l.args.push_back(InputArg(node, input));
   }
+  return params;
+}
+
+// Kernel over `n` work items `w` with parameters out, then `inputs` (name, node input).
+KernelLaunch Kernel(const Node& node, const std::string& what, int64_t n,
+                    const std::vector<std::pair<std::string, int>>& inputs, const std::string& body) {
+  KernelLaunch l;
+  const std::string params = OutAndInputs(node, inputs, l);
   l.source = absl::StrCat("// ", node.op_type(), " ", what, " ", node.output(0)->TypeString(),
                           "\nextern \"C\" __global__ void KILN_KERNEL(", params, ") {\n",
                           GridStrideLoop(n, "w"), body, "}\n}\n");
@@ -99,12 +105,7 @@ std::string ClampedIndexAt(const std::string& var, const std::string& expr, cons
 KernelLaunch DynamicKernel(const Node& node, const DimExpr& n, const std::vector<std::pair<std::string, int>>& inputs,
                            const std::string& body) {
   KernelLaunch l;
-  l.args = {0};
-  std::string params = Param(node.output(0)->dtype(), false, "out");
-  for (const auto& [name, input] : inputs) {
-    absl::StrAppend(&params, ", ", Param(node.input(input)->dtype(), true, name));
-    l.args.push_back(InputArg(node, input));
-  }
+  const std::string params = OutAndInputs(node, inputs, l);
   l.source = absl::StrCat("// ", node.op_type(), " ", node.output(0)->TypeString(), " (sizes at run time)\n",
                           "extern \"C\" __global__ void KILN_KERNEL(", params,
                           ", const kiln_dims kiln_dims_) {\nconst kiln_index kN = ", DimCode(n),

@@ -2,7 +2,8 @@
 // input's sizes, as the dynamo exporter writes them for dynamic batch and seq (Range,
 // Expand, a Slice along seq, the shifted Concat, CumSum over seq, GatherND at (batch,
 // position) pairs, compares, Where), in kiln's text form, with a token embedding and
-// scores that read the inputs' data. Shared by the size-only step tests.
+// scores that read the inputs' data. Shared by the size-only tests (graph/specialize_test.cc,
+// runtime/size_only_steps_test.cc, runtime/gpu_dynamic_test.cc).
 #pragma once
 
 namespace kiln::test {
