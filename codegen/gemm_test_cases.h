@@ -98,7 +98,7 @@ struct GemmCase {
   std::string Name() const {
     std::string b;
     for (int64_t d : batch) absl::StrAppend(&b, d, "x");
-    std::string s = absl::StrCat(dtype == DType::kFloat16 ? "f16_" : "bf16_", b, m, "_", n, "_", k);
+    std::string s = absl::StrCat(DTypeName(dtype), "_", b, m, "_", n, "_", k);
     if (dual) absl::StrAppend(&s, "_", k2);
     absl::StrAppend(&s, b_broadcast ? "_bcastB" : "", "_", ta ? "T" : "N", tb ? "T" : "N");
     if (dual) absl::StrAppend(&s, ta2 ? "T" : "N", tb2 ? "T" : "N", "_dual");
@@ -241,10 +241,10 @@ inline absl::StatusOr<Built> Build(const GemmCase& c, uint32_t seed) {
   return b;
 }
 
-inline std::vector<GemmCase> Cases() {
+inline std::vector<GemmCase> Cases(std::vector<DType> dtypes = {DType::kFloat16, DType::kBFloat16}) {
   std::vector<GemmCase> cases;
   const std::array<std::array<bool, 2>, 4> layouts = {{{false, false}, {true, false}, {false, true}, {true, true}}};
-  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+  for (DType dt : dtypes) {
     auto push = [&](GemmCase c) {
       c.dtype = dt;
       cases.push_back(c);
@@ -482,9 +482,43 @@ inline std::string Form(const KernelLaunch& l);
 // kind (`heavy`: the 1536x1024 cases, which take the 128x128 tiles, else the rest).
 enum class Select { kAll, kFormsLight, kFormsHeavy };
 
-// Which GEMM family generates the cases: the sm_80 template, or the Hopper family
-// (only the cases it takes, Sm90Eligible; the others are counted in *routed).
-enum class Family { kSm80, kSm90 };
+// Which GEMM family generates the cases: the sm_80 template, the Hopper family
+// (only the cases it takes, Sm90Eligible; the others are counted in *routed), or the
+// SIMT template (the fp32 cases, SimtCases).
+enum class Family { kSm80, kSm90, kSimt };
+
+// The SIMT template's cases: Cases() in fp32 (every layout, load mode, prologue,
+// epilogue and dual form at odd and aligned sizes), then what only it has: rows of a
+// multiple of 4 but not of 8 (16-byte fp32 loads), C rows not a multiple of 4 (scalar
+// stores), partial tiles of each heuristic tile, K shorter than one k tile, few rows
+// with a long K (the heuristic splits K: 7 to 8 splits, a prologue, batched, an
+// epilogue), and each pool config the heuristic does not pick on one case.
+inline std::vector<GemmCase> SimtCases() {
+  std::vector<GemmCase> cases = Cases({DType::kFloat32});
+  const DType f = DType::kFloat32;
+  cases.push_back({f, {}, 1, 200, 584, false, false, true, Epi::kBiasGelu});
+  cases.push_back({f, {}, 33, 130, 1000, false, true, false});
+  cases.push_back({f, {3}, 17, 40, 900, true, false, false, Epi::kResidual});
+  cases.push_back({f, {}, 128, 768, 3072, false, false, false, Epi::kBiasRelu});
+  {
+    GemmCase c{f, {}, 64, 64, 1024, false, true, true};
+    c.pro = Pro::kScaleBiasA;
+    cases.push_back(c);
+  }
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      cases.push_back({f, {}, 132, 260, 36, false, ta, tb, Epi::kBiasGelu});
+      cases.push_back({f, {}, 300, 4100, 12, false, ta, tb});
+      cases.push_back({f, {2}, 1030, 515, 3, false, ta, tb, Epi::kResidual});
+    }
+  }
+  return cases;
+}
+// Configs of the SIMT pool the heuristic leaves out, each run on one case.
+inline std::vector<ops::GemmConfig> SimtExtraConfigs() {
+  return {{128, 128, 16, 4, 2, 2}, {128, 128, 16, 2, 4, 2}, {128, 256, 16, 2, 4, 2}, {256, 128, 16, 4, 2, 2},
+          {64, 128, 16, 2, 2, 2},  {128, 64, 32, 2, 2, 2},  {64, 64, 16, 2, 2, 2},   {32, 64, 16, 1, 2, 2}};
+}
 
 // KILN_GEMM_CASES="a|b": only the cases whose names contain one of the substrings
 // (e.g. a compute-sanitizer run over a few forms); every case without it.
@@ -500,13 +534,14 @@ inline bool Wanted(const std::string& name) {
 inline void Generate(Generated& out, Select select, Family family = Family::kSm80, int* routed = nullptr) {
   uint32_t seed = 1;
   std::set<std::string> seen;
-  for (const GemmCase& c : family == Family::kSm90 ? Sm90Cases() : Cases()) {
+  const bool simt = family == Family::kSimt;
+  for (const GemmCase& c : family == Family::kSm90 ? Sm90Cases() : simt ? SimtCases() : Cases()) {
     seed += 10;
     if (!Wanted(c.Name())) continue;
-    if (family == Family::kSm80 && select != Select::kAll && (c.m == 1536) != (select == Select::kFormsHeavy)) {
+    if (family != Family::kSm90 && select != Select::kAll && (c.m == 1536) != (select == Select::kFormsHeavy)) {
       continue;
     }
-    if (select == Select::kFormsHeavy && c.dtype != DType::kFloat16) continue;  // registers do not depend on it
+    if (select == Select::kFormsHeavy && c.dtype == DType::kBFloat16) continue;  // registers do not depend on it
     const bool dedupe = select == Select::kFormsLight;
     absl::StatusOr<Built> b = Build(c, seed);
     ASSERT_TRUE(b.ok()) << c.Name() << ": " << b.status();
@@ -602,7 +637,23 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
       }
       continue;
     }
-    if (dedupe && family == Family::kSm80) {
+    if (simt) EXPECT_EQ((*l)[0].family, "gemm_simt") << c.Name();
+    if (simt && select != Select::kFormsLight && c.m == 1536 && c.pro == Pro::kNone && !c.dual && !c.tb) {
+      // The pool's other configs on the large plain cases.
+      for (const ops::GemmConfig& cfg : SimtExtraConfigs()) {
+        absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroup(*b->node, &cfg);
+        ASSERT_TRUE(x.ok()) << c.Name() << " " << ops::GemmConfigString(cfg) << ": " << x.status();
+        out.cases.push_back(c);
+        out.kernels.push_back({absl::StrCat("kiln_gemm_", c.Name(), "_", cfg.bm, "x", cfg.bn, "x", cfg.bk, "w",
+                                            cfg.warps_m, "x", cfg.warps_n),
+                               (*x)[0].source});
+        out.launches.push_back((*x)[0]);
+        absl::StatusOr<Built> again = Build(c, seed);
+        ASSERT_TRUE(again.ok());
+        out.built.push_back(*std::move(again));
+      }
+    }
+    if (dedupe && family != Family::kSm90) {
       // Kept when it adds a feature: an operand's (layout, load mode, loaded kind),
       // or the (dtype, group kind) pair.
       const std::string f = Form((*l)[0]);
@@ -615,7 +666,7 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
            {absl::StrCat(field("GEMM_TRANS_A"), field("GEMM_A_MODE"), field("GEMM_A_KIND")),
             absl::StrCat(field("GEMM_TRANS_B"), field("GEMM_B_MODE")),
             absl::StrCat(field("GEMM_TRANS_A2"), field("GEMM_A2_MODE")),
-            absl::StrCat(field("GEMM_TRANS_B2"), field("GEMM_B2_MODE"))}) {
+            absl::StrCat(field("GEMM_TRANS_B2"), field("GEMM_B2_MODE")), field("GEMM_SPLIT_K")}) {
         fresh |= seen.insert(feature).second;
       }
       if (!fresh) continue;
@@ -630,8 +681,9 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
 // The distinct template forms among the CPU cases: every one must be present.
 inline std::string Form(const KernelLaunch& l) {
   std::string f;
-  for (const char* d : {"GEMM_BF16", "GEMM_TRANS_A", "GEMM_TRANS_B", "GEMM_A_MODE", "GEMM_B_MODE", "GEMM_A_KIND",
-                        "GEMM_DUAL", "GEMM_TRANS_A2", "GEMM_TRANS_B2", "GEMM_A2_MODE", "GEMM_B2_MODE"}) {
+  for (const char* d :
+       {"GEMM_BF16", "GEMM_TRANS_A", "GEMM_TRANS_B", "GEMM_A_MODE", "GEMM_B_MODE", "GEMM_A_KIND", "GEMM_DUAL",
+        "GEMM_TRANS_A2", "GEMM_TRANS_B2", "GEMM_A2_MODE", "GEMM_B2_MODE", "GEMM_SPLIT_K"}) {
     const std::string key = absl::StrCat("#define ", d, " ");
     const size_t at = l.source.find(key);
     absl::StrAppend(&f, d, "=", at == std::string::npos ? "-" : l.source.substr(at + key.size(), 1), " ");

@@ -45,10 +45,23 @@ const TuningEntry* LibraryTuningEntry(const Node& node, const KernelOptions& opt
   return e != nullptr && LibraryMeasuredFaster(*e) ? e : nullptr;
 }
 
+// Whether `node` is a MatMul group of fp32 operands (kiln's SIMT template takes it).
+bool IsSimtGroup(const Node& node) {
+  absl::StatusOr<ops::GemmProblem> problem = ops::DescribeMatMulGroup(node);
+  return problem.ok() && problem->variant.simt;
+}
+
 // Auto mode on sm_90a: why a MatMul group gets no generated GEMM (the Hopper family
-// refused it, or the tuning database measured cuBLASLt faster); "" otherwise.
+// refused it, or the tuning database measured cuBLASLt faster, or it is an fp32 group,
+// whose SIMT kernel measured slower than cublasSgemm plus a separate epilogue kernel);
+// "" otherwise.
 std::string HopperRefusal(const Node& node, const KernelOptions& options) {
   if (!options.HopperGemmsOnly() || !IsMatMulGroup(node)) return "";
+  if (IsSimtGroup(node)) {
+    return "fp32 operands: kiln's SIMT GEMM runs behind cublasSgemm on sm_90a (docs/kernels/gemm_simt.md), so the "
+           "group runs on cuBLASLt, or expanded to cuBLASLt and an epilogue kernel; --matmul-groups generated puts "
+           "it on the SIMT GEMM";
+  }
   absl::Status eligible = ops::Sm90Eligible(node);
   if (!eligible.ok()) return std::string(eligible.message());
   if (const TuningEntry* e = LibraryTuningEntry(node, options)) {

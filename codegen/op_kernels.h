@@ -28,12 +28,14 @@ enum class MatMulGroups {
   kLibrary,
   // kiln's tensor-core GEMM with the group's prologue and epilogue generated into it:
   // on sm_90a the Hopper family where it takes the group, else the sm_80-class
-  // template (codegen/templates/gemm_sm80.cuh).
+  // template (codegen/templates/gemm_sm80.cuh); fp32 groups on the SIMT template
+  // (gemm_simt.cuh).
   kGenerated,
   // generated, except on sm_90a (with `hopper`): the Hopper family for the groups it
   // takes (ops::Sm90Eligible) and the library for the others, since the sm_80-class
-  // template is well behind cuBLASLt there (docs/kernels/gemm_sm80.md); and the
-  // library where `kiln compile --tune` measured cuBLASLt faster than the family.
+  // template is well behind cuBLASLt there (docs/kernels/gemm_sm80.md); the library
+  // where `kiln compile --tune` measured cuBLASLt faster than the family; and the
+  // library for fp32 groups too (the SIMT template measured slower than cublasSgemm).
   kAuto,
 };
 // How convs and "conv+epilogue" groups run (`kiln compile --conv-groups`).

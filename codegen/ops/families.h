@@ -121,6 +121,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GeneratePool(const Node& node);
 //     broadcast into it, applied in registers before the shared-memory store);
 //     "dual-matmul[+epilogue]" (Add(MatMul(A1, B1), MatMul(A2, B2)) of one [.., M, N],
 //     K1 and K2 free: two mainloops into one accumulator), with one output.
+// The same forms with f32 operands run on the SIMT template instead
+// (codegen/templates/gemm_simt.cuh: FFMA on the CUDA cores, no TF32), whose configs
+// are GemmConfigs under its own rules (the Simt* functions below).
 struct GemmConfig {
   int bm = 128, bn = 128, bk = 32;  // block tile
   int warps_m = 2, warps_n = 2;     // warp grid (warp tile (bm/warps_m) x (bn/warps_n))
@@ -146,6 +149,9 @@ struct GemmMainloop {
 struct GemmVariant {
   GemmVariant() : mainloops(1) {}
   std::vector<GemmMainloop> mainloops;
+  // fp32 operands: the SIMT template (codegen/templates/gemm_simt.cuh) runs the GEMM,
+  // and the config functions below apply its rules (Simt* in gemm_simt_config.cc).
+  bool simt = false;
 };
 inline constexpr int64_t kGemmMaxSharedBytes = 99 * 1024;
 // Registers a thread may spend on accumulators, fragments and register-staged
@@ -196,6 +202,34 @@ int PickGemmSplitK(const GemmConfig& tile, int64_t m, int64_t n, int64_t k, int6
 // leave (VerifyGemmConfig); else 64x64x32 (2x2 warps, 4 stages). `k` is the summed K
 // of a dual-matmul. The tile only (split_k 1): HeuristicGemmConfig adds the split.
 GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant = {});
+// The SIMT template's rules for a GemmConfig (what VerifyGemmConfig, PickGemmConfig,
+// HeuristicGemmConfig and GemmCandidateConfigs apply when variant.simt): warp tiles
+// of 32 or 64 rows and a multiple of 16 columns, BK a multiple of 4, STAGES 2 (double
+// buffering), split-K as the sm_80 template's (one mainloop, every split with a k
+// tile), each operand tile's 16-byte loads a whole number per thread, shared memory
+// and registers (accumulators, fragments and staged loads within
+// kSimtRegisterBudget, the block within an SM's registers). The heuristic: the first
+// of 128x128x8, 128x64x16, 64x64x32 and 64x32x16 (2x2 warps) with at least 1.9 tiles
+// (x batch) per SM of `sm_count` (0: 132): on the H200 three such blocks run per SM;
+// 128x64 tiles at 1.9 per SM ran 2048 x 1024 x 1024 at 0.80x cublasSgemm where 64x64
+// ones ran it at 0.50x, and at 1.45 per SM (2048 x 768 x 3072) lost to 64x64 (0.58x
+// against 0.72x) (benchmarks/results/gemm_simt_*_h200_2026-12-03.txt).
+// Else the smallest, its K split (a single mainloop) over up to three CTAs per SM
+// with at least kSimtMinSplitKTiles k tiles each (PickGemmSplitK).
+// Calibrated with ptxas (sm_90a): 128x128x16 with 2x2 warps, estimated at 184,
+// compiled to 255 registers and spilled; 128x128x8 (168) and 128x256x16 with 2x4 warps
+// (176) to 249 and 251 without spills. SimtCompilesForSm80AndSm90aWithoutSpills checks.
+inline constexpr int kSimtRegisterBudget = 180;
+inline constexpr int kSimtMinSplitKTiles = 8;
+int64_t SimtGemmSharedBytes(const GemmConfig& config, const GemmVariant& variant);
+int SimtGemmRegisterEstimate(const GemmConfig& config, const GemmVariant& variant);
+absl::Status VerifySimtGemmConfig(const GemmConfig& config, const GemmVariant& variant);
+GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant,
+                              int sm_count = 0);
+// The heuristic's config first, then the others of a pool of a dozen that fit, then
+// split-K forms of those that leave SMs idle (at least 4 k tiles per split).
+std::vector<GemmConfig> SimtGemmCandidateConfigs(int64_t m, int64_t n, int64_t k, int64_t batch,
+                                                 const GemmVariant& variant, int sm_count = 0);
 // One launch; `config` overrides the heuristic (HeuristicGemmConfig with `sm_count`;
 // benchmarks, the tuning database, autotuning). Unimplemented for any other form;
 // InvalidArgument for an invalid `config`. A split config's launch has a workspace

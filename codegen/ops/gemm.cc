@@ -1,6 +1,7 @@
-// Tensor-core GEMM kernels (codegen/templates/gemm_sm80.cuh) for MatMul and for the
-// MatMul-anchored fused groups: the operands' layouts (trans_a / trans_b), a prologue
-// chain per operand and the epilogue chain (each member's expression from
+// Tensor-core GEMM kernels (codegen/templates/gemm_sm80.cuh; fp32 operands: the SIMT
+// template, gemm_simt.cuh) for MatMul and for the MatMul-anchored fused groups: the
+// operands' layouts (trans_a / trans_b), a prologue chain per operand and the
+// epilogue chain (each member's expression from
 // codegen/ops/pointwise.cc, composed by ComposeElementwise) in fp32 registers, and
 // the two mainloops of a dual-matmul.
 #include <algorithm>
@@ -355,12 +356,13 @@ absl::Status PrepareMatMul(const Node& node, GemmPrep& prep) {
   std::vector<int64_t>& a_batch = prep.a_batch;
   std::vector<int64_t>& b_batch = prep.b_batch;
   int64_t& k_total = prep.k_total;
+  variant.simt = dt == DType::kFloat32;
   for (const LoopPlan& l : plan.loops) {
     const Value* a = l.a.stored;
     const Value* b = l.b.stored;
-    if ((dt != DType::kFloat16 && dt != DType::kBFloat16) || a->dtype() != dt || b->dtype() != dt) {
-      return NoKernel(node,
-                      absl::StrCat("tensor-core MatMul of ", DTypeName(a->dtype()), " x ", DTypeName(b->dtype())));
+    if ((dt != DType::kFloat16 && dt != DType::kBFloat16 && !variant.simt) || a->dtype() != dt || b->dtype() != dt) {
+      return NoKernel(node, absl::StrCat("MatMul of ", DTypeName(a->dtype()), " x ", DTypeName(b->dtype()),
+                                         " (kiln's GEMMs take two f16, bf16 or f32 operands)"));
     }
     if (l.m != m || l.n != n) return NoKernel(node, "inconsistent MatMul shapes");
     if (l.k <= 0) return NoKernel(node, "MatMul with K = 0");
@@ -387,7 +389,10 @@ absl::Status PrepareMatMul(const Node& node, GemmPrep& prep) {
       g.trans = op.trans;
       const bool aligned = op.stored->shape().back() % 8 == 0;
       g.element_bytes = static_cast<int>(DTypeSize(op.loaded->dtype()));
-      if (!op.chain.empty()) {
+      if (variant.simt) {  // gemm_simt.cuh: 16-byte loads of fp32 rows of a multiple of 4
+        const bool vec = op.stored->shape().back() % 4 == 0 && op.loaded->dtype() == DType::kFloat32;
+        g.load = vec ? GemmLoad::kStagedVector : GemmLoad::kStagedScalar;
+      } else if (!op.chain.empty()) {
         g.load = aligned ? GemmLoad::kStagedVector : GemmLoad::kStagedScalar;
       } else {
         g.load = aligned ? GemmLoad::kAsync : GemmLoad::kStagedScalar;
@@ -552,7 +557,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   if (tiles >= (int64_t{1} << 31)) return NoKernel(node, "too many tiles");
 
   KernelLaunch launch;
-  launch.family = "gemm_sm80";
+  launch.family = variant.simt ? "gemm_simt" : "gemm_sm80";
   launch.args = {0};
   for (const LoopPlan& l : plan.loops) {
     launch.args.push_back(InputArg(node, l.a.input));
@@ -602,8 +607,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
                     "\n#define GEMM_TRANS_B2 ", l1.b.trans ? 1 : 0, "\n#define GEMM_A2_MODE ", mode(v1.a.load),
                     "\n#define GEMM_B2_MODE ", mode(v1.b.load), "\n");
   }
+  if (variant.simt && y->dtype() == DType::kFloat32 && n % 4 == 0) absl::StrAppend(&src, "#define GEMM_OUT_VEC 1\n");
   absl::StrAppend(&src, GemmSourceTail(cfg, y->dtype(), prologue_params, functors, epilogue, plan.epilogue_code,
-                                       plan.result));
+                                       plan.result, variant.simt));
   launch.source = std::move(src);
   if (absl::Status st = SetGemmGridAndWorkspace(cfg, tiles, batch, launch); !st.ok()) {
     if (config != nullptr) return st;
@@ -661,6 +667,7 @@ GemmFamilyPlan FamilyProblem(const GemmPrep& prep) {
 absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   GemmPrep prep;
   if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
+  if (prep.variant.simt) return NoKernel(node, "sm90 GEMM family: f32 operands (the SIMT template takes them)");
   const GemmPlan& plan = prep.plan;
   const LoopPlan& l0 = plan.loops[0];
   GemmFamilyPlan f = FamilyProblem(prep);

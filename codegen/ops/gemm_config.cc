@@ -1,6 +1,7 @@
 // The sm_80-class GEMM template's tile configs (codegen/templates/gemm_sm80.cuh):
 // shared memory and register estimates, verification, the shape heuristic, the
-// candidates --tune measures, and the config's text form.
+// candidates --tune measures, and the config's text form. An fp32 problem's
+// (variant.simt) go to the SIMT template's rules (gemm_simt_config.cc).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@ int StagedRegisters(const GemmConfig& c, TileShape t, const GemmOperand& op) {
 }  // namespace
 
 int64_t GemmSharedBytes(const GemmConfig& c, const GemmVariant& variant) {
+  if (variant.simt) return SimtGemmSharedBytes(c, variant);
   int64_t stage = 0;
   for (const GemmMainloop& l : variant.mainloops) {
     stage = std::max(stage, TileElements(ATile(c, l.a.trans)) + TileElements(BTile(c, l.b.trans)));
@@ -49,6 +51,7 @@ int64_t GemmSharedBytes(const GemmConfig& c, const GemmVariant& variant) {
 }
 
 int GemmRegisterEstimate(const GemmConfig& c, const GemmVariant& variant) {
+  if (variant.simt) return SimtGemmRegisterEstimate(c, variant);
   if (c.warps_m <= 0 || c.warps_n <= 0) return 0;
   const int mi = c.bm / c.warps_m / 16, ni = c.bn / c.warps_n / 8;
   int staged = 0;
@@ -61,6 +64,7 @@ int GemmRegisterEstimate(const GemmConfig& c, const GemmVariant& variant) {
 }
 
 absl::Status VerifyGemmConfig(const GemmConfig& c, const GemmVariant& variant) {
+  if (variant.simt) return VerifySimtGemmConfig(c, variant);
   auto bad = [&](const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat("GEMM tile config ", c.bm, "x", c.bn, "x", c.bk, " warps ",
                                                    c.warps_m, "x", c.warps_n, " stages ", c.stages,
@@ -118,6 +122,7 @@ int PickGemmSplitK(const GemmConfig& tile, int64_t m, int64_t n, int64_t k, int6
 
 GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant) {
   (void)k;
+  if (variant.simt) return PickSimtGemmConfig(m, n, k, batch, variant);
   const int64_t big_tiles = ((m + 127) / 128) * ((n + 127) / 128) * batch;
   std::vector<GemmConfig> candidates;
   if (m >= 128 && n >= 128 && big_tiles >= 96) {
@@ -133,6 +138,7 @@ GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const 
 
 GemmConfig HeuristicGemmConfig(const GemmProblem& p, int sm_count) {
   if (sm_count <= 0) sm_count = 132;
+  if (p.variant.simt) return PickSimtGemmConfig(p.m, p.n, p.KTotal(), p.batch, p.variant, sm_count);
   const GemmConfig c = PickGemmConfig(p.m, p.n, p.KTotal(), p.batch, p.variant);
   if (p.variant.mainloops.size() != 1) return c;
   const int64_t tiles = ((p.m + c.bm - 1) / c.bm) * ((p.n + c.bn - 1) / c.bn) * p.batch;
@@ -153,6 +159,7 @@ std::vector<GemmConfig> GemmCandidateConfigs(const GemmProblem& p, int sm_count)
       {64, 128, 32, 2, 2, 4},  {64, 64, 32, 2, 2, 3},   {64, 64, 32, 2, 2, 4},   {64, 64, 64, 2, 2, 3},
       {64, 32, 32, 2, 2, 4},   {32, 64, 32, 2, 2, 4},   {32, 32, 64, 2, 2, 4},
   };
+  if (p.variant.simt) return SimtGemmCandidateConfigs(p.m, p.n, p.KTotal(), p.batch, p.variant, sm_count);
   const int64_t m16 = (p.m + 15) / 16 * 16, n16 = (p.n + 15) / 16 * 16;
   std::vector<GemmConfig> out = {HeuristicGemmConfig(p, sm_count)};
   for (const GemmConfig& c : kPool) {

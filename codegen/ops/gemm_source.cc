@@ -67,7 +67,7 @@ absl::Status SetGemmGridAndWorkspace(const GemmConfig& cfg, int64_t tiles, int64
 
 std::string GemmSourceTail(const GemmConfig& cfg, DType out_dtype, const std::string& prologue_params,
                            const std::string& functors, const GemmEpilogueSource& epilogue,
-                           const std::string& epilogue_code, const std::string& result) {
+                           const std::string& epilogue_code, const std::string& result, bool simt) {
   return absl::StrCat("#define BM ", cfg.bm, "\n#define BN ", cfg.bn, "\n#define BK ", cfg.bk, "\n#define WARPS_M ",
                       cfg.warps_m, "\n#define WARPS_N ", cfg.warps_n, "\n#define STAGES ", cfg.stages,
                       cfg.split_k > 1 ? absl::StrCat("\n#define GEMM_SPLIT_K ", cfg.split_k) : std::string(),
@@ -75,7 +75,8 @@ std::string GemmSourceTail(const GemmConfig& cfg, DType out_dtype, const std::st
                       FloatSuffix(out_dtype), "(p, i, v)", "\n#define KILN_PROLOGUE_PARAMS ", prologue_params,
                       "\n#define KILN_EPILOGUE_PARAMS ", epilogue.params, "\n#define KILN_EPILOGUE_ARGS ",
                       epilogue.args, "\n", functors, GemmEpilogueFunction(epilogue, epilogue_code, result),
-                      TemplateSource("mma_sm80.cuh"), TemplateSource("gemm_sm80.cuh"));
+                      simt ? std::string(TemplateSource("gemm_simt.cuh"))
+                           : absl::StrCat(TemplateSource("mma_sm80.cuh"), TemplateSource("gemm_sm80.cuh")));
 }
 
 }  // namespace kiln::codegen::ops

@@ -1,0 +1,139 @@
+// The SIMT fp32 GEMM template's tile configs (codegen/templates/gemm_simt.cuh):
+// shared memory and register estimates, verification, the shape heuristic and the
+// candidates --tune measures. The config type and its text form are the sm_80
+// template's (codegen/ops/gemm_config.cc), which dispatches here for variant.simt.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/ops/families.h"
+
+namespace kiln::codegen::ops {
+namespace {
+
+constexpr int kPad = 4;  // floats after each shared-memory row (SIMT_PAD)
+// Registers beyond the estimate's (addresses, indices, the epilogue), so that a block
+// of THREADS x (estimate + this) fits an SM's register file.
+constexpr int kSimtOtherRegisters = 40;
+
+int Threads(const GemmConfig& c) { return c.warps_m * c.warps_n * 32; }
+
+// Registers of one operand's staged k tile (kiln_simt_tile): its elements per thread.
+int Staged(const GemmConfig& c, int tile_elements) { return tile_elements / Threads(c); }
+
+}  // namespace
+
+int64_t SimtGemmSharedBytes(const GemmConfig& c, const GemmVariant& variant) {
+  (void)variant;  // both mainloops use the same [BK][BM + 4] and [BK][BN + 4] buffers
+  return int64_t{2} * (static_cast<int64_t>(c.bk) * (c.bm + kPad) + static_cast<int64_t>(c.bk) * (c.bn + kPad)) * 4;
+}
+
+int SimtGemmRegisterEstimate(const GemmConfig& c, const GemmVariant& variant) {
+  if (c.warps_m <= 0 || c.warps_n <= 0) return 0;
+  const int tm = c.bm / c.warps_m / 8, cols = c.bn / c.warps_n / 4;  // rows and columns of a lane
+  const int staged = Staged(c, c.bm * c.bk) + Staged(c, c.bn * c.bk);
+  const int extra = variant.mainloops.size() > 1 ? kGemmSecondMainloopRegisters : 0;
+  return tm * cols + tm + cols + staged + extra;
+}
+
+absl::Status VerifySimtGemmConfig(const GemmConfig& c, const GemmVariant& variant) {
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("SIMT GEMM tile config ", GemmConfigString(c), ": ", why));
+  };
+  if (c.bm <= 0 || c.bn <= 0 || c.bk <= 0 || c.warps_m <= 0 || c.warps_n <= 0) return bad("non-positive size");
+  if (c.bm % c.warps_m != 0 || (c.bm / c.warps_m != 32 && c.bm / c.warps_m != 64)) {
+    return bad("a warp tile must have 32 or 64 rows (BM / WARPS_M: 8 lanes of 4 or 8 rows)");
+  }
+  if (c.bn % (16 * c.warps_n) != 0) return bad("BN must be a multiple of 16 * WARPS_N (4 lanes of 4 columns)");
+  if (c.bk % 4 != 0) return bad("BK must be a multiple of 4 (16-byte loads along K)");
+  if (c.stages != 2) return bad("STAGES must be 2 (shared memory is double-buffered)");
+  if (variant.mainloops.empty() || variant.mainloops.size() > 2) {
+    return bad(absl::StrCat(variant.mainloops.size(), " mainloops (the template has one or two)"));
+  }
+  if (c.split_k < 1 || c.split_k > kGemmMaxSplitK)
+    return bad(absl::StrCat("split-K must be in [1, ", kGemmMaxSplitK, "]"));
+  if (c.split_k > 1) {
+    if (variant.mainloops.size() > 1) return bad("split-K of a dual-matmul (two mainloops): not supported");
+    const int64_t k = variant.mainloops[0].k;
+    const int64_t k_tiles = (k + c.bk - 1) / c.bk, per = (k_tiles + c.split_k - 1) / c.split_k;
+    if (k > 0 && (c.split_k - 1) * per >= k_tiles) {
+      return bad(absl::StrCat("K = ", k, " has ", k_tiles, " k tile(s) of BK = ", c.bk, ": ", c.split_k, " splits of ",
+                              per, " leave the last split without one"));
+    }
+  }
+  const int threads = Threads(c);
+  if (threads > 1024) return bad(absl::StrCat(threads, " threads per block (> 1024)"));
+  if ((c.bm * c.bk / 4) % threads != 0 || (c.bn * c.bk / 4) % threads != 0) {
+    return bad(
+        absl::StrCat("a k tile of A or B is not a whole number of 16-byte loads per thread (", threads, " threads)"));
+  }
+  const int64_t smem = SimtGemmSharedBytes(c, variant);
+  if (smem > kGemmMaxSharedBytes) {
+    return bad(absl::StrCat(smem, " bytes of shared memory (> ", kGemmMaxSharedBytes, ", 99 KiB)"));
+  }
+  const int regs = SimtGemmRegisterEstimate(c, variant);
+  if (regs > kSimtRegisterBudget) {
+    return bad(absl::StrCat(regs, " registers per thread for accumulators, fragments and staged loads (> ",
+                            kSimtRegisterBudget, ")"));
+  }
+  if (threads * (regs + kSimtOtherRegisters) > 65536) {
+    return bad(absl::StrCat(threads, " threads of about ", regs + kSimtOtherRegisters,
+                            " registers each exceed an SM's 65536"));
+  }
+  return absl::OkStatus();
+}
+
+GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant,
+                              int sm_count) {
+  if (sm_count <= 0) sm_count = 132;
+  static const GemmConfig kLadder[] = {
+      {128, 128, 8, 2, 2, 2}, {128, 64, 16, 2, 2, 2}, {64, 64, 32, 2, 2, 2}, {64, 32, 16, 2, 2, 2}};
+  const GemmConfig* last = nullptr;
+  for (const GemmConfig& c : kLadder) {
+    if (!VerifySimtGemmConfig(c, variant).ok()) continue;
+    last = &c;
+    const int64_t tiles = ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn) * batch;
+    if (10 * tiles >= 19 * static_cast<int64_t>(sm_count)) return c;
+  }
+  GemmConfig c = last != nullptr ? *last : kLadder[3];
+  if (variant.mainloops.size() != 1) return c;
+  // Split K over more CTAs, up to three per SM, keeping at least kSimtMinSplitKTiles k
+  // tiles per split.
+  GemmConfig split = c;
+  split.split_k = PickGemmSplitK(c, m, n, k, batch, 3 * sm_count, kSimtMinSplitKTiles);
+  return VerifySimtGemmConfig(split, variant).ok() ? split : c;
+}
+
+std::vector<GemmConfig> SimtGemmCandidateConfigs(int64_t m, int64_t n, int64_t k, int64_t batch,
+                                                 const GemmVariant& variant, int sm_count) {
+  if (sm_count <= 0) sm_count = 132;
+  static const GemmConfig kPool[] = {
+      {128, 128, 8, 2, 2, 2},  {128, 128, 16, 2, 4, 2}, {128, 128, 16, 4, 2, 2}, {128, 256, 16, 2, 4, 2},
+      {256, 128, 16, 4, 2, 2}, {128, 64, 16, 2, 2, 2},  {64, 128, 16, 2, 2, 2},  {128, 64, 32, 2, 2, 2},
+      {64, 64, 16, 2, 2, 2},   {64, 64, 32, 2, 2, 2},   {64, 32, 16, 2, 2, 2},   {32, 64, 16, 1, 2, 2},
+  };
+  const int64_t m16 = (m + 15) / 16 * 16, n16 = (n + 15) / 16 * 16;
+  std::vector<GemmConfig> out = {PickSimtGemmConfig(m, n, k, batch, variant, sm_count)};
+  for (const GemmConfig& c : kPool) {
+    if (c.bm >= 2 * m16 || c.bn >= 2 * n16) continue;
+    if (!VerifySimtGemmConfig(c, variant).ok()) continue;
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  if (variant.mainloops.size() != 1) return out;
+  // Split-K forms of the unsplit candidates that leave SMs idle.
+  const size_t unsplit = out.size();
+  int added = 0;
+  for (size_t i = 0; i < unsplit && added < kGemmMaxSplitCandidates; ++i) {
+    if (out[i].split_k != 1) continue;
+    GemmConfig c = out[i];
+    c.split_k = PickGemmSplitK(c, m, n, k, batch, 3 * sm_count, kSimtMinSplitKTiles / 2);
+    if (c.split_k < 2 || !VerifySimtGemmConfig(c, variant).ok()) continue;
+    if (std::find(out.begin(), out.end(), c) != out.end()) continue;
+    out.push_back(c);
+    ++added;
+  }
+  return out;
+}
+
+}  // namespace kiln::codegen::ops
