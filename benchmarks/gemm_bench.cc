@@ -75,15 +75,23 @@ ProblemKernels GenerateProblem(const Options& o, const Problem& p, KernelTable& 
       if (!c.ok()) return c.status();
       forced = *c;
     }
-    return Generate(*b->node, table, o.family == "sm90", o.sm_count, forced ? &*forced : nullptr);
+    std::optional<codegen::ops::GemmConfig> config;
+    if (!o.config.empty()) {
+      absl::StatusOr<codegen::ops::GemmConfig> c = codegen::ops::ParseGemmConfig(o.config);
+      if (!c.ok()) return c.status();
+      config = *c;
+    }
+    return Generate(*b->node, table, o.family == "sm90", o.sm_count, forced ? &*forced : nullptr,
+                    config ? &*config : nullptr);
   };
-  for (Idiom i : o.idioms) pk.kiln.emplace(i, gen(KilnGroup(i, p.m, p.n, p.k, o.b_nk)));
-  if (Has(o, Idiom::kBiasRelu)) pk.bias_relu = gen(BiasActGroup(Idiom::kBiasRelu, p.m, p.n));
-  if (Has(o, Idiom::kBiasGelu)) pk.bias_gelu = gen(BiasActGroup(Idiom::kBiasGelu, p.m, p.n));
-  if (Has(o, Idiom::kBiasGeluErf)) pk.bias_gelu_erf = gen(BiasActGroup(Idiom::kBiasGeluErf, p.m, p.n));
-  if (Has(o, Idiom::kBiasResidual)) pk.bias_residual = gen(BiasResidualGroup(p.m, p.n));
-  if (Has(o, Idiom::kReluGemm)) pk.relu_a = gen(ReluNode(p.m, p.k));
-  if (Has(o, Idiom::kDualGemm)) pk.add = gen(AddNode(p.m, p.n));
+  const DType dt = o.fp32 ? DType::kFloat32 : DType::kFloat16;
+  for (Idiom i : o.idioms) pk.kiln.emplace(i, gen(KilnGroup(i, p.m, p.n, p.k, o.b_nk, dt)));
+  if (Has(o, Idiom::kBiasRelu)) pk.bias_relu = gen(BiasActGroup(Idiom::kBiasRelu, p.m, p.n, dt));
+  if (Has(o, Idiom::kBiasGelu)) pk.bias_gelu = gen(BiasActGroup(Idiom::kBiasGelu, p.m, p.n, dt));
+  if (Has(o, Idiom::kBiasGeluErf)) pk.bias_gelu_erf = gen(BiasActGroup(Idiom::kBiasGeluErf, p.m, p.n, dt));
+  if (Has(o, Idiom::kBiasResidual)) pk.bias_residual = gen(BiasResidualGroup(p.m, p.n, dt));
+  if (Has(o, Idiom::kReluGemm)) pk.relu_a = gen(ReluNode(p.m, p.k, dt));
+  if (Has(o, Idiom::kDualGemm)) pk.add = gen(AddNode(p.m, p.n, dt));
   return pk;
 }
 
@@ -112,7 +120,7 @@ struct HarnessKernels {
 bool GenerateAndCompile(const Options& o, const std::vector<Problem>& problems, const std::string& arch, bool load,
                         KernelTable& table, HarnessKernels& harness, std::vector<ProblemKernels>& generated) {
   const auto t0 = std::chrono::steady_clock::now();
-  harness = {table.Add(kFillSource), table.Add(kErrorSource), table.Add(kDelaySource)};
+  harness = {table.Add(FillSource(o.fp32)), table.Add(ErrorSource(o.fp32)), table.Add(kDelaySource)};
   int launches = 0;
   for (const Problem& p : problems) {
     generated.push_back(GenerateProblem(o, p, table));
@@ -159,8 +167,8 @@ std::map<std::string, void*> AllocateBuffers(const Options& o, const std::vector
   std::map<std::string, void*> buf;
   for (const auto& [name, n] : sizes) {
     buf[name] = nullptr;
-    if (n > 0) CHECK_CUDA(cudaMalloc(&buf[name], n * 2));
-    total += n * 2;
+    if (n > 0) CHECK_CUDA(cudaMalloc(&buf[name], n * o.ElementBytes()));
+    total += n * o.ElementBytes();
   }
   return buf;
 }
@@ -168,10 +176,10 @@ std::map<std::string, void*> AllocateBuffers(const Options& o, const std::vector
 // What the device, the options and the peers are, and the table's header.
 void PrintHeader(const Options& o, const cudaDeviceProp& prop, const std::string& arch, size_t total) {
   std::printf(
-      "%s (%s, %d SMs, L2 %d MiB), CUDA runtime %d, cuBLAS %d; fp16 in/out, fp32 accumulate; %d warm-up + median of "
+      "%s (%s, %d SMs, L2 %d MiB), CUDA runtime %d, cuBLAS %d; %s in/out, fp32 accumulate; %d warm-up + median of "
       "%d timed runs, L2 %s; %.1f GiB of buffers; tolerance %g (max |kiln - ref| / max(1, |ref|))\n",
       prop.name, arch.c_str(), prop.multiProcessorCount, prop.l2CacheSize >> 20, CUDART_VERSION, CUBLAS_VERSION,
-      o.warmup, o.reps,
+      o.fp32 ? "fp32 (no TF32: kiln's SIMT template, cublasSgemm)" : "fp16", o.warmup, o.reps,
       o.flush ? "flushed before every timed run" : "not flushed (warm; a 50 us spin kernel queues each run)",
       total / 1073741824.0, o.tolerance);
   if (std::find(o.sets.begin(), o.sets.end(), "random") != o.sets.end()) {
@@ -180,6 +188,7 @@ void PrintHeader(const Options& o, const cudaDeviceProp& prop, const std::string
   }
   std::printf("peers (A / B):\n");
   for (Idiom i : o.idioms) std::printf("  %-10s A = %-22s B = %s\n", IdiomName(i), PeerA(i), *PeerB(i) ? PeerB(i) : "-");
+  if (o.fp32) std::printf("  (--precision fp32: \"cublasGemmEx\" is cublasSgemm, cuBLASLt runs fp32 in and out)\n");
   std::printf(
       "  (\"cublas\" inside a composite peer = whichever of cublasGemmEx and cuBLASLt was faster for the plain GEMM of "
       "that shape; the separate kernels are kiln's generated pointwise kernels)\n\n");
@@ -197,7 +206,7 @@ int Measure(const Options& o, const std::vector<Problem>& problems, const std::v
 
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  Blas blas{stream, nullptr, nullptr, nullptr, 32 << 20, o.b_nk};
+  Blas blas{stream, nullptr, nullptr, nullptr, 32 << 20, o.b_nk, o.fp32};
   CHECK_BLAS(cublasCreate(&blas.handle));
   CHECK_BLAS(cublasSetStream(blas.handle, stream));
   CHECK_BLAS(cublasLtCreate(&blas.lt));
@@ -213,7 +222,7 @@ int Measure(const Options& o, const std::vector<Problem>& problems, const std::v
       std::printf("note: --sustain without energy and clocks: %s\n", std::string(m.status().message()).c_str());
     }
   }
-  Device dev(stream, table.handle(harness.fill), table.handle(harness.error));
+  Device dev(stream, table.handle(harness.fill), table.handle(harness.error), o.ElementBytes());
   PrintHeader(o, prop, arch, total);
 
   // 3. Per problem: fill the inputs, run and check every peer and kiln once, then time
@@ -277,7 +286,7 @@ constexpr char kUsage[] =
     "                       [--no-flush] [--sequential | --fixed-order] [--seed S] [--count N] [--tol X] [--csv out.csv]\n"
     "                       [--compile-only [--arch sm_90a|sm_89|sm_86|sm_80]] [--family sm80|sm90]\n"
     "                       [--dump-kernels DIR]\n"
-    "                       [--b-layout kn|nk] [--sustain MS]\n"
+    "                       [--b-layout kn|nk] [--sustain MS] [--precision fp16|fp32] [--config CFG]\n"
     "  --set      shape sets (default all): squares 1024..8192; transformer tokens {128..16384} x (N, K)\n"
     "             of BERT/GPT-2 layers; random: the seed protocol (--count problems, multiples of 128 up to\n"
     "             4096, drawn from --seed); small_m: M in {1, 8, 16, 32, 64} x N, K in {768, 3072, 4096}\n"
@@ -307,6 +316,10 @@ constexpr char kUsage[] =
     "             the layout kiln stores constant weights in), nk = [N, K] (MatMul trans_b; nn.Linear's)\n"
     "             (\"64x128 c1x1 s8 k4\": split-K in 4; \"128x256 c2x1 s4 cl2\": clusters of 2 sharing B;\n"
     "             \"128x256 c2x1 s4 sk\": stream-K)\n"
+    "  --config   a forced tile config for the sm80 (or, with --precision fp32, SIMT) template, e.g.\n"
+    "             \"128x128x32 w2x2 s3\" or \"128x128x16 w2x2 s2\"\n"
+    "  --precision fp16 (default) or fp32: fp32 operands, results and accumulation, kiln on its SIMT\n"
+    "             template (FFMA, no TF32) against cublasSgemm and cuBLASLt in fp32 (--family sm80)\n"
     "exit status: 0, 2 when some kiln result failed validation, 77 without a CUDA device (unless\n"
     "             --compile-only)\n";
 
@@ -429,6 +442,15 @@ int ParseAndRun(int argc, char** argv) {
         return 1;
       }
       o.b_nk = v == "nk";
+    } else if (arg == "--precision") {
+      const std::string v = value();
+      if (v != "fp16" && v != "fp32") {
+        std::fprintf(stderr, "--precision: fp16 or fp32, got '%s'\n", v.c_str());
+        return 1;
+      }
+      o.fp32 = v == "fp32";
+    } else if (arg == "--config") {
+      o.config = value();
     } else if (arg == "--sm90-config") {
       o.sm90_config = value();
     } else if (arg == "--dump-kernels") {

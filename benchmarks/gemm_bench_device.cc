@@ -9,6 +9,7 @@
 #include <system_error>
 #include <utility>
 
+#include "codegen/kernel_choice.h"
 #include "common/write_file.h"
 
 namespace kiln::gemm_bench {
@@ -94,15 +95,18 @@ std::string DescribeLaunch(const codegen::KernelLaunch& l) {
 }  // namespace
 
 absl::StatusOr<Generated> Generate(const Node& node, KernelTable& table, bool hopper, int sm_count,
-                                   const codegen::ops::Sm90GemmConfig* sm90_config) {
+                                   const codegen::ops::Sm90GemmConfig* sm90_config,
+                                   const codegen::ops::GemmConfig* config) {
   codegen::KernelOptions options;
   options.matmul_groups = codegen::MatMulGroups::kGenerated;
   options.hopper = hopper;
   options.sm_count = sm_count;
+  const bool gemm = codegen::IsMatMulGroup(node) || node.op_type() == "MatMul";
+  const bool sm90 = hopper && codegen::ops::Sm90Eligible(node).ok();
   absl::StatusOr<std::vector<codegen::KernelLaunch>> launches =
-      hopper && sm90_config != nullptr && codegen::ops::Sm90Eligible(node).ok()
-          ? codegen::ops::GenerateMatMulGroupSm90(node, sm90_config, sm_count)
-          : codegen::GenerateNodeKernels(node, options);
+      sm90 && sm90_config != nullptr       ? codegen::ops::GenerateMatMulGroupSm90(node, sm90_config, sm_count)
+      : !sm90 && gemm && config != nullptr ? codegen::ops::GenerateMatMulGroup(node, config, sm_count)
+                                           : codegen::GenerateNodeKernels(node, options);
   if (!launches.ok()) return launches.status();
   if (launches->empty()) return absl::InternalError("GenerateNodeKernels returned no launch");
   Generated g;
@@ -158,18 +162,30 @@ void Bound::Run(cudaStream_t stream) const {
   }
 }
 
-const char kFillSource[] = R"(
-extern "C" __global__ void KILN_KERNEL(kiln_f16* p, long long n, unsigned long long seed, float scale) {
+// The harness's element type (fp16, or fp32 with --precision fp32) and its conversions.
+std::string ElementDefines(bool fp32) {
+  return fp32 ? "#define BENCH_T float\n#define BENCH_TO(x) (x)\n#define BENCH_FROM(x) (x)\n"
+              : "#define BENCH_T kiln_f16\n#define BENCH_TO(x) kiln_f32_to_f16(x)\n#define BENCH_FROM(x) "
+                "kiln_f16_to_f32(x)\n";
+}
+
+std::string FillSource(bool fp32) {
+  return ElementDefines(fp32) + R"(
+extern "C" __global__ void KILN_KERNEL(BENCH_T* p, long long n, unsigned long long seed, float scale) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     unsigned long long z = (unsigned long long)i * 0x9E3779B97F4A7C15ull + seed * 0xD1B54A32D192ED03ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     z ^= z >> 31;
     const float u = (float)(z >> 40) * (1.f / 16777216.f);  // [0, 1)
-    p[i] = kiln_f32_to_f16((2.f * u - 1.f) * scale);
+    p[i] = BENCH_TO((2.f * u - 1.f) * scale);
   }
 }
+#undef BENCH_T
+#undef BENCH_TO
+#undef BENCH_FROM
 )";
+}
 
 const char kDelaySource[] = R"(
 extern "C" __global__ void KILN_KERNEL(long long ns) {
@@ -181,11 +197,12 @@ extern "C" __global__ void KILN_KERNEL(long long ns) {
 }
 )";
 
-const char kErrorSource[] = R"(
-extern "C" __global__ void KILN_KERNEL(const kiln_f16* got, const kiln_f16* want, long long n, unsigned int* result) {
+std::string ErrorSource(bool fp32) {
+  return ElementDefines(fp32) + R"(
+extern "C" __global__ void KILN_KERNEL(const BENCH_T* got, const BENCH_T* want, long long n, unsigned int* result) {
   float worst = 0.f;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    const float g = kiln_f16_to_f32(got[i]), w = kiln_f16_to_f32(want[i]);
+    const float g = BENCH_FROM(got[i]), w = BENCH_FROM(want[i]);
     float d = fabsf(g - w) / fmaxf(1.f, fabsf(w));
     if (!(d <= 3.0e38f)) d = __int_as_float(0x7f800000);
     worst = fmaxf(worst, d);
@@ -193,10 +210,20 @@ extern "C" __global__ void KILN_KERNEL(const kiln_f16* got, const kiln_f16* want
   for (int o = 16; o > 0; o >>= 1) worst = fmaxf(worst, __shfl_xor_sync(0xffffffffu, worst, o));
   if ((threadIdx.x & 31) == 0) atomicMax(result, __float_as_uint(worst));
 }
+#undef BENCH_T
+#undef BENCH_TO
+#undef BENCH_FROM
 )";
+}
 
 void GemmEx(const Blas& blas, int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c, float beta) {
   const float alpha = 1.f;
+  if (blas.fp32) {  // cublasSgemm: the handle's default math mode, so exact fp32 (no TF32)
+    CHECK_BLAS(cublasSgemm(blas.handle, blas.b_nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
+                           static_cast<const float*>(b), blas.b_nk ? k : n, static_cast<const float*>(a), k, &beta,
+                           static_cast<float*>(c), n));
+    return;
+  }
   CHECK_BLAS(cublasGemmEx(blas.handle, blas.b_nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b,
                           CUDA_R_16F, blas.b_nk ? k : n, a, CUDA_R_16F, k,
                           &beta, c, CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -209,15 +236,16 @@ LtPlan::LtPlan(const Blas& blas, int64_t m, int64_t n, int64_t k, cublasLtEpilog
     CHECK_BLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
     CHECK_BLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   }
+  const cudaDataType_t t = blas.fp32 ? CUDA_R_32F : CUDA_R_16F;
   if (blas.b_nk) {  // B [N, K] row-major is column-major K x N: transposed
-    const cublasOperation_t t = CUBLAS_OP_T;
-    CHECK_BLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)));
-    CHECK_BLAS(cublasLtMatrixLayoutCreate(&la_, CUDA_R_16F, k, n, k));
+    const cublasOperation_t op = CUBLAS_OP_T;
+    CHECK_BLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &op, sizeof(op)));
+    CHECK_BLAS(cublasLtMatrixLayoutCreate(&la_, t, k, n, k));
   } else {
-    CHECK_BLAS(cublasLtMatrixLayoutCreate(&la_, CUDA_R_16F, n, k, n));  // B^T
+    CHECK_BLAS(cublasLtMatrixLayoutCreate(&la_, t, n, k, n));  // B^T
   }
-  CHECK_BLAS(cublasLtMatrixLayoutCreate(&lb_, CUDA_R_16F, k, m, k));  // A^T
-  CHECK_BLAS(cublasLtMatrixLayoutCreate(&lc_, CUDA_R_16F, n, m, n));
+  CHECK_BLAS(cublasLtMatrixLayoutCreate(&lb_, t, k, m, k));  // A^T
+  CHECK_BLAS(cublasLtMatrixLayoutCreate(&lc_, t, n, m, n));
   cublasLtMatmulPreference_t pref;
   CHECK_BLAS(cublasLtMatmulPreferenceCreate(&pref));
   CHECK_BLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -357,8 +385,8 @@ float Timer::Elapsed(const std::function<void()>& run) {
   return t;
 }
 
-Device::Device(cudaStream_t stream, cudaKernel_t fill, cudaKernel_t error)
-    : stream_(stream), fill_(fill), error_(error) {
+Device::Device(cudaStream_t stream, cudaKernel_t fill, cudaKernel_t error, int element_bytes)
+    : stream_(stream), fill_(fill), error_(error), element_bytes_(element_bytes) {
   CHECK_CUDA(cudaMalloc(&result_, sizeof(unsigned int)));
 }
 

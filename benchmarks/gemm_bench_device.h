@@ -25,6 +25,7 @@
 #include "benchmarks/gemm_bench_options.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
+#include "codegen/ops/families.h"
 #include "codegen/ops/gemm_sm90.h"
 #include "runtime/nvml_meter.h"
 #include "runtime/tensor_map.h"
@@ -78,8 +79,11 @@ struct Generated {
 
 // Kernels for `node` through codegen's public entry point (the GEMM template on;
 // `hopper`: the sm90 family for the groups it takes, KernelOptions::hopper).
+// `sm90_config` / `config`: a forced tile config for the groups the sm90 family / the
+// sm_80 or SIMT template generates.
 absl::StatusOr<Generated> Generate(const Node& node, KernelTable& table, bool hopper = false, int sm_count = 0,
-                                   const codegen::ops::Sm90GemmConfig* sm90_config = nullptr);
+                                   const codegen::ops::Sm90GemmConfig* sm90_config = nullptr,
+                                   const codegen::ops::GemmConfig* config = nullptr);
 
 // Generated launches with their pointer arguments bound to device buffers (and a
 // split-K launch's semaphores and scratch to a workspace of their own).
@@ -99,15 +103,16 @@ class Bound {
 };
 
 // The harness's own device code (same module path as kiln's kernels): a
-// deterministic uniform fill and the error reduction used for validation.
-extern const char kFillSource[];
+// deterministic uniform fill and the error reduction used for validation, over fp16
+// elements or (`fp32`) fp32 ones.
+std::string FillSource(bool fp32);
 // Spins for `ns` nanoseconds: enqueued before the start event when L2 is not flushed,
 // so that the runs being timed are queued behind it and the events measure GPU time,
 // not the host's launch latency (the flush memset does this otherwise).
 extern const char kDelaySource[];
 // result = max_i |got_i - want_i| / max(1, |want_i|) as float bits (non-negative
 // floats order like their bits); NaN or infinity in either gives +inf.
-extern const char kErrorSource[];
+std::string ErrorSource(bool fp32);
 
 // ---------------------------------------------------------------------------------
 // cuBLAS peers. Row-major C[M,N] = A[M,K]·B[K,N] is column-major C^T = B^T·A^T.
@@ -119,6 +124,7 @@ struct Blas {
   void* workspace;
   size_t workspace_bytes;
   bool b_nk = false;  // B stored [N, K] (--b-layout nk)
+  bool fp32 = false;  // fp32 operands (--precision fp32): cublasSgemm, cuBLASLt in fp32
 };
 
 void GemmEx(const Blas& blas, int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c, float beta);
@@ -210,17 +216,18 @@ class Timer {
 
 class Device {
  public:
-  Device(cudaStream_t stream, cudaKernel_t fill, cudaKernel_t error);
+  Device(cudaStream_t stream, cudaKernel_t fill, cudaKernel_t error, int element_bytes);
   ~Device();
 
   void Fill(void* p, int64_t n, uint64_t seed, float scale);
-  // Fills with fp16 NaN, so that a kernel that writes nothing fails validation.
-  void Poison(void* p, int64_t n) { CHECK_CUDA(cudaMemsetAsync(p, 0xff, n * 2, stream_)); }
+  // Fills with NaN (all bits set), so that a kernel that writes nothing fails validation.
+  void Poison(void* p, int64_t n) { CHECK_CUDA(cudaMemsetAsync(p, 0xff, n * element_bytes_, stream_)); }
   float MaxRelError(const void* got, const void* want, int64_t n);
 
  private:
   cudaStream_t stream_;
   cudaKernel_t fill_, error_;
+  int element_bytes_;
   void* result_ = nullptr;  // one unsigned int
 };
 

@@ -28,11 +28,14 @@ struct Options {
   bool compile_only = false;
   std::string family = "sm80";  // GEMM family of kiln's kernels: sm80, or sm90 (sm_90a only)
   std::string sm90_config;      // forced sm90 tile config ("" : the heuristic)
+  std::string config;           // forced sm_80 / SIMT template tile config ("" : the heuristic)
   int sm_count = 0;             // the device's (the sm90 family's persistent grid)
   bool b_nk = false;            // --b-layout nk: B operands stored [N, K]
   std::vector<Problem> shapes;  // --shapes: these problems instead of the sets
   std::string dump_dir;         // --dump-kernels: write the kernels' sources and cubins here
   int sustain_ms = 0;           // --sustain: back-to-back launches for this long per measurement
+  bool fp32 = false;            // --precision fp32: fp32 operands and results (kiln's SIMT template)
+  int ElementBytes() const { return fp32 ? 4 : 2; }
 };
 
 // Whether `i` is one of the idioms to measure.

@@ -99,9 +99,9 @@ std::vector<Problem> Smoke() { return {{"smoke", 512, 512, 512}, {"smoke", 1024,
 
 namespace {
 
-Value* Input(Graph& g, const std::string& name, Shape shape) {
+Value* Input(Graph& g, const std::string& name, Shape shape, DType dt) {
   Value* v = g.AddValue(name);
-  v->SetType(DType::kFloat16, std::move(shape));
+  v->SetType(dt, std::move(shape));
   g.AddInput(v);
   return v;
 }
@@ -131,9 +131,10 @@ Node* Op(Graph& g, const std::string& op, const std::vector<Value*>& ins, const 
 
 }  // namespace
 
-absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k, bool b_nk) {
+absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k, bool b_nk, DType dt) {
   Built b;
   Graph& g = *b.graph;
+  auto Input = [&](Graph& g, const std::string& name, Shape shape) { return gemm_bench::Input(g, name, shape, dt); };
   // MatMul(x, B) with B the input `name` in the chosen layout.
   auto matmul = [&](Value* x, const std::string& name, const std::string& out) {
     Node* mm = Op(g, "MatMul", {x, Input(g, name, b_nk ? Shape{n, k} : Shape{k, n})}, out);
@@ -175,33 +176,35 @@ absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k, bo
   return absl::InvalidArgumentError("unknown idiom");
 }
 
-absl::StatusOr<Built> BiasActGroup(Idiom idiom, int64_t m, int64_t n) {
+absl::StatusOr<Built> BiasActGroup(Idiom idiom, int64_t m, int64_t n, DType dt) {
   Built b;
   Graph& g = *b.graph;
+  auto Input = [&](Graph& g, const std::string& name, Shape shape) { return gemm_bench::Input(g, name, shape, dt); };
   Node* add = Op(g, "Add", {Input(g, "y", {m, n}), Input(g, "bias", {n})}, "biased");
   Node* act = Op(g, idiom == Idiom::kBiasRelu ? "Relu" : "Gelu", {add->output(0)}, "out");
   if (idiom == Idiom::kBiasGelu) act->SetAttr("approximate", "tanh");
   return Finish(std::move(b), {add, act}, "pointwise", nullptr, act->output(0));
 }
 
-absl::StatusOr<Built> BiasResidualGroup(int64_t m, int64_t n) {
+absl::StatusOr<Built> BiasResidualGroup(int64_t m, int64_t n, DType dt) {
   Built b;
   Graph& g = *b.graph;
+  auto Input = [&](Graph& g, const std::string& name, Shape shape) { return gemm_bench::Input(g, name, shape, dt); };
   Node* add = Op(g, "Add", {Input(g, "y", {m, n}), Input(g, "bias", {n})}, "biased");
   Node* res = Op(g, "Add", {add->output(0), Input(g, "residual", {m, n})}, "out");
   return Finish(std::move(b), {add, res}, "pointwise", nullptr, res->output(0));
 }
 
-absl::StatusOr<Built> ReluNode(int64_t rows, int64_t cols) {
+absl::StatusOr<Built> ReluNode(int64_t rows, int64_t cols, DType dt) {
   Built b;
-  Node* relu = Op(*b.graph, "Relu", {Input(*b.graph, "a", {rows, cols})}, "out");
+  Node* relu = Op(*b.graph, "Relu", {Input(*b.graph, "a", {rows, cols}, dt)}, "out");
   return Finish(std::move(b), {relu}, "", nullptr, relu->output(0));
 }
 
-absl::StatusOr<Built> AddNode(int64_t rows, int64_t cols) {
+absl::StatusOr<Built> AddNode(int64_t rows, int64_t cols, DType dt) {
   Built b;
   Graph& g = *b.graph;
-  Node* add = Op(g, "Add", {Input(g, "p", {rows, cols}), Input(g, "q", {rows, cols})}, "out");
+  Node* add = Op(g, "Add", {Input(g, "p", {rows, cols}, dt), Input(g, "q", {rows, cols}, dt)}, "out");
   return Finish(std::move(b), {add}, "", nullptr, add->output(0));
 }
 

@@ -39,7 +39,7 @@ std::vector<Problem> Random(uint64_t seed, int count);
 std::vector<Problem> Smoke();
 
 // Graphs: kiln's fused group for each idiom, and the nodes of the unfused peers'
-// separate kernels. Inputs are fp16 values named "a", "b", "a2", "b2", "bias", "y",
+// separate kernels. Inputs are fp16 (or `dt`) values named "a", "b", "a2", "b2", "bias", "y",
 // "p", "q"; the result is always "out". Buffers are bound to kernels by these names.
 struct Built {
   std::unique_ptr<Graph> graph = std::make_unique<Graph>();
@@ -50,15 +50,15 @@ struct Built {
 // fuse_prologue.cc and fuse_siblings.cc). bias_gelu uses the tanh approximation, which
 // is what cuBLASLt's GELU epilogue computes; bias_gelu_erf the exact (erf) form.
 // `b_nk`: every B operand is stored [N, K] (MatMul's trans_b), else [K, N].
-absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k, bool b_nk);
+absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k, bool b_nk, DType dt = DType::kFloat16);
 // The unfused peers' separate kernel: out = act(y + bias) as a "pointwise" group
 // (`idiom`: bias_relu, bias_gelu or bias_gelu_erf).
-absl::StatusOr<Built> BiasActGroup(Idiom idiom, int64_t m, int64_t n);
+absl::StatusOr<Built> BiasActGroup(Idiom idiom, int64_t m, int64_t n, DType dt = DType::kFloat16);
 // The bias_residual peer's separate kernel: out = y + bias + residual.
-absl::StatusOr<Built> BiasResidualGroup(int64_t m, int64_t n);
+absl::StatusOr<Built> BiasResidualGroup(int64_t m, int64_t n, DType dt = DType::kFloat16);
 // out = Relu(a) over [rows, cols] (a plain node).
-absl::StatusOr<Built> ReluNode(int64_t rows, int64_t cols);
+absl::StatusOr<Built> ReluNode(int64_t rows, int64_t cols, DType dt = DType::kFloat16);
 // out = p + q over [rows, cols] (a plain node).
-absl::StatusOr<Built> AddNode(int64_t rows, int64_t cols);
+absl::StatusOr<Built> AddNode(int64_t rows, int64_t cols, DType dt = DType::kFloat16);
 
 }  // namespace kiln::gemm_bench
