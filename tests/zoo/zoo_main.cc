@@ -1,6 +1,7 @@
 // kiln_zoo: compiles every case of a model zoo (shared/zoo/export_zoo.py's layout) and
 // runs it on the CPU backend or the GPU against onnxruntime's outputs.
 //   kiln_zoo [--data DIR] [--device cpu|gpu] [--filter SUBSTR] [--arch ARCH] [--precision P]
+//            [--matmul-groups library|generated|auto]
 // DIR defaults to $KILN_ZOO_DATA. Prints one line per case as it finishes, then the
 // table. Exit status 1 if any case does not compile, keeps a step on the CPU backend,
 // or disagrees with the expected outputs.
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
   ZooOptions options;
   const char* usage =
       "usage: kiln_zoo [--data DIR] [--device cpu|gpu] [--filter SUBSTR] [--arch sm_90a|...] "
-      "[--precision fp16|bf16|fp32]\n";
+      "[--precision fp16|bf16|fp32] [--matmul-groups library|generated|auto]\n";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -40,6 +41,13 @@ int main(int argc, char** argv) {
       options.arch = v;
     } else if (a == "--precision") {
       options.precision = v;
+    } else if (a == "--matmul-groups") {
+      absl::StatusOr<kiln::codegen::MatMulGroups> mode = kiln::codegen::ParseMatMulGroups(v);
+      if (!mode.ok()) {
+        std::cerr << "kiln_zoo: " << mode.status().message() << "\n" << usage;
+        return 2;
+      }
+      options.matmul_groups = *mode;
     } else if (a == "--device" && (v == "cpu" || v == "gpu")) {
       options.device = v == "gpu" ? ZooDevice::kGpu : ZooDevice::kCpu;
     } else {

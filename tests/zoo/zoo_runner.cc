@@ -89,6 +89,7 @@ ZooResult RunZooCase(const std::string& dir, const std::string& name, const ZooO
   CompileOptions copts;
   copts.arch = options.arch;
   copts.precision = options.precision;
+  copts.matmul_groups = options.matmul_groups;
   for (const Named& in : *inputs) copts.input_shapes[in.name] = in.tensor.shape();
   const std::string work = WorkDir(options);
   std::error_code ec;

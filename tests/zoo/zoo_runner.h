@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "codegen/op_kernels.h"
 #include "graph/tensor.h"
 
 namespace kiln::zoo {
@@ -31,6 +32,7 @@ struct ZooOptions {
   ZooDevice device = ZooDevice::kCpu;
   std::string arch = "sm_90a";
   std::string precision = "fp16";
+  codegen::MatMulGroups matmul_groups = codegen::MatMulGroups::kAuto;
   // Where the bundles are written ("": a folder under the system's temp dir).
   std::string work_dir;
 };
