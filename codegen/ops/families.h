@@ -177,6 +177,10 @@ int GemmRegisterEstimate(const GemmConfig& config, const GemmVariant& variant = 
 // is known) every split with at least one k tile: (S-1) * ceil(k_tiles / S) < k_tiles.
 absl::Status VerifyGemmConfig(const GemmConfig& config, const GemmVariant& variant = {});
 inline constexpr int kGemmMaxSplitK = 32;
+// What is wrong with `config`'s split-K for `variant` ("" when nothing): split_k in
+// [1, kGemmMaxSplitK], 1 with two mainloops, every split with a k tile. Both
+// templates' verifiers ask it.
+std::string SplitKProblem(const GemmConfig& config, const GemmVariant& variant);
 // The fewest splits of `k_tiles` k tiles with the length `split` splits give each,
 // ceil(k_tiles / split) (e.g. 52 k tiles in 4 splits of 13: 4; 9 in 4 splits of 3: 3):
 // what the split-K heuristics of both GEMM families launch.

@@ -92,19 +92,21 @@ absl::Status VerifyGemmConfig(const GemmConfig& c, const GemmVariant& variant) {
     return bad(absl::StrCat(regs, " registers per thread for accumulators, fragments and register-staged operands (> ",
                             kGemmRegisterBudget, "; the rest of 255 holds addresses and the epilogue)"));
   }
-  if (c.split_k < 1 || c.split_k > kGemmMaxSplitK) {
-    return bad(absl::StrCat("split-K must be in [1, ", kGemmMaxSplitK, "]"));
-  }
-  if (c.split_k > 1) {
-    if (variant.mainloops.size() > 1) return bad("split-K of a dual-matmul (two mainloops): not supported");
-    const int64_t k = variant.mainloops[0].k;
-    const int64_t k_tiles = (k + c.bk - 1) / c.bk, per = (k_tiles + c.split_k - 1) / c.split_k;
-    if (k > 0 && (c.split_k - 1) * per >= k_tiles) {
-      return bad(absl::StrCat("K = ", k, " has ", k_tiles, " k tile(s) of BK = ", c.bk, ": ", c.split_k,
-                              " splits of ", per, " leave the last split without one"));
-    }
-  }
+  if (const std::string split = SplitKProblem(c, variant); !split.empty()) return bad(split);
   return absl::OkStatus();
+}
+
+std::string SplitKProblem(const GemmConfig& c, const GemmVariant& variant) {
+  if (c.split_k < 1 || c.split_k > kGemmMaxSplitK) return absl::StrCat("split-K must be in [1, ", kGemmMaxSplitK, "]");
+  if (c.split_k == 1) return "";
+  if (variant.mainloops.size() > 1) return "split-K of a dual-matmul (two mainloops): not supported";
+  const int64_t k = variant.mainloops[0].k;
+  const int64_t k_tiles = (k + c.bk - 1) / c.bk, per = (k_tiles + c.split_k - 1) / c.split_k;
+  if (k > 0 && (c.split_k - 1) * per >= k_tiles) {
+    return absl::StrCat("K = ", k, " has ", k_tiles, " k tile(s) of BK = ", c.bk, ": ", c.split_k, " splits of ", per,
+                        " leave the last split without one");
+  }
+  return "";
 }
 
 int PickGemmSplitK(const GemmConfig& tile, int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,

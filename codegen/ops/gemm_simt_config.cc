@@ -51,17 +51,7 @@ absl::Status VerifySimtGemmConfig(const GemmConfig& c, const GemmVariant& varian
   if (variant.mainloops.empty() || variant.mainloops.size() > 2) {
     return bad(absl::StrCat(variant.mainloops.size(), " mainloops (the template has one or two)"));
   }
-  if (c.split_k < 1 || c.split_k > kGemmMaxSplitK)
-    return bad(absl::StrCat("split-K must be in [1, ", kGemmMaxSplitK, "]"));
-  if (c.split_k > 1) {
-    if (variant.mainloops.size() > 1) return bad("split-K of a dual-matmul (two mainloops): not supported");
-    const int64_t k = variant.mainloops[0].k;
-    const int64_t k_tiles = (k + c.bk - 1) / c.bk, per = (k_tiles + c.split_k - 1) / c.split_k;
-    if (k > 0 && (c.split_k - 1) * per >= k_tiles) {
-      return bad(absl::StrCat("K = ", k, " has ", k_tiles, " k tile(s) of BK = ", c.bk, ": ", c.split_k, " splits of ",
-                              per, " leave the last split without one"));
-    }
-  }
+  if (const std::string split = SplitKProblem(c, variant); !split.empty()) return bad(split);
   const int threads = Threads(c);
   if (threads > 1024) return bad(absl::StrCat(threads, " threads per block (> 1024)"));
   if ((c.bm * c.bk / 4) % threads != 0 || (c.bn * c.bk / 4) % threads != 0) {

@@ -76,7 +76,8 @@ std::string GemmSourceTail(const GemmConfig& cfg, DType out_dtype, const std::st
                       "\n#define KILN_EPILOGUE_PARAMS ", epilogue.params, "\n#define KILN_EPILOGUE_ARGS ",
                       epilogue.args, "\n", functors, GemmEpilogueFunction(epilogue, epilogue_code, result),
                       simt ? std::string(TemplateSource("gemm_simt.cuh"))
-                           : absl::StrCat(TemplateSource("mma_sm80.cuh"), TemplateSource("gemm_sm80.cuh")));
+                           : absl::StrCat(TemplateSource("mma_sm80.cuh"), TemplateSource("gemm_sm80.cuh")),
+                      TemplateSource("gemm_undef.cuh"));
 }
 
 }  // namespace kiln::codegen::ops

@@ -318,7 +318,8 @@ extern "C" __global__ void __launch_bounds__(SIMT_THREADS, 1)
   }
 }
 
-// The next kernel of the module defines its own configuration.
+// The next kernel of the module defines its own configuration (the defines both GEMM
+// templates take: gemm_undef.cuh, after this text).
 #undef SIMT_THREADS
 #undef SIMT_WM
 #undef SIMT_WN
@@ -326,41 +327,4 @@ extern "C" __global__ void __launch_bounds__(SIMT_THREADS, 1)
 #undef SIMT_NITER
 #undef SIMT_PAD
 #undef SIMT_GROUP_M
-#undef GEMM_DUAL
-#undef GEMM_SPLIT_K
 #undef GEMM_OUT_VEC
-#undef GEMM_BF16
-#undef GEMM_M
-#undef GEMM_N
-#undef GEMM_K
-#undef GEMM_K2
-#undef GEMM_A_BATCH
-#undef GEMM_B_BATCH
-#undef GEMM_A2_BATCH
-#undef GEMM_B2_BATCH
-#undef GEMM_C_BATCH
-#undef GEMM_TRANS_A
-#undef GEMM_TRANS_B
-#undef GEMM_TRANS_A2
-#undef GEMM_TRANS_B2
-#undef GEMM_A_MODE
-#undef GEMM_B_MODE
-#undef GEMM_A2_MODE
-#undef GEMM_B2_MODE
-#undef GEMM_A_KIND
-#undef GEMM_B_KIND
-#undef GEMM_A_T
-#undef GEMM_B_T
-#undef GEMM_PROLOGUE_A
-#undef GEMM_PROLOGUE_B
-#undef BM
-#undef BN
-#undef BK
-#undef WARPS_M
-#undef WARPS_N
-#undef STAGES
-#undef GEMM_OUT_T
-#undef GEMM_STORE
-#undef KILN_PROLOGUE_PARAMS
-#undef KILN_EPILOGUE_PARAMS
-#undef KILN_EPILOGUE_ARGS

@@ -675,15 +675,14 @@ extern "C" __global__ void KILN_GEMM_LAUNCH_BOUNDS
   }
 }
 
-// The next kernel of the module defines its own configuration.
+// The next kernel of the module defines its own configuration (the defines both GEMM
+// templates take: gemm_undef.cuh, after this text).
 #undef GEMM_THREADS
 #undef GEMM_WM
 #undef GEMM_WN
 #undef GEMM_MI
 #undef GEMM_NI
 #undef GEMM_GROUP_M
-#undef GEMM_DUAL
-#undef GEMM_SPLIT_K
 #undef KILN_GEMM_LAUNCH_BOUNDS
 #undef GEMM_CONV
 #undef CONV_N
@@ -702,38 +701,3 @@ extern "C" __global__ void KILN_GEMM_LAUNCH_BOUNDS
 #undef CONV_GROUPED
 #undef CONV_CG
 #undef CONV_OC
-#undef GEMM_BF16
-#undef GEMM_M
-#undef GEMM_N
-#undef GEMM_K
-#undef GEMM_K2
-#undef GEMM_A_BATCH
-#undef GEMM_B_BATCH
-#undef GEMM_A2_BATCH
-#undef GEMM_B2_BATCH
-#undef GEMM_C_BATCH
-#undef GEMM_TRANS_A
-#undef GEMM_TRANS_B
-#undef GEMM_TRANS_A2
-#undef GEMM_TRANS_B2
-#undef GEMM_A_MODE
-#undef GEMM_B_MODE
-#undef GEMM_A2_MODE
-#undef GEMM_B2_MODE
-#undef GEMM_A_KIND
-#undef GEMM_B_KIND
-#undef GEMM_A_T
-#undef GEMM_B_T
-#undef GEMM_PROLOGUE_A
-#undef GEMM_PROLOGUE_B
-#undef BM
-#undef BN
-#undef BK
-#undef WARPS_M
-#undef WARPS_N
-#undef STAGES
-#undef GEMM_OUT_T
-#undef GEMM_STORE
-#undef KILN_PROLOGUE_PARAMS
-#undef KILN_EPILOGUE_PARAMS
-#undef KILN_EPILOGUE_ARGS

@@ -1,0 +1,40 @@
+// The end of a GEMM kernel's source (codegen/ops/gemm_source.cc puts it after
+// gemm_sm80.cuh or gemm_simt.cuh): the problem and config defines both templates take
+// are undefined, so that the next kernel of the module defines its own.
+#undef GEMM_BF16
+#undef GEMM_M
+#undef GEMM_N
+#undef GEMM_K
+#undef GEMM_K2
+#undef GEMM_A_BATCH
+#undef GEMM_B_BATCH
+#undef GEMM_A2_BATCH
+#undef GEMM_B2_BATCH
+#undef GEMM_C_BATCH
+#undef GEMM_TRANS_A
+#undef GEMM_TRANS_B
+#undef GEMM_TRANS_A2
+#undef GEMM_TRANS_B2
+#undef GEMM_A_MODE
+#undef GEMM_B_MODE
+#undef GEMM_A2_MODE
+#undef GEMM_B2_MODE
+#undef GEMM_A_KIND
+#undef GEMM_B_KIND
+#undef GEMM_A_T
+#undef GEMM_B_T
+#undef GEMM_PROLOGUE_A
+#undef GEMM_PROLOGUE_B
+#undef BM
+#undef BN
+#undef BK
+#undef WARPS_M
+#undef WARPS_N
+#undef STAGES
+#undef GEMM_OUT_T
+#undef GEMM_STORE
+#undef KILN_PROLOGUE_PARAMS
+#undef KILN_EPILOGUE_PARAMS
+#undef KILN_EPILOGUE_ARGS
+#undef GEMM_DUAL
+#undef GEMM_SPLIT_K
