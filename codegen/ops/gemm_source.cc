@@ -75,6 +75,7 @@ std::string GemmSourceTail(const GemmConfig& cfg, DType out_dtype, const std::st
                       FloatSuffix(out_dtype), "(p, i, v)", "\n#define KILN_PROLOGUE_PARAMS ", prologue_params,
                       "\n#define KILN_EPILOGUE_PARAMS ", epilogue.params, "\n#define KILN_EPILOGUE_ARGS ",
                       epilogue.args, "\n", functors, GemmEpilogueFunction(epilogue, epilogue_code, result),
+                      cfg.split_k > 1 ? TemplateSource("gemm_split.cuh") : absl::string_view(),
                       simt ? std::string(TemplateSource("gemm_simt.cuh"))
                            : absl::StrCat(TemplateSource("mma_sm80.cuh"), TemplateSource("gemm_sm80.cuh")),
                       TemplateSource("gemm_undef.cuh"));

@@ -49,7 +49,8 @@ absl::Status SetGemmGridAndWorkspace(const GemmConfig& config, int64_t tiles, in
 // GEMM_DUAL / GEMM_CONV and theirs): the tile config, the output type and store,
 // GEMM_SPLIT_K when split_k > 1 (so unsplit sources are unchanged), the prologue
 // and epilogue parameters, `functors` (prologue structs), the epilogue function, then
-// mma_sm80.cuh and gemm_sm80.cuh, or with `simt` gemm_simt.cuh (fp32 operands).
+// gemm_split.cuh when split, mma_sm80.cuh and gemm_sm80.cuh or with `simt`
+// gemm_simt.cuh (fp32 operands), and gemm_undef.cuh.
 std::string GemmSourceTail(const GemmConfig& config, DType out_dtype, const std::string& prologue_params,
                            const std::string& functors, const GemmEpilogueSource& epilogue,
                            const std::string& epilogue_code, const std::string& result, bool simt = false);

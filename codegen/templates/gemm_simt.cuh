@@ -214,15 +214,7 @@ static __device__ __forceinline__ bool kiln_simt_split_reduce(float (&acc)[SIMT_
     const float* a = quad(q);
     __stcg(part + (kiln_index)split * (kTileFloats / 4) + q * SIMT_THREADS, make_float4(a[0], a[1], a[2], a[3]));
   }
-  __threadfence();  // this thread's partial is visible GPU-wide before the count
-  __syncthreads();
-  unsigned arrived = 0;
-  if (threadIdx.x == 0) {
-    arrived = atomicAdd(semaphores + tile, 1u);
-    if (arrived == GEMM_SPLIT_K - 1) atomicExch(semaphores + tile, 0u);  // every split is in: reset
-    __threadfence();
-  }
-  if (!__syncthreads_or(threadIdx.x == 0 && arrived == GEMM_SPLIT_K - 1)) return false;
+  if (!kiln_gemm_split_last(semaphores, tile, GEMM_SPLIT_K)) return false;
 #pragma unroll
   for (int q = 0; q < kQuads; ++q) {
     float* a = quad(q);
@@ -268,20 +260,16 @@ extern "C" __global__ void __launch_bounds__(SIMT_THREADS, 1)
   for (int i = 0; i < SIMT_TM; ++i)
 #pragma unroll
     for (int j = 0; j < SIMT_NITER * 4; ++j) acc[i][j] = 0.f;
-#if GEMM_SPLIT_K > 1
+  // This CTA's k tiles: all, or its split's (blockIdx.y) with GEMM_SPLIT_K.
   constexpr int k_tiles = (GEMM_K + BK - 1) / BK;
   constexpr int split_tiles = (k_tiles + GEMM_SPLIT_K - 1) / GEMM_SPLIT_K;
   static_assert((GEMM_SPLIT_K - 1) * split_tiles < k_tiles, "split-K: a split without a k tile");
-  const int split = blockIdx.y;
-  const int kt0 = split * split_tiles;
+  const int kt0 = GEMM_SPLIT_K > 1 ? blockIdx.y * split_tiles : 0;
   kiln_simt_mainloop<GEMM_K, GEMM_TRANS_A, GEMM_TRANS_B, GEMM_A_MODE, GEMM_B_MODE, GEMM_A_KIND, GEMM_B_KIND>(
       acc, kiln_simt_smem, A + (kiln_index)batch * GEMM_A_BATCH, B + (kiln_index)batch * GEMM_B_BATCH, m0, n0, batch,
       GEMM_PROLOGUE_A, GEMM_PROLOGUE_B, kt0, min(split_tiles, k_tiles - kt0));
-  if (!kiln_simt_split_reduce(acc, kiln_semaphores, kiln_scratch, split)) return;
-#else
-  kiln_simt_mainloop<GEMM_K, GEMM_TRANS_A, GEMM_TRANS_B, GEMM_A_MODE, GEMM_B_MODE, GEMM_A_KIND, GEMM_B_KIND>(
-      acc, kiln_simt_smem, A + (kiln_index)batch * GEMM_A_BATCH, B + (kiln_index)batch * GEMM_B_BATCH, m0, n0, batch,
-      GEMM_PROLOGUE_A, GEMM_PROLOGUE_B);
+#if GEMM_SPLIT_K > 1
+  if (!kiln_simt_split_reduce(acc, kiln_semaphores, kiln_scratch, blockIdx.y)) return;
 #endif
 #if GEMM_DUAL
   kiln_simt_mainloop<GEMM_K2, GEMM_TRANS_A2, GEMM_TRANS_B2, GEMM_A2_MODE, GEMM_B2_MODE, 2, 2>(

@@ -552,15 +552,7 @@ static __device__ __forceinline__ bool kiln_gemm_split_reduce(float (&acc)[GEMM_
 #pragma unroll
     for (int j = 0; j < GEMM_NI; ++j)
       kiln_gemm_st_cg(part + (kiln_index)split * kTileFloats + (i * GEMM_NI + j) * kFragment, acc[i][j]);
-  __threadfence();  // this thread's partial is visible GPU-wide before the count
-  __syncthreads();
-  unsigned arrived = 0;
-  if (threadIdx.x == 0) {
-    arrived = atomicAdd(semaphores + tile, 1u);
-    if (arrived == GEMM_SPLIT_K - 1) atomicExch(semaphores + tile, 0u);  // every split is in: reset
-    __threadfence();
-  }
-  if (!__syncthreads_or(threadIdx.x == 0 && arrived == GEMM_SPLIT_K - 1)) return false;
+  if (!kiln_gemm_split_last(semaphores, tile, GEMM_SPLIT_K)) return false;
 #pragma unroll
   for (int i = 0; i < GEMM_MI; ++i) {
 #pragma unroll
