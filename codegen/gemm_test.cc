@@ -605,16 +605,16 @@ TEST(GemmCodegenTest, Sm90Routing) {
   GemmCase pro_odd = pro;  // A [37, 65]
   pro_odd.m = 37;
   pro_odd.k = 65;
-  for (const Route& r : {Route{GemmCase{DType::kFloat16, {}, 256, 512, 128}, "gemm_sm90", ""},
-                         Route{GemmCase{DType::kBFloat16, {3}, 64, 136, 72, true, true, true, Epi::kBiasGelu},
-                               "gemm_sm90", ""},
-                         Route{GemmCase{DType::kFloat16, {}, 1, 64, 8}, "gemm_sm90", ""},
-                         Route{GemmCase{DType::kFloat16, {}, 37, 129, 64}, "gemm_sm80", "multiple of 8"},
-                         Route{GemmCase{DType::kFloat16, {}, 37, 128, 65}, "gemm_sm80", "multiple of 8"},
-                         Route{pro, "gemm_sm90", ""}, Route{pro_t, "gemm_sm90", ""}, Route{dual, "gemm_sm90", ""},
-                         Route{pro_b, "gemm_sm80", "prologue on B"}, Route{pro_both, "gemm_sm80", "prologue on B"},
-                         Route{pro_f32, "gemm_sm80", "loading f32"},
-                         Route{pro_odd, "gemm_sm80", "multiple of 8"}, Route{dual_odd, "gemm_sm80", "multiple of 8"}}) {
+  for (const Route& r :
+       {Route{GemmCase{DType::kFloat16, {}, 256, 512, 128}, "gemm_sm90", ""},
+        Route{GemmCase{DType::kBFloat16, {3}, 64, 136, 72, true, true, true, Epi::kBiasGelu}, "gemm_sm90", ""},
+        Route{GemmCase{DType::kFloat16, {}, 1, 64, 8}, "gemm_sm90", ""},
+        Route{GemmCase{DType::kFloat16, {}, 37, 129, 64}, "gemm_sm80", "multiple of 16 bytes"},
+        Route{GemmCase{DType::kFloat16, {}, 37, 128, 65}, "gemm_sm80", "multiple of 16 bytes"},
+        Route{pro, "gemm_sm90", ""}, Route{pro_t, "gemm_sm90", ""}, Route{dual, "gemm_sm90", ""},
+        Route{pro_b, "gemm_sm80", "prologue on B"}, Route{pro_both, "gemm_sm80", "prologue on B"},
+        Route{pro_f32, "gemm_sm80", "loading f32"}, Route{pro_odd, "gemm_sm80", "multiple of 16 bytes"},
+        Route{dual_odd, "gemm_sm80", "multiple of 16 bytes"}}) {
     absl::StatusOr<Built> b = Build(r.c, 1);
     ASSERT_TRUE(b.ok()) << b.status();
     absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateGemm(*b->node, hopper);

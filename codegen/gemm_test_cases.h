@@ -89,6 +89,7 @@ struct GemmCase {
   bool dual = false;
   int64_t k2 = 0;
   bool ta2 = false, tb2 = false;
+  bool tf32 = false;  // f32 operands, every MatMul marked tf32 (Family::kTf32)
 
   std::string Kind() const {
     if (dual) return epi == Epi::kNone ? "dual-matmul" : "dual-matmul+epilogue";
@@ -102,7 +103,7 @@ struct GemmCase {
     if (dual) absl::StrAppend(&s, "_", k2);
     absl::StrAppend(&s, b_broadcast ? "_bcastB" : "", "_", ta ? "T" : "N", tb ? "T" : "N");
     if (dual) absl::StrAppend(&s, ta2 ? "T" : "N", tb2 ? "T" : "N", "_dual");
-    return absl::StrCat(s, ProName(pro), EpiName(epi));
+    return absl::StrCat(s, ProName(pro), EpiName(epi), tf32 ? "_tf32" : "");
   }
 };
 
@@ -195,6 +196,7 @@ inline absl::StatusOr<Built> Build(const GemmCase& c, uint32_t seed) {
   Node* mm = g.AddNode("MatMul", {a, w}, {mm_out}, "mm");
   if (c.ta) mm->SetAttr("trans_a", 1);
   if (c.tb) mm->SetAttr("trans_b", 1);
+  if (c.tf32) mm->SetAttr("tf32", 1);
   members.push_back(mm);
   Value* last = mm_out;
   if (c.dual) {
@@ -204,6 +206,7 @@ inline absl::StatusOr<Built> Build(const GemmCase& c, uint32_t seed) {
     Node* mm2 = g.AddNode("MatMul", {input("a2", as2, c.dtype), input("b2", bs2, c.dtype)}, {mm2_out}, "mm2");
     if (c.ta2) mm2->SetAttr("trans_a", 1);
     if (c.tb2) mm2->SetAttr("trans_b", 1);
+    if (c.tf32) mm2->SetAttr("tf32", 1);
     members.push_back(mm2);
     last = add("Add", {last, mm2_out});
   }
@@ -484,8 +487,9 @@ enum class Select { kAll, kFormsLight, kFormsHeavy };
 
 // Which GEMM family generates the cases: the sm_80 template, the Hopper family
 // (only the cases it takes, Sm90Eligible; the others are counted in *routed), or the
-// SIMT template (the fp32 cases, SimtCases).
-enum class Family { kSm80, kSm90, kSimt };
+// SIMT template (the fp32 cases, SimtCases), or the Hopper family's tf32 form (the
+// fp32 cases marked tf32 that it takes, Tf32Cases).
+enum class Family { kSm80, kSm90, kSimt, kTf32 };
 
 // The SIMT template's cases: Cases() in fp32 (every layout, load mode, prologue,
 // epilogue and dual form at odd and aligned sizes), then what only it has: rows of a
@@ -514,6 +518,31 @@ inline std::vector<GemmCase> SimtCases() {
   }
   return cases;
 }
+// The Hopper family's tf32 cases: Cases() in fp32 without prologues, every MatMul
+// marked tf32 with A stored [M, K] and B [N, K] (the K-major operands the tf32 wgmma
+// reads), then rows of a multiple of 4 but not of 8 (16-byte fp32 rows), few rows
+// (swap-AB), few tiles with a long K (split-K) and a batched residual form.
+inline std::vector<GemmCase> Tf32Cases() {
+  std::vector<GemmCase> cases;
+  std::set<std::string> names;
+  auto push = [&](GemmCase c) {
+    c.dtype = DType::kFloat32;
+    c.tf32 = true;
+    c.ta = c.ta2 = false;
+    c.tb = c.tb2 = true;
+    if (c.pro == Pro::kNone && names.insert(c.Name()).second) cases.push_back(c);
+  };
+  for (const GemmCase& c : Cases({DType::kFloat32})) push(c);
+  const DType f = DType::kFloat32;
+  push({f, {}, 1, 200, 584, false, false, true, Epi::kBiasGelu});
+  push({f, {}, 8, 1024, 3072, false, false, true, Epi::kBiasRelu});
+  push({f, {}, 33, 132, 1000, false, false, true});
+  push({f, {3}, 17, 44, 900, false, false, true, Epi::kResidual});
+  push({f, {}, 128, 768, 3072, false, false, true, Epi::kBiasResidual});
+  push({f, {}, 300, 4100, 12, false, false, true});
+  return cases;
+}
+
 // Configs of the SIMT pool the heuristic leaves out, each run on one case.
 inline std::vector<ops::GemmConfig> SimtExtraConfigs() {
   return {{128, 128, 16, 4, 2, 2}, {128, 128, 16, 2, 4, 2}, {128, 256, 16, 2, 4, 2}, {256, 128, 16, 4, 2, 2},
@@ -535,10 +564,14 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
   uint32_t seed = 1;
   std::set<std::string> seen;
   const bool simt = family == Family::kSimt;
-  for (const GemmCase& c : family == Family::kSm90 ? Sm90Cases() : simt ? SimtCases() : Cases()) {
+  const bool sm90 = family == Family::kSm90 || family == Family::kTf32;
+  for (const GemmCase& c : family == Family::kSm90   ? Sm90Cases()
+                           : family == Family::kTf32 ? Tf32Cases()
+                           : simt                    ? SimtCases()
+                                                     : Cases()) {
     seed += 10;
     if (!Wanted(c.Name())) continue;
-    if (family != Family::kSm90 && select != Select::kAll && (c.m == 1536) != (select == Select::kFormsHeavy)) {
+    if (!sm90 && select != Select::kAll && (c.m == 1536) != (select == Select::kFormsHeavy)) {
       continue;
     }
     if (select == Select::kFormsHeavy && c.dtype == DType::kBFloat16) continue;  // registers do not depend on it
@@ -548,7 +581,7 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
     KernelOptions options;
     options.matmul_groups = codegen::MatMulGroups::kGenerated;
     absl::StatusOr<std::vector<KernelLaunch>> l;
-    if (family == Family::kSm90) {
+    if (sm90) {
       if (!ops::Sm90Eligible(*b->node).ok()) {
         if (routed != nullptr) ++*routed;
         continue;
@@ -568,9 +601,9 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
           return at == std::string::npos ? std::string("-") : src.substr(at, src.find('\n', at) - at);
         };
         const std::string key =
-            absl::StrCat(define("GEMM_BF16"), define("GEMM_SWAP_AB"), define("GEMM_TRANS_A"), define("GEMM_TRANS_B"), define("BN"),
-                         define("CONSUMERS"), define("GEMM_TMA_STORE"), define("GEMM_TRANS_A2"),
-                         define("GEMM_TRANS_B2"), c.Kind(), ProName(c.pro));
+            absl::StrCat(define("GEMM_BF16"), define("GEMM_TF32"), define("GEMM_SWAP_AB"), define("GEMM_TRANS_A"),
+                         define("GEMM_TRANS_B"), define("BN"), define("CONSUMERS"), define("GEMM_TMA_STORE"),
+                         define("GEMM_TRANS_A2"), define("GEMM_TRANS_B2"), c.Kind(), ProName(c.pro));
         if (!seen.insert(key).second) continue;
       }
     } else {
@@ -578,7 +611,7 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
     }
     ASSERT_TRUE(l.ok()) << c.Name() << ": " << l.status();
     ASSERT_EQ(l->size(), 1u);
-    if (family == Family::kSm90) {
+    if (sm90) {
       // The heuristic's config, then each other tile shape on the same case.
       std::vector<KernelLaunch> all = {(*l)[0]};
       for (const ops::Sm90GemmConfig& cfg : {ops::Sm90GemmConfig{128, 256, 2, 1, 3}, ops::Sm90GemmConfig{128, 128, 2, 1, 4},
@@ -620,7 +653,8 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
              {Sm90Swap(64, 8, 1, 1, 16, 1), Sm90Cluster(Sm90Swap(64, 16, 1, 1, 16, 1)), Sm90Swap(128, 16, 2, 1, 4, 2),
               Sm90Swap(128, 32, 1, 2, 6, 3), Sm90Swap(192, 48, 3, 1, 4, 1), Sm90Bk128(Sm90Swap(64, 8, 1, 1, 8, 1)),
               Sm90Bk128(Sm90Swap(128, 32, 1, 2, 4, 1)), Sm90Bk128(Sm90Swap(64, 16, 1, 1, 8, 2))}) {
-          const int64_t k_tiles = (c.k + cfg.bk - 1) / cfg.bk;
+          const int64_t k_units = c.tf32 ? 2 * c.k : c.k;  // a tf32 element takes two 16-bit ones' bytes
+          const int64_t k_tiles = (k_units + cfg.bk - 1) / cfg.bk;
           if ((cfg.split_k - 1) * ((k_tiles + cfg.split_k - 1) / cfg.split_k) >= k_tiles) cfg.split_k = 1;
           absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroupSm90(*b->node, &cfg, 3);
           ASSERT_TRUE(x.ok()) << c.Name() << ": " << x.status();
@@ -637,7 +671,9 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
       }
       continue;
     }
-    if (simt) EXPECT_EQ((*l)[0].family, "gemm_simt") << c.Name();
+    if (simt) {
+      EXPECT_EQ((*l)[0].family, "gemm_simt") << c.Name();
+    }
     if (simt && select != Select::kFormsLight && c.m == 1536 && c.pro == Pro::kNone && !c.dual && !c.tb) {
       // The pool's other configs on the large plain cases.
       for (const ops::GemmConfig& cfg : SimtExtraConfigs()) {
@@ -653,7 +689,7 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
         out.built.push_back(*std::move(again));
       }
     }
-    if (dedupe && family != Family::kSm90) {
+    if (dedupe && !sm90) {
       // Kept when it adds a feature: an operand's (layout, load mode, loaded kind),
       // or the (dtype, group kind) pair.
       const std::string f = Form((*l)[0]);

@@ -45,16 +45,17 @@ const TuningEntry* LibraryTuningEntry(const Node& node, const KernelOptions& opt
   return e != nullptr && LibraryMeasuredFaster(*e) ? e : nullptr;
 }
 
-// Whether `node` is a MatMul group of fp32 operands (kiln's SIMT template takes it).
+// Whether `node` is a MatMul group of fp32 operands without TF32 math (kiln's SIMT
+// template takes it; with TF32 math the Hopper family takes what it can).
 bool IsSimtGroup(const Node& node) {
   absl::StatusOr<ops::GemmProblem> problem = ops::DescribeMatMulGroup(node);
-  return problem.ok() && problem->variant.simt;
+  return problem.ok() && problem->variant.simt && !problem->variant.tf32;
 }
 
 // Auto mode on sm_90a: why a MatMul group gets no generated GEMM (the Hopper family
-// refused it, or the tuning database measured cuBLASLt faster, or it is an fp32 group,
-// whose SIMT kernel measured slower than cublasSgemm plus a separate epilogue kernel);
-// "" otherwise.
+// refused it, a tf32 group included, or the tuning database measured cuBLASLt faster,
+// or it is an fp32 group without TF32 math, whose SIMT kernel measured slower than
+// cublasSgemm plus a separate epilogue kernel); "" otherwise.
 std::string HopperRefusal(const Node& node, const KernelOptions& options) {
   if (!options.HopperGemmsOnly() || !IsMatMulGroup(node)) return "";
   if (IsSimtGroup(node)) {

@@ -152,6 +152,11 @@ struct GemmVariant {
   // fp32 operands: the SIMT template (codegen/templates/gemm_simt.cuh) runs the GEMM,
   // and the config functions below apply its rules (Simt* in gemm_simt_config.cc).
   bool simt = false;
+  // fp32 operands of MatMuls marked for TF32 math (the `tf32` attribute that
+  // --precision tf32 sets, graph/tf32_math.h): the Hopper family runs them on TF32
+  // tensor cores where it takes the group (GemmFamilyPlan::tf32); the SIMT template,
+  // which runs the rest, computes them in exact fp32.
+  bool tf32 = false;
 };
 inline constexpr int64_t kGemmMaxSharedBytes = 99 * 1024;
 // Registers a thread may spend on accumulators, fragments and register-staged

@@ -357,6 +357,9 @@ absl::Status PrepareMatMul(const Node& node, GemmPrep& prep) {
   std::vector<int64_t>& b_batch = prep.b_batch;
   int64_t& k_total = prep.k_total;
   variant.simt = dt == DType::kFloat32;
+  variant.tf32 = variant.simt && std::all_of(plan.loops.begin(), plan.loops.end(), [](const LoopPlan& l) {
+                   return l.mm->GetInt("tf32", 0).value_or(0) == 1;
+                 });
   for (const LoopPlan& l : plan.loops) {
     const Value* a = l.a.stored;
     const Value* b = l.b.stored;
@@ -458,6 +461,7 @@ absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node) {
       absl::StrAppend(&hashed, "\n", op->code, "return ", op->result, ";", loads_text(op->loads), "\n");
     }
   }
+  if (prep.variant.tf32) absl::StrAppend(&hashed, "tf32\n");
   absl::StrAppend(&hashed, "epilogue\n", prep.plan.epilogue_code, "return ", prep.plan.result, ";",
                   loads_text(prep.plan.loads), "\n");
   std::vector<std::string> ops;
@@ -636,6 +640,7 @@ GemmFamilyPlan FamilyProblem(const GemmPrep& prep) {
   f.trans_a = l0.a.trans;
   f.trans_b = l0.b.trans;
   f.dual = plan.loops.size() > 1;
+  f.tf32 = prep.variant.tf32;
   f.dtype = prep.dt;
   f.out_dtype = prep.y->dtype();
   f.a_input = l0.a.input;
@@ -667,7 +672,11 @@ GemmFamilyPlan FamilyProblem(const GemmPrep& prep) {
 absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   GemmPrep prep;
   if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
-  if (prep.variant.simt) return NoKernel(node, "sm90 GEMM family: f32 operands (the SIMT template takes them)");
+  if (prep.variant.simt && !prep.variant.tf32) {
+    return NoKernel(node,
+                    "sm90 GEMM family: f32 operands without TF32 math (the SIMT template takes them; "
+                    "--precision tf32 runs them on tensor cores)");
+  }
   const GemmPlan& plan = prep.plan;
   const LoopPlan& l0 = plan.loops[0];
   GemmFamilyPlan f = FamilyProblem(prep);

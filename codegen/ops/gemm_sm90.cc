@@ -24,10 +24,13 @@ namespace {
 // 0; M-major A (trans_a) / N-major B (B stored [K, N], no trans_b): 1). With
 // `register_a`, A comes from four 32-bit registers (`const unsigned (&a)[4]`, the
 // m64k16 fragments; K-major by construction) and only B's layout is an immediate.
-std::string WgmmaFunction(const std::string& name, int bn, bool bf16, bool trans_a, bool trans_b,
+// f32 operands: `m64n<bn>k8.f32.tf32.tf32`, both K-major (tf32 takes no layout
+// immediates; Sm90Eligible sends other layouts elsewhere).
+std::string WgmmaFunction(const std::string& name, int bn, DType dtype, bool trans_a, bool trans_b,
                           bool register_a = false) {
   const int regs = bn / 2;
-  const char* t = bf16 ? "bf16" : "f16";
+  const bool tf32 = dtype == DType::kFloat32;
+  const char* t = tf32 ? "tf32" : dtype == DType::kBFloat16 ? "bf16" : "f16";
   std::string d, operands;
   for (int i = 0; i < regs; ++i) {
     absl::StrAppend(&d, i ? ", " : "", "%", i);
@@ -38,19 +41,27 @@ std::string WgmmaFunction(const std::string& name, int bn, bool bf16, bool trans
       register_a ? absl::StrCat("{%", regs, ", %", regs + 1, ", %", regs + 2, ", %", regs + 3, "}")
                  : absl::StrCat("%", regs);
   const int b_operand = register_a ? regs + 4 : regs + 1;
-  const std::string layouts =
-      register_a ? absl::StrCat(trans_b ? 0 : 1) : absl::StrCat(trans_a ? 1 : 0, ", ", trans_b ? 0 : 1);
+  const std::string layouts = tf32         ? ""
+                              : register_a ? absl::StrCat(", ", trans_b ? 0 : 1)
+                                           : absl::StrCat(", ", trans_a ? 1 : 0, ", ", trans_b ? 0 : 1);
   const std::string inputs = register_a ? "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b)"
                                         : "\"l\"(desc_a), \"l\"(desc_b)";
   return absl::StrCat("static __device__ __forceinline__ void ", name, "(float (&d)[", regs, "], ", a_param,
                       ", unsigned long long desc_b) {\n"
                       "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
                       "wgmma.mma_async.sync.aligned.m64n",
-                      bn, "k16.f32.", t, ".", t, " {", d, "}, ", a_operand, ", %", b_operand, ", p, 1, 1, ", layouts,
-                      ";\\n}\\n\"\n    : ", operands, "\n    : ", inputs, ");\n}\n");
+                      bn, tf32 ? "k8" : "k16", ".f32.", t, ".", t, " {", d, "}, ", a_operand, ", %", b_operand,
+                      ", p, 1, 1", layouts, ";\\n}\\n\"\n    : ", operands, "\n    : ", inputs, ");\n}\n");
 }
 
-bool TmaRowsOk(const Shape& s) { return s.back() % 8 == 0; }
+// 16-byte aligned rows (TMA): a contiguous dim of a multiple of 8 16-bit or 4 fp32
+// elements.
+bool TmaRowsOk(const Shape& s, DType dtype) { return s.back() * static_cast<int64_t>(DTypeSize(dtype)) % 16 == 0; }
+
+// A K in the family's k units (16-bit elements): a tf32 element takes the bytes of
+// two, so a stage of bk (64 or 128) holds bk / 2 of them, and the tile heuristic and
+// split counts, which measure k in stages, see twice the K.
+int64_t KUnits(const GemmFamilyPlan& p, int64_t k) { return p.tf32 ? 2 * k : k; }
 
 }  // namespace
 
@@ -450,11 +461,25 @@ absl::Status Sm90Eligible(const Node& node) {
     return NoKernel(node, absl::StrCat("sm90 GEMM family: prologue of A loading ", DTypeName(p->a_loaded_dtype),
                                        " (TMA loads the tensor-core type; sm_80 template)"));
   }
-  const bool rows_ok = TmaRowsOk(p->a_shape) && TmaRowsOk(p->b_shape) &&
-                       (!p->dual || (TmaRowsOk(p->a2_shape) && TmaRowsOk(p->b2_shape)));
+  if (p->tf32) {
+    const char* why = p->prologue_a ? "a prologue on A (the tf32 wgmma takes no register A here)"
+                      : p->trans_a || (p->dual && p->trans_a2) ? "A stored [K, M] (M-major)"
+                      : !p->trans_b || (p->dual && !p->trans_b2)
+                          ? "B stored [K, N] (N-major; tf32-math stores constant weights [N, K])"
+                          : nullptr;
+    if (why != nullptr) {
+      return NoKernel(node, absl::StrCat("sm90 GEMM family: tf32 wgmma reads both operands K-major from shared "
+                                         "memory, and this group has ",
+                                         why, "; the SIMT template or cuBLASLt runs it"));
+    }
+  }
+  const DType dt = p->dtype;
+  const bool rows_ok = TmaRowsOk(p->a_shape, dt) && TmaRowsOk(p->b_shape, dt) &&
+                       (!p->dual || (TmaRowsOk(p->a2_shape, dt) && TmaRowsOk(p->b2_shape, dt)));
   if (!rows_ok) {
-    return NoKernel(node, "sm90 GEMM family: an operand's contiguous dim is not a multiple of 8 (TMA needs 16-byte "
-                          "aligned rows; sm_80 template)");
+    return NoKernel(node,
+                    "sm90 GEMM family: an operand's contiguous dim is not a multiple of 16 bytes (TMA needs "
+                    "16-byte aligned rows; sm_80 template)");
   }
   if (p->m > (int64_t{1} << 31) - 256 || p->n > (int64_t{1} << 31) - 256 || p->k > (int64_t{1} << 31) - 64 ||
       p->k2 > (int64_t{1} << 31) - 64) {
@@ -494,12 +519,13 @@ namespace {
 // The heuristic's config for a planned, Sm90Eligible group.
 Sm90GemmConfig HeuristicConfig(const Node& node, const GemmFamilyPlan& p, int sm_count) {
   const bool can_swap = SwapAbEligible(node, p).ok();
-  if (can_swap && PreferSm90SwapAb(p.m, p.n, p.k)) return PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch);
+  const int64_t k = KUnits(p, p.k);
+  if (can_swap && PreferSm90SwapAb(p.m, p.n, k)) return PickSm90SwapAbConfig(p.m, p.n, k, p.batch);
   const Sm90GemmConfig tile =
-      PickSm90GemmConfig(p.m, p.n, p.k + p.k2, p.batch, sm_count, p.prologue_a, p.epilogue_work);
+      PickSm90GemmConfig(p.m, p.n, KUnits(p, p.k + p.k2), p.batch, sm_count, p.prologue_a, p.epilogue_work);
   // A swapped tile that fills the wave better, where C can go out by TMA.
   if (can_swap && CByTma(p)) {
-    if (std::optional<Sm90GemmConfig> wave = PickSm90SwapWaveConfig(tile, p.m, p.n, p.k, p.batch, sm_count)) {
+    if (std::optional<Sm90GemmConfig> wave = PickSm90SwapWaveConfig(tile, p.m, p.n, k, p.batch, sm_count)) {
       return *wave;
     }
   }
@@ -568,13 +594,14 @@ absl::StatusOr<Sm90Resolved> ResolveSm90Config(const Node& node, const GemmFamil
   // past M), times the splits (never both).
   r.units = ((r.km + cfg.bm * cfg.cluster_m - 1) / (cfg.bm * cfg.cluster_m)) * ((r.kn + cfg.bn - 1) / cfg.bn) *
             p.batch * cfg.split_k;
-  const int64_t k_tiles = (p.k + cfg.bk - 1) / cfg.bk + (p.dual ? (p.k2 + cfg.bk - 1) / cfg.bk : 0);
+  const int64_t k1 = KUnits(p, p.k), k2 = KUnits(p, p.k2);
+  const int64_t k_tiles = (k1 + cfg.bk - 1) / cfg.bk + (p.dual ? (k2 + cfg.bk - 1) / cfg.bk : 0);
   if (cfg.split_k > 1) {
     const int64_t per = (k_tiles + cfg.split_k - 1) / cfg.split_k;
     if ((cfg.split_k - 1) * per >= k_tiles) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": K = ", p.k + p.k2, " has ", k_tiles,
-          " k tile(s) of ", cfg.bk, ": ", cfg.split_k, " splits of ", per, " leave the last split without one"));
+          "sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": K = ", p.k + p.k2, " has ", k_tiles, " k tile(s) of ",
+          p.tf32 ? cfg.bk / 2 : cfg.bk, ": ", cfg.split_k, " splits of ", per, " leave the last split without one"));
     }
   }
   // Stream-K: the split of the tiles (none when they fill whole waves: the kernel is
@@ -612,7 +639,7 @@ std::vector<Sm90GemmConfig> Sm90CandidateConfigs(const Node& node, int sm_count)
   };
   add(*heuristic);
   auto round_up = [](int64_t v, int64_t to) { return (v + to - 1) / to * to; };
-  const int64_t k_total = p.k + p.k2;
+  const int64_t k_total = KUnits(p, p.k + p.k2);
   for (const Sm90TileCost& cost : Sm90TileCosts()) {
     Sm90GemmConfig tile = cost.config;
     // Tiles at least twice the problem's rows or columns only compute padding.
@@ -649,7 +676,7 @@ std::vector<Sm90GemmConfig> Sm90CandidateConfigs(const Node& node, int sm_count)
   // Swap-AB for few rows: PickSm90SwapAbConfig's, and 8-stage tiles of M rounded up to
   // 16 as the wgmma n in 1 to 4 splits.
   if (p.m <= 64 && swappable) {
-    add(PickSm90SwapAbConfig(p.m, p.n, p.k, p.batch));
+    add(PickSm90SwapAbConfig(p.m, p.n, KUnits(p, p.k), p.batch));
     Sm90GemmConfig c{64, static_cast<int>(round_up(p.m, 16)), 1, 1, 8};
     c.swap_ab = true;
     for (int split : {1, 2, 3, 4}) {
@@ -695,16 +722,18 @@ absl::StatusOr<KernelLaunch> Sm90Launch(const Node& node, const Sm90GemmConfig* 
   launch.args = {0};
   launch.args.insert(launch.args.end(), p.prologue_args.begin(), p.prologue_args.end());
   launch.args.insert(launch.args.end(), p.epilogue_args.begin(), p.epilogue_args.end());
-  // Tensor maps: {contiguous, rows, batches}, 128B swizzle, boxes of 64 contiguous
-  // elements (128 bytes) x the tile's rows (K-major) or bk k rows (MN-major).
+  // Tensor maps: {contiguous, rows, batches}, 128B swizzle, boxes of 128 bytes of
+  // contiguous elements (64 16-bit, 32 fp32) x the tile's rows (K-major) or bk k rows
+  // (MN-major, 16-bit only).
+  const uint64_t elem = DTypeSize(p.dtype);
   auto map = [&](const Shape& s, int input, int64_t batch_stride, bool k_major, int tile_rows) {
     TensorMapSpec t;
     t.tensor = InputArg(node, input);
     t.rank = 3;
     const uint64_t cols = s[s.size() - 1], rows = s[s.size() - 2];
     t.dims = {cols, rows, static_cast<uint64_t>(batch_stride == 0 ? 1 : p.batch), 0, 0};
-    t.strides_bytes = {cols * 2, rows * cols * 2, 0, 0};
-    t.box = {64, static_cast<uint32_t>(k_major ? tile_rows : cfg.bk), 1, 0, 0};
+    t.strides_bytes = {cols * elem, rows * cols * elem, 0, 0};
+    t.box = {static_cast<uint32_t>(128 / elem), static_cast<uint32_t>(k_major ? tile_rows : cfg.bk), 1, 0, 0};
     t.dtype = p.dtype;
     t.swizzle_bytes = 128;
     return t;
@@ -751,29 +780,29 @@ absl::StatusOr<KernelLaunch> Sm90Launch(const Node& node, const Sm90GemmConfig* 
       "\n#define GEMM_PINGPONG ", cfg.pingpong ? 1 : 0, "\n#define GEMM_TMA_STORE ", tma_store ? 1 : 0,
       "\n#define GEMM_OUT_KIND ", out_kind, "\n#define GEMM_OUT_T ", StorageTypeName(p.out_dtype), "\n");
   if (cfg.split_k > 1) absl::StrAppend(&src, "#define GEMM_SPLIT_K ", cfg.split_k, "\n");
-  if (cfg.bk != 64) absl::StrAppend(&src, "#define GEMM_BK ", cfg.bk, "\n");
+  if (p.tf32) absl::StrAppend(&src, "#define GEMM_TF32 1\n");
+  if (cfg.bk != 64) absl::StrAppend(&src, "#define GEMM_BK ", p.tf32 ? cfg.bk / 2 : cfg.bk, "\n");
   if (cfg.cluster_m > 1) absl::StrAppend(&src, "#define GEMM_CLUSTER_M ", cfg.cluster_m, "\n");
   if (sk.sk_tiles > 0) {
     absl::StrAppend(&src, "#define GEMM_STREAM_K 1\n#define GEMM_SK_TILES ", sk.sk_tiles, "\n#define GEMM_GRID ",
                     sk.grid, "\n");
   }
   if (tma_store && Sm90CChunks(cfg) > 1) absl::StrAppend(&src, "#define GEMM_C_CHUNKS ", Sm90CChunks(cfg), "\n");
-  const bool bf16 = p.dtype == DType::kBFloat16;
   absl::StrAppend(&src, "#define GEMM_DUAL ", p.dual ? 1 : 0, "\n");
   if (p.dual) {
     absl::StrAppend(&src, "#define GEMM_K2 ", p.k2, "\n#define GEMM_A2_BATCHED ", p.a2_batch != 0 ? 1 : 0,
                     "\n#define GEMM_B2_BATCHED ", p.b2_batch != 0 ? 1 : 0, "\n#define GEMM_TRANS_A2 ",
                     p.trans_a2 ? 1 : 0, "\n#define GEMM_TRANS_B2 ", p.trans_b2 ? 1 : 0, "\n",
-                    WgmmaFunction("kiln_sm90_wgmma2", cfg.bn, bf16, p.trans_a2, p.trans_b2));
+                    WgmmaFunction("kiln_sm90_wgmma2", cfg.bn, p.dtype, p.trans_a2, p.trans_b2));
   }
   absl::StrAppend(&src, "#define GEMM_PROLOGUE ", p.prologue_a ? 1 : 0, "\n#define KILN_PROLOGUE_PARAMS ",
                   p.prologue_params, "\n");
   if (p.prologue_a) {
     absl::StrAppend(&src, "#define GEMM_PROLOGUE_A ", p.prologue_a_object, "\n", p.prologue_a_functor,
-                    WgmmaFunction("kiln_sm90_wgmma_rs", cfg.bn, bf16, p.trans_a, p.trans_b, /*register_a=*/true));
+                    WgmmaFunction("kiln_sm90_wgmma_rs", cfg.bn, p.dtype, p.trans_a, p.trans_b, /*register_a=*/true));
   }
   absl::StrAppend(&src, p.epilogue_defines, p.epilogue_function,
-                  WgmmaFunction("kiln_sm90_wgmma", cfg.bn, bf16, trans_a, trans_b),
+                  WgmmaFunction("kiln_sm90_wgmma", cfg.bn, p.dtype, trans_a, trans_b),
                   // The template's four parts, in order (docs/kernels/gemm_sm90.md). Their
                   // text joined is the kernel: a header line in a part would move every
                   // later line and with them the cubins' line records (-lineinfo).

@@ -42,6 +42,7 @@ struct GemmFamilyPlan {
   bool trans_a = false, trans_b = false;
   bool dual = false;
   DType dtype = DType::kFloat16;      // tensor-core operands
+  bool tf32 = false;                  // f32 operands read as tf32 (GemmVariant::tf32)
   DType out_dtype = DType::kFloat16;
   int a_input = 0, b_input = 1;       // node input indices of A and B (loaded tensors)
   Shape a_shape, b_shape;            // stored operand shapes (a group's body is gone after planning)

@@ -38,6 +38,7 @@ absl::StatusOr<DynamicGemm> Analyze(const Node& node) {
   auto refuse = [&](const std::string& why) { return NoKernel(node, absl::StrCat(why, " (run-time sizes)")); };
   if (p.dual || p.prologue_a || p.prologue_b) return refuse("a prologue or a second product");
   if (p.trans_a) return refuse("an A stored M-major");
+  if (p.tf32) return refuse("tf32 operands");
   if (!Fixed(ValueDims(*node.input(p.b_input)))) return refuse("a B whose size varies");
   // C: [batch (fixed)..., rows..., N (fixed)].
   const std::vector<DimExpr> y = ValueDims(*node.output(0));

@@ -16,6 +16,8 @@
 //
 // Defined by the generator before this text:
 //   GEMM_BF16            1: bf16 inputs, 0: fp16
+//   GEMM_TF32            1: fp32 inputs read as tf32 (wgmma k8 .tf32; A and B K-major,
+//                        no prologue), fp32 accumulation; default 0
 //   GEMM_M, GEMM_N, GEMM_K, GEMM_BATCH   problem size; GEMM_BATCH output batches
 //                        (GEMM_M not defined with GEMM_DYNAMIC_M, below)
 //   GEMM_A_BATCHED, GEMM_B_BATCHED       1: the operand has GEMM_BATCH batches (its
@@ -78,15 +80,17 @@
 // maps, then the workspace (codegen/op_kernels.h). The maps are rank 3 {contiguous dim, rows, batches}:
 //   A (TRANS_A 0): {K, M, nb} box {64, BM, 1};   A (TRANS_A 1): {M, K, nb} box {64, GEMM_BK, 1}
 //   B (TRANS_B 1): {K, N, nb} box {64, BN, 1};   B (TRANS_B 0): {N, K, nb} box {64, GEMM_BK, 1}
-// all with 128-byte swizzle and zero fill out of bounds (partial tiles, K tails).
-// Dynamic shared memory: 1024 (alignment) + STAGES * (BM + BN) * GEMM_BK * 2
+// all with 128-byte swizzle and zero fill out of bounds (partial tiles, K tails); the
+// boxes' 64 contiguous elements are GEMM_BOX_K (32) with GEMM_TF32.
+// Dynamic shared memory: 1024 (alignment) + STAGES * (BM + BN) * GEMM_BK * GEMM_ELEM_BYTES
 // [+ CONSUMERS * 64 * WG_M * (BN / GEMM_C_CHUNKS) * 2 with GEMM_TMA_STORE] + 16 * STAGES
 // + 16 (barriers).
 //
-// Shared-memory tiles (GEMM_BK = 64 k per stage, or 128). A K-major operand tile is
-// [GEMM_BK / 64][rows][64] (128-byte rows, TMA's 128B swizzle, one box per 64 k):
-// wgmma descriptor with SBO 1024 (8 rows), LBO unused, the k16 step +32 bytes within
-// a box, the next box rows x 128 bytes on. An MN-major operand tile is
+// Shared-memory tiles (GEMM_BK = 64 k per stage, or 128; tf32 32 or 64). A K-major
+// operand tile is [GEMM_BK / GEMM_BOX_K][rows][GEMM_BOX_K] (128-byte rows, TMA's 128B
+// swizzle, one box per 128 bytes of k): wgmma descriptor with SBO 1024 (8 rows), LBO
+// unused, the k16 (tf32: k8) step +32 bytes within a box, the next box rows x 128
+// bytes on. An MN-major operand tile is
 // [rows/64][GEMM_BK k][64 mn] (one TMA box per 64 columns): SBO 1024 (8 k rows), LBO
 // GEMM_BK x 128 (the next 64 columns), the k16 step +2048 bytes (16 k rows).
 //
@@ -218,13 +222,26 @@ static __shared__ int kiln_gemm_rows;
 #if GEMM_SPLIT_K > 1 && GEMM_PINGPONG
 #error "split-K GEMM with ping-pong consumers"
 #endif
-// k per stage: 64, or 128 (GEMM_BK 128: swapped tiles; two 64-column boxes of a
-// K-major operand per stage, one box of 128 rows of an MN-major one).
-#ifndef GEMM_BK
-#define GEMM_BK 64
+#ifndef GEMM_TF32
+#define GEMM_TF32 0
 #endif
-#if GEMM_BK != 64 && (GEMM_BK != 128 || !GEMM_SWAP_AB || GEMM_CLUSTER_M > 1 || GEMM_STREAM_K)
-#error "GEMM_BK 128 is for swap-AB tiles without stream-K or clusters"
+// An input element's bytes, the k of one 128-byte swizzle row (a TMA box's width: 64
+// 16-bit elements, 32 fp32 ones) and the k of one wgmma (k16, or k8 for tf32: 32
+// bytes of a K-major row either way, so a box takes four wgmma k steps in both).
+#define GEMM_ELEM_BYTES (GEMM_TF32 ? 4 : 2)
+#define GEMM_BOX_K (128 / GEMM_ELEM_BYTES)
+#define GEMM_K_STEP (GEMM_TF32 ? 8 : 16)
+// k per stage: one box (64, tf32 32), or two (GEMM_BK 128, tf32 64: swapped tiles;
+// two boxes of a K-major operand per stage, one box of 128 rows of an MN-major one).
+#ifndef GEMM_BK
+#define GEMM_BK GEMM_BOX_K
+#endif
+#if GEMM_BK != GEMM_BOX_K && (GEMM_BK != 2 * GEMM_BOX_K || !GEMM_SWAP_AB || GEMM_CLUSTER_M > 1 || GEMM_STREAM_K)
+#error "two boxes of k per stage are for swap-AB tiles without stream-K or clusters"
+#endif
+// wgmma's tf32 form reads both operands K-major from shared memory (no transpose).
+#if GEMM_TF32 && (GEMM_TRANS_A || !GEMM_TRANS_B || GEMM_PROLOGUE || (GEMM_DUAL && (GEMM_TRANS_A2 || !GEMM_TRANS_B2)))
+#error "tf32 GEMM with an M-major A, an N-major B or a prologue"
 #endif
 // The bytes of one 64-row block of an MN-major tile (GEMM_BK rows of 128 bytes).
 #define GEMM_MN_BLOCK_BYTES (GEMM_BK * 128)
@@ -236,8 +253,8 @@ static __shared__ int kiln_gemm_rows;
 // 40, the consumers take the rest, and ptxas allocates each side's code within its
 // count.
 #define GEMM_CONSUMER_REGS (CONSUMERS == 3 ? 152 : 232)
-#define GEMM_A_TILE_BYTES (BM * GEMM_BK * 2)
-#define GEMM_B_TILE_BYTES (BN * GEMM_BK * 2)
+#define GEMM_A_TILE_BYTES (BM * GEMM_BK * GEMM_ELEM_BYTES)
+#define GEMM_B_TILE_BYTES (BN * GEMM_BK * GEMM_ELEM_BYTES)
 #define GEMM_STAGE_BYTES (GEMM_A_TILE_BYTES + GEMM_B_TILE_BYTES)
 #define GEMM_GROUP_M 8
 #ifndef GEMM_C_CHUNKS

@@ -159,6 +159,10 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 
 // The next kernel of the module defines its own configuration.
 #undef GEMM_BK
+#undef GEMM_TF32
+#undef GEMM_ELEM_BYTES
+#undef GEMM_BOX_K
+#undef GEMM_K_STEP
 #undef GEMM_MN_BLOCK_BYTES
 #undef GEMM_C_LD
 #undef GEMM_THREADS

@@ -49,7 +49,9 @@ static __device__ __forceinline__ void kiln_sm90_produce(const kiln_tensor_map* 
       }
     } else {
 #pragma unroll
-      for (int q = 0; q < GEMM_BK / 64; ++q) kiln_sm90_tma_load(sa + q * BM * 128, map_a, full, k0 + 64 * q, m0, ab);
+      for (int q = 0; q < GEMM_BK / GEMM_BOX_K; ++q) {
+        kiln_sm90_tma_load(sa + q * BM * 128, map_a, full, k0 + GEMM_BOX_K * q, m0, ab);
+      }
     }
 #if GEMM_CLUSTER_M > 1
     if constexpr (TRANS_B) {  // rows [rank BN / 2, (rank + 1) BN / 2) of the tile
@@ -66,7 +68,9 @@ static __device__ __forceinline__ void kiln_sm90_produce(const kiln_tensor_map* 
 #else
     if constexpr (TRANS_B) {
 #pragma unroll
-      for (int q = 0; q < GEMM_BK / 64; ++q) kiln_sm90_tma_load(sb + q * BN * 128, map_b, full, k0 + 64 * q, n0, bb);
+      for (int q = 0; q < GEMM_BK / GEMM_BOX_K; ++q) {
+        kiln_sm90_tma_load(sb + q * BN * 128, map_b, full, k0 + GEMM_BOX_K * q, n0, bb);
+      }
     } else {
 #pragma unroll
       for (int j = 0; j < BN / 64; ++j) {
@@ -133,14 +137,14 @@ static __device__ __forceinline__ unsigned long long kiln_sm90_desc_add(unsigned
   return (desc & 0xFFFFFFFF00000000ull) | (static_cast<unsigned>(desc) + units);
 }
 
-// The offset in 16-byte units of k16 step kk in a K-major tile of ROWS rows: 32 bytes a
-// step within a box of 64 k, the next box ROWS x 128 bytes on (GEMM_BK 128).
+// The offset in 16-byte units of wgmma k step kk in a K-major tile of ROWS rows: 32
+// bytes a step within a box, the next box ROWS x 128 bytes on (two boxes a stage).
 template <int ROWS>
 static __device__ __forceinline__ unsigned kiln_sm90_k_step(int kk) {
-  return GEMM_BK == 64 ? kk * 2 : (kk % 4) * 2 + (kk / 4) * ROWS * 8;
+  return GEMM_BK == GEMM_BOX_K ? kk * 2 : (kk % 4) * 2 + (kk / 4) * ROWS * 8;
 }
 
-// B's wgmma descriptor for k16 step kk of the stage whose B tile is at `sb` (the ring
+// B's wgmma descriptor for k step kk of the stage whose B tile is at `sb` (the ring
 // at `base`).
 template <int TRANS_B>
 static __device__ __forceinline__ unsigned long long kiln_sm90_desc_b(unsigned base, unsigned sb, int kk) {
@@ -155,7 +159,7 @@ static __device__ __forceinline__ void kiln_sm90_stage_mma(float (&acc)[WG_M][BN
                                                            unsigned sb, int row0) {
   const unsigned stage = (sa - base) / 16;  // the stage's offset in 16-byte units
 #pragma unroll
-  for (int kk = 0; kk < GEMM_BK / 16; ++kk) {
+  for (int kk = 0; kk < GEMM_BK / GEMM_K_STEP; ++kk) {
     const unsigned long long db = kiln_sm90_desc_b<TRANS_B>(base, sb, kk);
 #pragma unroll
     for (int i = 0; i < WG_M; ++i) {
