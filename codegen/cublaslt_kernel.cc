@@ -65,7 +65,8 @@ class CublasLtKernel : public LibraryKernel {
     const cudaDataType_t t = CudaType(p.dtype);
     // Batches that cuBLASLt takes as a strided batch; a stride-0 (broadcast) operand
     // falls back to a loop of launches if no algorithm accepts it.
-    KILN_LT(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    KILN_LT(cublasLtMatmulDescCreate(&desc_, p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
+            "cublasLtMatmulDescCreate");
     const cublasOperation_t op_a = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A is our B
     const cublasOperation_t op_b = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's B is our A
     KILN_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)), "set TRANSA");

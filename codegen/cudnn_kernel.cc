@@ -77,9 +77,10 @@ class CudnnConvKernel : public LibraryKernel {
                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
              "cudnnSetConvolution2dDescriptor");
     KILN_DNN(cudnnSetConvolutionGroupCount(conv_, p.group), "cudnnSetConvolutionGroupCount");
-    const bool f32 = p.dtype == DType::kFloat32;
-    // f32: FMA kernels only (no TF32); f16/bf16: tensor cores with fp32 accumulation.
-    KILN_DNN(cudnnSetConvolutionMathType(conv_, f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
+    // f32: FMA kernels only (no TF32) unless marked tf32; f16/bf16 (and tf32): tensor
+    // cores with fp32 accumulation.
+    const bool fma_only = p.dtype == DType::kFloat32 && !p.tf32;
+    KILN_DNN(cudnnSetConvolutionMathType(conv_, fma_only ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
              "cudnnSetConvolutionMathType");
     int n = 0, c = 0, h = 0, w = 0;
     KILN_DNN(cudnnGetConvolution2dForwardOutputDim(conv_, x_, w_, &n, &c, &h, &w),
@@ -100,7 +101,7 @@ class CudnnConvKernel : public LibraryKernel {
                                             CUDNN_NOT_PROPAGATE_NAN, 0.0),
                "cudnnSetActivationDescriptor");
       // The fused call needs a bias: a zeroed one at the start of the workspace.
-      if (!p.has_bias) zero_bias_bytes_ = AlignUp(static_cast<size_t>(p.m) * (f32 ? 4 : 2), 256);
+      if (!p.has_bias) zero_bias_bytes_ = AlignUp(static_cast<size_t>(p.m) * DTypeSize(p.dtype), 256);
     }
 
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT] = {};
@@ -114,13 +115,13 @@ class CudnnConvKernel : public LibraryKernel {
       perf[0] = {};
       perf[0].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
       perf[0].status = CUDNN_STATUS_SUCCESS;
-      perf[0].mathType = f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+      perf[0].mathType = fma_only ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
     }
     std::string tried;
     for (int i = 0; i < found; ++i) {
       if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-      const cudnnMathType_t math = f32 ? CUDNN_FMA_MATH : perf[i].mathType;
-      if (f32 && perf[i].mathType == CUDNN_TENSOR_OP_MATH) continue;
+      const cudnnMathType_t math = fma_only ? CUDNN_FMA_MATH : perf[i].mathType;
+      if (fma_only && perf[i].mathType == CUDNN_TENSOR_OP_MATH) continue;
       if (cudnnSetConvolutionMathType(conv_, math) != CUDNN_STATUS_SUCCESS) continue;
       size_t bytes = 0;
       const cudnnStatus_t s = cudnnGetConvolutionForwardWorkspaceSize(handle_, x_, w_, conv_, y_, perf[i].algo, &bytes);

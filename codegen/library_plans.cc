@@ -17,6 +17,11 @@
 namespace kiln::codegen::libplan {
 namespace {
 
+// f32 data of a node marked for TF32 math (graph/tf32_math.h).
+bool MarkedTf32(const Node& node, DType dtype) {
+  return dtype == DType::kFloat32 && node.GetInt("tf32", 0).value_or(0) == 1;
+}
+
 // Checks what every library kernel needs: typed values, one float storage dtype.
 absl::Status CheckTypes(const Node& node, int min_inputs, int max_inputs) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
@@ -189,6 +194,7 @@ absl::StatusOr<GemmPlan> PlanMatMul(const Node& node) {
   const Shape sa = p.trans_a ? swap_last_two(a) : AsMatrixA(a);
   const Shape sb = p.trans_b ? swap_last_two(b) : AsMatrixB(b);
   p.dtype = node.output(0)->dtype();
+  p.tf32 = MarkedTf32(node, p.dtype);
   p.m = sa[sa.size() - 2];
   p.k = sa.back();
   p.n = sb.back();
@@ -250,6 +256,7 @@ absl::StatusOr<GemmPlan> PlanGemm(const Node& node) {
   if (a.size() != 2 || b.size() != 2) return node.Unsupported(absl::StrCat("A and B must be matrices (", ShapesOf(node), ")"));
   GemmPlan p;
   p.dtype = node.output(0)->dtype();
+  p.tf32 = MarkedTf32(node, p.dtype);
   auto ta = node.GetInt("transA", 0);
   auto tb = node.GetInt("transB", 0);
   auto alpha = node.GetFloat("alpha", 1.f);
@@ -339,6 +346,7 @@ absl::StatusOr<ConvPlan> PlanConv(const Node& node) {
   ConvPlan p;
   p.nhwc = nhwc;
   p.dtype = node.output(0)->dtype();
+  p.tf32 = MarkedTf32(node, p.dtype);
   p.group = static_cast<int>(*group);
   p.batch = static_cast<int>(x[0]);
   p.c = static_cast<int>(x[1]);

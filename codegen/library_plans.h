@@ -8,7 +8,9 @@
 // column-major c x r matrix with ld = c, so Y = op(A) op(B) is computed as
 // Y^T = op(B)^T op(A)^T with cuBLASLt's "A" being our B and its "B" our A.
 // Math: CUBLAS_COMPUTE_32F (fp32 accumulation, exact fp32 for f32 data: no TF32);
-// cuDNN with fp32 compute type, and FMA-only math for f32 data.
+// cuDNN with fp32 compute type, and FMA-only math for f32 data. A node marked `tf32`
+// (--precision tf32, graph/tf32_math.h) with f32 data gets TF32 tensor-core math:
+// CUBLAS_COMPUTE_32F_FAST_TF32, and cuDNN's tensor-op math.
 #pragma once
 
 #include <cstddef>
@@ -70,12 +72,14 @@ struct GemmPlan {
   // passed as cuBLASLt's C with beta 1; -1: none.
   int in_residual = -1;
   enum class Act { kNone, kRelu, kGeluTanh } act = Act::kNone;
+  bool tf32 = false;  // f32 data with TF32 math (the node's `tf32` attribute)
 };
 
 // Conv plan (1-D convs run as 2-D with H = 1).
 
 struct ConvPlan {
   DType dtype = DType::kFloat32;
+  bool tf32 = false;                        // f32 data with TF32 math (the node's `tf32` attribute)
   int batch = 0, c = 0, h = 1, w = 0;       // X [N, C, H, W]
   int m = 0, cg = 0, kh = 1, kw = 0;       // W [M, C/group, KH, KW]
   int oh = 1, ow = 0;                      // Y [N, M, OH, OW]

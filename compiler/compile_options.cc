@@ -48,7 +48,7 @@ const std::vector<std::string>& SupportedArchs() {
 }
 
 const std::vector<std::string>& SupportedPrecisions() {
-  static const auto* precisions = new std::vector<std::string>{"fp16", "bf16", "fp32"};
+  static const auto* precisions = new std::vector<std::string>{"fp16", "bf16", "fp32", "tf32"};
   return *precisions;
 }
 

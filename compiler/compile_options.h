@@ -29,7 +29,9 @@ enum class Layout {
 absl::string_view LayoutName(Layout layout);
 absl::StatusOr<Layout> ParseLayout(absl::string_view text);
 
-// The target archs `--arch` accepts, and the storage precisions `--precision` accepts.
+// The target archs `--arch` accepts, and the precisions `--precision` accepts: fp16,
+// bf16, fp32 storage, and tf32 (fp32 storage, TF32 tensor-core math in the matrix
+// products: graph/tf32_math.h).
 const std::vector<std::string>& SupportedArchs();
 const std::vector<std::string>& SupportedPrecisions();
 // The arch compiled for when none is named: the local GPU's when kiln can target it

@@ -12,9 +12,9 @@
 #include "compiler/expand_groups.h"
 #include "fusion/fuse_attention.h"
 #include "fusion/fuse_concat.h"
-#include "fusion/fuse_pad.h"
 #include "fusion/fuse_epilogue.h"
 #include "fusion/fuse_mlp.h"
+#include "fusion/fuse_pad.h"
 #include "fusion/fuse_pointwise.h"
 #include "fusion/fuse_prologue.h"
 #include "fusion/fuse_siblings.h"
@@ -40,6 +40,7 @@
 #include "graph/remove_identity.h"
 #include "graph/sum_to_add.h"
 #include "graph/swap_reshape_elementwise.h"
+#include "graph/tf32_math.h"
 #include "graph/to_channels_last.h"
 #include "graph/verifier.h"
 
@@ -70,7 +71,9 @@ absl::StatusOr<bool> FoldConstants(Graph& graph, PassContext&) {
 }
 
 bool Fusing(const Graph&, const PassContext& context) { return context.options.fuse; }
-bool Lowering(const Graph&, const PassContext& context) { return context.options.precision != "fp32"; }
+bool Lowering(const Graph&, const PassContext& context) {
+  return context.options.precision == "fp16" || context.options.precision == "bf16";
+}
 
 std::vector<Pass> Canonicalization() {
   const PassStage s = PassStage::kCanonicalize;
@@ -241,6 +244,12 @@ std::vector<Pass> FusionAndExpansion() {
        "get the epilogue",
        when, Fusing,
        [](Graph& graph, PassContext& context) { return FuseSiblings(&context.report).Run(graph); }},
+      {"tf32-math", PassStage::kPrecision,
+       "right after fuse-siblings, before the other fusion passes (with --no-fuse too): fp32 storage, and every f32 "
+       "MatMul, Gemm and Conv marked for TF32 tensor-core math; constant MatMul weights, the merged Q/K/V ones "
+       "included, stored [N, K] (K-major, as the tf32 wgmma reads them) before groups take the MatMuls in",
+       "--precision tf32", [](const Graph&, const PassContext& context) { return context.options.precision == "tf32"; },
+       GraphPass<Tf32Math>()},
       {"fuse-attention", f,
        "before the prologue and epilogue passes: they would give the scores MatMul the scale and mask as its "
        "epilogue (and a Q scale as its prologue), splitting the attention pattern",
@@ -326,7 +335,7 @@ bool DynamicSafe(const std::string& pass) {
   static const auto* safe = new absl::flat_hash_set<std::string>{
       "remove-identity", "sum-to-add", "swap-reshape-elementwise", "gemm-to-matmul", "fold-batch-norm",
       "recognize-gelu", "recognize-layer-norm", "recognize-rms-norm", "fold-constants",
-      "eliminate-common-subexpressions", "fold-transpose-into-matmul", "eliminate-dead-code", "lower-precision",
+      "eliminate-common-subexpressions", "fold-transpose-into-matmul", "eliminate-dead-code", "lower-precision", "tf32-math",
       "to-channels-last", "pad-conv-channels", "fuse-siblings", "fuse-attention", "fuse-epilogue", "fuse-pointwise",
       "expand-groups-without-kernels", "fuse-expanded-tails"};
   // clang-format on

@@ -40,7 +40,7 @@ namespace fs = std::filesystem;
 
 constexpr char kUsage[] =
     "usage: kiln bench MODEL.onnx [--compare fused,unfused] [--device gpu|cpu] [--arch ARCH]\n"
-    "                  [--precision fp16|bf16|fp32] [--dim NAME=N]... [--input-shape NAME=1x128]...\n"
+    "                  [--precision fp16|bf16|fp32|tf32] [--dim NAME=N]... [--input-shape NAME=1x128]...\n"
     "                  [--calibrate NAME=SOURCE]... [--input NAME=SOURCE]...\n"
     "                  [--iterations N] [--warmup N] [--csv FILE] [--plot FILE.png]\n"
     "                  [--layout auto|nchw|nhwc] [--range NAME=LO..HI]...\n"

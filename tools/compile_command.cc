@@ -28,7 +28,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: kiln compile MODEL.onnx -o|--output MODEL.kiln [--arch sm_90a|sm_89|sm_86|sm_80]\n"
-    "                    [--precision fp16|bf16|fp32] [--dim NAME=N|NAME=LO..HI]... [--input-shape NAME=1x128]...\n"
+    "                    [--precision fp16|bf16|fp32|tf32] [--dim NAME=N|NAME=LO..HI]... [--input-shape "
+    "NAME=1x128]...\n"
     "                    [--calibrate NAME=SOURCE]... [--no-fuse] [--report]\n"
     "                    [--dump-after PASS|all|help] [--time-passes]\n"
     "                    [--matmul-groups auto|library|generated]\n"
@@ -38,7 +39,8 @@ constexpr char kUsage[] =
     "Compiles the model into a bundle (manifest, kernels, weights) for the named GPU arch.\n"
     "Works without a GPU (kernels are compiled by NVRTC). The default arch is the local\n"
     "GPU's, else sm_90a; the default precision is fp16 (storage of activations and weights;\n"
-    "math in fp32; inputs and outputs keep their ONNX dtypes). The graph is canonicalised\n"
+    "math in fp32; inputs and outputs keep their ONNX dtypes); tf32 stores fp32 and runs\n"
+    "MatMul, Gemm and Conv on TF32 tensor cores (fp32 accumulation). The graph is canonicalised\n"
     "and fused (docs/fusion.md); each step then runs a generated kernel (fused groups,\n"
     "other ops), cuBLASLt (MatMul/Gemm and their fused epilogues) or cuDNN (Conv).\n"
     "--dim NAME=N: every input dim named NAME (ONNX dim_param: batch, seq, ...) becomes N;\n"

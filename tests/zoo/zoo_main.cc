@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   ZooOptions options;
   const char* usage =
       "usage: kiln_zoo [--data DIR] [--device cpu|gpu] [--filter SUBSTR] [--arch sm_90a|...] "
-      "[--precision fp16|bf16|fp32] [--matmul-groups library|generated|auto]\n";
+      "[--precision fp16|bf16|fp32|tf32] [--matmul-groups library|generated|auto]\n";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
