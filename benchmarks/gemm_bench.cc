@@ -85,7 +85,7 @@ ProblemKernels GenerateProblem(const Options& o, const Problem& p, KernelTable& 
                     config ? &*config : nullptr);
   };
   const DType dt = o.fp32 ? DType::kFloat32 : DType::kFloat16;
-  for (Idiom i : o.idioms) pk.kiln.emplace(i, gen(KilnGroup(i, p.m, p.n, p.k, o.b_nk, dt)));
+  for (Idiom i : o.idioms) pk.kiln.emplace(i, gen(KilnGroup(i, p.m, p.n, p.k, o.b_nk, dt, o.tf32)));
   if (Has(o, Idiom::kBiasRelu)) pk.bias_relu = gen(BiasActGroup(Idiom::kBiasRelu, p.m, p.n, dt));
   if (Has(o, Idiom::kBiasGelu)) pk.bias_gelu = gen(BiasActGroup(Idiom::kBiasGelu, p.m, p.n, dt));
   if (Has(o, Idiom::kBiasGeluErf)) pk.bias_gelu_erf = gen(BiasActGroup(Idiom::kBiasGeluErf, p.m, p.n, dt));
@@ -179,7 +179,10 @@ void PrintHeader(const Options& o, const cudaDeviceProp& prop, const std::string
       "%s (%s, %d SMs, L2 %d MiB), CUDA runtime %d, cuBLAS %d; %s in/out, fp32 accumulate; %d warm-up + median of "
       "%d timed runs, L2 %s; %.1f GiB of buffers; tolerance %g (max |kiln - ref| / max(1, |ref|))\n",
       prop.name, arch.c_str(), prop.multiProcessorCount, prop.l2CacheSize >> 20, CUDART_VERSION, CUBLAS_VERSION,
-      o.fp32 ? "fp32 (no TF32: kiln's SIMT template, cublasSgemm)" : "fp16", o.warmup, o.reps,
+      o.tf32   ? "fp32, TF32 math (kiln's sm90 tf32 wgmma; cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32)"
+      : o.fp32 ? "fp32 (no TF32: kiln's SIMT template, cublasSgemm)"
+               : "fp16",
+      o.warmup, o.reps,
       o.flush ? "flushed before every timed run" : "not flushed (warm; a 50 us spin kernel queues each run)",
       total / 1073741824.0, o.tolerance);
   if (std::find(o.sets.begin(), o.sets.end(), "random") != o.sets.end()) {
@@ -188,7 +191,13 @@ void PrintHeader(const Options& o, const cudaDeviceProp& prop, const std::string
   }
   std::printf("peers (A / B):\n");
   for (Idiom i : o.idioms) std::printf("  %-10s A = %-22s B = %s\n", IdiomName(i), PeerA(i), *PeerB(i) ? PeerB(i) : "-");
-  if (o.fp32) std::printf("  (--precision fp32: \"cublasGemmEx\" is cublasSgemm, cuBLASLt runs fp32 in and out)\n");
+  if (o.tf32) {
+    std::printf(
+        "  (--precision tf32: \"cublasGemmEx\" and cuBLASLt run fp32 in and out with "
+        "CUBLAS_COMPUTE_32F_FAST_TF32)\n");
+  } else if (o.fp32) {
+    std::printf("  (--precision fp32: \"cublasGemmEx\" is cublasSgemm, cuBLASLt runs fp32 in and out)\n");
+  }
   std::printf(
       "  (\"cublas\" inside a composite peer = whichever of cublasGemmEx and cuBLASLt was faster for the plain GEMM of "
       "that shape; the separate kernels are kiln's generated pointwise kernels)\n\n");
@@ -206,7 +215,7 @@ int Measure(const Options& o, const std::vector<Problem>& problems, const std::v
 
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  Blas blas{stream, nullptr, nullptr, nullptr, 32 << 20, o.b_nk, o.fp32};
+  Blas blas{stream, nullptr, nullptr, nullptr, 32 << 20, o.b_nk, o.fp32, o.tf32};
   CHECK_BLAS(cublasCreate(&blas.handle));
   CHECK_BLAS(cublasSetStream(blas.handle, stream));
   CHECK_BLAS(cublasLtCreate(&blas.lt));
@@ -286,7 +295,7 @@ constexpr char kUsage[] =
     "                       [--no-flush] [--sequential | --fixed-order] [--seed S] [--count N] [--tol X] [--csv out.csv]\n"
     "                       [--compile-only [--arch sm_90a|sm_89|sm_86|sm_80]] [--family sm80|sm90]\n"
     "                       [--dump-kernels DIR]\n"
-    "                       [--b-layout kn|nk] [--sustain MS] [--precision fp16|fp32] [--config CFG]\n"
+    "                       [--b-layout kn|nk] [--sustain MS] [--precision fp16|fp32|tf32] [--config CFG]\n"
     "  --set      shape sets (default all): squares 1024..8192; transformer tokens {128..16384} x (N, K)\n"
     "             of BERT/GPT-2 layers; random: the seed protocol (--count problems, multiples of 128 up to\n"
     "             4096, drawn from --seed); small_m: M in {1, 8, 16, 32, 64} x N, K in {768, 3072, 4096}\n"
@@ -319,7 +328,10 @@ constexpr char kUsage[] =
     "  --config   a forced tile config for the sm80 (or, with --precision fp32, SIMT) template, e.g.\n"
     "             \"128x128x32 w2x2 s3\" or \"128x128x16 w2x2 s2\"\n"
     "  --precision fp16 (default) or fp32: fp32 operands, results and accumulation, kiln on its SIMT\n"
-    "             template (FFMA, no TF32) against cublasSgemm and cuBLASLt in fp32 (--family sm80)\n"
+    "             template (FFMA, no TF32) against cublasSgemm and cuBLASLt in fp32 (--family sm80);\n"
+    "             or tf32: fp32 operands and results, TF32 math, kiln on the sm90 family's tf32 wgmma\n"
+    "             (--family sm90 --b-layout nk: it reads B K-major) against cublasGemmEx and cuBLASLt\n"
+    "             with CUBLAS_COMPUTE_32F_FAST_TF32\n"
     "exit status: 0, 2 when some kiln result failed validation, 77 without a CUDA device (unless\n"
     "             --compile-only)\n";
 
@@ -444,11 +456,12 @@ int ParseAndRun(int argc, char** argv) {
       o.b_nk = v == "nk";
     } else if (arg == "--precision") {
       const std::string v = value();
-      if (v != "fp16" && v != "fp32") {
-        std::fprintf(stderr, "--precision: fp16 or fp32, got '%s'\n", v.c_str());
+      if (v != "fp16" && v != "fp32" && v != "tf32") {
+        std::fprintf(stderr, "--precision: fp16, fp32 or tf32, got '%s'\n", v.c_str());
         return 1;
       }
-      o.fp32 = v == "fp32";
+      o.fp32 = v != "fp16";
+      o.tf32 = v == "tf32";
     } else if (arg == "--config") {
       o.config = value();
     } else if (arg == "--sm90-config") {

@@ -218,6 +218,12 @@ extern "C" __global__ void KILN_KERNEL(const BENCH_T* got, const BENCH_T* want, 
 
 void GemmEx(const Blas& blas, int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c, float beta) {
   const float alpha = 1.f;
+  if (blas.tf32) {  // fp32 data, TF32 tensor-core math
+    CHECK_BLAS(cublasGemmEx(blas.handle, blas.b_nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b,
+                            CUDA_R_32F, blas.b_nk ? k : n, a, CUDA_R_32F, k, &beta, c, CUDA_R_32F, n,
+                            CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+    return;
+  }
   if (blas.fp32) {  // cublasSgemm: the handle's default math mode, so exact fp32 (no TF32)
     CHECK_BLAS(cublasSgemm(blas.handle, blas.b_nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
                            static_cast<const float*>(b), blas.b_nk ? k : n, static_cast<const float*>(a), k, &beta,
@@ -231,7 +237,8 @@ void GemmEx(const Blas& blas, int64_t m, int64_t n, int64_t k, const void* a, co
 
 LtPlan::LtPlan(const Blas& blas, int64_t m, int64_t n, int64_t k, cublasLtEpilogue_t epilogue, const void* bias)
     : blas_(blas) {
-  CHECK_BLAS(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  CHECK_BLAS(
+      cublasLtMatmulDescCreate(&desc_, blas.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
     CHECK_BLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
     CHECK_BLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));

@@ -125,6 +125,7 @@ struct Blas {
   size_t workspace_bytes;
   bool b_nk = false;  // B stored [N, K] (--b-layout nk)
   bool fp32 = false;  // fp32 operands (--precision fp32): cublasSgemm, cuBLASLt in fp32
+  bool tf32 = false;  // with fp32: TF32 math (--precision tf32), cublasGemmEx and cuBLASLt FAST_TF32
 };
 
 void GemmEx(const Blas& blas, int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c, float beta);

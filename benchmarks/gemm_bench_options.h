@@ -34,7 +34,8 @@ struct Options {
   std::vector<Problem> shapes;  // --shapes: these problems instead of the sets
   std::string dump_dir;         // --dump-kernels: write the kernels' sources and cubins here
   int sustain_ms = 0;           // --sustain: back-to-back launches for this long per measurement
-  bool fp32 = false;            // --precision fp32: fp32 operands and results (kiln's SIMT template)
+  bool fp32 = false;            // --precision fp32 or tf32: fp32 operands and results (kiln's SIMT template)
+  bool tf32 = false;            // --precision tf32: fp32 operands read as TF32 (the sm90 family's tf32 wgmma)
   int ElementBytes() const { return fp32 ? 4 : 2; }
 };
 

@@ -131,7 +131,7 @@ Node* Op(Graph& g, const std::string& op, const std::vector<Value*>& ins, const 
 
 }  // namespace
 
-absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k, bool b_nk, DType dt) {
+absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k, bool b_nk, DType dt, bool tf32) {
   Built b;
   Graph& g = *b.graph;
   auto Input = [&](Graph& g, const std::string& name, Shape shape) { return gemm_bench::Input(g, name, shape, dt); };
@@ -139,6 +139,7 @@ absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k, bo
   auto matmul = [&](Value* x, const std::string& name, const std::string& out) {
     Node* mm = Op(g, "MatMul", {x, Input(g, name, b_nk ? Shape{n, k} : Shape{k, n})}, out);
     if (b_nk) mm->SetAttr("trans_b", int64_t{1});
+    if (tf32) mm->SetAttr("tf32", int64_t{1});
     return mm;
   };
   switch (idiom) {

@@ -49,8 +49,10 @@ struct Built {
 // The group fusion forms for `idiom` on [M,K]·[K,N] (patterns of fusion/fuse_epilogue.cc,
 // fuse_prologue.cc and fuse_siblings.cc). bias_gelu uses the tanh approximation, which
 // is what cuBLASLt's GELU epilogue computes; bias_gelu_erf the exact (erf) form.
-// `b_nk`: every B operand is stored [N, K] (MatMul's trans_b), else [K, N].
-absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k, bool b_nk, DType dt = DType::kFloat16);
+// `b_nk`: every B operand is stored [N, K] (MatMul's trans_b), else [K, N]. `tf32`:
+// every MatMul carries tf32 = 1 (--precision tf32's mark, graph/tf32_math.h).
+absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k, bool b_nk, DType dt = DType::kFloat16,
+                                bool tf32 = false);
 // The unfused peers' separate kernel: out = act(y + bias) as a "pointwise" group
 // (`idiom`: bias_relu, bias_gelu or bias_gelu_erf).
 absl::StatusOr<Built> BiasActGroup(Idiom idiom, int64_t m, int64_t n, DType dt = DType::kFloat16);
