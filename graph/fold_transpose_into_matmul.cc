@@ -1,7 +1,6 @@
 // Transposes of MatMul operands folded into the MatMul's layout flags.
 #include "graph/fold_transpose_into_matmul.h"
 
-#include <cstring>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -93,27 +92,6 @@ bool FoldRowPreserving(const Graph& graph, Node& t, std::vector<int64_t> perm) {
   return true;
 }
 
-// `c` (rank >= 2) with its last two dims swapped, byte for byte (any dtype).
-Tensor SwappedLastTwo(const Tensor& c) {
-  const Shape& s = c.shape();
-  const size_t r = s.size();
-  const int64_t rows = s[r - 2], cols = s[r - 1], mats = rows * cols == 0 ? 0 : NumElements(s) / (rows * cols);
-  Shape swapped = s;
-  std::swap(swapped[r - 1], swapped[r - 2]);
-  Tensor out(c.dtype(), swapped);
-  const size_t es = DTypeSize(c.dtype());
-  const auto* src = static_cast<const uint8_t*>(c.raw_data());
-  auto* dst = static_cast<uint8_t*>(out.mutable_raw_data());
-  for (int64_t t = 0; t < mats; ++t) {
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t j = 0; j < cols; ++j) {
-        std::memcpy(dst + ((t * cols + j) * rows + i) * es, src + ((t * rows + i) * cols + j) * es, es);
-      }
-    }
-  }
-  return out;
-}
-
 // (3): flagged constant operands become re-laid-out constants without the flag.
 bool RelayOutConstants(Graph& graph) {
   absl::flat_hash_map<const Value*, Value*> relaid;  // constant -> its swapped copy
@@ -124,7 +102,9 @@ bool RelayOutConstants(Graph& graph) {
       Value* c = n->input(i);
       if (c == nullptr || !c->is_constant() || c->rank() < 2) continue;
       Value*& copy = relaid[c];
-      if (copy == nullptr) copy = graph.AddConstant(absl::StrCat(c->name(), "/transposed"), SwappedLastTwo(c->constant()));
+      if (copy == nullptr) {
+        copy = graph.AddConstant(absl::StrCat(c->name(), "/transposed"), c->constant().SwappedLastTwo());
+      }
       n->SetInput(i, copy);
       n->RemoveAttr(FlagName(i));
       changed = true;

@@ -44,6 +44,26 @@ Tensor Tensor::PaddedInnermost(int64_t size) const {
   return t;
 }
 
+Tensor Tensor::SwappedLastTwo() const {
+  assert(shape_.size() >= 2);
+  const size_t r = shape_.size();
+  const int64_t rows = shape_[r - 2], cols = shape_[r - 1], mats = rows * cols == 0 ? 0 : numel() / (rows * cols);
+  Shape swapped = shape_;
+  std::swap(swapped[r - 1], swapped[r - 2]);
+  Tensor out(dtype_, swapped);
+  const size_t es = DTypeSize(dtype_);
+  const auto* src = static_cast<const uint8_t*>(raw_data());
+  auto* dst = static_cast<uint8_t*>(out.mutable_raw_data());
+  for (int64_t t = 0; t < mats; ++t) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        std::memcpy(dst + ((t * cols + j) * rows + i) * es, src + ((t * rows + i) * cols + j) * es, es);
+      }
+    }
+  }
+  return out;
+}
+
 namespace {
 
 template <typename Out, typename Fn>

@@ -39,6 +39,8 @@ class Tensor {
   // A copy with the innermost dim zero-padded to `size` (>= its current size): each
   // row's elements, then zeros.
   Tensor PaddedInnermost(int64_t size) const;
+  // A copy (rank >= 2) with its last two dims swapped, each matrix transposed.
+  Tensor SwappedLastTwo() const;
 
   // Element values converted to float (numeric and bool dtypes).
   std::vector<float> ToFloat() const;
