@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -277,6 +278,11 @@ inline constexpr int64_t kSm90SwapWaveMinK = 1024;
 inline constexpr double kSm90SwapWaveMinUse = 0.85, kSm90SwapWaveMargin = 0.15;
 std::optional<Sm90GemmConfig> PickSm90SwapWaveConfig(const Sm90GemmConfig& unswapped, int64_t m, int64_t n, int64_t k,
                                                      int64_t batch, int sm_count);
+// The swapped tile in one wave with the best Sm90WaveUse over C [m, n] (ties: the larger
+// tile) among PickSm90SwapWaveConfig's candidates, with that use; nullopt when none
+// fits one wave (Sm90CandidateConfigs measures it too).
+std::optional<std::pair<Sm90GemmConfig, double>> BestSm90SwapWaveTile(int64_t m, int64_t n, int64_t batch,
+                                                                      int sm_count);
 // "128x256 c2x1 s4" (cooperative: consumers x wg_m), "64x256 p2x1 s5" (ping-pong),
 // "64x128 c1x1 s8 k6" (split-K in 6), "64x16 c1x1 s8 k4 swap" (swap-AB),
 // "128x256 c2x1 s3 cl2" (clusters of 2 along M), "128x256 c2x1 s4 sk" (stream-K).
