@@ -6,11 +6,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "fusion/fusion_test_util.h"
+#include "graph/fused_group.h"
 
 namespace kiln {
 namespace {
@@ -150,6 +153,63 @@ graph @main {
         << name;
   }
   EXPECT_EQ(ran.back(), "collapse-view-chains");
+}
+
+// --precision tf32: tf32-math runs right after fuse-siblings (with --no-fuse, after
+// the layout passes), so the merged Q/K/V product and every MatMul inside the groups
+// formed later carry tf32 = 1 with their weight stored [N, K].
+TEST(PipelineTest, Tf32MathMarksTheMergedAndGroupedMatMuls) {
+  constexpr char kQkv[] = R"(
+graph @main {
+  input %x : f32[2,8,16]
+  const %wq : f32[16,16] = splat(0.1)
+  const %wk : f32[16,16] = splat(0.2)
+  const %wv : f32[16,16] = splat(0.3)
+  const %bq : f32[16] = splat(0.5)
+  %q = MatMul(%x, %wq) @q
+  %k = MatMul(%x, %wk) @k
+  %v = MatMul(%x, %wv) @v
+  %qb = Add(%q, %bq) @qb
+  %s = Add(%qb, %k) @s
+  %o = Add(%s, %v) @o
+  output %o
+}
+)";
+  CompileOptions options;
+  options.precision = "tf32";
+  for (bool fuse : {false, true}) {
+    SCOPED_TRACE(fuse ? "fused" : "--no-fuse");
+    std::unique_ptr<Graph> g = ParseTyped(kQkv);
+    options.fuse = fuse;
+    const std::vector<std::string> ran = RunAndRecord(*g, options, nullptr);
+    const auto at = std::find(ran.begin(), ran.end(), "tf32-math");
+    ASSERT_NE(at, ran.end());
+    if (fuse) {
+      ASSERT_NE(at, ran.begin());
+      EXPECT_EQ(*(at - 1), "fuse-siblings");
+    } else {
+      EXPECT_EQ(at + 1, ran.end());
+    }
+    // Every MatMul, top level or inside a group, marked and reading B as [N, K].
+    int matmuls = 0;
+    std::vector<const Graph*> graphs = {g.get()};
+    std::vector<std::shared_ptr<const Graph>> bodies;
+    for (size_t i = 0; i < graphs.size(); ++i) {
+      for (const Node* n : graphs[i]->nodes()) {
+        if (IsFusedGroup(*n)) {
+          absl::StatusOr<std::shared_ptr<const Graph>> body = FusedGroupBody(*n);
+          ASSERT_TRUE(body.ok()) << body.status();
+          bodies.push_back(*body);
+          graphs.push_back(body->get());
+        }
+        if (n->op_type() != "MatMul") continue;
+        ++matmuls;
+        EXPECT_EQ(n->GetInt("tf32", 0).value_or(0), 1) << n->Describe();
+        EXPECT_EQ(n->GetInt("trans_b", 0).value_or(0), 1) << n->Describe();
+      }
+    }
+    EXPECT_EQ(matmuls, fuse ? 1 : 3);  // fused: one merged product, in a group
+  }
 }
 
 // Attention comes before fuse-epilogue, so the scale and mask stay with the Softmax
