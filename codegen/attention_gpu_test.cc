@@ -42,6 +42,12 @@ struct GpuCase {
   ops::AttentionConfig config{0, 0};  // {0, 0}: the heuristic's
 };
 
+// `c` with kSdpa's mask of kind `m`.
+AttnCase WithSdpaMask(AttnCase c, AttnCase::SdpaMask m) {
+  c.sdpa_mask = m;
+  return c;
+}
+
 std::vector<GpuCase> Cases() {
   std::vector<GpuCase> out;
   for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
@@ -89,6 +95,18 @@ std::vector<GpuCase> Cases() {
     };
     for (const AttnCase& c : heads) out.push_back({c});
     for (const AttnCase& c : cases) out.push_back({c});
+    // torch.export's constant causal mask (GPT-2, Llama's GQA): computed, keys past the
+    // CTA's rows skipped; and one that is not causal by one key (read).
+    using M = AttnCase::SdpaMask;
+    out.push_back({WithSdpaMask({dt, 2, 12, 128, 128, 64, 64, AttnMask::kSdpa, true, true}, M::kCausal)});
+    out.push_back({WithSdpaMask({dt, 2, 8, 77, 77, 64, 64, AttnMask::kSdpa, true, true, 2}, M::kCausal)});
+    out.push_back({WithSdpaMask({dt, 2, 4, 77, 77, 64, 64, AttnMask::kSdpa, true, true}, M::kNearCausal)});
+    // A computed scale on Q: the Q prologue (a constant one moves onto the scores).
+    for (AttnCase c : {AttnCase{dt, 2, 12, 77, 77, 64, 64, AttnMask::kFill, true, true},
+                       AttnCase{dt, 1, 4, 100, 100, 96, 96, AttnMask::kFill, false}}) {
+      c.q_scale_input = true;
+      out.push_back({c});
+    }
     // Forced tiles: many key blocks per CTA, 1..8 warps.
     // Key groups: 2 and 4 blocks of keys per stage, merged at the end.
     for (ops::AttentionConfig cfg : {ops::AttentionConfig{16, 16}, ops::AttentionConfig{32, 32},
@@ -97,6 +115,7 @@ std::vector<GpuCase> Cases() {
                                      ops::AttentionConfig{32, 16, 4}}) {
       out.push_back({{dt, 2, 3, 150, 170, 64, 64, AttnMask::kAdd, true}, cfg});
       out.push_back({{dt, 2, 3, 150, 150, 64, 64, AttnMask::kCausal, false}, cfg});
+      out.push_back({WithSdpaMask({dt, 2, 3, 150, 150, 64, 64, AttnMask::kSdpa, true, false}, M::kCausal), cfg});
     }
   }
   return out;
@@ -125,7 +144,8 @@ std::vector<double> Fp64Reference(const AttnCase& c, const std::map<std::string,
   const std::vector<float> q = operand("q", 0), k = operand("k", 1), v = operand("v", 2);
   const bool sdpa = c.mask == AttnMask::kSdpa;
   std::vector<float> mask, cond, bias, wmask;
-  if (c.mask == AttnMask::kAdd || sdpa) mask = feeds.at("mask").ToFloat();
+  if (c.mask == AttnMask::kAdd) mask = feeds.at("mask").ToFloat();
+  if (sdpa) mask = Tensor::FromFloat(c.dtype, {c.b, c.sq, c.sk}, test::SdpaMaskValues(c)).ToFloat();
   if (c.mask == AttnMask::kFill) cond = feeds.at("cond").ToFloat();
   if (c.mask == AttnMask::kWindows) {
     bias = test::AttnRandom(c.dtype, {c.h, c.sq, c.sk}, 7, 1.f).ToFloat();
@@ -449,16 +469,20 @@ TEST(AttentionGpuTest, TileSweepTiming) {
       {"GPT-2 8x128", {f16, 8, 12, 128, 128, 64, 64, AttnMask::kCausal, true, true}},
       {"ViT-B/16 b1", {f16, 1, 12, 197, 197, 64, 64, AttnMask::kNone, true, false, 0, true}},
       {"ViT-B/16 b32", {f16, 32, 12, 197, 197, 64, 64, AttnMask::kNone, true, false, 0, true}},
-      {"Llama 8x128", {f16, 8, 32, 128, 128, 64, 64, AttnMask::kSdpa, true, true, 4}},
+      {"GPT-2 8x128 sdpa",
+       WithSdpaMask({f16, 8, 12, 128, 128, 64, 64, AttnMask::kSdpa, true, true}, AttnCase::SdpaMask::kCausal)},
+      {"Llama 8x128",
+       WithSdpaMask({f16, 8, 32, 128, 128, 64, 64, AttnMask::kSdpa, true, true, 4}, AttnCase::SdpaMask::kCausal)},
       {"BERT-base b1", {f16, 1, 12, 128, 128, 64, 64, AttnMask::kAdd, true, true}},
       {"GPT-2 b1x128", {f16, 1, 12, 128, 128, 64, 64, AttnMask::kCausal, true, true}},
       {"Swin-T b1 st1", {f16, 64, 3, 49, 49, 32, 32, AttnMask::kWindows, true, false, 0, true}},
       {"Swin-T b1 st3", {f16, 4, 12, 49, 49, 32, 32, AttnMask::kWindows, true, false, 0, true}},
       {"T5 8x128", {f16, 8, 12, 128, 128, 64, 64, AttnMask::kAdd, true, true}},
   };
-  const std::vector<ops::AttentionConfig> configs = {
-      {0, 0, 0},   {64, 64, 1}, {32, 64, 1}, {16, 64, 1}, {64, 32, 2}, {64, 64, 2}, {32, 64, 2},
-      {16, 64, 2}, {32, 32, 4}, {16, 32, 4}, {16, 64, 4}, {64, 16, 4}, {32, 16, 4}};
+  const std::vector<ops::AttentionConfig> configs = {{0, 0, 0},   {64, 64, 1}, {32, 64, 1}, {16, 64, 1},  {64, 32, 2},
+                                                     {64, 64, 2}, {32, 64, 2}, {16, 64, 2}, {32, 32, 4},  {16, 32, 4},
+                                                     {16, 64, 4}, {64, 16, 4}, {32, 16, 4}, {128, 64, 1}, {96, 64, 1},
+                                                     {80, 64, 1}, {48, 64, 1}, {96, 32, 1}, {48, 32, 2}};
   for (const auto& [label, c] : shapes) {
     absl::StatusOr<test::AttnBuilt> b = test::BuildAttention(c, 5);
     ASSERT_TRUE(b.ok()) << label << ": " << b.status();

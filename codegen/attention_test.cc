@@ -3,7 +3,8 @@
 // with aligned and unaligned Sk, head dims 32..128 and Dv != D, partial tiles)
 // compiles with NVRTC for sm_80 and sm_90a, the largest ones without spilling; the
 // tile config verifier and heuristic; routing (every --matmul-groups mode, no library
-// kernel, not a GEMM group); a causal mask computed in the kernel instead of read.
+// kernel, not a GEMM group); a causal mask computed in the kernel instead of read
+// (the Where form and torch.export's constant additive form).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -41,6 +42,11 @@ std::vector<AttnCase> CompileCases() {
     cases.push_back({dt, 2, 3, 77, 80, 64, 64, AttnMask::kCausal, false});  // K' [D, 80]: cp.async
     cases.push_back({dt, 2, 3, 77, 77, 64, 64, AttnMask::kFill, false});    // K' [D, 77]: element loads
     cases.push_back({dt, 2, 3, 77, 77, 64, 64, AttnMask::kFill, true});
+    AttnCase computed_scale{dt, 2, 3, 77, 77, 64, 64, AttnMask::kFill, false};
+    computed_scale.q_scale_input = true;  // the Q prologue
+    cases.push_back(computed_scale);
+    computed_scale.k_trans = true;
+    cases.push_back(computed_scale);
     cases.push_back({dt, 1, 2, 1, 13, 32, 32, AttnMask::kNone, false});     // Sq 1
   }
   for (int64_t d : {32, 80, 96, 128}) cases.push_back({DType::kFloat16, 1, 2, 128, 128, d, d, AttnMask::kAdd, true});
@@ -51,6 +57,9 @@ std::vector<AttnCase> CompileCases() {
   // torch.export's SDPA form, with GQA's repeated key/value heads.
   cases.push_back({DType::kFloat16, 2, 8, 77, 77, 64, 64, AttnMask::kSdpa, true, true, 2});
   cases.push_back({DType::kBFloat16, 2, 4, 33, 45, 32, 32, AttnMask::kSdpa, true, false, 2});
+  AttnCase causal{DType::kFloat16, 2, 8, 77, 77, 64, 64, AttnMask::kSdpa, true, true, 2};
+  causal.sdpa_mask = AttnCase::SdpaMask::kCausal;  // its constant causal mask
+  cases.push_back(causal);
   // Swin's packed QKV selects and its shifted windows' mask.
   cases.push_back({DType::kFloat16, 4, 3, 49, 49, 32, 32, AttnMask::kWindows, false, false, 0, true});
   return cases;
@@ -212,6 +221,11 @@ TEST(AttentionCodegenTest, ConfigVerifierAndHeuristic) {
   EXPECT_EQ(pick(12, 128, 64), std::make_tuple(32, 32, 4));
   EXPECT_EQ(pick(12, 197, 64), std::make_tuple(32, 64, 2));
   EXPECT_EQ(ops::PickAttentionConfig(4096, 1, 128, 64, 64, true).bm, 16);
+  // Whisper-base's encoder at batch 1 (8 heads x 1500 frames: 192 CTAs of 64 rows)
+  // takes 48 rows in two groups of 32 keys; at batch 2 (384 CTAs), and with few keys,
+  // 64 rows.
+  EXPECT_EQ(pick(8, 1500, 64), std::make_tuple(48, 32, 2));
+  EXPECT_EQ(pick(16, 1500, 64), std::make_tuple(64, 64, 1));
   // Swin-T's 49-key windows at batch 1: stage 1 (64 windows x 3 heads, 192 CTAs of 64
   // rows) and stage 3 (4 x 12, 32-row CTAs) in four groups of 16 keys; at batch 32 (6144
   // CTAs) one group; keys one group covers stay in one group.
@@ -334,14 +348,50 @@ TEST(AttentionCodegenTest, CausalMaskIsComputedAndSkipsKeys) {
   EXPECT_EQ(Define(k, "ATTN_CAUSAL_LIMIT"), "1");
   EXPECT_NE(k.source.find("col <= row"), std::string::npos);
   EXPECT_EQ(ArgNames(*b->group, k), (std::vector<std::string>{"context_out", "q", "k", "v"}));  // no mask read
-  // Where(cond, fill, scores) with a full-shape condition input is read, not skipped.
-  b = test::BuildAttention({DType::kFloat16, 2, 2, 100, 100, 32, 32, AttnMask::kFill}, 1);
+  // Where(cond, fill, scores) with a full-shape condition input is read, not skipped;
+  // the constant scale on Q is applied to the scores (no Q prologue), a computed one
+  // to the Q tile.
+  AttnCase fill{DType::kFloat16, 2, 2, 100, 100, 32, 32, AttnMask::kFill};
+  b = test::BuildAttention(fill, 1);
   ASSERT_TRUE(b.ok()) << b.status();
   l = GenerateNodeKernels(*b->group);
   ASSERT_TRUE(l.ok()) << l.status();
   EXPECT_EQ(Define((*l)[0], "ATTN_CAUSAL_LIMIT"), "0");
-  EXPECT_EQ(Define((*l)[0], "ATTN_Q_PROLOGUE"), "1");
+  EXPECT_EQ(Define((*l)[0], "ATTN_Q_PROLOGUE"), "0");
   EXPECT_EQ(ArgNames(*b->group, (*l)[0]), (std::vector<std::string>{"context_out", "q", "k", "v", "cond"}));
+  fill.q_scale_input = true;
+  b = test::BuildAttention(fill, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  l = GenerateNodeKernels(*b->group);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(Define((*l)[0], "ATTN_Q_PROLOGUE"), "1");
+  EXPECT_EQ(ArgNames(*b->group, (*l)[0]), (std::vector<std::string>{"context_out", "q", "k", "v", "cond", "qscale"}));
+}
+
+// torch.export writes GPT-2's and Llama's causal mask as a constant [B,1,S,S] added to
+// the scores, 0 on and below the diagonal and -inf (finfo.min in fp16) above: the
+// kernel computes it and skips the keys past its rows, as for the Where form. A
+// constant that is not causal by one key is read.
+TEST(AttentionCodegenTest, SdpaConstantCausalMaskIsComputedAndSkipsKeys) {
+  AttnCase c{DType::kFloat16, 2, 8, 77, 77, 64, 64, AttnMask::kSdpa, true, true, 2};
+  c.sdpa_mask = AttnCase::SdpaMask::kCausal;
+  absl::StatusOr<test::AttnBuilt> b = test::BuildAttention(c, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*b->group);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(Define((*l)[0], "ATTN_CAUSAL_LIMIT"), "1");
+  EXPECT_NE((*l)[0].source.find("(col <= row ? 0 : __int_as_float(0xff800000));  // causal mask mask"),
+            std::string::npos);
+  EXPECT_EQ(ArgNames(*b->group, (*l)[0]), (std::vector<std::string>{"merge_heads_out", "q", "k", "v"}));
+
+  c.sdpa_mask = AttnCase::SdpaMask::kNearCausal;
+  b = test::BuildAttention(c, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  l = GenerateNodeKernels(*b->group);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(Define((*l)[0], "ATTN_CAUSAL_LIMIT"), "0");
+  EXPECT_EQ((*l)[0].source.find("causal mask"), std::string::npos);
+  EXPECT_EQ(ArgNames(*b->group, (*l)[0]), (std::vector<std::string>{"merge_heads_out", "q", "k", "v", "mask"}));
 }
 
 // Q, K, V and the output in [B,S,H,D]: the group reads the head-split inputs and

@@ -51,6 +51,16 @@ struct AttnCase {
   // and torchvision's attention export it): Transpose [2,0,3,1,4], then Gather of
   // index 0, 1, 2 on axis 0; K' by trans_b or Transpose [0,1,3,2]. Needs Sq = Sk, D = Dv.
   bool packed = false;
+  // kSdpa's mask: a graph input fed 0 / -inf with row 0 of batch 0 all -inf (kInput);
+  // the constant [B,1,Sq,Sk] causal mask, 0 on and below the diagonal and -inf above,
+  // as torch.export writes GPT-2's and Llama's (kCausal); that constant with one key
+  // past the diagonal kept in one row (kNearCausal: not causal, so it is read).
+  enum class SdpaMask { kInput, kCausal, kNearCausal };
+  SdpaMask sdpa_mask = SdpaMask::kInput;
+  // kFill: Q divided by a one-element graph input "qscale" fed sqrt(D) (a computed
+  // scale: it stays on Q, the kernel's Q prologue) instead of the constant (moved onto
+  // the scores).
+  bool q_scale_input = false;
 
   int64_t KvHeads() const { return h_kv > 0 ? h_kv : h; }
   std::string Name() const {
@@ -60,9 +70,14 @@ struct AttnCase {
                     : mask == AttnMask::kFill   ? "fill_qscale"
                     : mask == AttnMask::kSdpa   ? "sdpa"
                                                 : "windows";
+    const char* layout = mask == AttnMask::kSdpa ? "" : k_trans ? "_transb" : "_kt";
+    const char* sdpa = sdpa_mask == SdpaMask::kCausal       ? "_constcausal"
+                       : sdpa_mask == SdpaMask::kNearCausal ? "_nearcausal"
+                                                            : "";
     return absl::StrCat(dtype == DType::kFloat16 ? "f16_" : "bf16_", b, "x", h, "_sq", sq, "_sk", sk, "_d", d, "_dv",
-                        dv, "_", m, mask == AttnMask::kSdpa ? "" : k_trans ? "_transb" : "_kt", heads ? "_heads" : "",
-                        packed ? "_packed" : "", KvHeads() != h ? absl::StrCat("_gqa", KvHeads()) : "");
+                        dv, "_", m, layout, heads ? "_heads" : "", packed ? "_packed" : "",
+                        KvHeads() != h ? absl::StrCat("_gqa", KvHeads()) : "", sdpa,
+                        q_scale_input ? "_qscaleinput" : "");
   }
 };
 
@@ -81,9 +96,32 @@ inline Tensor AttnRandom(DType dtype, const Shape& shape, uint32_t seed, float s
   return Tensor::FromFloat(dtype, shape, v);
 }
 
+// kSdpa's mask values [B,Sq,Sk] (AttnCase::sdpa_mask).
+inline std::vector<float> SdpaMaskValues(const AttnCase& c) {
+  std::mt19937 gen(c.sq * 31 + c.sk);
+  std::vector<float> mv(c.b * c.sq * c.sk);
+  for (size_t i = 0; i < mv.size(); ++i) {
+    const int64_t row = static_cast<int64_t>(i) / c.sk % c.sq, col = static_cast<int64_t>(i) % c.sk;
+    switch (c.sdpa_mask) {
+      case AttnCase::SdpaMask::kInput: {
+        const bool full_row = i < static_cast<size_t>(c.sk) && c.sq > 1;
+        mv[i] = full_row || (col != 0 && gen() % 4 == 0) ? -INFINITY : 0.f;
+        break;
+      }
+      case AttnCase::SdpaMask::kCausal:
+      case AttnCase::SdpaMask::kNearCausal: {
+        const bool kept = c.sdpa_mask == AttnCase::SdpaMask::kNearCausal && row == c.sq / 2 && col == row + 1;
+        mv[i] = col <= row || kept ? 0.f : -INFINITY;
+        break;
+      }
+    }
+  }
+  return mv;
+}
+
 // kSdpa's scores as torch.export writes them, from q [B,H,Sq,D] and k, v [B,Hkv,S,.]
 // (GQA's repeat_kv first, replacing `v` by its repeated form): the masked, scaled
-// scores [B,H,Sq,Sk]. The mask is a graph input fed 0 / -inf, row 0 of batch 0 all -inf.
+// scores [B,H,Sq,Sk], the mask a graph input or a constant (AttnCase::sdpa_mask).
 inline Value* SdpaScores(const AttnCase& c, Graph& g, Value* q, Value* k, Value*& v,
                          std::map<std::string, Tensor>& feeds) {
   int serial = 0;
@@ -113,16 +151,16 @@ inline Value* SdpaScores(const AttnCase& c, Graph& g, Value* q, Value* k, Value*
   Value* ks = node("Mul", {kt->output(0), half});
   Value* k4 = node("Reshape", {ks, ints({c.b, c.h, c.d, c.sk})});
   Value* s = g.AddNode("MatMul", {qs, k4}, {g.AddValue("scores_out")}, "scores")->output(0);
-  Value* m = g.AddValue("mask");
-  m->SetType(c.dtype, {c.b, 1, c.sq, c.sk});
-  g.AddInput(m);
-  std::mt19937 gen(c.sq * 31 + c.sk);
-  std::vector<float> mv(c.b * c.sq * c.sk);
-  for (size_t i = 0; i < mv.size(); ++i) {
-    const bool full_row = i < static_cast<size_t>(c.sk) && c.sq > 1;
-    mv[i] = full_row || (i % c.sk != 0 && gen() % 4 == 0) ? -INFINITY : 0.f;
+  const Tensor mask = Tensor::FromFloat(c.dtype, {c.b, 1, c.sq, c.sk}, SdpaMaskValues(c));
+  Value* m = nullptr;
+  if (c.sdpa_mask == AttnCase::SdpaMask::kInput) {
+    m = g.AddValue("mask");
+    m->SetType(c.dtype, mask.shape());
+    g.AddInput(m);
+    feeds["mask"] = mask;
+  } else {
+    m = g.AddConstant("mask", mask);
   }
-  feeds["mask"] = Tensor::FromFloat(c.dtype, m->shape(), mv);
   return node("Add", {s, m});
 }
 
@@ -185,7 +223,14 @@ inline absl::StatusOr<AttnBuilt> BuildAttention(const AttnCase& c, uint32_t seed
   }
   Value* scale = g.AddConstant("scale", Tensor::FromFloat(c.dtype, {}, {std::sqrt(static_cast<float>(c.d))}));
   std::mt19937 gen(seed + 3);
-  if (c.mask == AttnMask::kFill) q = node("Div", {q, scale}, "qdiv")->output(0);
+  if (c.mask == AttnMask::kFill) {
+    Value* qscale = scale;
+    if (c.q_scale_input) {
+      qscale = input("qscale", {}, c.dtype);
+      out.feeds["qscale"] = scale->constant();
+    }
+    q = node("Div", {q, qscale}, "qdiv")->output(0);
+  }
   Value* x = nullptr;
   if (sdpa) {
     x = SdpaScores(c, g, q, k, v, out.feeds);

@@ -543,8 +543,16 @@ absl::StatusOr<bool> FuseAttention::TryFuse(Graph& graph, Node* sm) {
       if (std::find(members.begin(), members.end(), n) == members.end()) members.push_back(n);
     }
   }
+  // A constant scale on Q moves onto the scores too ((c q) k^T = c (q k^T), in fp32 in
+  // the kernel): the kernel then makes no pass over Q. A computed one stays the Q
+  // prologue.
+  std::vector<Node*> q_scales = chains[0].scales;
+  if (qscale != nullptr && ScalarScaleInput(*qscale) >= 0) {
+    q_scales.insert(q_scales.begin(), qscale);
+    qscale = nullptr;
+  }
   std::vector<Node*> moved = MoveScalesToScores(graph, mm1, chains[1].scales, "/key_scale");
-  const std::vector<Node*> q_moved = MoveScalesToScores(graph, mm1, chains[0].scales, "/query_scale");
+  const std::vector<Node*> q_moved = MoveScalesToScores(graph, mm1, q_scales, "/query_scale");
   moved.insert(moved.end(), q_moved.begin(), q_moved.end());
   chain.insert(chain.end(), moved.begin(), moved.end());
   if (qscale != nullptr) members.push_back(qscale);

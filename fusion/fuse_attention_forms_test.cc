@@ -79,7 +79,7 @@ TEST(FuseAttentionFormsTest, TorchExportSdpa) {
   EXPECT_EQ(Summary(*g),
             "Reshape @node_view\nReshape @node_view_1\nReshape @node_view_2\n"
             "FusedGroup attention [node_transpose, node_transpose_1, node_transpose_2, node_Reshape_89, "
-            "node_Transpose_90, node_Mul_94, node_Reshape_92, node_MatMul_100, node_Mul_96, node_Add_101, "
+            "node_Transpose_90, node_Reshape_92, node_MatMul_100, node_Mul_94, node_Mul_96, node_Add_101, "
             "node_Softmax_102, node_IsNaN_103, node_Where_104, node_sdpa, node_transpose_3] anchor=node_MatMul_100\n"
             "Reshape @node_view_3\n");
   EXPECT_TRUE(report.rejections.empty()) << report.ToString();
@@ -112,7 +112,7 @@ graph @main {
 )",
                 &report);
   EXPECT_EQ(Summary(*g),
-            "FusedGroup attention [Transpose, Transpose_1, Transpose_2, Mul, MatMul, Mul_1, Add, Softmax, IsNaN, "
+            "FusedGroup attention [Transpose, Transpose_1, Transpose_2, MatMul, Mul, Mul_1, Add, Softmax, IsNaN, "
             "Where_1, MatMul_1] anchor=MatMul\n");
   EXPECT_TRUE(report.rejections.empty()) << report.ToString();
 }
@@ -165,8 +165,8 @@ graph @main {
   EXPECT_EQ(Summary(*g),
             "Reshape @node_view_2\nUnsqueeze @node_unsqueeze_18\n"
             "FusedGroup attention [node_transpose_3, node_expand_3, node_unsqueeze_19, node_expand_4, "
-            "node__unsafe_view_1, node_Reshape_407, node_Transpose_195, node_Mul_199, node_Reshape_197, "
-            "node_MatMul_205, node_Mul_201, node_Add_206, node_Softmax_207, node_IsNaN_208, node_Where_209, "
+            "node__unsafe_view_1, node_Reshape_407, node_Transpose_195, node_Reshape_197, node_MatMul_205, "
+            "node_Mul_199, node_Mul_201, node_Add_206, node_Softmax_207, node_IsNaN_208, node_Where_209, "
             "node_sdpa, node_transpose_4] anchor=node_MatMul_205\n");
   EXPECT_EQ(inputs, "view_2f16[2,8,2,16] kuf16[2,2,1,8,16] rope_qf16[2,4,8,16] maskf16[2,1,8,8] ");
   EXPECT_TRUE(report.rejections.empty()) << report.ToString();
@@ -276,7 +276,7 @@ TEST(FuseAttentionFormsTest, ShiftedWindowsRegroupTheScores) {
   auto g = Fuse(kShiftedWindows, &report);
   EXPECT_EQ(Summary(*g),
             "Reshape @Reshape_4\n"
-            "FusedGroup attention [Transpose_2, Gather_9, Gather_10, Gather_11, Mul_2, MatMul_1, Add_1, Reshape_16, "
+            "FusedGroup attention [Transpose_2, Gather_9, Gather_10, Gather_11, MatMul_1, Mul_2, Add_1, Reshape_16, "
             "Add_11, Reshape_17, Softmax, MatMul_2, Transpose_4] anchor=MatMul_1\n"
             "Reshape @Reshape_5\n");
   EXPECT_TRUE(report.rejections.empty()) << report.ToString();
@@ -293,7 +293,7 @@ TEST(FuseAttentionFormsTest, SharedViewsAndRegroupsThatMustStayOutside) {
   auto g = Fuse(text, &report);
   EXPECT_EQ(Summary(*g),
             "Reshape @Reshape_4\nTranspose @Transpose_2\nGather @Gather_11\nRelu @outside\n"
-            "FusedGroup attention [Gather_9, Gather_10, Mul_2, MatMul_1, Add_1, Reshape_16, Add_11, Reshape_17, "
+            "FusedGroup attention [Gather_9, Gather_10, MatMul_1, Mul_2, Add_1, Reshape_16, Add_11, Reshape_17, "
             "Softmax, MatMul_2, Transpose_4] anchor=MatMul_1\n"
             "Reshape @Reshape_5\n");
 
@@ -349,7 +349,7 @@ graph @main {
                 &report);
   EXPECT_EQ(Summary(*g),
             "Add @q_proj_add\nMul @Mul\nReshape @Reshape\nReshape @Reshape_1\nReshape @Reshape_2\n"
-            "FusedGroup attention [Transpose, Transpose_1, Transpose_2, Mul_1, MatMul, Mul_2, Softmax, MatMul_1, "
+            "FusedGroup attention [Transpose, Transpose_1, Transpose_2, MatMul, Mul_1, Mul_2, Softmax, MatMul_1, "
             "Transpose_3] anchor=MatMul\n");
   EXPECT_TRUE(report.rejections.empty()) << report.ToString();
 }

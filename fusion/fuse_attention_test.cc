@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "fusion/fusion_test_util.h"
+#include "graph/fused_group.h"
 
 namespace kiln {
 namespace {
@@ -68,11 +69,13 @@ graph @main {
   EXPECT_TRUE(report.rejections.empty()) << report.ToString();
 }
 
-// DistilBERT: q / sqrt(D) before the MatMul (taken as the Q scale), masked_fill as
-// Where(mask, finfo.min, scores) with a full-shape condition computed outside.
+// DistilBERT: q / sqrt(D) before the MatMul (a constant scale, moved onto the scores,
+// so the kernel needs no pass over Q), masked_fill as Where(mask, finfo.min, scores)
+// with a full-shape condition computed outside. The constants stay as written: with
+// a scale of 4 the moved division is exact, so fused == unfused on the CPU reference.
 TEST(FuseAttentionTest, DistilBertQueryScaleAndMaskedFill) {
   FusionReport report;
-  auto g = FuseAndCheck(R"(
+  std::unique_ptr<Graph> g = ParseTyped(R"(
 graph @main {
   input %q0 : f16[2,4,8,16]
   input %k : f16[2,4,8,16]
@@ -91,11 +94,42 @@ graph @main {
   %y = MatMul(%p, %v) @context
   output %y
 }
+)");
+  std::unique_ptr<Graph> original = g->Clone();
+  ASSERT_TRUE(FuseAttention(&report).Run(*g).ok());
+  ExpectValid(*g);
+  ExpectSameResults(*original, *g);
+  EXPECT_EQ(Summary(*g),
+            "Less @less\nExpand @expand\nFusedGroup attention [scores, qdiv, where, softmax, context] anchor=scores\n");
+  EXPECT_TRUE(report.rejections.empty()) << report.ToString();
+  const Node* div = nullptr;
+  for (const Node* n : FusedGroupBody(*Groups(*g)[0]).value()->nodes()) {
+    if (n->name() == "qdiv") div = n;
+  }
+  ASSERT_NE(div, nullptr);
+  EXPECT_EQ(div->input(0)->producer()->name(), "scores") << "the scale divides the scores";
+}
+
+// A Q scale that is computed (one element, not a constant) stays on Q: the kernel
+// applies it to the Q tile (its Q prologue).
+TEST(FuseAttentionTest, ComputedQueryScaleStaysOnQ) {
+  FusionReport report;
+  auto g = FuseAndCheck(R"(
+graph @main {
+  input %q0 : f16[2,4,8,16]
+  input %k : f16[2,4,8,16]
+  input %v : f16[2,4,8,16]
+  input %d : f16[]
+  %scale = Sqrt(%d) @sqrt
+  %q = Div(%q0, %scale) @qdiv
+  %s = MatMul(%q, %k) {trans_b = 1} @scores
+  %p = Softmax(%s) {axis = -1} @softmax
+  %y = MatMul(%p, %v) @context
+  output %y
+}
 )",
                         &report);
-  EXPECT_EQ(Summary(*g),
-            "Less @less\nExpand @expand\nFusedGroup attention [qdiv, scores, where, softmax, context] anchor=scores\n");
-  EXPECT_TRUE(report.rejections.empty()) << report.ToString();
+  EXPECT_EQ(Summary(*g), "Sqrt @sqrt\nFusedGroup attention [qdiv, scores, softmax, context] anchor=scores\n");
 }
 
 // ViT: no mask; the scale as Mul(c, scores); Sq != Sk (cross attention) and D != Dv.

@@ -100,6 +100,12 @@ AttentionConfig PickAttentionConfig(int64_t batch, int64_t sq, int64_t sk, int64
     const AttentionConfig quarters{c.bm, short_keys ? 16 : 32, 4};
     if (VerifyAttentionConfig(quarters, d, dv, k_trans).ok()) return quarters;
   }
+  // Long sequences on a grid of one to two waves at 64 rows (Whisper-base's 8 heads x
+  // 1500 frames): 48 rows and two groups of 32 keys even out the SMs' work.
+  if (sk >= 512 && c.bm == 64 && ctas(64) >= kTargetCtas && ctas(64) < 2 * kTargetCtas) {
+    const AttentionConfig rows48{48, 32, 2};
+    if (VerifyAttentionConfig(rows48, d, dv, k_trans).ok()) return rows48;
+  }
   for (int bn : {64, 32, 16}) {
     c.bn = bn;
     c.splits = ctas(c.bm) < kTargetCtas && sk > bn ? 2 : 1;
@@ -172,22 +178,47 @@ bool BatchStridesAligned(const Layout& l) {
   return true;
 }
 
-// Whether `v` is a constant [1..., rows, cols] of zeros and ones with v[i][j] = j <= i
-// (a causal mask): the kernel computes it instead of reading it.
-bool IsCausalMask(const Value* v, int64_t rows, int64_t cols) {
-  if (v == nullptr || !v->is_constant() || v->rank() < 2) return false;
+// A group input that hides the keys after each query row (a causal mask), which the
+// kernel computes instead of reading: a constant condition, 1 where j <= i and 0
+// elsewhere (torch's tril masks under a Where), or an additive mask, 0 where j <= i
+// and one value <= -1e30 elsewhere (torch.export's SDPA form writes GPT-2's and Llama's
+// causal mask as such a constant, in fp16 -inf). Either may repeat over leading dims
+// ([batch, 1, rows, cols]).
+struct CausalMask {
+  bool additive = false;
+  float fill = 0;  // the additive mask's value past the diagonal
+};
+
+std::optional<CausalMask> AsCausalMask(const Value* v, int64_t rows, int64_t cols) {
+  if (v == nullptr || !v->is_constant() || v->rank() < 2) return std::nullopt;
   const Shape& s = v->shape();
-  if (s[s.size() - 2] != rows || s.back() != cols || v->numel() != rows * cols) return false;
-  if (v->dtype() != DType::kBool && !IsFloating(v->dtype()) && v->dtype() != DType::kInt64) return false;
-  const std::vector<int64_t> data = v->dtype() == DType::kBool || v->dtype() == DType::kInt64 ? v->constant().ToInt64()
-                                                                                                : std::vector<int64_t>{};
-  if (data.empty()) return false;
-  for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t j = 0; j < cols; ++j) {
-      if (data[i * cols + j] != (j <= i ? 1 : 0)) return false;
+  const int64_t plane = rows * cols;
+  if (s[s.size() - 2] != rows || s.back() != cols || plane == 0 || v->numel() % plane != 0) return std::nullopt;
+  const int64_t planes = v->numel() / plane;
+  if (v->dtype() == DType::kBool || v->dtype() == DType::kInt64) {
+    const std::vector<int64_t> data = v->constant().ToInt64();
+    for (int64_t p = 0; p < planes; ++p) {
+      for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < cols; ++j) {
+          if (data[p * plane + i * cols + j] != (j <= i ? 1 : 0)) return std::nullopt;
+        }
+      }
+    }
+    return CausalMask{};
+  }
+  if (!IsFloating(v->dtype()) || cols < 2) return std::nullopt;
+  const std::vector<float> data = v->constant().ToFloat();
+  const float fill = data[1];  // row 0, column 1: past the diagonal
+  if (!(fill <= -1e30f)) return std::nullopt;
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        const float x = data[p * plane + i * cols + j];
+        if (j <= i ? x != 0.f : x != fill) return std::nullopt;
+      }
     }
   }
-  return true;
+  return CausalMask{true, fill};
 }
 
 bool IsFlagSet(const Node& mm, const char* name) {
@@ -408,31 +439,40 @@ absl::StatusOr<AttentionPitches> Pitches(const Node& group, const AttentionPlan&
   return p;
 }
 
-// The group inputs that are a causal mask (IsCausalMask): computed, not loaded.
-absl::flat_hash_set<int> CausalInputs(const Node& group, int64_t sq, int64_t sk) {
-  absl::flat_hash_set<int> causal_inputs;
+// The group inputs that are a causal mask (AsCausalMask): computed, not loaded.
+absl::flat_hash_map<int, CausalMask> CausalInputs(const Node& group, int64_t sq, int64_t sk) {
+  absl::flat_hash_map<int, CausalMask> causal_inputs;
   for (int i = 0; i < group.num_inputs(); ++i) {
-    if (IsCausalMask(group.input(i), sq, sk)) causal_inputs.insert(i);
+    if (std::optional<CausalMask> m = AsCausalMask(group.input(i), sq, sk)) causal_inputs[i] = *m;
   }
   return causal_inputs;
 }
 
-// When the causal mask is the condition of a Where that feeds the Softmax, keeps the
-// scores where the mask is set and fills the rest with a value exp() takes to 0,
-// the keys past a CTA's last row are skipped (ATTN_CAUSAL_LIMIT).
-bool CausalLimit(const AttentionPlan& plan, const absl::flat_hash_set<int>& causal_inputs, const Shape& ss) {
+// When the Softmax reads the scores through a causal mask that leaves them unchanged
+// on and below the diagonal and takes them to a value exp() makes 0 above it (a Where
+// of the condition with a fill <= -1e30, or the Add of an additive mask), the keys
+// past a CTA's last row are skipped (ATTN_CAUSAL_LIMIT).
+bool CausalLimit(const AttentionPlan& plan, const absl::flat_hash_map<int, CausalMask>& causal_inputs,
+                 const Shape& ss) {
   const Node* w = plan.softmax->input(0)->producer();
-  if (w == nullptr || w->op_type() != "Where") return false;
-  const Value* cond = w->input(0);
-  const Value* fill = w->input(2);
-  bool causal_limit = false;
-  for (size_t i = 0; i < plan.body->inputs().size(); ++i) {
-    if (plan.body->inputs()[i] == cond && causal_inputs.contains(static_cast<int>(i)) && fill->is_constant() &&
-        fill->numel() == 1 && fill->constant().ScalarFloat() <= -1e30f && w->input(1)->shape() == ss) {
-      causal_limit = true;
+  if (w == nullptr) return false;
+  auto causal = [&](const Value* v, bool additive) {
+    for (size_t i = 0; i < plan.body->inputs().size(); ++i) {
+      auto it = causal_inputs.find(static_cast<int>(i));
+      if (plan.body->inputs()[i] == v && it != causal_inputs.end() && it->second.additive == additive) return true;
     }
+    return false;
+  };
+  if (w->op_type() == "Where") {
+    const Value* fill = w->input(2);
+    return causal(w->input(0), false) && fill->is_constant() && fill->numel() == 1 &&
+           fill->constant().ScalarFloat() <= -1e30f && w->input(1)->shape() == ss;
   }
-  return causal_limit;
+  if (w->op_type() == "Add") {
+    return (causal(w->input(1), true) && w->input(0)->shape() == ss) ||
+           (causal(w->input(0), true) && w->input(1)->shape() == ss);
+  }
+  return false;
 }
 
 // The sizes of a planned attention group: the scores' batch dims, Sq, Sk and the
@@ -653,7 +693,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
 
   // A causal mask read as a Where condition is computed (col <= row). (A constant mask
   // has fixed sizes: none in a group whose sizes vary.)
-  const absl::flat_hash_set<int> causal_inputs = dyn ? absl::flat_hash_set<int>{} : CausalInputs(group, sq, sk);
+  const absl::flat_hash_map<int, CausalMask> causal_inputs =
+      dyn ? absl::flat_hash_map<int, CausalMask>{} : CausalInputs(group, sq, sk);
   const bool causal_limit = CausalLimit(plan, causal_inputs, ss);
 
   KernelLaunch launch;
@@ -665,9 +706,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
     for (size_t l = 0; l < loads.size(); ++l) {
       const ElementwiseLoad& ld = loads[l];
       const Value* in = group.input(ld.input);
-      if (prefix[0] == 'e' && causal_inputs.contains(ld.input)) {
+      if (auto it = causal_inputs.find(ld.input); prefix[0] == 'e' && it != causal_inputs.end()) {
+        const std::string masked = it->second.additive ? FloatLit(it->second.fill) : "0";
+        const std::string kept = it->second.additive ? "0" : "1";
         absl::StrAppend(&code, "  const ", DomainType(ld.domain), " g", l, " = (", DomainType(ld.domain),
-                        ")(col <= row ? 1 : 0);  // causal mask ", in->name(), "\n");
+                        ")(col <= row ? ", kept, " : ", masked, ");  // causal mask ", in->name(), "\n");
         continue;
       }
       const std::string p = absl::StrCat(prefix, l);
