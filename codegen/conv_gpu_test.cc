@@ -31,8 +31,9 @@ constexpr int kPerModule = 8;
 TEST(ConvGpuTest, MatchesCpuReference) {
   KILN_ARCH_OR_SKIP(arch);
 
-  // Each case with the heuristic's config and, for an implicit GEMM where that differs,
-  // again with 64x64 tiles (small problems get 64x32 / 32x64 / 32x32 tiles).
+  // Each case with the heuristic's config and, for an implicit GEMM where they differ,
+  // again with 64x64 tiles (small problems get 64x32 / 32x64 / 32x32 tiles) and with
+  // 128x128 tiles (in 8 warps where the scalar gather needs them).
   std::vector<test::ConvCase> cases;
   std::vector<std::string> names;
   std::vector<test::ConvBuilt> built;
@@ -41,18 +42,25 @@ TEST(ConvGpuTest, MatchesCpuReference) {
   uint32_t seed = 1;
   KernelOptions options;
   options.conv_groups = codegen::ConvGroups::kGenerated;
-  const ops::GemmConfig tiles64{64, 64, 32, 2, 2, 4};
+  const ops::GemmConfig forced_tiles[] = {{64, 64, 32, 2, 2, 4}, {128, 128, 32, 2, 2, 3}, {128, 128, 32, 2, 4, 3}};
+  const char* forced_names[] = {"", "_tiles64", "_tiles128", "_tiles128w8"};
   for (const test::ConvCase& c : test::ConvCases()) {
-    for (int forced = 0; forced < 2; ++forced) {
+    std::string heuristic_src;
+    bool have128 = false;
+    for (int forced = 0; forced < 4; ++forced) {
+      if (forced == 3 && have128) continue;
       absl::StatusOr<test::ConvBuilt> b = test::BuildConv(c, seed += 10);
       ASSERT_TRUE(b.ok()) << c.Name() << ": " << b.status();
       absl::StatusOr<std::vector<KernelLaunch>> l =
-          forced ? ops::GenerateConv(*b->node, &tiles64) : GenerateNodeKernels(*b->node, options);
+          forced ? ops::GenerateConv(*b->node, &forced_tiles[forced - 1]) : GenerateNodeKernels(*b->node, options);
+      if (forced >= 2 && !l.ok()) continue;  // the gather's register budget refuses this 128x128 form
       ASSERT_TRUE(l.ok()) << c.Name() << ": " << l.status();
       ASSERT_EQ(l->size(), 1u);
       const std::string& src = (*l)[0].source;
-      if (forced && (src.find("#define GEMM_CONV 1") == std::string::npos || src == launches.back().source)) continue;
-      const std::string name = absl::StrCat(c.Name(), forced ? "_tiles64" : "");
+      if (forced == 0) heuristic_src = src;
+      if (forced && (src.find("#define GEMM_CONV 1") == std::string::npos || src == heuristic_src)) continue;
+      if (forced >= 2) have128 = true;
+      const std::string name = absl::StrCat(c.Name(), forced_names[forced]);
       cases.push_back(c);
       names.push_back(name);
       kernels.push_back({absl::StrCat("kiln_conv_", name), src});

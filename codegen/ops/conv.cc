@@ -242,7 +242,8 @@ GemmVariant ConvVariant(const ConvGeometry& g) {
 }
 
 // PickGemmConfig's choice for one group's GEMM (or a 64x64 fallback the gather
-// admits); when that is 64x64 and its tiles (over all groups) do not fill one wave of
+// admits), 64x64 instead of 128x128 tiles short of two waves; when that is 64x64 and
+// its tiles (over all groups) do not fill one wave of
 // `sm_count` SMs (batch-1 CNNs: ResNet-50's 56x56 stage has 49
 // tiles of 64x64 for OC = 64, its 7x7 stage 8), the first of 64x32, 32x64, 32x32 that
 // does, else the one of them with the most tiles. (Split-K would serve the small-M
@@ -259,6 +260,12 @@ GemmConfig PickConvConfig(const ConvGeometry& g, const GemmVariant& v, int sm_co
     }
   }
   const int64_t wave = sm_count > 0 ? sm_count : 132;
+  // 128x128 tiles short of two waves leave too few CTAs per SM to hide the gather's
+  // latency (Whisper-base's first stem conv: 96 tiles of 8 k-steps; docs/kernels/conv.md).
+  const GemmConfig quarter{64, 64, 32, 2, 2, 4};
+  if (picked.bm * picked.bn > 64 * 64 && tiles(picked) < 2 * wave && VerifyConvGemmConfig(quarter, v).ok()) {
+    return quarter;
+  }
   if (picked.bm * picked.bn > 64 * 64 || tiles(picked) >= wave) return picked;
   std::optional<GemmConfig> most;
   for (const GemmConfig& c : {GemmConfig{64, 32, 32, 2, 2, 4}, GemmConfig{32, 64, 32, 2, 2, 4},
