@@ -600,8 +600,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
     q_result = it->second.first;
   }
 
-  // A causal mask read as a Where condition is computed (col <= row). (A constant mask
-  // has fixed sizes: none in a group whose sizes vary.)
+  // A causal mask (a Where condition or an additive constant) is computed from
+  // col <= row. (A constant mask has fixed sizes: none in a group whose sizes vary.)
   const absl::flat_hash_map<int, CausalMask> causal_inputs =
       dyn ? absl::flat_hash_map<int, CausalMask>{} : CausalInputs(group, sq, sk);
   const bool causal_limit = CausalLimit(plan, causal_inputs, ss);
