@@ -1,0 +1,155 @@
+// The SIMT fp32 GEMM family (codegen/templates/gemm_simt.cuh) without a GPU: every
+// form compiles for sm_80 and sm_90a, the heaviest without spills; its config
+// verifier and heuristic; where auto and generated modes route fp32 groups.
+// GemmGpuTest runs the family's cases against the CPU reference.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "codegen/gemm_test_cases.h"
+#include "codegen/gpu_test_util.h"
+#include "codegen/kernel_choice.h"
+#include "codegen/nvrtc_module.h"
+#include "codegen/op_kernels.h"
+#include "codegen/ops/families.h"
+
+namespace kiln::codegen {
+namespace {
+
+using namespace gemm_test;  // NOLINT: the cases are this file's vocabulary
+
+// Every SIMT form (layouts, 16-byte and scalar loads, loaded kinds, prologues, dual
+// mainloops, epilogues, vector and scalar C stores) compiles with NVRTC for sm_80 and
+// sm_90a; the heaviest (the pool's configs at 1536x1024, dual, prologues) do not spill.
+TEST(GemmCodegenTest, SimtCompilesForSm80AndSm90aWithoutSpills) {
+  Generated light, heavy;
+  ASSERT_NO_FATAL_FAILURE(Generate(light, Select::kFormsLight, Family::kSimt));
+  ASSERT_NO_FATAL_FAILURE(Generate(heavy, Select::kFormsHeavy, Family::kSimt));
+  std::set<std::string> forms;
+  int split = 0;
+  for (const KernelLaunch& l : light.launches) {
+    forms.insert(Form(l));
+    EXPECT_EQ(l.family, "gemm_simt");
+    split += l.source.find("#define GEMM_SPLIT_K") != std::string::npos;
+  }
+  EXPECT_GE(split, 1) << "no split-K form among the compiled ones";
+  EXPECT_GE(forms.size(), 12u) << absl::StrJoin(forms, "\n");
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    absl::StatusOr<std::vector<std::string>> cubins = CompileModules(light.kernels, arch, kPerModule);
+    EXPECT_TRUE(cubins.ok()) << arch << ": " << cubins.status();
+  }
+  ASSERT_GE(heavy.kernels.size(), 16u);
+  absl::StatusOr<ModuleInspection> inspected = InspectModule(heavy.kernels, "sm_90a");
+  ASSERT_TRUE(inspected.ok()) << inspected.status();
+  int checked = 0;
+  for (const KernelResources& r : ParsePtxasResources(inspected->log)) {
+    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " spills (" << r.registers << " registers)";
+    std::printf("%-60s %d registers, %lld bytes spilled\n", r.function.c_str(), r.registers,
+                static_cast<long long>(r.spill_store_bytes));
+    ++checked;
+  }
+  EXPECT_EQ(checked, static_cast<int>(heavy.kernels.size()));
+  std::printf("compiled %zu SIMT GEMM kernels (%zu forms) for sm_80 and sm_90a; %d heavy ones without spills\n",
+              light.kernels.size(), forms.size(), checked);
+}
+
+TEST(GemmCodegenTest, SimtConfigVerifierAndHeuristic) {
+  ops::GemmVariant simt;
+  simt.simt = true;
+  EXPECT_TRUE(ops::VerifyGemmConfig(ops::GemmConfig{128, 128, 8, 2, 2, 2}, simt).ok());
+  EXPECT_TRUE(ops::VerifyGemmConfig(ops::GemmConfig{64, 32, 16, 2, 2, 2}, simt).ok());
+  // The tensor-core template's default (3 stages, BK 32) is not a SIMT config.
+  const absl::Status stages = ops::VerifyGemmConfig(ops::GemmConfig{128, 128, 32, 2, 2, 3}, simt);
+  EXPECT_NE(stages.message().find("STAGES must be 2"), absl::string_view::npos) << stages;
+  const absl::Status rows = ops::VerifyGemmConfig(ops::GemmConfig{128, 128, 16, 1, 2, 2}, simt);  // 128-row warps
+  EXPECT_NE(rows.message().find("32 or 64 rows"), absl::string_view::npos) << rows;
+  ops::GemmConfig split{64, 32, 16, 2, 2, 2};
+  split.split_k = 4;
+  ops::GemmVariant short_k = simt;
+  short_k.mainloops[0].k = 40;  // 3 k tiles of 16
+  EXPECT_TRUE(ops::VerifyGemmConfig(split, simt).ok());
+  EXPECT_NE(ops::VerifyGemmConfig(split, short_k).message().find("without one"), absl::string_view::npos);
+  // 256 threads and A's 64x4 k tile: 64 16-byte loads.
+  EXPECT_NE(ops::VerifyGemmConfig(ops::GemmConfig{64, 128, 4, 2, 4, 2}, simt).message().find("16-byte loads"),
+            absl::string_view::npos);
+  // Registers: 8 x 16 accumulators, 8 + 16 fragments, 16 + 16 staged elements: over
+  // the budget (ptxas spilled it).
+  EXPECT_EQ(ops::GemmRegisterEstimate(ops::GemmConfig{128, 128, 16, 2, 2, 2}, simt), 184);
+  const absl::Status regs = ops::VerifyGemmConfig(ops::GemmConfig{128, 128, 16, 2, 2, 2}, simt);
+  EXPECT_NE(regs.message().find("registers"), absl::string_view::npos) << regs;
+  ops::GemmVariant dual = simt;
+  dual.mainloops.resize(2);
+  EXPECT_FALSE(ops::VerifyGemmConfig(ops::GemmConfig{128, 128, 8, 2, 2, 2}, dual).ok());
+  EXPECT_NE(ops::VerifyGemmConfig(split, dual).message().find("dual-matmul"), absl::string_view::npos);
+  // 512 threads of 132 registers do not fit an SM.
+  const absl::Status file = ops::VerifyGemmConfig(ops::GemmConfig{256, 128, 16, 4, 4, 2}, simt);
+  EXPECT_NE(file.message().find("65536"), absl::string_view::npos) << file;
+  EXPECT_EQ(ops::GemmSharedBytes(ops::GemmConfig{128, 128, 16, 2, 2, 2}, simt), 2 * (16 * 132 + 16 * 132) * 4);
+  // The heuristic: the first ladder tile with 1.9 tiles per SM; a dual kernel skips
+  // the tile its registers do not allow; a grid short of that splits K (at least 8 k
+  // tiles a split, up to three CTAs per SM).
+  auto pick = [&](int64_t m, int64_t n, int64_t k, int64_t batch, const ops::GemmVariant& v) {
+    return ops::GemmConfigString(ops::PickSimtGemmConfig(m, n, k, batch, v));
+  };
+  EXPECT_EQ(pick(4096, 4096, 4096, 1, simt), "128x128x8 w2x2 s2");
+  EXPECT_EQ(pick(1024, 3072, 768, 1, simt), "128x64x16 w2x2 s2");
+  EXPECT_EQ(pick(2048, 768, 768, 1, simt), "64x64x32 w2x2 s2");
+  EXPECT_EQ(pick(2048, 1024, 1024, 1, simt), "128x64x16 w2x2 s2");  // 256 tiles
+  EXPECT_EQ(pick(1024, 768, 768, 1, simt), "64x32x16 w2x2 s2");
+  EXPECT_EQ(pick(1024, 768, 768, 4, simt), "128x64x16 w2x2 s2");
+  EXPECT_EQ(pick(4096, 4096, 4096, 1, dual), "128x64x16 w2x2 s2");
+  EXPECT_EQ(pick(128, 768, 3072, 1, simt), "64x32x16 w2x2 s2 k8");  // 48 tiles of 192 k tiles
+  EXPECT_EQ(pick(8, 64, 64, 1, simt), "64x32x16 w2x2 s2");          // 4 k tiles: too short to split
+  EXPECT_EQ(pick(128, 768, 3072, 1, dual), "64x32x16 w2x2 s2");     // no split with two mainloops
+  const std::vector<ops::GemmConfig> candidates = ops::SimtGemmCandidateConfigs(4096, 4096, 4096, 1, simt);
+  ASSERT_GE(candidates.size(), 10u);
+  EXPECT_EQ(candidates[0], ops::PickSimtGemmConfig(4096, 4096, 4096, 1, simt));
+  const std::vector<ops::GemmConfig> few_rows = ops::SimtGemmCandidateConfigs(128, 768, 3072, 1, simt);
+  EXPECT_GE(std::count_if(few_rows.begin(), few_rows.end(), [](const ops::GemmConfig& c) { return c.split_k > 1; }), 3);
+  for (const ops::GemmConfig& c : few_rows)
+    EXPECT_TRUE(ops::VerifyGemmConfig(c, simt).ok()) << ops::GemmConfigString(c);
+  for (const ops::GemmConfig& c : candidates)
+    EXPECT_TRUE(ops::VerifyGemmConfig(c, simt).ok()) << ops::GemmConfigString(c);
+}
+
+// fp32 MatMul groups: --matmul-groups generated puts each on the SIMT template (the
+// Hopper family never takes them); auto on sm_90a leaves them to cuBLASLt (whole, or
+// expanded where it has no such epilogue or prologue), saying why; auto without
+// `hopper` generates them like every other group.
+TEST(GemmCodegenTest, SimtRouting) {
+  KernelOptions generated, automatic;
+  generated.matmul_groups = MatMulGroups::kGenerated;
+  generated.hopper = automatic.hopper = true;
+  automatic.matmul_groups = MatMulGroups::kAuto;
+  GemmCase pro{DType::kFloat32, {}, 64, 64, 64};
+  pro.pro = Pro::kReluA;
+  struct Route {
+    GemmCase c;
+    KernelKind on_auto;
+  };
+  for (const Route& r :
+       {Route{{DType::kFloat32, {}, 256, 512, 128, false, false, false, Epi::kBiasRelu}, KernelKind::kLibrary},
+        Route{{DType::kFloat32, {}, 256, 512, 128, false, false, false, Epi::kBiasGelu}, KernelKind::kNone},
+        Route{pro, KernelKind::kNone}}) {
+    absl::StatusOr<Built> b = Build(r.c, 1);
+    ASSERT_TRUE(b.ok()) << b.status();
+    const absl::Status sm90 = ops::Sm90Eligible(*b->node);
+    EXPECT_NE(sm90.message().find("f32 operands"), absl::string_view::npos) << sm90;
+    const KernelChoice all = ChooseKernel(*b->node, generated);
+    EXPECT_EQ(all.kind, KernelKind::kGemm) << r.c.Name() << ": " << all.Describe();
+    absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*b->node, generated);
+    ASSERT_TRUE(l.ok()) << r.c.Name() << ": " << l.status();
+    EXPECT_EQ((*l)[0].family, "gemm_simt");
+    const KernelChoice choice = ChooseKernel(*b->node, automatic);
+    EXPECT_EQ(choice.kind, r.on_auto) << r.c.Name() << ": " << choice.Describe();
+    EXPECT_NE(choice.reason.find("SIMT GEMM runs behind cublasSgemm"), std::string::npos) << choice.reason;
+    KernelOptions sm80 = automatic;
+    sm80.hopper = false;
+    EXPECT_EQ(ChooseKernel(*b->node, sm80).kind, KernelKind::kGemm) << r.c.Name();
+  }
+}
+
+}  // namespace
+}  // namespace kiln::codegen
