@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "graph/fused_group.h"
 #include "graph/infer_shapes.h"
+#include "graph/tf32_math.h"
 
 namespace kiln::gemm_bench {
 
@@ -139,7 +140,7 @@ absl::StatusOr<Built> KilnGroup(Idiom idiom, int64_t m, int64_t n, int64_t k, bo
   auto matmul = [&](Value* x, const std::string& name, const std::string& out) {
     Node* mm = Op(g, "MatMul", {x, Input(g, name, b_nk ? Shape{n, k} : Shape{k, n})}, out);
     if (b_nk) mm->SetAttr("trans_b", int64_t{1});
-    if (tf32) mm->SetAttr("tf32", int64_t{1});
+    if (tf32) MarkForTf32(*mm);
     return mm;
   };
   switch (idiom) {

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -18,12 +19,13 @@
 #include <random>
 #include <set>
 #include <tuple>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "codegen/gpu_test_util.h"
-#include "codegen/nvrtc_module.h"
 #include "codegen/kernel_choice.h"
+#include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/gemm_sm90.h"
@@ -32,6 +34,7 @@
 #include "graph/evaluate.h"
 #include "graph/fused_group.h"
 #include "graph/infer_shapes.h"
+#include "graph/tf32_math.h"
 #include "runtime/tensor_map.h"
 
 namespace kiln::codegen::gemm_test {
@@ -196,7 +199,7 @@ inline absl::StatusOr<Built> Build(const GemmCase& c, uint32_t seed) {
   Node* mm = g.AddNode("MatMul", {a, w}, {mm_out}, "mm");
   if (c.ta) mm->SetAttr("trans_a", 1);
   if (c.tb) mm->SetAttr("trans_b", 1);
-  if (c.tf32) mm->SetAttr("tf32", 1);
+  if (c.tf32) MarkForTf32(*mm);
   members.push_back(mm);
   Value* last = mm_out;
   if (c.dual) {
@@ -206,7 +209,7 @@ inline absl::StatusOr<Built> Build(const GemmCase& c, uint32_t seed) {
     Node* mm2 = g.AddNode("MatMul", {input("a2", as2, c.dtype), input("b2", bs2, c.dtype)}, {mm2_out}, "mm2");
     if (c.ta2) mm2->SetAttr("trans_a", 1);
     if (c.tb2) mm2->SetAttr("trans_b", 1);
-    if (c.tf32) mm2->SetAttr("tf32", 1);
+    if (c.tf32) MarkForTf32(*mm2);
     members.push_back(mm2);
     last = add("Add", {last, mm2_out});
   }

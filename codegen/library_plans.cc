@@ -13,14 +13,13 @@
 #include "graph/fused_group.h"
 #include "graph/ops/window.h"
 #include "graph/symbolic_shapes.h"
+#include "graph/tf32_math.h"
 
 namespace kiln::codegen::libplan {
 namespace {
 
 // f32 data of a node marked for TF32 math (graph/tf32_math.h).
-bool MarkedTf32(const Node& node, DType dtype) {
-  return dtype == DType::kFloat32 && node.GetInt("tf32", 0).value_or(0) == 1;
-}
+bool MarkedTf32(const Node& node, DType dtype) { return dtype == DType::kFloat32 && MarkedForTf32(node); }
 
 // Checks what every library kernel needs: typed values, one float storage dtype.
 absl::Status CheckTypes(const Node& node, int min_inputs, int max_inputs) {

@@ -335,8 +335,8 @@ bool DynamicSafe(const std::string& pass) {
   static const auto* safe = new absl::flat_hash_set<std::string>{
       "remove-identity", "sum-to-add", "swap-reshape-elementwise", "gemm-to-matmul", "fold-batch-norm",
       "recognize-gelu", "recognize-layer-norm", "recognize-rms-norm", "fold-constants",
-      "eliminate-common-subexpressions", "fold-transpose-into-matmul", "eliminate-dead-code", "lower-precision", "tf32-math",
-      "to-channels-last", "pad-conv-channels", "fuse-siblings", "fuse-attention", "fuse-epilogue", "fuse-pointwise",
+      "eliminate-common-subexpressions", "fold-transpose-into-matmul", "eliminate-dead-code", "lower-precision",
+      "tf32-math", "to-channels-last", "pad-conv-channels", "fuse-siblings", "fuse-attention", "fuse-epilogue", "fuse-pointwise",
       "expand-groups-without-kernels", "fuse-expanded-tails"};
   // clang-format on
   return safe->contains(pass);

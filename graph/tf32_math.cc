@@ -21,13 +21,17 @@ bool IsMarkedOp(const Node& node) {
 
 }  // namespace
 
+bool MarkedForTf32(const Node& node) { return node.GetInt("tf32", 0).value_or(0) == 1; }
+
+void MarkForTf32(Node& node) { node.SetAttr("tf32", int64_t{1}); }
+
 absl::StatusOr<bool> Tf32Math::Run(Graph& graph) {
   bool changed = false;
   absl::flat_hash_map<const Value*, Value*> k_major;  // constant B -> its [..., N, K] copy
   for (Node* node : graph.nodes()) {
     if (!IsMarkedOp(*node)) continue;
-    if (node->GetInt("tf32", 0).value_or(0) != 1) {
-      node->SetAttr("tf32", int64_t{1});
+    if (!MarkedForTf32(*node)) {
+      MarkForTf32(*node);
       changed = true;
     }
     if (node->op_type() != "MatMul" || node->num_inputs() != 2) continue;

@@ -25,6 +25,11 @@
 
 namespace kiln {
 
+// Whether `node` carries the mark (`tf32 = 1`), and the marking itself: the one place
+// that spells the attribute for the pass, the kernel planners and the tests.
+bool MarkedForTf32(const Node& node);
+void MarkForTf32(Node& node);
+
 class Tf32Math {
  public:
   absl::string_view name() const { return "tf32-math"; }

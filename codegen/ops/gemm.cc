@@ -18,12 +18,13 @@
 #include "absl/strings/strip.h"
 #include "codegen/kernel_cache.h"
 #include "codegen/ops/families.h"
-#include "codegen/ops/gemm_source.h"
 #include "codegen/ops/gemm_sm90.h"
+#include "codegen/ops/gemm_source.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/ops/pointwise_spec.h"
 #include "codegen/templates.h"
 #include "graph/fused_group.h"
+#include "graph/tf32_math.h"
 
 namespace kiln::codegen::ops {
 namespace {
@@ -357,9 +358,8 @@ absl::Status PrepareMatMul(const Node& node, GemmPrep& prep) {
   std::vector<int64_t>& b_batch = prep.b_batch;
   int64_t& k_total = prep.k_total;
   variant.simt = dt == DType::kFloat32;
-  variant.tf32 = variant.simt && std::all_of(plan.loops.begin(), plan.loops.end(), [](const LoopPlan& l) {
-                   return l.mm->GetInt("tf32", 0).value_or(0) == 1;
-                 });
+  variant.tf32 = variant.simt && std::all_of(plan.loops.begin(), plan.loops.end(),
+                                             [](const LoopPlan& l) { return MarkedForTf32(*l.mm); });
   for (const LoopPlan& l : plan.loops) {
     const Value* a = l.a.stored;
     const Value* b = l.b.stored;
