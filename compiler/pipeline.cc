@@ -13,6 +13,7 @@
 #include "fusion/fuse_attention.h"
 #include "fusion/fuse_concat.h"
 #include "fusion/fuse_epilogue.h"
+#include "fusion/fuse_gated_matmul.h"
 #include "fusion/fuse_mlp.h"
 #include "fusion/fuse_pad.h"
 #include "fusion/fuse_pointwise.h"
@@ -239,11 +240,19 @@ std::vector<Pass> FusionAndExpansion() {
   const PassStage f = PassStage::kFusion;
   const std::string when = "fusion is on (no --no-fuse)";
   return {
+      {"fuse-gated-matmul", f,
+       "first of fusion: fuse-siblings would stack a gated FFN's gate and up weights into a product it splits "
+       "apart again; interleaved, the Hopper GEMM pairs them in its epilogue and writes only their product",
+       "fusion is on, --arch sm_90a and --matmul-groups auto or generated (the Hopper family has the paired "
+       "epilogue)",
+       [](const Graph&, const PassContext& context) {
+         return context.options.fuse && context.kernel_options.hopper && context.kernel_options.GeneratesGemms();
+       },
+       FusionPass<FuseGatedMatMul>()},
       {"fuse-siblings", f,
        "first of fusion: merging Q/K/V (gate/up) weights changes which MatMuls exist, and the merged MatMul should "
        "get the epilogue",
-       when, Fusing,
-       [](Graph& graph, PassContext& context) { return FuseSiblings(&context.report).Run(graph); }},
+       when, Fusing, [](Graph& graph, PassContext& context) { return FuseSiblings(&context.report).Run(graph); }},
       {"tf32-math", PassStage::kPrecision,
        "right after fuse-siblings, before the other fusion passes (with --no-fuse too): fp32 storage, and every f32 "
        "MatMul, Gemm and Conv marked for TF32 tensor-core math; constant MatMul weights, the merged Q/K/V ones "

@@ -75,6 +75,7 @@ TEST(PipelineTest, EveryPassIsListedOnceWithAReason) {
   EXPECT_LT(IndexOf("to-channels-last"), IndexOf("pad-conv-channels"));
   EXPECT_LT(IndexOf("calibrate-fp16"), IndexOf("lower-precision"));
   EXPECT_LT(IndexOf("lower-precision"), IndexOf("fuse-siblings"));
+  EXPECT_LT(IndexOf("fuse-gated-matmul"), IndexOf("fuse-siblings"));
   EXPECT_LT(IndexOf("fuse-attention"), IndexOf("fuse-epilogue"));
   EXPECT_LT(IndexOf("fuse-pointwise"), IndexOf("expand-groups-without-kernels"));
   EXPECT_TRUE(CheckPassName("fuse-epilogue").ok());
@@ -107,11 +108,21 @@ TEST(PipelineTest, RunsTheEnabledPassesInOrder) {
   EXPECT_GE(canonical_runs, 2 * round);  // a changing round, then a quiet one
   EXPECT_EQ(canonical_runs % round, 0);
   std::vector<std::string> later(ran.begin() + canonical_runs, ran.end());
-  std::vector<std::string> expected = {"pad-matmul-width", "to-channels-last", "pad-conv-channels",
-                                       "conv1x1-to-matmul", "pad-hidden-width", "collapse-view-chains",
-                                       "lower-precision",  "fuse-siblings",
-                                       "fuse-attention",   "fuse-prologue",    "fuse-epilogue",
-                                       "fuse-mlp",         "fuse-concat",      "fuse-pad",
+  std::vector<std::string> expected = {"pad-matmul-width",
+                                       "to-channels-last",
+                                       "pad-conv-channels",
+                                       "conv1x1-to-matmul",
+                                       "pad-hidden-width",
+                                       "collapse-view-chains",
+                                       "lower-precision",
+                                       "fuse-gated-matmul",
+                                       "fuse-siblings",
+                                       "fuse-attention",
+                                       "fuse-prologue",
+                                       "fuse-epilogue",
+                                       "fuse-mlp",
+                                       "fuse-concat",
+                                       "fuse-pad",
                                        "fuse-pointwise",
                                        "expand-groups-without-kernels"};
   // The tails pass runs only after an expansion.
@@ -209,6 +220,50 @@ graph @main {
       }
     }
     EXPECT_EQ(matmuls, fuse ? 1 : 3);  // fused: one merged product, in a group
+  }
+}
+
+// A gated FFN (Llama's SwiGLU, as torch.export writes it) becomes one gated-matmul
+// group on sm_90a, where the Hopper family pairs gate and up in its epilogue, and
+// stays two merged siblings and a pointwise kernel elsewhere and with cuBLASLt only.
+TEST(PipelineTest, GatedFfnOnTheHopperFamilyOnly) {
+  constexpr char kFfn[] = R"(
+graph @main {
+  input %x : f32[2,8,16]
+  const %wg : f32[16,24] = splat(0.1)
+  const %wu : f32[16,24] = splat(0.2)
+  %g = MatMul(%x, %wg) @gate
+  %s = Sigmoid(%g) @sigmoid
+  %silu = Mul(%g, %s) @silu
+  %u = MatMul(%x, %wu) @up
+  %y = Mul(%silu, %u) @join
+  output %y
+}
+)";
+  struct Target {
+    const char* arch;
+    codegen::MatMulGroups groups;
+    bool gated;
+  };
+  for (const Target& t :
+       {Target{"sm_90a", codegen::MatMulGroups::kAuto, true}, Target{"sm_90a", codegen::MatMulGroups::kGenerated, true},
+        Target{"sm_90a", codegen::MatMulGroups::kLibrary, false},
+        Target{"sm_80", codegen::MatMulGroups::kAuto, false}}) {
+    SCOPED_TRACE(t.arch);
+    std::unique_ptr<Graph> g = ParseTyped(kFfn);
+    RandomizeConstants(*g, 5);
+    std::unique_ptr<Graph> original = g->Clone();
+    CompileOptions options;
+    options.precision = "fp16";
+    options.arch = t.arch;
+    options.matmul_groups = t.groups;
+    const std::vector<std::string> ran = RunAndRecord(*g, options, nullptr);
+    EXPECT_EQ(std::count(ran.begin(), ran.end(), "fuse-gated-matmul"), t.gated ? 1 : 0);
+    int gated = 0;
+    for (const Node* n : g->nodes())
+      gated += IsFusedGroup(*n) && n->GetString("pattern", "").value_or("") == "gated-matmul";
+    EXPECT_EQ(gated, t.gated ? 1 : 0) << Summary(*g);
+    ExpectSameResults(*original, *g, 2e-2f, 2e-2f);
   }
 }
 
