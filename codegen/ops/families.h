@@ -264,6 +264,9 @@ struct GemmProblem {
   // "matmul+epilogue[MatMul,Add,Gelu]#5f1c0e8a93b2d467". A plain MatMul: "MatMul[]#...".
   std::string signature;
   GemmVariant variant;  // load modes, for VerifyGemmConfig
+  // A gated product (pattern "gated-matmul"): n is B's width, twice C's; only the
+  // Hopper family takes it.
+  bool gated = false;
   int64_t KTotal() const;
   double Flops() const;  // 2 * M * N * KTotal * batch
 };

@@ -3,416 +3,27 @@
 // operands' layouts (trans_a / trans_b), a prologue chain per operand and the
 // epilogue chain (each member's expression from
 // codegen/ops/pointwise.cc, composed by ComposeElementwise) in fp32 registers, and
-// the two mainloops of a dual-matmul.
+// the two mainloops of a dual-matmul; the plan both template families start from is
+// codegen/ops/gemm_plan.cc's.
 #include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "codegen/kernel_cache.h"
 #include "codegen/ops/families.h"
+#include "codegen/ops/gemm_plan.h"
 #include "codegen/ops/gemm_sm90.h"
 #include "codegen/ops/gemm_source.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/ops/pointwise_spec.h"
 #include "codegen/templates.h"
 #include "graph/fused_group.h"
-#include "graph/tf32_math.h"
 
 namespace kiln::codegen::ops {
 namespace {
-
-// One operand of a mainloop: the node input loaded (the operand itself, or the
-// group input its prologue chain starts from), the MatMul's operand value (its stored
-// shape) and the prologue functor's code.
-struct OperandPlan {
-  int input = 0;                     // node input index of the loaded tensor
-  const Value* stored = nullptr;     // the MatMul operand (body or node value)
-  const Value* loaded = nullptr;     // the loaded tensor (body or node value)
-  bool trans = false;
-  std::vector<const Node*> chain;    // prologue members, in evaluation order
-  std::string code, result = "x";    // functor statements and result (of `x`)
-  std::vector<ElementwiseLoad> loads;  // group inputs the functor reads (g<l>)
-};
-
-struct LoopPlan {
-  const Node* mm = nullptr;
-  OperandPlan a, b;
-  int64_t m = 0, n = 0, k = 0;
-};
-
-// What the kernel computes: one or two mainloops, then the epilogue chain.
-struct GemmPlan {
-  std::shared_ptr<const Graph> body;  // a group's body, which the plan's values point into
-  std::vector<LoopPlan> loops;
-  std::string epilogue_code;  // statements computing the result from `acc`
-  std::string result = "acc";
-  std::vector<ElementwiseLoad> loads;  // group inputs the epilogue reads (g<l>)
-  EpilogueWork epilogue_work = EpilogueWork::kNone;  // for the sm90 tile costs
-  // A last op that the sm90 TMA-store epilogue applies to the packed 16-bit result
-  // instead: a ReLU (relu(round(x)) == round(relu(x)), exact), or GELU's tanh form
-  // for an fp16 result (fp16x2 arithmetic, on the rounded input). The packed function
-  // ("kiln_relu_f16x2", templates/pointwise.cuh) and the value it takes (the op's
-  // input), else empty.
-  std::string packed_tail, tail_input;
-};
-
-// Offset of element (batch, row, col) of an operand of shape `view` broadcast
-// against `shape` ([batch..., R, C]).
-// `folded`: the offset as FoldedRowColOffset gives it (`row` over the batch too).
-absl::StatusOr<std::string> BroadcastOffset(const Node& node, const Shape& view, const Shape& shape,
-                                            bool folded = false) {
-  if (view.size() > shape.size()) return NoKernel(node, "an element-wise input of higher rank than its chain's shape");
-  const size_t r = shape.size(), lead = r - view.size();
-  std::vector<int64_t> st(r, 0);
-  const std::vector<int64_t> dense = DenseStrides(view);
-  for (size_t d = 0; d < view.size(); ++d) {
-    if (view[d] != 1 && view[d] != shape[lead + d]) return NoKernel(node, "an element-wise input does not broadcast");
-    st[lead + d] = view[d] == 1 ? 0 : dense[d];
-  }
-  return folded ? FoldedRowColOffset(shape, st) : BatchRowColOffset(shape, st);
-}
-
-absl::StatusOr<bool> Flag(const Node& mm, const char* name) {
-  absl::StatusOr<int64_t> v = mm.GetInt(name, 0);
-  if (!v.ok()) return v.status();
-  if (*v != 0 && *v != 1) return NoKernel(mm, absl::StrCat(name, " = ", *v));
-  return *v == 1;
-}
-
-// M, N, K and the layouts of MatMul `mm` (operand values `a`, `b`).
-absl::Status SetShapes(const Node& node, const Node& mm, LoopPlan& loop) {
-  absl::StatusOr<bool> ta = Flag(mm, "trans_a"), tb = Flag(mm, "trans_b");
-  if (!ta.ok()) return ta.status();
-  if (!tb.ok()) return tb.status();
-  loop.a.trans = *ta;
-  loop.b.trans = *tb;
-  const Value* a = loop.a.stored;
-  const Value* b = loop.b.stored;
-  if (a->rank() < 2 || b->rank() < 2) return NoKernel(node, "MatMul with a 1-D operand");
-  const Shape& as = a->shape();
-  const Shape& bs = b->shape();
-  const size_t ra = as.size(), rb = bs.size();
-  loop.m = *ta ? as[ra - 1] : as[ra - 2];
-  loop.k = *ta ? as[ra - 2] : as[ra - 1];
-  loop.n = *tb ? bs[rb - 2] : bs[rb - 1];
-  if ((*tb ? bs[rb - 1] : bs[rb - 2]) != loop.k) return NoKernel(node, "inconsistent MatMul shapes");
-  return absl::OkStatus();
-}
-
-// The prologue of operand `i` of `mm` inside `body`: walks from the operand up
-// through element-wise members of the operand's shape, along the input of that shape,
-// to a group input (the loaded tensor).
-absl::Status PlanOperand(const Node& group, const Graph& body, const Node& mm, int i,
-                         const absl::flat_hash_map<const Value*, int>& input_index, OperandPlan& op) {
-  op.stored = mm.input(i);
-  const Value* x = op.stored;
-  const Shape& shape = op.stored->shape();
-  std::vector<const Node*> chain;  // nearest the MatMul first
-  while (input_index.find(x) == input_index.end()) {
-    const Node* p = x->producer();
-    if (p == nullptr) {
-      return NoKernel(group, absl::StrCat("MatMul operand '", x->name(), "' is a constant of the group"));
-    }
-    if (p->num_outputs() != 1 || p->output(0)->shape() != shape) {
-      return NoKernel(group, absl::StrCat("prologue member ", p->Describe(), " is not element-wise over ",
-                                          ShapeToString(shape)));
-    }
-    const Value* next = nullptr;
-    for (const Value* in : p->inputs()) {
-      if (in != nullptr && in->shape() == shape && !in->is_constant()) {
-        next = in;
-        break;
-      }
-    }
-    if (next == nullptr) {
-      return NoKernel(group, absl::StrCat("prologue member ", p->Describe(), " transforms no operand of shape ",
-                                          ShapeToString(shape)));
-    }
-    chain.push_back(p);
-    x = next;
-  }
-  op.loaded = x;
-  op.input = input_index.at(x);
-  if (chain.empty()) return absl::OkStatus();
-  op.chain.assign(chain.rbegin(), chain.rend());
-  if (x->dtype() != DType::kFloat32 && x->dtype() != DType::kFloat16 && x->dtype() != DType::kBFloat16) {
-    return NoKernel(group, absl::StrCat("prologue loading ", DTypeName(x->dtype())));
-  }
-  ComposedElementwise composed;
-  composed.computed[x] = {"x", Domain::kFloat};
-  if (absl::Status st = ComposeElementwise(group, body, op.chain, shape, composed); !st.ok()) return st;
-  auto out = composed.computed.find(op.stored);
-  if (out == composed.computed.end() || out->second.second != Domain::kFloat) {
-    return NoKernel(group, "prologue result is not floating point");
-  }
-  op.code = std::move(composed.code);
-  op.result = out->second.first;
-  op.loads = std::move(composed.loads);
-  return absl::OkStatus();
-}
-
-// Fills `plan` from a FusedGroup body: one MatMul (operands group inputs or prologue
-// chains) or two MatMuls of group inputs added together, then an element-wise chain
-// over the product's shape.
-absl::Status PlanGroup(const Node& group, GemmPlan& plan) {
-  auto body_or = FusedGroupBody(group);
-  if (!body_or.ok()) return NoKernel(group, std::string(body_or.status().message()));
-  plan.body = *std::move(body_or);
-  const Graph& body = *plan.body;
-  if (group.num_outputs() != 1 || body.outputs().size() != 1) {
-    return NoKernel(group, "matmul group with several outputs");
-  }
-  absl::flat_hash_map<const Value*, int> input_index;
-  for (size_t i = 0; i < body.inputs().size(); ++i) input_index[body.inputs()[i]] = static_cast<int>(i);
-
-  std::vector<const Node*> mms;
-  for (const Node* n : body.nodes()) {
-    if (n->op_type() == "MatMul") mms.push_back(n);
-    if (n->op_type() == "Gemm") return NoKernel(group, "Gemm inside the group (canonicalisation makes it a MatMul)");
-  }
-  if (mms.empty()) return NoKernel(group, "group without a MatMul");
-  if (mms.size() > 2) return NoKernel(group, "more than two MatMuls in the group");
-  absl::flat_hash_set<const Node*> not_epilogue(mms.begin(), mms.end());
-  const Value* acc = mms[0]->output(0);
-  if (mms.size() == 2) {
-    // Dual: Add(P, Q) of the two products, each read only by it.
-    const Node* add = nullptr;
-    for (const Node* n : body.nodes()) {
-      if (n->op_type() != "Add" || n->num_inputs() != 2) continue;
-      const Value* x = n->input(0);
-      const Value* y = n->input(1);
-      if ((x == mms[0]->output(0) && y == mms[1]->output(0)) || (x == mms[1]->output(0) && y == mms[0]->output(0))) {
-        add = n;
-      }
-    }
-    if (add == nullptr) return NoKernel(group, "two MatMuls that are not added together");
-    for (const Node* mm : mms) {
-      const Value* p = mm->output(0);
-      if (p->uses().size() != 1 || body.IsGraphOutput(p)) {
-        return NoKernel(group, "a dual-matmul product read elsewhere");
-      }
-      if (p->shape() != add->output(0)->shape() || p->dtype() != add->output(0)->dtype()) {
-        return NoKernel(group, "dual-matmul products of different shapes or dtypes");
-      }
-    }
-    not_epilogue.insert(add);
-    acc = add->output(0);
-  }
-  for (const Node* mm : mms) {
-    LoopPlan loop;
-    loop.mm = mm;
-    for (int i = 0; i < 2; ++i) {
-      OperandPlan& op = i == 0 ? loop.a : loop.b;
-      if (absl::Status st = PlanOperand(group, body, *mm, i, input_index, op); !st.ok()) return st;
-      if (!op.chain.empty() && mms.size() == 2) return NoKernel(group, "dual-matmul with a prologue");
-      not_epilogue.insert(op.chain.begin(), op.chain.end());
-    }
-    if (absl::Status st = SetShapes(group, *mm, loop); !st.ok()) return st;
-    plan.loops.push_back(std::move(loop));
-  }
-  const Shape& shape = acc->shape();
-  if (group.output(0)->shape() != shape) return NoKernel(group, "group output shape differs from the MatMul's");
-
-  std::vector<const Node*> epilogue;
-  for (const Node* n : body.nodes()) {
-    if (!not_epilogue.contains(n)) epilogue.push_back(n);
-  }
-  ComposedElementwise composed;
-  composed.computed[acc] = {"acc", Domain::kFloat};
-  if (absl::Status st = ComposeElementwise(group, body, epilogue, shape, composed); !st.ok()) return st;
-  plan.epilogue_code = std::move(composed.code);
-  plan.loads = std::move(composed.loads);
-  if (!epilogue.empty()) {
-    const bool special = std::any_of(epilogue.begin(), epilogue.end(),
-                                     [](const Node* n) { return PointwiseUsesSpecialFunction(n->op_type()); });
-    plan.epilogue_work = special ? EpilogueWork::kSpecial : EpilogueWork::kLight;
-  }
-  auto out = composed.computed.find(body.outputs()[0]);
-  if (out == composed.computed.end()) return NoKernel(group, "group output is not computed from the MatMul");
-  if (out->second.second != Domain::kFloat) return NoKernel(group, "epilogue result is not floating point");
-  plan.result = out->second.first;
-  const Node* last = body.outputs()[0]->producer();
-  const DType out_dt = group.output(0)->dtype();
-  if (last != nullptr && std::find(epilogue.begin(), epilogue.end(), last) != epilogue.end() &&
-      (out_dt == DType::kFloat16 || out_dt == DType::kBFloat16)) {
-    auto in = composed.computed.find(last->input(0));
-    std::string packed;
-    if (last->op_type() == "Relu") {
-      packed = absl::StrCat("kiln_relu_", FloatSuffix(out_dt), "x2");
-    } else if (last->op_type() == "Gelu" && out_dt == DType::kFloat16 &&
-               last->GetString("approximate", "none").value_or("") == "tanh") {
-      packed = "kiln_gelu_tanh_f16x2";
-    }
-    if (!packed.empty() && in != composed.computed.end() && in->second.second == Domain::kFloat) {
-      plan.packed_tail = packed;
-      plan.tail_input = in->second.first;
-    }
-  }
-  return absl::OkStatus();
-}
-
-// The template's element kind of a loaded dtype (0 fp16, 1 bf16, 2 fp32).
-int Kind(DType dt) { return dt == DType::kFloat16 ? 0 : dt == DType::kBFloat16 ? 1 : 2; }
-
-// Whether the epilogue load of `view` (broadcast against the output `ys`, [batch...,
-// M, N]) reads C's batch and row dims either all densely or all broadcast: then the
-// batch folds into M (FoldsBatchIntoRows).
-bool RowsFoldWithBatch(const ElementwiseLoad& load, const Shape& ys) {
-  if (!load.strides.empty() || load.offset != 0 || load.view.size() > ys.size()) return false;
-  const size_t lead = ys.size() - load.view.size();
-  bool dense = true, broadcast = true;
-  for (size_t d = 0; d + 1 < ys.size(); ++d) {
-    const int64_t v = d < lead ? 1 : load.view[d - lead];
-    dense = dense && v == ys[d];
-    broadcast = broadcast && v == 1;
-  }
-  return dense || broadcast;
-}
-
-// `view`, a load that RowsFoldWithBatch, against the folded output [rows, N]: [1, n]
-// where it is broadcast over the batch and rows, else [rows, n].
-Shape FoldedView(const Shape& view, int64_t rows) {
-  if (view.empty()) return Shape{1, 1};
-  const bool broadcast = std::all_of(view.begin(), view.end() - 1, [](int64_t d) { return d == 1; });
-  return Shape{broadcast ? 1 : rows, view.back()};
-}
-
-// Everything GenerateMatMulGroup knows before it picks a tile config: the problem as
-// the kernels compute it, with a batch that folds into the rows (FoldsBatchIntoRows)
-// already folded (m = batch * M, batch 1, a_batch 0, out_shape [batch * M, N]).
-struct GemmPrep {
-  GemmPlan plan;
-  GemmVariant variant;
-  std::vector<int64_t> a_batch, b_batch;
-  int64_t m = 0, n = 0, batch = 1, k_total = 0;
-  DType dt = DType::kFloat16;
-  const Value* y = nullptr;
-  bool folded = false;
-  Shape out_shape;  // C as the kernels see it: y's shape, or [batch * M, N] folded
-
-  // An epilogue load's view against out_shape.
-  Shape View(const Shape& view) const { return folded ? FoldedView(view, m) : view; }
-};
-
-// Whether a batched GEMM group runs as one GEMM of batch * M rows: every mainloop's
-// A is stored [batch..., M, K] (dense, not transposed; a prologue's loads index the
-// folded row, MakePrologueSource) and its B is shared by the batch and has no
-// prologue, and every epilogue operand folds (RowsFoldWithBatch). C
-// [batch..., M, N] is then [batch * M, N]. BERT at 77 tokens and batch 4 is a GEMM of
-// 308 rows, where 4 batches of 77 rows would compute 128 rows of 64-row tiles each.
-bool FoldsBatchIntoRows(const GemmPrep& prep) {
-  const GemmPlan& plan = prep.plan;
-  if (prep.batch <= 1) return false;
-  const int64_t rows = prep.batch * prep.m;
-  if (rows * prep.n >= (int64_t{1} << 31)) return false;
-  for (size_t i = 0; i < plan.loops.size(); ++i) {
-    const LoopPlan& l = plan.loops[i];
-    if (l.a.trans || !l.b.chain.empty() || prep.b_batch[i] != 0 ||
-        prep.a_batch[i] != prep.m * l.k || rows * l.k >= (int64_t{1} << 31)) {
-      return false;
-    }
-  }
-  const Shape& ys = prep.y->shape();
-  return std::all_of(plan.loads.begin(), plan.loads.end(),
-                     [&](const ElementwiseLoad& load) { return RowsFoldWithBatch(load, ys); });
-}
-
-absl::Status PrepareMatMul(const Node& node, GemmPrep& prep) {
-  GemmPlan& plan = prep.plan;
-  if (IsFusedGroup(node)) {
-    if (absl::Status s = PlanGroup(node, plan); !s.ok()) return s;
-  } else if (node.op_type() == "MatMul") {
-    LoopPlan loop;
-    loop.mm = &node;
-    loop.a.stored = loop.a.loaded = node.input(0);
-    loop.b.stored = loop.b.loaded = node.input(1);
-    loop.b.input = 1;
-    if (absl::Status st = SetShapes(node, node, loop); !st.ok()) return st;
-    plan.loops.push_back(std::move(loop));
-  } else {
-    return NoKernel(node, "not a MatMul");
-  }
-  const Value* y = prep.y = node.output(0);
-  const DType dt = prep.dt = plan.loops[0].a.stored->dtype();
-  if (!IsFloating(y->dtype())) return NoKernel(node, "non-floating output");
-  const Shape& ys = y->shape();
-  if (ys.size() < 2) return NoKernel(node, "MatMul output of rank < 2");
-  const int64_t m = prep.m = ys[ys.size() - 2], n = prep.n = ys[ys.size() - 1];
-  const Shape out_batch(ys.begin(), ys.end() - 2);
-  const int64_t batch = prep.batch = NumElements(out_batch);
-  if (m <= 0 || n <= 0 || batch <= 0) return NoKernel(node, "empty MatMul");
-  if (batch > 65535) return NoKernel(node, "batch > 65535");
-  if (m * n >= (int64_t{1} << 31)) return NoKernel(node, "MatMul output of 2^31 or more elements per batch");
-
-  GemmVariant& variant = prep.variant;
-  variant.mainloops.clear();
-  std::vector<int64_t>& a_batch = prep.a_batch;
-  std::vector<int64_t>& b_batch = prep.b_batch;
-  int64_t& k_total = prep.k_total;
-  variant.simt = dt == DType::kFloat32;
-  variant.tf32 = variant.simt && std::all_of(plan.loops.begin(), plan.loops.end(),
-                                             [](const LoopPlan& l) { return MarkedForTf32(*l.mm); });
-  for (const LoopPlan& l : plan.loops) {
-    const Value* a = l.a.stored;
-    const Value* b = l.b.stored;
-    if ((dt != DType::kFloat16 && dt != DType::kBFloat16 && !variant.simt) || a->dtype() != dt || b->dtype() != dt) {
-      return NoKernel(node, absl::StrCat("MatMul of ", DTypeName(a->dtype()), " x ", DTypeName(b->dtype()),
-                                         " (kiln's GEMMs take two f16, bf16 or f32 operands)"));
-    }
-    if (l.m != m || l.n != n) return NoKernel(node, "inconsistent MatMul shapes");
-    if (l.k <= 0) return NoKernel(node, "MatMul with K = 0");
-    if (m * l.k >= (int64_t{1} << 31) || l.k * n >= (int64_t{1} << 31)) {
-      return NoKernel(node, "MatMul operand of 2^31 or more elements per batch");
-    }
-    k_total += l.k;
-    auto batch_stride = [&](const Value* v, int64_t per) -> absl::StatusOr<int64_t> {
-      const int64_t nb = NumElements(Shape(v->shape().begin(), v->shape().end() - 2));
-      if (nb == 1) return int64_t{0};
-      if (nb == batch) return per;
-      return NoKernel(node, "MatMul operand broadcast over part of the batch");
-    };
-    absl::StatusOr<int64_t> ab = batch_stride(a, m * l.k), bb = batch_stride(b, l.k * n);
-    if (!ab.ok()) return ab.status();
-    if (!bb.ok()) return bb.status();
-    a_batch.push_back(*ab);
-    b_batch.push_back(*bb);
-    GemmMainloop ml;
-    ml.k = l.k;
-    for (int i = 0; i < 2; ++i) {
-      const OperandPlan& op = i == 0 ? l.a : l.b;
-      GemmOperand& g = i == 0 ? ml.a : ml.b;
-      g.trans = op.trans;
-      const bool aligned = op.stored->shape().back() % 8 == 0;
-      g.element_bytes = static_cast<int>(DTypeSize(op.loaded->dtype()));
-      if (variant.simt) {  // gemm_simt.cuh: 16-byte loads of fp32 rows of a multiple of 4
-        const bool vec = op.stored->shape().back() % 4 == 0 && op.loaded->dtype() == DType::kFloat32;
-        g.load = vec ? GemmLoad::kStagedVector : GemmLoad::kStagedScalar;
-      } else if (!op.chain.empty()) {
-        g.load = aligned ? GemmLoad::kStagedVector : GemmLoad::kStagedScalar;
-      } else {
-        g.load = aligned ? GemmLoad::kAsync : GemmLoad::kStagedScalar;
-      }
-    }
-    variant.mainloops.push_back(ml);
-  }
-  prep.out_shape = ys;
-  if (FoldsBatchIntoRows(prep)) {
-    prep.folded = true;
-    prep.m *= prep.batch;
-    prep.batch = 1;
-    std::fill(a_batch.begin(), a_batch.end(), 0);
-    prep.out_shape = Shape{prep.m, n};
-  }
-  return absl::OkStatus();
-}
 
 std::string HashPrefix(absl::string_view text) { return Sha256Hex(text).substr(0, 16); }
 
@@ -434,7 +45,8 @@ absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node) {
   if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
   GemmProblem p;
   p.m = prep.m;
-  p.n = prep.n;
+  p.gated = prep.plan.gated;
+  p.n = p.gated ? 2 * prep.n : prep.n;  // the GEMM's N
   p.batch = prep.batch;
   p.dtype = prep.dt;
   p.variant = prep.variant;
@@ -533,6 +145,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
                                                               int sm_count) {
   GemmPrep prep;
   if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
+  if (prep.plan.gated) {
+    return NoKernel(node,
+                    "a gated product (gated-matmul): only the Hopper family pairs the gate and up columns "
+                    "in its epilogue");
+  }
   const GemmPlan& plan = prep.plan;
   const GemmVariant& variant = prep.variant;
   const std::vector<int64_t>& a_batch = prep.a_batch;
@@ -599,8 +216,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
                   "LL\n#define GEMM_B_BATCH ", b_batch[0], "LL\n#define GEMM_C_BATCH ", batch > 1 ? m * n : 0,
                   "LL\n#define GEMM_TRANS_A ", l0.a.trans ? 1 : 0, "\n#define GEMM_TRANS_B ", l0.b.trans ? 1 : 0,
                   "\n#define GEMM_A_MODE ", mode(v0.a.load), "\n#define GEMM_B_MODE ", mode(v0.b.load),
-                  "\n#define GEMM_A_KIND ", Kind(l0.a.loaded->dtype()), "\n#define GEMM_B_KIND ",
-                  Kind(l0.b.loaded->dtype()), "\n#define GEMM_A_T ", StorageTypeName(l0.a.loaded->dtype()),
+                  "\n#define GEMM_A_KIND ", GemmDTypeKind(l0.a.loaded->dtype()), "\n#define GEMM_B_KIND ",
+                  GemmDTypeKind(l0.b.loaded->dtype()), "\n#define GEMM_A_T ", StorageTypeName(l0.a.loaded->dtype()),
                   "\n#define GEMM_B_T ", StorageTypeName(l0.b.loaded->dtype()), "\n#define GEMM_PROLOGUE_A ",
                   prologue_objects[0], "\n#define GEMM_PROLOGUE_B ", prologue_objects[1], "\n");
   if (plan.loops.size() == 2) {
@@ -632,7 +249,9 @@ GemmFamilyPlan FamilyProblem(const GemmPrep& prep) {
   const LoopPlan& l0 = plan.loops[0];
   GemmFamilyPlan f;
   f.m = prep.m;
-  f.n = prep.n;
+  f.gated = plan.gated;
+  f.c_n = prep.n;
+  f.n = plan.gated ? 2 * prep.n : prep.n;
   f.k = l0.k;
   f.batch = prep.batch;
   f.a_batch = prep.a_batch[0];
@@ -713,7 +332,19 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   // (kiln_epilogue_at2): half the load instructions, which bound that epilogue.
   std::string prefetch, members, column_loads, values, unpack, at_loads, paired, unpaired, aligned, prefetch_rows;
   int registers = 0;
-  for (size_t l = 0; l < plan.loads.size(); ++l) {
+  // A gated product's epilogue (gemm_sm90_epilogue.cuh, GEMM_GATED) pairs the gate
+  // and up accumulators and loads its operands itself.
+  if (plan.gated) {
+    absl::StrAppend(&f.epilogue_defines, "#define GEMM_GATED 1\n#define GEMM_C_N ", f.c_n, "\n");
+    f.epilogue_function = absl::StrCat(
+        "static __device__ __forceinline__ float kiln_epilogue(float acc, int row, int col, int batch "
+        "KILN_EPILOGUE_PARAMS) {\n  return acc;\n}\n"
+        "// The output element at (row, col) from its gate (acc) and up (acc_up) products.\n"
+        "static __device__ __forceinline__ float kiln_epilogue_gated(float acc, float acc_up, int row, int col, "
+        "int batch KILN_EPILOGUE_PARAMS) {\n",
+        epilogue.loads, plan.epilogue_code, "  return ", plan.result, ";\n}\n");
+  }
+  for (size_t l = 0; l < plan.loads.size() && !plan.gated; ++l) {
     const ElementwiseLoad& ld = plan.loads[l];
     const Shape view = prep.View(ld.view);
     const bool dense_rows = !view.empty() && ld.strides.empty() && ld.offset == 0 && ys.size() >= 2 &&
@@ -758,7 +389,7 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
     absl::StrAppend(&at_loads, epilogue.load[l]);
   }
   if (!prefetch.empty()) absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_PREFETCH(first, t)", prefetch, "\n");
-  f.epilogue_function = GemmEpilogueFunction(epilogue, plan.epilogue_code, plan.result);
+  if (!plan.gated) f.epilogue_function = GemmEpilogueFunction(epilogue, plan.epilogue_code, plan.result);
   // The TMA-store epilogue's form of the functor: column operands from registers, and
   // without a last op that it applies to the packed result instead (KILN_EPILOGUE_TAIL).
   if (registers > 0 || !paired.empty() || !plan.packed_tail.empty()) {

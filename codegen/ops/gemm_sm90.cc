@@ -227,6 +227,11 @@ absl::Status Sm90Eligible(const Node& node) {
   if (p->out_dtype != DType::kFloat16 && p->out_dtype != DType::kBFloat16 && p->out_dtype != DType::kFloat32) {
     return NoKernel(node, "sm90 GEMM family: output dtype");
   }
+  if (p->gated && (p->out_dtype == DType::kFloat32 || p->c_n % 8 != 0 || p->tf32)) {
+    return NoKernel(node,
+                    "sm90 GEMM family: a gated product pairs its columns on the way to the TMA store, which "
+                    "takes a 16-bit output with rows of a multiple of 8");
+  }
   return absl::OkStatus();
 }
 
@@ -234,6 +239,7 @@ namespace {
 // Sm90SwapAbEligible for an Sm90Eligible group, from its plan.
 absl::Status SwapAbEligible(const Node& node, const GemmFamilyPlan& p) {
   if (p.dual) return NoKernel(node, "sm90 swap-AB: dual mainloops run unswapped");
+  if (p.gated) return NoKernel(node, "sm90 swap-AB: gated products pair columns of C's rows; run unswapped");
   if (p.prologue_a) return NoKernel(node, "sm90 swap-AB: A-prologues (A through registers) run unswapped");
   if (p.trans_a) {
     return NoKernel(node, "sm90 swap-AB: A stored [K, M] would be an M-major operand narrower than one 128-byte "
@@ -243,8 +249,11 @@ absl::Status SwapAbEligible(const Node& node, const GemmFamilyPlan& p) {
 }
 // Whether the epilogue can store C by TMA: a 16-bit C with 16-byte aligned rows.
 bool CByTma(const GemmFamilyPlan& p) {
-  return (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.n % 8 == 0;
+  return (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.c_n % 8 == 0;
 }
+// A gated product's tiles: 128 or 256 columns of B, so that C's tile of half as many
+// is whole 64-column TMA boxes; unswapped.
+bool GatedTileOk(const Sm90GemmConfig& c) { return !c.swap_ab && c.bn % 128 == 0; }
 }  // namespace
 
 absl::Status Sm90SwapAbEligible(const Node& node) {
@@ -260,8 +269,19 @@ Sm90GemmConfig HeuristicConfig(const Node& node, const GemmFamilyPlan& p, int sm
   const bool can_swap = SwapAbEligible(node, p).ok();
   const int64_t k = KUnits(p, p.k);
   if (can_swap && PreferSm90SwapAb(p.m, p.n, k)) return PickSm90SwapAbConfig(p.m, p.n, k, p.batch);
-  const Sm90GemmConfig tile =
-      PickSm90GemmConfig(p.m, p.n, KUnits(p, p.k + p.k2), p.batch, sm_count, p.prologue_a, p.epilogue_work);
+  const int64_t k_total = KUnits(p, p.k + p.k2);
+  const Sm90GemmConfig tile = PickSm90GemmConfig(p.m, p.n, k_total, p.batch, sm_count, p.prologue_a, p.epilogue_work);
+  if (p.gated && !GatedTileOk(tile)) {
+    // The cost model's best among the unsplit tiles it takes.
+    const Sm90GemmConfig* best = nullptr;
+    double best_us = 0;
+    for (const Sm90TileCost& cost : Sm90TileCosts()) {
+      if (!GatedTileOk(cost.config) || cost.config.split_k > 1) continue;
+      const double us = cost.PredictUs(p.m, p.n, k_total, p.batch, sm_count, p.epilogue_work);
+      if (best == nullptr || us < best_us) best = &cost.config, best_us = us;
+    }
+    if (best != nullptr) return *best;
+  }
   // A swapped tile that fills the wave better, where C can go out by TMA.
   if (can_swap && CByTma(p)) {
     if (std::optional<Sm90GemmConfig> wave = PickSm90SwapWaveConfig(tile, p.m, p.n, k, p.batch, sm_count)) {
@@ -313,6 +333,11 @@ absl::StatusOr<Sm90Resolved> ResolveSm90Config(const Node& node, const GemmFamil
     }
   } else {
     cfg = HeuristicConfig(node, p, sm_count);
+  }
+  if (p.gated && !GatedTileOk(cfg)) {
+    return absl::InvalidArgumentError(absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg),
+                                                   ": a gated product takes unswapped tiles of 128 or 256 columns "
+                                                   "(C's tile, half as wide, in whole 64-column TMA boxes)"));
   }
   r.swap = cfg.swap_ab;
   // The kernel's problem: C^T [N, M] = B^T A^T when swapped (gemm_sm90.cuh, "Swap-AB").
@@ -493,8 +518,8 @@ absl::StatusOr<KernelLaunch> Sm90Launch(const Node& node, const Sm90GemmConfig* 
     TensorMapSpec t;
     t.tensor = 0;
     t.rank = 3;
-    t.dims = {static_cast<uint64_t>(p.n), static_cast<uint64_t>(p.m), static_cast<uint64_t>(p.batch), 0, 0};
-    t.strides_bytes = {static_cast<uint64_t>(p.n) * 2, static_cast<uint64_t>(p.m * p.n) * 2, 0, 0};
+    t.dims = {static_cast<uint64_t>(p.c_n), static_cast<uint64_t>(p.m), static_cast<uint64_t>(p.batch), 0, 0};
+    t.strides_bytes = {static_cast<uint64_t>(p.c_n) * 2, static_cast<uint64_t>(p.m * p.c_n) * 2, 0, 0};
     t.box = {64, static_cast<uint32_t>(swap ? cfg.bn : 64 * cfg.wg_m), 1, 0, 0};
     t.dtype = p.out_dtype;
     t.swizzle_bytes = 128;
@@ -513,7 +538,7 @@ absl::StatusOr<KernelLaunch> Sm90Launch(const Node& node, const Sm90GemmConfig* 
                       : absl::StrCat("\n#define GEMM_M ", km),
       "\n#define GEMM_N ", kn, "\n#define GEMM_K ", p.k, "\n#define GEMM_BATCH ", p.batch, "\n#define GEMM_A_BATCHED ",
       a_batched ? 1 : 0, "\n#define GEMM_B_BATCHED ", b_batched ? 1 : 0, "\n#define GEMM_C_BATCH ",
-      p.batch > 1 ? p.m * p.n : 0, "LL\n#define GEMM_SWAP_AB ", swap ? 1 : 0, "\n#define GEMM_TRANS_A ",
+      p.batch > 1 ? p.m * p.c_n : 0, "LL\n#define GEMM_SWAP_AB ", swap ? 1 : 0, "\n#define GEMM_TRANS_A ",
       trans_a ? 1 : 0, "\n#define GEMM_TRANS_B ", trans_b ? 1 : 0, "\n#define BM ", cfg.bm, "\n#define BN ", cfg.bn,
       "\n#define STAGES ", cfg.stages, "\n#define CONSUMERS ", cfg.consumers, "\n#define WG_M ", cfg.wg_m,
       "\n#define GEMM_PINGPONG ", cfg.pingpong ? 1 : 0, "\n#define GEMM_TMA_STORE ", tma_store ? 1 : 0,

@@ -39,6 +39,11 @@ const char* EpilogueWorkName(EpilogueWork work);
 // generator for both families).
 struct GemmFamilyPlan {
   int64_t m = 0, n = 0, k = 0, batch = 1;
+  // A gated product (gemm.cc's "gated-matmul" groups): B's n columns alternate in
+  // blocks of 8 between the gate and up products, and C has c_n = n / 2 columns
+  // (gemm_sm90_epilogue.cuh, GEMM_GATED). Otherwise c_n = n.
+  bool gated = false;
+  int64_t c_n = 0;
   int64_t a_batch = 0, b_batch = 0;  // operand batch strides in elements (0: broadcast)
   bool trans_a = false, trans_b = false;
   bool dual = false;

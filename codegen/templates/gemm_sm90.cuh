@@ -70,6 +70,13 @@
 //                        0: predicated 4-byte stores from registers
 //   KILN_EPILOGUE_PARAMS, KILN_EPILOGUE_ARGS and
 //   float kiln_epilogue(float acc, int row, int col, int batch KILN_EPILOGUE_PARAMS)
+//   GEMM_GATED           1: a gated product (fusion/fuse_gated_matmul.h): B's columns
+//                        alternate in blocks of 8 between a gate and an up product of
+//                        the same output columns, C has GEMM_C_N = GEMM_N / 2 columns,
+//                        and float kiln_epilogue_gated(float acc, float acc_up, int row,
+//                        int col, int batch KILN_EPILOGUE_PARAMS) computes C's element
+//                        from the two (gemm_sm90_epilogue.cuh); default 0. Needs
+//                        GEMM_TMA_STORE, BN 128 or 256, no swap-AB and no KILN_EPILOGUE_AT.
 //   kiln_sm90_wgmma(float (&d)[BN / 2], unsigned long long desc_a,
 //                   unsigned long long desc_b)   the wgmma of this BN and layout
 // Kernel parameters: (C KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS, tensor map of A,
@@ -192,6 +199,12 @@
 #endif
 #ifndef GEMM_STREAM_K
 #define GEMM_STREAM_K 0
+#endif
+#ifndef GEMM_GATED
+#define GEMM_GATED 0
+#endif
+#if GEMM_GATED && (!GEMM_TMA_STORE || GEMM_SWAP_AB || BN % 128 != 0 || defined(KILN_EPILOGUE_AT))
+#error "gated GEMM without the TMA store, swapped, of a BN other than 128 or 256, or with kiln_epilogue_at"
 #endif
 // Run-time rows (GEMM_DYNAMIC_M 1, dynamic bundles): C's rows are GEMM_M_CODE, an
 // expression over the kernel's kiln_dims parameter (codegen/kernel_launch.h). Thread

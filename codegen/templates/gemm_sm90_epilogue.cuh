@@ -113,6 +113,42 @@ static __device__ __forceinline__ void kiln_sm90_epilogue_regs(float (&acc)[WG_M
   }
 }
 
+#if GEMM_GATED
+// A gated product: n8 blocks 2p and 2p + 1 of a consumer's tile hold the gate and up
+// products of the same 8 columns of C (B's columns alternate in blocks of 8), so each
+// thread holds both of the elements it pairs, in accumulators 8p + e and 8p + 4 + e.
+// kiln_epilogue_gated of the two becomes accumulator 4p + e: the first half of acc then
+// holds C's tile of BN / 2 columns from `c0` in the usual fragment layout (in place:
+// block p is written after blocks 2p and 2p + 1 are read, and p <= 2p). MASK as in
+// kiln_sm90_epilogue_regs.
+template <bool MASK>
+static __device__ __forceinline__ void kiln_sm90_gated_regs(float (&acc)[WG_M][BN / 2], int row_base, int c0,
+                                                            int batch, int lane, int warp KILN_EPILOGUE_PARAMS) {
+#pragma unroll
+  for (int p = 0; p < BN / 16; ++p) {
+#pragma unroll
+    for (int i = 0; i < WG_M; ++i) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = row_base + i * 64 + warp * 16 + lane / 4 + 8 * (e / 2);
+        const int col = c0 + 8 * p + 2 * (lane % 4) + e % 2;
+        const float gate = acc[i][8 * p + e], up = acc[i][8 * p + 4 + e];
+        acc[i][4 * p + e] = !MASK || (row < GEMM_M && col < GEMM_C_N)
+                                ? kiln_epilogue_gated(gate, up, row, col, batch KILN_EPILOGUE_ARGS)
+                                : 0.f;
+      }
+    }
+  }
+}
+// C's tile: BN / 2 columns, through the C buffer (sized for BN / GEMM_C_CHUNKS
+// columns) in half as many chunks.
+#define GEMM_C_COLS (BN / 2)
+#define GEMM_C_STORE_CHUNKS (GEMM_C_CHUNKS > 1 ? GEMM_C_CHUNKS / 2 : 1)
+#else
+#define GEMM_C_COLS BN
+#define GEMM_C_STORE_CHUNKS GEMM_C_CHUNKS
+#endif
+
 static __device__ __forceinline__ void kiln_sm90_store2(GEMM_OUT_T* __restrict__ C, kiln_index i, float v0, float v1,
                                                         bool both) {
 #if GEMM_OUT_KIND == 2
@@ -300,12 +336,23 @@ static __device__ __forceinline__ void kiln_sm90_store_tile(float (&acc)[WG_M][B
   // so the compiler batches them, and this overlaps the previous tile's TMA
   // store. Tiles inside the output skip the per-element bounds and read row-dense
   // operands in 4-byte pairs, unless those are not 4-byte aligned.
+#if GEMM_GATED
+  const int c0 = n0 / 2;  // C's first column: the tile's BN columns of B pair into BN / 2
+  if (r0 + 64 * WG_M <= GEMM_M && c0 + GEMM_C_COLS <= GEMM_C_N) {
+    kiln_sm90_gated_regs<false>(acc, r0, c0, batch, lane, warp KILN_EPILOGUE_ARGS);
+  } else {
+    kiln_sm90_gated_regs<true>(acc, r0, c0, batch, lane, warp KILN_EPILOGUE_ARGS);
+  }
+#else
+  const int c0 = n0;
   if (r0 + 64 * WG_M <= GEMM_M && n0 + BN <= GEMM_N && KILN_EPILOGUE_PAIRS_ALIGNED) {
     kiln_sm90_epilogue_regs<false>(acc, r0, n0, batch, lane, warp, cols KILN_EPILOGUE_ARGS);
   } else {
     kiln_sm90_epilogue_regs<true>(acc, r0, n0, batch, lane, warp, cols KILN_EPILOGUE_ARGS);
   }
-  // This consumer's C tile, in GEMM_C_CHUNKS chunks of BN / GEMM_C_CHUNKS columns
+#endif
+  // This consumer's C tile (GEMM_C_COLS: BN columns, or BN / 2 gated), in
+  // GEMM_C_STORE_CHUNKS chunks of GEMM_C_COLS / GEMM_C_STORE_CHUNKS columns
   // through one shared-memory buffer of (BN / GEMM_C_CHUNKS) / 64 boxes of
   // [64 WG_M rows][64 cols], 128B swizzled (16-byte unit u of row r at u ^ (r % 8):
   // a warp's 8 rows x 16 bytes land in distinct banks). Before each chunk, wait
@@ -315,10 +362,10 @@ static __device__ __forceinline__ void kiln_sm90_store_tile(float (&acc)[WG_M][B
   // where j crosses them: a loop over chunks with j's range depending on it is not
   // unrolled, which puts the accumulators in local memory (and breaks wgmma's
   // asynchronous writes to them).
-  constexpr int chunk_cols = BN / GEMM_C_CHUNKS, chunk_j = chunk_cols / 8;
+  constexpr int chunk_cols = GEMM_C_COLS / GEMM_C_STORE_CHUNKS, chunk_j = chunk_cols / 8;
   const bool issuer = threadIdx.x % 128 == 0;
 #pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
+  for (int j = 0; j < GEMM_C_COLS / 8; ++j) {
     const int q = j / chunk_j;  // the chunk
     if (j % chunk_j == 0) {
       if (issuer) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
@@ -346,7 +393,7 @@ static __device__ __forceinline__ void kiln_sm90_store_tile(float (&acc)[WG_M][B
       if (issuer) {
 #pragma unroll
         for (int b = 0; b < chunk_cols / 64; ++b) {
-          kiln_sm90_tma_store(map_c, ct + b * (64 * WG_M * 128), n0 + q * chunk_cols + 64 * b, r0, batch);
+          kiln_sm90_tma_store(map_c, ct + b * (64 * WG_M * 128), c0 + q * chunk_cols + 64 * b, r0, batch);
         }
         asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
       }

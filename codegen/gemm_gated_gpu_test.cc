@@ -1,0 +1,121 @@
+// GPU test of the gated product on the Hopper family: every case of
+// codegen/gemm_gated_test_cases.h with the heuristic's tile and each forced config
+// (cooperative and ping-pong, 128 and 256 columns, two m64 blocks a consumer,
+// split-K, stream-K, clusters), against the CPU reference of the group's members
+// (EvaluateNode: the interleaved MatMul, the de-interleaving Reshape / Split /
+// Reshapes and the chains in the storage dtype), twice per launch so that the split
+// and stream-K semaphores are seen reset. Skips without an sm_90a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "codegen/gemm_gated_test_cases.h"
+#include "codegen/gpu_test_util.h"
+#include "codegen/nvrtc_module.h"
+#include "codegen/ops/gemm_sm90.h"
+#include "graph/evaluate.h"
+#include "runtime/tensor_map.h"
+
+namespace kiln::codegen {
+namespace {
+
+using namespace gated_test;  // NOLINT: the cases are this file's vocabulary
+
+TEST(GemmGatedGpuTest, MatchesCpuReference) {
+  KILN_ARCH_OR_SKIP(arch);
+  if (arch != "sm_90a") GTEST_SKIP() << "skipped: the gated product runs on the sm90 GEMM family, not " << arch;
+  struct Run {
+    size_t c;  // case
+    std::string config;
+    KernelLaunch launch;
+  };
+  const std::vector<GatedCase> cases = Cases();
+  std::vector<Built> built(cases.size());
+  std::vector<Run> runs;
+  std::vector<ModuleKernel> kernels;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const GatedCase& c = cases[ci];
+    ASSERT_NO_FATAL_FAILURE(Build(c, static_cast<uint32_t>(ci + 1), built[ci]));
+    const Node& group = *built[ci].group;
+    std::vector<std::string> configs = {"heuristic"};
+    for (const std::string& f : ForcedConfigs()) configs.push_back(f);
+    for (const std::string& text : configs) {
+      absl::StatusOr<std::vector<KernelLaunch>> l;
+      if (text == "heuristic") {
+        l = ops::GenerateMatMulGroupSm90(group);
+      } else {
+        absl::StatusOr<ops::Sm90GemmConfig> cfg = ops::ParseSm90GemmConfig(text);
+        ASSERT_TRUE(cfg.ok()) << cfg.status();
+        // Split-K where K has too few k tiles for the split is refused; so is nothing else.
+        if (!ops::Sm90ConfigFits(group, *cfg).ok()) {
+          std::printf("%-12s %-22s not taken: %s\n", c.name.c_str(), text.c_str(),
+                      std::string(ops::Sm90ConfigFits(group, *cfg).message()).c_str());
+          continue;
+        }
+        l = ops::GenerateMatMulGroupSm90(group, &*cfg);
+      }
+      ASSERT_TRUE(l.ok()) << c.name << " " << text << ": " << l.status();
+      kernels.push_back({absl::StrCat("kiln_gated_", runs.size()), (*l)[0].source});
+      runs.push_back({ci, text, (*l)[0]});
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> cubins = CompileModules(kernels, arch, 8);
+  ASSERT_TRUE(cubins.ok()) << cubins.status();
+  std::vector<cudaLibrary_t> libs(cubins->size());
+  for (size_t i = 0; i < cubins->size(); ++i) {
+    KILN_CUDA_OK(cudaLibraryLoadData(&libs[i], (*cubins)[i].data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  }
+  int failures = 0;
+  for (size_t ri = 0; ri < runs.size(); ++ri) {
+    const Run& r = runs[ri];
+    const GatedCase& c = cases[r.c];
+    SCOPED_TRACE(c.name + " " + r.config);
+    const Node& node = *built[r.c].group;
+    test::NodeBuffers buf;
+    ASSERT_NO_FATAL_FAILURE(buf.SetUp(node, built[r.c].feeds));
+    absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, buf.inputs);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    const std::vector<float> want = (*ref)[0].ToFloat();
+    cudaKernel_t kernel;
+    ASSERT_NO_FATAL_FAILURE(test::GetKernel(libs[ri / 8], kernels[ri].function, r.launch.shared_bytes, &kernel));
+    DeviceWorkspace workspace;
+    ASSERT_TRUE(workspace.ReserveFor(r.launch).ok());
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      KILN_CUDA_OK(cudaMemset(buf.dev[0], 0xA5, buf.out_bytes));
+      absl::StatusOr<LaunchArgs> args = LaunchArgs::Build(
+          r.launch, [&](int v) { return buf.dev[v]; }, workspace.view());
+      ASSERT_TRUE(args.ok()) << args.status();
+      const KernelLaunch& l = r.launch;
+      KILN_CUDA_OK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(l.grid[0], l.grid[1], l.grid[2]),
+                                    dim3(l.block[0], l.block[1], l.block[2]), args->params(), l.shared_bytes, nullptr));
+      KILN_CUDA_OK(cudaGetLastError());
+      KILN_CUDA_OK(cudaDeviceSynchronize());
+      const std::vector<float> got = buf.Output(node).ToFloat();
+      // Scaled by the reference's magnitude (at least 1): the reference rounds the
+      // products and each chain value to the storage dtype, the kernel only its result.
+      float worst = 0;
+      size_t at = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        const float err =
+            std::isnan(got[i]) ? INFINITY : std::fabs(got[i] - want[i]) / std::max(1.f, std::fabs(want[i]));
+        if (err > worst) worst = err, at = i;
+      }
+      const float tol = c.dtype == "bf16" ? 6e-2f : 2e-2f;
+      const bool ok = worst <= tol;
+      EXPECT_TRUE(ok) << "max scaled |err| " << worst << " at " << at << " (got " << got[at] << ", want " << want[at]
+                      << "), launch " << repeat;
+      failures += !ok;
+      if (repeat == 0) {
+        std::printf("%-12s %-22s %-28s max scaled err %.3g %s\n", c.name.c_str(), r.config.c_str(), l.config.c_str(),
+                    worst, ok ? "ok" : "FAIL");
+      }
+    }
+  }
+  for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
+  std::printf("ran %zu gated GEMM launches on %s (%s): %d failing\n", runs.size(), test::DeviceName().c_str(),
+              arch.c_str(), failures);
+}
+
+}  // namespace
+}  // namespace kiln::codegen
