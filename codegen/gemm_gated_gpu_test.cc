@@ -4,12 +4,16 @@
 // split-K, stream-K, clusters), against the CPU reference of the group's members
 // (EvaluateNode: the interleaved MatMul, the de-interleaving Reshape / Split /
 // Reshapes and the chains in the storage dtype), twice per launch so that the split
-// and stream-K semaphores are seen reset. Skips without an sm_90a GPU.
+// and stream-K semaphores are seen reset. KILN_GATED_CASES=a,b runs only the cases
+// named (for compute-sanitizer). Skips without an sm_90a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
+#include "absl/strings/str_split.h"
 #include "codegen/gemm_gated_test_cases.h"
 #include "codegen/gpu_test_util.h"
 #include "codegen/nvrtc_module.h"
@@ -34,8 +38,11 @@ TEST(GemmGatedGpuTest, MatchesCpuReference) {
   std::vector<Built> built(cases.size());
   std::vector<Run> runs;
   std::vector<ModuleKernel> kernels;
+  const char* only = std::getenv("KILN_GATED_CASES");
+  const std::vector<std::string> wanted = only != nullptr ? absl::StrSplit(only, ',') : std::vector<std::string>{};
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const GatedCase& c = cases[ci];
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), c.name) == wanted.end()) continue;
     ASSERT_NO_FATAL_FAILURE(Build(c, static_cast<uint32_t>(ci + 1), built[ci]));
     const Node& group = *built[ci].group;
     std::vector<std::string> configs = {"heuristic"};

@@ -25,17 +25,19 @@ struct GatedCase {
   std::vector<int64_t> rows;  // X's leading dims [..., M]
   int64_t k = 0, n = 0;       // X [..., M, K], both weights [K, N]
   std::string dtype = "f16";
-  bool geglu = false;  // Gelu(gate) * (up * s[N]) instead of SiLU(gate) * up
+  bool geglu = false;   // Gelu(gate) * (up * s[N]) instead of SiLU(gate) * up
+  bool merged = false;  // one gate_up weight [K, 2N] and a Split (Phi-3), not two MatMuls
 };
 
 // Llama's SwiGLU at the tiny zoo width (2N = 352: the last column tile is partial),
-// odd rows, a batch of sequences in bf16 with GeGLU and an epilogue load, and a
-// Llama-like width ratio at 512 tokens.
+// odd rows, a batch of sequences in bf16 with GeGLU and an epilogue load, a Llama-like
+// width ratio at 512 tokens, and a merged gate_up weight.
 inline std::vector<GatedCase> Cases() {
   return {{"llama_tiny", {2, 64}, 64, 176},
           {"odd_rows", {77}, 256, 512},
           {"geglu_bf16", {3, 50}, 128, 256, "bf16", true},
-          {"llama_ratio", {512}, 1024, 1408}};
+          {"llama_ratio", {512}, 1024, 1408},
+          {"merged_gate_up", {4, 33}, 192, 96, "f16", false, true}};
 }
 
 // The tile configs each case runs besides the heuristic's: cooperative and ping-pong
@@ -56,6 +58,16 @@ inline std::string GraphText(const GatedCase& c) {
   const std::string w = absl::StrCat(t, "[", c.k, ",", c.n, "]");
   std::string text = absl::StrCat("graph @main {\n  input %x : ", x, "\n  const %wg : ", w,
                                   " = splat(0.5)\n  const %wu : ", w, " = splat(0.25)\n");
+  if (c.merged) {
+    const std::string w2 = absl::StrCat(t, "[", c.k, ",", 2 * c.n, "]");
+    std::vector<int64_t> ps = c.rows;
+    ps.push_back(2 * c.n);
+    return absl::StrCat("graph @main {\n  input %x : ", x, "\n  const %w : ", w2, " = splat(0.5)\n  %gu : ", t, "[",
+                        absl::StrJoin(ps, ","), "] = MatMul(%x, %w) @gate_up\n  %g : ", y, ", %u : ", y,
+                        " = Split(%gu) {axis = -1, num_outputs = 2} @chunk\n  %sig : ", y,
+                        " = Sigmoid(%g) @sigmoid\n  %silu : ", y, " = Mul(%g, %sig) @silu\n  %out : ", y,
+                        " = Mul(%silu, %u) @join\n  output %out\n}\n");
+  }
   if (c.geglu) {
     absl::StrAppend(&text, "  const %s : ", t, "[", c.n, "] = splat(2.0)\n  %g : ", y,
                     " = MatMul(%x, %wg) @gate\n  %a : ", y, " = Gelu(%g) @gelu\n  %u : ", y,

@@ -34,17 +34,40 @@ bool IsPlainMatMul(const Node* n) {
          n->has_input(1) && TransposedOperands(*n).empty();
 }
 
-// An element-wise chain from a MatMul's product to a value: the MatMul and the chain's
+// A half of a merged gate/up product: output `half` of a Split of `matmul`'s product
+// (read only by the Split) into two equal parts along the last axis.
+bool IsHalfSplit(const Graph& graph, const Node& split, const Node*& matmul) {
+  if (split.op_type() != "Split" || !split.domain().empty() || split.num_outputs() != 2 || !split.has_input(0)) {
+    return false;
+  }
+  const Value* in = split.input(0);
+  const Node* mm = in->producer();
+  if (!IsPlainMatMul(mm) || in->uses().size() != 1 || graph.IsGraphOutput(in) || in->rank() < 2) return false;
+  const int64_t rank = in->rank();
+  int64_t axis = split.GetInt("axis", 0).value_or(0);
+  if (axis < 0) axis += rank;
+  Shape half = in->shape();
+  half.back() /= 2;
+  if (axis != rank - 1 || in->shape().back() % 2 != 0) return false;
+  if (split.output(0)->shape() != half || split.output(1)->shape() != half) return false;
+  matmul = mm;
+  return true;
+}
+
+// An element-wise chain from a product to a value: the product (a MatMul's output, or
+// one half of a merged gate/up MatMul's, `split` then set), the MatMul and the chain's
 // nodes (empty when the value is the product).
 struct Chain {
+  Value* product = nullptr;
   Node* matmul = nullptr;
+  Node* split = nullptr;
   std::vector<Node*> nodes;
 };
 
-// The chain computing `v` from exactly one MatMul product (IsChainOp nodes of the
-// product's shape and dtype, other inputs constants that broadcast into it), or a
-// chain with no MatMul when `v` is computed otherwise.
-Chain TraceChain(Value* v) {
+// The chain computing `v` from exactly one product (IsChainOp nodes of the product's
+// shape and dtype, other inputs constants that broadcast into it), or a chain with no
+// product when `v` is computed otherwise.
+Chain TraceChain(const Graph& graph, Value* v) {
   Chain chain;
   std::vector<Value*> work = {v};
   absl::flat_hash_set<const Node*> seen;
@@ -54,9 +77,12 @@ Chain TraceChain(Value* v) {
     work.pop_back();
     Node* p = w->producer();
     if (p == nullptr) return {};
-    if (IsPlainMatMul(p)) {
-      if (chain.matmul != nullptr && chain.matmul != p) return {};
-      chain.matmul = p;
+    const Node* merged = nullptr;
+    if (IsPlainMatMul(p) || IsHalfSplit(graph, *p, merged)) {
+      if (chain.product != nullptr && chain.product != w) return {};
+      chain.product = w;
+      chain.matmul = merged != nullptr ? w->producer()->input(0)->producer() : p;
+      chain.split = merged != nullptr ? p : nullptr;
       continue;
     }
     if (!IsChainOp(*p)) return {};
@@ -68,8 +94,8 @@ Chain TraceChain(Value* v) {
       if (!in->is_constant()) work.push_back(in);
     }
   }
-  if (chain.matmul == nullptr) return {};
-  const Value* product = chain.matmul->output(0);
+  if (chain.product == nullptr) return {};
+  const Value* product = chain.product;
   for (const Node* n : found) {
     if (n->output(0)->shape() != product->shape() || n->output(0)->dtype() != product->dtype()) return {};
     for (int i = 0; i < n->num_inputs(); ++i) {
@@ -81,15 +107,41 @@ Chain TraceChain(Value* v) {
   return chain;
 }
 
-// Whether MatMuls `g` and `u` can share one interleaved weight: the same X, constant
-// 2-D [K, N] weights of one 16-bit dtype with N a multiple of kBlock.
-bool Pairable(const Node& g, const Node& u) {
-  if (&g == &u || g.input(0) != u.input(0)) return false;
+// A 16-bit constant 2-D weight whose width (halved when `halves`) is a multiple of kBlock.
+bool InterleavableWeight(const Value* w, bool halves) {
+  if (!w->is_constant() || w->rank() != 2 || (w->dtype() != DType::kFloat16 && w->dtype() != DType::kBFloat16)) {
+    return false;
+  }
+  const int64_t n = halves ? w->shape()[1] / 2 : w->shape()[1];
+  return n > 0 && n % kBlock == 0 && (!halves || w->shape()[1] % 2 == 0);
+}
+
+// Whether the gate and up products can share one interleaved weight: two MatMuls of the
+// same X with constant [K, N] weights of one 16-bit dtype, N a multiple of kBlock; or
+// the two halves of one such MatMul's product (a merged gate_up weight [K, 2N]).
+bool Pairable(const Chain& gate, const Chain& up) {
+  if (gate.product == up.product || gate.matmul->input(0)->rank() < 2) return false;
+  if (gate.split != nullptr || up.split != nullptr) {
+    return gate.split == up.split && InterleavableWeight(gate.matmul->input(1), /*halves=*/true);
+  }
+  const Node& g = *gate.matmul;
+  const Node& u = *up.matmul;
+  if (g.input(0) != u.input(0)) return false;
   const Value* wg = g.input(1);
   const Value* wu = u.input(1);
-  if (!wg->is_constant() || !wu->is_constant() || wg->rank() != 2 || wg->shape() != wu->shape()) return false;
-  if (wg->dtype() != wu->dtype() || (wg->dtype() != DType::kFloat16 && wg->dtype() != DType::kBFloat16)) return false;
-  return wg->shape()[1] % kBlock == 0 && wg->shape()[1] > 0 && g.input(0)->rank() >= 2;
+  return InterleavableWeight(wg, false) && InterleavableWeight(wu, false) && wg->shape() == wu->shape() &&
+         wg->dtype() == wu->dtype();
+}
+
+// Columns [first, first + n) of a 2-D tensor [K, total].
+Tensor Columns(const Tensor& w, int64_t first, int64_t n) {
+  const int64_t k = w.shape()[0], total = w.shape()[1];
+  const size_t es = DTypeSize(w.dtype());
+  Tensor out(w.dtype(), {k, n});
+  auto* dst = static_cast<uint8_t*>(out.mutable_raw_data());
+  const auto* src = static_cast<const uint8_t*>(w.raw_data());
+  for (int64_t row = 0; row < k; ++row) std::memcpy(dst + row * n * es, src + (row * total + first) * es, n * es);
+  return out;
 }
 
 // [K, 2N]: Wg's and Wu's column blocks of kBlock alternating.
@@ -110,11 +162,12 @@ Tensor Interleave(const Tensor& wg, const Tensor& wu) {
   return out;
 }
 
-// The values of `chain` (its product and its nodes' outputs) read outside
-// `members`, or a graph output: their names.
+// The values of `chain` (its product, the merged MatMul's, its nodes' outputs) read
+// outside `members`, or a graph output: their names.
 std::vector<std::string> OutsideReaders(const Graph& graph, const Chain& chain, const std::vector<Node*>& members) {
   std::vector<std::string> out;
-  std::vector<const Value*> values = {chain.matmul->output(0)};
+  std::vector<const Value*> values = {chain.product};
+  if (chain.split != nullptr) values.push_back(chain.matmul->output(0));
   for (const Node* n : chain.nodes) values.push_back(n->output(0));
   for (const Value* v : values) {
     if (HasOutsideUse(graph, v, members)) out.push_back(v->name());
@@ -123,17 +176,27 @@ std::vector<std::string> OutsideReaders(const Graph& graph, const Chain& chain, 
 }
 
 // The rewrite of a matched pattern: returns the group's members (the new MatMul first).
-absl::StatusOr<std::vector<Node*>> Rewrite(Graph& graph, Node* g, Node* u) {
-  Value* x = g->input(0);
-  Value* g_out = g->output(0);
-  Value* u_out = u->output(0);
+absl::StatusOr<std::vector<Node*>> Rewrite(Graph& graph, const Chain& gate, const Chain& up) {
+  Value* x = gate.matmul->input(0);
+  Value* g_out = gate.product;
+  Value* u_out = up.product;
   const Shape shape = g_out->shape();
   const int64_t n = shape.back();
-  const std::string base = g->name();
-  Value* weight = graph.AddConstant(absl::StrCat(base, "/gated_weight"),
-                                    Interleave(g->input(1)->constant(), u->input(1)->constant()));
-  graph.RemoveNode(g);
-  graph.RemoveNode(u);
+  const std::string base = gate.matmul->name();
+  Tensor wg, wu;
+  if (gate.split != nullptr) {  // a merged [K, 2N] weight: its column halves
+    const Tensor& w = gate.matmul->input(1)->constant();
+    wg = Columns(w, gate.split->output(0) == g_out ? 0 : n, n);
+    wu = Columns(w, up.split->output(0) == u_out ? 0 : n, n);
+    graph.RemoveNode(gate.split);
+    graph.RemoveNode(gate.matmul);
+  } else {
+    wg = gate.matmul->input(1)->constant();
+    wu = up.matmul->input(1)->constant();
+    graph.RemoveNode(gate.matmul);
+    graph.RemoveNode(up.matmul);
+  }
+  Value* weight = graph.AddConstant(absl::StrCat(base, "/gated_weight"), Interleave(wg, wu));
   Value* product = graph.AddValue(absl::StrCat(base, "/gated_out"));
   Node* matmul = graph.AddNode("MatMul", {x, weight}, {product}, absl::StrCat(base, "/gated"));
   KILN_RETURN_IF_ERROR(InferNode(*matmul));
@@ -178,12 +241,13 @@ absl::StatusOr<bool> FuseGatedMatMul::Run(Graph& graph) {
   absl::flat_hash_set<const Node*> taken;
   for (Node* j : graph.nodes()) {
     if (!IsOp(j, "Mul", 2)) continue;
-    Chain gate = TraceChain(j->input(0));
-    Chain up = TraceChain(j->input(1));
-    if (gate.matmul == nullptr || up.matmul == nullptr || !Pairable(*gate.matmul, *up.matmul)) continue;
-    if (j->output(0)->shape() != gate.matmul->output(0)->shape()) continue;
+    Chain gate = TraceChain(graph, j->input(0));
+    Chain up = TraceChain(graph, j->input(1));
+    if (gate.product == nullptr || up.product == nullptr || !Pairable(gate, up)) continue;
+    if (j->output(0)->shape() != gate.product->shape()) continue;
     if (taken.contains(gate.matmul) || taken.contains(up.matmul)) continue;
     std::vector<Node*> members = {gate.matmul, up.matmul, j};
+    if (gate.split != nullptr) members = {gate.matmul, gate.split, j};
     members.insert(members.end(), gate.nodes.begin(), gate.nodes.end());
     members.insert(members.end(), up.nodes.begin(), up.nodes.end());
     std::vector<std::string> outside = OutsideReaders(graph, gate, members);
@@ -201,7 +265,7 @@ absl::StatusOr<bool> FuseGatedMatMul::Run(Graph& graph) {
   if (matches.empty()) return false;
   std::vector<std::vector<Node*>> groups;
   for (Match& m : matches) {
-    KILN_ASSIGN_OR_RETURN(std::vector<Node*> members, Rewrite(graph, m.gate.matmul, m.up.matmul));
+    KILN_ASSIGN_OR_RETURN(std::vector<Node*> members, Rewrite(graph, m.gate, m.up));
     members.insert(members.end(), m.gate.nodes.begin(), m.gate.nodes.end());
     members.insert(members.end(), m.up.nodes.begin(), m.up.nodes.end());
     members.push_back(m.join);

@@ -111,6 +111,39 @@ graph @main {
             "join] anchor=up/gated\n");
 }
 
+// Phi-3's merged gate_up projection: one MatMul of [K, 2N], chunked in two along the
+// last axis (torch.export's Split with num_outputs), gate first; the up half may come
+// first too.
+TEST(FuseGatedMatMulTest, MergedGateUpWeight) {
+  constexpr char kMerged[] = R"(
+graph @main {
+  input %x : f16[2,5,16]
+  const %w : f16[16,48] = splat(0.5)
+  %gu : f16[2,5,48] = MatMul(%x, %w) @gate_up_proj
+  %g : f16[2,5,24], %u : f16[2,5,24] = Split(%gu) {axis = -1, num_outputs = 2} @chunk
+  %s : f16[2,5,24] = Sigmoid(%g) @sigmoid
+  %a : f16[2,5,24] = Mul(%g, %s) @silu
+  %y : f16[2,5,24] = Mul(%u, %a) @join
+  output %y
+}
+)";
+  FusionReport report;
+  auto g = RunFusionPass<FuseGatedMatMul>(kMerged, &report, 8);
+  EXPECT_EQ(Summary(*g),
+            "FusedGroup gated-matmul [gate_up_proj/gated, gate_up_proj/gated_pairs, gate_up_proj/gated_split, "
+            "gate_up_proj/gated_g, gate_up_proj/gated_u, sigmoid, silu, join] anchor=gate_up_proj/gated\n");
+  EXPECT_TRUE(report.rejections.empty()) << report.ToString();
+  // The product also read elsewhere: no group.
+  bool changed = true;
+  std::string shared = Replace(kMerged, "  output %y\n", "  output %y\n  output %gu\n");
+  RunFusionPass<FuseGatedMatMul>(shared, nullptr, 9, &changed);
+  EXPECT_FALSE(changed);
+  // Both chains from one half: no pair.
+  changed = true;
+  RunFusionPass<FuseGatedMatMul>(Replace(kMerged, "Mul(%u, %a)", "Mul(%g, %a)"), nullptr, 10, &changed);
+  EXPECT_FALSE(changed);
+}
+
 // Must not fire: the SiLU also read elsewhere (reported), a side input that is not a
 // constant (a residual), the MatMuls on different inputs, a width not a multiple of 8,
 // f32 weights.
