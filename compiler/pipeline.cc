@@ -250,8 +250,8 @@ std::vector<Pass> FusionAndExpansion() {
        },
        FusionPass<FuseGatedMatMul>()},
       {"fuse-siblings", f,
-       "first of fusion: merging Q/K/V (gate/up) weights changes which MatMuls exist, and the merged MatMul should "
-       "get the epilogue",
+       "right after fuse-gated-matmul (which takes gated FFNs' gate/up pairs first): merging Q/K/V (gate/up) weights "
+       "changes which MatMuls exist, and the merged MatMul should get the epilogue",
        when, Fusing, [](Graph& graph, PassContext& context) { return FuseSiblings(&context.report).Run(graph); }},
       {"tf32-math", PassStage::kPrecision,
        "right after fuse-siblings, before the other fusion passes (with --no-fuse too): fp32 storage, and every f32 "

@@ -55,7 +55,8 @@
 // a broadcast Add), dtypes differ ("dtype: "), a product read elsewhere ("other
 // consumers: ": the separate products never exist in a dual-mainloop kernel).
 //
-// Preconditions: a typed graph. Runs first among the fusion passes: (a) must see
+// Preconditions: a typed graph. Runs right after fuse-gated-matmul (which takes gated
+// FFNs' gate/up pairs first) and before the other fusion passes: (a) must see
 // plain MatMuls before prologue/epilogue groups swallow them, and (b)'s groups are
 // extended by FuseEpilogue ("dual-matmul+epilogue").
 #pragma once
