@@ -539,6 +539,96 @@ std::string DynamicBatchOffset(const DimView& view, const DynamicAttention& dyn)
   return absl::StrCat(DimCode(view.offset), " + ", batch);
 }
 
+// The group's element-wise functors: the score functor (the members between the
+// MatMul and the Softmax, from `acc`) and the Q prologue (from `x`), with the
+// expressions they return.
+struct AttentionFunctors {
+  ComposedElementwise scores, qpro;
+  std::string score_result = "acc", q_result = "x";
+};
+
+absl::StatusOr<AttentionFunctors> ComposeFunctors(const Node& group, const AttentionPlan& plan) {
+  AttentionFunctors f;
+  const Value* s = plan.mm1->output(0);
+  f.scores.regroup_batch = true;  // Swin's shifted windows: the mask added to [B, windows, heads, N, N]
+  f.scores.computed[s] = {"acc", Domain::kFloat};
+  KILN_RETURN_IF_ERROR(ComposeElementwise(group, *plan.body, plan.score_members, s->shape(), f.scores));
+  if (plan.softmax->input(0) != s) {
+    auto it = f.scores.computed.find(plan.softmax->input(0));
+    if (it == f.scores.computed.end() || it->second.second != Domain::kFloat) {
+      return NoKernel(group, "the Softmax input is not a float computed from the scores");
+    }
+    f.score_result = it->second.first;
+  }
+  const Value* q = plan.mm1->input(0);
+  if (!plan.q_chain.empty()) {
+    f.qpro.computed[plan.q_start] = {"x", Domain::kFloat};
+    KILN_RETURN_IF_ERROR(ComposeElementwise(group, *plan.body, plan.q_chain, q->shape(), f.qpro));
+    auto it = f.qpro.computed.find(q);
+    if (it == f.qpro.computed.end() || it->second.second != Domain::kFloat) {
+      return NoKernel(group, "the Q prologue result is not floating point");
+    }
+    f.q_result = it->second.first;
+  }
+  return f;
+}
+
+// The kernel parameters and arguments of the functors' group-input loads, and the
+// launch's argument list they extend.
+struct AttentionLoadParams {
+  std::string params, args;
+  std::vector<int> launch_args;
+};
+
+// Code declaring g<l> for each of `loads` (group inputs of a functor over `shape`,
+// `dims` when the sizes vary): a causal mask input computed from col <= row (score
+// functor only), else a load through parameter <prefix><l> (e: the score functor, p:
+// the Q prologue), appended to `out`.
+absl::StatusOr<std::string> EmitLoads(const Node& group, const AttentionPlan& plan,
+                                      const absl::flat_hash_map<int, CausalMask>& causal_inputs,
+                                      const std::optional<DynamicAttention>& dyn,
+                                      const std::vector<ElementwiseLoad>& loads, const char* prefix, const Shape& shape,
+                                      const std::vector<DimExpr>& dims, AttentionLoadParams& out) {
+  std::string code;
+  for (size_t l = 0; l < loads.size(); ++l) {
+    const ElementwiseLoad& ld = loads[l];
+    const Value* in = group.input(ld.input);
+    if (auto it = causal_inputs.find(ld.input); prefix[0] == 'e' && it != causal_inputs.end()) {
+      const std::string masked = it->second.additive ? FloatLit(it->second.fill) : "0";
+      const std::string kept = it->second.additive ? "0" : "1";
+      absl::StrAppend(&code, "  const ", DomainType(ld.domain), " g", l, " = (", DomainType(ld.domain),
+                      ")(col <= row ? ", kept, " : ", masked, ");  // causal mask ", in->name(), "\n");
+      continue;
+    }
+    const std::string p = absl::StrCat(prefix, l);
+    absl::StrAppend(&out.params, ", ", Param(in->dtype(), true, p));
+    absl::StrAppend(&out.args, ", ", p);
+    absl::StatusOr<std::string> off = BroadcastOffset(group, ld.view, ld.into.empty() ? shape : ld.into);
+    if (!off.ok()) return off.status();
+    if (dyn) {
+      // A regrouping of the scores' batch dims (Swin's windows) has the dims of the
+      // body's Reshape that writes it.
+      std::vector<DimExpr> into = dims;
+      for (const Node* n : plan.body->nodes()) {
+        if (!ld.into.empty() && n->op_type() == "Reshape" && n->output(0)->shape() == ld.into) {
+          into = ValueDims(*n->output(0));
+        }
+      }
+      std::vector<DimExpr> st;
+      if (ld.view != in->shape() || (!ld.into.empty() && into == dims) ||
+          !DynamicBroadcastStrides(ValueDims(*in), into, &st)) {
+        return NoKernel(group, absl::StrCat("the attention reads ", in->name(),
+                                            " through a broadcast that does not hold at every size"));
+      }
+      off = DynamicBatchRowColOffset(into, st);
+    }
+    absl::StrAppend(&code, "  const ", DomainType(ld.domain), " g", l, " = ", LoadAs(in->dtype(), ld.domain, p, *off),
+                    ";\n");
+    out.launch_args.push_back(InputArg(group, ld.input));
+  }
+  return code;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& group, const AttentionConfig* config) {
@@ -573,32 +663,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
     }
   }
 
-  // The score functor: the members between the MatMul and the Softmax, from `acc`.
-  ComposedElementwise scores;
-  scores.regroup_batch = true;  // Swin's shifted windows: the mask added to [B, windows, heads, N, N]
-  scores.computed[s] = {"acc", Domain::kFloat};
-  if (absl::Status st = ComposeElementwise(group, *plan.body, plan.score_members, ss, scores); !st.ok()) return st;
-  std::string score_result = "acc";
-  if (plan.softmax->input(0) != s) {
-    auto it = scores.computed.find(plan.softmax->input(0));
-    if (it == scores.computed.end() || it->second.second != Domain::kFloat) {
-      return NoKernel(group, "the Softmax input is not a float computed from the scores");
-    }
-    score_result = it->second.first;
-  }
-  // The Q prologue.
-  ComposedElementwise qpro;
-  std::string q_result = "x";
-  const Value* q = plan.mm1->input(0);
-  if (!plan.q_chain.empty()) {
-    qpro.computed[plan.q_start] = {"x", Domain::kFloat};
-    if (absl::Status st = ComposeElementwise(group, *plan.body, plan.q_chain, q->shape(), qpro); !st.ok()) return st;
-    auto it = qpro.computed.find(q);
-    if (it == qpro.computed.end() || it->second.second != Domain::kFloat) {
-      return NoKernel(group, "the Q prologue result is not floating point");
-    }
-    q_result = it->second.first;
-  }
+  KILN_ASSIGN_OR_RETURN(const AttentionFunctors f, ComposeFunctors(group, plan));
 
   // A causal mask (a Where condition or an additive constant) is computed from
   // col <= row. (A constant mask has fixed sizes: none in a group whose sizes vary.)
@@ -606,50 +671,6 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
       dyn ? absl::flat_hash_map<int, CausalMask>{} : CausalInputs(group, sq, sk);
   const bool causal_limit = CausalLimit(plan, causal_inputs, ss);
 
-  KernelLaunch launch;
-  launch.args = {0, InputArg(group, plan.q.index), InputArg(group, plan.k.index), InputArg(group, plan.v.index)};
-  std::string params, args, score_loads, q_loads;
-  // Loads of group inputs: e<l> for the score functor, p<l> for the Q prologue.
-  auto emit_loads = [&](const std::vector<ElementwiseLoad>& loads, const char* prefix, const Shape& shape,
-                        const std::vector<DimExpr>& dims, std::string& code) -> absl::Status {
-    for (size_t l = 0; l < loads.size(); ++l) {
-      const ElementwiseLoad& ld = loads[l];
-      const Value* in = group.input(ld.input);
-      if (auto it = causal_inputs.find(ld.input); prefix[0] == 'e' && it != causal_inputs.end()) {
-        const std::string masked = it->second.additive ? FloatLit(it->second.fill) : "0";
-        const std::string kept = it->second.additive ? "0" : "1";
-        absl::StrAppend(&code, "  const ", DomainType(ld.domain), " g", l, " = (", DomainType(ld.domain),
-                        ")(col <= row ? ", kept, " : ", masked, ");  // causal mask ", in->name(), "\n");
-        continue;
-      }
-      const std::string p = absl::StrCat(prefix, l);
-      absl::StrAppend(&params, ", ", Param(in->dtype(), true, p));
-      absl::StrAppend(&args, ", ", p);
-      absl::StatusOr<std::string> off = BroadcastOffset(group, ld.view, ld.into.empty() ? shape : ld.into);
-      if (!off.ok()) return off.status();
-      if (dyn) {
-        // A regrouping of the scores' batch dims (Swin's windows) has the dims of the
-        // body's Reshape that writes it.
-        std::vector<DimExpr> into = dims;
-        for (const Node* n : plan.body->nodes()) {
-          if (!ld.into.empty() && n->op_type() == "Reshape" && n->output(0)->shape() == ld.into) {
-            into = ValueDims(*n->output(0));
-          }
-        }
-        std::vector<DimExpr> st;
-        if (ld.view != in->shape() || (!ld.into.empty() && into == dims) ||
-            !DynamicBroadcastStrides(ValueDims(*in), into, &st)) {
-          return NoKernel(group, absl::StrCat("the attention reads ", in->name(),
-                                              " through a broadcast that does not hold at every size"));
-        }
-        off = DynamicBatchRowColOffset(into, st);
-      }
-      absl::StrAppend(&code, "  const ", DomainType(ld.domain), " g", l, " = ", LoadAs(in->dtype(), ld.domain, p, *off),
-                      ";\n");
-      launch.args.push_back(InputArg(group, ld.input));
-    }
-    return absl::OkStatus();
-  };
   Shape q_iter = batch_shape;  // Q broadcast over the scores' batch dims
   q_iter.push_back(sq);
   q_iter.push_back(d);
@@ -660,8 +681,17 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
     q_dims.push_back(dyn->sq);
     q_dims.push_back(DimExpr::Constant(d));
   }
-  if (absl::Status st = emit_loads(scores.loads, "e", ss, score_dims, score_loads); !st.ok()) return st;
-  if (absl::Status st = emit_loads(qpro.loads, "p", q_iter, q_dims, q_loads); !st.ok()) return st;
+  // Loads of group inputs: e<l> for the score functor, p<l> for the Q prologue.
+  AttentionLoadParams lp;
+  lp.launch_args = {0, InputArg(group, plan.q.index), InputArg(group, plan.k.index), InputArg(group, plan.v.index)};
+  KILN_ASSIGN_OR_RETURN(const std::string score_loads,
+                        EmitLoads(group, plan, causal_inputs, dyn, f.scores.loads, "e", ss, score_dims, lp));
+  KILN_ASSIGN_OR_RETURN(const std::string q_loads,
+                        EmitLoads(group, plan, causal_inputs, dyn, f.qpro.loads, "p", q_iter, q_dims, lp));
+  std::string& params = lp.params;
+  std::string& args = lp.args;
+  KernelLaunch launch;
+  launch.args = lp.launch_args;
 
   absl::StatusOr<std::string> q_off = BatchOffset(group, plan.q, batch_shape);
   absl::StatusOr<std::string> k_off = BatchOffset(group, plan.k, batch_shape);
@@ -709,12 +739,12 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
   absl::StrAppend(&src,
                   "static __device__ __forceinline__ float kiln_attn_score(float acc, int row, int col, int batch "
                   "KILN_ATTN_PARAMS) {\n",
-                  score_loads, scores.code, "  return ", score_result, ";\n}\n");
+                  score_loads, f.scores.code, "  return ", f.score_result, ";\n}\n");
   if (!plan.q_chain.empty()) {
     absl::StrAppend(&src,
                     "static __device__ __forceinline__ float kiln_attn_q_prologue(float x, int row, int col, int batch "
                     "KILN_ATTN_PARAMS) {\n",
-                    q_loads, qpro.code, "  return ", q_result, ";\n}\n");
+                    q_loads, f.qpro.code, "  return ", f.q_result, ";\n}\n");
   }
   absl::StrAppend(&src, TemplateSource("mma_sm80.cuh"), TemplateSource("attention_sm80.cuh"));
   std::vector<KernelLaunch> launches;

@@ -525,6 +525,76 @@ absl::StatusOr<std::vector<KernelLaunch>> LayerNorm(const Node& node) {
 // registers by the group's element-wise members (ComposeElementwise) from the group
 // inputs; x-shaped intermediates the group outputs (the residual sum) are stored by
 // the same pass. LayerNorm's scale and bias are group inputs or one-element constants.
+namespace {
+
+// The row kernel's outputs (`k`'s extra values, stat parameters and the first of its
+// args: y, the extra x-shaped values, mean, inverse std), from the group's outputs:
+// the anchor's (through `y_view` when the group writes y transposed), or values the
+// element-wise members compute.
+absl::Status SetRowOutputs(const Node& group, const Graph& body, const Node& anchor, const Node* y_view,
+                           const ComposedElementwise& composed, RowKernelSpec& k) {
+  const bool ln = IsNorm(anchor.op_type());
+  int y_out = -1, mean_out = -1, inv_out = -1;
+  std::vector<int> extra_out;
+  for (int o = 0; o < group.num_outputs(); ++o) {
+    const Value* v = body.outputs()[o];
+    if (v == anchor.output(0) || (y_view != nullptr && v == y_view->output(0))) {
+      y_out = o;
+    } else if (ln && anchor.num_outputs() > 1 && v == anchor.output(1)) {
+      mean_out = o;
+    } else if (ln && anchor.num_outputs() > 2 && v == anchor.output(2)) {
+      inv_out = o;
+    } else if (auto c = composed.computed.find(v); c != composed.computed.end()) {
+      k.extra.push_back({absl::StrCat("out", o), group.output(o)->dtype(), c->second.second, c->second.first});
+      extra_out.push_back(o);
+    } else {
+      return NoKernel(group, absl::StrCat("group output '", v->name(), "' is not computed by a member"));
+    }
+  }
+  if (y_out < 0) return NoKernel(group, "the group does not output the normalised values");
+  k.args.push_back(y_out);
+  k.args.insert(k.args.end(), extra_out.begin(), extra_out.end());
+  if (mean_out >= 0) {
+    k.mean_param = "mean";
+    k.stat_dtype = group.output(mean_out)->dtype();
+    k.args.push_back(mean_out);
+  }
+  if (inv_out >= 0) {
+    k.inv_param = "inv_std";
+    k.stat_dtype = group.output(inv_out)->dtype();
+    k.args.push_back(inv_out);
+  }
+  return absl::OkStatus();
+}
+
+// The row kernel's inputs (`k.ins` and their args): each of the members' loads read
+// dense-broadcast into x's shape, through a view member's strides, or with sizes that
+// vary (`dynamic`) through strides over the outer dims.
+absl::Status SetRowInputs(const Node& group, const Value& x, int64_t axis, bool dynamic,
+                          const ComposedElementwise& composed, RowKernelSpec& k) {
+  const Shape& shape = x.shape();
+  for (size_t l = 0; l < composed.loads.size(); ++l) {
+    const ElementwiseLoad& load = composed.loads[l];
+    RowIn in{absl::StrCat("in", l), group.input(load.input)->dtype(), load.domain, absl::StrCat("g", l), {}};
+    if (!load.strides.empty()) {
+      if (load.offset != 0 || load.strides.size() != shape.size()) {
+        return NoKernel(group, "a view member that does not start at its input's first element");
+      }
+      in.strides = load.strides;
+    } else if (!BroadcastStrides(load.view, shape, &in.strides)) {
+      return NoKernel(group, "input does not broadcast to x");
+    }
+    if (dynamic) {
+      KILN_ASSIGN_OR_RETURN(in.outer_dim_strides, DynamicRowStrides(group, x, axis, load));
+    }
+    k.ins.push_back(std::move(in));
+    k.args.push_back(InputArg(group, load.input));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
   auto body_or = FusedGroupBody(group);
   if (!body_or.ok()) return NoKernel(group, std::string(body_or.status().message()));
@@ -607,54 +677,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
   k.x_expr = x_expr;
   k.y_dtype = anchor->output(0)->dtype();
   k.y_row_strides = std::move(y_row_strides);
-  // Outputs: y, extra x-shaped values, stats; the args follow the parameter order.
-  int y_out = -1, mean_out = -1, inv_out = -1;
-  std::vector<int> extra_out;
-  for (int o = 0; o < group.num_outputs(); ++o) {
-    const Value* v = body.outputs()[o];
-    if (v == anchor->output(0) || (y_view != nullptr && v == y_view->output(0))) {
-      y_out = o;
-    } else if (ln && anchor->num_outputs() > 1 && v == anchor->output(1)) {
-      mean_out = o;
-    } else if (ln && anchor->num_outputs() > 2 && v == anchor->output(2)) {
-      inv_out = o;
-    } else if (auto c = composed.computed.find(v); c != composed.computed.end()) {
-      k.extra.push_back({absl::StrCat("out", o), group.output(o)->dtype(), c->second.second, c->second.first});
-      extra_out.push_back(o);
-    } else {
-      return NoKernel(group, absl::StrCat("group output '", v->name(), "' is not computed by a member"));
-    }
-  }
-  if (y_out < 0) return NoKernel(group, "the group does not output the normalised values");
-  k.args.push_back(y_out);
-  k.args.insert(k.args.end(), extra_out.begin(), extra_out.end());
-  if (mean_out >= 0) {
-    k.mean_param = "mean";
-    k.stat_dtype = group.output(mean_out)->dtype();
-    k.args.push_back(mean_out);
-  }
-  if (inv_out >= 0) {
-    k.inv_param = "inv_std";
-    k.stat_dtype = group.output(inv_out)->dtype();
-    k.args.push_back(inv_out);
-  }
-  for (size_t l = 0; l < composed.loads.size(); ++l) {
-    const ElementwiseLoad& load = composed.loads[l];
-    RowIn in{absl::StrCat("in", l), group.input(load.input)->dtype(), load.domain, absl::StrCat("g", l), {}};
-    if (!load.strides.empty()) {
-      if (load.offset != 0 || load.strides.size() != shape.size()) {
-        return NoKernel(group, "a view member that does not start at its input's first element");
-      }
-      in.strides = load.strides;
-    } else if (!BroadcastStrides(load.view, shape, &in.strides)) {
-      return NoKernel(group, "input does not broadcast to x");
-    }
-    if (dynamic) {
-      KILN_ASSIGN_OR_RETURN(in.outer_dim_strides, DynamicRowStrides(group, *x, *axis, load));
-    }
-    k.ins.push_back(std::move(in));
-    k.args.push_back(InputArg(group, load.input));
-  }
+  KILN_RETURN_IF_ERROR(SetRowOutputs(group, body, *anchor, y_view, composed, k));
+  KILN_RETURN_IF_ERROR(SetRowInputs(group, *x, *axis, dynamic, composed, k));
   const char* kind = rms ? "rmsnorm" : ln ? "layernorm" : "softmax";
   const std::string comment =
       absl::StrCat("fused ", kind, " group: ", body.num_nodes(), " ops over ", ShapeToString(shape));
