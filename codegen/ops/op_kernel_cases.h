@@ -77,16 +77,33 @@ inline std::string Dims(const Shape& s) {
   return out + "]";
 }
 
-inline std::vector<Case> AllCases() {
+// AllCases' builder: the cases in order, each input's data drawn with the next seed
+// (so a case's data depends on the cases before it), one method per family.
+struct CaseTable {
   using D = DType;
-  const D f32 = D::kFloat32, f16 = D::kFloat16, bf16 = D::kBFloat16, i64 = D::kInt64, i32 = D::kInt32;
+  static constexpr D f32 = D::kFloat32, f16 = D::kFloat16, bf16 = D::kBFloat16, i64 = D::kInt64, i32 = D::kInt32;
   std::vector<Case> c;
   uint32_t seed = 1;
-  auto R = [&](D d, Shape s, float lo = -2.f, float hi = 2.f) { return X(Rand(d, std::move(s), seed++, lo, hi)); };
-  auto RK = [&](D d, Shape s, float lo = -2.f, float hi = 2.f) { return K(Rand(d, std::move(s), seed++, lo, hi)); };
-  auto add = [&](std::string name, std::string op, std::vector<CaseInput> ins, std::map<std::string, Attribute> attrs = {},
-                 int outs = 1) { c.push_back({std::move(name), std::move(op), std::move(ins), std::move(attrs), outs}); };
 
+  CaseInput R(D d, Shape s, float lo = -2.f, float hi = 2.f) { return X(Rand(d, std::move(s), seed++, lo, hi)); }
+  CaseInput RK(D d, Shape s, float lo = -2.f, float hi = 2.f) { return K(Rand(d, std::move(s), seed++, lo, hi)); }
+  void add(std::string name, std::string op, std::vector<CaseInput> ins, std::map<std::string, Attribute> attrs = {},
+           int outs = 1) {
+    c.push_back({std::move(name), std::move(op), std::move(ins), std::move(attrs), outs});
+  }
+  CaseInput I64(Shape s, std::vector<int64_t> v) { return X(Tensor::FromInt64(i64, std::move(s), v)); }
+  static inline const float kNanF = std::nanf(""), kNan = kNanF, kInf = INFINITY;
+
+  void Pointwise();
+  void MovementAndIndexing();
+  void SpecialOps();
+  void ElementwiseReductionsWindows();
+  void VectorAndRowForms();
+  void FusedGroups();
+  void ViewGroups();
+};
+
+inline void CaseTable::Pointwise() {
   // ---- Pointwise ----
   add("AddBroadcastF32", "Add", {R(f32, {3, 5, 7}), R(f32, {5, 1})});
   add("AddSameF16", "Add", {R(f16, {2, 3, 37}), R(f16, {2, 3, 37})});
@@ -157,7 +174,9 @@ inline std::vector<Case> AllCases() {
   add("BatchNormF32", "BatchNormalization",
       {R(f32, {2, 4, 7}), RK(f32, {4}), RK(f32, {4}), RK(f32, {4}), RK(f32, {4}, 0.5f, 2.f)});
   add("ExpandF16", "Expand", {R(f16, {3, 1}), K(Ints({2, 3, 4}))});
+}
 
+inline void CaseTable::MovementAndIndexing() {
   // ---- Data movement ----
   add("ReshapeF16", "Reshape", {R(f16, {2, 3, 4}), K(Ints({6, -1}))});
   add("FlattenI64", "Flatten", {R(i64, {2, 3, 4})}, {{"axis", int64_t{2}}});
@@ -191,8 +210,6 @@ inline std::vector<Case> AllCases() {
   add("TileF16", "Tile", {R(f16, {2, 3}), K(Ints({3, 2}))});
 
   // ---- Index-driven ----
-  const float kNanF = std::nanf("");
-  auto I64 = [&](Shape s, std::vector<int64_t> v) { return X(Tensor::FromInt64(i64, std::move(s), v)); };
   add("GatherElementsAxis1F16", "GatherElements",
       {R(f16, {3, 5}), I64({3, 2}, {0, 4, -1, 2, 3, -5})}, {{"axis", int64_t{1}}});
   add("GatherElementsAxis0I32IdxF32", "GatherElements",
@@ -246,7 +263,9 @@ inline std::vector<Case> AllCases() {
   add("DepthToSpaceCrdF32", "DepthToSpace", {R(f32, {1, 18, 2, 3})},
       {{"blocksize", int64_t{3}}, {"mode", std::string("CRD")}});
   add("SpaceToDepthI64", "SpaceToDepth", {R(i64, {2, 3, 4, 6})}, {{"blocksize", int64_t{2}}});
+}
 
+inline void CaseTable::SpecialOps() {
   // ---- Einsum ----
   add("EinsumBatchMatmulF32", "Einsum", {R(f32, {2, 3, 5}), R(f32, {2, 5, 4})},
       {{"equation", std::string("bij,bjk->bik")}});
@@ -375,7 +394,9 @@ inline std::vector<Case> AllCases() {
        {"output_padding", std::vector<int64_t>{1}}});
   add("ConvTransposeSame3dF32", "ConvTranspose", {R(f32, {1, 2, 3, 2, 3}), RK(f32, {2, 1, 2, 2, 2})},
       {{"auto_pad", std::string("SAME_UPPER")}, {"strides", std::vector<int64_t>{2, 2, 1}}});
+}
 
+inline void CaseTable::ElementwiseReductionsWindows() {
   // ---- More element-wise ops ----
   for (const char* op : {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Atanh"}) {
     add(absl::StrCat(op, "F32"), op, {R(f32, {3, 11}, -0.9f, 0.9f)});
@@ -400,7 +421,6 @@ inline std::vector<Case> AllCases() {
   add("ShrinkF32", "Shrink", {R(f32, {3, 9})}, {{"lambd", 0.7f}, {"bias", 0.2f}});
   add("ShrinkI64", "Shrink", {R(i64, {3, 9})}, {{"lambd", 1.5f}, {"bias", 1.f}});
   add("ThresholdedReluBF16", "ThresholdedRelu", {R(bf16, {3, 9})}, {{"alpha", 0.4f}});
-  const float kNan = kNanF, kInf = INFINITY;
   add("IsNaNF32", "IsNaN", {X(Tensor::FromFloat(f32, {6}, {1.f, kNan, -kInf, kInf, 0.f, -2.f}))});
   add("IsNaNF16", "IsNaN", {X(Tensor::FromFloat(f16, {2, 3}, {kNan, 1.f, kInf, -0.f, kNan, 3.f}))});
   add("IsInfF32", "IsInf", {X(Tensor::FromFloat(f32, {6}, {1.f, kNan, -kInf, kInf, 0.f, -2.f}))});
@@ -503,7 +523,9 @@ inline std::vector<Case> AllCases() {
     g.num_outputs = 2;
     c.push_back(std::move(g));
   }
+}
 
+inline void CaseTable::VectorAndRowForms() {
   // ---- Vectorised element-wise kernels (EmitElementwiseKernel): innermost extents
   // that are and are not multiples of the vector width, broadcasts along and across
   // the last dim, flat spaces with a tail, mixed element sizes ----
@@ -553,7 +575,9 @@ inline std::vector<Case> AllCases() {
   add("ReduceL2RowF16", "ReduceL2", {R(f16, {4, 24}), K(Ints({-1}))});
   add("ReduceSumRowI64", "ReduceSum", {R(i64, {5, 40}), K(Ints({-1}))});
   add("ReduceMinLongRowF16", "ReduceMin", {R(f16, {2, 70000}), K(Ints({-1}))});
+}
 
+inline void CaseTable::FusedGroups() {
   // ---- Fused groups (fusion/fuse_pointwise.h) ----
   for (DType t : {f32, f16, bf16}) {
     const std::string ty(DTypeName(t));
@@ -621,6 +645,9 @@ inline std::vector<Case> AllCases() {
                                        "  output %y\n}\n"),
                           {R(f16, {5, 24})}, {"slice", "cast"}, 1));
   }
+}
+
+inline void CaseTable::ViewGroups() {
   // RoPE as recognize-rope leaves it for fuse-pointwise: x viewed [..., 2, D/2], the
   // halves swapped by a Slice of step -1 (a negative stride from an offset), the sign,
   // x * cos + rotate_half(x) * sin; D = 64 (vectors) and D = 16 (Llama's tiny width).
@@ -718,7 +745,18 @@ inline std::vector<Case> AllCases() {
                         "graph @g {\n  input %x : f16[4,1,16]\n  input %r : f16[4,3,16]\n  const %sh : i64[3] = [4, 3, 16]\n"
                         "  %e = Expand(%x, %sh) @expand\n  %y = Mul(%e, %r) @mul\n  output %y\n}\n",
                         {R(f16, {4, 1, 16}), R(f16, {4, 3, 16})}, {"expand", "mul"}, 1));
-  return c;
+}
+
+inline std::vector<Case> AllCases() {
+  CaseTable t;
+  t.Pointwise();
+  t.MovementAndIndexing();
+  t.SpecialOps();
+  t.ElementwiseReductionsWindows();
+  t.VectorAndRowForms();
+  t.FusedGroups();
+  t.ViewGroups();
+  return std::move(t.c);
 }
 
 // A one-node graph for `c`, shapes inferred without folding.
