@@ -34,9 +34,9 @@ bool IsPlainMatMul(const Node* n) {
          n->has_input(1) && TransposedOperands(*n).empty();
 }
 
-// A half of a merged gate/up product: output `half` of a Split of `matmul`'s product
-// (read only by the Split) into two equal parts along the last axis.
-bool IsHalfSplit(const Graph& graph, const Node& split, const Node*& matmul) {
+// Whether `split` cuts a plain MatMul's product, which it alone reads, into two equal
+// parts along the last axis (a merged gate/up product's halves).
+bool IsHalfSplit(const Graph& graph, const Node& split) {
   if (split.op_type() != "Split" || !split.domain().empty() || split.num_outputs() != 2 || !split.has_input(0)) {
     return false;
   }
@@ -49,9 +49,7 @@ bool IsHalfSplit(const Graph& graph, const Node& split, const Node*& matmul) {
   Shape half = in->shape();
   half.back() /= 2;
   if (axis != rank - 1 || in->shape().back() % 2 != 0) return false;
-  if (split.output(0)->shape() != half || split.output(1)->shape() != half) return false;
-  matmul = mm;
-  return true;
+  return split.output(0)->shape() == half && split.output(1)->shape() == half;
 }
 
 // An element-wise chain from a product to a value: the product (a MatMul's output, or
@@ -77,12 +75,12 @@ Chain TraceChain(const Graph& graph, Value* v) {
     work.pop_back();
     Node* p = w->producer();
     if (p == nullptr) return {};
-    const Node* merged = nullptr;
-    if (IsPlainMatMul(p) || IsHalfSplit(graph, *p, merged)) {
+    const bool half = IsHalfSplit(graph, *p);
+    if (IsPlainMatMul(p) || half) {
       if (chain.product != nullptr && chain.product != w) return {};
       chain.product = w;
-      chain.matmul = merged != nullptr ? w->producer()->input(0)->producer() : p;
-      chain.split = merged != nullptr ? p : nullptr;
+      chain.matmul = half ? p->input(0)->producer() : p;
+      chain.split = half ? p : nullptr;
       continue;
     }
     if (!IsChainOp(*p)) return {};
