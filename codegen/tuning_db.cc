@@ -276,9 +276,7 @@ absl::StatusOr<GemmChoice> ChooseGemmConfig(const Node& node, absl::string_view 
     return choice;
   }
   if (problem->gated) {
-    return ops::NoKernel(node,
-                         "a gated product (gated-matmul): only the Hopper family pairs the gate and up "
-                         "columns in its epilogue");
+    return ops::NoKernel(node, std::string(ops::kGatedProductRefusal));
   }
   // The sm_80 template's heuristic sizes its split-K for an H100 SXM's 132 SMs.
   choice.config = ops::HeuristicGemmConfig(*problem);

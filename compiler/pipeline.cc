@@ -245,8 +245,8 @@ std::vector<Pass> FusionAndExpansion() {
        "apart again; interleaved, the Hopper GEMM pairs them in its epilogue and writes only their product",
        "fusion is on, --arch sm_90a and --matmul-groups auto or generated (the Hopper family has the paired "
        "epilogue)",
-       [](const Graph&, const PassContext& context) {
-         return context.options.fuse && context.kernel_options.hopper && context.kernel_options.GeneratesGemms();
+       [](const Graph& graph, const PassContext& context) {
+         return Fusing(graph, context) && context.kernel_options.hopper && context.kernel_options.GeneratesGemms();
        },
        FusionPass<FuseGatedMatMul>()},
       {"fuse-siblings", f,

@@ -131,17 +131,6 @@ bool Pairable(const Chain& gate, const Chain& up) {
          wg->dtype() == wu->dtype();
 }
 
-// Columns [first, first + n) of a 2-D tensor [K, total].
-Tensor Columns(const Tensor& w, int64_t first, int64_t n) {
-  const int64_t k = w.shape()[0], total = w.shape()[1];
-  const size_t es = DTypeSize(w.dtype());
-  Tensor out(w.dtype(), {k, n});
-  auto* dst = static_cast<uint8_t*>(out.mutable_raw_data());
-  const auto* src = static_cast<const uint8_t*>(w.raw_data());
-  for (int64_t row = 0; row < k; ++row) std::memcpy(dst + row * n * es, src + (row * total + first) * es, n * es);
-  return out;
-}
-
 // [K, 2N]: Wg's and Wu's column blocks of kBlock alternating.
 Tensor Interleave(const Tensor& wg, const Tensor& wu) {
   const int64_t k = wg.shape()[0], n = wg.shape()[1];
@@ -184,8 +173,8 @@ absl::StatusOr<std::vector<Node*>> Rewrite(Graph& graph, const Chain& gate, cons
   Tensor wg, wu;
   if (gate.split != nullptr) {  // a merged [K, 2N] weight: its column halves
     const Tensor& w = gate.matmul->input(1)->constant();
-    wg = Columns(w, gate.split->output(0) == g_out ? 0 : n, n);
-    wu = Columns(w, up.split->output(0) == u_out ? 0 : n, n);
+    wg = ColumnBlock(w, gate.split->output(0) == g_out ? 0 : n, n);
+    wu = ColumnBlock(w, up.split->output(0) == u_out ? 0 : n, n);
     graph.RemoveNode(gate.split);
     graph.RemoveNode(gate.matmul);
   } else {

@@ -43,16 +43,9 @@ Tensor ConcatColumns(const std::vector<const Tensor*>& parts) {
 
 // The S column blocks [K, N] of a [K, S*N] matrix.
 std::vector<Tensor> SplitColumns(const Tensor& w, int64_t parts) {
-  const int64_t k = w.shape()[0], total = w.shape()[1], n = total / parts;
-  const size_t es = DTypeSize(w.dtype());
+  const int64_t n = w.shape()[1] / parts;
   std::vector<Tensor> out;
-  for (int64_t p = 0; p < parts; ++p) {
-    Tensor t(w.dtype(), {k, n});
-    auto* dst = static_cast<uint8_t*>(t.mutable_raw_data());
-    const auto* src = static_cast<const uint8_t*>(w.raw_data());
-    for (int64_t row = 0; row < k; ++row) std::memcpy(dst + row * n * es, src + (row * total + p * n) * es, n * es);
-    out.push_back(std::move(t));
-  }
+  for (int64_t p = 0; p < parts; ++p) out.push_back(ColumnBlock(w, p * n, n));
   return out;
 }
 

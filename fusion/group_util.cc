@@ -2,6 +2,7 @@
 #include "fusion/group_util.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -110,6 +111,16 @@ std::string TransposedOperands(const Node& matmul) {
   if (a) return "A (trans_a)";
   if (b) return "B (trans_b)";
   return "";
+}
+
+Tensor ColumnBlock(const Tensor& w, int64_t first, int64_t n) {
+  const int64_t k = w.shape()[0], total = w.shape()[1];
+  const size_t es = DTypeSize(w.dtype());
+  Tensor out(w.dtype(), {k, n});
+  auto* dst = static_cast<uint8_t*>(out.mutable_raw_data());
+  const auto* src = static_cast<const uint8_t*>(w.raw_data());
+  for (int64_t row = 0; row < k; ++row) std::memcpy(dst + row * n * es, src + (row * total + first) * es, n * es);
+  return out;
 }
 
 std::string Quote(absl::string_view name) { return absl::StrCat("'", name, "'"); }

@@ -58,6 +58,10 @@ bool FormAndReportGroup(Graph& graph, FusionReport* report, absl::string_view pa
 // concatenated or stacked weights) refuse flagged MatMuls with this in the reason.
 std::string TransposedOperands(const Node& matmul);
 
+// Columns [first, first + n) of a 2-D tensor [K, N] as a new [K, n] tensor (a merged
+// weight's blocks: fuse-siblings' split matmul, fuse-gated-matmul's gate_up halves).
+Tensor ColumnBlock(const Tensor& w, int64_t first, int64_t n);
+
 // "'name'" quoting used in report reasons.
 std::string Quote(absl::string_view name);
 

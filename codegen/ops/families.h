@@ -272,6 +272,9 @@ struct GemmProblem {
 };
 // The problem of a node GenerateMatMulGroup takes; its errors otherwise.
 absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node);
+// Why the sm_80 and SIMT templates refuse a gated product (GemmProblem::gated).
+inline constexpr absl::string_view kGatedProductRefusal =
+    "a gated product (gated-matmul): only the Hopper family pairs the gate and up columns in its epilogue";
 // The heuristic config of a problem: PickGemmConfig's tile; for a single mainloop
 // whose tiles (x batch) fill at most half of `sm_count` SMs (0: 132), PickGemmSplitK's
 // split when it brings the grid to at least half the SMs (K long enough: BERT-base's

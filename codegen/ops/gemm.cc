@@ -146,9 +146,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   GemmPrep prep;
   if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
   if (prep.plan.gated) {
-    return NoKernel(node,
-                    "a gated product (gated-matmul): only the Hopper family pairs the gate and up columns "
-                    "in its epilogue");
+    return NoKernel(node, std::string(kGatedProductRefusal));
   }
   const GemmPlan& plan = prep.plan;
   const GemmVariant& variant = prep.variant;

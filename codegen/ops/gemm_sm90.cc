@@ -273,14 +273,11 @@ Sm90GemmConfig HeuristicConfig(const Node& node, const GemmFamilyPlan& p, int sm
   const Sm90GemmConfig tile = PickSm90GemmConfig(p.m, p.n, k_total, p.batch, sm_count, p.prologue_a, p.epilogue_work);
   if (p.gated && !GatedTileOk(tile)) {
     // The cost model's best among the unsplit tiles it takes.
-    const Sm90GemmConfig* best = nullptr;
-    double best_us = 0;
-    for (const Sm90TileCost& cost : Sm90TileCosts()) {
-      if (!GatedTileOk(cost.config) || cost.config.split_k > 1) continue;
-      const double us = cost.PredictUs(p.m, p.n, k_total, p.batch, sm_count, p.epilogue_work);
-      if (best == nullptr || us < best_us) best = &cost.config, best_us = us;
+    if (std::optional<Sm90GemmConfig> gated =
+            CheapestSm90Tile(p.m, p.n, k_total, p.batch, sm_count, p.epilogue_work,
+                             [](const Sm90GemmConfig& c) { return GatedTileOk(c) && c.split_k == 1; })) {
+      return *gated;
     }
-    if (best != nullptr) return *best;
   }
   // A swapped tile that fills the wave better, where C can go out by TMA.
   if (can_swap && CByTma(p)) {

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -154,6 +155,12 @@ int64_t Sm90GemmSharedBytes(const Sm90GemmConfig& config, bool tma_store = true)
 // multiple of 8 in [8, 256] (16 when split or clustered; B' = A is K-major, one TMA box of bn rows). The K-dependent checks (every
 // split gets a k tile, the scratch size) are GenerateMatMulGroupSm90's.
 absl::Status VerifySm90GemmConfig(const Sm90GemmConfig& config, bool tma_store = true);
+// The tile of Sm90TileCosts with the least predicted time (Sm90TileCost::PredictUs)
+// among those `take` accepts; nullopt when it accepts none. The heuristic's last step,
+// and the tile of forms that take only some tiles (a gated product's 128 or 256 columns).
+std::optional<Sm90GemmConfig> CheapestSm90Tile(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
+                                               EpilogueWork epilogue,
+                                               absl::FunctionRef<bool(const Sm90GemmConfig&)> take);
 // The shape heuristic (`sm_count` multiprocessors; `k` the summed K of a dual group).
 // `register_a` (A goes through registers, a prologue): 64x128 tiles while one wave
 // holds them, else the cooperative config of Sm90TileCosts (two or three consumers)

@@ -217,11 +217,9 @@ Sm90GemmConfig PickSm90GemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch
   return c;
 }
 
-namespace {
-// The config of Sm90TileCosts with the least predicted time among those `take` accepts.
-template <class Take>
-Sm90GemmConfig CheapestSm90Tile(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, EpilogueWork epilogue,
-                                const Take& take) {
+std::optional<Sm90GemmConfig> CheapestSm90Tile(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count,
+                                               EpilogueWork epilogue,
+                                               absl::FunctionRef<bool(const Sm90GemmConfig&)> take) {
   const Sm90TileCost* best = nullptr;
   double best_us = 0;
   for (const Sm90TileCost& cost : Sm90TileCosts()) {
@@ -229,8 +227,11 @@ Sm90GemmConfig CheapestSm90Tile(int64_t m, int64_t n, int64_t k, int64_t batch, 
     const double us = cost.PredictUs(m, n, k, batch, sm_count, epilogue);
     if (best == nullptr || us < best_us) best = &cost, best_us = us;
   }
+  if (best == nullptr) return std::nullopt;
   return best->config;
 }
+
+namespace {
 
 // The tile shape (unsplit).
 Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch, int sm_count, bool register_a,
@@ -253,7 +254,7 @@ Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch
     // fill one wave.
     if (((m + 63) / 64) * ((n + 127) / 128) * batch <= sm_count) return Sm90GemmConfig{64, 128, 1, 1, 8};
     // Cooperative only; 128x192 was not measured with A in registers.
-    return CheapestSm90Tile(m, n, k, batch, sm_count, epilogue, [](const Sm90GemmConfig& c) {
+    return *CheapestSm90Tile(m, n, k, batch, sm_count, epilogue, [](const Sm90GemmConfig& c) {
       return c.consumers >= 2 && !c.pingpong && !(c.bm == 128 && c.bn == 192);
     });
   }
@@ -264,7 +265,7 @@ Sm90GemmConfig PickSm90TileConfig(int64_t m, int64_t n, int64_t k, int64_t batch
     return Sm90GemmConfig{64, 64, 1, 1, 8};
   }
   // Else the tile config with the least predicted time.
-  return CheapestSm90Tile(m, n, k, batch, sm_count, epilogue, [](const Sm90GemmConfig&) { return true; });
+  return *CheapestSm90Tile(m, n, k, batch, sm_count, epilogue, [](const Sm90GemmConfig&) { return true; });
 }
 }  // namespace
 
