@@ -18,6 +18,7 @@
 #include "fusion/fuse_pad.h"
 #include "fusion/fuse_pointwise.h"
 #include "fusion/fuse_prologue.h"
+#include "fusion/fuse_rotary_matmul.h"
 #include "fusion/fuse_siblings.h"
 #include "graph/collapse_view_chains.h"
 #include "graph/conv1d_to_conv2d.h"
@@ -259,6 +260,16 @@ std::vector<Pass> FusionAndExpansion() {
        "included, stored [N, K] (K-major, as the tf32 wgmma reads them) before groups take the MatMuls in",
        "--precision tf32", [](const Graph&, const PassContext& context) { return context.options.precision == "tf32"; },
        GraphPass<Tf32Math>()},
+      {"fuse-rotary-matmul", f,
+       "after fuse-siblings, whose merged Q/K/V product it takes (and tf32-math, which leaves fp16 graphs alone), "
+       "before fuse-attention, which then reads Q, K and V from it in place: RoPE's rotations of the Q and K pieces "
+       "run in the product's epilogue instead of a Split copy and two rotation kernels",
+       "fusion is on, --arch sm_90a and --matmul-groups auto or generated (the Hopper family has the paired "
+       "epilogue)",
+       [](const Graph& graph, const PassContext& context) {
+         return Fusing(graph, context) && context.kernel_options.hopper && context.kernel_options.GeneratesGemms();
+       },
+       FusionPass<FuseRotaryMatMul>()},
       {"fuse-attention", f,
        "before the prologue and epilogue passes: they would give the scores MatMul the scale and mask as its "
        "epilogue (and a Q scale as its prologue), splitting the attention pattern",

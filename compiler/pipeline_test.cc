@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "fusion/fusion_test_util.h"
 #include "graph/fused_group.h"
 
@@ -108,23 +110,12 @@ TEST(PipelineTest, RunsTheEnabledPassesInOrder) {
   EXPECT_GE(canonical_runs, 2 * round);  // a changing round, then a quiet one
   EXPECT_EQ(canonical_runs % round, 0);
   std::vector<std::string> later(ran.begin() + canonical_runs, ran.end());
-  std::vector<std::string> expected = {"pad-matmul-width",
-                                       "to-channels-last",
-                                       "pad-conv-channels",
-                                       "conv1x1-to-matmul",
-                                       "pad-hidden-width",
-                                       "collapse-view-chains",
-                                       "lower-precision",
-                                       "fuse-gated-matmul",
-                                       "fuse-siblings",
-                                       "fuse-attention",
-                                       "fuse-prologue",
-                                       "fuse-epilogue",
-                                       "fuse-mlp",
-                                       "fuse-concat",
-                                       "fuse-pad",
-                                       "fuse-pointwise",
-                                       "expand-groups-without-kernels"};
+  std::vector<std::string> expected = {"pad-matmul-width",   "to-channels-last",  "pad-conv-channels",
+                                       "conv1x1-to-matmul",  "pad-hidden-width",  "collapse-view-chains",
+                                       "lower-precision",    "fuse-gated-matmul", "fuse-siblings",
+                                       "fuse-rotary-matmul", "fuse-attention",    "fuse-prologue",
+                                       "fuse-epilogue",      "fuse-mlp",          "fuse-concat",
+                                       "fuse-pad",           "fuse-pointwise",    "expand-groups-without-kernels"};
   // The tails pass runs only after an expansion.
   if (later.size() > expected.size()) expected.push_back("fuse-expanded-tails");
   EXPECT_EQ(later, expected);
@@ -263,6 +254,79 @@ graph @main {
     for (const Node* n : g->nodes())
       gated += IsFusedGroup(*n) && n->GetString("pattern", "").value_or("") == "gated-matmul";
     EXPECT_EQ(gated, t.gated ? 1 : 0) << Summary(*g);
+    ExpectSameResults(*original, *g, 2e-2f, 2e-2f);
+  }
+}
+
+// RoPE on Q and K as the exporters write it (Slice, Neg, Concat, Mul, Add after the
+// head split) runs in the merged Q/K/V product's epilogue on sm_90a (one
+// rotary-matmul group and the pieces' Slices), and stays a Split and rotation kernels
+// elsewhere and with cuBLASLt only.
+TEST(PipelineTest, RotaryQkvOnTheHopperFamilyOnly) {
+  std::string rope;
+  for (const char* p : {"q", "k"}) {
+    rope += absl::StrReplaceAll(R"(
+  %P_h = Reshape(%P, %P_shape) @P_view
+  %P_t = Transpose(%P_h) {perm = [0, 2, 1, 3]} @P_transpose
+  %P_s1 = Slice(%P_t, %lo_start, %lo_end, %last) @P_slice1
+  %P_s2 = Slice(%P_t, %hi_start, %hi_end, %last) @P_slice2
+  %P_n = Neg(%P_s2) @P_neg
+  %P_rot = Concat(%P_n, %P_s1) {axis = -1} @P_concat
+  %P_c = Mul(%P_t, %cos) @P_cos
+  %P_r = Mul(%P_rot, %sin) @P_sin
+  %P_y = Add(%P_c, %P_r) @P_rope
+  %P_out = Reshape(%P_y, %P_flat) @P_flat
+  output %P_out)",
+                                {{"P", p}});
+  }
+  const std::string text = absl::StrCat(R"(
+graph @main {
+  input %x : f32[2,8,32]
+  const %wq : f32[32,32] = splat(0.1)
+  const %wk : f32[32,16] = splat(0.2)
+  const %wv : f32[32,16] = splat(0.3)
+  const %q_shape : i64[4] = [2, 8, 2, 16]
+  const %k_shape : i64[4] = [2, 8, 1, 16]
+  const %q_flat : i64[2] = [2, -1]
+  const %k_flat : i64[2] = [2, -1]
+  const %lo_start : i64[1] = [0]
+  const %lo_end : i64[1] = [8]
+  const %hi_start : i64[1] = [8]
+  const %hi_end : i64[1] = [16]
+  const %last : i64[1] = [-1]
+  const %cos : f32[1,1,8,16] = splat(0.5)
+  const %sin : f32[1,1,8,16] = splat(0.5)
+  %q = MatMul(%x, %wq) @q_proj
+  %k = MatMul(%x, %wk) @k_proj
+  %v = MatMul(%x, %wv) @v_proj
+  output %v)",
+                                        rope, "\n}\n");
+  struct Target {
+    const char* arch;
+    codegen::MatMulGroups groups;
+    bool rotary;
+  };
+  for (const Target& t :
+       {Target{"sm_90a", codegen::MatMulGroups::kAuto, true}, Target{"sm_90a", codegen::MatMulGroups::kGenerated, true},
+        Target{"sm_90a", codegen::MatMulGroups::kLibrary, false},
+        Target{"sm_80", codegen::MatMulGroups::kAuto, false}}) {
+    SCOPED_TRACE(t.arch);
+    std::unique_ptr<Graph> g = ParseTyped(text);
+    RandomizeConstants(*g, 6);
+    std::unique_ptr<Graph> original = g->Clone();
+    CompileOptions options;
+    options.precision = "fp16";
+    options.arch = t.arch;
+    options.matmul_groups = t.groups;
+    const std::vector<std::string> ran = RunAndRecord(*g, options, nullptr);
+    EXPECT_EQ(std::count(ran.begin(), ran.end(), "fuse-rotary-matmul"), t.rotary ? 1 : 0);
+    int rotary = 0, splits = 0;
+    for (const Node* n : g->nodes()) {
+      rotary += IsFusedGroup(*n) && n->GetString("pattern", "").value_or("") == "rotary-matmul";
+      splits += n->op_type() == "Split";
+    }
+    EXPECT_EQ(rotary, t.rotary ? 1 : 0) << Summary(*g);
+    EXPECT_EQ(splits, t.rotary ? 0 : 1) << Summary(*g);
     ExpectSameResults(*original, *g, 2e-2f, 2e-2f);
   }
 }

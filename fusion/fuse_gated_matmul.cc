@@ -29,11 +29,6 @@ bool IsChainOp(const Node& n) {
   return n.domain().empty() && n.num_outputs() == 1 && ops->contains(n.op_type());
 }
 
-bool IsPlainMatMul(const Node* n) {
-  return n != nullptr && n->op_type() == "MatMul" && n->domain().empty() && n->num_inputs() == 2 && n->has_input(0) &&
-         n->has_input(1) && TransposedOperands(*n).empty();
-}
-
 // Whether `split` cuts a plain MatMul's product, which it alone reads, into two equal
 // parts along the last axis (a merged gate/up product's halves).
 bool IsHalfSplit(const Graph& graph, const Node& split) {

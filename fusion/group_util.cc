@@ -113,6 +113,11 @@ std::string TransposedOperands(const Node& matmul) {
   return "";
 }
 
+bool IsPlainMatMul(const Node* n) {
+  return n != nullptr && n->op_type() == "MatMul" && n->domain().empty() && n->num_inputs() == 2 && n->has_input(0) &&
+         n->has_input(1) && TransposedOperands(*n).empty();
+}
+
 Tensor ColumnBlock(const Tensor& w, int64_t first, int64_t n) {
   const int64_t k = w.shape()[0], total = w.shape()[1];
   const size_t es = DTypeSize(w.dtype());

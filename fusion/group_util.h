@@ -65,4 +65,7 @@ Tensor ColumnBlock(const Tensor& w, int64_t first, int64_t n);
 // "'name'" quoting used in report reasons.
 std::string Quote(absl::string_view name);
 
+// A default-domain MatMul of two present operands without layout flags.
+bool IsPlainMatMul(const Node* n);
+
 }  // namespace kiln
