@@ -2,7 +2,7 @@
 // GatedHalves, gemm_sm90.cc): the plan (B twice C's width, the epilogue from both
 // accumulators), the tile rules (unswapped, at least 128 columns), the routing (the
 // sm_80 template refuses; auto on sm_90a takes it), and every case's kernels compile
-// for sm_90a with NVRTC. gemm_gated_gpu_test.cc runs them against the CPU reference.
+// for sm_90a with NVRTC. gemm_paired_gpu_test.cc runs them against the CPU reference.
 #include <gtest/gtest.h>
 
 #include "codegen/gemm_gated_test_cases.h"
@@ -60,7 +60,7 @@ TEST(GemmGatedTest, TileRulesAndRouting) {
   // group is then expanded into its members).
   const absl::Status sm80 = ops::GenerateMatMulGroup(*b.group).status();
   EXPECT_EQ(sm80.code(), absl::StatusCode::kUnimplemented) << sm80;
-  EXPECT_NE(sm80.message().find("gated product"), absl::string_view::npos) << sm80;
+  EXPECT_NE(sm80.message().find("gated or rotary product"), absl::string_view::npos) << sm80;
   KernelOptions hopper;
   hopper.matmul_groups = MatMulGroups::kAuto;
   hopper.hopper = true;
@@ -69,7 +69,7 @@ TEST(GemmGatedTest, TileRulesAndRouting) {
   sm80_generated.matmul_groups = MatMulGroups::kGenerated;
   const KernelChoice none = ChooseKernel(*b.group, sm80_generated);
   ASSERT_FALSE(none.gemm.ok()) << none.Describe();
-  EXPECT_NE(none.gemm.status().message().find("gated product"), absl::string_view::npos) << none.Describe();
+  EXPECT_NE(none.gemm.status().message().find("gated or rotary product"), absl::string_view::npos) << none.Describe();
   EXPECT_EQ(GenerateNodeKernels(*b.group, sm80_generated).status().code(), absl::StatusCode::kUnimplemented);
 }
 

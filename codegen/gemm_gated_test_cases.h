@@ -1,6 +1,6 @@
 // The gated product's test cases (fusion/fuse_gated_matmul.h on the Hopper family,
 // codegen/ops/gemm_sm90.cc), shared by codegen/gemm_gated_test.cc (planning, config
-// rules and NVRTC compiles; no GPU) and codegen/gemm_gated_gpu_test.cc (every case
+// rules and NVRTC compiles; no GPU) and codegen/gemm_paired_gpu_test.cc (every case
 // and tile config against the CPU reference of the group's members): each builds the
 // FFN as an exporter writes it, runs fuse-gated-matmul on it and keeps the group node.
 #pragma once

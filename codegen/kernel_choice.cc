@@ -107,7 +107,7 @@ bool IsMatMulGroup(const Node& node) {
   if (!IsFusedGroup(node)) return false;
   const std::string pattern = Pattern(node);
   for (const char* p : {"matmul", "matmul+epilogue", "prologue+matmul", "prologue+matmul+epilogue", "dual-matmul",
-                        "dual-matmul+epilogue", "gated-matmul"}) {
+                        "dual-matmul+epilogue", "gated-matmul", "rotary-matmul"}) {
     if (pattern == p) return true;
   }
   return false;

@@ -275,8 +275,8 @@ absl::StatusOr<GemmChoice> ChooseGemmConfig(const Node& node, absl::string_view 
     }
     return choice;
   }
-  if (problem->gated) {
-    return ops::NoKernel(node, std::string(ops::kGatedProductRefusal));
+  if (problem->gated || problem->rotary_half > 0) {
+    return ops::NoKernel(node, std::string(ops::kPairedEpilogueRefusal));
   }
   // The sm_80 template's heuristic sizes its split-K for an H100 SXM's 132 SMs.
   choice.config = ops::HeuristicGemmConfig(*problem);

@@ -267,14 +267,19 @@ struct GemmProblem {
   // A gated product (pattern "gated-matmul"): n is B's width, twice C's; only the
   // Hopper family takes it.
   bool gated = false;
+  // A rotary product (pattern "rotary-matmul"): the epilogue pairs columns this far
+  // apart (0: none); only the Hopper family takes it.
+  int64_t rotary_half = 0;
   int64_t KTotal() const;
   double Flops() const;  // 2 * M * N * KTotal * batch
 };
 // The problem of a node GenerateMatMulGroup takes; its errors otherwise.
 absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node);
-// Why the sm_80 and SIMT templates refuse a gated product (GemmProblem::gated).
-inline constexpr absl::string_view kGatedProductRefusal =
-    "a gated product (gated-matmul): only the Hopper family pairs the gate and up columns in its epilogue";
+// Why the sm_80 and SIMT templates refuse a gated or rotary product
+// (GemmProblem::gated, rotary_half).
+inline constexpr absl::string_view kPairedEpilogueRefusal =
+    "a gated or rotary product (gated-matmul, rotary-matmul): only the Hopper family pairs accumulator columns in "
+    "its epilogue";
 // The heuristic config of a problem: PickGemmConfig's tile; for a single mainloop
 // whose tiles (x batch) fill at most half of `sm_count` SMs (0: 132), PickGemmSplitK's
 // split when it brings the grid to at least half the SMs (K long enough: BERT-base's

@@ -46,6 +46,7 @@ absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node) {
   GemmProblem p;
   p.m = prep.m;
   p.gated = prep.plan.gated;
+  p.rotary_half = prep.plan.rotary_half;
   p.n = p.gated ? 2 * prep.n : prep.n;  // the GEMM's N
   p.batch = prep.batch;
   p.dtype = prep.dt;
@@ -145,8 +146,8 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
                                                               int sm_count) {
   GemmPrep prep;
   if (absl::Status st = PrepareMatMul(node, prep); !st.ok()) return st;
-  if (prep.plan.gated) {
-    return NoKernel(node, std::string(kGatedProductRefusal));
+  if (prep.plan.gated || prep.plan.rotary_half > 0) {
+    return NoKernel(node, std::string(kPairedEpilogueRefusal));
   }
   const GemmPlan& plan = prep.plan;
   const GemmVariant& variant = prep.variant;
@@ -248,6 +249,7 @@ GemmFamilyPlan FamilyProblem(const GemmPrep& prep) {
   GemmFamilyPlan f;
   f.m = prep.m;
   f.gated = plan.gated;
+  f.rotary_half = plan.rotary_half;
   f.c_n = prep.n;
   f.n = plan.gated ? 2 * prep.n : prep.n;
   f.k = l0.k;
@@ -282,6 +284,59 @@ GemmFamilyPlan FamilyProblem(const GemmPrep& prep) {
     if (f.dual) f.a2_shape = Shape{f.m, f.k2};
   }
   return f;
+}
+
+}  // namespace
+
+namespace {
+
+// A rotary product's functors (gemm_sm90_epilogue.cuh, GEMM_ROTARY): the output
+// element at (row, col) from its product (acc) and that of the column GEMM_ROTARY away
+// (acc_partner), kiln_epilogue_rotary; and kiln_epilogue_rotary2 on a fragment's
+// column pair (col even), which reads 16-bit operands dense along C's rows (the
+// rotation's tables) one 4-byte load for both columns where every operand is one:
+// half the load instructions, which bound this epilogue.
+std::string RotaryEpilogueFunctions(const Node& node, const GemmPrep& prep, const GemmEpilogueSource& epilogue) {
+  const GemmPlan& plan = prep.plan;
+  const Shape& ys = prep.out_shape;
+  std::string out = absl::StrCat(
+      "static __device__ __forceinline__ float kiln_epilogue(float acc, int row, int col, int batch "
+      "KILN_EPILOGUE_PARAMS) {\n  return acc;\n}\n"
+      "static __device__ __forceinline__ float kiln_epilogue_rotary(float acc, float acc_partner, int row, int col, "
+      "int batch KILN_EPILOGUE_PARAMS) {\n",
+      epilogue.loads, plan.epilogue_code, "  return ", plan.result, ";\n}\n",
+      "static __device__ __forceinline__ void kiln_epilogue_rotary2(float& y0, float& y1, float x0, float x1, float "
+      "p0, "
+      "float p1, int row, int col, int batch KILN_EPILOGUE_PARAMS) {\n");
+  bool pairs = !ys.empty() && ys.back() % 2 == 0;
+  std::string aligned = "true", loads;
+  for (size_t l = 0; l < plan.loads.size() && pairs; ++l) {
+    const ElementwiseLoad& ld = plan.loads[l];
+    const Shape view = prep.View(ld.view);
+    const DType dt = node.input(ld.input)->dtype();
+    pairs = !view.empty() && ld.strides.empty() && ld.offset == 0 && view.back() == ys.back() &&
+            (dt == DType::kFloat16 || dt == DType::kBFloat16) && ld.domain == Domain::kFloat;
+    const std::string e = absl::StrCat("e", l), g = absl::StrCat("g", l), off = epilogue.offset[l];
+    absl::StrAppend(&aligned, " && (reinterpret_cast<unsigned long long>(", e, ") & 3) == 0");
+    absl::StrAppend(&loads, "  float ", g, "_0, ", g, "_1;\n  if (aligned) {\n    kiln_unpack_", FloatSuffix(dt),
+                    "x2(__ldg(reinterpret_cast<const unsigned*>(", e, " + (", off, "))), ", g, "_0, ", g,
+                    "_1);\n  } else {\n    ", g, "_0 = ", LoadAs(dt, ld.domain, e, off), ";\n    ", g,
+                    "_1 = ", LoadAs(dt, ld.domain, e, absl::StrCat("(", off, ") + 1")), ";\n  }\n");
+  }
+  if (!pairs) {
+    return absl::StrCat(out,
+                        "  y0 = kiln_epilogue_rotary(x0, p0, row, col, batch KILN_EPILOGUE_ARGS);\n"
+                        "  y1 = kiln_epilogue_rotary(x1, p1, row, col + 1, batch KILN_EPILOGUE_ARGS);\n}\n");
+  }
+  absl::StrAppend(&out, "  const bool aligned = ", aligned, ";\n", loads, "  const int col1 = col + 1;\n");
+  for (int i = 0; i < 2; ++i) {
+    absl::StrAppend(&out, "  {\n    const float acc = x", i, ", acc_partner = p", i, ";\n");
+    if (i == 1) absl::StrAppend(&out, "    const int col = col1;\n");
+    for (size_t l = 0; l < plan.loads.size(); ++l)
+      absl::StrAppend(&out, "    const float g", l, " = g", l, "_", i, ";\n");
+    absl::StrAppend(&out, plan.epilogue_code, "    y", i, " = ", plan.result, ";\n  }\n");
+  }
+  return absl::StrCat(out, "}\n");
 }
 
 }  // namespace
@@ -342,7 +397,14 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
         "int batch KILN_EPILOGUE_PARAMS) {\n",
         epilogue.loads, plan.epilogue_code, "  return ", plan.result, ";\n}\n");
   }
-  for (size_t l = 0; l < plan.loads.size() && !plan.gated; ++l) {
+  // A rotary product's epilogue (GEMM_ROTARY) pairs each accumulator with the one of
+  // the column rotary_half away and loads its operands itself.
+  const bool pairs_columns = plan.gated || plan.rotary_half > 0;
+  if (plan.rotary_half > 0) {
+    absl::StrAppend(&f.epilogue_defines, "#define GEMM_ROTARY ", plan.rotary_half, "\n");
+    f.epilogue_function = RotaryEpilogueFunctions(node, prep, epilogue);
+  }
+  for (size_t l = 0; l < plan.loads.size() && !pairs_columns; ++l) {
     const ElementwiseLoad& ld = plan.loads[l];
     const Shape view = prep.View(ld.view);
     const bool dense_rows = !view.empty() && ld.strides.empty() && ld.offset == 0 && ys.size() >= 2 &&
@@ -387,7 +449,7 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
     absl::StrAppend(&at_loads, epilogue.load[l]);
   }
   if (!prefetch.empty()) absl::StrAppend(&f.epilogue_defines, "#define KILN_EPILOGUE_PREFETCH(first, t)", prefetch, "\n");
-  if (!plan.gated) f.epilogue_function = GemmEpilogueFunction(epilogue, plan.epilogue_code, plan.result);
+  if (!pairs_columns) f.epilogue_function = GemmEpilogueFunction(epilogue, plan.epilogue_code, plan.result);
   // The TMA-store epilogue's form of the functor: column operands from registers, and
   // without a last op that it applies to the packed result instead (KILN_EPILOGUE_TAIL).
   if (registers > 0 || !paired.empty() || !plan.packed_tail.empty()) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/kernel_util.h"
 #include "graph/fused_group.h"
+#include "graph/ops/slice.h"
 #include "graph/tf32_math.h"
 
 namespace kiln::codegen::ops {
@@ -137,6 +138,50 @@ bool GatedHalves(const Graph& body, const Node& mm, std::vector<const Node*>& no
   return true;
 }
 
+// A rotary product's partner in `body` (fusion/fuse_rotary_matmul.h): `mm`'s
+// [..., N] read by a Reshape to [..., N / 2h, 2, h], read only by a Slice reversing
+// axis -2 (start 1, step -1; every other axis whole), read only by a Reshape back to
+// [..., N]. Sets `partner` (that Reshape's output) and `half` (h) and appends the
+// three nodes to `nodes`; false when the body has no such form.
+bool RotaryPartner(const Graph& body, const Node& mm, std::vector<const Node*>& nodes, const Value*& partner,
+                   int64_t& half) {
+  auto only_reader = [&](const Value* v, const char* op) -> const Node* {
+    if (v->uses().size() != 1 || body.IsGraphOutput(v)) return nullptr;
+    const Node* r = v->uses()[0].node;
+    return r->op_type() == op && r->domain().empty() && v->uses()[0].index == 0 ? r : nullptr;
+  };
+  const Value* p = mm.output(0);
+  const Node* pairs = nullptr;
+  for (const Use& u : p->uses()) {
+    if (u.node->op_type() == "Reshape" && u.node->domain().empty() && u.index == 0) pairs = u.node;
+  }
+  if (pairs == nullptr || p->rank() < 2) return false;
+  const Shape& ps = p->shape();
+  const Shape& qs = pairs->output(0)->shape();
+  if (qs.size() != ps.size() + 2 || qs[qs.size() - 2] != 2 || !std::equal(ps.begin(), ps.end() - 1, qs.begin())) {
+    return false;
+  }
+  const int64_t h = qs.back();
+  if (h <= 0 || qs[qs.size() - 3] * 2 * h != ps.back() || body.IsGraphOutput(pairs->output(0))) return false;
+  const Node* swap = only_reader(pairs->output(0), "Slice");
+  if (swap == nullptr || pairs->output(0)->uses().size() != 1) return false;
+  const absl::StatusOr<std::vector<::kiln::ops::AxisSlice>> plan = ::kiln::ops::ConstantSlicePlan(*swap);
+  if (!plan.ok() || plan->size() != qs.size()) return false;
+  for (size_t d = 0; d < qs.size(); ++d) {
+    const ::kiln::ops::AxisSlice& a = (*plan)[d];
+    const bool reversed = d + 2 == qs.size();
+    if (reversed ? (a.start != 1 || a.step != -1 || a.count != 2) : (a.start != 0 || a.step != 1 || a.count != qs[d])) {
+      return false;
+    }
+  }
+  const Node* back = only_reader(swap->output(0), "Reshape");
+  if (back == nullptr || back->output(0)->shape() != ps) return false;
+  nodes.insert(nodes.end(), {pairs, swap, back});
+  partner = back->output(0);
+  half = h;
+  return true;
+}
+
 // Fills `plan` from a FusedGroup body: one MatMul (operands group inputs or prologue
 // chains) or two MatMuls of group inputs added together, then an element-wise chain
 // over the product's shape.
@@ -185,12 +230,15 @@ absl::Status PlanGroup(const Node& group, GemmPlan& plan) {
     acc = add->output(0);
   }
   const Value* acc_up = nullptr;
+  const Value* acc_partner = nullptr;
   if (mms.size() == 1) {
-    std::vector<const Node*> halves;
-    if (GatedHalves(body, *mms[0], halves, acc, acc_up)) {
+    std::vector<const Node*> pairing;
+    if (GatedHalves(body, *mms[0], pairing, acc, acc_up)) {
       plan.gated = true;
-      not_epilogue.insert(halves.begin(), halves.end());
+    } else if (group.GetString("pattern", "").value_or("") == "rotary-matmul") {
+      RotaryPartner(body, *mms[0], pairing, acc_partner, plan.rotary_half);
     }
+    not_epilogue.insert(pairing.begin(), pairing.end());
   }
   for (const Node* mm : mms) {
     LoopPlan loop;
@@ -214,6 +262,7 @@ absl::Status PlanGroup(const Node& group, GemmPlan& plan) {
   ComposedElementwise composed;
   composed.computed[acc] = {"acc", Domain::kFloat};
   if (acc_up != nullptr) composed.computed[acc_up] = {"acc_up", Domain::kFloat};
+  if (acc_partner != nullptr) composed.computed[acc_partner] = {"acc_partner", Domain::kFloat};
   if (absl::Status st = ComposeElementwise(group, body, epilogue, shape, composed); !st.ok()) return st;
   plan.epilogue_code = std::move(composed.code);
   plan.loads = std::move(composed.loads);
@@ -228,7 +277,8 @@ absl::Status PlanGroup(const Node& group, GemmPlan& plan) {
   plan.result = out->second.first;
   const Node* last = body.outputs()[0]->producer();
   const DType out_dt = group.output(0)->dtype();
-  if (!plan.gated && last != nullptr && std::find(epilogue.begin(), epilogue.end(), last) != epilogue.end() &&
+  if (!plan.gated && plan.rotary_half == 0 && last != nullptr &&
+      std::find(epilogue.begin(), epilogue.end(), last) != epilogue.end() &&
       (out_dt == DType::kFloat16 || out_dt == DType::kBFloat16)) {
     auto in = composed.computed.find(last->input(0));
     std::string packed;

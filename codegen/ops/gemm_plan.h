@@ -55,6 +55,10 @@ struct GemmPlan {
   // output's, its n8 column blocks alternating between the gate ("acc" in the
   // epilogue code) and the up product ("acc_up") of the same output columns.
   bool gated = false;
+  // A rotary product (fusion/fuse_rotary_matmul.h): "acc_partner" in the epilogue code
+  // is the product's column rotary_half away within its aligned block of
+  // 2 * rotary_half columns (0: none).
+  int64_t rotary_half = 0;
 };
 
 // `view`, a load that broadcasts into the output and reads its batch and row dims all

@@ -227,10 +227,14 @@ absl::Status Sm90Eligible(const Node& node) {
   if (p->out_dtype != DType::kFloat16 && p->out_dtype != DType::kBFloat16 && p->out_dtype != DType::kFloat32) {
     return NoKernel(node, "sm90 GEMM family: output dtype");
   }
-  if (p->gated && (p->out_dtype == DType::kFloat32 || p->c_n % 8 != 0 || p->tf32)) {
+  if ((p->gated || p->rotary_half > 0) && (p->out_dtype == DType::kFloat32 || p->c_n % 8 != 0 || p->tf32)) {
     return NoKernel(node,
-                    "sm90 GEMM family: a gated product pairs its columns on the way to the TMA store, which "
-                    "takes a 16-bit output with rows of a multiple of 8");
+                    "sm90 GEMM family: a gated or rotary product pairs its columns on the way to the TMA store, "
+                    "which takes a 16-bit output with rows of a multiple of 8");
+  }
+  if (p->rotary_half > 0 && (p->rotary_half % 8 != 0 || 256 % (2 * p->rotary_half) != 0)) {
+    return NoKernel(node, absl::StrCat("sm90 GEMM family: a rotary product pairs columns ", p->rotary_half,
+                                       " apart; its tiles pair n8 blocks within 64, 128 or 256 columns"));
   }
   return absl::OkStatus();
 }
@@ -239,7 +243,9 @@ namespace {
 // Sm90SwapAbEligible for an Sm90Eligible group, from its plan.
 absl::Status SwapAbEligible(const Node& node, const GemmFamilyPlan& p) {
   if (p.dual) return NoKernel(node, "sm90 swap-AB: dual mainloops run unswapped");
-  if (p.gated) return NoKernel(node, "sm90 swap-AB: gated products pair columns of C's rows; run unswapped");
+  if (p.gated || p.rotary_half > 0) {
+    return NoKernel(node, "sm90 swap-AB: gated products and rotary products pair columns of C's rows; run unswapped");
+  }
   if (p.prologue_a) return NoKernel(node, "sm90 swap-AB: A-prologues (A through registers) run unswapped");
   if (p.trans_a) {
     return NoKernel(node, "sm90 swap-AB: A stored [K, M] would be an M-major operand narrower than one 128-byte "
@@ -251,9 +257,15 @@ absl::Status SwapAbEligible(const Node& node, const GemmFamilyPlan& p) {
 bool CByTma(const GemmFamilyPlan& p) {
   return (p.out_dtype == DType::kFloat16 || p.out_dtype == DType::kBFloat16) && p.c_n % 8 == 0;
 }
-// A gated product's tiles: 128 or 256 columns of B, so that C's tile of half as many
-// is whole 64-column TMA boxes; unswapped.
-bool GatedTileOk(const Sm90GemmConfig& c) { return !c.swap_ab && c.bn % 128 == 0; }
+// The tiles of a product whose epilogue pairs columns, unswapped: a gated product's
+// 128 or 256 columns of B, so that C's tile of half as many is whole 64-column TMA
+// boxes; a rotary product's whole blocks of 2 rotary_half columns. Any other tile
+// otherwise.
+bool PairedTileOk(const GemmFamilyPlan& p, const Sm90GemmConfig& c) {
+  if (p.gated) return !c.swap_ab && c.bn % 128 == 0;
+  if (p.rotary_half > 0) return !c.swap_ab && c.bn % (2 * p.rotary_half) == 0;
+  return true;
+}
 }  // namespace
 
 absl::Status Sm90SwapAbEligible(const Node& node) {
@@ -271,12 +283,12 @@ Sm90GemmConfig HeuristicConfig(const Node& node, const GemmFamilyPlan& p, int sm
   if (can_swap && PreferSm90SwapAb(p.m, p.n, k)) return PickSm90SwapAbConfig(p.m, p.n, k, p.batch);
   const int64_t k_total = KUnits(p, p.k + p.k2);
   const Sm90GemmConfig tile = PickSm90GemmConfig(p.m, p.n, k_total, p.batch, sm_count, p.prologue_a, p.epilogue_work);
-  if (p.gated && !GatedTileOk(tile)) {
+  if (!PairedTileOk(p, tile)) {
     // The cost model's best among the unsplit tiles it takes.
-    if (std::optional<Sm90GemmConfig> gated =
+    if (std::optional<Sm90GemmConfig> paired =
             CheapestSm90Tile(p.m, p.n, k_total, p.batch, sm_count, p.epilogue_work,
-                             [](const Sm90GemmConfig& c) { return GatedTileOk(c) && c.split_k == 1; })) {
-      return *gated;
+                             [&p](const Sm90GemmConfig& c) { return PairedTileOk(p, c) && c.split_k == 1; })) {
+      return *paired;
     }
   }
   // A swapped tile that fills the wave better, where C can go out by TMA.
@@ -331,10 +343,16 @@ absl::StatusOr<Sm90Resolved> ResolveSm90Config(const Node& node, const GemmFamil
   } else {
     cfg = HeuristicConfig(node, p, sm_count);
   }
-  if (p.gated && !GatedTileOk(cfg)) {
+  if (p.gated && !PairedTileOk(p, cfg)) {
     return absl::InvalidArgumentError(absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg),
                                                    ": a gated product takes unswapped tiles of 128 or 256 columns "
                                                    "(C's tile, half as wide, in whole 64-column TMA boxes)"));
+  }
+  if (p.rotary_half > 0 && !PairedTileOk(p, cfg)) {
+    return absl::InvalidArgumentError(absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg),
+                                                   ": a rotary product takes unswapped tiles of a multiple of ",
+                                                   2 * p.rotary_half, " columns (whole pairs of column blocks ",
+                                                   p.rotary_half, " apart)"));
   }
   r.swap = cfg.swap_ab;
   // The kernel's problem: C^T [N, M] = B^T A^T when swapped (gemm_sm90.cuh, "Swap-AB").

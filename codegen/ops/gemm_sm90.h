@@ -45,6 +45,10 @@ struct GemmFamilyPlan {
   // (gemm_sm90_epilogue.cuh, GEMM_GATED). Otherwise c_n = n.
   bool gated = false;
   int64_t c_n = 0;
+  // A rotary product (gemm.cc's "rotary-matmul" groups): the epilogue pairs each
+  // column with the one rotary_half away within its block of 2 rotary_half
+  // (gemm_sm90_epilogue.cuh, GEMM_ROTARY); 0: none.
+  int64_t rotary_half = 0;
   int64_t a_batch = 0, b_batch = 0;  // operand batch strides in elements (0: broadcast)
   bool trans_a = false, trans_b = false;
   bool dual = false;

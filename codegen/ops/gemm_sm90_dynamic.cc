@@ -36,7 +36,9 @@ absl::StatusOr<DynamicGemm> Analyze(const Node& node) {
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> body, FusedGroupBody(node));
   KILN_ASSIGN_OR_RETURN(GemmFamilyPlan p, PlanGemmForFamily(node));
   auto refuse = [&](const std::string& why) { return NoKernel(node, absl::StrCat(why, " (run-time sizes)")); };
-  if (p.dual || p.prologue_a || p.prologue_b || p.gated) return refuse("a prologue, a second product or a gate");
+  if (p.dual || p.prologue_a || p.prologue_b || p.gated || p.rotary_half > 0) {
+    return refuse("a prologue, a second product, a gate or a rotation");
+  }
   if (p.trans_a) return refuse("an A stored M-major");
   if (p.tf32) return refuse("tf32 operands");
   if (!Fixed(ValueDims(*node.input(p.b_input)))) return refuse("a B whose size varies");

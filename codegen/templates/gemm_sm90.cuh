@@ -77,6 +77,15 @@
 //                        int col, int batch KILN_EPILOGUE_PARAMS) computes C's element
 //                        from the two (gemm_sm90_epilogue.cuh); default 0. Needs
 //                        GEMM_TMA_STORE, BN 128 or 256, no swap-AB and no KILN_EPILOGUE_AT.
+//   GEMM_ROTARY          h > 0: a rotary product (fusion/fuse_rotary_matmul.h): each
+//                        column pairs with the one h away within its block of 2h, and
+//                        void kiln_epilogue_rotary2(float& y0, float& y1, float x0,
+//                        float x1, float p0, float p1, int row, int col, int batch
+//                        KILN_EPILOGUE_PARAMS) computes C's elements at (row, col) and
+//                        (row, col + 1), col even, from their products x and the
+//                        partners' p (gemm_sm90_epilogue.cuh); default 0.
+//                        Needs GEMM_TMA_STORE, BN a multiple of 2h, h a multiple of 8,
+//                        no swap-AB and no KILN_EPILOGUE_AT.
 //   kiln_sm90_wgmma(float (&d)[BN / 2], unsigned long long desc_a,
 //                   unsigned long long desc_b)   the wgmma of this BN and layout
 // Kernel parameters: (C KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS, tensor map of A,
@@ -205,6 +214,13 @@
 #endif
 #if GEMM_GATED && (!GEMM_TMA_STORE || GEMM_SWAP_AB || BN % 128 != 0 || defined(KILN_EPILOGUE_AT))
 #error "gated GEMM without the TMA store, swapped, of a BN other than 128 or 256, or with kiln_epilogue_at"
+#endif
+#ifndef GEMM_ROTARY
+#define GEMM_ROTARY 0
+#endif
+#if GEMM_ROTARY && (!GEMM_TMA_STORE || GEMM_SWAP_AB || GEMM_ROTARY % 8 != 0 || BN % (2 * GEMM_ROTARY) != 0 || \
+                    defined(KILN_EPILOGUE_AT) || GEMM_GATED)
+#error "rotary GEMM without the TMA store, swapped, pairing blocks not within BN, or with kiln_epilogue_at"
 #endif
 // Run-time rows (GEMM_DYNAMIC_M 1, dynamic bundles): C's rows are GEMM_M_CODE, an
 // expression over the kernel's kiln_dims parameter (codegen/kernel_launch.h). Thread

@@ -113,6 +113,46 @@ static __device__ __forceinline__ void kiln_sm90_epilogue_regs(float (&acc)[WG_M
   }
 }
 
+#if GEMM_ROTARY
+// A rotary product: the element of column c pairs with that of column c + GEMM_ROTARY
+// (c - GEMM_ROTARY in the second half of each block of 2 GEMM_ROTARY columns). Tiles
+// start at multiples of BN, itself a multiple of 2 GEMM_ROTARY, so n8 block j of a
+// consumer's tile pairs with block j + GEMM_ROTARY / 8 in the same thread's
+// accumulators (4j + e and 4(j + GEMM_ROTARY / 8) + e). Both are read before either
+// is written; kiln_epilogue_rotary2 takes a fragment row's column pair at once (its
+// loads a 4-byte pair). MASK as in kiln_sm90_epilogue_regs.
+template <bool MASK>
+static __device__ __forceinline__ void kiln_sm90_rotary_regs(float (&acc)[WG_M][BN / 2], int row_base, int n0,
+                                                             int batch, int lane, int warp KILN_EPILOGUE_PARAMS) {
+  constexpr int apart = GEMM_ROTARY / 8;  // n8 blocks
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    if ((j / apart) % 2 != 0) continue;
+    const int jp = j + apart;
+#pragma unroll
+    for (int i = 0; i < WG_M; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // the fragment's two rows, a column pair each
+        const int row = row_base + i * 64 + warp * 16 + lane / 4 + 8 * h;
+        const int col = n0 + 8 * j + 2 * (lane % 4);
+        float& x0 = acc[i][4 * j + 2 * h];
+        float& x1 = acc[i][4 * j + 2 * h + 1];
+        float& p0 = acc[i][4 * jp + 2 * h];
+        float& p1 = acc[i][4 * jp + 2 * h + 1];
+        if (!MASK || (row < GEMM_M && col + GEMM_ROTARY < GEMM_N)) {  // N % (2 GEMM_ROTARY) == 0
+          float y0, y1, z0, z1;
+          kiln_epilogue_rotary2(y0, y1, x0, x1, p0, p1, row, col, batch KILN_EPILOGUE_ARGS);
+          kiln_epilogue_rotary2(z0, z1, p0, p1, x0, x1, row, col + GEMM_ROTARY, batch KILN_EPILOGUE_ARGS);
+          x0 = y0, x1 = y1, p0 = z0, p1 = z1;
+        } else {
+          x0 = x1 = p0 = p1 = 0.f;
+        }
+      }
+    }
+  }
+}
+#endif
+
 #if GEMM_GATED
 // A gated product: n8 blocks 2p and 2p + 1 of a consumer's tile hold the gate and up
 // products of the same 8 columns of C (B's columns alternate in blocks of 8), so each
@@ -342,6 +382,13 @@ static __device__ __forceinline__ void kiln_sm90_store_tile(float (&acc)[WG_M][B
     kiln_sm90_gated_regs<false>(acc, r0, c0, batch, lane, warp KILN_EPILOGUE_ARGS);
   } else {
     kiln_sm90_gated_regs<true>(acc, r0, c0, batch, lane, warp KILN_EPILOGUE_ARGS);
+  }
+#elif GEMM_ROTARY
+  const int c0 = n0;
+  if (r0 + 64 * WG_M <= GEMM_M && n0 + BN <= GEMM_N) {
+    kiln_sm90_rotary_regs<false>(acc, r0, n0, batch, lane, warp KILN_EPILOGUE_ARGS);
+  } else {
+    kiln_sm90_rotary_regs<true>(acc, r0, n0, batch, lane, warp KILN_EPILOGUE_ARGS);
   }
 #else
   const int c0 = n0;

@@ -176,6 +176,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #undef GEMM_C_COLS
 #undef GEMM_C_STORE_CHUNKS
 #undef GEMM_GATED
+#undef GEMM_ROTARY
 #undef GEMM_C_N
 #undef GEMM_TILES
 #undef GEMM_K_TILES1

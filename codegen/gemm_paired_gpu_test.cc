@@ -1,11 +1,12 @@
-// GPU test of the gated product on the Hopper family: every case of
-// codegen/gemm_gated_test_cases.h with the heuristic's tile and each forced config
-// (cooperative and ping-pong, 128 and 256 columns, two m64 blocks a consumer,
-// split-K, stream-K, clusters), against the CPU reference of the group's members
-// (EvaluateNode: the interleaved MatMul, the de-interleaving Reshape / Split /
-// Reshapes and the chains in the storage dtype), twice per launch so that the split
-// and stream-K semaphores are seen reset. KILN_GATED_CASES=a,b runs only the cases
-// named (for compute-sanitizer). Skips without an sm_90a GPU.
+// GPU test of the products whose epilogue pairs accumulator columns, on the Hopper
+// family: every case of codegen/gemm_gated_test_cases.h (gated products) and
+// codegen/gemm_rotary_test_cases.h (rotary products) with the heuristic's tile and
+// each forced config (cooperative and ping-pong, 64 to 256 columns, two m64 blocks a
+// consumer, split-K, stream-K, clusters), against the CPU reference of the group's
+// members (EvaluateNode: the MatMul, the Reshape / Split / Slice views that pair the
+// columns and the element-wise ops in the storage dtype), twice per launch so that
+// the split and stream-K semaphores are seen reset. KILN_PAIRED_CASES=a,b runs only
+// the cases named (for compute-sanitizer). Skips without an sm_90a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 
 #include "absl/strings/str_split.h"
 #include "codegen/gemm_gated_test_cases.h"
+#include "codegen/gemm_rotary_test_cases.h"
 #include "codegen/gpu_test_util.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/ops/gemm_sm90.h"
@@ -24,29 +26,56 @@
 namespace kiln::codegen {
 namespace {
 
-using namespace gated_test;  // NOLINT: the cases are this file's vocabulary
+// One case of either kind, built: its group node, feeds and forced configs.
+struct Prepared {
+  std::string name, dtype;
+  std::unique_ptr<Graph> graph;
+  const Node* group = nullptr;
+  std::map<std::string, Tensor> feeds;
+  std::vector<std::string> configs;
+};
 
-TEST(GemmGatedGpuTest, MatchesCpuReference) {
+// The cases KILN_PAIRED_CASES names (all without it), built.
+void PrepareCases(std::vector<Prepared>& out) {
+  const char* only = std::getenv("KILN_PAIRED_CASES");
+  const std::vector<std::string> wanted = only != nullptr ? absl::StrSplit(only, ',') : std::vector<std::string>{};
+  auto take = [&](const std::string& name) {
+    return wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end();
+  };
+  uint32_t seed = 1;
+  for (const gated_test::GatedCase& c : gated_test::Cases()) {
+    if (!take(c.name)) continue;
+    gated_test::Built b;
+    ASSERT_NO_FATAL_FAILURE(gated_test::Build(c, seed++, b));
+    out.push_back({c.name, c.dtype, std::move(b.graph), b.group, std::move(b.feeds), gated_test::ForcedConfigs()});
+  }
+  for (const rotary_test::RotaryCase& c : rotary_test::Cases()) {
+    if (!take(c.name)) continue;
+    rotary_test::Built b;
+    ASSERT_NO_FATAL_FAILURE(rotary_test::Build(c, seed++, b));
+    out.push_back({c.name, c.dtype, std::move(b.graph), b.group, std::move(b.feeds), rotary_test::ForcedConfigs()});
+  }
+}
+
+TEST(GemmPairedGpuTest, MatchesCpuReference) {
   KILN_ARCH_OR_SKIP(arch);
-  if (arch != "sm_90a") GTEST_SKIP() << "skipped: the gated product runs on the sm90 GEMM family, not " << arch;
+  if (arch != "sm_90a") {
+    GTEST_SKIP() << "skipped: gated and rotary products run on the sm90 GEMM family, not " << arch;
+  }
   struct Run {
     size_t c;  // case
     std::string config;
     KernelLaunch launch;
   };
-  const std::vector<GatedCase> cases = Cases();
-  std::vector<Built> built(cases.size());
+  std::vector<Prepared> cases;
+  ASSERT_NO_FATAL_FAILURE(PrepareCases(cases));
   std::vector<Run> runs;
   std::vector<ModuleKernel> kernels;
-  const char* only = std::getenv("KILN_GATED_CASES");
-  const std::vector<std::string> wanted = only != nullptr ? absl::StrSplit(only, ',') : std::vector<std::string>{};
   for (size_t ci = 0; ci < cases.size(); ++ci) {
-    const GatedCase& c = cases[ci];
-    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), c.name) == wanted.end()) continue;
-    ASSERT_NO_FATAL_FAILURE(Build(c, static_cast<uint32_t>(ci + 1), built[ci]));
-    const Node& group = *built[ci].group;
+    const Prepared& c = cases[ci];
+    const Node& group = *c.group;
     std::vector<std::string> configs = {"heuristic"};
-    for (const std::string& f : ForcedConfigs()) configs.push_back(f);
+    for (const std::string& f : c.configs) configs.push_back(f);
     for (const std::string& text : configs) {
       absl::StatusOr<std::vector<KernelLaunch>> l;
       if (text == "heuristic") {
@@ -63,7 +92,7 @@ TEST(GemmGatedGpuTest, MatchesCpuReference) {
         l = ops::GenerateMatMulGroupSm90(group, &*cfg);
       }
       ASSERT_TRUE(l.ok()) << c.name << " " << text << ": " << l.status();
-      kernels.push_back({absl::StrCat("kiln_gated_", runs.size()), (*l)[0].source});
+      kernels.push_back({absl::StrCat("kiln_paired_", runs.size()), (*l)[0].source});
       runs.push_back({ci, text, (*l)[0]});
     }
   }
@@ -76,14 +105,17 @@ TEST(GemmGatedGpuTest, MatchesCpuReference) {
   int failures = 0;
   for (size_t ri = 0; ri < runs.size(); ++ri) {
     const Run& r = runs[ri];
-    const GatedCase& c = cases[r.c];
+    const Prepared& c = cases[r.c];
     SCOPED_TRACE(c.name + " " + r.config);
-    const Node& node = *built[r.c].group;
+    const Node& node = *c.group;
     test::NodeBuffers buf;
-    ASSERT_NO_FATAL_FAILURE(buf.SetUp(node, built[r.c].feeds));
+    ASSERT_NO_FATAL_FAILURE(buf.SetUp(node, c.feeds));
     absl::StatusOr<std::vector<Tensor>> ref = EvaluateNode(node, buf.inputs);
     ASSERT_TRUE(ref.ok()) << ref.status();
     const std::vector<float> want = (*ref)[0].ToFloat();
+    double sum = 0;
+    for (float w : want) sum += std::fabs(w);
+    const float mean_magnitude = want.empty() ? 0.f : static_cast<float>(sum / want.size());
     cudaKernel_t kernel;
     ASSERT_NO_FATAL_FAILURE(test::GetKernel(libs[ri / 8], kernels[ri].function, r.launch.shared_bytes, &kernel));
     DeviceWorkspace workspace;
@@ -99,13 +131,16 @@ TEST(GemmGatedGpuTest, MatchesCpuReference) {
       KILN_CUDA_OK(cudaGetLastError());
       KILN_CUDA_OK(cudaDeviceSynchronize());
       const std::vector<float> got = buf.Output(node).ToFloat();
-      // Scaled by the reference's magnitude (at least 1): the reference rounds the
-      // products and each chain value to the storage dtype, the kernel only its result.
+      // Scaled by the reference's magnitude, at least 1 and at least its mean
+      // magnitude: the reference rounds the products and each element-wise value to
+      // the storage dtype, the kernel only its result, and where the terms of a sum
+      // cancel (a rotation's x cos + partner sin) those roundings are the terms'.
       float worst = 0;
       size_t at = 0;
+      const float floor = std::max(1.f, mean_magnitude);
       for (size_t i = 0; i < want.size(); ++i) {
         const float err =
-            std::isnan(got[i]) ? INFINITY : std::fabs(got[i] - want[i]) / std::max(1.f, std::fabs(want[i]));
+            std::isnan(got[i]) ? INFINITY : std::fabs(got[i] - want[i]) / std::max(floor, std::fabs(want[i]));
         if (err > worst) worst = err, at = i;
       }
       const float tol = c.dtype == "bf16" ? 6e-2f : 2e-2f;
@@ -120,8 +155,8 @@ TEST(GemmGatedGpuTest, MatchesCpuReference) {
     }
   }
   for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
-  std::printf("ran %zu gated GEMM launches on %s (%s): %d failing\n", runs.size(), test::DeviceName().c_str(),
-              arch.c_str(), failures);
+  std::printf("ran %zu gated and rotary GEMM launches on %s (%s): %d failing\n", runs.size(),
+              test::DeviceName().c_str(), arch.c_str(), failures);
 }
 
 }  // namespace
