@@ -22,6 +22,11 @@
 namespace kiln {
 namespace {
 
+// The rotations the Hopper family's paired epilogue takes (GEMM_ROTARY): halves of a
+// multiple of 8 columns (whole n8 blocks) whose heads divide its widest tile.
+constexpr int64_t kMinHalf = 8;
+constexpr int64_t kMaxTile = 256;
+
 // The only reader of `v` (no graph output), else nullptr.
 Node* OnlyReader(const Graph& graph, const Value* v) {
   if (v->uses().size() != 1 || graph.IsGraphOutput(v)) return nullptr;
@@ -341,13 +346,20 @@ absl::StatusOr<bool> FuseRotaryMatMul::Run(Graph& graph) {
       if (r) {
         StridedView view = StridedView::Dense(p->shape());
         const int64_t h = HalfWidth(*r, p, first, count, view);
+        std::string why;
         if (h == 0 || (m.h != 0 && h != m.h) || p->shape().back() % (2 * h) != 0) {
+          why = absl::StrCat("layout: the rotation of ", Quote(piece->name()),
+                             " does not pair columns h apart within heads of 2h aligned in ", Quote(p->name()),
+                             ", one h for every piece");
+        } else if (h % kMinHalf != 0 || kMaxTile % (2 * h) != 0) {
+          why = absl::StrCat("head dim: the rotation of ", Quote(piece->name()), " pairs columns ", h,
+                             " apart; the Hopper family pairs n8 blocks inside tiles of at most ", kMaxTile,
+                             " columns (h a multiple of ", kMinHalf, ", 2h dividing ", kMaxTile, ")");
+        }
+        if (!why.empty()) {
           std::vector<Node*> nodes = r->views;
           nodes.insert(nodes.end(), r->nodes.begin(), r->nodes.end());
-          ReportRejection(report_, name(), NodeNames(nodes),
-                          absl::StrCat("layout: the rotation of ", Quote(piece->name()),
-                                       " does not pair columns h apart within heads of 2h aligned in ",
-                                       Quote(p->name()), ", one h for every piece"));
+          ReportRejection(report_, name(), NodeNames(nodes), std::move(why));
           ok = false;
           break;
         }

@@ -26,7 +26,9 @@
 // others (the V columns). Each piece becomes Slice(R, its columns); a rotated piece's
 // head-view chain now reads that Slice, and its y is replaced by the chain's xh.
 // Not fired, silently: a Split of anything else or with no rotated piece; reported
-// ("layout: "): a rotation whose halves are not h contiguous columns of P.
+// ("layout: "): a rotation whose halves are not h contiguous columns of P; ("head
+// dim: ") h not a multiple of 8 or 2h not dividing 256, which the Hopper family's
+// epilogue does not pair.
 //
 // Preconditions: a typed static graph with constant tables; after fuse-siblings (the
 // merged product) and before fuse-attention (which then reads the Slices of R).

@@ -221,6 +221,26 @@ TEST(FuseRotaryMatMulTest, DoesNotFireOnOtherForms) {
     EXPECT_FALSE(changed);
     ::kiln::testing::ExpectOneRejection(report, "layout: ");
   }
+  // Q's heads of 8 (halves of 4 columns): whole n8 blocks do not pair. Reported.
+  {
+    std::string text = Replace(kLlamaQkv, "const %q_x_shape : i64[5] = [2, 8, 4, 2, 8]",
+                               "const %q_x_shape : i64[5] = [2, 8, 8, 2, 4]");
+    text = Replace(text, "%q_x : f16[2,8,4,2,8] = Reshape(%view, %q_x_shape) @node_add_4/x",
+                   "%q_x : f16[2,8,8,2,4] = Reshape(%view, %q_x_shape) @node_add_4/x");
+    text = Replace(text, "%q_heads : f16[2,4,8,2,8] = Transpose(%q_x)", "%q_heads : f16[2,8,8,2,4] = Transpose(%q_x)");
+    for (const char* v : {"q_swapped", "q_rotated", "q_x_cos", "q_rot_sin", "q_sum"}) {
+      text = Replace(text, absl::StrCat("%", v, " : f16[2,4,8,2,8]"), absl::StrCat("%", v, " : f16[2,8,8,2,4]"));
+    }
+    text = Replace(text, "const %q_cos : f16[1,1,8,2,8]", "const %q_cos : f16[1,1,8,2,4]");
+    text = Replace(text, "const %q_sin : f16[1,1,8,2,8]", "const %q_sin : f16[1,1,8,2,4]");
+    text = Replace(text, "%val_199_pre : f16[2,4,8,2,8] = Mul(%q_sum, %val_198)",
+                   "%val_199_pre : f16[2,8,8,2,4] = Mul(%q_sum, %val_198)");
+    FusionReport report;
+    bool changed = true;
+    RunPass(text, &report, &changed);
+    EXPECT_FALSE(changed);
+    ::kiln::testing::ExpectOneRejection(report, "head dim: ");
+  }
   // A product that is not a MatMul's: silent.
   {
     const std::string text = Replace(
