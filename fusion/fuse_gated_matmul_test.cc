@@ -15,6 +15,7 @@ namespace {
 
 using ::kiln::testing::Groups;
 using ::kiln::testing::ParseTyped;
+using ::kiln::testing::ReplaceOnce;
 using ::kiln::testing::RunFusionPass;
 using ::kiln::testing::Summary;
 
@@ -33,13 +34,6 @@ graph @main {
   output %linear_6
 }
 )";
-
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  const size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
 
 TEST(FuseGatedMatMulTest, LlamaSwiGluIsOneGroup) {
   FusionReport report;
@@ -135,12 +129,12 @@ graph @main {
   EXPECT_TRUE(report.rejections.empty()) << report.ToString();
   // The product also read elsewhere: no group.
   bool changed = true;
-  std::string shared = Replace(kMerged, "  output %y\n", "  output %y\n  output %gu\n");
+  std::string shared = ReplaceOnce(kMerged, "  output %y\n", "  output %y\n  output %gu\n");
   RunFusionPass<FuseGatedMatMul>(shared, nullptr, 9, &changed);
   EXPECT_FALSE(changed);
   // Both chains from one half: no pair.
   changed = true;
-  RunFusionPass<FuseGatedMatMul>(Replace(kMerged, "Mul(%u, %a)", "Mul(%g, %a)"), nullptr, 10, &changed);
+  RunFusionPass<FuseGatedMatMul>(ReplaceOnce(kMerged, "Mul(%u, %a)", "Mul(%g, %a)"), nullptr, 10, &changed);
   EXPECT_FALSE(changed);
 }
 
@@ -150,21 +144,21 @@ graph @main {
 TEST(FuseGatedMatMulTest, OtherFormsStayApart) {
   FusionReport report;
   bool changed = true;
-  std::string shared = Replace(kLlamaFfn, "  output %linear_6\n", "  output %linear_6\n  output %silu\n");
+  std::string shared = ReplaceOnce(kLlamaFfn, "  output %linear_6\n", "  output %linear_6\n  output %silu\n");
   RunFusionPass<FuseGatedMatMul>(shared, &report, 3, &changed);
   EXPECT_FALSE(changed);
   ::kiln::testing::ExpectOneRejection(report, "other consumers: 'silu'");
 
-  std::string residual = Replace(kLlamaFfn, "Mul(%linear_4, %val_221)", "Add(%linear_4, %mul_9b)");
-  residual = Replace(residual, "  input %mul_9 : f16[2,5,16]\n",
-                     "  input %mul_9 : f16[2,5,16]\n  input %mul_9b : f16[2,5,24]\n");
+  std::string residual = ReplaceOnce(kLlamaFfn, "Mul(%linear_4, %val_221)", "Add(%linear_4, %mul_9b)");
+  residual = ReplaceOnce(residual, "  input %mul_9 : f16[2,5,16]\n",
+                         "  input %mul_9 : f16[2,5,16]\n  input %mul_9b : f16[2,5,24]\n");
   changed = true;
   RunFusionPass<FuseGatedMatMul>(residual, nullptr, 4, &changed);
   EXPECT_FALSE(changed);
 
-  std::string two_inputs = Replace(kLlamaFfn, "MatMul(%mul_9, %val_222)", "MatMul(%other, %val_222)");
-  two_inputs = Replace(two_inputs, "  input %mul_9 : f16[2,5,16]\n",
-                       "  input %mul_9 : f16[2,5,16]\n  input %other : f16[2,5,16]\n");
+  std::string two_inputs = ReplaceOnce(kLlamaFfn, "MatMul(%mul_9, %val_222)", "MatMul(%other, %val_222)");
+  two_inputs = ReplaceOnce(two_inputs, "  input %mul_9 : f16[2,5,16]\n",
+                           "  input %mul_9 : f16[2,5,16]\n  input %other : f16[2,5,16]\n");
   changed = true;
   RunFusionPass<FuseGatedMatMul>(two_inputs, nullptr, 5, &changed);
   EXPECT_FALSE(changed);
@@ -177,7 +171,7 @@ TEST(FuseGatedMatMulTest, OtherFormsStayApart) {
                                                                                  {"f16[2,5,24]", "f16[2,5,20]"},
                                                                                  {"f16[2,5,24]", "f16[2,5,20]"},
                                                                                  {"f16[2,5,24]", "f16[2,5,20]"}}) {
-    odd = Replace(odd, from, to);
+    odd = ReplaceOnce(odd, from, to);
   }
   changed = true;
   RunFusionPass<FuseGatedMatMul>(odd, nullptr, 6, &changed);
@@ -186,7 +180,7 @@ TEST(FuseGatedMatMulTest, OtherFormsStayApart) {
   std::string f32 = kLlamaFfn;
   for (int i = 0; i < 12; ++i) {
     if (f32.find("f16") == std::string::npos) break;
-    f32 = Replace(f32, "f16", "f32");
+    f32 = ReplaceOnce(f32, "f16", "f32");
   }
   changed = true;
   RunFusionPass<FuseGatedMatMul>(f32, nullptr, 7, &changed);

@@ -24,6 +24,7 @@ using ::kiln::testing::ExpectValid;
 using ::kiln::testing::Groups;
 using ::kiln::testing::ParseTyped;
 using ::kiln::testing::RandomizeConstants;
+using ::kiln::testing::ReplaceOnce;
 using ::kiln::testing::Summary;
 
 constexpr char kLlamaQkv[] = R"(
@@ -98,13 +99,6 @@ graph @main {
   output %view_3
 }
 )";
-
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  const size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
 
 // `text` parsed, its float constants random but for the rotate_half signs and the
 // NaN guard's zero, which the patterns require.
@@ -210,11 +204,11 @@ TEST(FuseRotaryMatMulTest, DoesNotFireOnOtherForms) {
   // GPT-J's interleaved rotation (pairs of adjacent elements): xh's halves are not h
   // contiguous columns apart. Reported.
   {
-    std::string text = Replace(kLlamaQkv, "const %q_x_shape : i64[5] = [2, 8, 4, 2, 8]",
-                               "const %q_x_shape : i64[5] = [2, 8, 4, 8, 2]");
-    text = Replace(text, "%q_x : f16[2,8,4,2,8] = Reshape(%view, %q_x_shape) @node_add_4/x",
-                   "%q_x : f16[2,8,4,8,2] = Reshape(%view, %q_x_shape) @node_add_4/x");
-    text = Replace(text, "Transpose(%q_x) {perm = [0, 2, 1, 3, 4]}", "Transpose(%q_x) {perm = [0, 2, 1, 4, 3]}");
+    std::string text = ReplaceOnce(kLlamaQkv, "const %q_x_shape : i64[5] = [2, 8, 4, 2, 8]",
+                                   "const %q_x_shape : i64[5] = [2, 8, 4, 8, 2]");
+    text = ReplaceOnce(text, "%q_x : f16[2,8,4,2,8] = Reshape(%view, %q_x_shape) @node_add_4/x",
+                       "%q_x : f16[2,8,4,8,2] = Reshape(%view, %q_x_shape) @node_add_4/x");
+    text = ReplaceOnce(text, "Transpose(%q_x) {perm = [0, 2, 1, 3, 4]}", "Transpose(%q_x) {perm = [0, 2, 1, 4, 3]}");
     FusionReport report;
     bool changed = true;
     RunPass(text, &report, &changed);
@@ -223,18 +217,19 @@ TEST(FuseRotaryMatMulTest, DoesNotFireOnOtherForms) {
   }
   // Q's heads of 8 (halves of 4 columns): whole n8 blocks do not pair. Reported.
   {
-    std::string text = Replace(kLlamaQkv, "const %q_x_shape : i64[5] = [2, 8, 4, 2, 8]",
-                               "const %q_x_shape : i64[5] = [2, 8, 8, 2, 4]");
-    text = Replace(text, "%q_x : f16[2,8,4,2,8] = Reshape(%view, %q_x_shape) @node_add_4/x",
-                   "%q_x : f16[2,8,8,2,4] = Reshape(%view, %q_x_shape) @node_add_4/x");
-    text = Replace(text, "%q_heads : f16[2,4,8,2,8] = Transpose(%q_x)", "%q_heads : f16[2,8,8,2,4] = Transpose(%q_x)");
+    std::string text = ReplaceOnce(kLlamaQkv, "const %q_x_shape : i64[5] = [2, 8, 4, 2, 8]",
+                                   "const %q_x_shape : i64[5] = [2, 8, 8, 2, 4]");
+    text = ReplaceOnce(text, "%q_x : f16[2,8,4,2,8] = Reshape(%view, %q_x_shape) @node_add_4/x",
+                       "%q_x : f16[2,8,8,2,4] = Reshape(%view, %q_x_shape) @node_add_4/x");
+    text =
+        ReplaceOnce(text, "%q_heads : f16[2,4,8,2,8] = Transpose(%q_x)", "%q_heads : f16[2,8,8,2,4] = Transpose(%q_x)");
     for (const char* v : {"q_swapped", "q_rotated", "q_x_cos", "q_rot_sin", "q_sum"}) {
-      text = Replace(text, absl::StrCat("%", v, " : f16[2,4,8,2,8]"), absl::StrCat("%", v, " : f16[2,8,8,2,4]"));
+      text = ReplaceOnce(text, absl::StrCat("%", v, " : f16[2,4,8,2,8]"), absl::StrCat("%", v, " : f16[2,8,8,2,4]"));
     }
-    text = Replace(text, "const %q_cos : f16[1,1,8,2,8]", "const %q_cos : f16[1,1,8,2,4]");
-    text = Replace(text, "const %q_sin : f16[1,1,8,2,8]", "const %q_sin : f16[1,1,8,2,4]");
-    text = Replace(text, "%val_199_pre : f16[2,4,8,2,8] = Mul(%q_sum, %val_198)",
-                   "%val_199_pre : f16[2,8,8,2,4] = Mul(%q_sum, %val_198)");
+    text = ReplaceOnce(text, "const %q_cos : f16[1,1,8,2,8]", "const %q_cos : f16[1,1,8,2,4]");
+    text = ReplaceOnce(text, "const %q_sin : f16[1,1,8,2,8]", "const %q_sin : f16[1,1,8,2,4]");
+    text = ReplaceOnce(text, "%val_199_pre : f16[2,4,8,2,8] = Mul(%q_sum, %val_198)",
+                       "%val_199_pre : f16[2,8,8,2,4] = Mul(%q_sum, %val_198)");
     FusionReport report;
     bool changed = true;
     RunPass(text, &report, &changed);
@@ -243,7 +238,7 @@ TEST(FuseRotaryMatMulTest, DoesNotFireOnOtherForms) {
   }
   // A product that is not a MatMul's: silent.
   {
-    const std::string text = Replace(
+    const std::string text = ReplaceOnce(
         kLlamaQkv, "%qkv : f16[2,8,128] = MatMul(%mul_3, %w) @node_linear/siblings",
         "%qkv0 : f16[2,8,128] = MatMul(%mul_3, %w) @node_linear/siblings\n  %qkv : f16[2,8,128] = Relu(%qkv0) @relu");
     FusionReport report;
@@ -254,8 +249,8 @@ TEST(FuseRotaryMatMulTest, DoesNotFireOnOtherForms) {
   }
   // Q's rotation read elsewhere (a graph output) or with other signs: K's alone joins
   // the product, Q's stays as it was.
-  for (const std::string& text : {Replace(kLlamaQkv, "  output %view_3\n", "  output %view_3\n  output %q_sum\n"),
-                                  Replace(kLlamaQkv, "Mul(%q_swapped, %q_sign)", "Mul(%q_swapped, %q_cos)")}) {
+  for (const std::string& text : {ReplaceOnce(kLlamaQkv, "  output %view_3\n", "  output %view_3\n  output %q_sum\n"),
+                                  ReplaceOnce(kLlamaQkv, "Mul(%q_swapped, %q_sign)", "Mul(%q_swapped, %q_cos)")}) {
     FusionReport report;
     bool changed = false;
     std::unique_ptr<Graph> g = RunPass(text, &report, &changed);

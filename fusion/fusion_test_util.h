@@ -44,6 +44,15 @@ graph @main {
 }
 )";
 
+// `text` with the first occurrence of `from` replaced by `to` (a variant of a test
+// graph); a failure when `from` is absent.
+inline std::string ReplaceOnce(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
 // Parses and types `text` (no constant folding, so chains on constants survive).
 inline std::unique_ptr<Graph> ParseTyped(const std::string& text) { return pass_test::MustParse(text); }
 
