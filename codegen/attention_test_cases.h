@@ -164,92 +164,66 @@ inline Value* SdpaScores(const AttnCase& c, Graph& g, Value* q, Value* k, Value*
   return node("Add", {s, m});
 }
 
-// The graph of `c`, fused: `fuse` false leaves it unfused (the timing baseline).
-inline absl::StatusOr<AttnBuilt> BuildAttention(const AttnCase& c, uint32_t seed, bool fuse = true) {
-  AttnBuilt out;
-  out.graph = std::make_unique<Graph>();
-  Graph& g = *out.graph;
-  auto input = [&](const std::string& name, const Shape& shape, DType dt) {
-    Value* v = g.AddValue(name);
-    v->SetType(dt, shape);
-    g.AddInput(v);
-    return v;
-  };
-  auto node = [&](const std::string& op, std::vector<Value*> ins, const std::string& name) {
-    Value* y = g.AddValue(name + "_out");
-    return g.AddNode(op, ins, {y}, name);
-  };
-  Value* q = nullptr;
-  Value* k = nullptr;
-  Value* v = nullptr;
+// A graph input `name` of `shape` and `dt`.
+inline Value* AttnInput(Graph& g, const std::string& name, const Shape& shape, DType dt) {
+  Value* v = g.AddValue(name);
+  v->SetType(dt, shape);
+  g.AddInput(v);
+  return v;
+}
+
+// Node `name` computing `op` of `ins` into a new value `name`_out.
+inline Node* AttnNode(Graph& g, const std::string& op, std::vector<Value*> ins, const std::string& name) {
+  return g.AddNode(op, ins, {g.AddValue(name + "_out")}, name);
+}
+
+// The Q, K and V operands of `c`: a packed QKV input's selects, per-head inputs
+// split by Transposes, or the head-major inputs themselves.
+inline void AttnOperands(const AttnCase& c, Graph& g, Value*& q, Value*& k, Value*& v) {
   const bool sdpa = c.mask == AttnMask::kSdpa;
   const int64_t hkv = c.KvHeads();
+  auto transpose = [&](Value* x, std::vector<int64_t> perm, const std::string& name) {
+    Node* t = AttnNode(g, "Transpose", {x}, name);
+    t->SetAttr("perm", perm);
+    return t->output(0);
+  };
   if (c.packed) {
-    Node* t = node("Transpose", {input("qkv", {c.b, c.sq, 3, c.h, c.d}, c.dtype)}, "qkv_heads");
-    t->SetAttr("perm", std::vector<int64_t>{2, 0, 3, 1, 4});
+    Value* heads = transpose(AttnInput(g, "qkv", {c.b, c.sq, 3, c.h, c.d}, c.dtype), {2, 0, 3, 1, 4}, "qkv_heads");
     auto select = [&](int64_t i, const char* name) {
       Value* index = g.AddConstant(absl::StrCat(name, "_index"), Tensor::FromInt64(DType::kInt64, {}, {i}));
-      return node("Gather", {t->output(0), index}, name)->output(0);
+      return AttnNode(g, "Gather", {heads, index}, name)->output(0);
     };
     q = select(0, "q_select");
     k = select(1, "k_select");
     v = select(2, "v_select");
-    if (!c.k_trans) {
-      Node* kt = node("Transpose", {k}, "k_transpose");
-      kt->SetAttr("perm", std::vector<int64_t>{0, 1, 3, 2});
-      k = kt->output(0);
-    }
+    if (!c.k_trans) k = transpose(k, {0, 1, 3, 2}, "k_transpose");
   } else if (c.heads) {
-    auto split = [&](Value* x, std::vector<int64_t> perm, const std::string& name) {
-      Node* t = node("Transpose", {x}, name);
-      t->SetAttr("perm", perm);
-      return t->output(0);
-    };
     const bool k_rows = c.k_trans || sdpa;
-    q = split(input("q", {c.b, c.sq, c.h, c.d}, c.dtype), {0, 2, 1, 3}, "q_heads");
-    k = split(input("k", {c.b, c.sk, hkv, c.d}, c.dtype), k_rows ? std::vector<int64_t>{0, 2, 1, 3}
-                                                                     : std::vector<int64_t>{0, 2, 3, 1},
-              "k_heads");
-    v = split(input("v", {c.b, c.sk, hkv, c.dv}, c.dtype), {0, 2, 1, 3}, "v_heads");
+    q = transpose(AttnInput(g, "q", {c.b, c.sq, c.h, c.d}, c.dtype), {0, 2, 1, 3}, "q_heads");
+    k = transpose(AttnInput(g, "k", {c.b, c.sk, hkv, c.d}, c.dtype),
+                  k_rows ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{0, 2, 3, 1}, "k_heads");
+    v = transpose(AttnInput(g, "v", {c.b, c.sk, hkv, c.dv}, c.dtype), {0, 2, 1, 3}, "v_heads");
   } else {
-    q = input("q", {c.b, c.h, c.sq, c.d}, c.dtype);
-    k = input("k", c.k_trans || sdpa ? Shape{c.b, hkv, c.sk, c.d} : Shape{c.b, hkv, c.d, c.sk}, c.dtype);
-    v = input("v", {c.b, hkv, c.sk, c.dv}, c.dtype);
+    q = AttnInput(g, "q", {c.b, c.h, c.sq, c.d}, c.dtype);
+    k = AttnInput(g, "k", c.k_trans || sdpa ? Shape{c.b, hkv, c.sk, c.d} : Shape{c.b, hkv, c.d, c.sk}, c.dtype);
+    v = AttnInput(g, "v", {c.b, hkv, c.sk, c.dv}, c.dtype);
   }
-  for (const char* name : {"q", "k", "v", "qkv"}) {
-    const Value* in = g.FindValue(name);
-    if (in == nullptr || in->producer() != nullptr) continue;
-    out.feeds[name] = AttnRandom(c.dtype, in->shape(), seed + (name[0] == 'q' ? 0 : name[0] == 'k' ? 1 : 2));
-  }
-  Value* scale = g.AddConstant("scale", Tensor::FromFloat(c.dtype, {}, {std::sqrt(static_cast<float>(c.d))}));
-  std::mt19937 gen(seed + 3);
-  if (c.mask == AttnMask::kFill) {
-    Value* qscale = scale;
-    if (c.q_scale_input) {
-      qscale = input("qscale", {}, c.dtype);
-      out.feeds["qscale"] = scale->constant();
-    }
-    q = node("Div", {q, qscale}, "qdiv")->output(0);
-  }
-  Value* x = nullptr;
-  if (sdpa) {
-    x = SdpaScores(c, g, q, k, v, out.feeds);
-  } else {
-    Node* mm1 = node("MatMul", {q, k}, "scores");
-    if (c.k_trans) mm1->SetAttr("trans_b", 1);
-    x = mm1->output(0);
-    if (c.mask != AttnMask::kFill) x = node("Div", {x, scale}, "div")->output(0);
-  }
+}
+
+// The scores `x` with `c`'s mask (kAdd, kCausal, kWindows, kFill; the others
+// unchanged), its inputs' values in `feeds` (random by `seed`).
+inline Value* MaskScores(const AttnCase& c, Graph& g, Value* x, uint32_t seed, std::map<std::string, Tensor>& feeds) {
+  std::mt19937 gen(seed);
   switch (c.mask) {
     case AttnMask::kNone:
-    case AttnMask::kSdpa: break;
+    case AttnMask::kSdpa:
+      return x;
     case AttnMask::kAdd: {
-      Value* m = input("mask", {c.b, 1, 1, c.sk}, c.dtype);
+      Value* m = AttnInput(g, "mask", {c.b, 1, 1, c.sk}, c.dtype);
       std::vector<float> mv(c.b * c.sk);
       for (int64_t i = 0; i < c.b * c.sk; ++i) mv[i] = (i % c.sk != 0 && gen() % 4 == 0) ? -10000.f : 0.f;
-      out.feeds["mask"] = Tensor::FromFloat(c.dtype, m->shape(), mv);
-      x = node("Add", {x, m}, "add")->output(0);
-      break;
+      feeds["mask"] = Tensor::FromFloat(c.dtype, m->shape(), mv);
+      return AttnNode(g, "Add", {x, m}, "add")->output(0);
     }
     case AttnMask::kCausal: {
       std::vector<float> mv(c.sq * c.sk);
@@ -257,44 +231,79 @@ inline absl::StatusOr<AttnBuilt> BuildAttention(const AttnCase& c, uint32_t seed
         for (int64_t j = 0; j < c.sk; ++j) mv[i * c.sk + j] = j <= i ? 1.f : 0.f;
       Value* m = g.AddConstant("causal", Tensor::FromFloat(DType::kBool, {1, 1, c.sq, c.sk}, mv));
       Value* fill = g.AddConstant("fill", Tensor::FromFloat(c.dtype, {}, {-INFINITY}));
-      x = node("Where", {m, x, fill}, "where")->output(0);
-      break;
+      return AttnNode(g, "Where", {m, x, fill}, "where")->output(0);
     }
     case AttnMask::kWindows: {
       auto ints = [&](const std::string& name, std::vector<int64_t> v) {
         return g.AddConstant(name, Tensor::FromInt64(DType::kInt64, {static_cast<int64_t>(v.size())}, v));
       };
       Value* bias = g.AddConstant("bias", AttnRandom(c.dtype, {c.h, c.sq, c.sk}, 7, 1.f));
-      x = node("Add", {x, bias}, "add_bias")->output(0);
-      x = node("Reshape", {x, ints("windows_shape", {c.b / 2, 2, c.h, c.sq, c.sk})}, "to_windows")->output(0);
-      Value* m = input("wmask", {1, 2, 1, c.sq, c.sk}, c.dtype);
+      x = AttnNode(g, "Add", {x, bias}, "add_bias")->output(0);
+      x = AttnNode(g, "Reshape", {x, ints("windows_shape", {c.b / 2, 2, c.h, c.sq, c.sk})}, "to_windows")->output(0);
+      Value* m = AttnInput(g, "wmask", {1, 2, 1, c.sq, c.sk}, c.dtype);
       std::vector<float> mv(NumElements(m->shape()));
       for (size_t i = 0; i < mv.size(); ++i) mv[i] = (i >= mv.size() / 2 && gen() % 3 == 0) ? -100.f : 0.f;
-      out.feeds["wmask"] = Tensor::FromFloat(c.dtype, m->shape(), mv);
-      x = node("Add", {x, m}, "add_windows")->output(0);
-      x = node("Reshape", {x, ints("scores_shape", {c.b, c.h, c.sq, c.sk})}, "from_windows")->output(0);
-      break;
+      feeds["wmask"] = Tensor::FromFloat(c.dtype, m->shape(), mv);
+      x = AttnNode(g, "Add", {x, m}, "add_windows")->output(0);
+      return AttnNode(g, "Reshape", {x, ints("scores_shape", {c.b, c.h, c.sq, c.sk})}, "from_windows")->output(0);
     }
     case AttnMask::kFill: {
-      Value* m = input("cond", {c.b, c.h, c.sq, c.sk}, DType::kBool);
+      Value* m = AttnInput(g, "cond", {c.b, c.h, c.sq, c.sk}, DType::kBool);
       std::vector<float> mv(NumElements(m->shape()));
       for (size_t i = 0; i < mv.size(); ++i) mv[i] = (i % c.sk != 0 && gen() % 4 == 0) ? 1.f : 0.f;
-      out.feeds["cond"] = Tensor::FromFloat(DType::kBool, m->shape(), mv);
+      feeds["cond"] = Tensor::FromFloat(DType::kBool, m->shape(), mv);
       Value* fill = g.AddConstant("fill", Tensor::FromFloat(c.dtype, {}, {-65504.f}));
-      x = node("Where", {m, fill, x}, "where")->output(0);
-      break;
+      return AttnNode(g, "Where", {m, fill, x}, "where")->output(0);
     }
   }
-  Node* sm = node("Softmax", {x}, "softmax");
+  return x;
+}
+
+// The graph of `c`, fused: `fuse` false leaves it unfused (the timing baseline).
+inline absl::StatusOr<AttnBuilt> BuildAttention(const AttnCase& c, uint32_t seed, bool fuse = true) {
+  AttnBuilt out;
+  out.graph = std::make_unique<Graph>();
+  Graph& g = *out.graph;
+  Value* q = nullptr;
+  Value* k = nullptr;
+  Value* v = nullptr;
+  const bool sdpa = c.mask == AttnMask::kSdpa;
+  AttnOperands(c, g, q, k, v);
+  for (const char* name : {"q", "k", "v", "qkv"}) {
+    const Value* in = g.FindValue(name);
+    if (in == nullptr || in->producer() != nullptr) continue;
+    out.feeds[name] = AttnRandom(c.dtype, in->shape(), seed + (name[0] == 'q' ? 0 : name[0] == 'k' ? 1 : 2));
+  }
+  Value* scale = g.AddConstant("scale", Tensor::FromFloat(c.dtype, {}, {std::sqrt(static_cast<float>(c.d))}));
+  if (c.mask == AttnMask::kFill) {
+    Value* qscale = scale;
+    if (c.q_scale_input) {
+      qscale = AttnInput(g, "qscale", {}, c.dtype);
+      out.feeds["qscale"] = scale->constant();
+    }
+    q = AttnNode(g, "Div", {q, qscale}, "qdiv")->output(0);
+  }
+  Value* x = nullptr;
+  if (sdpa) {
+    x = SdpaScores(c, g, q, k, v, out.feeds);
+  } else {
+    Node* mm1 = AttnNode(g, "MatMul", {q, k}, "scores");
+    if (c.k_trans) mm1->SetAttr("trans_b", 1);
+    x = mm1->output(0);
+    if (c.mask != AttnMask::kFill) x = AttnNode(g, "Div", {x, scale}, "div")->output(0);
+  }
+  x = MaskScores(c, g, x, seed + 3, out.feeds);
+  Node* sm = AttnNode(g, "Softmax", {x}, "softmax");
   sm->SetAttr("axis", int64_t{-1});
   Value* p = sm->output(0);
   if (sdpa) {
-    Value* nan = node("IsNaN", {p}, "isnan")->output(0);
-    p = node("Where", {nan, g.AddConstant("zero", Tensor::FromFloat(c.dtype, {}, {0.f})), p}, "guard")->output(0);
+    Value* nan = AttnNode(g, "IsNaN", {p}, "isnan")->output(0);
+    Value* zero = g.AddConstant("zero", Tensor::FromFloat(c.dtype, {}, {0.f}));
+    p = AttnNode(g, "Where", {nan, zero, p}, "guard")->output(0);
   }
-  Node* mm2 = node("MatMul", {p, v}, "context");
+  Node* mm2 = AttnNode(g, "MatMul", {p, v}, "context");
   if (c.heads) {
-    Node* t = node("Transpose", {mm2->output(0)}, "merge_heads");
+    Node* t = AttnNode(g, "Transpose", {mm2->output(0)}, "merge_heads");
     t->SetAttr("perm", std::vector<int64_t>{0, 2, 1, 3});
     g.AddOutput(t->output(0));
   } else {

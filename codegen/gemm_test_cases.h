@@ -563,6 +563,58 @@ inline bool Wanted(const std::string& name) {
   return false;
 }
 
+// The Hopper family's other tile shapes on case `c` (`node` its group), appended to
+// `all` (the heuristic's kernel first) when distinct: every forced config with
+// kAll and kFormsHeavy, and with kAll the swapped tiles of a case of at most 64 rows.
+inline void Sm90Variants(const GemmCase& c, const Node& node, Select select, std::vector<KernelLaunch>& all) {
+  for (const ops::Sm90GemmConfig& cfg :
+       {ops::Sm90GemmConfig{128, 256, 2, 1, 3}, ops::Sm90GemmConfig{128, 128, 2, 1, 4},
+        ops::Sm90GemmConfig{256, 128, 2, 2, 3}, ops::Sm90GemmConfig{64, 128, 1, 1, 8},
+        ops::Sm90GemmConfig{128, 64, 2, 1, 3}, ops::Sm90GemmConfig{64, 256, 2, 1, 4, true},
+        ops::Sm90GemmConfig{128, 128, 2, 2, 5, true},  // the heuristic's ping-pong
+        // Clusters of two sharing B: K-major B in halves of
+        // 128, 96 and 32 rows, MN-major in 2, 3 (uneven) and
+        // 1 boxes; ping-pong.
+        ops::Sm90GemmConfig{128, 256, 2, 1, 4},  // C in 2 chunks
+        ops::Sm90GemmConfig{64, 256, 1, 1, 5},   // one consumer, 2 chunks
+        // Three consumers: 192 rows, C in 3 / 2 chunks.
+        ops::Sm90GemmConfig{192, 192, 3, 1, 4}, ops::Sm90GemmConfig{192, 128, 3, 1, 5},
+        Sm90Cluster({128, 256, 2, 1, 4}), Sm90Cluster({128, 192, 2, 1, 4}), Sm90Cluster({64, 64, 1, 1, 8}),
+        ops::Sm90GemmConfig{64, 64, 1, 1, 12},        // the deep ring
+        ops::Sm90GemmConfig{64, 64, 2, 1, 12, true},  // 64-row ping-pong
+        ops::Sm90GemmConfig{128, 192, 2, 1, 5},       // C in 3 chunks
+        Sm90Cluster({128, 128, 2, 2, 4, true}),
+        // Stream-K over 3 CTAs (Sm90SplitCases has more).
+        WithStreamK({128, 128, 2, 1, 4})}) {
+    if (select != Select::kAll && select != Select::kFormsHeavy) break;
+    // A grid of 3 blocks: each walks many tiles (ring wrap-around, ping-pong turns).
+    absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroupSm90(node, &cfg, 3);
+    ASSERT_TRUE(x.ok()) << c.Name() << ": " << x.status();
+    // Each distinct kernel once (a stream-K config whose tiles fill whole waves is
+    // the plain kernel).
+    if (std::none_of(all.begin(), all.end(), [&](const KernelLaunch& k) { return k.source == (*x)[0].source; })) {
+      all.push_back((*x)[0]);
+    }
+  }
+  if (select == Select::kAll && c.m <= 64 && ops::Sm90SwapAbEligible(node).ok()) {
+    // Swapped tiles: n8 (unsplit, the heuristic's 16-stage ring), n16 in clusters of
+    // two sharing A^T, two consumers split in 2, two m64 blocks split in 3, three
+    // consumers (PickSm90SwapWaveConfig's 192-row tiles), and 128 k per stage with
+    // one consumer, with two m64 blocks, and split in 2.
+    for (ops::Sm90GemmConfig cfg :
+         {Sm90Swap(64, 8, 1, 1, 16, 1), Sm90Cluster(Sm90Swap(64, 16, 1, 1, 16, 1)), Sm90Swap(128, 16, 2, 1, 4, 2),
+          Sm90Swap(128, 32, 1, 2, 6, 3), Sm90Swap(192, 48, 3, 1, 4, 1), Sm90Bk128(Sm90Swap(64, 8, 1, 1, 8, 1)),
+          Sm90Bk128(Sm90Swap(128, 32, 1, 2, 4, 1)), Sm90Bk128(Sm90Swap(64, 16, 1, 1, 8, 2))}) {
+      const int64_t k_units = c.tf32 ? 2 * c.k : c.k;  // a tf32 element takes two 16-bit ones' bytes
+      const int64_t k_tiles = (k_units + cfg.bk - 1) / cfg.bk;
+      if ((cfg.split_k - 1) * ((k_tiles + cfg.split_k - 1) / cfg.split_k) >= k_tiles) cfg.split_k = 1;
+      absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroupSm90(node, &cfg, 3);
+      ASSERT_TRUE(x.ok()) << c.Name() << ": " << x.status();
+      all.push_back((*x)[0]);
+    }
+  }
+}
+
 inline void Generate(Generated& out, Select select, Family family = Family::kSm80, int* routed = nullptr) {
   uint32_t seed = 1;
   std::set<std::string> seen;
@@ -617,53 +669,7 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
     if (sm90) {
       // The heuristic's config, then each other tile shape on the same case.
       std::vector<KernelLaunch> all = {(*l)[0]};
-      for (const ops::Sm90GemmConfig& cfg : {ops::Sm90GemmConfig{128, 256, 2, 1, 3}, ops::Sm90GemmConfig{128, 128, 2, 1, 4},
-                                             ops::Sm90GemmConfig{256, 128, 2, 2, 3}, ops::Sm90GemmConfig{64, 128, 1, 1, 8},
-                                             ops::Sm90GemmConfig{128, 64, 2, 1, 3},
-                                             ops::Sm90GemmConfig{64, 256, 2, 1, 4, true},
-                                             ops::Sm90GemmConfig{128, 128, 2, 2, 5, true},  // the heuristic's ping-pong
-                                             // Clusters of two sharing B: K-major B in halves of
-                                             // 128, 96 and 32 rows, MN-major in 2, 3 (uneven) and
-                                             // 1 boxes; ping-pong.
-                                             ops::Sm90GemmConfig{128, 256, 2, 1, 4},  // C in 2 chunks
-                                             ops::Sm90GemmConfig{64, 256, 1, 1, 5},   // one consumer, 2 chunks
-                                             // Three consumers: 192 rows, C in 3 / 2 chunks.
-                                             ops::Sm90GemmConfig{192, 192, 3, 1, 4}, ops::Sm90GemmConfig{192, 128, 3, 1, 5},
-                                             Sm90Cluster({128, 256, 2, 1, 4}), Sm90Cluster({128, 192, 2, 1, 4}),
-                                             Sm90Cluster({64, 64, 1, 1, 8}),
-                                             ops::Sm90GemmConfig{64, 64, 1, 1, 12},  // the deep ring
-                                             ops::Sm90GemmConfig{64, 64, 2, 1, 12, true},  // 64-row ping-pong
-                                             ops::Sm90GemmConfig{128, 192, 2, 1, 5},  // C in 3 chunks
-                                             Sm90Cluster({128, 128, 2, 2, 4, true}),
-                                             // Stream-K over 3 CTAs (Sm90SplitCases has more).
-                                             WithStreamK({128, 128, 2, 1, 4})}) {
-        if (select != Select::kAll && select != Select::kFormsHeavy) break;
-        // A grid of 3 blocks: each walks many tiles (ring wrap-around, ping-pong turns).
-        absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroupSm90(*b->node, &cfg, 3);
-        ASSERT_TRUE(x.ok()) << c.Name() << ": " << x.status();
-        // Each distinct kernel once (a stream-K config whose tiles fill whole waves is
-        // the plain kernel).
-        if (std::none_of(all.begin(), all.end(), [&](const KernelLaunch& k) { return k.source == (*x)[0].source; })) {
-          all.push_back((*x)[0]);
-        }
-      }
-      if (select == Select::kAll && c.m <= 64 && ops::Sm90SwapAbEligible(*b->node).ok()) {
-        // Swapped tiles: n8 (unsplit, the heuristic's 16-stage ring), n16 in clusters of
-        // two sharing A^T, two consumers split in 2, two m64 blocks split in 3, three
-        // consumers (PickSm90SwapWaveConfig's 192-row tiles), and 128 k per stage with
-        // one consumer, with two m64 blocks, and split in 2.
-        for (ops::Sm90GemmConfig cfg :
-             {Sm90Swap(64, 8, 1, 1, 16, 1), Sm90Cluster(Sm90Swap(64, 16, 1, 1, 16, 1)), Sm90Swap(128, 16, 2, 1, 4, 2),
-              Sm90Swap(128, 32, 1, 2, 6, 3), Sm90Swap(192, 48, 3, 1, 4, 1), Sm90Bk128(Sm90Swap(64, 8, 1, 1, 8, 1)),
-              Sm90Bk128(Sm90Swap(128, 32, 1, 2, 4, 1)), Sm90Bk128(Sm90Swap(64, 16, 1, 1, 8, 2))}) {
-          const int64_t k_units = c.tf32 ? 2 * c.k : c.k;  // a tf32 element takes two 16-bit ones' bytes
-          const int64_t k_tiles = (k_units + cfg.bk - 1) / cfg.bk;
-          if ((cfg.split_k - 1) * ((k_tiles + cfg.split_k - 1) / cfg.split_k) >= k_tiles) cfg.split_k = 1;
-          absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroupSm90(*b->node, &cfg, 3);
-          ASSERT_TRUE(x.ok()) << c.Name() << ": " << x.status();
-          all.push_back((*x)[0]);
-        }
-      }
+      ASSERT_NO_FATAL_FAILURE(Sm90Variants(c, *b->node, select, all));
       for (size_t i = 0; i < all.size(); ++i) {
         out.cases.push_back(c);
         out.kernels.push_back({absl::StrCat("kiln_gemm_", c.Name(), "_cfg", i), all[i].source});
