@@ -290,6 +290,18 @@ GemmFamilyPlan FamilyProblem(const GemmPrep& prep) {
 
 namespace {
 
+// A gated product's functor (gemm_sm90_epilogue.cuh, GEMM_GATED): the output element
+// at (row, col) from its gate (acc) and up (acc_up) products.
+std::string GatedEpilogueFunction(const GemmPlan& plan, const GemmEpilogueSource& epilogue) {
+  return absl::StrCat(
+      "static __device__ __forceinline__ float kiln_epilogue(float acc, int row, int col, int batch "
+      "KILN_EPILOGUE_PARAMS) {\n  return acc;\n}\n"
+      "// The output element at (row, col) from its gate (acc) and up (acc_up) products.\n"
+      "static __device__ __forceinline__ float kiln_epilogue_gated(float acc, float acc_up, int row, int col, "
+      "int batch KILN_EPILOGUE_PARAMS) {\n",
+      epilogue.loads, plan.epilogue_code, "  return ", plan.result, ";\n}\n");
+}
+
 // A rotary product's functors (gemm_sm90_epilogue.cuh, GEMM_ROTARY): the output
 // element at (row, col) from its product (acc) and that of the column GEMM_ROTARY away
 // (acc_partner), kiln_epilogue_rotary; and kiln_epilogue_rotary2 on a fragment's
@@ -339,6 +351,17 @@ std::string RotaryEpilogueFunctions(const Node& node, const GemmPrep& prep, cons
   return absl::StrCat(out, "}\n");
 }
 
+// The functors of a gated or rotary product, their defines appended to `defines`.
+std::string PairedEpilogueFunctions(const Node& node, const GemmPrep& prep, const GemmEpilogueSource& epilogue,
+                                    std::string& defines) {
+  if (prep.plan.gated) {
+    absl::StrAppend(&defines, "#define GEMM_GATED 1\n#define GEMM_C_N ", prep.n, "\n");
+    return GatedEpilogueFunction(prep.plan, epilogue);
+  }
+  absl::StrAppend(&defines, "#define GEMM_ROTARY ", prep.plan.rotary_half, "\n");
+  return RotaryEpilogueFunctions(node, prep, epilogue);
+}
+
 }  // namespace
 
 absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
@@ -385,25 +408,10 @@ absl::StatusOr<GemmFamilyPlan> PlanGemmForFamily(const Node& node) {
   // (kiln_epilogue_at2): half the load instructions, which bound that epilogue.
   std::string prefetch, members, column_loads, values, unpack, at_loads, paired, unpaired, aligned, prefetch_rows;
   int registers = 0;
-  // A gated product's epilogue (gemm_sm90_epilogue.cuh, GEMM_GATED) pairs the gate
-  // and up accumulators and loads its operands itself.
-  if (plan.gated) {
-    absl::StrAppend(&f.epilogue_defines, "#define GEMM_GATED 1\n#define GEMM_C_N ", f.c_n, "\n");
-    f.epilogue_function = absl::StrCat(
-        "static __device__ __forceinline__ float kiln_epilogue(float acc, int row, int col, int batch "
-        "KILN_EPILOGUE_PARAMS) {\n  return acc;\n}\n"
-        "// The output element at (row, col) from its gate (acc) and up (acc_up) products.\n"
-        "static __device__ __forceinline__ float kiln_epilogue_gated(float acc, float acc_up, int row, int col, "
-        "int batch KILN_EPILOGUE_PARAMS) {\n",
-        epilogue.loads, plan.epilogue_code, "  return ", plan.result, ";\n}\n");
-  }
-  // A rotary product's epilogue (GEMM_ROTARY) pairs each accumulator with the one of
-  // the column rotary_half away and loads its operands itself.
+  // Gated and rotary products' epilogues (gemm_sm90_epilogue.cuh, GEMM_GATED and
+  // GEMM_ROTARY) pair accumulators and load their operands themselves.
   const bool pairs_columns = plan.gated || plan.rotary_half > 0;
-  if (plan.rotary_half > 0) {
-    absl::StrAppend(&f.epilogue_defines, "#define GEMM_ROTARY ", plan.rotary_half, "\n");
-    f.epilogue_function = RotaryEpilogueFunctions(node, prep, epilogue);
-  }
+  if (pairs_columns) f.epilogue_function = PairedEpilogueFunctions(node, prep, epilogue, f.epilogue_defines);
   for (size_t l = 0; l < plan.loads.size() && !pairs_columns; ++l) {
     const ElementwiseLoad& ld = plan.loads[l];
     const Shape view = prep.View(ld.view);
