@@ -135,48 +135,58 @@ std::optional<Rotation> MatchRotation(const Graph& graph, Value* piece, int inde
   return r;
 }
 
-// Where each element of `view` (row-major over its shape) sits in the start tensor.
-std::vector<int64_t> Offsets(const StridedView& view) {
-  std::vector<int64_t> out = {view.offset()};
-  for (int d = 0; d < view.rank(); ++d) {
-    std::vector<int64_t> along = {0};
-    for (const ViewFactor& f : view.factors(d)) {
-      std::vector<int64_t> next;
-      next.reserve(along.size() * f.size);
-      for (int64_t a : along) {
-        for (int64_t i = 0; i < f.size; ++i) next.push_back(a + i * f.stride);
-      }
-      along = std::move(next);
-    }
+// Where the elements of dim `d` of `view` sit in the start tensor, from its offset.
+std::vector<int64_t> DimOffsets(const StridedView& view, int d) {
+  std::vector<int64_t> along = {0};
+  for (const ViewFactor& f : view.factors(d)) {
     std::vector<int64_t> next;
-    next.reserve(out.size() * along.size());
-    for (int64_t o : out) {
-      for (int64_t a : along) next.push_back(o + a);
+    next.reserve(along.size() * f.size);
+    for (int64_t a : along) {
+      for (int64_t i = 0; i < f.size; ++i) next.push_back(a + i * f.stride);
     }
-    out = std::move(next);
+    along = std::move(next);
   }
-  return out;
+  return along;
 }
 
-// Row-major index into `table` (broadcasting into `shape`) of each element of `shape`.
-std::vector<int64_t> BroadcastIndex(const Shape& table, const Shape& shape) {
+// The row-major index into `table` (broadcasting into `shape`) that each element of
+// dim `d` of `shape` adds.
+std::vector<int64_t> DimTableIndex(const Shape& table, const Shape& shape, size_t d) {
   const size_t lead = shape.size() - table.size();
-  std::vector<int64_t> out = {0};
-  for (size_t d = 0; d < shape.size(); ++d) {
-    const int64_t n = d < lead ? 1 : table[d - lead];
-    std::vector<int64_t> next;
-    next.reserve(out.size() * shape[d]);
-    for (int64_t o : out) {
-      for (int64_t i = 0; i < shape[d]; ++i) next.push_back(o * n + (n == 1 ? 0 : i));
-    }
-    out = std::move(next);
-  }
+  int64_t stride = 1;
+  for (size_t t = d + 1; t < shape.size(); ++t) stride *= t < lead ? 1 : table[t - lead];
+  const int64_t n = d < lead ? 1 : table[d - lead];
+  std::vector<int64_t> out(shape[d]);
+  for (int64_t i = 0; i < shape[d]; ++i) out[i] = n == 1 ? 0 : i * stride;
   return out;
 }
 
-// The rotation's half width h when its xh is, within the product `p` (of `pieces`
-// columns each from `first`), h contiguous columns per half, the halves h apart and
-// the piece starting at a multiple of 2h; else 0.
+// Calls visit(offset in the start tensor, cos index, sin index, first half) for every
+// element of xh (of `view`), cos and sin broadcast into it: O(sum of dims) memory.
+template <typename Visit>
+void ForEachElement(const Rotation& r, const StridedView& view, const Visit& visit) {
+  const Shape& xs = r.xh->shape();
+  const size_t rank = xs.size();
+  std::vector<std::vector<int64_t>> off(rank), ci(rank), si(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    off[d] = DimOffsets(view, static_cast<int>(d));
+    ci[d] = DimTableIndex(r.cos->shape(), xs, d);
+    si[d] = DimTableIndex(r.sin->shape(), xs, d);
+  }
+  std::vector<int64_t> idx(rank, 0);
+  while (true) {
+    int64_t o = view.offset(), c = 0, s = 0;
+    for (size_t d = 0; d < rank; ++d) o += off[d][idx[d]], c += ci[d][idx[d]], s += si[d][idx[d]];
+    visit(o, c, s, idx[rank - 2] == 0);
+    size_t d = rank;
+    while (d > 0 && ++idx[d - 1] == xs[d - 1]) idx[--d] = 0;
+    if (d == 0) return;
+  }
+}
+
+// The rotation's half width h when its xh is, within the product `p` (its piece the
+// `count` columns from `first`), h contiguous columns per half, the halves h apart,
+// and the piece starts at a multiple of 2h; else 0. `view` becomes xh's view of `p`.
 int64_t HalfWidth(const Rotation& r, const Value* p, int64_t first, int64_t count, StridedView& view) {
   const int last = p->rank() - 1;
   view = StridedView::Dense(p->shape());
@@ -230,28 +240,37 @@ struct Match {
 };
 
 // The tables of `m`'s rotations: cos and sign * sin at each rotated element of the
-// product, 1 and 0 elsewhere.
-void BuildTables(Match& m, const std::vector<StridedView>& views) {
+// product, 1 and 0 elsewhere, over the product's last two dims (a sequence's rows and
+// the columns; leading dims 1) and cut further by Squeeze. False (no tables) when they
+// differ between entries of the leading dims (a batch of different positions).
+bool BuildTables(Match& m, const std::vector<StridedView>& views) {
   const Value* p = m.product;
-  const int64_t numel = p->numel();
-  std::vector<float> c(numel, 1.f), s(numel, 0.f);
-  for (size_t i = 0; i < m.rotations.size(); ++i) {
+  const Shape& ps = p->shape();
+  const int64_t block = ps[ps.size() - 2] * ps.back();
+  std::vector<float> c(block, 1.f), s(block, 0.f);
+  std::vector<bool> set(block, false);
+  bool consistent = true;
+  for (size_t i = 0; i < m.rotations.size() && consistent; ++i) {
     const Rotation& r = m.rotations[i];
-    const std::vector<int64_t> at = Offsets(views[i]);
-    const std::vector<int64_t> ci = BroadcastIndex(r.cos->shape(), r.xh->shape());
-    const std::vector<int64_t> si = BroadcastIndex(r.sin->shape(), r.xh->shape());
     const std::vector<float> cv = r.cos->constant().ToFloat(), sv = r.sin->constant().ToFloat();
-    const int64_t h = m.h;
-    for (size_t e = 0; e < at.size(); ++e) {
-      const bool first_half = (e / h) % 2 == 0;  // xh's axis -2 (size 2) over its last (h)
-      c[at[e]] = cv[ci[e]];
-      s[at[e]] = first_half ? -sv[si[e]] : sv[si[e]];
-    }
+    ForEachElement(r, views[i], [&](int64_t at, int64_t ci, int64_t si, bool first_half) {
+      const int64_t e = at % block;
+      const float cw = cv[ci], sw = first_half ? -sv[si] : sv[si];
+      if (!set[e]) {
+        c[e] = cw, s[e] = sw, set[e] = true;
+      } else if (c[e] != cw || s[e] != sw) {
+        consistent = false;
+      }
+    });
   }
-  Shape shape = p->shape();
+  if (!consistent) return false;
+  Shape shape(ps.size(), 1);
+  shape[ps.size() - 2] = ps[ps.size() - 2];
+  shape.back() = ps.back();
   Squeeze(shape, c, s);
   m.cos = Tensor::FromFloat(p->dtype(), shape, c);
   m.sin = Tensor::FromFloat(p->dtype(), shape, s);
+  return true;
 }
 
 // A constant holding `t`: one of `cache` with equal contents, or a new one.
@@ -370,7 +389,12 @@ absl::StatusOr<bool> FuseRotaryMatMul::Run(Graph& graph) {
       first += count;
     }
     if (!ok || m.rotations.empty()) continue;
-    BuildTables(m, views);
+    if (!BuildTables(m, views)) {
+      ReportRejection(report_, name(), {split->name()},
+                      absl::StrCat("tables: the rotations' cos and sin differ between the entries of ",
+                                   Quote(p->name()), "'s leading dims (a batch at other positions)"));
+      continue;
+    }
     matches.push_back(std::move(m));
   }
   if (matches.empty()) return false;

@@ -21,14 +21,17 @@
 //                                               MatMul
 //   Partner(P) = Reshape(Slice(Reshape(P, [..., N/2h, 2, h]), start 1, step -1,
 //                axis -2), P's shape)           (the column h away within its 2h)
-// C and S are constant tables over P's columns (and the leading dims the tables vary
-// along, e.g. the sequence): cos and sign * sin for rotated elements, 1 and 0 for the
-// others (the V columns). Each piece becomes Slice(R, its columns); a rotated piece's
-// head-view chain now reads that Slice, and its y is replaced by the chain's xh.
+// C and S are constant tables over P's last two dims (a sequence's rows and the
+// columns; 1 along the others, and along the rows too where they do not vary): cos
+// and sign * sin for rotated elements, 1 and 0 for the others (the V columns). Each
+// piece becomes Slice(R, its columns); a rotated piece's head-view chain now reads that
+// Slice, and its y is replaced by the chain's xh.
 // Not fired, silently: a Split of anything else or with no rotated piece; reported
 // ("layout: "): a rotation whose halves are not h contiguous columns of P; ("head
 // dim: ") h not a multiple of 8 or 2h not dividing 256, which the Hopper family's
-// epilogue does not pair.
+// epilogue does not pair; ("tables: ") cos or sin that differ between entries of P's
+// leading dims (the tables cover one entry's rows and columns, built in memory of that
+// size, not P's).
 //
 // Preconditions: a typed static graph with constant tables; after fuse-siblings (the
 // merged product) and before fuse-attention (which then reads the Slices of R).

@@ -236,6 +236,16 @@ TEST(FuseRotaryMatMulTest, DoesNotFireOnOtherForms) {
     EXPECT_FALSE(changed);
     ::kiln::testing::ExpectOneRejection(report, "head dim: ");
   }
+  // Tables per batch entry (sequences at other positions): not one table for the
+  // product's rows. Reported.
+  {
+    const std::string text = ReplaceOnce(kLlamaQkv, "const %q_cos : f16[1,1,8,2,8]", "const %q_cos : f16[2,1,8,2,8]");
+    FusionReport report;
+    bool changed = true;
+    RunPass(text, &report, &changed);
+    EXPECT_FALSE(changed);
+    ::kiln::testing::ExpectOneRejection(report, "tables: ");
+  }
   // A product that is not a MatMul's: silent.
   {
     const std::string text = ReplaceOnce(
