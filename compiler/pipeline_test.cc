@@ -214,6 +214,36 @@ graph @main {
   }
 }
 
+// Compiles `text` (constants random by `seed`) in fp16 for sm_90a with auto,
+// generated and library MatMul groups and for sm_80: `pass` runs exactly on the first
+// two (the Hopper family with kiln's GEMMs); `check(graph, fires)` inspects each
+// result, which matches the unfused graph.
+template <typename Check>
+void ForEachGemmTarget(const std::string& text, uint32_t seed, const std::string& pass, const Check& check) {
+  struct Target {
+    const char* arch;
+    codegen::MatMulGroups groups;
+    bool fires;
+  };
+  for (const Target& t :
+       {Target{"sm_90a", codegen::MatMulGroups::kAuto, true}, Target{"sm_90a", codegen::MatMulGroups::kGenerated, true},
+        Target{"sm_90a", codegen::MatMulGroups::kLibrary, false},
+        Target{"sm_80", codegen::MatMulGroups::kAuto, false}}) {
+    SCOPED_TRACE(absl::StrCat(t.arch, " ", static_cast<int>(t.groups)));
+    std::unique_ptr<Graph> g = ParseTyped(text);
+    RandomizeConstants(*g, seed);
+    std::unique_ptr<Graph> original = g->Clone();
+    CompileOptions options;
+    options.precision = "fp16";
+    options.arch = t.arch;
+    options.matmul_groups = t.groups;
+    const std::vector<std::string> ran = RunAndRecord(*g, options, nullptr);
+    EXPECT_EQ(std::count(ran.begin(), ran.end(), pass), t.fires ? 1 : 0);
+    check(*g, t.fires);
+    ExpectSameResults(*original, *g, 2e-2f, 2e-2f);
+  }
+}
+
 // A gated FFN (Llama's SwiGLU, as torch.export writes it) becomes one gated-matmul
 // group on sm_90a, where the Hopper family pairs gate and up in its epilogue, and
 // stays two merged siblings and a pointwise kernel elsewhere and with cuBLASLt only.
@@ -231,31 +261,11 @@ graph @main {
   output %y
 }
 )";
-  struct Target {
-    const char* arch;
-    codegen::MatMulGroups groups;
-    bool gated;
-  };
-  for (const Target& t :
-       {Target{"sm_90a", codegen::MatMulGroups::kAuto, true}, Target{"sm_90a", codegen::MatMulGroups::kGenerated, true},
-        Target{"sm_90a", codegen::MatMulGroups::kLibrary, false},
-        Target{"sm_80", codegen::MatMulGroups::kAuto, false}}) {
-    SCOPED_TRACE(t.arch);
-    std::unique_ptr<Graph> g = ParseTyped(kFfn);
-    RandomizeConstants(*g, 5);
-    std::unique_ptr<Graph> original = g->Clone();
-    CompileOptions options;
-    options.precision = "fp16";
-    options.arch = t.arch;
-    options.matmul_groups = t.groups;
-    const std::vector<std::string> ran = RunAndRecord(*g, options, nullptr);
-    EXPECT_EQ(std::count(ran.begin(), ran.end(), "fuse-gated-matmul"), t.gated ? 1 : 0);
+  ForEachGemmTarget(kFfn, 5, "fuse-gated-matmul", [](const Graph& g, bool fires) {
     int gated = 0;
-    for (const Node* n : g->nodes())
-      gated += IsFusedGroup(*n) && n->GetString("pattern", "").value_or("") == "gated-matmul";
-    EXPECT_EQ(gated, t.gated ? 1 : 0) << Summary(*g);
-    ExpectSameResults(*original, *g, 2e-2f, 2e-2f);
-  }
+    for (const Node* n : g.nodes()) gated += IsFusedGroup(*n) && n->GetString("pattern", "").value_or("") == "gated-matmul";
+    EXPECT_EQ(gated, fires ? 1 : 0) << Summary(g);
+  });
 }
 
 // RoPE on Q and K as the exporters write it (Slice, Neg, Concat, Mul, Add after the
@@ -301,34 +311,15 @@ graph @main {
   %v = MatMul(%x, %wv) @v_proj
   output %v)",
                                         rope, "\n}\n");
-  struct Target {
-    const char* arch;
-    codegen::MatMulGroups groups;
-    bool rotary;
-  };
-  for (const Target& t :
-       {Target{"sm_90a", codegen::MatMulGroups::kAuto, true}, Target{"sm_90a", codegen::MatMulGroups::kGenerated, true},
-        Target{"sm_90a", codegen::MatMulGroups::kLibrary, false},
-        Target{"sm_80", codegen::MatMulGroups::kAuto, false}}) {
-    SCOPED_TRACE(t.arch);
-    std::unique_ptr<Graph> g = ParseTyped(text);
-    RandomizeConstants(*g, 6);
-    std::unique_ptr<Graph> original = g->Clone();
-    CompileOptions options;
-    options.precision = "fp16";
-    options.arch = t.arch;
-    options.matmul_groups = t.groups;
-    const std::vector<std::string> ran = RunAndRecord(*g, options, nullptr);
-    EXPECT_EQ(std::count(ran.begin(), ran.end(), "fuse-rotary-matmul"), t.rotary ? 1 : 0);
+  ForEachGemmTarget(text, 6, "fuse-rotary-matmul", [](const Graph& g, bool fires) {
     int rotary = 0, splits = 0;
-    for (const Node* n : g->nodes()) {
+    for (const Node* n : g.nodes()) {
       rotary += IsFusedGroup(*n) && n->GetString("pattern", "").value_or("") == "rotary-matmul";
       splits += n->op_type() == "Split";
     }
-    EXPECT_EQ(rotary, t.rotary ? 1 : 0) << Summary(*g);
-    EXPECT_EQ(splits, t.rotary ? 0 : 1) << Summary(*g);
-    ExpectSameResults(*original, *g, 2e-2f, 2e-2f);
-  }
+    EXPECT_EQ(rotary, fires ? 1 : 0) << Summary(g);
+    EXPECT_EQ(splits, fires ? 0 : 1) << Summary(g);
+  });
 }
 
 // Attention comes before fuse-epilogue, so the scale and mask stay with the Softmax
