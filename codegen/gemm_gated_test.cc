@@ -6,9 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/gemm_gated_test_cases.h"
-#include "codegen/kernel_choice.h"
-#include "codegen/nvrtc_module.h"
-#include "codegen/ops/families.h"
+#include "codegen/gemm_paired_test_util.h"
 #include "codegen/ops/gemm_sm90.h"
 
 namespace kiln::codegen {
@@ -43,34 +41,8 @@ TEST(GemmGatedTest, PlansBothHalvesIntoOneEpilogue) {
 TEST(GemmGatedTest, TileRulesAndRouting) {
   Built b;
   ASSERT_NO_FATAL_FAILURE(Build(Cases()[1], 1, b));
-  for (const char* narrow : {"64x64 c1x1 s8", "128x192 c2x1 s5", "64x64 c1x1 s8 swap"}) {
-    absl::StatusOr<ops::Sm90GemmConfig> cfg = ops::ParseSm90GemmConfig(narrow);
-    ASSERT_TRUE(cfg.ok()) << cfg.status();
-    const absl::Status st = ops::Sm90ConfigFits(*b.group, *cfg);
-    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << narrow << ": " << st;
-    EXPECT_NE(st.message().find("gated product"), absl::string_view::npos) << st;
-  }
-  EXPECT_FALSE(ops::Sm90SwapAbEligible(*b.group).ok());
-  // Every config the tuner would measure is one the generator takes.
-  for (const ops::Sm90GemmConfig& cfg : ops::Sm90CandidateConfigs(*b.group)) {
-    EXPECT_EQ(cfg.bn % 128, 0) << ops::Sm90GemmConfigString(cfg);
-    EXPECT_FALSE(cfg.swap_ab) << ops::Sm90GemmConfigString(cfg);
-  }
-  // The sm_80 template has no paired epilogue: NoKernel, and the choice says so (the
-  // group is then expanded into its members).
-  const absl::Status sm80 = ops::GenerateMatMulGroup(*b.group).status();
-  EXPECT_EQ(sm80.code(), absl::StatusCode::kUnimplemented) << sm80;
-  EXPECT_NE(sm80.message().find("gated or rotary product"), absl::string_view::npos) << sm80;
-  KernelOptions hopper;
-  hopper.matmul_groups = MatMulGroups::kAuto;
-  hopper.hopper = true;
-  EXPECT_EQ(ChooseKernel(*b.group, hopper).kind, KernelKind::kGemm) << ChooseKernel(*b.group, hopper).Describe();
-  KernelOptions sm80_generated;
-  sm80_generated.matmul_groups = MatMulGroups::kGenerated;
-  const KernelChoice none = ChooseKernel(*b.group, sm80_generated);
-  ASSERT_FALSE(none.gemm.ok()) << none.Describe();
-  EXPECT_NE(none.gemm.status().message().find("gated or rotary product"), absl::string_view::npos) << none.Describe();
-  EXPECT_EQ(GenerateNodeKernels(*b.group, sm80_generated).status().code(), absl::StatusCode::kUnimplemented);
+  const std::vector<const char*> refused = {"64x64 c1x1 s8", "128x192 c2x1 s5", "64x64 c1x1 s8 swap"};
+  ASSERT_NO_FATAL_FAILURE(paired_test::ExpectTileRulesAndRouting(*b.group, refused, "gated product", 128));
 }
 
 // The heuristic's kernel of every case and two forced forms (C in chunks, split-K)
@@ -80,18 +52,14 @@ TEST(GemmGatedTest, KernelsCompileForSm90a) {
   for (const GatedCase& c : Cases()) {
     Built b;
     ASSERT_NO_FATAL_FAILURE(Build(c, 1, b));
-    absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateMatMulGroupSm90(*b.group);
-    ASSERT_TRUE(l.ok()) << c.name << ": " << l.status();
-    kernels.push_back({absl::StrCat("kiln_gated_", c.name), (*l)[0].source});
+    ASSERT_NO_FATAL_FAILURE(
+        paired_test::AppendSm90Kernel(*b.group, nullptr, absl::StrCat("kiln_gated_", c.name), kernels));
   }
   Built b;
   ASSERT_NO_FATAL_FAILURE(Build(Cases()[3], 1, b));
   for (const char* forced : {"128x256 c2x1 s4", "128x128 c2x1 s4 k2"}) {
-    absl::StatusOr<ops::Sm90GemmConfig> cfg = ops::ParseSm90GemmConfig(forced);
-    ASSERT_TRUE(cfg.ok()) << cfg.status();
-    absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateMatMulGroupSm90(*b.group, &*cfg);
-    ASSERT_TRUE(l.ok()) << forced << ": " << l.status();
-    kernels.push_back({absl::StrCat("kiln_gated_forced_", kernels.size()), (*l)[0].source});
+    ASSERT_NO_FATAL_FAILURE(
+        paired_test::AppendSm90Kernel(*b.group, forced, absl::StrCat("kiln_gated_forced_", kernels.size()), kernels));
   }
   absl::StatusOr<std::string> cubin = CompileModule(kernels, "sm_90a");
   EXPECT_TRUE(cubin.ok()) << cubin.status();

@@ -6,10 +6,8 @@
 // reference.
 #include <gtest/gtest.h>
 
+#include "codegen/gemm_paired_test_util.h"
 #include "codegen/gemm_rotary_test_cases.h"
-#include "codegen/kernel_choice.h"
-#include "codegen/nvrtc_module.h"
-#include "codegen/ops/families.h"
 #include "codegen/ops/gemm_sm90.h"
 
 namespace kiln::codegen {
@@ -44,28 +42,8 @@ TEST(GemmRotaryTest, PlansThePartnerIntoTheEpilogue) {
 TEST(GemmRotaryTest, TileRulesAndRouting) {
   Built b;
   ASSERT_NO_FATAL_FAILURE(Build(Cases()[2], 1, b));  // head dim 128
-  for (const char* narrow : {"64x64 c1x1 s8", "128x192 c2x1 s5", "64x128 c1x1 s8 swap"}) {
-    absl::StatusOr<ops::Sm90GemmConfig> cfg = ops::ParseSm90GemmConfig(narrow);
-    ASSERT_TRUE(cfg.ok()) << cfg.status();
-    const absl::Status st = ops::Sm90ConfigFits(*b.group, *cfg);
-    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << narrow << ": " << st;
-    EXPECT_NE(st.message().find("rotary product"), absl::string_view::npos) << st;
-  }
-  EXPECT_FALSE(ops::Sm90SwapAbEligible(*b.group).ok());
-  for (const ops::Sm90GemmConfig& cfg : ops::Sm90CandidateConfigs(*b.group)) {
-    EXPECT_EQ(cfg.bn % 128, 0) << ops::Sm90GemmConfigString(cfg);
-    EXPECT_FALSE(cfg.swap_ab) << ops::Sm90GemmConfigString(cfg);
-  }
-  const absl::Status sm80 = ops::GenerateMatMulGroup(*b.group).status();
-  EXPECT_EQ(sm80.code(), absl::StatusCode::kUnimplemented) << sm80;
-  EXPECT_NE(sm80.message().find("rotary product"), absl::string_view::npos) << sm80;
-  KernelOptions hopper;
-  hopper.matmul_groups = MatMulGroups::kAuto;
-  hopper.hopper = true;
-  EXPECT_EQ(ChooseKernel(*b.group, hopper).kind, KernelKind::kGemm) << ChooseKernel(*b.group, hopper).Describe();
-  KernelOptions sm80_generated;
-  sm80_generated.matmul_groups = MatMulGroups::kGenerated;
-  EXPECT_EQ(GenerateNodeKernels(*b.group, sm80_generated).status().code(), absl::StatusCode::kUnimplemented);
+  const std::vector<const char*> refused = {"64x64 c1x1 s8", "128x192 c2x1 s5", "64x128 c1x1 s8 swap"};
+  ASSERT_NO_FATAL_FAILURE(paired_test::ExpectTileRulesAndRouting(*b.group, refused, "rotary product", 128));
 }
 
 // The heuristic's kernel of every case and two forced forms (64-column tiles,
@@ -75,18 +53,14 @@ TEST(GemmRotaryTest, KernelsCompileForSm90a) {
   for (const RotaryCase& c : Cases()) {
     Built b;
     ASSERT_NO_FATAL_FAILURE(Build(c, 1, b));
-    absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateMatMulGroupSm90(*b.group);
-    ASSERT_TRUE(l.ok()) << c.name << ": " << l.status();
-    kernels.push_back({absl::StrCat("kiln_rotary_", c.name), (*l)[0].source});
+    ASSERT_NO_FATAL_FAILURE(
+        paired_test::AppendSm90Kernel(*b.group, nullptr, absl::StrCat("kiln_rotary_", c.name), kernels));
   }
   Built b;
   ASSERT_NO_FATAL_FAILURE(Build(Cases()[3], 1, b));
   for (const char* forced : {"64x64 p2x1 s8", "128x128 c2x1 s4 k2"}) {
-    absl::StatusOr<ops::Sm90GemmConfig> cfg = ops::ParseSm90GemmConfig(forced);
-    ASSERT_TRUE(cfg.ok()) << cfg.status();
-    absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateMatMulGroupSm90(*b.group, &*cfg);
-    ASSERT_TRUE(l.ok()) << forced << ": " << l.status();
-    kernels.push_back({absl::StrCat("kiln_rotary_forced_", kernels.size()), (*l)[0].source});
+    ASSERT_NO_FATAL_FAILURE(
+        paired_test::AppendSm90Kernel(*b.group, forced, absl::StrCat("kiln_rotary_forced_", kernels.size()), kernels));
   }
   absl::StatusOr<std::string> cubin = CompileModule(kernels, "sm_90a");
   EXPECT_TRUE(cubin.ok()) << cubin.status();
