@@ -27,12 +27,6 @@ namespace {
 constexpr int64_t kMinHalf = 8;
 constexpr int64_t kMaxTile = 256;
 
-// The only reader of `v` (no graph output), else nullptr.
-Node* OnlyReader(const Graph& graph, const Value* v) {
-  if (v->uses().size() != 1 || graph.IsGraphOutput(v)) return nullptr;
-  return v->uses()[0].node;
-}
-
 bool Is16Bit(const Value* v) { return v->dtype() == DType::kFloat16 || v->dtype() == DType::kBFloat16; }
 
 // A Split of a plain MatMul's 16-bit product along its last axis, the Split its only

@@ -19,9 +19,13 @@ Node* InternalProducer(const Graph& graph, const Value* v, absl::string_view op,
   return IsOp(node, op, num_inputs) ? node : nullptr;
 }
 
-Node* InternalConsumer(const Graph& graph, const Value* v, absl::string_view op, int num_inputs) {
+Node* OnlyReader(const Graph& graph, const Value* v) {
   if (v->uses().size() != 1 || graph.IsGraphOutput(v)) return nullptr;
-  Node* node = v->uses()[0].node;
+  return v->uses()[0].node;
+}
+
+Node* InternalConsumer(const Graph& graph, const Value* v, absl::string_view op, int num_inputs) {
+  Node* node = OnlyReader(graph, v);
   return IsOp(node, op, num_inputs) ? node : nullptr;
 }
 

@@ -16,12 +16,6 @@
 namespace kiln {
 namespace {
 
-// The only reader of `v` (no graph output), else nullptr.
-Node* OnlyReader(const Graph& graph, const Value* v) {
-  if (v->uses().size() != 1 || graph.IsGraphOutput(v)) return nullptr;
-  return v->uses()[0].node;
-}
-
 // Whether `slice` takes x[..., start : start + h] of its input x (all other dims whole).
 bool TakesHalf(const Node* slice, int64_t start, int64_t h) {
   if (!IsOp(slice, "Slice", slice == nullptr ? 0 : slice->num_inputs())) return false;
