@@ -68,13 +68,6 @@ bool IsHalfSign(const Value* v) {
   return s[0] == -1.f && s[1] == 1.f;
 }
 
-// The operand of binary `node` other than `v`, or nullptr.
-Value* Other(const Node* node, const Value* v) {
-  if (node->input(0) == v) return node->input(1);
-  if (node->input(1) == v) return node->input(0);
-  return nullptr;
-}
-
 // recognize-rope's rotation of one piece of the product.
 struct Rotation {
   int piece = 0;
@@ -113,16 +106,16 @@ std::optional<Rotation> MatchRotation(const Graph& graph, Value* piece, int inde
   }
   if (!SwapsHalves(swap) || x_cos == nullptr) return std::nullopt;
   Node* rotate = OnlyReader(graph, swap->output(0));
-  if (!IsOp(rotate, "Mul", 2) || !IsHalfSign(Other(rotate, swap->output(0)))) return std::nullopt;
+  if (!IsOp(rotate, "Mul", 2) || !IsHalfSign(OtherOperand(rotate, swap->output(0)))) return std::nullopt;
   Node* rot_sin = OnlyReader(graph, rotate->output(0));
   if (!IsOp(rot_sin, "Mul", 2)) return std::nullopt;
   Node* add = OnlyReader(graph, rot_sin->output(0));
   if (!IsOp(add, "Add", 2) || OnlyReader(graph, x_cos->output(0)) != add ||
-      Other(add, rot_sin->output(0)) != x_cos->output(0) || graph.IsGraphOutput(add->output(0))) {
+      OtherOperand(add, rot_sin->output(0)) != x_cos->output(0) || graph.IsGraphOutput(add->output(0))) {
     return std::nullopt;
   }
-  r.cos = Other(x_cos, r.xh);
-  r.sin = Other(rot_sin, rotate->output(0));
+  r.cos = OtherOperand(x_cos, r.xh);
+  r.sin = OtherOperand(rot_sin, rotate->output(0));
   r.y = add->output(0);
   if (!IsTable(r.cos, r.xh) || !IsTable(r.sin, r.xh) || r.y->shape() != r.xh->shape()) return std::nullopt;
   r.nodes = {swap, rotate, x_cos, rot_sin, add};

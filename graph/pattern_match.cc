@@ -24,6 +24,12 @@ Node* OnlyReader(const Graph& graph, const Value* v) {
   return v->uses()[0].node;
 }
 
+Value* OtherOperand(const Node* node, const Value* v) {
+  if (node->input(0) == v) return node->input(1);
+  if (node->input(1) == v) return node->input(0);
+  return nullptr;
+}
+
 Node* InternalConsumer(const Graph& graph, const Value* v, absl::string_view op, int num_inputs) {
   Node* node = OnlyReader(graph, v);
   return IsOp(node, op, num_inputs) ? node : nullptr;

@@ -23,6 +23,8 @@ bool IsOp(const Node* node, absl::string_view op, int num_inputs);
 Node* InternalProducer(const Graph& graph, const Value* v, absl::string_view op, int num_inputs);
 // The single reader of `v` when it has one use and is no graph output, else nullptr.
 Node* OnlyReader(const Graph& graph, const Value* v);
+// The operand of binary `node` other than `v`, or nullptr when `v` is neither.
+Value* OtherOperand(const Node* node, const Value* v);
 // The single consumer of `v` when it is `op` and `v` is internal to the
 // pattern.
 Node* InternalConsumer(const Graph& graph, const Value* v, absl::string_view op, int num_inputs = 2);

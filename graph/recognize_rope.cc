@@ -29,13 +29,6 @@ bool TakesHalf(const Node* slice, int64_t start, int64_t h) {
   return last.start == start && last.step == 1 && last.count == h;
 }
 
-// The operand of binary `node` other than `v`, or nullptr.
-Value* Other(const Node* node, const Value* v) {
-  if (node->input(0) == v) return node->input(1);
-  if (node->input(1) == v) return node->input(0);
-  return nullptr;
-}
-
 struct Match {
   Value* x = nullptr;
   Value* cos = nullptr;
@@ -81,10 +74,10 @@ std::optional<Match> MatchAt(const Graph& graph, Node* concat) {
   if (!IsOp(m2, "Mul", 2) || m2->input(0) == m2->input(1)) return std::nullopt;
   Node* add = OnlyReader(graph, m2->output(0));
   if (!IsOp(add, "Add", 2)) return std::nullopt;
-  Value* p1 = Other(add, m2->output(0));
+  Value* p1 = OtherOperand(add, m2->output(0));
   Node* m1 = p1 == nullptr ? nullptr : p1->producer();
   if (!IsOp(m1, "Mul", 2) || OnlyReader(graph, p1) != add) return std::nullopt;
-  Match m{x, Other(m1, x), Other(m2, rot), add, {s1, s2, neg, concat, m1, m2, add}};
+  Match m{x, OtherOperand(m1, x), OtherOperand(m2, rot), add, {s1, s2, neg, concat, m1, m2, add}};
   if (!IsTable(m.cos, x) || !IsTable(m.sin, x) || add->output(0)->shape() != x->shape()) return std::nullopt;
   return m;
 }
