@@ -43,24 +43,6 @@ Value* SplitProduct(const Graph& graph, const Node& split) {
   return axis == p->rank() - 1 ? p : nullptr;
 }
 
-// Whether `slice` takes xh[..., 1 - i, :] for i = 0, 1 (start 1, step -1 over the
-// size-2 axis -2; every other axis whole).
-bool SwapsHalves(const Node* slice) {
-  if (!IsOp(slice, "Slice", slice == nullptr ? 0 : slice->num_inputs())) return false;
-  const absl::StatusOr<std::vector<ops::AxisSlice>> plan = ops::ConstantSlicePlan(*slice);
-  const Shape& xs = slice->input(0)->shape();
-  if (!plan.ok() || plan->size() != xs.size() || xs.size() < 2) return false;
-  for (size_t d = 0; d < xs.size(); ++d) {
-    const ops::AxisSlice& a = (*plan)[d];
-    const bool half_axis = d + 2 == xs.size();
-    if (half_axis ? (a.start != 1 || a.step != -1 || a.count != 2)
-                  : (a.start != 0 || a.step != 1 || a.count != xs[d])) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // The constant [[-1], [1]] (rotate_half's signs over the two halves).
 bool IsHalfSign(const Value* v) {
   if (v == nullptr || !v->is_constant() || v->shape() != Shape{2, 1}) return false;

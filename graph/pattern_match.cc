@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/ops/reduce_eval.h"
+#include "graph/ops/slice.h"
 
 namespace kiln {
 
@@ -17,6 +18,22 @@ Node* InternalProducer(const Graph& graph, const Value* v, absl::string_view op,
   if (v == nullptr || v->uses().size() != 1 || graph.IsGraphOutput(v)) return nullptr;
   Node* node = v->producer();
   return IsOp(node, op, num_inputs) ? node : nullptr;
+}
+
+bool SwapsHalves(const Node* slice) {
+  if (!IsOp(slice, "Slice", slice == nullptr ? 0 : slice->num_inputs())) return false;
+  const absl::StatusOr<std::vector<ops::AxisSlice>> plan = ops::ConstantSlicePlan(*slice);
+  const Shape& xs = slice->input(0)->shape();
+  if (!plan.ok() || plan->size() != xs.size() || xs.size() < 2) return false;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    const ops::AxisSlice& a = (*plan)[d];
+    const bool half_axis = d + 2 == xs.size();
+    if (half_axis ? (a.start != 1 || a.step != -1 || a.count != 2)
+                  : (a.start != 0 || a.step != 1 || a.count != xs[d])) {
+      return false;
+    }
+  }
+  return true;
 }
 
 Node* OnlyReader(const Graph& graph, const Value* v) {

@@ -23,6 +23,10 @@ bool IsOp(const Node* node, absl::string_view op, int num_inputs);
 Node* InternalProducer(const Graph& graph, const Value* v, absl::string_view op, int num_inputs);
 // The single reader of `v` when it has one use and is no graph output, else nullptr.
 Node* OnlyReader(const Graph& graph, const Value* v);
+// Whether `slice` is a Slice with constant arguments taking x[..., 1 - i, :] for
+// i = 0, 1 of its input x: the two halves of a size-2 axis -2 swapped (start 1,
+// step -1), every other axis whole (recognize-rope's rotate_half view).
+bool SwapsHalves(const Node* slice);
 // The operand of binary `node` other than `v`, or nullptr when `v` is neither.
 Value* OtherOperand(const Node* node, const Value* v);
 // The single consumer of `v` when it is `op` and `v` is internal to the

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/kernel_util.h"
 #include "graph/fused_group.h"
-#include "graph/ops/slice.h"
+#include "graph/pattern_match.h"
 #include "graph/tf32_math.h"
 
 namespace kiln::codegen::ops {
@@ -164,16 +164,7 @@ bool RotaryPartner(const Graph& body, const Node& mm, std::vector<const Node*>& 
   const int64_t h = qs.back();
   if (h <= 0 || qs[qs.size() - 3] * 2 * h != ps.back() || body.IsGraphOutput(pairs->output(0))) return false;
   const Node* swap = only_reader(pairs->output(0), "Slice");
-  if (swap == nullptr || pairs->output(0)->uses().size() != 1) return false;
-  const absl::StatusOr<std::vector<::kiln::ops::AxisSlice>> plan = ::kiln::ops::ConstantSlicePlan(*swap);
-  if (!plan.ok() || plan->size() != qs.size()) return false;
-  for (size_t d = 0; d < qs.size(); ++d) {
-    const ::kiln::ops::AxisSlice& a = (*plan)[d];
-    const bool reversed = d + 2 == qs.size();
-    if (reversed ? (a.start != 1 || a.step != -1 || a.count != 2) : (a.start != 0 || a.step != 1 || a.count != qs[d])) {
-      return false;
-    }
-  }
+  if (!SwapsHalves(swap)) return false;
   const Node* back = only_reader(swap->output(0), "Reshape");
   if (back == nullptr || back->output(0)->shape() != ps) return false;
   nodes.insert(nodes.end(), {pairs, swap, back});
