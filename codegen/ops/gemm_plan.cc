@@ -97,6 +97,13 @@ absl::Status PlanOperand(const Node& group, const Graph& body, const Node& mm, i
   return absl::OkStatus();
 }
 
+// The only reader of `v` in `body` when it is a default-domain `op` reading `v` as its
+// data input (input 0) and `v` is no output, else nullptr.
+const Node* ReaderAsData(const Graph& body, const Value* v, const char* op) {
+  const Node* r = OnlyReader(body, v);
+  return r != nullptr && r->op_type() == op && r->domain().empty() && v->uses()[0].index == 0 ? r : nullptr;
+}
+
 // A gated product's de-interleaving in `body` (fusion/fuse_gated_matmul.h): `mm`'s
 // [..., M, 2N] read only by a Reshape to [..., M, N/8, 2, 8], read only by a Split in
 // two along axis -2, each half read only by a Reshape to [..., M, N]. Sets `gate` and
@@ -104,20 +111,15 @@ absl::Status PlanOperand(const Node& group, const Graph& body, const Node& mm, i
 // body has no such form.
 bool GatedHalves(const Graph& body, const Node& mm, std::vector<const Node*>& nodes, const Value*& gate,
                  const Value*& up) {
-  auto only_reader = [&](const Value* v, const char* op) -> const Node* {
-    if (v->uses().size() != 1 || body.IsGraphOutput(v)) return nullptr;
-    const Node* r = v->uses()[0].node;
-    return r->op_type() == op && r->domain().empty() && v->uses()[0].index == 0 ? r : nullptr;
-  };
   const Value* p = mm.output(0);
-  const Node* pairs = only_reader(p, "Reshape");
+  const Node* pairs = ReaderAsData(body, p, "Reshape");
   if (pairs == nullptr || p->rank() < 2) return false;
   const Shape& ps = p->shape();
   Shape want(ps.begin(), ps.end() - 1);
   const int64_t n = ps.back() / 2;
   want.insert(want.end(), {n / 8, 2, 8});
   if (ps.back() % 16 != 0 || pairs->output(0)->shape() != want) return false;
-  const Node* split = only_reader(pairs->output(0), "Split");
+  const Node* split = ReaderAsData(body, pairs->output(0), "Split");
   if (split == nullptr || split->num_outputs() != 2) return false;
   const int64_t rank = static_cast<int64_t>(want.size());
   const int64_t axis = split->GetInt("axis", 0).value_or(0);
@@ -126,7 +128,7 @@ bool GatedHalves(const Graph& body, const Node& mm, std::vector<const Node*>& no
   half_shape.push_back(n);
   const Value* halves[2] = {nullptr, nullptr};
   for (int i = 0; i < 2; ++i) {
-    const Node* back = only_reader(split->output(i), "Reshape");
+    const Node* back = ReaderAsData(body, split->output(i), "Reshape");
     if (back == nullptr || back->output(0)->shape() != half_shape) return false;
     halves[i] = back->output(0);
     nodes.push_back(back);
@@ -145,11 +147,6 @@ bool GatedHalves(const Graph& body, const Node& mm, std::vector<const Node*>& no
 // three nodes to `nodes`; false when the body has no such form.
 bool RotaryPartner(const Graph& body, const Node& mm, std::vector<const Node*>& nodes, const Value*& partner,
                    int64_t& half) {
-  auto only_reader = [&](const Value* v, const char* op) -> const Node* {
-    if (v->uses().size() != 1 || body.IsGraphOutput(v)) return nullptr;
-    const Node* r = v->uses()[0].node;
-    return r->op_type() == op && r->domain().empty() && v->uses()[0].index == 0 ? r : nullptr;
-  };
   const Value* p = mm.output(0);
   const Node* pairs = nullptr;
   for (const Use& u : p->uses()) {
@@ -163,9 +160,9 @@ bool RotaryPartner(const Graph& body, const Node& mm, std::vector<const Node*>& 
   }
   const int64_t h = qs.back();
   if (h <= 0 || qs[qs.size() - 3] * 2 * h != ps.back() || body.IsGraphOutput(pairs->output(0))) return false;
-  const Node* swap = only_reader(pairs->output(0), "Slice");
+  const Node* swap = ReaderAsData(body, pairs->output(0), "Slice");
   if (!SwapsHalves(swap)) return false;
-  const Node* back = only_reader(swap->output(0), "Reshape");
+  const Node* back = ReaderAsData(body, swap->output(0), "Reshape");
   if (back == nullptr || back->output(0)->shape() != ps) return false;
   nodes.insert(nodes.end(), {pairs, swap, back});
   partner = back->output(0);
