@@ -73,6 +73,11 @@ absl::StatusOr<bool> FoldConstants(Graph& graph, PassContext&) {
 }
 
 bool Fusing(const Graph&, const PassContext& context) { return context.options.fuse; }
+// Fusion for the Hopper family with kiln's GEMMs on (its paired epilogues: gated and
+// rotary products).
+bool HopperGemmsFusing(const Graph& graph, const PassContext& context) {
+  return Fusing(graph, context) && context.kernel_options.hopper && context.kernel_options.GeneratesGemms();
+}
 bool Lowering(const Graph&, const PassContext& context) {
   return context.options.precision == "fp16" || context.options.precision == "bf16";
 }
@@ -246,10 +251,7 @@ std::vector<Pass> FusionAndExpansion() {
        "apart again; interleaved, the Hopper GEMM pairs them in its epilogue and writes only their product",
        "fusion is on, --arch sm_90a and --matmul-groups auto or generated (the Hopper family has the paired "
        "epilogue)",
-       [](const Graph& graph, const PassContext& context) {
-         return Fusing(graph, context) && context.kernel_options.hopper && context.kernel_options.GeneratesGemms();
-       },
-       FusionPass<FuseGatedMatMul>()},
+       HopperGemmsFusing, FusionPass<FuseGatedMatMul>()},
       {"fuse-siblings", f,
        "right after fuse-gated-matmul (which takes gated FFNs' gate/up pairs first): merging Q/K/V (gate/up) weights "
        "changes which MatMuls exist, and the merged MatMul should get the epilogue",
@@ -266,10 +268,7 @@ std::vector<Pass> FusionAndExpansion() {
        "run in the product's epilogue instead of a Split copy and two rotation kernels",
        "fusion is on, --arch sm_90a and --matmul-groups auto or generated (the Hopper family has the paired "
        "epilogue)",
-       [](const Graph& graph, const PassContext& context) {
-         return Fusing(graph, context) && context.kernel_options.hopper && context.kernel_options.GeneratesGemms();
-       },
-       FusionPass<FuseRotaryMatMul>()},
+       HopperGemmsFusing, FusionPass<FuseRotaryMatMul>()},
       {"fuse-attention", f,
        "before the prologue and epilogue passes: they would give the scores MatMul the scale and mask as its "
        "epilogue (and a Q scale as its prologue), splitting the attention pattern",
