@@ -133,19 +133,25 @@ inline float MaxAbsDiff(const Tensor& a, const Tensor& b) {
 
 // The per-element spread of the rows of a [.., H] output after LayerNorm: rows must
 // not collapse to a constant.
-// `base` and `after` (one output each, [2, 8, 32]: batch, positions, width) differ at
-// position `changed` of every batch entry and nowhere else: a change there reached no
-// other position (a causal or padding-masked model).
-inline void ExpectOnlyPositionChanged(const std::vector<Tensor>& base, const std::vector<Tensor>& after, int changed) {
+// `base` and `after` (one output each, [2, 8, width]: batch, positions, features)
+// differ at position `changed` of every batch entry and nowhere else: a change there
+// reached no other position (a causal or padding-masked model). `exact`: the other
+// positions equal to the bit, else within 1e-5.
+inline void ExpectOnlyPositionChanged(const std::vector<Tensor>& base, const std::vector<Tensor>& after, int changed,
+                                      int width = 32, bool exact = false) {
   ASSERT_EQ(base.size(), 1u);
   ASSERT_EQ(after.size(), 1u);
   const std::vector<float> a = base[0].ToFloat(), c = after[0].ToFloat();
   for (int b = 0; b < 2; ++b) {
     for (int s = 0; s < 8; ++s) {
       float diff = 0;
-      for (int i = 0; i < 32; ++i) diff = std::max(diff, std::abs(a[(b * 8 + s) * 32 + i] - c[(b * 8 + s) * 32 + i]));
+      for (int i = 0; i < width; ++i) {
+        diff = std::max(diff, std::abs(a[(b * 8 + s) * width + i] - c[(b * 8 + s) * width + i]));
+      }
       if (s == changed) {
         EXPECT_GT(diff, 1e-3f) << "the changed position itself must change";
+      } else if (exact) {
+        EXPECT_EQ(diff, 0.f) << "batch " << b << " position " << s << " sees position " << changed;
       } else {
         EXPECT_LT(diff, 1e-5f) << "batch " << b << " position " << s;
       }
