@@ -144,6 +144,24 @@ TEST(OpKernelsTest, VectorWidthFollowsShapes) {
   EXPECT_NE(CaseLaunch("ReduceMeanRow1000F16").source.find("constexpr int kVec = 8;"), std::string::npos);
 }
 
+// A channels-last pool over a large early map (32 channels, 112 x 112 pixels) cuts
+// its channels into tiles of two 16-byte groups and shares each tile's pixels among
+// the 8 CTAs of a cluster (with the global-memory fallback's workspace before sm_90);
+// a final pool over a 7 x 7 map with many channels keeps one CTA per tile.
+TEST(OpKernelsTest, ChannelsLastPoolSpreadsLargeMaps) {
+  const KernelLaunch large = CaseLaunch("GlobalAveragePoolNhwcLargeF16");  // [2, 112, 112, 32]
+  EXPECT_EQ(large.grid, (std::array<uint32_t, 3>{2, 2, 8}));
+  EXPECT_EQ(large.block, (std::array<uint32_t, 3>{2, 256, 1}));
+  EXPECT_NE(large.source.find("__cluster_dims__(1, 1, 8)"), std::string::npos);
+  EXPECT_NE(large.source.find("constexpr int kPix = 7;"), std::string::npos);
+  EXPECT_EQ(large.semaphores, 2u * (2 + 32));
+  const KernelLaunch wide = CaseLaunch("GlobalAveragePoolNhwcWideF16");  // [3, 7, 7, 1280]
+  EXPECT_EQ(wide.grid, (std::array<uint32_t, 3>{5, 3, 1}));
+  EXPECT_EQ(wide.block, (std::array<uint32_t, 3>{32, 16, 1}));
+  EXPECT_EQ(wide.source.find("__cluster_dims__"), std::string::npos);
+  EXPECT_EQ(wide.semaphores, 0u);
+}
+
 // A pointwise group reads a Slice member's input from the slice's first element, with
 // vectors when the kept width allows them (16 of 24: 4 x f32 out), one element per
 // thread when not (21); a Transpose member becomes strided loads, no copy kernel.

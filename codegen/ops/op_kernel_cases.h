@@ -457,6 +457,9 @@ inline void CaseTable::ElementwiseReductionsWindows() {
   add("GlobalAveragePoolNhwcLargeF16", "GlobalAveragePool", {R(f16, {2, 112, 112, 32})},
       {{"channels_last", int64_t{1}}});
   add("GlobalAveragePoolNhwcWideF16", "GlobalAveragePool", {R(f16, {3, 7, 7, 1280})}, {{"channels_last", int64_t{1}}});
+  // Channel tiles of 18 groups (not a power of two) with pixel slices, two images.
+  add("GlobalAveragePoolNhwcTilesF16", "GlobalAveragePool", {R(f16, {2, 56, 56, 144})},
+      {{"channels_last", int64_t{1}}});
   add("GlobalAveragePoolNhwcSlicesF32", "GlobalAveragePool", {R(f32, {1, 37, 41, 24})}, {{"channels_last", int64_t{1}}});
   add("GlobalAveragePoolNhwcEmptyF16", "GlobalAveragePool", {R(f16, {0, 9, 9, 16})}, {{"channels_last", int64_t{1}}});
   add("ArgMaxF32", "ArgMax", {R(f32, {3, 7, 4})}, {{"axis", int64_t{1}}});

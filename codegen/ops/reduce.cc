@@ -150,16 +150,16 @@ absl::StatusOr<std::vector<KernelLaunch>> EmitReduce(const Node& node, Kind kind
   return std::vector<KernelLaunch>{std::move(l)};
 }
 
-// GlobalAveragePool with channels_last=1: X [N, H, W, C] -> [N, 1, 1, C]. A block per
-// (image, tile of kTx * kVec channels, slice of the pixels): threadIdx.x walks adjacent
-// channels, kVec at a time (16-byte loads of 8 fp16/bf16 when C % 8 == 0 and the input
-// is aligned, else one channel), threadIdx.y strides over the block's pixels, and the
-// fp32 partial sums meet in shared memory. A squeeze-excitation pool over a large early
-// feature map (few channels, many pixels) at batch 1 would otherwise get a block or
-// two; with kSplits > 1 the pixels are cut into slices whose blocks leave their sums
-// in the scratch, and the last block of a tile to finish (a semaphore per tile,
-// counted up and reset to zero) adds the slices and stores the mean.
+// GlobalAveragePool with channels_last=1: X [N, H, W, C] -> [N, 1, 1, C], on
+// codegen/templates/pool_nhwc.cuh. A CTA per (image, tile of channel groups, share of
+// the pixels), at most 512 threads: threadIdx.x walks adjacent groups of 8 channels
+// (16-byte loads), threadIdx.y the pixels, kPix loads each in flight at once. A
+// squeeze-excitation pool reads a feature map its producer has just left in L2 and is
+// bound by latency and by how many SMs pull from L2; its pixels are shared by up to
+// 8 CTAs (a cluster on sm_90), and a large map at batch 1 gets narrower channel tiles.
 absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node) {
+  constexpr int kMaxThreads = 512, kPixTarget = 4, kMaxPix = 8;
+  constexpr int64_t kMaxSplits = 8;  // the portable cluster size
   const Value* x = node.input(0);
   const Value* y = node.output(0);
   if (!IsFloating(x->dtype())) return NoKernel(node, absl::StrCat("dtype ", DTypeName(x->dtype())));
@@ -167,113 +167,57 @@ absl::StatusOr<std::vector<KernelLaunch>> GlobalAveragePoolNhwc(const Node& node
   if (xs[0] > 65535) return NoKernel(node, absl::StrCat("batch ", xs[0], " > 65535 (grid.y)"));
   // A dynamic graph's pool (issue 34): the batch, grid.y, may vary, read from kiln_dims.
   KILN_ASSIGN_OR_RETURN(const std::optional<DimExpr> batch, VaryingOutermostDim(node, *x));
-  const int64_t hw = xs[1] * xs[2], c = xs[3];
+  const int64_t n = xs[0], hw = xs[1] * xs[2], c = xs[3];
   int vec = MaxVectorWidth({x->dtype(), y->dtype()});
   while (vec > 1 && c % vec != 0) vec /= 2;
   const int64_t groups = c / vec;
+  auto tiles_of = [&](int t) { return std::max<int64_t>(1, (groups + t - 1) / t); };
+  // The power of two up to 32 that covers the groups with the fewest idle lanes.
+  int tx = 32;
+  for (int t = 16; t >= 1; t /= 2) {
+    if (tiles_of(t) * t < tiles_of(tx) * tx) tx = t;
+  }
+  while (tx > 2 && tiles_of(tx) * n * kMaxSplits < 32 && hw >= 4096) tx /= 2;
+  const int64_t tiles = tiles_of(tx);
+  int ty = std::max(1, 32 / tx);  // whole warps
+  while (tx * ty * 2 <= kMaxThreads && ty < hw) ty *= 2;
+  int64_t splits = 1, pix = 1;
   // Empty tensors keep a grid of one block, which the guards leave idle.
-  const int tx = static_cast<int>(std::clamp<int64_t>(groups, 1, 32));
-  int ty = 1;  // a power of two (the tree sum), at most 1024 threads, about 8 pixels each
-  while (tx * ty * 2 <= 1024 && ty * 8 < hw) ty *= 2;
-  const int64_t tiles = std::max<int64_t>(1, (groups + tx - 1) / tx);
-  // Slices: up to about two blocks per SM of an H100 (132), at least 4 pixels a thread.
-  int64_t splits = 1;
-  while (y->numel() > 0 && tiles * xs[0] * splits * 2 <= 264 && splits * 2 * ty * 4 <= hw) splits *= 2;
-  const int64_t chunk = (hw + splits - 1) / splits;
+  if (y->numel() > 0) {
+    for (splits = 1; splits < kMaxSplits && (hw + ty * splits - 1) / (ty * splits) > kPixTarget;) splits *= 2;
+    while (splits > 1 && tiles * n * (splits / 2) >= 264) splits /= 2;  // two CTAs an SM without it
+    pix = std::clamp<int64_t>((hw + ty * splits - 1) / (ty * splits), 1, kMaxPix);
+  }
   const char* it = IndexType(std::max<int64_t>(x->numel(), 1));
   std::string src = absl::StrCat(
       "// GlobalAveragePool (channels_last) ", x->TypeString(), " -> ", y->TypeString(), "\n",
       TemplateSource("vector.cuh"), "typedef ", StorageTypeName(x->dtype()), " kiln_in_t;\ntypedef ",
-      StorageTypeName(y->dtype()), " kiln_out_t;\ntypedef ", it, " kiln_idx_t;\nconstexpr kiln_idx_t kGroups = ",
-      groups, ";\nconstexpr kiln_idx_t kHW = ", hw, ";\nconstexpr kiln_idx_t kC = ", c, ";\nconstexpr int kVec = ", vec,
-      ";\nconstexpr int kTx = ", tx, ";\nconstexpr int kTy = ", ty,
-      ";\nconstexpr int kSplits = ", splits,
-      ";\nconstexpr kiln_idx_t kChunk = ", chunk, ";\n",
+      StorageTypeName(y->dtype()), " kiln_out_t;\ntypedef ", it,
+      " kiln_idx_t;\nconstexpr kiln_idx_t kGroups = ", groups, ";\nconstexpr kiln_idx_t kHW = ", hw,
+      ";\nconstexpr kiln_idx_t kC = ", c, ";\nconstexpr int kVec = ", vec, ";\nconstexpr int kTx = ", tx,
+      ";\nconstexpr int kTy = ", ty, ";\nconstexpr int kPix = ", pix, ";\nconstexpr int kSplits = ", splits, ";\n",
+      splits > 1 ? absl::StrCat("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n#define KILN_POOL_CLUSTER "
+                                "__cluster_dims__(1, 1, ",
+                                splits, ")\n#else\n#define KILN_POOL_CLUSTER\n#endif\n")
+                 : "#define KILN_POOL_CLUSTER\n",
       batch ? absl::StrCat("#define kN ((kiln_idx_t)", DimCode(*batch), ")\n")
-            : absl::StrCat("constexpr kiln_idx_t kN = ", xs[0], ";\n"),
+            : absl::StrCat("constexpr kiln_idx_t kN = ", n, ";\n"),
       LoadFn("kiln_load", x->dtype(), Domain::kFloat, "int"),
       StoreFn("kiln_store", y->dtype(), Domain::kFloat, it, absl::StrCat("v / ", FloatLit(static_cast<float>(hw)))),
-      "extern \"C\" __global__ void __launch_bounds__(", tx * ty, ") KILN_KERNEL(", Param(y->dtype(), false, "out"),
-      ", ", Param(x->dtype(), true, "in"),
+      TemplateSource("pool_nhwc.cuh"), "extern \"C\" __global__ void __launch_bounds__(", tx * ty,
+      ") KILN_POOL_CLUSTER KILN_KERNEL(", Param(y->dtype(), false, "out"), ", ", Param(x->dtype(), true, "in"),
       splits > 1 ? ", unsigned int* __restrict__ kiln_semaphores, float* __restrict__ kiln_scratch" : "",
-      batch ? ", const kiln_dims kiln_dims_" : "", ") {\n"
-      "  __shared__ float partial[kTy][kTx * kVec];\n"
-      "  const kiln_idx_t g = (kiln_idx_t)blockIdx.x * kTx + threadIdx.x, n = blockIdx.y;\n"
-      "  if (n >= kN) return;  // an empty batch\n"
-      "  const kiln_idx_t begin = (kiln_idx_t)blockIdx.z * kChunk;\n"
-      "  const kiln_idx_t end = begin + kChunk < kHW ? begin + kChunk : kHW;\n"
-      "  float acc[kVec];\n"
-      "#pragma unroll\n"
-      "  for (int l = 0; l < kVec; ++l) acc[l] = 0.f;\n"
-      "  if (g < kGroups) {\n"
-      "    const kiln_in_t* p = in + n * kHW * kC + g * kVec;\n"
-      "    if (kVec > 1 && kiln_vec_aligned(in, kVec * sizeof(kiln_in_t))) {\n"
-      "#pragma unroll 4\n"
-      "      for (kiln_idx_t j = begin + threadIdx.y; j < end; j += kTy) {\n"
-      "        const kiln_vec_pack<kiln_in_t, kVec> v = kiln_vec_ld<kVec>(p + j * kC);\n"
-      "#pragma unroll\n"
-      "        for (int l = 0; l < kVec; ++l) acc[l] += kiln_load(v.v, l);\n"
-      "      }\n"
-      "    } else {\n"
-      "      for (kiln_idx_t j = begin + threadIdx.y; j < end; j += kTy) {\n"
-      "#pragma unroll\n"
-      "        for (int l = 0; l < kVec; ++l) acc[l] += kiln_load(p + j * kC, l);\n"
-      "      }\n"
-      "    }\n"
-      "  }\n"
-      "#pragma unroll\n"
-      "  for (int l = 0; l < kVec; ++l) partial[threadIdx.y][threadIdx.x * kVec + l] = acc[l];\n"
-      "  __syncthreads();\n"
-      "  for (int s = kTy / 2; s > 0; s /= 2) {\n"
-      "    if (threadIdx.y < s) {\n"
-      "#pragma unroll\n"
-      "      for (int l = 0; l < kVec; ++l) partial[threadIdx.y][threadIdx.x * kVec + l] +=\n"
-      "          partial[threadIdx.y + s][threadIdx.x * kVec + l];\n"
-      "    }\n"
-      "    __syncthreads();\n"
-      "  }\n",
-      splits == 1 ? "" :
-      "  // Leave this slice's sums, and let the tile's last block add all slices.\n"
-      "  __shared__ bool last;\n"
-      "  if (threadIdx.y == 0 && g < kGroups) {\n"
-      "#pragma unroll\n"
-      "    for (int l = 0; l < kVec; ++l)\n"
-      "      kiln_scratch[(n * kSplits + blockIdx.z) * kC + g * kVec + l] = partial[0][threadIdx.x * kVec + l];\n"
-      "  }\n"
-      "  __threadfence();\n"
-      "  __syncthreads();\n"
-      "  if (threadIdx.x == 0 && threadIdx.y == 0) {\n"
-      "    unsigned int* sem = kiln_semaphores + n * gridDim.x + blockIdx.x;\n"
-      "    last = atomicAdd(sem, 1u) == kSplits - 1;\n"
-      "    if (last) *sem = 0;  // zero again for the next launch\n"
-      "  }\n"
-      "  __syncthreads();\n"
-      "  if (!last) return;\n"
-      "  __threadfence();\n"
-      "  if (threadIdx.y == 0 && g < kGroups) {\n"
-      "#pragma unroll\n"
-      "    for (int l = 0; l < kVec; ++l) {\n"
-      "      float v = 0.f;\n"
-      "      for (int s = 0; s < kSplits; ++s) v += __ldcg(kiln_scratch + (n * kSplits + s) * kC + g * kVec + l);\n"
-      "      partial[0][threadIdx.x * kVec + l] = v;\n"
-      "    }\n"
-      "  }\n",
-      "  if (threadIdx.y == 0 && g < kGroups) {\n"
-      "#pragma unroll\n"
-      "    for (int l = 0; l < kVec; ++l) kiln_store(out, n * kC + g * kVec + l, partial[0][threadIdx.x * kVec + l]);\n"
-      "  }\n"
-      "}\n",
-      batch ? "#undef kN\n" : "");
+      batch ? ", const kiln_dims kiln_dims_" : "", ") {\n  kiln_pool_nhwc(out, in, ",
+      splits > 1 ? "kiln_semaphores" : "nullptr", ", kN);\n}\n#undef KILN_POOL_CLUSTER\n", batch ? "#undef kN\n" : "");
   KernelLaunch l;
   l.source = std::move(src);
   l.args = {0, InputArg(node, 0)};
   l.block = {static_cast<uint32_t>(tx), static_cast<uint32_t>(ty), 1};
-  l.grid = {static_cast<uint32_t>(tiles), static_cast<uint32_t>(std::max<int64_t>(1, xs[0])),
+  l.grid = {static_cast<uint32_t>(tiles), static_cast<uint32_t>(std::max<int64_t>(1, n)),
             static_cast<uint32_t>(splits)};
-  if (splits > 1) {
-    l.semaphores = static_cast<uint32_t>(tiles * xs[0]);
-    l.scratch_bytes = static_cast<uint64_t>(xs[0] * splits * c) * sizeof(float);
-  }
+  // Before sm_90 the shares meet in global memory: a counter per (image, tile), then an
+  // fp32 accumulator per (image, channel).
+  if (splits > 1) l.semaphores = static_cast<uint32_t>(n * (tiles + c));
   if (batch) {
     l.dim_param = true;
     l.grid_extents[1] = *batch;
