@@ -162,6 +162,17 @@ TEST(OpKernelsTest, ChannelsLastPoolSpreadsLargeMaps) {
   EXPECT_EQ(wide.semaphores, 0u);
 }
 
+// An image's channels padded to 8 fp16 (the stem's pad group) and a 16-byte row of a
+// plain Pad take a thread per row and one vector store; a 14-byte row (7 bf16) keeps
+// a thread per element.
+TEST(OpKernelsTest, PadsStoreWholeRows) {
+  const KernelLaunch stem = CaseLaunch("CastTransposePadGroupF16");  // f16[2,5,7,8]
+  EXPECT_NE(stem.source.find("(a thread per row of 8)"), std::string::npos) << stem.source;
+  EXPECT_NE(stem.source.find("kiln_vec_st<8>"), std::string::npos);
+  EXPECT_NE(CaseLaunch("PadRowsValueF32").source.find("(a thread per row of 4)"), std::string::npos);
+  EXPECT_EQ(CaseLaunch("TransposePadValueGroupBF16").source.find("a thread per row"), std::string::npos);
+}
+
 // A pointwise group reads a Slice member's input from the slice's first element, with
 // vectors when the kept width allows them (16 of 24: 4 x f32 out), one element per
 // thread when not (21); a Transpose member becomes strided loads, no copy kernel.

@@ -204,6 +204,10 @@ inline void CaseTable::MovementAndIndexing() {
   add("GatherAxis1I32Idx", "Gather", {R(f32, {3, 6, 2}), X(Tensor::FromInt64(i32, {4}, {5, 0, -2, 1}))},
       {{"axis", int64_t{1}}});
   add("PadConstantF32", "Pad", {R(f32, {3, 4}), K(Ints({1, -1, 2, 3})), K(Tensor::FromFloat(f32, {}, {1.5f}))});
+  // Rows of 16 bytes (a thread per row): one cropped and widened, one with a fill value.
+  add("PadRowsCropF16", "Pad", {R(f16, {2, 5, 6}), K(Ints({0, 0, -1, 0, 0, 3}))});
+  add("PadRowsValueF32", "Pad",
+      {R(f32, {3, 5, 2}), K(Ints({0, 1, 1, 0, 0, 1})), K(Tensor::FromFloat(f32, {}, {1.5f}))});
   add("PadReflectF16", "Pad", {R(f16, {1, 2, 4, 5}), K(Ints({0, 0, 2, 3, 0, 0, 3, 1}))}, {{"mode", std::string("reflect")}});
   add("PadEdgeI64", "Pad", {R(i64, {3, 4}), K(Ints({2, 1, 1, 2}))}, {{"mode", std::string("edge")}});
   add("PadWrapF32", "Pad", {R(f32, {3, 4}), K(Ints({2, 5, 1, 2}))}, {{"mode", std::string("wrap")}});
