@@ -235,6 +235,10 @@ inline std::vector<ConvCase> ConvCases() {
     c = ConvCase{dt, 2, 17, 17, 8, 16, 3, 3, 2, 2};
     c.epi = ConvEpi::kHardSwish;
     push(c);
+    // EfficientNet's stem (32 channels) large enough for 128-row tiles.
+    c = ConvCase{dt, 4, 192, 192, 8, 32, 3, 3, 2, 2};
+    c.epi = ConvEpi::kHardSwish;
+    push(c);
     // More channels than a block's tile (its weights in shared memory), the last tile
     // partial: ConvNeXt's 7x7 and EfficientNet's late 5x5.
     c = ConvCase{dt, 2, 9, 9, 384, 384, 7, 7, 1, 1, 3, 3, 3, 3};

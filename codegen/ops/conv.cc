@@ -247,7 +247,8 @@ GemmVariant ConvVariant(const ConvGeometry& g) {
 // `sm_count` SMs (batch-1 CNNs: ResNet-50's 56x56 stage has 49
 // tiles of 64x64 for OC = 64, its 7x7 stage 8), the first of 64x32, 32x64, 32x32 that
 // does, else the one of them with the most tiles. (Split-K would serve the small-M
-// stages better; see docs/gpu.md.)
+// stages better; see docs/gpu.md.) Outputs of up to 32 channels take tiles of 16 or 32
+// columns with 4 warps along M.
 GemmConfig PickConvConfig(const ConvGeometry& g, const GemmVariant& v, int sm_count) {
   const ConvGemmShape s = GemmShape(g);
   auto tiles = [&](const GemmConfig& c) { return ((s.m + c.bm - 1) / c.bm) * ((s.n + c.bn - 1) / c.bn) * g.group; };
@@ -260,6 +261,15 @@ GemmConfig PickConvConfig(const ConvGeometry& g, const GemmVariant& v, int sm_co
     }
   }
   const int64_t wave = sm_count > 0 ? sm_count : 132;
+  // A narrow output (a stem conv's 16 or 32 channels): tiles as wide as the output with
+  // all warps along M, instead of 64x64 tiles three quarters of whose columns (and MMAs)
+  // lie past it; 128 rows once that gives two waves.
+  if (g.group == 1 && s.n <= 32) {
+    const int bn = s.n <= 16 ? 16 : 32;
+    const GemmConfig tall{128, bn, 32, 4, 1, 4}, narrow{64, bn, 32, 4, 1, 4};
+    if (tiles(tall) >= 2 * wave && VerifyConvGemmConfig(tall, v).ok()) return tall;
+    if (VerifyConvGemmConfig(narrow, v).ok()) return narrow;
+  }
   // 128x128 tiles short of two waves leave too few CTAs per SM to hide the gather's
   // latency (Whisper-base's first stem conv: 96 tiles of 8 k-steps; docs/kernels/conv.md).
   const GemmConfig quarter{64, 64, 32, 2, 2, 4};
