@@ -182,8 +182,8 @@ TEST(ConvCodegenTest, ImplicitGemmSource) {
     EXPECT_EQ(Define((*wl)[0].source, "BN"), batch == 1 ? "64" : "128") << batch;
   }
   // Stems of 16 and 32 channels (MobileNetV3, EfficientNet; 224x224 images padded to
-  // 8 channels, 3x3 stride 2): tiles as wide as the output, 4 warps along M, 128 rows
-  // once they make two waves (batch 32), else 64.
+  // 8 channels, 3x3 stride 2): tiles as wide as the output, all warps along M, 256
+  // rows once they make two waves (batch 32), else 64.
   for (int64_t oc : {16, 32}) {
     for (int64_t batch : {1, 32}) {
       ConvCase stem{DType::kFloat16, batch, 224, 224, 8, oc, 3, 3, 2, 2};
@@ -191,7 +191,7 @@ TEST(ConvCodegenTest, ImplicitGemmSource) {
       ASSERT_TRUE(st.ok()) << st.status();
       absl::StatusOr<std::vector<KernelLaunch>> sl = GenerateNodeKernels(*st->node, ConvOn());
       ASSERT_TRUE(sl.ok()) << sl.status();
-      EXPECT_EQ(Define((*sl)[0].source, "BM"), batch == 1 ? "64" : "128") << oc << " " << batch;
+      EXPECT_EQ(Define((*sl)[0].source, "BM"), batch == 1 ? "64" : "256") << oc << " " << batch;
       EXPECT_EQ(Define((*sl)[0].source, "BN"), absl::StrCat(oc)) << oc << " " << batch;
       EXPECT_EQ(Define((*sl)[0].source, "WARPS_N"), "1");
     }

@@ -235,8 +235,11 @@ inline std::vector<ConvCase> ConvCases() {
     c = ConvCase{dt, 2, 17, 17, 8, 16, 3, 3, 2, 2};
     c.epi = ConvEpi::kHardSwish;
     push(c);
-    // EfficientNet's stem (32 channels) large enough for 128-row tiles.
+    // EfficientNet's stem (32 channels) large enough for 128-row tiles, and for 256.
     c = ConvCase{dt, 4, 192, 192, 8, 32, 3, 3, 2, 2};
+    c.epi = ConvEpi::kHardSwish;
+    push(c);
+    c = ConvCase{dt, 6, 240, 240, 8, 16, 3, 3, 2, 2};
     c.epi = ConvEpi::kHardSwish;
     push(c);
     // More channels than a block's tile (its weights in shared memory), the last tile

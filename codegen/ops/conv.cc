@@ -248,7 +248,7 @@ GemmVariant ConvVariant(const ConvGeometry& g) {
 // tiles of 64x64 for OC = 64, its 7x7 stage 8), the first of 64x32, 32x64, 32x32 that
 // does, else the one of them with the most tiles. (Split-K would serve the small-M
 // stages better; see docs/gpu.md.) Outputs of up to 32 channels take tiles of 16 or 32
-// columns with 4 warps along M.
+// columns with all warps along M.
 GemmConfig PickConvConfig(const ConvGeometry& g, const GemmVariant& v, int sm_count) {
   const ConvGemmShape s = GemmShape(g);
   auto tiles = [&](const GemmConfig& c) { return ((s.m + c.bm - 1) / c.bm) * ((s.n + c.bn - 1) / c.bn) * g.group; };
@@ -262,12 +262,16 @@ GemmConfig PickConvConfig(const ConvGeometry& g, const GemmVariant& v, int sm_co
   }
   const int64_t wave = sm_count > 0 ? sm_count : 132;
   // A narrow output (a stem conv's 16 or 32 channels): tiles as wide as the output with
-  // all warps along M, instead of 64x64 tiles three quarters of whose columns (and MMAs)
-  // lie past it; 128 rows once that gives two waves.
+  // all warps along M, and as many rows as keep two waves. Per-CTA costs dominate such
+  // a short GEMM (K = 72 for a 3x3 stem over 8 channels): at batch 32 MobileNetV3's
+  // stem took 67 us in 64x16 tiles (as in 64x64 ones), 46 in 128x16, 36 in 256x16 with
+  // 8 warps (ncu on the H200; benchmarks/results/zoo_cnn_stem_h200_2026-12-04.txt).
   if (g.group == 1 && s.n <= 32) {
     const int bn = s.n <= 16 ? 16 : 32;
-    const GemmConfig tall{128, bn, 32, 4, 1, 4}, narrow{64, bn, 32, 4, 1, 4};
-    if (tiles(tall) >= 2 * wave && VerifyConvGemmConfig(tall, v).ok()) return tall;
+    for (const GemmConfig& c : {GemmConfig{256, bn, 32, 8, 1, 4}, GemmConfig{128, bn, 32, 4, 1, 4}}) {
+      if (tiles(c) >= 2 * wave && VerifyConvGemmConfig(c, v).ok()) return c;
+    }
+    const GemmConfig narrow{64, bn, 32, 4, 1, 4};
     if (VerifyConvGemmConfig(narrow, v).ok()) return narrow;
   }
   // 128x128 tiles short of two waves leave too few CTAs per SM to hide the gather's
