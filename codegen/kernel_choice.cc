@@ -32,17 +32,34 @@ KernelChoice GemmKernel(const Node& node, const KernelOptions& options) {
 std::string Pattern(const Node& node) { return node.GetString("pattern", "").value_or("?"); }
 
 // In auto mode on sm_90a, for a MatMul group the family takes and cuBLASLt can run
-// in one call: the tuning database's entry for it when that entry measured cuBLASLt
-// faster (LibraryMeasuredFaster), else nullptr.
-const TuningEntry* LibraryTuningEntry(const Node& node, const KernelOptions& options) {
+// in one call: the tuning database's entry for it, else nullptr.
+const TuningEntry* HopperTuningEntry(const Node& node, const KernelOptions& options) {
   if (options.tuning_db == nullptr || !options.HopperGemmsOnly() || !IsMatMulGroup(node) ||
       LibraryKernelName(node).empty()) {
     return nullptr;
   }
   absl::StatusOr<ops::GemmProblem> problem = ops::DescribeMatMulGroup(node);
   if (!problem.ok()) return nullptr;
-  const TuningEntry* e = options.tuning_db->Find(GemmTuningKey(kHopperArch, *problem));
-  return e != nullptr && LibraryMeasuredFaster(*e) ? e : nullptr;
+  return options.tuning_db->Find(GemmTuningKey(kHopperArch, *problem));
+}
+
+// Untuned, in auto mode on sm_90a: why a group cuBLASLt can run in one call goes to it
+// instead of the family for its shape, "" when it does not. A narrow output over many
+// rows (a CNN's 1x1 projection conv at batch 32: 16 or 24 channels of 100352 or more
+// pixels) ran 2.2-2.4x faster on cuBLASLt than on the family's best tile
+// (EfficientNet-B0 at batch 32, `kiln compile --tune` on the H200,
+// benchmarks/results/zoo_cnn_tune_h200_2026-12-04.txt). A tuning database entry,
+// either way, decides instead.
+std::string NarrowOutputToLibrary(const Node& node, const KernelOptions& options) {
+  constexpr int64_t kMaxColumns = 32, kMinRows = 65536;
+  if (!options.HopperGemmsOnly() || LibraryKernelName(node).empty() || HopperTuningEntry(node, options) != nullptr) {
+    return "";
+  }
+  absl::StatusOr<ops::GemmProblem> p = ops::DescribeMatMulGroup(node);
+  if (!p.ok() || p->n > kMaxColumns || p->m * p->batch < kMinRows) return "";
+  return absl::StrCat("a narrow output (", p->n, " columns over ", p->m * p->batch,
+                      " rows): cuBLASLt measured faster than the family on such products; kiln compile --tune "
+                      "measures this one");
 }
 
 // Whether `node` is a MatMul group of fp32 operands without TF32 math (kiln's SIMT
@@ -54,8 +71,9 @@ bool IsSimtGroup(const Node& node) {
 
 // Auto mode on sm_90a: why a MatMul group gets no generated GEMM (the Hopper family
 // refused it, a tf32 group included, or the tuning database measured cuBLASLt faster,
-// or it is an fp32 group without TF32 math, whose SIMT kernel measured slower than
-// cublasSgemm plus a separate epilogue kernel); "" otherwise.
+// or, untuned, its output is narrow over many rows, or it is an fp32 group without
+// TF32 math, whose SIMT kernel measured slower than cublasSgemm plus a separate
+// epilogue kernel); "" otherwise.
 std::string HopperRefusal(const Node& node, const KernelOptions& options) {
   if (!options.HopperGemmsOnly() || !IsMatMulGroup(node)) return "";
   if (IsSimtGroup(node)) {
@@ -65,11 +83,12 @@ std::string HopperRefusal(const Node& node, const KernelOptions& options) {
   }
   absl::Status eligible = ops::Sm90Eligible(node);
   if (!eligible.ok()) return std::string(eligible.message());
-  if (const TuningEntry* e = LibraryTuningEntry(node, options)) {
+  const TuningEntry* e = HopperTuningEntry(node, options);
+  if (e != nullptr && LibraryMeasuredFaster(*e)) {
     return absl::StrFormat("%s on %s (%.4f ms against the family's %.4f ms)", kTunedToLibraryReason, e->device,
                            e->library_ms, e->tuned_ms);
   }
-  return "";
+  return NarrowOutputToLibrary(node, options);
 }
 
 bool GetsGemm(const Node& node, const KernelOptions& options) {

@@ -28,8 +28,9 @@ struct KernelChoice {
   KernelKind kind = KernelKind::kGenerated;
   std::string library;  // kLibrary: "cublaslt:MatMul", "cudnn:FusedConv", ...
   // kNone: why no kernel takes the group. kLibrary in auto mode on sm_90a: why a
-  // MatMul group is not on the Hopper family (its refusal, or --tune measured
-  // cuBLASLt faster: starts with kTunedToLibraryReason). Otherwise "".
+  // MatMul group is not on the Hopper family (its refusal, --tune measured cuBLASLt
+  // faster: starts with kTunedToLibraryReason, or, untuned, a narrow output over many
+  // rows). Otherwise "".
   std::string reason;
   // kGemm: the family, tile config and its source (ChooseGemmConfig: the tuning
   // database's entry or the heuristic), which generation takes as it is; or why no

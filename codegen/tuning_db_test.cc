@@ -545,6 +545,34 @@ TEST(TuningDbTest, TheSelectorCarriesTheGemmConfig) {
   EXPECT_FALSE(library.gemm.ok());
 }
 
+// Untuned, a narrow output over many rows (a projection conv's 16 columns over 100352
+// pixels) goes to cuBLASLt in auto mode on sm_90a, with the reason; not 48 columns,
+// nor 16 over 8192 rows; a database entry that measured the family faster keeps it on
+// the family.
+TEST(TuningDbTest, NarrowOutputsGoToTheLibraryUntuned) {
+  TuningDb db(TestPath("narrow.tsv"));
+  KernelOptions options;
+  options.matmul_groups = MatMulGroups::kAuto;
+  options.hopper = true;
+  options.tuning_db = &db;
+  Built narrow = MakeGroup("f16", 100352, 16, 32, "Relu", false);
+  KernelChoice library = ChooseKernel(*narrow.group, options);
+  EXPECT_EQ(library.kind, KernelKind::kLibrary) << library.Describe();
+  EXPECT_THAT(library.reason, HasSubstr("a narrow output (16 columns over 100352 rows)"));
+  for (const auto& [m, n] : {std::pair<int64_t, int64_t>{100352, 48}, {8192, 16}}) {
+    Built wide = MakeGroup("f16", m, n, 32, "Relu", false);
+    EXPECT_EQ(ChooseKernel(*wide.group, options).kind, KernelKind::kGemm) << m << "x" << n;
+  }
+  TuningEntry e = Entry(KeyOf(narrow, "sm_90a"), GemmConfig{}, 0.01);
+  e.config = *GemmTileConfig::Parse("sm90 128x64 c2x1 s4");
+  e.library_ms = 0.02;  // measured slower than the family
+  db.Put(e);
+  EXPECT_EQ(ChooseKernel(*narrow.group, options).kind, KernelKind::kGemm);
+  // Other modes keep their own rule.
+  options.matmul_groups = MatMulGroups::kGenerated;
+  EXPECT_EQ(ChooseKernel(*narrow.group, options).kind, KernelKind::kGemm);
+}
+
 // `--tune`'s sm90 pool: the heuristic's config first, each config once and each one
 // the generator takes; split-K forms where the tiles leave SMs idle, swap-AB forms for
 // few rows and the swapped tile that fills one wave (1024x1664: 13 x 10 tiles of
