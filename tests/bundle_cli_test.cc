@@ -340,6 +340,26 @@ TEST_F(BundleCliTest, BenchComparesFusedAndUnfused) {
   EXPECT_LT(std::stod(fused[14]), 1e-2);  // fused output within 1% of unfused's range
   EXPECT_GT(std::stod(fused[15]), 0.9999);
 
+  // The tuning database, as kiln compile reads it: another file, or none.
+  Result heuristic = Kiln(
+      absl::StrCat("bench ", onnx_, " --device cpu --compare fused --iterations 1 --warmup 1 --no-tuning-db"), dir_);
+  EXPECT_EQ(heuristic.exit_code, 0) << heuristic.out;
+  const std::string bad_db = (fs::path(dir_) / "bad.tsv").string();
+  std::ofstream(bad_db) << "not a tuning database\n";
+  for (const std::string& db : {bad_db, (fs::path(dir_) / "missing.tsv").string()}) {
+    Result r =
+        Kiln(absl::StrCat("bench ", onnx_, " --device cpu --compare fused --iterations 1 --warmup 1 --tuning-db ", db),
+             dir_);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_THAT(r.out, HasSubstr(db == bad_db ? "kiln bench: warning: tuning database" : "does not exist")) << r.out;
+  }
+  for (const std::string& command : {std::string("bench --device cpu"), absl::StrCat("compile -o ", kiln_, "5")}) {
+    Result both = Kiln(absl::StrCat(command, " ", onnx_, " --tuning-db ", dir_, "/db.tsv --no-tuning-db"), dir_);
+    EXPECT_NE(both.exit_code, 0) << command;
+    EXPECT_THAT(both.out, HasSubstr("and --no-tuning-db contradict each other")) << command;
+  }
+  EXPECT_FALSE(fs::exists(kiln_ + "5"));
+
   // Bad configurations and counts are clear errors with a non-zero exit.
   Result bad = Kiln(absl::StrCat("bench ", onnx_, " --device cpu --compare fused,fast"), dir_);
   EXPECT_NE(bad.exit_code, 0);

@@ -22,15 +22,17 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/write_file.h"
+#include "compiler/compiler.h"
+#include "compiler/gemm_tuner.h"
 #include "frontend/onnx_importer.h"
 #include "runtime/bundle.h"
-#include "compiler/compiler.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/cuda_util.h"
 #include "runtime/gpu_executor.h"
 #include "runtime/nvml_meter.h"
 #include "tools/args.h"
 #include "tools/commands.h"
+#include "tools/compile_flags.h"
 #include "tools/model_inputs.h"
 
 namespace kiln::cli {
@@ -44,6 +46,7 @@ constexpr char kUsage[] =
     "                  [--calibrate NAME=SOURCE]... [--input NAME=SOURCE]...\n"
     "                  [--iterations N] [--warmup N] [--csv FILE] [--plot FILE.png]\n"
     "                  [--layout auto|nchw|nhwc] [--range NAME=LO..HI]...\n"
+    "                  [--tuning-db FILE] [--no-tuning-db]\n"
     "Compiles MODEL once per configuration, runs every bundle on the same inputs and\n"
     "prints, per configuration: compile time, steps and kernel launches, latency (median,\n"
     "min, p90 of --iterations runs, default 50, after --warmup runs, default 10), speedup\n"
@@ -73,6 +76,9 @@ constexpr char kUsage[] =
     "data already in the arena (CUDA graph replay); device memory is what creating the\n"
     "session took (weights, arena, library workspaces: cudaMemGetInfo before and after).\n"
     "On the CPU backend (--device cpu) it is host time per run, and no memory column.\n"
+    "Every configuration reads the GEMM tuning database as kiln compile does (--tuning-db\n"
+    "FILE names another; --no-tuning-db: the heuristic only, to compare against a tuned\n"
+    "compile on the same machine).\n"
     "On the GPU, where the driver's NVML library answers, the table also gives the board's\n"
     "mean SM clock (SM_MHz) and power (W) over the timed runs, sampled every 10 ms, and\n"
     "the energy a run took (mJ/run: mean power x mean time per run). A GPU at its power\n"
@@ -223,7 +229,11 @@ absl::StatusOr<Result> RunConfig(const std::string& onnx_path, const Config& con
   r.config = config.name;
   std::cerr << "kiln bench: compiling '" << config.name << "'...\n";
   const auto start = std::chrono::steady_clock::now();
-  KILN_ASSIGN_OR_RETURN(BundleContents contents, Compile(onnx_path, config.options));
+  CompileOptions options = config.options;
+  GemmTuneReport tuning;  // the tuning database's warnings (a file that does not load)
+  options.tuning_report = &tuning;
+  KILN_ASSIGN_OR_RETURN(BundleContents contents, Compile(onnx_path, options));
+  for (const std::string& w : tuning.warnings) std::cerr << "kiln bench: warning: " << w << "\n";
   r.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string path = (fs::path(dir) / (config.name + ".kiln")).string();
   KILN_RETURN_IF_ERROR(WriteBundle(std::move(contents), path));
@@ -328,10 +338,11 @@ absl::Status Plot(const std::string& png, const std::string& model, const std::v
 }  // namespace
 
 absl::Status BenchCommand(const std::vector<std::string>& argv) {
-  KILN_ASSIGN_OR_RETURN(Args args, Args::Parse(argv,
-                                               {"compare", "device", "arch", "precision", "input-shape", "dim", "calibrate",
-                                                "input", "iterations", "warmup", "csv", "plot", "layout", "range"},
-                                               {"help"}));
+  KILN_ASSIGN_OR_RETURN(
+      Args args, Args::Parse(argv,
+                             {"compare", "device", "arch", "precision", "input-shape", "dim", "calibrate", "input",
+                              "iterations", "warmup", "csv", "plot", "layout", "range", "tuning-db"},
+                             {"help", "no-tuning-db"}));
   if (args.Has("help")) {
     std::cout << kUsage << "\n";
     return absl::OkStatus();
@@ -353,6 +364,11 @@ absl::Status BenchCommand(const std::vector<std::string>& argv) {
   KILN_ASSIGN_OR_RETURN(base.layout, ParseLayout(args.Get("layout", "auto")));
   KILN_ASSIGN_OR_RETURN(base.input_shapes, ParseInputShapes(args.GetAll("input-shape")));
   KILN_ASSIGN_OR_RETURN(base.dims, ParseDims(args.GetAll("dim")));
+  KILN_RETURN_IF_ERROR(ReadTuningDbFlags(args, base));
+  if (!base.tuning_db_path.empty() && !fs::exists(base.tuning_db_path)) {
+    std::cerr << "kiln bench: warning: --tuning-db " << base.tuning_db_path
+              << " does not exist: every configuration takes the heuristic's GEMM configs\n";
+  }
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(base));
   std::map<std::string, std::string> calibration;
   for (const std::string& spec : args.GetAll("calibrate")) {

@@ -20,6 +20,16 @@ const std::set<std::string>& CompileBoolFlags() {
   return flags;
 }
 
+absl::Status ReadTuningDbFlags(const Args& args, CompileOptions& options) {
+  options.tuning_db = !args.Has("no-tuning-db");
+  options.tuning_db_path = args.Get("tuning-db");
+  if (!options.tuning_db && !options.tuning_db_path.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tuning-db ", options.tuning_db_path, " and --no-tuning-db contradict each other: give one"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CompileOptions> CompileOptionsFromArgs(const Args& args, std::vector<std::string>* notes) {
   CompileOptions options;
   options.arch = args.Get("arch", DefaultArch());
@@ -35,8 +45,7 @@ absl::StatusOr<CompileOptions> CompileOptionsFromArgs(const Args& args, std::vec
   options.kernel_cache = !args.Has("no-kernel-cache");
   options.dump_kernels_dir = args.Get("dump-kernels");
   options.tune = args.Has("tune");
-  options.tuning_db = !args.Has("no-tuning-db");
-  options.tuning_db_path = args.Get("tuning-db");
+  KILN_RETURN_IF_ERROR(ReadTuningDbFlags(args, options));
   if (args.Has("tune-budget")) {
     std::string budget = args.Get("tune-budget");
     if (!options.tune) return absl::InvalidArgumentError("--tune-budget needs --tune");

@@ -25,4 +25,8 @@ const std::set<std::string>& CompileBoolFlags();
 // does not apply.
 absl::StatusOr<CompileOptions> CompileOptionsFromArgs(const Args& args, std::vector<std::string>* notes = nullptr);
 
+// --tuning-db FILE / --no-tuning-db into `options` (kiln compile and kiln bench);
+// InvalidArgument when both are given.
+absl::Status ReadTuningDbFlags(const Args& args, CompileOptions& options);
+
 }  // namespace kiln::cli
