@@ -52,12 +52,14 @@ const TuningEntry* HopperTuningEntry(const Node& node, const KernelOptions& opti
 // either way, decides instead.
 std::string NarrowOutputToLibrary(const Node& node, const KernelOptions& options) {
   constexpr int64_t kMaxColumns = 32, kMinRows = 65536;
-  if (!options.HopperGemmsOnly() || LibraryKernelName(node).empty() || HopperTuningEntry(node, options) != nullptr) {
+  if (!options.untuned_library_rules || !options.HopperGemmsOnly() || LibraryKernelName(node).empty() ||
+      HopperTuningEntry(node, options) != nullptr) {
     return "";
   }
+  // One product (a batch folded into the rows): what was measured.
   absl::StatusOr<ops::GemmProblem> p = ops::DescribeMatMulGroup(node);
-  if (!p.ok() || p->n > kMaxColumns || p->m * p->batch < kMinRows) return "";
-  return absl::StrCat("a narrow output (", p->n, " columns over ", p->m * p->batch,
+  if (!p.ok() || p->batch != 1 || p->n > kMaxColumns || p->m < kMinRows) return "";
+  return absl::StrCat("a narrow output (", p->n, " columns over ", p->m,
                       " rows): cuBLASLt measured faster than the family on such products; kiln compile --tune "
                       "measures this one");
 }

@@ -86,6 +86,10 @@ struct KernelOptions {
   // where `kiln compile --tune` measured cuBLASLt faster than the family
   // (LibraryMeasuredFaster).
   const TuningDb* tuning_db = nullptr;
+  // Auto mode on sm_90a: untuned, a narrow output over many rows goes to cuBLASLt
+  // (kernel_choice.cc, NarrowOutputToLibrary). --tune turns it off to choose the groups
+  // it measures, so that it measures those too.
+  bool untuned_library_rules = true;
 
   std::string TargetArch() const { return !arch.empty() ? arch : hopper ? "sm_90a" : "sm_80"; }
   // MatMul groups may get kiln's GEMM (any mode but library).

@@ -85,6 +85,7 @@ absl::Status TuneGemms(const Graph& graph, const CompileOptions& options, const 
   tune_options.library = kernel_options.HopperGemmsOnly();
   codegen::KernelOptions without_db = kernel_options;
   without_db.tuning_db = nullptr;
+  without_db.untuned_library_rules = false;  // measure the groups those rules give cuBLASLt too
   std::vector<Node*> generated;  // the MatMul groups that get a generated GEMM
   for (Node* n : graph.nodes()) {
     if (codegen::ChooseKernel(*n, without_db).kind == codegen::KernelKind::kGemm) generated.push_back(n);
