@@ -303,7 +303,8 @@ std::optional<KernelLaunch> PadRowsKernel(const Shape& shape, const Shape& oshap
   l.args = {0, in_arg};
   l.source = absl::StrCat("// ", what, " (a thread per row of ", len, ")\n", TemplateSource("vector.cuh"),
                           "extern \"C\" __global__ void KILN_KERNEL(", Param(dt, false, "out"), ", ",
-                          Param(src_dtype, true, "in"), ") {\n", GridStrideLoop(rows), body, "}\n}\n");
+                          Param(src_dtype, true, "in"), ") {\n", GridStrideLoop(absl::StrCat("(", it, ")", rows), it),
+                          body, "}\n}\n");
   SetGrid1D(l, rows);
   return l;
 }
