@@ -235,7 +235,11 @@ inline std::vector<ConvCase> ConvCases() {
     c = ConvCase{dt, 2, 17, 17, 8, 16, 3, 3, 2, 2};
     c.epi = ConvEpi::kHardSwish;
     push(c);
-    // EfficientNet's stem (32 channels) large enough for 128-row tiles, and for 256.
+    // MobileNetV3's stem at batch 1 (64-row tiles of 16 columns); EfficientNet's stem (32
+    // channels) large enough for 128-row tiles, and one for 256.
+    c = ConvCase{dt, 1, 224, 224, 8, 16, 3, 3, 2, 2};
+    c.epi = ConvEpi::kHardSwish;
+    push(c);
     c = ConvCase{dt, 4, 192, 192, 8, 32, 3, 3, 2, 2};
     c.epi = ConvEpi::kHardSwish;
     push(c);

@@ -262,17 +262,18 @@ GemmConfig PickConvConfig(const ConvGeometry& g, const GemmVariant& v, int sm_co
   }
   const int64_t wave = sm_count > 0 ? sm_count : 132;
   // A narrow output (a stem conv's 16 or 32 channels): tiles as wide as the output with
-  // all warps along M, and as many rows as keep two waves. Per-CTA costs dominate such
-  // a short GEMM (K = 72 for a 3x3 stem over 8 channels): at batch 32 MobileNetV3's
-  // stem took 67 us in 64x16 tiles (as in 64x64 ones), 46 in 128x16, 36 in 256x16 with
-  // 8 warps (ncu on the H200; benchmarks/results/zoo_cnn_stem_h200_2026-12-04.txt).
+  // all warps along M, and as many rows as keep two waves (64 while they fill one; fewer
+  // rows go to the small-M rules below). Per-CTA costs dominate such a short GEMM (K =
+  // 72 for a 3x3 stem over 8 channels): at batch 32 MobileNetV3's stem took 67 us in
+  // 64x16 tiles (as in 64x64 ones), 46 in 128x16, 36 in 256x16 with 8 warps (ncu on
+  // the H200; benchmarks/results/zoo_cnn_stem_h200_2026-12-04.txt).
   if (g.group == 1 && s.n <= 32) {
     const int bn = s.n <= 16 ? 16 : 32;
     for (const GemmConfig& c : {GemmConfig{256, bn, 32, 8, 1, 4}, GemmConfig{128, bn, 32, 4, 1, 4}}) {
       if (tiles(c) >= 2 * wave && VerifyConvGemmConfig(c, v).ok()) return c;
     }
     const GemmConfig narrow{64, bn, 32, 4, 1, 4};
-    if (VerifyConvGemmConfig(narrow, v).ok()) return narrow;
+    if (tiles(narrow) >= wave && VerifyConvGemmConfig(narrow, v).ok()) return narrow;
   }
   // 128x128 tiles short of two waves leave too few CTAs per SM to hide the gather's
   // latency (Whisper-base's first stem conv: 96 tiles of 8 k-steps; docs/kernels/conv.md).
