@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -227,25 +228,20 @@ inline std::vector<ConvCase> ConvCases() {
     c.group = 16;
     c.bias = false;
     push(c);
-    // MobileNetV3's depthwise 5x5 stride 2 and its dense stem, each with HardSwish.
+    // MobileNetV3's depthwise 5x5 stride 2 with HardSwish.
     c = ConvCase{dt, 1, 15, 15, 72, 72, 5, 5, 2, 2, 2, 2, 2, 2};
     c.group = 72;
     c.epi = ConvEpi::kHardSwish;
     push(c);
-    c = ConvCase{dt, 2, 17, 17, 8, 16, 3, 3, 2, 2};
-    c.epi = ConvEpi::kHardSwish;
-    push(c);
-    // MobileNetV3's stem at batch 1 (64-row tiles of 16 columns); EfficientNet's stem (32
-    // channels) large enough for 128-row tiles, and one for 256.
-    c = ConvCase{dt, 1, 224, 224, 8, 16, 3, 3, 2, 2};
-    c.epi = ConvEpi::kHardSwish;
-    push(c);
-    c = ConvCase{dt, 4, 192, 192, 8, 32, 3, 3, 2, 2};
-    c.epi = ConvEpi::kHardSwish;
-    push(c);
-    c = ConvCase{dt, 6, 240, 240, 8, 16, 3, 3, 2, 2};
-    c.epi = ConvEpi::kHardSwish;
-    push(c);
+    // Stems of 8 channels (3x3 stride 2): MobileNetV3's at an odd size and at batch 1
+    // (64-row tiles of 16 columns), EfficientNet's 32 channels in 128-row tiles, and 16
+    // in 256-row tiles.
+    for (const auto& [n, hw, oc] :
+         {std::tuple<int64_t, int64_t, int64_t>{2, 17, 16}, {1, 224, 16}, {4, 192, 32}, {6, 240, 16}}) {
+      c = ConvCase{dt, n, hw, hw, 8, oc, 3, 3, 2, 2};
+      c.epi = ConvEpi::kHardSwish;
+      push(c);
+    }
     // More channels than a block's tile (its weights in shared memory), the last tile
     // partial: ConvNeXt's 7x7 and EfficientNet's late 5x5.
     c = ConvCase{dt, 2, 9, 9, 384, 384, 7, 7, 1, 1, 3, 3, 3, 3};
