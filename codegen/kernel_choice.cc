@@ -48,14 +48,11 @@ const TuningEntry* HopperTuningEntry(const Node& node, const KernelOptions& opti
 // rows (a CNN's 1x1 projection conv at batch 32: 16 or 24 channels of 100352 or more
 // pixels) ran 2.2-2.4x faster on cuBLASLt than on the family's best tile
 // (EfficientNet-B0 at batch 32, `kiln compile --tune` on the H200,
-// benchmarks/results/zoo_cnn_tune_h200_2026-12-04.txt). A tuning database entry,
-// either way, decides instead.
+// benchmarks/results/zoo_cnn_tune_h200_2026-12-04.txt). Asked only where the tuning
+// database has no entry for the group (an entry, either way, decides instead).
 std::string NarrowOutputToLibrary(const Node& node, const KernelOptions& options) {
   constexpr int64_t kMaxColumns = 32, kMinRows = 65536;
-  if (!options.untuned_library_rules || !options.HopperGemmsOnly() || LibraryKernelName(node).empty() ||
-      HopperTuningEntry(node, options) != nullptr) {
-    return "";
-  }
+  if (!options.untuned_library_rules || !options.HopperGemmsOnly() || LibraryKernelName(node).empty()) return "";
   // One product (a batch folded into the rows): what was measured.
   absl::StatusOr<ops::GemmProblem> p = ops::DescribeMatMulGroup(node);
   if (!p.ok() || p->batch != 1 || p->n > kMaxColumns || p->m < kMinRows) return "";
@@ -85,8 +82,8 @@ std::string HopperRefusal(const Node& node, const KernelOptions& options) {
   }
   absl::Status eligible = ops::Sm90Eligible(node);
   if (!eligible.ok()) return std::string(eligible.message());
-  const TuningEntry* e = HopperTuningEntry(node, options);
-  if (e != nullptr && LibraryMeasuredFaster(*e)) {
+  if (const TuningEntry* e = HopperTuningEntry(node, options)) {
+    if (!LibraryMeasuredFaster(*e)) return "";
     return absl::StrFormat("%s on %s (%.4f ms against the family's %.4f ms)", kTunedToLibraryReason, e->device,
                            e->library_ms, e->tuned_ms);
   }
