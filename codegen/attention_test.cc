@@ -15,16 +15,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "codegen/attention_test_cases.h"
+#include "codegen/kernel_choice.h"
 #include "codegen/library_kernels.h"
 #include "codegen/nvrtc_module.h"
-#include "codegen/kernel_choice.h"
 #include "codegen/op_kernels.h"
 #include "codegen/ops/families.h"
 #include "common/status_macros.h"
-#include "graph/text_format.h"
-#include "graph/infer_shapes.h"
-#include "graph/fused_group.h"
 #include "fusion/fuse_attention.h"
+#include "fusion/mark_causal_masks.h"
+#include "graph/fused_group.h"
+#include "graph/gpt2_mask_test_graph.h"
+#include "graph/infer_shapes.h"
+#include "graph/text_format.h"
 
 namespace kiln::codegen {
 namespace {
@@ -522,6 +524,35 @@ TEST(AttentionCodegenTest, RunTimeSizesOfTheLegacyBertExport) {
     absl::StatusOr<std::string> cubin = CompileModule(kernels, arch);
     EXPECT_TRUE(cubin.ok()) << arch << ": " << cubin.status();
   }
+}
+
+// GPT-2's packed-sequence mask built from the sizes (graph/gpt2_mask_test_graph.h) on a
+// dynamic graph: once mark-causal-masks has marked it, every size variant computes it
+// from col <= row and skips the keys past its rows; unmarked, the kernel loads it.
+TEST(AttentionCodegenTest, RunTimeSizesComputeAMarkedSizeOnlyMask) {
+  absl::StatusOr<FusedAttention> g = FuseOneAttention(kiln::test::Gpt2MaskedAttention());
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<std::vector<KernelLaunch>> unmarked = GenerateNodeKernels(*g->group);
+  ASSERT_TRUE(unmarked.ok()) << unmarked.status();
+  for (const KernelLaunch& k : *unmarked) {
+    EXPECT_EQ(Define(k, "ATTN_CAUSAL_LIMIT"), "0");
+    EXPECT_EQ(k.source.find("causal mask"), std::string::npos);
+  }
+  absl::StatusOr<bool> marked = MarkCausalMasks().Run(*g->graph);
+  ASSERT_TRUE(marked.ok() && *marked) << marked.status();
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*g->group);
+  ASSERT_TRUE(l.ok()) << l.status();
+  std::vector<ModuleKernel> kernels;
+  for (const KernelLaunch& k : *l) {
+    EXPECT_TRUE(k.dim_param);
+    EXPECT_EQ(Define(k, "ATTN_CAUSAL_LIMIT"), "1");
+    EXPECT_NE(k.source.find("(col <= row ? 0 : __int_as_float(0xff800000));  // causal mask mask"), std::string::npos);
+    // One parameter fewer: the mask is not read.
+    EXPECT_EQ(k.args.size() + 1, (*unmarked)[0].args.size());
+    kernels.push_back({absl::StrCat("attn", kernels.size()), k.source});
+  }
+  absl::StatusOr<std::string> cubin = CompileModule(kernels, "sm_90a");
+  EXPECT_TRUE(cubin.ok()) << cubin.status();
 }
 
 // A packed QKV product selected by Gathers (torchvision's and Swin's in_proj form) on

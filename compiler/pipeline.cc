@@ -20,6 +20,7 @@
 #include "fusion/fuse_prologue.h"
 #include "fusion/fuse_rotary_matmul.h"
 #include "fusion/fuse_siblings.h"
+#include "fusion/mark_causal_masks.h"
 #include "graph/collapse_view_chains.h"
 #include "graph/conv1d_to_conv2d.h"
 #include "graph/conv1x1_to_matmul.h"
@@ -273,6 +274,13 @@ std::vector<Pass> FusionAndExpansion() {
        "before the prologue and epilogue passes: they would give the scores MatMul the scale and mask as its "
        "epilogue (and a Q scale as its prologue), splitting the attention pattern",
        when, Fusing, FusionPass<FuseAttention>()},
+      {"mark-causal-masks", f,
+       "right after fuse-attention, whose groups it marks: on a dynamic graph a mask built from the sizes alone "
+       "(GPT-2's causal mask without an attention_mask input) that is causal at sampled sizes is computed in the "
+       "attention kernel, which then skips the keys past each tile's last row",
+       "fusion is on and the graph has dim ranges",
+       [](const Graph& graph, const PassContext& context) { return Fusing(graph, context) && graph.is_dynamic(); },
+       GraphPass<MarkCausalMasks>()},
       {"fuse-prologue", f, "before the epilogue: it forms the matmul's group, which FuseEpilogue then extends", when,
        Fusing, FusionPass<FusePrologue>()},
       {"fuse-epilogue", f,
@@ -355,7 +363,8 @@ bool DynamicSafe(const std::string& pass) {
       "remove-identity", "sum-to-add", "swap-reshape-elementwise", "gemm-to-matmul", "fold-batch-norm",
       "recognize-gelu", "recognize-layer-norm", "recognize-rms-norm", "fold-constants",
       "eliminate-common-subexpressions", "fold-transpose-into-matmul", "eliminate-dead-code", "lower-precision",
-      "tf32-math", "to-channels-last", "pad-conv-channels", "fuse-siblings", "fuse-attention", "fuse-epilogue", "fuse-pointwise",
+      "tf32-math", "to-channels-last", "pad-conv-channels", "fuse-siblings", "fuse-attention", "mark-causal-masks", "fuse-epilogue",
+      "fuse-pointwise",
       "expand-groups-without-kernels", "fuse-expanded-tails"};
   // clang-format on
   return safe->contains(pass);

@@ -3,17 +3,29 @@
 // Expand, a Slice along seq, the shifted Concat, CumSum over seq, GatherND at (batch,
 // position) pairs, compares, Where), in kiln's text form, with a token embedding and
 // scores that read the inputs' data. Shared by the size-only tests (graph/specialize_test.cc,
-// runtime/size_only_steps_test.cc, runtime/gpu_dynamic_test.cc).
+// runtime/size_only_steps_test.cc, runtime/gpu_dynamic_test.cc) and the causal-mask ones
+// (fusion/mark_causal_masks_test.cc, codegen/attention_test.cc).
 #pragma once
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 
 namespace kiln::test {
 
-inline constexpr char kGpt2Mask[] = R"(
+// A graph of batch in [1, 4], seq in [1, 24] with input %input_ids (i64[batch, seq]),
+// the inputs `inputs` declares, the embedding (%add), the mask (%mask, [batch, 1, seq,
+// seq], 0 or -inf of `fill_dtype`) and the nodes and outputs `tail` adds.
+inline std::string Gpt2MaskGraph(const std::string& fill_dtype, const std::string& inputs, const std::string& tail) {
+  return absl::StrCat(R"(
 graph @main {
   dim batch in [1, 4]
   dim seq in [1, 24]
   input %input_ids : i64[4,24] dims "batch, seq"
-  input %scores : f32[4,2,24,24] dims "batch, 2, seq, seq"
+)",
+                      inputs,
+                      absl::StrReplaceAll(R"(
   const %wte : f32[50,16] = splat(0.5)
   const %wpe : f32[24,16] = splat(0.25)
   const %zero : i64[] = [0]
@@ -25,8 +37,8 @@ graph @main {
   const %ax123 : i64[3] = [1, 2, 3]
   const %ax013 : i64[3] = [0, 1, 3]
   const %ax012 : i64[3] = [0, 1, 2]
-  const %fzero : f32[] = [0]
-  const %ninf : f32[] = [-inf]
+  const %fzero : FILL[] = [0]
+  const %ninf : FILL[] = [-inf]
   %val_0 = Shape(%input_ids) {start = 0, end = 1}
   %val_1 = Shape(%input_ids) {start = 1, end = 2}
   %nb = Squeeze(%val_0)
@@ -73,10 +85,32 @@ graph @main {
   %same = Equal(%seq_q, %seq_k)
   %allowed = And(%causal, %same)
   %mask = Where(%allowed, %fzero, %ninf)
-  %masked = Add(%scores, %mask)
-  output %add
-  output %masked
+)",
+                                          {{"FILL", fill_dtype}}),
+                      tail, "\n}\n");
 }
-)";
+
+// The mask added to scores that read the inputs' data (f32).
+inline std::string Gpt2Mask() {
+  return Gpt2MaskGraph("f32", "  input %scores : f32[4,2,24,24] dims \"batch, 2, seq, seq\"\n",
+                       "  %masked = Add(%scores, %mask)\n  output %add\n  output %masked");
+}
+
+// The mask (f16) added to the scaled scores of an attention over inputs %q, %k, %v
+// (f16 [batch, 2, seq, 16]) and its output %y.
+inline std::string Gpt2MaskedAttention() {
+  return Gpt2MaskGraph("f16",
+                       "  input %q : f16[4,2,24,16] dims \"batch, 2, seq, 16\"\n"
+                       "  input %k : f16[4,2,24,16] dims \"batch, 2, seq, 16\"\n"
+                       "  input %v : f16[4,2,24,16] dims \"batch, 2, seq, 16\"\n",
+                       R"(  const %scale : f16[] = [0.25]
+  %s = MatMul(%q, %k) {trans_b = 1} @scores
+  %d = Mul(%s, %scale) @mul
+  %a = Add(%d, %mask) @add_mask
+  %p = Softmax(%a) {axis = -1} @softmax
+  %y = MatMul(%p, %v) @context
+  output %add
+  output %y)");
+}
 
 }  // namespace kiln::test

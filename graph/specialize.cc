@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "graph/evaluate.h"
 #include "graph/fused_group.h"
 #include "graph/infer_shapes.h"
 #include "graph/symbolic_shapes.h"
@@ -172,6 +173,42 @@ std::vector<bool> SizeOnlyNodes(const Graph& graph) {
     for (const Value* out : node.outputs()) known.insert(out);
   }
   return size_only;
+}
+
+absl::StatusOr<absl::flat_hash_map<const Value*, Tensor>> EvaluateSizeOnlyNodes(const Graph& specialized,
+                                                                                const std::vector<bool>& size_only,
+                                                                                const std::string& where) {
+  const std::vector<Node*> nodes = specialized.nodes();
+  if (nodes.size() != size_only.size()) {
+    return absl::InternalError(absl::StrCat(where, ": ", nodes.size(), " nodes for ", size_only.size(), " steps"));
+  }
+  absl::flat_hash_map<const Value*, Tensor> values;
+  for (size_t s = 0; s < nodes.size(); ++s) {
+    if (!size_only[s]) continue;
+    const Node& node = *nodes[s];
+    const bool type_only = node.op_type() == "Shape" || node.op_type() == "Size";
+    std::vector<const Tensor*> inputs;
+    for (const Value* in : node.inputs()) {
+      if (in == nullptr || type_only) {
+        inputs.push_back(in != nullptr ? in->constant_or_null() : nullptr);
+        continue;
+      }
+      auto it = values.find(in);
+      const Tensor* t = in->is_constant() ? &in->constant() : it != values.end() ? &it->second : nullptr;
+      if (t == nullptr) {
+        return absl::InternalError(absl::StrCat(where, ": size-only step ", s, " (node '", node.name(), "') reads '",
+                                                in->name(), "', which no earlier one made"));
+      }
+      inputs.push_back(t);
+    }
+    absl::StatusOr<std::vector<Tensor>> out = EvaluateNode(node, inputs);
+    if (!out.ok()) {
+      return absl::Status(out.status().code(), absl::StrCat(where, ": step ", s, " (node '", node.name(),
+                                                            "') on the host: ", out.status().message()));
+    }
+    for (int o = 0; o < node.num_outputs(); ++o) values[node.output(o)] = std::move((*out)[o]);
+  }
+  return values;
 }
 
 }  // namespace kiln

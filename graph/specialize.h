@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "graph/graph.h"
+#include "graph/tensor.h"
 
 namespace kiln {
 
@@ -35,6 +37,13 @@ absl::StatusOr<std::unique_ptr<Graph>> Specialize(const Graph& graph, absl::Span
 // them once per run size instead of on every run. All false for a static graph
 // (constant folding has left no such node to run).
 std::vector<bool> SizeOnlyNodes(const Graph& graph);
+
+// The outputs of the nodes `size_only` marks (SizeOnlyNodes of the graph that
+// `specialized` was made from, so one per node of it), evaluated in node order on the
+// host by the reference evaluators. `where` prefixes errors.
+absl::StatusOr<absl::flat_hash_map<const Value*, Tensor>> EvaluateSizeOnlyNodes(const Graph& specialized,
+                                                                                const std::vector<bool>& size_only,
+                                                                                const std::string& where);
 
 // Specialises `graph` at each range's ends and at a size inside, and checks
 // that every value gets the shape its dims give there. This catches a rewrite

@@ -18,7 +18,7 @@ namespace {
 TEST(SizeOnlyNodesTest, Gpt2PositionIdsAndMaskDependOnTheSizesAlone) {
   // Typed as the importer leaves it: shape arithmetic folded into constants that keep
   // their expressions.
-  auto parsed = ParseGraph(test::kGpt2Mask);
+  auto parsed = ParseGraph(test::Gpt2Mask());
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   std::unique_ptr<Graph> g = *std::move(parsed);
   ASSERT_TRUE(InferShapes(*g).ok());

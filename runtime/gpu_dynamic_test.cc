@@ -2,7 +2,8 @@
 // and packed-sequence mask (graph/gpt2_mask_test_graph.h) compiled once for ranges
 // and run at several sizes, with these size-only steps computed once per size on the
 // host (the default) and with their kernels run every time, both against the CPU
-// backend on the same bundle.
+// backend on the same bundle; and that mask added to an attention's scores, which the
+// kernel computes (fusion/mark_causal_masks.h), against the CPU backend's reading it.
 #include <unistd.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/compiler.h"
+#include "graph/fused_group.h"
 #include "graph/gpt2_mask_test_graph.h"
 #include "graph/text_format.h"
 #include "gtest/gtest.h"
@@ -48,7 +50,7 @@ void ExpectClose(const Tensor& got, const Tensor& want, double tol, const std::s
 TEST(GpuDynamicTest, SizeOnlyStepsOncePerSizeOrEveryRun) {
   // Compiled without a GPU too: every step gets a kernel with run-time sizes.
   auto gpu = LocalGpu();
-  auto graph = ParseGraph(test::kGpt2Mask);
+  auto graph = ParseGraph(test::Gpt2Mask());
   ASSERT_TRUE(graph.ok()) << graph.status();
   CompileOptions options;
   options.arch = gpu.ok() ? gpu->arch : "sm_90a";
@@ -98,6 +100,50 @@ TEST(GpuDynamicTest, SizeOnlyStepsOncePerSizeOrEveryRun) {
     std::cout << "[ gpu ] batch " << batch << " seq " << seq << ": " << (*once)->launches_per_run()
               << " launches and copies per run with the size-only steps on the host, "
               << (*every_run)->launches_per_run() << " with their kernels\n";
+  }
+}
+
+TEST(GpuDynamicTest, ComputedCausalMaskMatchesTheCpuBackend) {
+  auto gpu = LocalGpu();
+  auto graph = ParseGraph(test::Gpt2MaskedAttention());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CompileOptions options;
+  options.arch = gpu.ok() ? gpu->arch : "sm_90a";
+  auto contents = BuildBundle(**graph, options, "gpt2_attention.onnx", "bytes");
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  const std::string path = TempPath("gpt2_attention");
+  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
+  auto bundle = Bundle::Load(path);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  auto host = CpuProgram::Create(**bundle);
+  ASSERT_TRUE(host.ok()) << host.status();
+  int marked = 0;
+  for (const Node* n : (*host)->graph().nodes()) marked += IsFusedGroup(*n) && n->has_attr("causal_inputs");
+  EXPECT_EQ(marked, 1);
+  if (!gpu.ok()) GTEST_SKIP() << "skipped: " << gpu.status().message();
+  auto program = GpuProgram::Create(*host);
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto exec = GpuExecutor::Create(*program);
+  auto cpu = CpuExecutor::Create(*host);
+  ASSERT_TRUE(exec.ok() && cpu.ok()) << exec.status() << cpu.status();
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  for (const auto& [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{4, 24}, {1, 1}, {1, 17}, {3, 5}, {2, 24}}) {
+    SCOPED_TRACE(absl::StrCat("batch ", batch, ", seq ", seq));
+    std::vector<float> ids(batch * seq);
+    for (float& v : ids) v = static_cast<float>(rng() % 50);
+    TensorMap feeds;
+    feeds["input_ids"] = Tensor::FromFloat(DType::kInt64, {batch, seq}, ids);
+    for (const char* name : {"q", "k", "v"}) {
+      std::vector<float> x(batch * 2 * seq * 16);
+      for (float& v : x) v = uni(rng);
+      feeds[name] = Tensor::FromFloat(DType::kFloat16, {batch, 2, seq, 16}, x);
+    }
+    auto got = (*exec)->Run(feeds);
+    auto want = (*cpu)->Run(feeds);
+    ASSERT_TRUE(got.ok() && want.ok()) << got.status() << want.status();
+    ASSERT_EQ(got->size(), 2u);
+    for (size_t o = 0; o < got->size(); ++o) ExpectClose((*got)[o], (*want)[o], 1e-2, absl::StrCat("output ", o));
   }
 }
 

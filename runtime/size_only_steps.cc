@@ -2,8 +2,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/str_cat.h"
-#include "graph/evaluate.h"
+#include "common/status_macros.h"
 #include "graph/specialize.h"
 
 namespace kiln {
@@ -43,36 +42,8 @@ SizeOnlySteps FindSizeOnlySteps(const Graph& graph, const bundle::Manifest& m) {
 
 absl::StatusOr<std::vector<SizeOnlyOutput>> ComputeSizeOnlyOutputs(const SizeOnlySteps& steps,
                                                                    const Graph& specialized, const std::string& where) {
+  KILN_ASSIGN_OR_RETURN(const auto values, EvaluateSizeOnlyNodes(specialized, steps.size_only, where));
   const std::vector<Node*> nodes = specialized.nodes();
-  if (nodes.size() != steps.size_only.size()) {
-    return absl::InternalError(absl::StrCat(where, ": ", nodes.size(), " nodes for ", steps.size_only.size(), " steps"));
-  }
-  absl::flat_hash_map<const Value*, Tensor> values;
-  for (size_t s = 0; s < nodes.size(); ++s) {
-    if (!steps.size_only[s]) continue;
-    const Node& node = *nodes[s];
-    const bool type_only = node.op_type() == "Shape" || node.op_type() == "Size";
-    std::vector<const Tensor*> inputs;
-    for (const Value* in : node.inputs()) {
-      if (in == nullptr || type_only) {
-        inputs.push_back(in != nullptr ? in->constant_or_null() : nullptr);
-        continue;
-      }
-      auto it = values.find(in);
-      const Tensor* t = in->is_constant() ? &in->constant() : it != values.end() ? &it->second : nullptr;
-      if (t == nullptr) {
-        return absl::InternalError(absl::StrCat(where, ": size-only step ", s, " (node '", node.name(), "') reads '",
-                                                in->name(), "', which no earlier one made"));
-      }
-      inputs.push_back(t);
-    }
-    absl::StatusOr<std::vector<Tensor>> out = EvaluateNode(node, inputs);
-    if (!out.ok()) {
-      return absl::Status(out.status().code(), absl::StrCat(where, ": step ", s, " (node '", node.name(),
-                                                            "') on the host: ", out.status().message()));
-    }
-    for (int o = 0; o < node.num_outputs(); ++o) values[node.output(o)] = std::move((*out)[o]);
-  }
   std::vector<SizeOnlyOutput> outputs;
   for (size_t s = 0; s < nodes.size(); ++s) {
     for (int o : steps.copies[s]) outputs.push_back({static_cast<int>(s), o, values.at(nodes[s]->output(o))});

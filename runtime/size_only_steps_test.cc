@@ -21,7 +21,7 @@ namespace kiln {
 namespace {
 
 TEST(SizeOnlyStepsTest, Gpt2MaskIsCopiedInAndCausalAtTheRunSizes) {
-  auto graph = ParseGraph(test::kGpt2Mask);
+  auto graph = ParseGraph(test::Gpt2Mask());
   ASSERT_TRUE(graph.ok()) << graph.status();
   CompileOptions options;
   options.arch = "sm_90a";

@@ -13,13 +13,14 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
 #include "codegen/ops/dim_view.h"
 #include "codegen/ops/families.h"
-#include "codegen/ops/size_variants.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/ops/pointwise_spec.h"
+#include "codegen/ops/size_variants.h"
 #include "codegen/templates.h"
+#include "common/status_macros.h"
+#include "graph/causal_mask.h"
 #include "graph/fused_group.h"
 #include "graph/pattern_match.h"
 #include "graph/strided_view.h"
@@ -88,46 +89,21 @@ bool BatchStridesAligned(const Layout& l) {
 }
 
 // A group input that hides the keys after each query row (a causal mask), which the
-// kernel computes instead of reading: a constant condition, 1 where j <= i and 0
-// elsewhere (torch's tril masks under a Where), or an additive mask, 0 where j <= i
-// and one value <= -1e30 elsewhere (torch.export's SDPA form writes GPT-2's and Llama's
-// causal mask as such a constant, in fp16 -inf). Either may repeat over leading dims
-// ([batch, 1, rows, cols]).
-struct CausalMask {
-  bool additive = false;
-  float fill = 0;  // the additive mask's value past the diagonal
-};
-
+// kernel computes instead of reading: a constant that graph/causal_mask.h's
+// MatchesCausalMask takes (torch's tril masks under a Where; torch.export's SDPA form
+// writes GPT-2's and Llama's causal mask as an additive constant, in fp16 -inf),
+// [..., rows, cols]. A mask that varies with the sizes (a dynamic graph's, built from
+// them alone) is one where fusion's mark-causal-masks found it so at sampled sizes
+// (the group's causal_inputs / causal_fills) and its last two dims are the scores'.
 std::optional<CausalMask> AsCausalMask(const Value* v, int64_t rows, int64_t cols) {
   if (v == nullptr || !v->is_constant() || v->rank() < 2) return std::nullopt;
   const Shape& s = v->shape();
-  const int64_t plane = rows * cols;
-  if (s[s.size() - 2] != rows || s.back() != cols || plane == 0 || v->numel() % plane != 0) return std::nullopt;
-  const int64_t planes = v->numel() / plane;
-  if (v->dtype() == DType::kBool || v->dtype() == DType::kInt64) {
-    const std::vector<int64_t> data = v->constant().ToInt64();
-    for (int64_t p = 0; p < planes; ++p) {
-      for (int64_t i = 0; i < rows; ++i) {
-        for (int64_t j = 0; j < cols; ++j) {
-          if (data[p * plane + i * cols + j] != (j <= i ? 1 : 0)) return std::nullopt;
-        }
-      }
-    }
-    return CausalMask{};
-  }
-  if (!IsFloating(v->dtype()) || cols < 2) return std::nullopt;
-  const std::vector<float> data = v->constant().ToFloat();
-  const float fill = data[1];  // row 0, column 1: past the diagonal
-  if (!(fill <= -1e30f)) return std::nullopt;
-  for (int64_t p = 0; p < planes; ++p) {
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t j = 0; j < cols; ++j) {
-        const float x = data[p * plane + i * cols + j];
-        if (j <= i ? x != 0.f : x != fill) return std::nullopt;
-      }
-    }
-  }
-  return CausalMask{true, fill};
+  if (s[s.size() - 2] != rows || s.back() != cols) return std::nullopt;
+  CausalMask m;
+  std::optional<float> fill;
+  if (!MatchesCausalMask(v->constant(), &m.additive, &fill) || (m.additive && !fill)) return std::nullopt;
+  m.fill = fill.value_or(0.f);
+  return m;
 }
 
 bool IsFlagSet(const Node& mm, const char* name) {
@@ -353,6 +329,23 @@ absl::flat_hash_map<int, CausalMask> CausalInputs(const Node& group, int64_t sq,
   absl::flat_hash_map<int, CausalMask> causal_inputs;
   for (int i = 0; i < group.num_inputs(); ++i) {
     if (std::optional<CausalMask> m = AsCausalMask(group.input(i), sq, sk)) causal_inputs[i] = *m;
+  }
+  return causal_inputs;
+}
+
+// On a dynamic graph: the inputs mark-causal-masks found causal at sampled sizes
+// (the group's causal_inputs, with causal_fills: 0 for a condition, else the additive
+// mask's fill) whose last two dims are the scores' `sq` and `sk` at every size.
+absl::flat_hash_map<int, CausalMask> MarkedCausalInputs(const Node& group, const DimExpr& sq, const DimExpr& sk) {
+  absl::flat_hash_map<int, CausalMask> causal_inputs;
+  const std::vector<int64_t> inputs = group.GetInts("causal_inputs", {}).value_or(std::vector<int64_t>{});
+  const std::vector<float> fills = group.GetFloats("causal_fills", {}).value_or(std::vector<float>{});
+  for (size_t j = 0; j < inputs.size() && j < fills.size(); ++j) {
+    const Value* v = group.input(static_cast<int>(inputs[j]));
+    if (v == nullptr || v->rank() < 2) continue;
+    const std::vector<DimExpr> dims = ValueDims(*v);
+    if (dims[dims.size() - 2] != sq || dims.back() != sk) continue;
+    causal_inputs[static_cast<int>(inputs[j])] = CausalMask{fills[j] != 0.f, fills[j]};
   }
   return causal_inputs;
 }
@@ -665,10 +658,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
 
   KILN_ASSIGN_OR_RETURN(const AttentionFunctors f, ComposeFunctors(group, plan));
 
-  // A causal mask (a Where condition or an additive constant) is computed from
-  // col <= row. (A constant mask has fixed sizes: none in a group whose sizes vary.)
+  // A causal mask (a Where condition or an additive mask) is computed from col <=
+  // row: a constant one, or where the sizes vary one built from them alone.
   const absl::flat_hash_map<int, CausalMask> causal_inputs =
-      dyn ? absl::flat_hash_map<int, CausalMask>{} : CausalInputs(group, sq, sk);
+      dyn ? MarkedCausalInputs(group, dyn->sq, dyn->sk) : CausalInputs(group, sq, sk);
   const bool causal_limit = CausalLimit(plan, causal_inputs, ss);
 
   Shape q_iter = batch_shape;  // Q broadcast over the scores' batch dims
