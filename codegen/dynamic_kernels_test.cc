@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "codegen/kernel_choice.h"
 #include "codegen/nvrtc_module.h"
 #include "codegen/op_kernels.h"
@@ -293,8 +294,9 @@ TEST(DynamicKernelsTest, PackedSequenceMaskOps) {
 
 // A transformer's FFN products with dynamic batch and seq (BERT-base's first FFN
 // MatMul over [batch, seq, 768] + bias + GELU, as fuse-epilogue groups it): on sm_90a
-// with --matmul-groups generated the Hopper family runs them with the rows batch * seq read at run time, one tile
-// config per box of sizes (each size served once), and the source compiles. An
+// with --matmul-groups generated the Hopper family runs them with the rows batch * seq
+// read at run time, one tile config per range of rows (each count of rows served
+// once), and the source compiles. An
 // epilogue operand that broadcasts over batch but not seq (a [seq, N] table) would
 // be read at strides that vary: no such kernel (cuBLASLt runs the group).
 TEST(DynamicKernelsTest, MatMulGroupsReadTheirRowsAtRunTime) {
@@ -338,15 +340,23 @@ TEST(DynamicKernelsTest, MatMulGroupsReadTheirRowsAtRunTime) {
   absl::StatusOr<std::vector<KernelLaunch>> launches = GenerateNodeKernels(*gelu, options);
   ASSERT_TRUE(launches.ok()) << launches.status();
   ASSERT_GE(launches->size(), 2u) << "one tile config for every size";
-  for (int64_t batch = 1; batch <= 32; batch += 3) {
-    for (int64_t seq = 1; seq <= 512; seq += 7) {
-      int serving = 0;
-      for (const KernelLaunch& l : *launches) {
-        for (const auto& box : l.size_boxes) {
-          serving += box[0][0] <= batch && batch <= box[0][1] && box[1][0] <= seq && seq <= box[1][1] ? 1 : 0;
-        }
+  // Variants by the rows (batch * seq): each count of rows served once, by the tile the
+  // heuristic picks for that count (without stream-K).
+  for (int64_t rows = 1; rows <= 32 * 512; ++rows) {
+    const KernelLaunch* serving = nullptr;
+    int n = 0;
+    for (const KernelLaunch& l : *launches) {
+      EXPECT_EQ(l.size_select.ToString((*g)->dim_symbols()), "batch*seq");
+      EXPECT_TRUE(l.size_boxes.empty());
+      for (const auto& [lo, hi] : l.size_ranges) {
+        if (lo <= rows && rows <= hi) serving = &l, ++n;
       }
-      EXPECT_EQ(serving, 1) << "batch " << batch << ", seq " << seq;
+    }
+    ASSERT_EQ(n, 1) << rows << " rows";
+    if (rows % 64 == 0) {
+      ops::Sm90GemmConfig want = ops::PickSm90GemmConfig(rows, 3072, 768, 1, 132, false, ops::EpilogueWork::kSpecial);
+      want.stream_k = false;
+      EXPECT_TRUE(absl::StartsWith(serving->config, "sm90 " + ops::Sm90GemmConfigString(want) + " ")) << rows << ": " << serving->config;
     }
   }
   std::vector<ModuleKernel> kernels;

@@ -32,8 +32,10 @@
 //   min(grid[a], max(1, ceil(grid_extents[a] / grid_per_block[a])))
 // blocks at the run's sizes, so a kernel with a grid-stride loop may cap its grid.
 // A launch with `size_boxes` is one variant of its step's kernel (a tile config for
-// some sizes): it runs only where the symbols' values lie in one of its boxes, and the
-// step's variants cover every size in the ranges exactly once.
+// some sizes): it runs only where the symbols' values lie in one of its boxes; one with
+// `size_ranges`, where the value of `size_select` (an expression over the symbols: a
+// GEMM's rows) lies in one of them; with both, where both hold. The step's variants
+// cover every size in the ranges exactly once.
 //
 // Workspace. A launch with `semaphores` > 0 or `scratch_bytes` > 0 takes two more
 // parameters after the tensor maps (both, whichever is non-zero),
@@ -108,6 +110,9 @@ struct KernelLaunch {
   // Size variants (see above): each box is a [lo, hi] range per dim symbol, in the
   // graph's symbol order. Empty: every size.
   std::vector<std::vector<std::array<int64_t, 2>>> size_boxes;
+  // Size variants by one expression's value: [lo, hi] ranges of `size_select`.
+  DimExpr size_select;
+  std::vector<std::array<int64_t, 2>> size_ranges;
 };
 
 }  // namespace kiln::codegen

@@ -70,6 +70,11 @@ absl::Status SetRunTimeSizes(const codegen::KernelLaunch& kl, const std::vector<
       launch->add_size_boxes(hi);
     }
   }
+  if (!kl.size_ranges.empty()) launch->set_size_select(kl.size_select.ToString(symbols));
+  for (const auto& [lo, hi] : kl.size_ranges) {
+    launch->add_size_ranges(lo);
+    launch->add_size_ranges(hi);
+  }
   return absl::OkStatus();
 }
 

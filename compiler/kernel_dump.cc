@@ -348,8 +348,8 @@ absl::StatusOr<KernelDumpStats> WriteKernelDump(const std::string& dir_name, con
       absl::StrAppend(&launch_text, "\nlaunch ", j, ": ", l.function(), " (bundle module ", l.module(), ")\n",
                       "  grid ", Dims(l.grid()), ", block ", Dims(l.block()), " = ", threads,
                       " threads, dynamic shared memory ", l.shared_bytes(), " bytes\n");
-      if (l.size_boxes_size() > 0) {
-        absl::StrAppend(&launch_text, "  a size variant: runs at ", SizeBoxesText(manifest, l), "\n");
+      if (IsSizeVariant(l)) {
+        absl::StrAppend(&launch_text, "  a size variant: runs at ", SizeVariantText(manifest, l), "\n");
       }
       absl::StrAppend(&launch_text, "  parameters:\n");
       for (int p = 0; p < l.args_size(); ++p) {

@@ -309,7 +309,7 @@ absl::StatusOr<std::unique_ptr<Graph>> Bundle::BuildGraph() const {
 
 int LaunchesPerRun(const bundle::Step& step) {
   int always = 0, variants = 0;
-  for (const bundle::Launch& l : step.launches()) (l.size_boxes().empty() ? always : variants) += 1;
+  for (const bundle::Launch& l : step.launches()) (IsSizeVariant(l) ? variants : always) += 1;
   return always + (variants > 0 ? 1 : 0);
 }
 
@@ -325,6 +325,23 @@ std::string SizeBoxesText(const bundle::Manifest& m, const bundle::Launch& launc
     boxes.push_back(absl::StrJoin(ranges, " "));
   }
   return absl::StrJoin(boxes, "; ");
+}
+
+bool IsSizeVariant(const bundle::Launch& launch) {
+  return launch.size_boxes_size() > 0 || launch.size_ranges_size() > 0;
+}
+
+std::string SizeVariantText(const bundle::Manifest& m, const bundle::Launch& launch) {
+  std::vector<std::string> parts;
+  if (launch.size_boxes_size() > 0) parts.push_back(SizeBoxesText(m, launch));
+  if (launch.size_ranges_size() > 0) {
+    std::vector<std::string> ranges;
+    for (int i = 0; i + 1 < launch.size_ranges_size(); i += 2) {
+      ranges.push_back(absl::StrCat(launch.size_ranges(i), "..", launch.size_ranges(i + 1)));
+    }
+    parts.push_back(absl::StrCat(launch.size_select(), " in ", absl::StrJoin(ranges, ", ")));
+  }
+  return absl::StrJoin(parts, "; and ");
 }
 
 std::string DimRangesText(const bundle::Manifest& m) {

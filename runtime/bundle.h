@@ -104,11 +104,15 @@ std::string DimRangesText(const bundle::Manifest& m);
 // A dynamic bundle's dim symbols (Manifest.dim_symbols; empty for a static bundle).
 std::vector<DimSymbol> DimSymbolsOf(const bundle::Manifest& m);
 // The kernels a step launches in one run: its launches, the size variants among them
-// (Launch.size_boxes) counting once.
+// (IsSizeVariant) counting once.
 int LaunchesPerRun(const bundle::Step& step);
 // A size variant's boxes as "batch=1..1 seq=1..127; batch=2..3 seq=1..127" ("" for a
 // launch that runs at every size).
 std::string SizeBoxesText(const bundle::Manifest& m, const bundle::Launch& launch);
+// Whether `launch` is one size variant of its step (size_boxes or size_ranges), and the
+// sizes it runs at: "batch=1..1 seq=1..7; ...", "batch*seq in 1..192, 449..704".
+bool IsSizeVariant(const bundle::Launch& launch);
+std::string SizeVariantText(const bundle::Manifest& m, const bundle::Launch& launch);
 // The shape of an input or output at these symbol values (in DimSymbolsOf order): its
 // dims evaluated, or its fixed shape. InvalidArgument when a dim does not parse.
 absl::StatusOr<Shape> SignatureShape(const bundle::Manifest& m, const bundle::TensorSignature& s,

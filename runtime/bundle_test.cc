@@ -376,6 +376,11 @@ TEST(BundleLoadErrorTest, ValidatorRefusesManifestsThatLie) {
          FirstLaunch(m)->add_size_boxes(1);
          FirstLaunch(m)->add_size_boxes(4);
        }},
+      {"size variant ranges without an expression",
+       [](bundle::Manifest& m) {
+         FirstLaunch(m)->add_size_ranges(1);
+         FirstLaunch(m)->add_size_ranges(4);
+       }},
       {"weight index 7", [](bundle::Manifest& m) {
          for (bundle::Step& s : *m.mutable_steps()) {
            for (bundle::Binding& b : *s.mutable_inputs()) {

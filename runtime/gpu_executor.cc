@@ -31,6 +31,8 @@ bool CanRun(const std::string& gpu_arch, const std::string& bundle_arch) {
 
 // Whether `values` (one per dim symbol) lie in one of `boxes` ([lo, hi] per symbol,
 // box after box); true for no boxes.
+// Whether `values` lie in one of `boxes` ([lo, hi] per value, box after box); true
+// when there are none.
 bool InSizeBoxes(const std::vector<int64_t>& boxes, const std::vector<int64_t>& values) {
   if (boxes.empty()) return true;
   const size_t n = 2 * values.size();
@@ -163,9 +165,13 @@ struct GpuExecutor::StepPlan {
     // it a block takes (0: the axis is fixed at `grid`).
     std::array<DimExpr, 3> extents;
     std::array<uint64_t, 3> per_block{0, 0, 0};
-    // A size variant (bundle::Launch.size_boxes): [lo, hi] per dim symbol, box after
-    // box; empty: it runs at every size.
+    // A size variant (bundle::Launch.size_boxes, size_select / size_ranges): [lo, hi]
+    // per dim symbol, box after box; the expression and its [lo, hi] pairs. Empty: it
+    // runs at every size.
     std::vector<int64_t> size_boxes;
+    DimExpr size_select;
+    std::vector<int64_t> size_ranges;
+    bool variant() const { return !size_boxes.empty() || !size_ranges.empty(); }
   };
   std::vector<LaunchArgs> launches;
   std::unique_ptr<codegen::LibraryKernel> library;
@@ -345,6 +351,14 @@ absl::StatusOr<std::unique_ptr<GpuExecutor>> GpuExecutor::Create(std::shared_ptr
                                                        launch.function(), "'"));
       }
       la.size_boxes.assign(launch.size_boxes().begin(), launch.size_boxes().end());
+      la.size_ranges.assign(launch.size_ranges().begin(), launch.size_ranges().end());
+      if (!la.size_ranges.empty()) {
+        absl::StatusOr<DimExpr> e = DimExpr::Parse(launch.size_select(), DimSymbolsOf(m));
+        if (!e.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat(path, ": step ", s, ": size variant: ", e.status().message()));
+        }
+        la.size_select = *std::move(e);
+      }
       for (int a = 0; a < 3 && launch.dim_param(); ++a) {
         la.per_block[a] = launch.grid_per_block(a);
         if (la.per_block[a] == 0) continue;
@@ -465,12 +479,20 @@ absl::StatusOr<std::unique_ptr<GpuExecutor::SizeState>> GpuExecutor::PlanSizes(c
     }
     int variants = 0, taken = 0;
     for (const StepPlan::LaunchArgs& la : plan.launches) {
-      variants += la.size_boxes.empty() ? 0 : 1;
-      if (!InSizeBoxes(la.size_boxes, values)) {  // another variant serves these sizes
+      variants += la.variant() ? 1 : 0;
+      bool in = InSizeBoxes(la.size_boxes, values);
+      if (in && !la.size_ranges.empty()) {
+        KILN_ASSIGN_OR_RETURN(const int64_t x, la.size_select.Evaluate(values));
+        in = false;
+        for (size_t r = 0; r + 1 < la.size_ranges.size() && !in; r += 2) {
+          in = la.size_ranges[r] <= x && x <= la.size_ranges[r + 1];
+        }
+      }
+      if (!in) {  // another variant serves these sizes
         state->grids[s].push_back(dim3(0, 0, 0));
         continue;
       }
-      taken += la.size_boxes.empty() ? 0 : 1;
+      taken += la.variant() ? 1 : 0;
       uint32_t grid[3] = {la.grid.x, la.grid.y, la.grid.z};
       for (int a = 0; a < 3; ++a) {
         if (la.per_block[a] == 0) continue;

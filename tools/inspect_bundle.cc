@@ -129,7 +129,7 @@ absl::Status InspectBundle(const std::string& path, bool json) {
         std::cout << absl::StrFormat(" workspace %d semaphores + %d scratch bytes", l.semaphores(), l.scratch_bytes());
       }
       std::cout << "\n";
-      if (l.size_boxes_size() > 0) std::cout << "           runs at " << SizeBoxesText(m, l) << "\n";
+      if (IsSizeVariant(l)) std::cout << "           runs at " << SizeVariantText(m, l) << "\n";
       if (!l.family().empty() || !l.config().empty()) {
         std::cout << "           family " << (l.family().empty() ? "-" : l.family())
                   << (l.config().empty() ? "" : ", config " + l.config()) << "\n";

@@ -13,7 +13,6 @@
 #include "codegen/ops/families.h"
 #include "codegen/ops/gemm_sm90.h"
 #include "codegen/ops/kernel_util.h"
-#include "codegen/ops/size_variants.h"
 #include "common/status_macros.h"
 #include "graph/fused_group.h"
 
@@ -78,33 +77,12 @@ absl::StatusOr<DynamicGemm> Analyze(const Node& node) {
   return g;
 }
 
-// The tile for the rows `samples` of one box of sizes: where the heuristic splits K at
-// the box's most rows (few tiles), its pick at the box's middle `mid`; else the config
-// of Sm90TileCosts (unsplit, no stream-K) whose predicted time is closest to the best
-// one at every sample (the least worst ratio), since one config serves the whole box.
-Sm90GemmConfig PickForBox(const GemmFamilyPlan& p, const std::vector<int64_t>& samples, int64_t mid, int sm_count) {
-  const int64_t most = *std::max_element(samples.begin(), samples.end());
-  Sm90GemmConfig heuristic = PickSm90GemmConfig(mid, p.n, p.k, p.batch, sm_count, false, p.epilogue_work);
-  heuristic.stream_k = false;
-  if (PickSm90GemmConfig(most, p.n, p.k, p.batch, sm_count, false, p.epilogue_work).split_k > 1) return heuristic;
-  std::vector<double> best(samples.size(), 0);
-  for (const Sm90TileCost& cost : Sm90TileCosts()) {
-    for (size_t i = 0; i < samples.size(); ++i) {
-      const double us = cost.PredictUs(samples[i], p.n, p.k, p.batch, sm_count, p.epilogue_work);
-      if (best[i] == 0 || us < best[i]) best[i] = us;
-    }
-  }
-  const Sm90TileCost* pick = nullptr;
-  double pick_ratio = 0;
-  for (const Sm90TileCost& cost : Sm90TileCosts()) {
-    if (cost.config.stream_k || cost.config.swap_ab || cost.config.split_k > 1) continue;
-    double worst = 0;
-    for (size_t i = 0; i < samples.size(); ++i) {
-      worst = std::max(worst, cost.PredictUs(samples[i], p.n, p.k, p.batch, sm_count, p.epilogue_work) / best[i]);
-    }
-    if (pick == nullptr || worst < pick_ratio) pick = &cost, pick_ratio = worst;
-  }
-  return pick != nullptr ? pick->config : heuristic;
+// The tile for `m` rows: the heuristic's, without stream-K (its split is made for one
+// tile count; run-time rows take neither it nor swap-AB).
+Sm90GemmConfig PickForRows(const GemmFamilyPlan& p, int64_t m, int sm_count) {
+  Sm90GemmConfig c = PickSm90GemmConfig(m, p.n, p.k, p.batch, sm_count, false, p.epilogue_work);
+  c.stream_k = false;
+  return c;
 }
 
 }  // namespace
@@ -115,27 +93,34 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const N
   KILN_ASSIGN_OR_RETURN(const DynamicGemm g, Analyze(node));
   const GemmFamilyPlan& p = g.plan;
   if (sm_count <= 0) sm_count = 132;
-  // Per box of sizes a tile (PickForBox; no stream-K, whose split is made for one tile
-  // count); boxes with the same tile share a launch.
+  // A tile per range of rows: the heuristic's pick at the top of every 64 rows (its
+  // choices change only where a tile count does, and every tile is a multiple of 64
+  // rows high), runs of one pick joined; ranges with the same tile share a launch.
   struct Variant {
     Sm90GemmConfig config;
-    std::vector<std::vector<std::array<int64_t, 2>>> boxes;
+    std::vector<std::array<int64_t, 2>> ranges;
     int64_t max_m = 0;
   };
   std::vector<Variant> variants;
-  for (const SizeBox& box : PowerOfTwoBoxes(g.symbols, {g.rows}, /*halves=*/true)) {
-    std::vector<int64_t> lo, hi;
-    for (const auto& range : box.ranges) lo.push_back(range[0]), hi.push_back(range[1]);
-    KILN_ASSIGN_OR_RETURN(const int64_t least, g.rows.Evaluate(lo));
-    KILN_ASSIGN_OR_RETURN(const int64_t mid, g.rows.Evaluate(box.middle));
-    KILN_ASSIGN_OR_RETURN(const int64_t most, g.rows.Evaluate(hi));
-    const Sm90GemmConfig cfg = PickForBox(p, {std::max<int64_t>(least, 1), mid, most}, mid, sm_count);
+  std::vector<int64_t> least;
+  for (const DimSymbol& s : g.symbols) least.push_back(s.min);
+  KILN_ASSIGN_OR_RETURN(const int64_t fewest, g.rows.Evaluate(least));
+  std::string last;
+  for (int64_t lo = std::max<int64_t>(fewest, 0); lo <= p.m;) {
+    const int64_t hi = std::min(p.m, std::max<int64_t>((lo + 63) / 64 * 64, 64));
+    const Sm90GemmConfig cfg = PickForRows(p, hi, sm_count);
     const std::string text = Sm90GemmConfigString(cfg);
     auto it = std::find_if(variants.begin(), variants.end(),
                            [&](const Variant& v) { return Sm90GemmConfigString(v.config) == text; });
     if (it == variants.end()) it = variants.insert(variants.end(), Variant{cfg, {}, 0});
-    it->boxes.push_back(box.ranges);
-    it->max_m = std::max(it->max_m, most);
+    if (text == last) {
+      it->ranges.back()[1] = hi;
+    } else {
+      it->ranges.push_back({lo, hi});
+    }
+    it->max_m = hi;
+    last = text;
+    lo = hi + 1;
   }
   const std::string code = DimCode(g.rows);
   std::vector<KernelLaunch> launches;
@@ -146,7 +131,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const N
       l = GenerateSm90RunTimeRows(node, v.config, {code, v.max_m}, sm_count);
     }
     if (!l.ok()) return NoKernel(node, absl::StrCat("run-time sizes: ", l.status().message()));
-    if (variants.size() > 1) l->size_boxes = std::move(v.boxes);
+    if (variants.size() > 1) {
+      l->size_select = g.rows;
+      l->size_ranges = std::move(v.ranges);
+    }
     launches.push_back(*std::move(l));
   }
   return launches;
