@@ -294,8 +294,8 @@ TEST(DynamicKernelsTest, PackedSequenceMaskOps) {
 
 // A transformer's FFN products with dynamic batch and seq (BERT-base's first FFN
 // MatMul over [batch, seq, 768] + bias + GELU, as fuse-epilogue groups it): on sm_90a
-// with --matmul-groups generated the Hopper family runs them with the rows batch * seq
-// read at run time, one tile config per range of rows (each count of rows served
+// (but with --matmul-groups library) the Hopper family runs them with the rows batch *
+// seq read at run time, one tile config per range of rows (each count of rows served
 // once), and the source compiles. An
 // epilogue operand that broadcasts over batch but not seq (a [seq, N] table) would
 // be read at strides that vary: no such kernel (cuBLASLt runs the group).
@@ -323,12 +323,12 @@ TEST(DynamicKernelsTest, MatMulGroupsReadTheirRowsAtRunTime) {
   ASSERT_TRUE(InferShapes(**g, {.fold_constants = false}).ok());
   KernelOptions options;
   options.hopper = true;
-  options.matmul_groups = MatMulGroups::kAuto;
-  // The default (--matmul-groups auto) leaves them to cuBLASLt or to the expansion.
+  options.matmul_groups = MatMulGroups::kLibrary;
+  // --matmul-groups library leaves them to cuBLASLt or to the expansion.
   for (const Node* n : (*g)->nodes()) {
     if (IsFusedGroup(*n)) EXPECT_FALSE(GenerateNodeKernels(*n, options).ok()) << n->name();
   }
-  options.matmul_groups = MatMulGroups::kGenerated;
+  options.matmul_groups = MatMulGroups::kAuto;
   std::vector<const Node*> groups;
   for (const Node* n : (*g)->nodes()) {
     if (IsFusedGroup(*n)) groups.push_back(n);
@@ -356,7 +356,8 @@ TEST(DynamicKernelsTest, MatMulGroupsReadTheirRowsAtRunTime) {
     if (rows % 64 == 0) {
       ops::Sm90GemmConfig want = ops::PickSm90GemmConfig(rows, 3072, 768, 1, 132, false, ops::EpilogueWork::kSpecial);
       want.stream_k = false;
-      EXPECT_TRUE(absl::StartsWith(serving->config, "sm90 " + ops::Sm90GemmConfigString(want) + " ")) << rows << ": " << serving->config;
+      EXPECT_TRUE(absl::StartsWith(serving->config, "sm90 " + ops::Sm90GemmConfigString(want) + " "))
+          << rows << ": " << serving->config;
     }
   }
   std::vector<ModuleKernel> kernels;

@@ -78,8 +78,8 @@ namespace {
 // A node of a dynamic graph (issue 34) whose sizes vary: the generators that take their
 // sizes at run time (element-wise ops, Softmax and the norms, reductions and pools
 // whose varying dim is the outermost, movement and indexing ops, CumSum, the pointwise,
-// softmax, norm and attention groups, and MatMul groups whose rows vary with
-// --matmul-groups generated on sm_90a);
+// softmax, norm and attention groups, and MatMul groups whose rows vary on sm_90a
+// but with --matmul-groups library);
 // Unimplemented for the others, and for a node that reads a shape constant's values
 // (they hold the largest case's).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node& node, const KernelOptions& options) {

@@ -70,8 +70,8 @@ constexpr char kUsage[] =
     "             against static ones compiled for exactly those sizes\n"
     "  dynamic-kernels  the dynamic bundle with its size-only steps (masks, position\n"
     "             ids) run as kernels on every run instead of once per size on the host\n"
-    "  dynamic-gemm  the dynamic bundle with its MatMul groups on kiln's GEMMs, rows read\n"
-    "             at run time (--matmul-groups generated), instead of cuBLASLt\n"
+    "  dynamic-library  the dynamic bundle with its MatMul groups on cuBLASLt, planned\n"
+    "             per run size (--matmul-groups library), instead of kiln's GEMMs\n"
     "On the GPU (the default when there is one) the latency is device time per run on\n"
     "data already in the arena (CUDA graph replay); device memory is what creating the\n"
     "session took (weights, arena, library workspaces: cudaMemGetInfo before and after).\n"
@@ -168,10 +168,10 @@ absl::StatusOr<std::vector<Config>> ParseConfigs(const std::string& spec, const 
   std::vector<Config> configs;
   for (absl::string_view part : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
     Config c{std::string(part), base};
-    if (c.name == "dynamic" || c.name == "dynamic-kernels" || c.name == "dynamic-gemm") {
+    if (c.name == "dynamic" || c.name == "dynamic-kernels" || c.name == "dynamic-library") {
       KILN_ASSIGN_OR_RETURN(c.options, DynamicOptions(base, ranges));
       c.size_only_steps_on_host = c.name != "dynamic-kernels";
-      if (c.name == "dynamic-gemm") c.options.matmul_groups = codegen::MatMulGroups::kGenerated;
+      if (c.name == "dynamic-library") c.options.matmul_groups = codegen::MatMulGroups::kLibrary;
     } else if (c.name == "unfused") {
       c.options.fuse = false;
     } else if (c.name == "fused") {
@@ -192,7 +192,7 @@ absl::StatusOr<std::vector<Config>> ParseConfigs(const std::string& spec, const 
       return absl::InvalidArgumentError(
           absl::StrCat("--compare: unknown configuration '", c.name,
                        "' (fused, unfused, serial, generated, library, cudnn-conv, conv-expand, ",
-                       "conv-generated, nchw, nhwc, dynamic, dynamic-kernels, dynamic-gemm)"));
+                       "conv-generated, nchw, nhwc, dynamic, dynamic-kernels, dynamic-library)"));
     }
     for (const Config& other : configs) {
       if (other.name == c.name) return absl::InvalidArgumentError(absl::StrCat("--compare names '", c.name, "' twice"));

@@ -2,8 +2,9 @@
 // for ranges of batch sizes (and sequence lengths, for the text models), run on the
 // GPU at the ranges' ends and odd sizes between against the CPU backend running the
 // same bundle; and the per-size state (plans, grids, CUDA graph) stays bounded when a
-// session sees more sizes than it keeps; and with --matmul-groups generated, kiln's GEMM
-// with run-time rows against the CPU backend. Skips without KILN_ZOO_DATA or a GPU.
+// session sees more sizes than it keeps; and the text models' MatMul groups on kiln's
+// GEMM with run-time rows (the default on sm_90a) and on cuBLASLt (--matmul-groups
+// library) against the CPU backend. Skips without KILN_ZOO_DATA or a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -167,22 +168,27 @@ TEST_F(ZooDynamicGpuTest, PerSizeStateStaysBounded) {
   EXPECT_NE(device.message().find("device pointers carry no sizes"), std::string::npos) << device;
 }
 
-// --matmul-groups generated: on sm_90a the MatMul groups run on kiln's Hopper GEMM
-// with the rows read at run time, a tile config per box of sizes; the text models at
-// the ranges' ends and odd sizes against the CPU backend.
+// On sm_90a the MatMul groups run on kiln's Hopper GEMM with the rows read at run
+// time, a tile config per range of rows (the default), or on cuBLASLt planned per run
+// size (--matmul-groups library); the text models at the ranges' ends and odd sizes
+// against the CPU backend.
 TEST_F(ZooDynamicGpuTest, KilnGemmsReadTheirRowsAtRunTime) {
   if (arch_ != "sm_90a")
     GTEST_SKIP() << "skipped: kiln's GEMM with run-time rows is the sm90 family's (this GPU: " << arch_ << ")";
-  for (const char* name : {"bert.legacy", "t5_encoder.legacy"}) {
-    SCOPED_TRACE(name);
+  for (const auto& [name, mode] : std::vector<std::pair<const char*, codegen::MatMulGroups>>{
+           {"bert.legacy", codegen::MatMulGroups::kAuto},
+           {"t5_encoder.legacy", codegen::MatMulGroups::kAuto},
+           {"bert.legacy", codegen::MatMulGroups::kLibrary}}) {
+    const bool library = mode == codegen::MatMulGroups::kLibrary;
+    SCOPED_TRACE(absl::StrCat(name, library ? ", --matmul-groups library" : ""));
     const int64_t max_seq = DataSeq(name);
-    std::unique_ptr<Bundle> bundle = CompileCase(name, 4, max_seq, codegen::MatMulGroups::kGenerated);
+    std::unique_ptr<Bundle> bundle = CompileCase(name, 4, max_seq, mode);
     ASSERT_NE(bundle, nullptr);
     int dynamic_gemms = 0;
     for (const bundle::Step& step : bundle->manifest().steps()) {
       for (const bundle::Launch& l : step.launches()) dynamic_gemms += l.family() == "gemm_sm90" && l.dim_param();
     }
-    EXPECT_GT(dynamic_gemms, 0);
+    EXPECT_EQ(dynamic_gemms > 0, !library);
     auto program = CpuProgram::Create(*bundle);
     ASSERT_TRUE(program.ok()) << program.status();
     auto gpu = GpuSession(*program);
