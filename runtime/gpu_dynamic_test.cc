@@ -3,7 +3,8 @@
 // and run at several sizes, with these size-only steps computed once per size on the
 // host (the default) and with their kernels run every time, both against the CPU
 // backend on the same bundle; and that mask added to an attention's scores, which the
-// kernel computes (fusion/mark_causal_masks.h), against the CPU backend's reading it.
+// kernel computes (fusion/mark_causal_masks.h), against the CPU backend's reading it;
+// and a swapped GEMM with run-time rows.
 #include <unistd.h>
 
 #include <cmath>
@@ -144,6 +145,66 @@ TEST(GpuDynamicTest, ComputedCausalMaskMatchesTheCpuBackend) {
     ASSERT_TRUE(got.ok() && want.ok()) << got.status() << want.status();
     ASSERT_EQ(got->size(), 2u);
     for (size_t o = 0; o < got->size(); ++o) ExpectClose((*got)[o], (*want)[o], 1e-2, absl::StrCat("output ", o));
+  }
+}
+
+// A projection of few tokens (at most 32 rows, N and K 768): on sm_90a kiln's GEMM with
+// run-time rows takes the heuristic's swap-AB tiles (C's rows are the kernel's
+// columns), against the CPU backend at the ranges' ends and sizes between.
+TEST(GpuDynamicTest, SwappedGemmWithRunTimeRows) {
+  auto gpu = LocalGpu();
+  auto graph = ParseGraph(R"(graph @main {
+  dim batch in [1, 4]
+  dim seq in [1, 8]
+  input %x : f16[4,8,768] dims "batch, seq, 768"
+  const %w : f16[768,768] = splat(0.01)
+  const %b : f16[768] = splat(0.5)
+  %y = MatMul(%x, %w)
+  %z = Add(%y, %b)
+  %r = Relu(%z)
+  output %r
+})");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  for (Value* c : (*graph)->constants()) {
+    std::vector<float> x(c->numel());
+    for (float& e : x) e = uni(rng) * 0.05f;
+    (*graph)->SetConstant(c, Tensor::FromFloat(c->dtype(), c->shape(), x));
+  }
+  CompileOptions options;
+  options.arch = "sm_90a";
+  auto contents = BuildBundle(**graph, options, "swapped.onnx", "bytes");
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  const std::string path = TempPath("swapped");
+  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
+  auto bundle = Bundle::Load(path);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  int swapped = 0;
+  for (const bundle::Step& step : (*bundle)->manifest().steps()) {
+    for (const bundle::Launch& l : step.launches()) {
+      swapped += l.family() == "gemm_sm90" && l.dim_param() && l.config().find(" swap") != std::string::npos;
+    }
+  }
+  EXPECT_GT(swapped, 0);
+  if (!gpu.ok() || gpu->arch != "sm_90a") GTEST_SKIP() << "skipped: needs an sm_90a GPU";
+  auto host = CpuProgram::Create(**bundle);
+  ASSERT_TRUE(host.ok()) << host.status();
+  auto program = GpuProgram::Create(*host);
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto exec = GpuExecutor::Create(*program);
+  auto cpu = CpuExecutor::Create(*host);
+  ASSERT_TRUE(exec.ok() && cpu.ok()) << exec.status() << cpu.status();
+  for (const auto& [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{4, 8}, {1, 1}, {1, 7}, {3, 5}, {2, 8}}) {
+    SCOPED_TRACE(absl::StrCat("batch ", batch, ", seq ", seq));
+    std::vector<float> x(batch * seq * 768);
+    for (float& v : x) v = uni(rng);
+    TensorMap feeds;
+    feeds["x"] = Tensor::FromFloat(DType::kFloat16, {batch, seq, 768}, x);
+    auto got = (*exec)->Run(feeds);
+    auto want = (*cpu)->Run(feeds);
+    ASSERT_TRUE(got.ok() && want.ok()) << got.status() << want.status();
+    ExpectClose((*got)[0], (*want)[0], 1e-2, "output");
   }
 }
 

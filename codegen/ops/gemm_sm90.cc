@@ -309,6 +309,16 @@ absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfig(const Node& node, int sm_
   return HeuristicConfig(node, *p, sm_count <= 0 ? 132 : sm_count);
 }
 
+absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfigForRows(const Node& node, int64_t rows, int sm_count) {
+  if (absl::Status st = Sm90Eligible(node); !st.ok()) return st;
+  absl::StatusOr<GemmFamilyPlan> p = PlanGemmForFamily(node);
+  if (!p.ok()) return p.status();
+  p->m = rows;
+  Sm90GemmConfig c = HeuristicConfig(node, *p, sm_count <= 0 ? 132 : sm_count);
+  c.stream_k = false;
+  return c;
+}
+
 namespace {
 
 // A config applied to a planned problem: the sizes the launch and the source derive
@@ -362,9 +372,9 @@ absl::StatusOr<Sm90Resolved> ResolveSm90Config(const Node& node, const GemmFamil
   // where the whole tile's buffer fits beside the ring (Sm90GemmSharedBytes counts it
   // then), else register stores.
   r.tma_store = CByTma(p) && (!r.swap || Sm90GemmSharedBytes(cfg, true) > Sm90GemmSharedBytes(cfg, false));
-  if (rows != nullptr && (cfg.swap_ab || cfg.stream_k)) {
-    return absl::InvalidArgumentError(absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg),
-                                                   ": run-time rows take neither swap-AB nor stream-K"));
+  if (rows != nullptr && cfg.stream_k) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sm90 GEMM tile config ", Sm90GemmConfigString(cfg), ": run-time rows do not take stream-K"));
   }
   if (absl::Status valid = VerifySm90GemmConfig(cfg, r.tma_store); !valid.ok()) return valid;
   r.tiles = ((r.km + cfg.bm - 1) / cfg.bm) * ((r.kn + cfg.bn - 1) / cfg.bn) * p.batch;
@@ -549,15 +559,17 @@ absl::StatusOr<KernelLaunch> Sm90Launch(const Node& node, const Sm90GemmConfig* 
   const bool a_batched = (swap ? p.b_batch : p.a_batch) != 0, b_batched = (swap ? p.a_batch : p.b_batch) != 0;
   absl::StrAppend(
       &src, "#define GEMM_BF16 ", p.dtype == DType::kBFloat16 ? 1 : 0,
-      rows != nullptr ? absl::StrCat("\n#define GEMM_DYNAMIC_M 1\n#define GEMM_M_CODE ((int)", rows->code, ")")
-                      : absl::StrCat("\n#define GEMM_M ", km),
-      "\n#define GEMM_N ", kn, "\n#define GEMM_K ", p.k, "\n#define GEMM_BATCH ", p.batch, "\n#define GEMM_A_BATCHED ",
-      a_batched ? 1 : 0, "\n#define GEMM_B_BATCHED ", b_batched ? 1 : 0, "\n#define GEMM_C_BATCH ",
-      p.batch > 1 ? p.m * p.c_n : 0, "LL\n#define GEMM_SWAP_AB ", swap ? 1 : 0, "\n#define GEMM_TRANS_A ",
-      trans_a ? 1 : 0, "\n#define GEMM_TRANS_B ", trans_b ? 1 : 0, "\n#define BM ", cfg.bm, "\n#define BN ", cfg.bn,
-      "\n#define STAGES ", cfg.stages, "\n#define CONSUMERS ", cfg.consumers, "\n#define WG_M ", cfg.wg_m,
-      "\n#define GEMM_PINGPONG ", cfg.pingpong ? 1 : 0, "\n#define GEMM_TMA_STORE ", tma_store ? 1 : 0,
-      "\n#define GEMM_OUT_KIND ", out_kind, "\n#define GEMM_OUT_T ", StorageTypeName(p.out_dtype), "\n");
+      // Run-time rows: C's rows (the kernel's M, swapped its N) come from GEMM_M_CODE.
+      rows != nullptr ? absl::StrCat("\n#define GEMM_DYNAMIC_M 1\n#define GEMM_M_CODE ((int)", rows->code, ")") : "",
+      rows == nullptr || swap ? absl::StrCat("\n#define GEMM_M ", km) : "",
+      rows == nullptr || !swap ? absl::StrCat("\n#define GEMM_N ", kn) : "", "\n#define GEMM_K ", p.k,
+      "\n#define GEMM_BATCH ", p.batch, "\n#define GEMM_A_BATCHED ", a_batched ? 1 : 0, "\n#define GEMM_B_BATCHED ",
+      b_batched ? 1 : 0, "\n#define GEMM_C_BATCH ", p.batch > 1 ? p.m * p.c_n : 0, "LL\n#define GEMM_SWAP_AB ",
+      swap ? 1 : 0, "\n#define GEMM_TRANS_A ", trans_a ? 1 : 0, "\n#define GEMM_TRANS_B ", trans_b ? 1 : 0,
+      "\n#define BM ", cfg.bm, "\n#define BN ", cfg.bn, "\n#define STAGES ", cfg.stages, "\n#define CONSUMERS ",
+      cfg.consumers, "\n#define WG_M ", cfg.wg_m, "\n#define GEMM_PINGPONG ", cfg.pingpong ? 1 : 0,
+      "\n#define GEMM_TMA_STORE ", tma_store ? 1 : 0, "\n#define GEMM_OUT_KIND ", out_kind, "\n#define GEMM_OUT_T ",
+      StorageTypeName(p.out_dtype), "\n");
   if (cfg.split_k > 1) absl::StrAppend(&src, "#define GEMM_SPLIT_K ", cfg.split_k, "\n");
   if (p.tf32) absl::StrAppend(&src, "#define GEMM_TF32 1\n");
   if (cfg.bk != 64) absl::StrAppend(&src, "#define GEMM_BK ", p.tf32 ? cfg.bk / 2 : cfg.bk, "\n");

@@ -336,16 +336,19 @@ struct Sm90RunTimeRows {
 };
 // GenerateMatMulGroupSm90's launch of `config` with C's rows read at run time
 // (dim_param): the tensor maps span the largest rows (the node's shapes), the grid and
-// workspace serve max_m rows; InvalidArgument for swap-AB or stream-K configs. The
-// caller checks that the group reads the same way at every size (gemm_sm90_dynamic.cc).
+// workspace serve max_m rows (swapped: C's rows are the kernel's columns);
+// InvalidArgument for stream-K configs. The caller checks that the group reads the
+// same way at every size (gemm_sm90_dynamic.cc).
 absl::StatusOr<KernelLaunch> GenerateSm90RunTimeRows(const Node& node, const Sm90GemmConfig& config,
                                                      const Sm90RunTimeRows& rows, int sm_count = 132);
 // gemm_sm90_dynamic.cc: a MatMul group of a dynamic graph whose rows vary (a token
 // count) on the sm90 family with the rows read at run time, one launch per tile config
-// (size variants: a tile per power-of-two box of the sizes, chosen for the box's rows). Eligible: a fused group
-// (Sm90Eligible) without prologue or second product, A stored [M, K], K, N and B fixed, a fixed batch only as
-// fuse-siblings' stacked product, and epilogue operands that are rows broadcast over C's rows or laid out as C;
-// Unimplemented naming the form otherwise (cuBLASLt then runs it, planned per size).
+// (size variants: the heuristic's tile per range of rows, KernelLaunch::size_ranges of
+// the rows' expression). Eligible: a fused group (Sm90Eligible) without prologue or
+// second product, A stored [M, K], K, N and B fixed, a fixed batch only as
+// fuse-siblings' stacked product, and epilogue operands that are rows broadcast over
+// C's rows or laid out as C; Unimplemented naming the form otherwise (cuBLASLt then
+// runs it, planned per size).
 absl::Status DynamicSm90Eligible(const Node& node);
 absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const Node& node, int sm_count = 132);
 // The config GenerateMatMulGroupSm90 picks for `node` without one (the swap-AB rule,
@@ -353,6 +356,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const N
 // set to what the launch of that pick says of it: "heuristic, epilogue work: light".
 absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfig(const Node& node, int sm_count = 132,
                                                        std::string* note = nullptr);
+// The heuristic's config for `node` had C `rows` rows (swap-AB included), without
+// stream-K, whose split is made for one tile count: the tile of a range of rows of a
+// GEMM with run-time rows.
+absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfigForRows(const Node& node, int64_t rows, int sm_count = 132);
 // Whether GenerateMatMulGroupSm90 takes `config` for `node`: its errors (the
 // verifier, swap-AB eligibility, the splits' k tiles, the scratch cap), without
 // generating the source.

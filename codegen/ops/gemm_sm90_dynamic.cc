@@ -77,14 +77,6 @@ absl::StatusOr<DynamicGemm> Analyze(const Node& node) {
   return g;
 }
 
-// The tile for `m` rows: the heuristic's, without stream-K (its split is made for one
-// tile count; run-time rows take neither it nor swap-AB).
-Sm90GemmConfig PickForRows(const GemmFamilyPlan& p, int64_t m, int sm_count) {
-  Sm90GemmConfig c = PickSm90GemmConfig(m, p.n, p.k, p.batch, sm_count, false, p.epilogue_work);
-  c.stream_k = false;
-  return c;
-}
-
 }  // namespace
 
 absl::Status DynamicSm90Eligible(const Node& node) { return Analyze(node).status(); }
@@ -93,9 +85,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const N
   KILN_ASSIGN_OR_RETURN(const DynamicGemm g, Analyze(node));
   const GemmFamilyPlan& p = g.plan;
   if (sm_count <= 0) sm_count = 132;
-  // A tile per range of rows: the heuristic's pick at the top of every 64 rows (its
-  // choices change only where a tile count does, and every tile is a multiple of 64
-  // rows high), runs of one pick joined; ranges with the same tile share a launch.
+  // A tile per range of rows: the heuristic's pick (HeuristicSm90GemmConfigForRows)
+  // at the top of every 64 rows (its choices change only where a tile count does, and
+  // every unswapped tile is a multiple of 64 rows high; a swapped one is as wide as the
+  // rows it picks for, so it holds the fewer rows below), runs of one pick joined;
+  // ranges with the same tile share a launch.
   struct Variant {
     Sm90GemmConfig config;
     std::vector<std::array<int64_t, 2>> ranges;
@@ -108,7 +102,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const N
   std::string last;
   for (int64_t lo = std::max<int64_t>(fewest, 0); lo <= p.m;) {
     const int64_t hi = std::min(p.m, std::max<int64_t>((lo + 63) / 64 * 64, 64));
-    const Sm90GemmConfig cfg = PickForRows(p, hi, sm_count);
+    KILN_ASSIGN_OR_RETURN(const Sm90GemmConfig cfg, HeuristicSm90GemmConfigForRows(node, hi, sm_count));
     const std::string text = Sm90GemmConfigString(cfg);
     auto it = std::find_if(variants.begin(), variants.end(),
                            [&](const Variant& v) { return Sm90GemmConfigString(v.config) == text; });

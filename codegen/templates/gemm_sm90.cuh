@@ -225,19 +225,23 @@
 // Run-time rows (GEMM_DYNAMIC_M 1, dynamic bundles): C's rows are GEMM_M_CODE, an
 // expression over the kernel's kiln_dims parameter (codegen/kernel_launch.h). Thread
 // 0 of each CTA writes it into shared memory before the first barrier and GEMM_M
-// reads it there (device functions do not see the kernel's parameters). The tensor
-// maps span the largest rows: rows past GEMM_M are loaded, and a TMA store writes
-// those of C's last tile too, inside C's buffer (planned for the largest rows), where
-// nothing reads them.
+// (swapped: GEMM_N, the kernel's columns) reads it there (device functions do not see
+// the kernel's parameters). The tensor maps span the largest rows: rows past the run's
+// are loaded, and a TMA store writes those of C's last tile too, inside C's buffer
+// (planned for the largest rows), where nothing reads them.
 #ifndef GEMM_DYNAMIC_M
 #define GEMM_DYNAMIC_M 0
 #endif
 #if GEMM_DYNAMIC_M
-#if GEMM_STREAM_K || GEMM_SWAP_AB
-#error "run-time rows with stream-K or swap-AB"
+#if GEMM_STREAM_K
+#error "run-time rows with stream-K"
 #endif
 static __shared__ int kiln_gemm_rows;
+#if GEMM_SWAP_AB
+#define GEMM_N kiln_gemm_rows
+#else
 #define GEMM_M kiln_gemm_rows
+#endif
 #endif
 #if GEMM_CLUSTER_M > 1 && GEMM_SPLIT_K > 1
 #error "clustered GEMM with split-K"
@@ -415,7 +419,7 @@ static __device__ __forceinline__ unsigned long long kiln_sm90_desc(unsigned add
 // CTA's tile of it.
 static __device__ __forceinline__ void kiln_sm90_tile(int t, int rank, int& m0, int& n0, int& batch) {
   const int tiles_m = (GEMM_M + BM * GEMM_CLUSTER_M - 1) / (BM * GEMM_CLUSTER_M);
-  constexpr int tiles_n = (GEMM_N + BN - 1) / BN;
+  const int tiles_n = (GEMM_N + BN - 1) / BN;
   batch = t / (tiles_m * tiles_n);
   const int pid = t % (tiles_m * tiles_n);
   const int group = pid / (GEMM_GROUP_M * tiles_n);
