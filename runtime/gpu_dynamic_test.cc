@@ -48,32 +48,46 @@ void ExpectClose(const Tensor& got, const Tensor& want, double tol, const std::s
   EXPECT_LE(err / scale, tol) << what;
 }
 
+// `graph` compiled for `arch` into a bundle file named after `name`, loaded, and its
+// host program; a test failure and null when a step fails.
+std::shared_ptr<const CpuProgram> CompileAndLoad(const Graph& graph, const std::string& arch, const std::string& name,
+                                                 std::unique_ptr<Bundle>* bundle) {
+  CompileOptions options;
+  options.arch = arch;
+  auto contents = BuildBundle(graph, options, name + ".onnx", "bytes");
+  EXPECT_TRUE(contents.ok()) << contents.status();
+  if (!contents.ok()) return nullptr;
+  const std::string path = TempPath(name);
+  EXPECT_TRUE(WriteBundle(*std::move(contents), path).ok());
+  auto loaded = Bundle::Load(path);
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  if (!loaded.ok()) return nullptr;
+  *bundle = *std::move(loaded);
+  auto host = CpuProgram::Create(**bundle);
+  EXPECT_TRUE(host.ok()) << host.status();
+  return host.ok() ? *std::move(host) : nullptr;
+}
+
 TEST(GpuDynamicTest, SizeOnlyStepsOncePerSizeOrEveryRun) {
   // Compiled without a GPU too: every step gets a kernel with run-time sizes.
   auto gpu = LocalGpu();
   auto graph = ParseGraph(test::Gpt2Mask());
   ASSERT_TRUE(graph.ok()) << graph.status();
-  CompileOptions options;
-  options.arch = gpu.ok() ? gpu->arch : "sm_90a";
-  auto contents = BuildBundle(**graph, options, "gpt2_mask.onnx", "bytes");
-  ASSERT_TRUE(contents.ok()) << contents.status();
-  const std::string path = TempPath("gpt2_mask");
-  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
-  auto bundle = Bundle::Load(path);
-  ASSERT_TRUE(bundle.ok()) << bundle.status();
-  for (const bundle::Step& step : (*bundle)->manifest().steps()) {
+  std::unique_ptr<Bundle> bundle;
+  std::shared_ptr<const CpuProgram> host =
+      CompileAndLoad(**graph, gpu.ok() ? gpu->arch : "sm_90a", "gpt2_mask", &bundle);
+  ASSERT_NE(host, nullptr);
+  for (const bundle::Step& step : bundle->manifest().steps()) {
     EXPECT_TRUE(step.gpu_unsupported().empty()) << step.node() << ": " << step.gpu_unsupported();
   }
   if (!gpu.ok()) GTEST_SKIP() << "skipped: " << gpu.status().message();
-  auto host = CpuProgram::Create(**bundle);
-  ASSERT_TRUE(host.ok()) << host.status();
-  auto program = GpuProgram::Create(*host);
+  auto program = GpuProgram::Create(host);
   ASSERT_TRUE(program.ok()) << program.status();
   auto once = GpuExecutor::Create(*program);
   GpuExecutorOptions every_run_options;
   every_run_options.size_only_steps_on_host = false;
   auto every_run = GpuExecutor::Create(*program, every_run_options);
-  auto cpu = CpuExecutor::Create(*host);
+  auto cpu = CpuExecutor::Create(host);
   ASSERT_TRUE(once.ok() && every_run.ok() && cpu.ok()) << once.status() << every_run.status() << cpu.status();
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
@@ -108,24 +122,18 @@ TEST(GpuDynamicTest, ComputedCausalMaskMatchesTheCpuBackend) {
   auto gpu = LocalGpu();
   auto graph = ParseGraph(test::Gpt2MaskedAttention());
   ASSERT_TRUE(graph.ok()) << graph.status();
-  CompileOptions options;
-  options.arch = gpu.ok() ? gpu->arch : "sm_90a";
-  auto contents = BuildBundle(**graph, options, "gpt2_attention.onnx", "bytes");
-  ASSERT_TRUE(contents.ok()) << contents.status();
-  const std::string path = TempPath("gpt2_attention");
-  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
-  auto bundle = Bundle::Load(path);
-  ASSERT_TRUE(bundle.ok()) << bundle.status();
-  auto host = CpuProgram::Create(**bundle);
-  ASSERT_TRUE(host.ok()) << host.status();
+  std::unique_ptr<Bundle> bundle;
+  std::shared_ptr<const CpuProgram> host =
+      CompileAndLoad(**graph, gpu.ok() ? gpu->arch : "sm_90a", "gpt2_attention", &bundle);
+  ASSERT_NE(host, nullptr);
   int marked = 0;
-  for (const Node* n : (*host)->graph().nodes()) marked += IsFusedGroup(*n) && n->has_attr("causal_inputs");
+  for (const Node* n : host->graph().nodes()) marked += IsFusedGroup(*n) && n->has_attr("causal_inputs");
   EXPECT_EQ(marked, 1);
   if (!gpu.ok()) GTEST_SKIP() << "skipped: " << gpu.status().message();
-  auto program = GpuProgram::Create(*host);
+  auto program = GpuProgram::Create(host);
   ASSERT_TRUE(program.ok()) << program.status();
   auto exec = GpuExecutor::Create(*program);
-  auto cpu = CpuExecutor::Create(*host);
+  auto cpu = CpuExecutor::Create(host);
   ASSERT_TRUE(exec.ok() && cpu.ok()) << exec.status() << cpu.status();
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
@@ -172,28 +180,21 @@ TEST(GpuDynamicTest, SwappedGemmWithRunTimeRows) {
     for (float& e : x) e = uni(rng) * 0.05f;
     (*graph)->SetConstant(c, Tensor::FromFloat(c->dtype(), c->shape(), x));
   }
-  CompileOptions options;
-  options.arch = "sm_90a";
-  auto contents = BuildBundle(**graph, options, "swapped.onnx", "bytes");
-  ASSERT_TRUE(contents.ok()) << contents.status();
-  const std::string path = TempPath("swapped");
-  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
-  auto bundle = Bundle::Load(path);
-  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  std::unique_ptr<Bundle> bundle;
+  std::shared_ptr<const CpuProgram> host = CompileAndLoad(**graph, "sm_90a", "swapped", &bundle);
+  ASSERT_NE(host, nullptr);
   int swapped = 0;
-  for (const bundle::Step& step : (*bundle)->manifest().steps()) {
+  for (const bundle::Step& step : bundle->manifest().steps()) {
     for (const bundle::Launch& l : step.launches()) {
       swapped += l.family() == "gemm_sm90" && l.dim_param() && l.config().find(" swap") != std::string::npos;
     }
   }
   EXPECT_GT(swapped, 0);
   if (!gpu.ok() || gpu->arch != "sm_90a") GTEST_SKIP() << "skipped: needs an sm_90a GPU";
-  auto host = CpuProgram::Create(**bundle);
-  ASSERT_TRUE(host.ok()) << host.status();
-  auto program = GpuProgram::Create(*host);
+  auto program = GpuProgram::Create(host);
   ASSERT_TRUE(program.ok()) << program.status();
   auto exec = GpuExecutor::Create(*program);
-  auto cpu = CpuExecutor::Create(*host);
+  auto cpu = CpuExecutor::Create(host);
   ASSERT_TRUE(exec.ok() && cpu.ok()) << exec.status() << cpu.status();
   for (const auto& [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{4, 8}, {1, 1}, {1, 7}, {3, 5}, {2, 8}}) {
     SCOPED_TRACE(absl::StrCat("batch ", batch, ", seq ", seq));
