@@ -10,6 +10,7 @@
 #include "graph/causal_mask.h"
 #include "graph/fused_group.h"
 #include "graph/specialize.h"
+#include "graph/symbolic_shapes.h"
 
 namespace kiln {
 namespace {
@@ -22,6 +23,20 @@ struct Candidate {
   bool causal = true;
   bool seen = false;  // additive holds the first sample's kind
 };
+
+// The samples' masks are evaluated on the host: at most this many elements each (a
+// [1, 1, 4096, 4096] mask).
+constexpr int64_t kMaxSampledMaskElements = int64_t{1} << 24;
+
+// A value's shape at these symbol values.
+absl::StatusOr<Shape> Evaluate(const std::vector<DimExpr>& dims, const std::vector<int64_t>& values) {
+  Shape shape;
+  for (const DimExpr& d : dims) {
+    KILN_ASSIGN_OR_RETURN(const int64_t x, d.Evaluate(values));
+    shape.push_back(x);
+  }
+  return shape;
+}
 
 // The sampled sizes (mark_causal_masks.h).
 std::vector<std::vector<int64_t>> SampleSizes(const std::vector<DimSymbol>& symbols) {
@@ -54,24 +69,34 @@ absl::StatusOr<bool> MarkCausalMasks::Run(Graph& graph) {
     }
     for (int i = 0; i < n->num_inputs(); ++i) {
       const Value* v = n->input(i);
-      if (v == nullptr || v->is_constant() || v->producer() == nullptr || !v->has_type() || v->rank() < 2 ||
-          !by_size.at(v->producer())) {
-        continue;
-      }
+      if (v == nullptr || v->is_constant() || v->producer() == nullptr || !v->has_type() || v->rank() < 2) continue;
+      auto made = by_size.find(v->producer());
+      if (made == by_size.end() || !made->second) continue;
       candidates.push_back(Candidate{n, i});
     }
   }
   if (candidates.empty()) return false;
-  for (const std::vector<int64_t>& values : SampleSizes(graph.dim_symbols())) {
+  const std::vector<std::vector<int64_t>> samples = SampleSizes(graph.dim_symbols());
+  // A mask too large to evaluate on the host at a sample is not marked (nor is one
+  // whose evaluation fails): the samples are all or nothing.
+  for (const std::vector<int64_t>& values : samples) {
+    for (const Candidate& c : candidates) {
+      absl::StatusOr<Shape> shape = Evaluate(SymbolicShape(*c.group->input(c.input)), values);
+      if (!shape.ok() || NumElements(*shape) > kMaxSampledMaskElements) return false;
+    }
+  }
+  for (const std::vector<int64_t>& values : samples) {
     const std::string where = absl::StrCat("mark-causal-masks at ", BindingToString(graph, values));
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Specialize(graph, values));
-    KILN_ASSIGN_OR_RETURN(const auto computed, EvaluateSizeOnlyNodes(*g, size_only, where));
+    absl::StatusOr<std::unique_ptr<Graph>> g = Specialize(graph, values);
+    if (!g.ok()) return false;
+    absl::StatusOr<absl::flat_hash_map<const Value*, Tensor>> computed = EvaluateSizeOnlyNodes(**g, size_only, where);
+    if (!computed.ok()) return false;
     for (Candidate& c : candidates) {
       if (!c.causal) continue;
-      const Value* v = g->FindValue(c.group->input(c.input)->name());
-      auto it = v != nullptr ? computed.find(v) : computed.end();
+      const Value* v = (*g)->FindValue(c.group->input(c.input)->name());
+      auto it = v != nullptr ? computed->find(v) : computed->end();
       bool additive = false;
-      c.causal = it != computed.end() && MatchesCausalMask(it->second, &additive, &c.fill) &&
+      c.causal = it != computed->end() && MatchesCausalMask(it->second, &additive, &c.fill) &&
                  (!c.seen || additive == c.additive);
       c.additive = additive;
       c.seen = true;

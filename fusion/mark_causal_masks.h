@@ -12,7 +12,9 @@
 // (codegen/ops/attention.cc) uses a mark only where the mask's last two dims are the
 // scores'. The mask's nodes stay (the group still lists the input).
 // Sampled sizes: every symbol at its least, every symbol at an odd size inside its
-// range, and each symbol at its largest with the others at their least. Masks that
+// range, and each symbol at its largest with the others at their least; a mask of more
+// than 2^24 elements at a sample (longer than 4096 x 4096), or one whose host
+// evaluation fails, is not marked. Masks that
 // differ from causal at some sizes (a sliding window shorter than the longest
 // sequence) differ at the longest, which the samples hold; a mask causal at these
 // sizes but not at others would be computed wrongly there: the pass trusts the

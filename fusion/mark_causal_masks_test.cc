@@ -105,6 +105,23 @@ TEST(MarkCausalMasksTest, MaskFromAnInputMustNotMark) {
   EXPECT_FALSE(marked);
 }
 
+// A sequence range whose longest mask (5000 x 5000) is past what the pass evaluates on
+// the host: not marked, and nothing evaluated.
+TEST(MarkCausalMasksTest, MasksTooLargeToSampleAreNotMarked) {
+  std::string text = Gpt2Attention();
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"dim seq in [1, 24]", "dim seq in [1, 5000]"},
+           {"f32[24,16]", "f32[5000,16]"},
+           {"i64[4,24]", "i64[4,5000]"}}) {
+    text = ReplaceOnce(text, from, to);
+  }
+  for (int i = 0; i < 3; ++i) text = ReplaceOnce(text, "f16[4,2,24,16] dims", "f16[4,2,5000,16] dims");
+  std::unique_ptr<Graph> g = ParseTyped(text);
+  bool marked = true;
+  FuseAndMark(*g, &marked);
+  EXPECT_FALSE(marked);
+}
+
 // Static graphs keep their masks as constants (codegen computes those): nothing to do.
 TEST(MarkCausalMasksTest, StaticGraphIsLeftAlone) {
   std::unique_ptr<Graph> g = ParseTyped(::kiln::testing::kBertAttention);

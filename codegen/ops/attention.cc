@@ -341,6 +341,7 @@ absl::flat_hash_map<int, CausalMask> MarkedCausalInputs(const Node& group, const
   const std::vector<int64_t> inputs = group.GetInts("causal_inputs", {}).value_or(std::vector<int64_t>{});
   const std::vector<float> fills = group.GetFloats("causal_fills", {}).value_or(std::vector<float>{});
   for (size_t j = 0; j < inputs.size() && j < fills.size(); ++j) {
+    if (inputs[j] < 0 || inputs[j] >= group.num_inputs()) continue;
     const Value* v = group.input(static_cast<int>(inputs[j]));
     if (v == nullptr || v->rank() < 2) continue;
     const std::vector<DimExpr> dims = ValueDims(*v);
