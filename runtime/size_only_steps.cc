@@ -6,6 +6,27 @@
 #include "graph/specialize.h"
 
 namespace kiln {
+namespace {
+
+// Whether `step` reads its input `input` on the device: a library call or view reads
+// its bindings; generated kernels only what a launch takes as a pointer or through a
+// tensor map (an attention kernel computes a marked causal mask instead of reading it:
+// fusion/mark_causal_masks.h).
+bool ReadsInput(const bundle::Step& step, int input) {
+  if (step.launches_size() == 0) return true;
+  const int arg = step.outputs_size() + input;
+  for (const bundle::Launch& l : step.launches()) {
+    for (int a : l.args()) {
+      if (a == arg) return true;
+    }
+    for (const bundle::TensorMap& t : l.tensor_maps()) {
+      if (t.tensor() == arg) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 SizeOnlySteps FindSizeOnlySteps(const Graph& graph, const bundle::Manifest& m) {
   SizeOnlySteps steps;
@@ -28,7 +49,10 @@ SizeOnlySteps FindSizeOnlySteps(const Graph& graph, const bundle::Manifest& m) {
     for (int o = 0; o < node.num_outputs(); ++o) {
       const Value* v = node.output(o);
       bool want = graph.IsGraphOutput(v) || wanted.contains(v);
-      for (const Use& use : v->uses()) want |= !steps.size_only[step_of.at(use.node)];
+      for (const Use& use : v->uses()) {
+        const size_t u = step_of.at(use.node);
+        want |= !steps.size_only[u] && ReadsInput(m.steps(static_cast<int>(u)), use.index);
+      }
       if (!want) continue;
       if (m.steps(static_cast<int>(s)).kernel() != "view") {
         steps.copies[s].push_back(o);

@@ -24,8 +24,8 @@ struct SizeOnlySteps {
 };
 
 // The size-only steps of `graph` (a bundle's, one node per step of `m`) and the
-// outputs of them a run needs: those read by a step that runs on the device or by the
-// caller. A view's output lies in its input's memory, so a wanted view makes its input
+// outputs of them a run needs: those read by a step that runs on the device (a
+// generated kernel's step: through a launch's pointer or tensor map) or by the caller. A view's output lies in its input's memory, so a wanted view makes its input
 // wanted instead (the copy goes where the input is made). Empty for a static bundle,
 // or when no step is size-only.
 SizeOnlySteps FindSizeOnlySteps(const Graph& graph, const bundle::Manifest& m);

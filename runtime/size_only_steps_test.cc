@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/compiler.h"
+#include "graph/fused_group.h"
 #include "graph/gpt2_mask_test_graph.h"
 #include "graph/specialize.h"
 #include "graph/text_format.h"
@@ -96,6 +97,40 @@ TEST(SizeOnlyStepsTest, Gpt2MaskIsCopiedInAndCausalAtTheRunSizes) {
     }
   }
   EXPECT_TRUE(saw_mask);
+}
+
+// The same mask added to an attention's scores: the attention kernel computes it
+// (fusion/mark_causal_masks.h), so no run copies it in; the position ids the embedding
+// reads still are.
+TEST(SizeOnlyStepsTest, AComputedCausalMaskIsNotCopied) {
+  auto graph = ParseGraph(test::Gpt2MaskedAttention());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CompileOptions options;
+  options.arch = "sm_90a";
+  auto contents = BuildBundle(**graph, options, "gpt2_attention.onnx", "bytes");
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / absl::StrCat("size_only_attention_", ::getpid(), ".kiln")).string();
+  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
+  auto bundle = Bundle::Load(path);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  auto program = CpuProgram::Create(**bundle);
+  ASSERT_TRUE(program.ok()) << program.status();
+  const Graph& g = (*program)->graph();
+  const SizeOnlySteps steps = FindSizeOnlySteps(g, (*bundle)->manifest());
+  ASSERT_TRUE(steps.any());
+  const std::vector<Node*> nodes = g.nodes();
+  int copied = 0, marked = 0;
+  for (size_t s = 0; s < nodes.size(); ++s) {
+    marked += IsFusedGroup(*nodes[s]) && nodes[s]->has_attr("causal_inputs");
+    for (int o : steps.copies[s]) {
+      ++copied;
+      EXPECT_NE(nodes[s]->output(o)->rank(), 4) << "the [batch, 1, seq, seq] mask is copied: "
+                                                << nodes[s]->output(o)->name();
+    }
+  }
+  EXPECT_EQ(marked, 1);
+  EXPECT_GE(copied, 1) << "the position ids";
 }
 
 }  // namespace
