@@ -165,9 +165,10 @@ KernelChoice ChooseGeneratedKernel(const Node& node, const KernelOptions& option
 }
 
 KernelChoice ChooseKernel(const Node& node, const KernelOptions& options) {
-  // A dynamic graph's node (issue 34): on sm_90a (but with --matmul-groups library),
-  // kiln's Hopper GEMM family with the rows read at run time where it takes a MatMul
-  // group (measured faster than cuBLASLt planned per run size, docs/dynamic_shapes.md);
+  // A dynamic graph's node (issue 34): on sm_90a (except with --matmul-groups
+  // library), kiln's Hopper GEMM family with the rows read at run time where it takes
+  // a MatMul group (measured faster than cuBLASLt planned per run size at most sizes,
+  // within 1% slower at the others, docs/dynamic_shapes.md);
   // else the libraries, planned per run size, or the generators that take their sizes
   // at run time; kiln's conv kernels take fixed sizes.
   if (ops::HasDynamicValues(node)) {

@@ -79,7 +79,7 @@ namespace {
 // sizes at run time (element-wise ops, Softmax and the norms, reductions and pools
 // whose varying dim is the outermost, movement and indexing ops, CumSum, the pointwise,
 // softmax, norm and attention groups, and MatMul groups whose rows vary on sm_90a
-// but with --matmul-groups library);
+// except with --matmul-groups library);
 // Unimplemented for the others, and for a node that reads a shape constant's values
 // (they hold the largest case's).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node& node, const KernelOptions& options) {

@@ -97,8 +97,8 @@ struct KernelOptions {
   // Auto on sm_90a: only the groups the Hopper family takes get kiln's GEMM.
   bool HopperGemmsOnly() const { return matmul_groups == MatMulGroups::kAuto && hopper; }
   // MatMul groups of a dynamic graph on kiln's Hopper GEMM with the rows read at run
-  // time (on sm_90a, but with --matmul-groups library); else cuBLASLt, planned per run
-  // size.
+  // time (on sm_90a, except with --matmul-groups library); else cuBLASLt, planned per
+  // run size.
   bool DynamicGemmsOnHopper() const { return GeneratesGemms() && hopper; }
   // Conv groups may run as cuDNN's fused conv-bias-activation call.
   bool CudnnFusedConv() const { return conv_groups == ConvGroups::kCudnn || conv_groups == ConvGroups::kAuto; }

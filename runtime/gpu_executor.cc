@@ -31,8 +31,6 @@ bool CanRun(const std::string& gpu_arch, const std::string& bundle_arch) {
 
 // Whether `values` (one per dim symbol) lie in one of `boxes` ([lo, hi] per symbol,
 // box after box); true for no boxes.
-// Whether `values` lie in one of `boxes` ([lo, hi] per value, box after box); true
-// when there are none.
 bool InSizeBoxes(const std::vector<int64_t>& boxes, const std::vector<int64_t>& values) {
   if (boxes.empty()) return true;
   const size_t n = 2 * values.size();

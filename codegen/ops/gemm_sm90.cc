@@ -309,12 +309,11 @@ absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfig(const Node& node, int sm_
   return HeuristicConfig(node, *p, sm_count <= 0 ? 132 : sm_count);
 }
 
-absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfigForRows(const Node& node, int64_t rows, int sm_count) {
-  if (absl::Status st = Sm90Eligible(node); !st.ok()) return st;
-  absl::StatusOr<GemmFamilyPlan> p = PlanGemmForFamily(node);
-  if (!p.ok()) return p.status();
-  p->m = rows;
-  Sm90GemmConfig c = HeuristicConfig(node, *p, sm_count <= 0 ? 132 : sm_count);
+Sm90GemmConfig HeuristicSm90GemmConfigForRows(const Node& node, const GemmFamilyPlan& plan, int64_t rows,
+                                              int sm_count) {
+  GemmFamilyPlan p = plan;
+  p.m = rows;
+  Sm90GemmConfig c = HeuristicConfig(node, p, sm_count <= 0 ? 132 : sm_count);
   c.stream_k = false;
   return c;
 }

@@ -356,10 +356,12 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const N
 // set to what the launch of that pick says of it: "heuristic, epilogue work: light".
 absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfig(const Node& node, int sm_count = 132,
                                                        std::string* note = nullptr);
-// The heuristic's config for `node` had C `rows` rows (swap-AB included), without
-// stream-K, whose split is made for one tile count: the tile of a range of rows of a
-// GEMM with run-time rows.
-absl::StatusOr<Sm90GemmConfig> HeuristicSm90GemmConfigForRows(const Node& node, int64_t rows, int sm_count = 132);
+// The heuristic's config for `node` (an Sm90Eligible group, `plan` its
+// PlanGemmForFamily) had C `rows` rows (swap-AB included), without stream-K, whose
+// split is made for one tile count: the tile of a range of rows of a GEMM with
+// run-time rows.
+Sm90GemmConfig HeuristicSm90GemmConfigForRows(const Node& node, const GemmFamilyPlan& plan, int64_t rows,
+                                              int sm_count = 132);
 // Whether GenerateMatMulGroupSm90 takes `config` for `node`: its errors (the
 // verifier, swap-AB eligibility, the splits' k tiles, the scratch cap), without
 // generating the source.

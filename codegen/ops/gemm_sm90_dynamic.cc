@@ -1,7 +1,7 @@
 // The Hopper GEMM family on dynamic graphs (issue 34): a MatMul group whose rows vary
 // with the dim symbols (the token count batch * seq of a transformer's projections)
 // runs on kiln's kernel with the rows read at run time (gemm_sm90.cuh GEMM_DYNAMIC_M),
-// one tile config per box of sizes. Everything else of the problem is fixed: K, N, the
+// one tile config per range of rows. Everything else of the problem is fixed: K, N, the
 // weights, a stacked product's batch (fuse-siblings, whose pieces lie the largest
 // product apart), and every epilogue operand reads the same elements at every size
 // (a bias per column, or an operand laid out as C).
@@ -96,13 +96,17 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const N
     int64_t max_m = 0;
   };
   std::vector<Variant> variants;
-  std::vector<int64_t> least;
-  for (const DimSymbol& s : g.symbols) least.push_back(s.min);
-  KILN_ASSIGN_OR_RETURN(const int64_t fewest, g.rows.Evaluate(least));
+  // The rows take every value between their least and greatest over the ranges (the
+  // greatest is C's rows at the largest sizes, Analyze checked).
+  KILN_ASSIGN_OR_RETURN(const auto bounds, g.rows.Bounds(g.symbols));
+  const int64_t fewest = bounds.first;
+  if (bounds.second != p.m || fewest > p.m) {
+    return NoKernel(node, "run-time sizes: rows that are not greatest at the ranges' largest values");
+  }
   std::string last;
   for (int64_t lo = std::max<int64_t>(fewest, 0); lo <= p.m;) {
     const int64_t hi = std::min(p.m, std::max<int64_t>((lo + 63) / 64 * 64, 64));
-    KILN_ASSIGN_OR_RETURN(const Sm90GemmConfig cfg, HeuristicSm90GemmConfigForRows(node, hi, sm_count));
+    const Sm90GemmConfig cfg = HeuristicSm90GemmConfigForRows(node, p, hi, sm_count);
     const std::string text = Sm90GemmConfigString(cfg);
     auto it = std::find_if(variants.begin(), variants.end(),
                            [&](const Variant& v) { return Sm90GemmConfigString(v.config) == text; });

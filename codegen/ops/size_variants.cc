@@ -19,20 +19,18 @@ bool DependsOn(const std::vector<DimSymbol>& symbols, const std::vector<DimExpr>
   return false;
 }
 
-// The first cut past `x`: the next power of two, or with `halves` 1.5 times the power
-// of two at or below x where that lies past x (cuts 2, 3, 4, 6, 8, 12, ...).
-int64_t NextCut(int64_t x, bool halves) {
+// The first cut past `x`: the next power of two.
+int64_t NextCut(int64_t x) {
   int64_t p = 1;
   while (p * 2 <= x) p *= 2;
-  if (halves && p >= 2 && p / 2 * 3 > x) return p / 2 * 3;
   return p * 2;
 }
 
 // [lo, hi] cut at NextCut's points.
-std::vector<std::array<int64_t, 2>> Cuts(int64_t lo, int64_t hi, bool halves) {
+std::vector<std::array<int64_t, 2>> Cuts(int64_t lo, int64_t hi) {
   std::vector<std::array<int64_t, 2>> out;
   for (int64_t start = lo; start <= hi;) {
-    const int64_t next = NextCut(start, halves);
+    const int64_t next = NextCut(start);
     out.push_back({start, std::min(hi, next - 1)});
     start = next;
   }
@@ -41,13 +39,12 @@ std::vector<std::array<int64_t, 2>> Cuts(int64_t lo, int64_t hi, bool halves) {
 
 }  // namespace
 
-std::vector<SizeBox> PowerOfTwoBoxes(const std::vector<DimSymbol>& symbols, const std::vector<DimExpr>& exprs,
-                                     bool halves) {
+std::vector<SizeBox> PowerOfTwoBoxes(const std::vector<DimSymbol>& symbols, const std::vector<DimExpr>& exprs) {
   std::vector<SizeBox> boxes(1);
   for (size_t k = 0; k < symbols.size(); ++k) {
     const DimSymbol& s = symbols[k];
     const std::vector<std::array<int64_t, 2>> cuts =
-        DependsOn(symbols, exprs, k) ? Cuts(s.min, s.max, halves) : std::vector<std::array<int64_t, 2>>{{s.min, s.max}};
+        DependsOn(symbols, exprs, k) ? Cuts(s.min, s.max) : std::vector<std::array<int64_t, 2>>{{s.min, s.max}};
     std::vector<SizeBox> next;
     for (const SizeBox& b : boxes) {
       for (const auto& [lo, hi] : cuts) {

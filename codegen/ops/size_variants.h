@@ -20,11 +20,7 @@ struct SizeBox {
 };
 
 // The boxes covering `symbols`' ranges once: each symbol that one of `exprs` depends on
-// is cut at powers of two ([1, 1], [2, 3], [4, 7], ...), with `halves` also at 1.5
-// times each ([2, 2], [3, 3], [4, 5], [6, 7], [8, 11], ...: a product of two symbols
-// then spans at most 2.25 times its least value in a box, not 4), the others keep
-// their range.
-std::vector<SizeBox> PowerOfTwoBoxes(const std::vector<DimSymbol>& symbols, const std::vector<DimExpr>& exprs,
-                                     bool halves = false);
+// is cut at powers of two ([1, 1], [2, 3], [4, 7], ...), the others keep their range.
+std::vector<SizeBox> PowerOfTwoBoxes(const std::vector<DimSymbol>& symbols, const std::vector<DimExpr>& exprs);
 
 }  // namespace kiln::codegen::ops

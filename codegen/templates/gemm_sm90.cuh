@@ -19,7 +19,8 @@
 //   GEMM_TF32            1: fp32 inputs read as tf32 (wgmma k8 .tf32; A and B K-major,
 //                        no prologue), fp32 accumulation; default 0
 //   GEMM_M, GEMM_N, GEMM_K, GEMM_BATCH   problem size; GEMM_BATCH output batches
-//                        (GEMM_M not defined with GEMM_DYNAMIC_M, below)
+//                        (with GEMM_DYNAMIC_M, below, GEMM_M is not defined, or
+//                        GEMM_N when swapped: C's rows are read at run time)
 //   GEMM_A_BATCHED, GEMM_B_BATCHED       1: the operand has GEMM_BATCH batches (its
 //                        tensor map's third coordinate is the batch), 0: broadcast
 //   GEMM_C_BATCH         output batch stride in elements
