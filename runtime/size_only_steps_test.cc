@@ -21,22 +21,36 @@
 namespace kiln {
 namespace {
 
-TEST(SizeOnlyStepsTest, Gpt2MaskIsCopiedInAndCausalAtTheRunSizes) {
-  auto graph = ParseGraph(test::Gpt2Mask());
-  ASSERT_TRUE(graph.ok()) << graph.status();
+// `text` compiled for sm_90a into a bundle file named after `name`, loaded, and its
+// host program; a test failure and null when a step fails.
+std::shared_ptr<const CpuProgram> CompileAndLoad(const std::string& text, const std::string& name,
+                                                 std::unique_ptr<Bundle>* bundle) {
+  auto graph = ParseGraph(text);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  if (!graph.ok()) return nullptr;
   CompileOptions options;
   options.arch = "sm_90a";
-  auto contents = BuildBundle(**graph, options, "gpt2_mask.onnx", "bytes");
-  ASSERT_TRUE(contents.ok()) << contents.status();
+  auto contents = BuildBundle(**graph, options, name + ".onnx", "bytes");
+  EXPECT_TRUE(contents.ok()) << contents.status();
+  if (!contents.ok()) return nullptr;
   const std::string path =
-      (std::filesystem::path(::testing::TempDir()) / absl::StrCat("size_only_", ::getpid(), ".kiln")).string();
-  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
-  auto bundle = Bundle::Load(path);
-  ASSERT_TRUE(bundle.ok()) << bundle.status();
+      (std::filesystem::path(::testing::TempDir()) / absl::StrCat(name, "_", ::getpid(), ".kiln")).string();
+  EXPECT_TRUE(WriteBundle(*std::move(contents), path).ok());
+  auto loaded = Bundle::Load(path);
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  if (!loaded.ok()) return nullptr;
+  *bundle = *std::move(loaded);
   auto program = CpuProgram::Create(**bundle);
-  ASSERT_TRUE(program.ok()) << program.status();
-  const Graph& g = (*program)->graph();
-  const bundle::Manifest& m = (*bundle)->manifest();
+  EXPECT_TRUE(program.ok()) << program.status();
+  return program.ok() ? *std::move(program) : nullptr;
+}
+
+TEST(SizeOnlyStepsTest, Gpt2MaskIsCopiedInAndCausalAtTheRunSizes) {
+  std::unique_ptr<Bundle> bundle;
+  std::shared_ptr<const CpuProgram> program = CompileAndLoad(test::Gpt2Mask(), "size_only_mask", &bundle);
+  ASSERT_NE(program, nullptr);
+  const Graph& g = program->graph();
+  const bundle::Manifest& m = bundle->manifest();
 
   const SizeOnlySteps steps = FindSizeOnlySteps(g, m);
   ASSERT_TRUE(steps.any());
@@ -103,21 +117,12 @@ TEST(SizeOnlyStepsTest, Gpt2MaskIsCopiedInAndCausalAtTheRunSizes) {
 // (fusion/mark_causal_masks.h), so no run copies it in; the position ids the embedding
 // reads still are.
 TEST(SizeOnlyStepsTest, AComputedCausalMaskIsNotCopied) {
-  auto graph = ParseGraph(test::Gpt2MaskedAttention());
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  CompileOptions options;
-  options.arch = "sm_90a";
-  auto contents = BuildBundle(**graph, options, "gpt2_attention.onnx", "bytes");
-  ASSERT_TRUE(contents.ok()) << contents.status();
-  const std::string path =
-      (std::filesystem::path(::testing::TempDir()) / absl::StrCat("size_only_attention_", ::getpid(), ".kiln")).string();
-  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
-  auto bundle = Bundle::Load(path);
-  ASSERT_TRUE(bundle.ok()) << bundle.status();
-  auto program = CpuProgram::Create(**bundle);
-  ASSERT_TRUE(program.ok()) << program.status();
-  const Graph& g = (*program)->graph();
-  const SizeOnlySteps steps = FindSizeOnlySteps(g, (*bundle)->manifest());
+  std::unique_ptr<Bundle> bundle;
+  std::shared_ptr<const CpuProgram> program =
+      CompileAndLoad(test::Gpt2MaskedAttention(), "size_only_attention", &bundle);
+  ASSERT_NE(program, nullptr);
+  const Graph& g = program->graph();
+  const SizeOnlySteps steps = FindSizeOnlySteps(g, bundle->manifest());
   ASSERT_TRUE(steps.any());
   const std::vector<Node*> nodes = g.nodes();
   int copied = 0, marked = 0;
