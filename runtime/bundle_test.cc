@@ -363,25 +363,42 @@ TEST(BundleLoadErrorTest, ValidatorRefusesManifestsThatLie) {
          m.mutable_inputs(0)->clear_shape();
          m.mutable_inputs(0)->add_shape(int64_t{1} << 40);
        }},
-      {"grid and block need three dims each", [](bundle::Manifest& m) { FirstLaunch(m)->mutable_block()->RemoveLast(); }},
-      {"binds weight", [](bundle::Manifest& m) {
+      {"grid and block need three dims each",
+       [](bundle::Manifest& m) { FirstLaunch(m)->mutable_block()->RemoveLast(); }},
+      {"binds weight",
+       [](bundle::Manifest& m) {
          bundle::Binding* b = m.mutable_outputs(0)->mutable_binding();
          b->set_kind(bundle::Binding::WEIGHT);
          b->set_weight_index(0);
        }},
-      {"lie outside the", [](bundle::Manifest& m) { m.mutable_steps(0)->mutable_outputs(0)->set_offset(int64_t{1} << 40); }},
+      {"lie outside the",
+       [](bundle::Manifest& m) { m.mutable_steps(0)->mutable_outputs(0)->set_offset(int64_t{1} << 40); }},
       {"names no tensor of the step", [](bundle::Manifest& m) { FirstLaunch(m)->add_args(99); }},
       {"size variant boxes that do not give a range per dim symbol",
        [](bundle::Manifest& m) {  // a static bundle has no dim symbols to bound
          FirstLaunch(m)->add_size_boxes(1);
          FirstLaunch(m)->add_size_boxes(4);
        }},
-      {"size variant ranges without an expression",
+      {"size variant ranges on a launch without run-time sizes",
        [](bundle::Manifest& m) {
+         FirstLaunch(m)->set_size_select("1");
          FirstLaunch(m)->add_size_ranges(1);
          FirstLaunch(m)->add_size_ranges(4);
        }},
-      {"weight index 7", [](bundle::Manifest& m) {
+      {"size variant ranges without an expression",
+       [](bundle::Manifest& m) {
+         FirstLaunch(m)->set_dim_param(true);
+         FirstLaunch(m)->add_size_ranges(1);
+         FirstLaunch(m)->add_size_ranges(4);
+       }},
+      {"an expression without [lo, hi] pairs",
+       [](bundle::Manifest& m) {
+         FirstLaunch(m)->set_dim_param(true);
+         FirstLaunch(m)->set_size_select("1");
+         FirstLaunch(m)->add_size_ranges(1);
+       }},
+      {"weight index 7",
+       [](bundle::Manifest& m) {
          for (bundle::Step& s : *m.mutable_steps()) {
            for (bundle::Binding& b : *s.mutable_inputs()) {
              if (b.kind() == bundle::Binding::WEIGHT) b.set_weight_index(7);

@@ -101,8 +101,10 @@ absl::Status CheckLaunch(const bundle::Manifest& m, const bundle::Step& step, co
   for (int i = 0; i + 1 < l.size_boxes_size(); i += 2) {
     if (l.size_boxes(i) > l.size_boxes(i + 1)) return Corrupt(where, "a size variant box with lo > hi");
   }
-  if ((l.size_ranges_size() > 0) != !l.size_select().empty() || l.size_ranges_size() % 2 != 0 ||
-      (l.size_ranges_size() > 0 && !l.dim_param())) {
+  if (l.size_ranges_size() > 0 && !l.dim_param()) {
+    return Corrupt(where, "size variant ranges on a launch without run-time sizes");
+  }
+  if ((l.size_ranges_size() > 0) != !l.size_select().empty() || l.size_ranges_size() % 2 != 0) {
     return Corrupt(where, "size variant ranges without an expression, or an expression without [lo, hi] pairs");
   }
   for (int i = 0; i + 1 < l.size_ranges_size(); i += 2) {
