@@ -28,16 +28,6 @@ struct Candidate {
 // [1, 1, 4096, 4096] mask).
 constexpr int64_t kMaxSampledMaskElements = int64_t{1} << 24;
 
-// A value's shape at these symbol values.
-absl::StatusOr<Shape> Evaluate(const std::vector<DimExpr>& dims, const std::vector<int64_t>& values) {
-  Shape shape;
-  for (const DimExpr& d : dims) {
-    KILN_ASSIGN_OR_RETURN(const int64_t x, d.Evaluate(values));
-    shape.push_back(x);
-  }
-  return shape;
-}
-
 // The sampled sizes (mark_causal_masks.h).
 std::vector<std::vector<int64_t>> SampleSizes(const std::vector<DimSymbol>& symbols) {
   std::vector<int64_t> least, inside;
@@ -81,7 +71,7 @@ absl::StatusOr<bool> MarkCausalMasks::Run(Graph& graph) {
   // whose evaluation fails): the samples are all or nothing.
   for (const std::vector<int64_t>& values : samples) {
     for (const Candidate& c : candidates) {
-      absl::StatusOr<Shape> shape = Evaluate(SymbolicShape(*c.group->input(c.input)), values);
+      absl::StatusOr<Shape> shape = EvaluateDims(SymbolicShape(*c.group->input(c.input)), values);
       if (!shape.ok() || NumElements(*shape) > kMaxSampledMaskElements) return false;
     }
   }

@@ -15,15 +15,6 @@
 namespace kiln {
 namespace {
 
-absl::StatusOr<Shape> Evaluate(const std::vector<DimExpr>& dims, absl::Span<const int64_t> values) {
-  Shape out;
-  for (const DimExpr& d : dims) {
-    KILN_ASSIGN_OR_RETURN(int64_t x, d.Evaluate(values));
-    out.push_back(x);
-  }
-  return out;
-}
-
 std::string Where(const Value& input, size_t dim, const DimExpr& expr, const std::vector<DimSymbol>& symbols) {
   return absl::StrCat("input '", input.name(), "' dim ", dim, " (", expr.ToString(symbols), ")");
 }
@@ -101,13 +92,13 @@ absl::StatusOr<std::unique_ptr<Graph>> Specialize(const Graph& graph, absl::Span
   std::unique_ptr<Graph> g = graph.Clone();
   for (Value* v : g->values()) {
     if (v->has_symbolic_data()) {
-      KILN_ASSIGN_OR_RETURN(Shape data, Evaluate(v->symbolic_data(), values));
+      KILN_ASSIGN_OR_RETURN(Shape data, EvaluateDims(v->symbolic_data(), values));
       g->SetConstant(v, Tensor::FromInt64(v->dtype(), v->shape(), data));
     }
   }
   for (Value* in : g->inputs()) {
     if (!in->is_dynamic()) continue;
-    KILN_ASSIGN_OR_RETURN(Shape shape, Evaluate(in->dims(), values));
+    KILN_ASSIGN_OR_RETURN(Shape shape, EvaluateDims(in->dims(), values));
     in->SetType(in->dtype(), shape);
     in->SetDims({});
   }
@@ -141,7 +132,7 @@ absl::Status CheckSpecializations(const Graph& graph) {
     for (const Value* v : graph.values()) {
       const Value* s = g->FindValue(v->name());
       if (s == nullptr || !s->has_type() || !v->has_type()) continue;
-      KILN_ASSIGN_OR_RETURN(Shape want, Evaluate(SymbolicShape(*v), values));
+      KILN_ASSIGN_OR_RETURN(Shape want, EvaluateDims(SymbolicShape(*v), values));
       if (s->shape() != want) {
         const std::string by = v->producer() ? absl::StrCat(", the output of ", v->producer()->Describe()) : "";
         return absl::InternalError(absl::StrCat("at ", BindingToString(graph, values), " '", v->name(), "'", by, " is ",

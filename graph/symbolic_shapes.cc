@@ -431,6 +431,15 @@ std::vector<DimExpr> SymbolicShape(const Value& v) {
   return out;
 }
 
+absl::StatusOr<Shape> EvaluateDims(const std::vector<DimExpr>& dims, absl::Span<const int64_t> values) {
+  Shape out;
+  for (const DimExpr& d : dims) {
+    KILN_ASSIGN_OR_RETURN(int64_t x, d.Evaluate(values));
+    out.push_back(x);
+  }
+  return out;
+}
+
 std::optional<std::vector<DimExpr>> SymbolicValues(const Value* v) {
   if (v == nullptr) return std::nullopt;
   if (v->has_symbolic_data()) return v->symbolic_data();

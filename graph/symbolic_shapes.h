@@ -23,6 +23,8 @@ namespace kiln {
 
 // The dims of `v`: dims() when dynamic, else its static shape as constants.
 std::vector<DimExpr> SymbolicShape(const Value& v);
+// `dims` evaluated at the symbols' `values` (indexed by id).
+absl::StatusOr<Shape> EvaluateDims(const std::vector<DimExpr>& dims, absl::Span<const int64_t> values);
 // The elements of an integer constant of rank 0 or 1 as expressions (its
 // symbolic data, else its values); nullopt for anything else.
 std::optional<std::vector<DimExpr>> SymbolicValues(const Value* v);

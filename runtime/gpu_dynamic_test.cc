@@ -5,10 +5,8 @@
 // backend on the same bundle; and that mask added to an attention's scores, which the
 // kernel computes (fusion/mark_causal_masks.h), against the CPU backend's reading it;
 // and a swapped GEMM with run-time rows.
-#include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,16 +18,13 @@
 #include "graph/text_format.h"
 #include "gtest/gtest.h"
 #include "runtime/bundle.h"
+#include "runtime/compiled_bundle_test_util.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/cuda_util.h"
 #include "runtime/gpu_executor.h"
 
 namespace kiln {
 namespace {
-
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / absl::StrCat(name, "_", ::getpid(), ".kiln")).string();
-}
 
 // Equal where the reference is not finite, within `tol` of its largest magnitude
 // elsewhere.
@@ -48,26 +43,6 @@ void ExpectClose(const Tensor& got, const Tensor& want, double tol, const std::s
   EXPECT_LE(err / scale, tol) << what;
 }
 
-// `graph` compiled for `arch` into a bundle file named after `name`, loaded, and its
-// host program; a test failure and null when a step fails.
-std::shared_ptr<const CpuProgram> CompileAndLoad(const Graph& graph, const std::string& arch, const std::string& name,
-                                                 std::unique_ptr<Bundle>* bundle) {
-  CompileOptions options;
-  options.arch = arch;
-  auto contents = BuildBundle(graph, options, name + ".onnx", "bytes");
-  EXPECT_TRUE(contents.ok()) << contents.status();
-  if (!contents.ok()) return nullptr;
-  const std::string path = TempPath(name);
-  EXPECT_TRUE(WriteBundle(*std::move(contents), path).ok());
-  auto loaded = Bundle::Load(path);
-  EXPECT_TRUE(loaded.ok()) << loaded.status();
-  if (!loaded.ok()) return nullptr;
-  *bundle = *std::move(loaded);
-  auto host = CpuProgram::Create(**bundle);
-  EXPECT_TRUE(host.ok()) << host.status();
-  return host.ok() ? *std::move(host) : nullptr;
-}
-
 TEST(GpuDynamicTest, SizeOnlyStepsOncePerSizeOrEveryRun) {
   // Compiled without a GPU too: every step gets a kernel with run-time sizes.
   auto gpu = LocalGpu();
@@ -75,7 +50,7 @@ TEST(GpuDynamicTest, SizeOnlyStepsOncePerSizeOrEveryRun) {
   ASSERT_TRUE(graph.ok()) << graph.status();
   std::unique_ptr<Bundle> bundle;
   std::shared_ptr<const CpuProgram> host =
-      CompileAndLoad(**graph, gpu.ok() ? gpu->arch : "sm_90a", "gpt2_mask", &bundle);
+      test::CompileAndLoad(**graph, gpu.ok() ? gpu->arch : "sm_90a", "gpt2_mask", &bundle);
   ASSERT_NE(host, nullptr);
   for (const bundle::Step& step : bundle->manifest().steps()) {
     EXPECT_TRUE(step.gpu_unsupported().empty()) << step.node() << ": " << step.gpu_unsupported();
@@ -124,7 +99,7 @@ TEST(GpuDynamicTest, ComputedCausalMaskMatchesTheCpuBackend) {
   ASSERT_TRUE(graph.ok()) << graph.status();
   std::unique_ptr<Bundle> bundle;
   std::shared_ptr<const CpuProgram> host =
-      CompileAndLoad(**graph, gpu.ok() ? gpu->arch : "sm_90a", "gpt2_attention", &bundle);
+      test::CompileAndLoad(**graph, gpu.ok() ? gpu->arch : "sm_90a", "gpt2_attention", &bundle);
   ASSERT_NE(host, nullptr);
   int marked = 0;
   for (const Node* n : host->graph().nodes()) marked += IsFusedGroup(*n) && n->has_attr("causal_inputs");
@@ -181,7 +156,7 @@ TEST(GpuDynamicTest, SwappedGemmWithRunTimeRows) {
     (*graph)->SetConstant(c, Tensor::FromFloat(c->dtype(), c->shape(), x));
   }
   std::unique_ptr<Bundle> bundle;
-  std::shared_ptr<const CpuProgram> host = CompileAndLoad(**graph, "sm_90a", "swapped", &bundle);
+  std::shared_ptr<const CpuProgram> host = test::CompileAndLoad(**graph, "sm_90a", "swapped", &bundle);
   ASSERT_NE(host, nullptr);
   int swapped = 0;
   for (const bundle::Step& step : bundle->manifest().steps()) {

@@ -4,11 +4,9 @@
 #include "runtime/size_only_steps.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/compiler.h"
@@ -16,33 +14,18 @@
 #include "graph/gpt2_mask_test_graph.h"
 #include "graph/specialize.h"
 #include "graph/text_format.h"
+#include "runtime/compiled_bundle_test_util.h"
 #include "runtime/cpu_executor.h"
 
 namespace kiln {
 namespace {
 
-// `text` compiled for sm_90a into a bundle file named after `name`, loaded, and its
-// host program; a test failure and null when a step fails.
+// `text` compiled for sm_90a and loaded (test::CompileAndLoad).
 std::shared_ptr<const CpuProgram> CompileAndLoad(const std::string& text, const std::string& name,
                                                  std::unique_ptr<Bundle>* bundle) {
   auto graph = ParseGraph(text);
   EXPECT_TRUE(graph.ok()) << graph.status();
-  if (!graph.ok()) return nullptr;
-  CompileOptions options;
-  options.arch = "sm_90a";
-  auto contents = BuildBundle(**graph, options, name + ".onnx", "bytes");
-  EXPECT_TRUE(contents.ok()) << contents.status();
-  if (!contents.ok()) return nullptr;
-  const std::string path =
-      (std::filesystem::path(::testing::TempDir()) / absl::StrCat(name, "_", ::getpid(), ".kiln")).string();
-  EXPECT_TRUE(WriteBundle(*std::move(contents), path).ok());
-  auto loaded = Bundle::Load(path);
-  EXPECT_TRUE(loaded.ok()) << loaded.status();
-  if (!loaded.ok()) return nullptr;
-  *bundle = *std::move(loaded);
-  auto program = CpuProgram::Create(**bundle);
-  EXPECT_TRUE(program.ok()) << program.status();
-  return program.ok() ? *std::move(program) : nullptr;
+  return graph.ok() ? test::CompileAndLoad(**graph, "sm_90a", name, bundle) : nullptr;
 }
 
 TEST(SizeOnlyStepsTest, Gpt2MaskIsCopiedInAndCausalAtTheRunSizes) {
