@@ -340,8 +340,14 @@ TEST(DynamicKernelsTest, MatMulGroupsReadTheirRowsAtRunTime) {
   absl::StatusOr<std::vector<KernelLaunch>> launches = GenerateNodeKernels(*gelu, options);
   ASSERT_TRUE(launches.ok()) << launches.status();
   ASSERT_GE(launches->size(), 2u) << "one tile config for every size";
-  // Variants by the rows (batch * seq): each count of rows served once, by the tile the
-  // heuristic picks for that count (without stream-K).
+  // Variants by the rows (batch * seq): each count of rows that some sizes make served
+  // once, by the tile the heuristic picks for that count (without stream-K) at the top
+  // of each window (8 rows each up to 32, then 64); a count no sizes make (a prime past
+  // 512) at most once.
+  std::set<int64_t> reached;
+  for (int64_t batch = 1; batch <= 32; ++batch) {
+    for (int64_t seq = 1; seq <= 512; ++seq) reached.insert(batch * seq);
+  }
   for (int64_t rows = 1; rows <= 32 * 512; ++rows) {
     const KernelLaunch* serving = nullptr;
     int n = 0;
@@ -352,8 +358,12 @@ TEST(DynamicKernelsTest, MatMulGroupsReadTheirRowsAtRunTime) {
         if (lo <= rows && rows <= hi) serving = &l, ++n;
       }
     }
+    if (!reached.contains(rows)) {
+      EXPECT_LE(n, 1) << rows << " rows";
+      continue;
+    }
     ASSERT_EQ(n, 1) << rows << " rows";
-    if (rows % 64 == 0) {
+    if (rows % 64 == 0 || (rows <= 32 && rows % 8 == 0)) {  // the tops of the windows picked at
       ops::Sm90GemmConfig want = ops::PickSm90GemmConfig(rows, 3072, 768, 1, 132, false, ops::EpilogueWork::kSpecial);
       want.stream_k = false;
       EXPECT_TRUE(absl::StartsWith(serving->config, "sm90 " + ops::Sm90GemmConfigString(want) + " "))
@@ -376,6 +386,47 @@ TEST(DynamicKernelsTest, MatMulGroupsReadTheirRowsAtRunTime) {
   EXPECT_NE(refused.message().find("a batch that varies (run-time sizes)"), std::string::npos) << refused;
   absl::StatusOr<std::vector<KernelLaunch>> none = GenerateNodeKernels(*table, options);
   EXPECT_FALSE(none.ok());
+}
+
+// A 1x1 conv over 56 x 56 pixels as a GEMM (conv1x1-to-matmul on a dynamic graph):
+// the rows are 3136 * batch, so only those counts get a variant; each batch is served
+// by one, and no variant's ranges hold rows that no batch makes.
+TEST(DynamicKernelsTest, MatMulGroupsServeOnlyTheRowsTheSizesMake) {
+  constexpr char kText[] = R"(graph @main {
+  dim batch in [1, 64]
+  input %x : f16[64,56,56,64] dims "batch, 56, 56, 64"
+  const %w : f16[64,256] = splat(0.01)
+  const %b : f16[256] = splat(0.5)
+  %y = MatMul(%x, %w)
+  %yb = Add(%y, %b)
+  %r = Relu(%yb)
+  output %r
+})";
+  auto g = ParseGraph(kText);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(InferShapes(**g).ok());
+  ASSERT_TRUE(FuseEpilogue().Run(**g).ok());
+  ASSERT_TRUE(InferShapes(**g, {.fold_constants = false}).ok());
+  KernelOptions options;
+  options.hopper = true;
+  options.matmul_groups = MatMulGroups::kAuto;
+  const Node* group = nullptr;
+  for (const Node* n : (*g)->nodes()) group = IsFusedGroup(*n) ? n : group;
+  ASSERT_NE(group, nullptr);
+  absl::StatusOr<std::vector<KernelLaunch>> launches = GenerateNodeKernels(*group, options);
+  ASSERT_TRUE(launches.ok()) << launches.status();
+  std::map<int64_t, int> served;  // batch -> variants
+  for (const KernelLaunch& l : *launches) {
+    EXPECT_EQ(l.family, "gemm_sm90");
+    ASSERT_FALSE(l.size_ranges.empty()) << "more than one variant";
+    for (const auto& [lo, hi] : l.size_ranges) {
+      EXPECT_EQ(lo % 3136, 0) << lo;
+      EXPECT_EQ(hi % 3136, 0) << hi;
+      for (int64_t batch = lo / 3136; batch <= hi / 3136; ++batch) ++served[batch];
+    }
+  }
+  ASSERT_EQ(served.size(), 64u);
+  for (const auto& [batch, n] : served) EXPECT_EQ(n, 1) << "batch " << batch;
 }
 
 // Size variants' boxes: powers of two for the symbols the expressions depend on; each

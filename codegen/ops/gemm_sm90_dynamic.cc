@@ -6,6 +6,7 @@
 // product apart), and every epilogue operand reads the same elements at every size
 // (a bias per column, or an operand laid out as C).
 #include <algorithm>
+#include <array>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,49 @@ absl::StatusOr<DynamicGemm> Analyze(const Node& node) {
   return g;
 }
 
+// The windows of rows that each take one tile pick, from `first` to `most`: 8 rows
+// each up to kSm90SwapAbMaxM (the few-rows swap-AB tiles are as wide as the rows,
+// rounded up to 8), then 64 each (the heuristic's other choices change only where some
+// tile count does, and every unswapped tile is a multiple of 64 rows high). A window is
+// [lo, hi]; the pick is made at hi.
+std::vector<std::array<int64_t, 2>> RowWindows(int64_t first, int64_t most) {
+  std::vector<std::array<int64_t, 2>> windows;
+  for (int64_t lo = first; lo <= most;) {
+    const int64_t step = lo <= kSm90SwapAbMaxM ? 8 : 64;
+    const int64_t hi = std::min(most, std::max((lo + step - 1) / step * step, step));
+    windows.push_back({lo, hi});
+    lo = hi + 1;
+  }
+  return windows;
+}
+
+// The least and the most rows that the ranges' sizes reach in each window ({-1, -1}
+// where none): the rows evaluated at every combination of the symbols' values, or,
+// past kMaxCombinations of them, every window whole.
+std::vector<std::array<int64_t, 2>> ReachedRows(const DynamicGemm& g,
+                                                const std::vector<std::array<int64_t, 2>>& windows) {
+  constexpr int64_t kMaxCombinations = int64_t{1} << 20;
+  int64_t combinations = 1;
+  for (const DimSymbol& s : g.symbols) {
+    combinations = std::min(kMaxCombinations + 1, combinations * (s.max - s.min + 1));
+  }
+  if (combinations > kMaxCombinations) return windows;
+  std::vector<std::array<int64_t, 2>> reached(windows.size(), {-1, -1});
+  std::vector<int64_t> values;
+  for (const DimSymbol& s : g.symbols) values.push_back(s.min);
+  for (int64_t c = 0; c < combinations; ++c) {
+    const absl::StatusOr<int64_t> rows = g.rows.Evaluate(values);
+    const auto w = std::lower_bound(windows.begin(), windows.end(), rows.ok() ? *rows : -1,
+                                    [](const std::array<int64_t, 2>& win, int64_t r) { return win[1] < r; });
+    if (!rows.ok() || w == windows.end() || *rows < (*w)[0]) return windows;  // not expected: every window
+    std::array<int64_t, 2>& r = reached[w - windows.begin()];
+    r = r[0] < 0 ? std::array<int64_t, 2>{*rows, *rows}
+                 : std::array<int64_t, 2>{std::min(r[0], *rows), std::max(r[1], *rows)};
+    for (size_t i = 0; i < values.size() && ++values[i] > g.symbols[i].max; ++i) values[i] = g.symbols[i].min;
+  }
+  return reached;
+}
+
 }  // namespace
 
 absl::Status DynamicSm90Eligible(const Node& node) { return Analyze(node).status(); }
@@ -86,39 +130,39 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const N
   const GemmFamilyPlan& p = g.plan;
   if (sm_count <= 0) sm_count = 132;
   // A tile per range of rows: the heuristic's pick (HeuristicSm90GemmConfigForRows)
-  // at the top of every 64 rows (its choices change only where a tile count does, and
-  // every unswapped tile is a multiple of 64 rows high; a swapped one is as wide as the
-  // rows it picks for, so it holds the fewer rows below), runs of one pick joined;
-  // ranges with the same tile share a launch.
+  // at the top of each window of rows (RowWindows) that some sizes of the ranges reach
+  // (ResNet's batch x pixels takes multiples of the pixels only), runs of one pick
+  // joined into a range from their least to their most reached rows; ranges with the
+  // same tile share a launch.
   struct Variant {
     Sm90GemmConfig config;
     std::vector<std::array<int64_t, 2>> ranges;
     int64_t max_m = 0;
   };
   std::vector<Variant> variants;
-  // The rows take every value between their least and greatest over the ranges (the
+  // The rows lie between their least and greatest values over the ranges (the
   // greatest is C's rows at the largest sizes, Analyze checked).
   KILN_ASSIGN_OR_RETURN(const auto bounds, g.rows.Bounds(g.symbols));
-  const int64_t fewest = bounds.first;
-  if (bounds.second != p.m || fewest > p.m) {
+  if (bounds.second != p.m || bounds.first > p.m) {
     return NoKernel(node, "run-time sizes: rows that are not greatest at the ranges' largest values");
   }
+  const std::vector<std::array<int64_t, 2>> windows = RowWindows(std::max<int64_t>(bounds.first, 0), p.m);
+  const std::vector<std::array<int64_t, 2>> reached = ReachedRows(g, windows);
   std::string last;
-  for (int64_t lo = std::max<int64_t>(fewest, 0); lo <= p.m;) {
-    const int64_t hi = std::min(p.m, std::max<int64_t>((lo + 63) / 64 * 64, 64));
-    const Sm90GemmConfig cfg = HeuristicSm90GemmConfigForRows(node, p, hi, sm_count);
+  for (size_t w = 0; w < windows.size(); ++w) {
+    if (reached[w][0] < 0) continue;
+    const Sm90GemmConfig cfg = HeuristicSm90GemmConfigForRows(node, p, windows[w][1], sm_count);
     const std::string text = Sm90GemmConfigString(cfg);
     auto it = std::find_if(variants.begin(), variants.end(),
                            [&](const Variant& v) { return Sm90GemmConfigString(v.config) == text; });
     if (it == variants.end()) it = variants.insert(variants.end(), Variant{cfg, {}, 0});
     if (text == last) {
-      it->ranges.back()[1] = hi;
+      it->ranges.back()[1] = reached[w][1];
     } else {
-      it->ranges.push_back({lo, hi});
+      it->ranges.push_back(reached[w]);
     }
-    it->max_m = hi;
+    it->max_m = std::max(it->max_m, reached[w][1]);
     last = text;
-    lo = hi + 1;
   }
   const std::string code = DimCode(g.rows);
   std::vector<KernelLaunch> launches;
