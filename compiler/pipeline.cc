@@ -353,19 +353,20 @@ const std::vector<Pass>& AllPasses() {
 // kernel with run-time sizes takes is expanded again (codegen/op_kernels.h);
 // fuse-siblings' stacked product keeps the largest sizes' distance between its
 // matrices (the pieces are views at those offsets) and builds its shape constants
-// from the dims. The others (layout and padding rewrites build Reshape targets and
-// Slices from the largest shape; the MLP, concat and pad groups have no kernels with
-// run-time sizes) run on static graphs only; CheckSpecializations (graph/specialize.h)
-// catches a pass listed here that fixes a size.
+// from the dims; conv1x1-to-matmul's MatMul reads the conv's input as it is (its rows
+// are batch x pixels) with a weight of fixed size. The others (layout and padding
+// rewrites build Reshape targets and Slices from the largest shape; the MLP, concat
+// and pad groups have no kernels with run-time sizes) run on static graphs only;
+// CheckSpecializations (graph/specialize.h) catches a pass listed here that fixes a
+// size.
 bool DynamicSafe(const std::string& pass) {
   // clang-format off
   static const auto* safe = new absl::flat_hash_set<std::string>{
       "remove-identity", "sum-to-add", "swap-reshape-elementwise", "gemm-to-matmul", "fold-batch-norm",
       "recognize-gelu", "recognize-layer-norm", "recognize-rms-norm", "fold-constants",
       "eliminate-common-subexpressions", "fold-transpose-into-matmul", "eliminate-dead-code", "lower-precision",
-      "tf32-math", "to-channels-last", "pad-conv-channels", "fuse-siblings", "fuse-attention", "mark-causal-masks", "fuse-epilogue",
-      "fuse-pointwise",
-      "expand-groups-without-kernels", "fuse-expanded-tails"};
+      "tf32-math", "to-channels-last", "pad-conv-channels", "conv1x1-to-matmul", "fuse-siblings", "fuse-attention",
+      "mark-causal-masks", "fuse-epilogue", "fuse-pointwise", "expand-groups-without-kernels", "fuse-expanded-tails"};
   // clang-format on
   return safe->contains(pass);
 }

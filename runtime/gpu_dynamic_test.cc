@@ -133,7 +133,8 @@ TEST(GpuDynamicTest, ComputedCausalMaskMatchesTheCpuBackend) {
 
 // A projection of few tokens (at most 32 rows, N and K 768): on sm_90a kiln's GEMM with
 // run-time rows takes the heuristic's swap-AB tiles (C's rows are the kernel's
-// columns), against the CPU backend at the ranges' ends and sizes between.
+// columns), one per 8 rows, against the CPU backend at the ranges' ends and sizes
+// between.
 TEST(GpuDynamicTest, SwappedGemmWithRunTimeRows) {
   auto gpu = LocalGpu();
   auto graph = ParseGraph(R"(graph @main {
@@ -158,13 +159,14 @@ TEST(GpuDynamicTest, SwappedGemmWithRunTimeRows) {
   std::unique_ptr<Bundle> bundle;
   std::shared_ptr<const CpuProgram> host = test::CompileAndLoad(**graph, "sm_90a", "swapped", &bundle);
   ASSERT_NE(host, nullptr);
+  // One swapped tile per 8 rows (as wide as them), so the run picks among variants.
   int swapped = 0;
   for (const bundle::Step& step : bundle->manifest().steps()) {
     for (const bundle::Launch& l : step.launches()) {
       swapped += l.family() == "gemm_sm90" && l.dim_param() && l.config().find(" swap") != std::string::npos;
     }
   }
-  EXPECT_GT(swapped, 0);
+  EXPECT_EQ(swapped, 4);
   if (!gpu.ok() || gpu->arch != "sm_90a") GTEST_SKIP() << "skipped: needs an sm_90a GPU";
   auto program = GpuProgram::Create(host);
   ASSERT_TRUE(program.ok()) << program.status();
@@ -177,6 +179,67 @@ TEST(GpuDynamicTest, SwappedGemmWithRunTimeRows) {
     for (float& v : x) v = uni(rng);
     TensorMap feeds;
     feeds["x"] = Tensor::FromFloat(DType::kFloat16, {batch, seq, 768}, x);
+    auto got = (*exec)->Run(feeds);
+    auto want = (*cpu)->Run(feeds);
+    ASSERT_TRUE(got.ok() && want.ok()) << got.status() << want.status();
+    ExpectClose((*got)[0], (*want)[0], 1e-2, "output");
+  }
+}
+
+// A ResNet bottleneck with a projection shortcut as torchvision's legacy export writes
+// it (BatchNorms folded into the convs), batch 1..8: the 1x1 convs at stride 1 run as
+// kiln's GEMM with the rows (batch x pixels) read at run time, against the CPU backend.
+TEST(GpuDynamicTest, BottleneckOneByOneConvsWithRunTimeBatch) {
+  auto gpu = LocalGpu();
+  auto graph = ParseGraph(R"(graph @main {
+  dim batch in [1, 8]
+  input %x : f32[8,64,14,14] dims "batch, 64, 14, 14"
+  const %w1 : f32[32,64,1,1] = splat(0.01)
+  const %b1 : f32[32] = splat(0.1)
+  const %w2 : f32[32,32,3,3] = splat(0.01)
+  const %b2 : f32[32] = splat(0.1)
+  const %w3 : f32[128,32,1,1] = splat(0.01)
+  const %b3 : f32[128] = splat(0.1)
+  const %wd : f32[128,64,1,1] = splat(0.01)
+  const %bd : f32[128] = splat(0.1)
+  %c1 = Conv(%x, %w1, %b1) {dilations = [1, 1], group = 1, kernel_shape = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1]}
+  %r1 = Relu(%c1)
+  %c2 = Conv(%r1, %w2, %b2) {dilations = [1, 1], group = 1, kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [1, 1]}
+  %r2 = Relu(%c2)
+  %c3 = Conv(%r2, %w3, %b3) {dilations = [1, 1], group = 1, kernel_shape = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1]}
+  %d = Conv(%x, %wd, %bd) {dilations = [1, 1], group = 1, kernel_shape = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1]}
+  %s = Add(%c3, %d)
+  %y = Relu(%s)
+  output %y
+})");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  for (Value* c : (*graph)->constants()) {
+    std::vector<float> x(c->numel());
+    for (float& e : x) e = uni(rng) * 0.2f;
+    (*graph)->SetConstant(c, Tensor::FromFloat(c->dtype(), c->shape(), x));
+  }
+  std::unique_ptr<Bundle> bundle;
+  std::shared_ptr<const CpuProgram> host = test::CompileAndLoad(**graph, "sm_90a", "bottleneck", &bundle);
+  ASSERT_NE(host, nullptr);
+  int gemms = 0;
+  for (const bundle::Step& step : bundle->manifest().steps()) {
+    for (const bundle::Launch& l : step.launches()) gemms += l.family() == "gemm_sm90" && l.dim_param();
+  }
+  EXPECT_GE(gemms, 3) << "the three 1x1 convs";
+  if (!gpu.ok() || gpu->arch != "sm_90a") GTEST_SKIP() << "skipped: needs an sm_90a GPU";
+  auto program = GpuProgram::Create(host);
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto exec = GpuExecutor::Create(*program);
+  auto cpu = CpuExecutor::Create(host);
+  ASSERT_TRUE(exec.ok() && cpu.ok()) << exec.status() << cpu.status();
+  for (int64_t batch : {8, 1, 3, 5, 8}) {
+    SCOPED_TRACE(absl::StrCat("batch ", batch));
+    std::vector<float> x(batch * 64 * 14 * 14);
+    for (float& v : x) v = uni(rng);
+    TensorMap feeds;
+    feeds["x"] = Tensor::FromFloat(DType::kFloat32, {batch, 64, 14, 14}, x);
     auto got = (*exec)->Run(feeds);
     auto want = (*cpu)->Run(feeds);
     ASSERT_TRUE(got.ok() && want.ok()) << got.status() << want.status();
