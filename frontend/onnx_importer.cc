@@ -411,8 +411,19 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   std::map<std::string, std::vector<int>> symbol_axes;
   std::vector<DimSymbol> ranges = options.dim_ranges;
   KILN_RETURN_IF_ERROR(ApplyInputShapeRanges(model, options.input_shape_ranges, options.input_shapes, &ranges));
-  KILN_RETURN_IF_ERROR(FixInputShapes(model, options.input_shapes, options.dims, ranges, initializer_names,
-                                      &symbol_axes));
+  // A range of one value (`--dim batch=1..1`) is that fixed size: as a symbol, shape
+  // rules would treat it as varying (batch 1..1 broadcast against 3 is not provably
+  // valid for every size of a range).
+  std::map<std::string, int64_t> dims = options.dims;
+  for (auto it = ranges.begin(); it != ranges.end();) {
+    if (it->min != it->max) {
+      ++it;
+      continue;
+    }
+    dims[it->name] = it->min;
+    it = ranges.erase(it);
+  }
+  KILN_RETURN_IF_ERROR(FixInputShapes(model, options.input_shapes, dims, ranges, initializer_names, &symbol_axes));
 
   // Deprecated ops and Ifs on constants are rewritten (frontend/proto_rewrites.h), and
   // ops kiln lacks that ONNX defines as functions of other ops become their bodies;

@@ -618,6 +618,25 @@ TEST(OnnxImporterDynamicShapeTest, InputShapeRangesNameTheirSymbols) {
   EXPECT_EQ((*graph)->dim_symbols()[0].max, 8);
 }
 
+// A range of one value is that fixed size (`--dim batch=1..1`, `--input-shape
+// tokens=1..1x3`): no symbol, the graph is static.
+TEST(OnnxImporterDynamicShapeTest, RangeOfOneValueIsAFixedSize) {
+  ImportOptions options;
+  options.dim_ranges = {{"batch", 1, 1}, {"seq", 1, 64}};
+  auto graph = ImportOnnxModel(TwoNamedDimsModel(), TestDir(), options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ((*graph)->dim_symbols().size(), 1u);
+  EXPECT_EQ((*graph)->dim_symbols()[0].name, "seq");
+  EXPECT_EQ((*graph)->inputs()[0]->shape(), (Shape{1, 64}));
+  ImportOptions one;
+  one.input_shape_ranges["tokens"] = {{2, 2}, {3, 3}};
+  graph = ImportOnnxModel(DynamicBatchModel(), TestDir(), one);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_TRUE((*graph)->dim_symbols().empty());
+  EXPECT_FALSE((*graph)->is_dynamic());
+  EXPECT_EQ((*graph)->inputs()[0]->shape(), (Shape{2, 3}));
+}
+
 TEST(OnnxImporterDynamicShapeTest, InputShapeRangesThatDisagreeOrRangeAFixedDimAreErrors) {
   ImportOptions options;
   options.input_shape_ranges["x"] = {{1, 4}, {1, 64}};
