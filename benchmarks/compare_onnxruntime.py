@@ -26,6 +26,18 @@ def kiln_file_name(name):
     return re.sub(r"[^A-Za-z0-9_.\-]", "_", name) + ".npy"
 
 
+def compare(got, want, max_rel, min_cosine):
+    """(max |got - want| over want's range, cosine, whether both are within tolerance)."""
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    rng = float(want.max() - want.min()) if want.size else 0.0
+    rng = rng if rng > 0 else max(float(np.abs(want).max(initial=0.0)), 1.0)
+    rel = float(np.abs(got - want).max(initial=0.0)) / rng
+    den = float(np.linalg.norm(got) * np.linalg.norm(want))
+    cos = float(np.dot(got.ravel(), want.ravel()) / den) if den > 0 else 1.0
+    return rel, cos, bool(rel <= max_rel and cos >= min_cosine and np.isfinite(got).all())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model")
@@ -60,12 +72,7 @@ def main():
             print(f"{model}: {name}: shape {got.shape} from kiln, {want.shape} from onnxruntime")
             ok = False
             continue
-        rng = float(want.max() - want.min()) if want.size else 0.0
-        rng = rng if rng > 0 else max(float(np.abs(want).max(initial=0.0)), 1.0)
-        rel = float(np.abs(got - want).max(initial=0.0)) / rng
-        den = float(np.linalg.norm(got) * np.linalg.norm(want))
-        cos = float(np.dot(got.ravel(), want.ravel()) / den) if den > 0 else 1.0
-        good = rel <= args.max_rel and cos >= args.min_cosine and np.isfinite(got).all()
+        rel, cos, good = compare(got, want, args.max_rel, args.min_cosine)
         ok = ok and good
         print(f"{model}: {name} {list(want.shape)}: max|kiln-ort|/range {rel:.3e}, cosine {cos:.6f} "
               f"{'ok' if good else 'BEYOND TOLERANCE'}", flush=True)
