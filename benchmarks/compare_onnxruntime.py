@@ -26,16 +26,23 @@ def kiln_file_name(name):
     return re.sub(r"[^A-Za-z0-9_.\-]", "_", name) + ".npy"
 
 
-def compare(got, want, max_rel, min_cosine):
-    """(max |got - want| over want's range, cosine, whether both are within tolerance)."""
+def compare(prefix, got, want, max_rel, min_cosine):
+    """Prints max |got - want| over want's range and the cosine after `prefix`; whether
+    the shapes agree and both are within tolerance."""
     got = np.asarray(got, dtype=np.float64)
     want = np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape:
+        print(f"{prefix}: shape {got.shape} from kiln, {want.shape} from onnxruntime")
+        return False
     rng = float(want.max() - want.min()) if want.size else 0.0
     rng = rng if rng > 0 else max(float(np.abs(want).max(initial=0.0)), 1.0)
     rel = float(np.abs(got - want).max(initial=0.0)) / rng
     den = float(np.linalg.norm(got) * np.linalg.norm(want))
     cos = float(np.dot(got.ravel(), want.ravel()) / den) if den > 0 else 1.0
-    return rel, cos, bool(rel <= max_rel and cos >= min_cosine and np.isfinite(got).all())
+    good = bool(rel <= max_rel and cos >= min_cosine and np.isfinite(got).all())
+    print(f"{prefix} {list(want.shape)}: max|kiln-ort|/range {rel:.3e}, cosine {cos:.6f} "
+          f"{'ok' if good else 'BEYOND TOLERANCE'}", flush=True)
+    return good
 
 
 def main():
@@ -66,16 +73,7 @@ def main():
             print(f"{model}: {name}: kiln wrote no {path}")
             ok = False
             continue
-        got = np.load(path).astype(np.float64)
-        want = np.asarray(want, dtype=np.float64)
-        if got.shape != want.shape:
-            print(f"{model}: {name}: shape {got.shape} from kiln, {want.shape} from onnxruntime")
-            ok = False
-            continue
-        rel, cos, good = compare(got, want, args.max_rel, args.min_cosine)
-        ok = ok and good
-        print(f"{model}: {name} {list(want.shape)}: max|kiln-ort|/range {rel:.3e}, cosine {cos:.6f} "
-              f"{'ok' if good else 'BEYOND TOLERANCE'}", flush=True)
+        ok = compare(f"{model}: {name}", np.load(path), want, args.max_rel, args.min_cosine) and ok
     sys.exit(0 if ok else 1)
 
 

@@ -37,6 +37,15 @@ absl::StatusOr<std::unique_ptr<Graph>> Fused(const std::string& text) {
   return g;
 }
 
+// `text` parsed, typed and through fuse-epilogue (MatMul groups).
+absl::StatusOr<std::unique_ptr<Graph>> EpilogueFused(const std::string& text) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, ParseGraph(text));
+  KILN_RETURN_IF_ERROR(InferShapes(*g));
+  KILN_RETURN_IF_ERROR(FuseEpilogue().Run(*g).status());
+  KILN_RETURN_IF_ERROR(InferShapes(*g, {.fold_constants = false}));
+  return g;
+}
+
 constexpr char kGraph[] = R"(graph @main {
   dim batch in [1, 4]
   dim seq in [1, 64]
@@ -316,11 +325,8 @@ TEST(DynamicKernelsTest, MatMulGroupsReadTheirRowsAtRunTime) {
   output %g
   output %zt
 })";
-  auto g = ParseGraph(kText);
+  auto g = EpilogueFused(kText);
   ASSERT_TRUE(g.ok()) << g.status();
-  ASSERT_TRUE(InferShapes(**g).ok());
-  ASSERT_TRUE(FuseEpilogue().Run(**g).ok());
-  ASSERT_TRUE(InferShapes(**g, {.fold_constants = false}).ok());
   KernelOptions options;
   options.hopper = true;
   options.matmul_groups = MatMulGroups::kLibrary;
@@ -402,11 +408,8 @@ TEST(DynamicKernelsTest, MatMulGroupsServeOnlyTheRowsTheSizesMake) {
   %r = Relu(%yb)
   output %r
 })";
-  auto g = ParseGraph(kText);
+  auto g = EpilogueFused(kText);
   ASSERT_TRUE(g.ok()) << g.status();
-  ASSERT_TRUE(InferShapes(**g).ok());
-  ASSERT_TRUE(FuseEpilogue().Run(**g).ok());
-  ASSERT_TRUE(InferShapes(**g, {.fold_constants = false}).ok());
   KernelOptions options;
   options.hopper = true;
   options.matmul_groups = MatMulGroups::kAuto;

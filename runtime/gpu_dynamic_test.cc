@@ -43,6 +43,28 @@ void ExpectClose(const Tensor& got, const Tensor& want, double tol, const std::s
   EXPECT_LE(err / scale, tol) << what;
 }
 
+// Every constant of `graph` uniform in [-scale, scale).
+void RandomizeConstants(Graph& graph, std::mt19937& rng, float scale) {
+  std::uniform_real_distribution<float> uni(-scale, scale);
+  for (Value* c : graph.constants()) {
+    std::vector<float> x(c->numel());
+    for (float& e : x) e = uni(rng);
+    graph.SetConstant(c, Tensor::FromFloat(c->dtype(), c->shape(), x));
+  }
+}
+
+// The launches of `bundle` that are kiln's Hopper GEMM with run-time sizes and whose
+// config holds `config_part`.
+int RunTimeGemmLaunches(const Bundle& bundle, const std::string& config_part = "") {
+  int n = 0;
+  for (const bundle::Step& step : bundle.manifest().steps()) {
+    for (const bundle::Launch& l : step.launches()) {
+      n += l.family() == "gemm_sm90" && l.dim_param() && l.config().find(config_part) != std::string::npos;
+    }
+  }
+  return n;
+}
+
 TEST(GpuDynamicTest, SizeOnlyStepsOncePerSizeOrEveryRun) {
   // Compiled without a GPU too: every step gets a kernel with run-time sizes.
   auto gpu = LocalGpu();
@@ -151,22 +173,12 @@ TEST(GpuDynamicTest, SwappedGemmWithRunTimeRows) {
   ASSERT_TRUE(graph.ok()) << graph.status();
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
-  for (Value* c : (*graph)->constants()) {
-    std::vector<float> x(c->numel());
-    for (float& e : x) e = uni(rng) * 0.05f;
-    (*graph)->SetConstant(c, Tensor::FromFloat(c->dtype(), c->shape(), x));
-  }
+  RandomizeConstants(**graph, rng, 0.05f);
   std::unique_ptr<Bundle> bundle;
   std::shared_ptr<const CpuProgram> host = test::CompileAndLoad(**graph, "sm_90a", "swapped", &bundle);
   ASSERT_NE(host, nullptr);
   // One swapped tile per 8 rows (as wide as them), so the run picks among variants.
-  int swapped = 0;
-  for (const bundle::Step& step : bundle->manifest().steps()) {
-    for (const bundle::Launch& l : step.launches()) {
-      swapped += l.family() == "gemm_sm90" && l.dim_param() && l.config().find(" swap") != std::string::npos;
-    }
-  }
-  EXPECT_EQ(swapped, 4);
+  EXPECT_EQ(RunTimeGemmLaunches(*bundle, " swap"), 4);
   if (!gpu.ok() || gpu->arch != "sm_90a") GTEST_SKIP() << "skipped: needs an sm_90a GPU";
   auto program = GpuProgram::Create(host);
   ASSERT_TRUE(program.ok()) << program.status();
@@ -215,19 +227,11 @@ TEST(GpuDynamicTest, BottleneckOneByOneConvsWithRunTimeBatch) {
   ASSERT_TRUE(graph.ok()) << graph.status();
   std::mt19937 rng(13);
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
-  for (Value* c : (*graph)->constants()) {
-    std::vector<float> x(c->numel());
-    for (float& e : x) e = uni(rng) * 0.2f;
-    (*graph)->SetConstant(c, Tensor::FromFloat(c->dtype(), c->shape(), x));
-  }
+  RandomizeConstants(**graph, rng, 0.2f);
   std::unique_ptr<Bundle> bundle;
   std::shared_ptr<const CpuProgram> host = test::CompileAndLoad(**graph, "sm_90a", "bottleneck", &bundle);
   ASSERT_NE(host, nullptr);
-  int gemms = 0;
-  for (const bundle::Step& step : bundle->manifest().steps()) {
-    for (const bundle::Launch& l : step.launches()) gemms += l.family() == "gemm_sm90" && l.dim_param();
-  }
-  EXPECT_GE(gemms, 3) << "the three 1x1 convs";
+  EXPECT_GE(RunTimeGemmLaunches(*bundle), 3) << "the three 1x1 convs";
   if (!gpu.ok() || gpu->arch != "sm_90a") GTEST_SKIP() << "skipped: needs an sm_90a GPU";
   auto program = GpuProgram::Create(host);
   ASSERT_TRUE(program.ok()) << program.status();
