@@ -236,21 +236,35 @@ static __device__ __forceinline__ void kiln_sm90_ld_cg(const float* p, float (&v
 // is the thread's first output row (row_base + 16 warp + lane / 4).
 #define GEMM_PART_FLOATS (128 * WG_M * (BN / 2))
 // f(offset, a, b, c, d) on each float4 of this thread's partial in range: its offset
-// from `part` and its four accumulators.
-template <class F>
-static __device__ __forceinline__ void kiln_sm90_each_float4(float (&acc)[WG_M][BN / 2], int row, const F& f) {
+// from `part` and its four accumulators. MASK: skip the rows past M.
+template <bool MASK, class F>
+static __device__ __forceinline__ void kiln_sm90_each_float4_in(float (&acc)[WG_M][BN / 2], int row, const F& f) {
   constexpr int kPairs = BN / 16;  // n16 column pairs: 2 float4 (h = 0, 1) per pair
 #pragma unroll
   for (int i = 0; i < WG_M; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      if (row + 64 * i + 8 * h >= GEMM_M) continue;
+      if (MASK && row + 64 * i + 8 * h >= GEMM_M) continue;
 #pragma unroll
       for (int p = 0; p < kPairs; ++p) {
         f(((i * kPairs + p) * 2 + h) * 512, acc[i][8 * p + 2 * h], acc[i][8 * p + 2 * h + 1], acc[i][8 * p + 4 + 2 * h],
           acc[i][8 * p + 5 + 2 * h]);
       }
     }
+}
+// With M read at run time (GEMM_DYNAMIC_M), the check on M once for all of the
+// thread's rows, then none per row block: the checks per block measured slower in the
+// split-K reduction (benchmarks/results/dynamic_shapes_profile_h200_2026-12-04b.txt).
+// With M fixed the one path (two cost registers: a residual tile spilled).
+template <class F>
+static __device__ __forceinline__ void kiln_sm90_each_float4(float (&acc)[WG_M][BN / 2], int row, const F& f) {
+#if GEMM_DYNAMIC_M
+  if (row + 64 * (WG_M - 1) + 8 < GEMM_M) {
+    kiln_sm90_each_float4_in<false>(acc, row, f);
+    return;
+  }
+#endif
+  kiln_sm90_each_float4_in<true>(acc, row, f);
 }
 static __device__ __forceinline__ void kiln_sm90_store_partial(float (&acc)[WG_M][BN / 2], float* part, int row) {
   kiln_sm90_each_float4(acc, row, [&](int off, float& a, float& b, float& c, float& d) {
