@@ -80,7 +80,7 @@ absl::Status WriteBundle(BundleContents contents, const std::string& path) {
   if (contents.weights.size() != contents.weight_names.size()) {
     return absl::InternalError(absl::StrCat(path, ": weight names and tensors differ in number"));
   }
-  m.set_format_version(kBundleFormatVersion);
+  m.set_format_version(m.dim_symbols_size() > 0 ? kDynamicBundleFormatVersion : kBundleFormatVersion);
   m.clear_weights();
   m.clear_kernels();
   uint64_t kernel_bytes = 0;
@@ -109,7 +109,7 @@ absl::Status WriteBundle(BundleContents contents, const std::string& path) {
   if (!m.SerializeToString(&manifest)) return absl::InternalError(absl::StrCat(path, ": cannot serialise the manifest"));
 
   std::string head(kBundleMagic, sizeof(kBundleMagic));
-  PutU32(&head, kBundleFormatVersion);
+  PutU32(&head, m.format_version());
   PutU64(&head, manifest.size());
   head += manifest;
   head.resize(AlignUp(head.size()), '\0');
@@ -195,10 +195,10 @@ absl::StatusOr<std::unique_ptr<Bundle>> Bundle::Load(const std::string& path, co
         absl::StrCat(path, ": truncated bundle: ", size, " bytes, shorter than the 20-byte header"));
   }
   const uint32_t version = GetU32(d + 8);
-  if (version != kBundleFormatVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(path, ": bundle format version ", version,
-                                                      " is not supported (this kiln reads version ",
-                                                      kBundleFormatVersion, "); recompile the model"));
+  if (version != kBundleFormatVersion && version != kDynamicBundleFormatVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": bundle format version ", version, " is not supported (this kiln reads versions ",
+                     kBundleFormatVersion, " and ", kDynamicBundleFormatVersion, "); recompile the model"));
   }
   const uint64_t manifest_len = GetU64(d + 12);
   if (manifest_len > size - kBundleHeaderBytes) {

@@ -20,7 +20,12 @@
 namespace kiln {
 
 inline constexpr char kBundleMagic[8] = {'K', 'I', 'L', 'N', 'B', 'N', 'D', 'L'};
+// Version 1: static bundles. Version 2: bundles compiled for dim ranges (Manifest
+// dim_symbols, launches with run-time sizes and size variants), which a reader of
+// version 1 alone would run wrongly (every size variant of a step); the writer stamps
+// the lowest version that holds the manifest, and this reader takes both.
 inline constexpr uint32_t kBundleFormatVersion = 1;
+inline constexpr uint32_t kDynamicBundleFormatVersion = 2;
 inline constexpr uint64_t kBundleAlignment = 256;
 // magic (8) + format version (u32) + manifest length (u64), little-endian.
 inline constexpr uint64_t kBundleHeaderBytes = 20;

@@ -271,8 +271,36 @@ TEST(BundleLoadErrorTest, WrongFormatVersion) {
   auto b = Bundle::Load(path);
   EXPECT_EQ(b.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(b.status().message(), HasSubstr("format version 7"));
-  EXPECT_THAT(b.status().message(), HasSubstr("version 1"));
+  EXPECT_THAT(b.status().message(), HasSubstr("versions 1 and 2"));
   std::remove(path.c_str());
+}
+
+// A bundle compiled for dim ranges is format version 2 (a reader of version 1 alone
+// would run all of a step's size variants), in the header and the manifest; a static
+// bundle stays version 1. This reader loads both.
+TEST(BundleTest, DynamicBundlesAreFormatVersionTwo) {
+  auto graph = ParseGraph(R"(graph @main {
+  dim batch in [1, 4]
+  input %x : f32[4,8] dims "batch, 8"
+  %y = Relu(%x)
+  output %y
+})");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  CompileOptions options;
+  options.arch = "sm_90a";
+  auto contents = BuildBundle(**graph, options, "dynamic.onnx", "fake onnx bytes");
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  const std::string path = TempPath("dynamic_version");
+  ASSERT_TRUE(WriteBundle(*std::move(contents), path).ok());
+  EXPECT_EQ(ReadAll(path)[8], 2);
+  auto b = Bundle::Load(path);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)->manifest().format_version(), kDynamicBundleFormatVersion);
+  std::remove(path.c_str());
+  const std::string fixed = WriteTestBundle("static_version");
+  EXPECT_EQ(ReadAll(fixed)[8], 1);
+  EXPECT_TRUE(Bundle::Load(fixed).ok());
+  std::remove(fixed.c_str());
 }
 
 TEST(BundleLoadErrorTest, WrongArch) {
