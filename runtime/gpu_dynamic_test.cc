@@ -65,6 +65,24 @@ int RunTimeGemmLaunches(const Bundle& bundle, const std::string& config_part = "
   return n;
 }
 
+// `host`'s bundle on the GPU against the CPU backend: each run's feeds (sizes of the
+// ranges, in order), every output within 1e-2 of the reference's largest magnitude.
+void ExpectGpuMatchesCpu(const std::shared_ptr<const CpuProgram>& host, const std::vector<TensorMap>& runs) {
+  auto program = GpuProgram::Create(host);
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto exec = GpuExecutor::Create(*program);
+  auto cpu = CpuExecutor::Create(host);
+  ASSERT_TRUE(exec.ok() && cpu.ok()) << exec.status() << cpu.status();
+  for (size_t r = 0; r < runs.size(); ++r) {
+    SCOPED_TRACE(absl::StrCat("run ", r, ", input shape ", runs[r].begin()->second.TypeString()));
+    auto got = (*exec)->Run(runs[r]);
+    auto want = (*cpu)->Run(runs[r]);
+    ASSERT_TRUE(got.ok() && want.ok()) << got.status() << want.status();
+    ASSERT_EQ(got->size(), want->size());
+    for (size_t o = 0; o < got->size(); ++o) ExpectClose((*got)[o], (*want)[o], 1e-2, absl::StrCat("output ", o));
+  }
+}
+
 TEST(GpuDynamicTest, SizeOnlyStepsOncePerSizeOrEveryRun) {
   // Compiled without a GPU too: every step gets a kernel with run-time sizes.
   auto gpu = LocalGpu();
@@ -127,30 +145,22 @@ TEST(GpuDynamicTest, ComputedCausalMaskMatchesTheCpuBackend) {
   for (const Node* n : host->graph().nodes()) marked += IsFusedGroup(*n) && n->has_attr("causal_inputs");
   EXPECT_EQ(marked, 1);
   if (!gpu.ok()) GTEST_SKIP() << "skipped: " << gpu.status().message();
-  auto program = GpuProgram::Create(host);
-  ASSERT_TRUE(program.ok()) << program.status();
-  auto exec = GpuExecutor::Create(*program);
-  auto cpu = CpuExecutor::Create(host);
-  ASSERT_TRUE(exec.ok() && cpu.ok()) << exec.status() << cpu.status();
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  std::vector<TensorMap> runs;
   for (const auto& [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{4, 24}, {1, 1}, {1, 17}, {3, 5}, {2, 24}}) {
-    SCOPED_TRACE(absl::StrCat("batch ", batch, ", seq ", seq));
     std::vector<float> ids(batch * seq);
     for (float& v : ids) v = static_cast<float>(rng() % 50);
-    TensorMap feeds;
+    TensorMap& feeds = runs.emplace_back();
     feeds["input_ids"] = Tensor::FromFloat(DType::kInt64, {batch, seq}, ids);
     for (const char* name : {"q", "k", "v"}) {
       std::vector<float> x(batch * 2 * seq * 16);
       for (float& v : x) v = uni(rng);
       feeds[name] = Tensor::FromFloat(DType::kFloat16, {batch, 2, seq, 16}, x);
     }
-    auto got = (*exec)->Run(feeds);
-    auto want = (*cpu)->Run(feeds);
-    ASSERT_TRUE(got.ok() && want.ok()) << got.status() << want.status();
-    ASSERT_EQ(got->size(), 2u);
-    for (size_t o = 0; o < got->size(); ++o) ExpectClose((*got)[o], (*want)[o], 1e-2, absl::StrCat("output ", o));
   }
+  ASSERT_EQ(host->graph().outputs().size(), 2u);
+  ExpectGpuMatchesCpu(host, runs);
 }
 
 // A projection of few tokens (at most 32 rows, N and K 768): on sm_90a kiln's GEMM with
@@ -180,22 +190,13 @@ TEST(GpuDynamicTest, SwappedGemmWithRunTimeRows) {
   // One swapped tile per 8 rows (as wide as them), so the run picks among variants.
   EXPECT_EQ(RunTimeGemmLaunches(*bundle, " swap"), 4);
   if (!gpu.ok() || gpu->arch != "sm_90a") GTEST_SKIP() << "skipped: needs an sm_90a GPU";
-  auto program = GpuProgram::Create(host);
-  ASSERT_TRUE(program.ok()) << program.status();
-  auto exec = GpuExecutor::Create(*program);
-  auto cpu = CpuExecutor::Create(host);
-  ASSERT_TRUE(exec.ok() && cpu.ok()) << exec.status() << cpu.status();
+  std::vector<TensorMap> runs;
   for (const auto& [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{4, 8}, {1, 1}, {1, 7}, {3, 5}, {2, 8}}) {
-    SCOPED_TRACE(absl::StrCat("batch ", batch, ", seq ", seq));
     std::vector<float> x(batch * seq * 768);
     for (float& v : x) v = uni(rng);
-    TensorMap feeds;
-    feeds["x"] = Tensor::FromFloat(DType::kFloat16, {batch, seq, 768}, x);
-    auto got = (*exec)->Run(feeds);
-    auto want = (*cpu)->Run(feeds);
-    ASSERT_TRUE(got.ok() && want.ok()) << got.status() << want.status();
-    ExpectClose((*got)[0], (*want)[0], 1e-2, "output");
+    runs.emplace_back()["x"] = Tensor::FromFloat(DType::kFloat16, {batch, seq, 768}, x);
   }
+  ExpectGpuMatchesCpu(host, runs);
 }
 
 // A ResNet bottleneck with a projection shortcut as torchvision's legacy export writes
@@ -233,22 +234,13 @@ TEST(GpuDynamicTest, BottleneckOneByOneConvsWithRunTimeBatch) {
   ASSERT_NE(host, nullptr);
   EXPECT_GE(RunTimeGemmLaunches(*bundle), 3) << "the three 1x1 convs";
   if (!gpu.ok() || gpu->arch != "sm_90a") GTEST_SKIP() << "skipped: needs an sm_90a GPU";
-  auto program = GpuProgram::Create(host);
-  ASSERT_TRUE(program.ok()) << program.status();
-  auto exec = GpuExecutor::Create(*program);
-  auto cpu = CpuExecutor::Create(host);
-  ASSERT_TRUE(exec.ok() && cpu.ok()) << exec.status() << cpu.status();
+  std::vector<TensorMap> runs;
   for (int64_t batch : {8, 1, 3, 5, 8}) {
-    SCOPED_TRACE(absl::StrCat("batch ", batch));
     std::vector<float> x(batch * 64 * 14 * 14);
     for (float& v : x) v = uni(rng);
-    TensorMap feeds;
-    feeds["x"] = Tensor::FromFloat(DType::kFloat32, {batch, 64, 14, 14}, x);
-    auto got = (*exec)->Run(feeds);
-    auto want = (*cpu)->Run(feeds);
-    ASSERT_TRUE(got.ok() && want.ok()) << got.status() << want.status();
-    ExpectClose((*got)[0], (*want)[0], 1e-2, "output");
+    runs.emplace_back()["x"] = Tensor::FromFloat(DType::kFloat32, {batch, 64, 14, 14}, x);
   }
+  ExpectGpuMatchesCpu(host, runs);
 }
 
 }  // namespace
