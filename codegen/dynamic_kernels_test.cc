@@ -432,6 +432,63 @@ TEST(DynamicKernelsTest, MatMulGroupsServeOnlyTheRowsTheSizesMake) {
   for (const auto& [batch, n] : served) EXPECT_EQ(n, 1) << "batch " << batch;
 }
 
+// A config tuned at the opt sizes (KernelOptions::tuned_dynamic_gemms) serves the
+// window of rows that holds its rows and no other; the other windows keep the
+// heuristic's picks, and a config the run-time-row kernel does not take (stream-K) is
+// left for the heuristic's.
+TEST(DynamicKernelsTest, TunedConfigServesTheWindowOfItsRows) {
+  constexpr char kText[] = R"(graph @main {
+  dim tokens in [1, 512] opt 128
+  input %x : f16[512,768] dims "tokens, 768"
+  const %w : f16[768,768] = splat(0.01)
+  const %b : f16[768] = splat(0.5)
+  %y = MatMul(%x, %w)
+  %yb = Add(%y, %b)
+  output %yb
+})";
+  auto g = EpilogueFused(kText);
+  ASSERT_TRUE(g.ok()) << g.status();
+  KernelOptions options;
+  options.hopper = true;
+  options.matmul_groups = MatMulGroups::kAuto;
+  const Node* group = nullptr;
+  for (const Node* n : (*g)->nodes()) group = IsFusedGroup(*n) ? n : group;
+  ASSERT_NE(group, nullptr);
+  absl::StatusOr<std::vector<KernelLaunch>> plain = GenerateNodeKernels(*group, options);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  auto serving = [](const std::vector<KernelLaunch>& launches, int64_t rows) -> const KernelLaunch* {
+    for (const KernelLaunch& l : launches) {
+      for (const auto& [lo, hi] : l.size_ranges) {
+        if (lo <= rows && rows <= hi) return &l;
+      }
+    }
+    return nullptr;
+  };
+  // A config the heuristic picks nowhere in the range.
+  const std::string tuned = "128x64 c2x1 s6";
+  for (const KernelLaunch& l : *plain) ASSERT_FALSE(absl::StrContains(l.config, tuned + " ")) << l.config;
+  options.tuned_dynamic_gemms[group->name()] = {128, tuned};
+  absl::StatusOr<std::vector<KernelLaunch>> launches = GenerateNodeKernels(*group, options);
+  ASSERT_TRUE(launches.ok()) << launches.status();
+  for (int64_t rows : {65, 100, 128}) {
+    const KernelLaunch* l = serving(*launches, rows);
+    ASSERT_NE(l, nullptr) << rows;
+    EXPECT_TRUE(absl::StrContains(l->config, "sm90 " + tuned + " (run-time rows")) << l->config;
+    EXPECT_TRUE(absl::StrContains(l->config, "(tuning database, at 128 rows)")) << l->config;
+  }
+  for (int64_t rows : {1, 64, 129, 512}) {
+    const KernelLaunch* got = serving(*launches, rows);
+    const KernelLaunch* want = serving(*plain, rows);
+    ASSERT_TRUE(got != nullptr && want != nullptr) << rows;
+    EXPECT_EQ(got->config, want->config) << rows;
+  }
+  options.tuned_dynamic_gemms[group->name()] = {128, "128x128 c2x1 s4 sk"};
+  absl::StatusOr<std::vector<KernelLaunch>> stream_k = GenerateNodeKernels(*group, options);
+  ASSERT_TRUE(stream_k.ok()) << stream_k.status();
+  ASSERT_EQ(stream_k->size(), plain->size());
+  for (size_t i = 0; i < plain->size(); ++i) EXPECT_EQ((*stream_k)[i].config, (*plain)[i].config);
+}
+
 // Size variants' boxes: powers of two for the symbols the expressions depend on; each
 // size in exactly one box.
 TEST(DynamicKernelsTest, SizeBoxesCutAtPowersOfTwo) {

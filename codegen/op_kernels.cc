@@ -10,6 +10,7 @@
 #include "codegen/ops/families.h"
 #include "codegen/ops/gemm_sm90.h"
 #include "codegen/ops/kernel_util.h"
+#include "common/status_macros.h"
 #include "graph/fused_group.h"
 
 namespace kiln::codegen {
@@ -82,6 +83,16 @@ namespace {
 // except with --matmul-groups library);
 // Unimplemented for the others, and for a node that reads a shape constant's values
 // (they hold the largest case's).
+// A dynamic graph's MatMul group on the run-time-row Hopper GEMM, with the tuned
+// config of its opt sizes where the compiler found one.
+absl::StatusOr<std::vector<KernelLaunch>> DynamicGemm(const Node& node, const KernelOptions& options) {
+  auto it = options.tuned_dynamic_gemms.find(node.name());
+  if (it == options.tuned_dynamic_gemms.end()) return ops::GenerateDynamicMatMulGroupSm90(node, options.sm_count);
+  KILN_ASSIGN_OR_RETURN(const ops::Sm90GemmConfig config, ops::ParseSm90GemmConfig(it->second.config));
+  const ops::Sm90TunedRows tuned{it->second.rows, config};
+  return ops::GenerateDynamicMatMulGroupSm90(node, options.sm_count, &tuned);
+}
+
 absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node& node, const KernelOptions& options) {
   const std::string& op = node.op_type();
   auto none = [&](const std::string& why) {
@@ -94,9 +105,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node&
     if (pattern == "pointwise") return ops::GeneratePointwiseGroup(node);
     if (pattern == "softmax" || pattern == "layernorm" || pattern == "rmsnorm") return ops::GenerateRowGroup(node);
     if (pattern == "attention") return ops::GenerateAttentionGroup(node);
-    if (IsMatMulGroup(node) && options.DynamicGemmsOnHopper()) {
-      return ops::GenerateDynamicMatMulGroupSm90(node, options.sm_count);
-    }
+    if (IsMatMulGroup(node) && options.DynamicGemmsOnHopper()) return DynamicGemm(node, options);
     // The expansion runs the members instead (and keeps what cuBLASLt / cuDNN take).
     return absl::UnimplementedError(
         absl::StrCat("no fused GPU kernel with run-time sizes for a '", pattern, "' group yet"));
@@ -147,9 +156,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
     const std::string pattern = node.GetString("pattern", "").value_or("");
     if (pattern == "pointwise") return ops::GeneratePointwiseGroup(node);
     if (pattern == "attention") return ops::GenerateAttentionGroup(node);
-    if (IsMatMulGroup(node) && options.DynamicGemmsOnHopper()) {
-      return ops::GenerateDynamicMatMulGroupSm90(node, options.sm_count);
-    }  // every mode
+    if (IsMatMulGroup(node) && options.DynamicGemmsOnHopper()) return DynamicGemm(node, options);  // every mode
     if (pattern == "concat") return ops::GenerateConcatGroup(node);
     if (pattern == "pad") return ops::GeneratePadGroup(node);
     if (pattern == "mlp") return ops::GenerateMlpGroup(node);

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,16 @@ struct KernelOptions {
   // (kernel_choice.cc, NarrowOutputToLibrary). --tune turns it off to choose the groups
   // it measures, so that it measures those too.
   bool untuned_library_rules = true;
+  // Dynamic graphs (issue 34): per MatMul group on the run-time-row Hopper GEMM (node
+  // name), the tile config the tuning database holds for its problem at the dims' opt
+  // sizes (graph/dim_expr.h OptValues; compiler.cc fills it), and the rows those sizes
+  // give: the window of rows that holds them takes it instead of the heuristic's
+  // (ops::GenerateDynamicMatMulGroupSm90).
+  struct TunedRows {
+    int64_t rows = 0;
+    std::string config;  // ops::Sm90GemmConfigString
+  };
+  std::map<std::string, TunedRows> tuned_dynamic_gemms;
 
   std::string TargetArch() const { return !arch.empty() ? arch : hopper ? "sm_90a" : "sm_80"; }
   // MatMul groups may get kiln's GEMM (any mode but library).

@@ -56,7 +56,7 @@ struct CompileOptions {
   std::vector<DimSymbol> dim_ranges;
   // Inputs given shapes with ranges (ImportOptions::input_shape_ranges:
   // `--input-shape input_ids=1..32x1..512`).
-  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> input_shape_ranges;
+  std::map<std::string, std::vector<SizeRange>> input_shape_ranges;
   // fp16 only, optional: builds calibration inputs for the imported graph (every
   // graph input, exact dtype and shape). The graph runs once on the CPU reference
   // with them, and every node that reads or writes a value beyond

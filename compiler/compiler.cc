@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,9 @@
 #include "codegen/kernel_cache.h"
 #include "codegen/kernel_choice.h"
 #include "codegen/op_kernels.h"
+#include "codegen/ops/families.h"
+#include "codegen/ops/gemm_sm90.h"
+#include "codegen/ops/kernel_util.h"
 #include "codegen/tuning_db.h"
 #include "common/read_file.h"
 #include "common/status_macros.h"
@@ -70,9 +74,33 @@ absl::Status OpenTuningDb(const CompileOptions& options, std::optional<codegen::
 // mode on sm_90a could give it a group) for every MatMul group that gets a generated
 // GEMM, whatever the database said before, and stores the results. The new entries
 // may move groups between the Hopper family and cuBLASLt: their report notes follow.
-absl::Status TuneGemms(const Graph& graph, const CompileOptions& options, const codegen::KernelOptions& kernel_options,
-                       codegen::TuningDb& db, const codegen::KernelCache* cache, FusionReport* fusion,
-                       GemmTuneReport* report) {
+// Whether a dynamic graph's node runs on the Hopper GEMM with run-time rows.
+bool RunsOnRunTimeRows(const Node& node, const codegen::KernelOptions& kernel_options) {
+  return codegen::ops::HasDynamicValues(node) && codegen::IsMatMulGroup(node) &&
+         kernel_options.DynamicGemmsOnHopper() && codegen::ops::DynamicSm90Eligible(node).ok();
+}
+
+// Dynamic graphs: per group on the run-time-row GEMM, the config the tuning database
+// holds for its problem at the opt sizes (`at_opt`: the graph specialised there, node
+// for node) and the rows those sizes give.
+std::map<std::string, codegen::KernelOptions::TunedRows> TunedDynamicGemms(
+    const Graph& graph, const Graph& at_opt, const codegen::KernelOptions& kernel_options) {
+  std::map<std::string, codegen::KernelOptions::TunedRows> out;
+  const std::vector<Node*> nodes = graph.nodes(), opt_nodes = at_opt.nodes();
+  for (size_t i = 0; i < nodes.size() && i < opt_nodes.size(); ++i) {
+    if (!RunsOnRunTimeRows(*nodes[i], kernel_options)) continue;
+    absl::StatusOr<codegen::GemmChoice> choice = codegen::ChooseGemmConfig(
+        *opt_nodes[i], kernel_options.TargetArch(), kernel_options.tuning_db, kernel_options.sm_count);
+    absl::StatusOr<codegen::ops::GemmProblem> problem = codegen::ops::DescribeMatMulGroup(*opt_nodes[i]);
+    if (!choice.ok() || !choice->from_db || !choice->config.sm90 || !problem.ok()) continue;
+    out[nodes[i]->name()] = {problem->m, codegen::ops::Sm90GemmConfigString(choice->config.sm90_config)};
+  }
+  return out;
+}
+
+absl::Status TuneGemms(const Graph& graph, const Graph* at_opt, const CompileOptions& options,
+                       const codegen::KernelOptions& kernel_options, codegen::TuningDb& db,
+                       const codegen::KernelCache* cache, FusionReport* fusion, GemmTuneReport* report) {
   if (!kernel_options.GeneratesGemms()) {
     report->tuned = true;
     report->note = "nothing to tune: MatMul groups run on cuBLASLt (--matmul-groups library)";
@@ -87,10 +115,27 @@ absl::Status TuneGemms(const Graph& graph, const CompileOptions& options, const 
   without_db.tuning_db = nullptr;
   without_db.untuned_library_rules = false;  // measure the groups those rules give cuBLASLt too
   std::vector<Node*> generated;  // the MatMul groups that get a generated GEMM
-  for (Node* n : graph.nodes()) {
-    if (codegen::ChooseKernel(*n, without_db).kind == codegen::KernelKind::kGemm) generated.push_back(n);
+  std::vector<Node*> measured;   // ... and those on the run-time-row GEMM, at the opt sizes
+  const std::vector<Node*> nodes = graph.nodes();
+  const std::vector<Node*> opt_nodes = at_opt != nullptr ? at_opt->nodes() : std::vector<Node*>{};
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (codegen::ops::HasDynamicValues(*nodes[i])) {
+      if (i < opt_nodes.size() && RunsOnRunTimeRows(*nodes[i], kernel_options)) measured.push_back(opt_nodes[i]);
+    } else if (codegen::ChooseKernel(*nodes[i], without_db).kind == codegen::KernelKind::kGemm) {
+      generated.push_back(nodes[i]);
+    }
   }
-  KILN_ASSIGN_OR_RETURN(GemmTuneReport tuned, TuneGemmGroups(generated, db, tune_options));
+  tune_options.without_library.assign(measured.begin(), measured.end());
+  measured.insert(measured.begin(), generated.begin(), generated.end());
+  KILN_ASSIGN_OR_RETURN(GemmTuneReport tuned, TuneGemmGroups(measured, db, tune_options));
+  if (at_opt != nullptr) {
+    const std::string sizes = BindingToString(graph, OptValues(graph.dim_symbols()));
+    absl::StrAppend(&tuned.note, tuned.note.empty() ? "" : "; ", "GEMMs with run-time rows measured at ", sizes,
+                    std::any_of(graph.dim_symbols().begin(), graph.dim_symbols().end(),
+                                [](const DimSymbol& s) { return s.opt == 0; })
+                        ? " (the largest size where a dim has no :opt; --dim NAME=LO..HI:OPT sets it)"
+                        : " (the dims' opt sizes)");
+  }
   tuned.warnings = std::move(report->warnings);
   *report = std::move(tuned);
   for (Node* n : generated) NoteLibraryGroup(*n, codegen::ChooseKernel(*n, kernel_options), fusion);
@@ -185,6 +230,7 @@ absl::Status SetStepsAndBindings(const Graph& graph, const GraphMemoryPlan& gp, 
     s->set_name(d.name);
     s->set_min(d.min);
     s->set_max(d.max);
+    s->set_opt(d.opt);
   }
   for (const Value* v : graph.inputs()) KILN_RETURN_IF_ERROR(signature(v, m.add_inputs()));
   for (const Value* v : graph.outputs()) KILN_RETURN_IF_ERROR(signature(v, m.add_outputs()));
@@ -245,9 +291,6 @@ class StageTimer {
 absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const CompileOptions& options,
                                            const std::string& source_path, const std::string& source_bytes) {
   KILN_RETURN_IF_ERROR(ValidateCompileOptions(options));
-  if (options.tune && source_graph.is_dynamic()) {
-    return absl::InvalidArgumentError("--tune measures GEMMs at fixed sizes; it cannot tune a dynamic compile");
-  }
   if (options.tune) KILN_RETURN_IF_ERROR(CheckTuningDevice(options.arch));  // before the work
   auto where = [&](absl::string_view stage, const absl::Status& st) {
     return absl::Status(st.code(), absl::StrCat(source_path, ": ", stage, st.message()));
@@ -279,11 +322,22 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   if (!options.fuse) report.nodes_before = report.nodes_fused = report.nodes_after;
 
   StageTimer timer(options.pass_timings);
+  // A dynamic graph's run-time-row GEMMs are tuned, and read from the tuning database,
+  // at the dims' opt sizes: the graph specialised there, node for node.
+  std::unique_ptr<Graph> at_opt;
+  if (graph.is_dynamic() && tuning_db.has_value() && (options.tune || tuning_db->size() > 0) &&
+      kernel_options.DynamicGemmsOnHopper()) {
+    absl::StatusOr<std::unique_ptr<Graph>> s = Specialize(graph, OptValues(graph.dim_symbols()));
+    if (!s.ok()) return where("dynamic shapes: at the opt sizes: ", s.status());
+    at_opt = *std::move(s);
+  }
   if (options.tune) {
-    absl::Status st = TuneGemms(graph, options, kernel_options, *tuning_db, kernel_cache, &report, &tune_report);
+    absl::Status st =
+        TuneGemms(graph, at_opt.get(), options, kernel_options, *tuning_db, kernel_cache, &report, &tune_report);
     if (!st.ok()) return where("tuning: ", st);
     timer.Done("tune-gemms", graph);
   }
+  if (at_opt != nullptr) kernel_options.tuned_dynamic_gemms = TunedDynamicGemms(graph, *at_opt, kernel_options);
   if (tuning_db.has_value()) {
     for (const std::string& w : tuning_db->warnings()) {
       if (std::find(tune_report.warnings.begin(), tune_report.warnings.end(), w) == tune_report.warnings.end()) {

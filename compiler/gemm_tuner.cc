@@ -549,7 +549,9 @@ absl::StatusOr<GemmTuneReport> TuneGemmGroups(const std::vector<Node*>& nodes, c
     row.best_ms = cands[best].ms;
     row.max_rel_error = cands[best].error;
     // cuBLASLt, where auto mode could give it the group.
-    if (options.library && stopped.empty() && !codegen::LibraryKernelName(*problem.node).empty()) {
+    if (options.library && stopped.empty() && !codegen::LibraryKernelName(*problem.node).empty() &&
+        std::find(options.without_library.begin(), options.without_library.end(), problem.node) ==
+            options.without_library.end()) {
       if (Clock::now() >= deadline) {
         report.budget_exhausted = true;
         notes.push_back("the budget was spent before cuBLASLt was measured");

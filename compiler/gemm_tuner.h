@@ -49,6 +49,10 @@ struct GemmTuneOptions {
   int samples = 9;              // timed batches per candidate
   double min_sample_ms = 0.3;   // launches per batch: enough for this long
   bool library = false;         // also time cuBLASLt where it takes a group whole
+  // ... except for these groups: a dynamic graph's run-time-row GEMMs specialised at the
+  // opt sizes, which run on the family at every size (and whose stacked products keep
+  // the largest sizes' stride, which cuBLASLt's call would write at).
+  std::vector<const Node*> without_library;
 };
 
 struct GemmTuneRow {

@@ -13,14 +13,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "compiler/compiler.h"
+#include "compiler/gemm_tuner.h"
 #include "gmock/gmock.h"
 #include "graph/text_format.h"
 #include "gtest/gtest.h"
 #include "runtime/bundle.h"
-#include "compiler/compiler.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/cuda_util.h"
-#include "compiler/gemm_tuner.h"
 #include "runtime/gpu_executor.h"
 
 namespace kiln {
@@ -234,6 +234,57 @@ TEST(GemmTunerGpuTest, AutoModeMeasuresCublasLtAndRoutesByIt) {
     const double rel = GpuVsCpuError(*std::move(bundle), (dir / "routed.kiln").string(), feeds);
     std::cout << "[ gpu ] " << kernel << ": rel. error " << rel << " vs the CPU backend\n";
     EXPECT_LE(rel, 3e-2);
+  }
+}
+
+// A dynamic graph's GEMM with run-time rows: `--tune` measures it at the dims' opt
+// sizes (100 tokens), without a cuBLASLt candidate, the entry's tile serves the window
+// of rows that holds them, and the bundle matches the CPU backend there and at other
+// sizes.
+TEST(GemmTunerGpuTest, DynamicGroupsTuneAtTheOptSizes) {
+  auto graph = ParseGraph(
+      absl::StrReplaceAll(Graph("f16"), {{"Gelu(", "Relu("},
+                                         {"graph @tune_gpu {", "graph @tune_gpu {\n  dim tokens in [1, 256] opt 100"},
+                                         {"input %x : f16[200,512]", "input %x : f16[256,512] dims \"tokens, 512\""},
+                                         {"f16[200,384]", "f16[256,384] dims \"tokens, 384\""}}));
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_TRUE((*graph)->is_dynamic());
+  absl::StatusOr<GpuInfo> gpu = LocalGpu();
+  if (!gpu.ok()) GTEST_SKIP() << "skipped: " << gpu.status().message();
+  if (gpu->arch != "sm_90a") GTEST_SKIP() << "skipped: run-time rows are the sm90 family's, not " << gpu->name;
+  const fs::path dir = fs::path(::testing::TempDir()) / absl::StrCat("kiln_tuner_gpu_dynamic_", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  GemmTuneReport report;
+  CompileOptions options = TuneOptions(*gpu, "auto", dir, &report);
+  auto tuned = BuildBundle(**graph, options, "tune.onnx", "bytes");
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  std::cout << GemmTuneTable(report);
+  ASSERT_EQ(report.rows.size(), 1u) << report.note;
+  EXPECT_EQ(report.rows[0].key.m, 100);
+  EXPECT_EQ(report.rows[0].key.n, 384);
+  EXPECT_TRUE(report.rows[0].best.sm90);
+  EXPECT_TRUE(report.rows[0].stored) << report.rows[0].note;
+  // Auto mode: cuBLASLt could run this group whole, but a run-time-row GEMM stays on the
+  // family at every size, so its call is not timed.
+  EXPECT_EQ(report.rows[0].library_ms, 0);
+  EXPECT_THAT(report.note, HasSubstr("GEMMs with run-time rows measured at tokens=100 (the dims' opt sizes)"));
+  int from_db = 0;
+  for (const auto& s : tuned->manifest.steps()) {
+    for (const auto& l : s.launches()) {
+      if (!absl::StrContains(l.config(), "(tuning database, at 100 rows)")) continue;
+      ++from_db;
+      EXPECT_TRUE(absl::StartsWith(l.config(), report.rows[0].best.ToString() + " (run-time rows")) << l.config();
+    }
+  }
+  EXPECT_EQ(from_db, 1);
+  for (int64_t tokens : {100, 1, 77, 256}) {
+    const TensorMap feeds = {{"x", Random(DType::kFloat16, {tokens, 512}, 1)},
+                             {"w", Random(DType::kFloat16, {512, 384}, 2)},
+                             {"b", Random(DType::kFloat16, {384}, 3)}};
+    const double rel = GpuVsCpuError(*tuned, (dir / absl::StrCat("dynamic", tokens, ".kiln")).string(), feeds);
+    std::cout << "[ gpu ] " << tokens << " tokens: rel. error " << rel << " vs the CPU backend\n";
+    EXPECT_LE(rel, 3e-2) << tokens;
   }
 }
 

@@ -8,16 +8,18 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "codegen/kernel_choice.h"
 #include "codegen/op_kernels.h"
+#include "compiler/compiler.h"
 #include "gmock/gmock.h"
+#include "graph/specialize.h"
 #include "graph/text_format.h"
 #include "gtest/gtest.h"
-#include "compiler/compiler.h"
 #include "runtime/cuda_util.h"
 
 namespace kiln {
@@ -291,6 +293,88 @@ TEST(GemmTuningCompileTest, TuneWithoutAGpuIsAClearError) {
   EXPECT_THAT(bundle.status().message(), HasSubstr("--tune needs a GPU; no CUDA GPU"));
   EXPECT_THAT(bundle.status().message(), HasSubstr("Compile without --tune"));
   EXPECT_FALSE(CheckTuningDevice("sm_80").ok());
+}
+
+// A dynamic graph's GEMM with run-time rows reads the database at the dims' opt sizes
+// (the graph specialised there): the entry for that problem gives the tile of the
+// window of rows that holds them, the other windows keep the heuristic's. No GPU
+// needed (NVRTC compiles for sm_90a).
+TEST(GemmTuningCompileTest, DynamicCompileTakesTheEntryOfTheOptSizes) {
+  constexpr char kDynamic[] = R"(graph @tune_dynamic {
+  dim tokens in [1, 512] opt 128
+  input %x : f16[512,768] dims "tokens, 768"
+  const %w : f16[768,768] = splat(0.01)
+  const %b : f16[768] = splat(0.5)
+  %mm = MatMul(%x, %w) @matmul
+  %y = Add(%mm, %b) @bias
+  output %y
+})";
+  const std::string db_path = TestDir("dynamic") + "/tuning.tsv";
+  CompileOptions options = Options(db_path);
+  options.arch = "sm_90a";
+  options.matmul_groups = codegen::MatMulGroups::kAuto;
+  auto graph = ParseGraph(kDynamic);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto launches = [](const BundleContents& b) {
+    std::vector<std::string> configs;
+    for (const bundle::Step& s : b.manifest.steps()) {
+      for (const bundle::Launch& l : s.launches()) {
+        if (!l.config().empty()) configs.push_back(l.config());
+      }
+    }
+    return configs;
+  };
+  auto untuned = BuildBundle(**graph, options, "dynamic.onnx", "bytes");
+  ASSERT_TRUE(untuned.ok()) << untuned.status();
+  ASSERT_EQ(untuned->manifest.dim_symbols_size(), 1);
+  EXPECT_EQ(untuned->manifest.dim_symbols(0).opt(), 128);
+  ASSERT_GT(launches(*untuned).size(), 1u) << "size variants";
+  for (const std::string& c : launches(*untuned)) EXPECT_THAT(c, Not(HasSubstr("tuning database"))) << c;
+
+  // The group's problem at 128 tokens, as --tune stores it.
+  auto bundled = ParseGraph(untuned->manifest.graph_text());
+  ASSERT_TRUE(bundled.ok()) << bundled.status();
+  auto at_opt = Specialize(**bundled, OptValues((*bundled)->dim_symbols()));
+  ASSERT_TRUE(at_opt.ok()) << at_opt.status();
+  std::optional<codegen::TuningKey> key;
+  for (const Node* n : (*at_opt)->nodes()) {
+    if (!codegen::IsMatMulGroup(*n)) continue;
+    auto p = codegen::ops::DescribeMatMulGroup(*n);
+    ASSERT_TRUE(p.ok()) << p.status();
+    key = codegen::GemmTuningKey("sm_90a", *p);
+  }
+  ASSERT_TRUE(key.has_value());
+  EXPECT_EQ(key->ShapeText(), "128x768x768 f16 NN");
+  {
+    codegen::TuningDb db(db_path);
+    codegen::TuningEntry e;
+    e.key = *key;
+    e.config = *codegen::GemmTileConfig::Parse("sm90 128x64 c2x1 s6");
+    e.tuned_ms = 0.004;
+    e.heuristic = e.config;
+    e.heuristic_ms = 0.005;
+    e.device = "Test GPU";
+    db.Put(e);
+    ASSERT_TRUE(db.Save().ok());
+  }
+  auto tuned = BuildBundle(**graph, options, "dynamic.onnx", "bytes");
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  const std::vector<std::string> got = launches(*tuned), want = launches(*untuned);
+  int from_db = 0;
+  for (const std::string& c : got) {
+    if (!absl::StrContains(c, "(tuning database, at 128 rows)")) {
+      EXPECT_NE(std::find(want.begin(), want.end(), c), want.end()) << c << ": not a heuristic variant";
+      continue;
+    }
+    ++from_db;
+    EXPECT_THAT(c, HasSubstr("sm90 128x64 c2x1 s6 (run-time rows, at most 128)"));
+  }
+  EXPECT_EQ(from_db, 1);
+  // --no-tuning-db: the heuristic's variants.
+  options.tuning_db = false;
+  auto no_db = BuildBundle(**graph, options, "dynamic.onnx", "bytes");
+  ASSERT_TRUE(no_db.ok()) << no_db.status();
+  EXPECT_EQ(launches(*no_db), want);
 }
 
 TEST(GemmTuningCompileTest, TuneOptionsAreValidated) {

@@ -73,8 +73,7 @@ absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& a, const 
 // Applies --input-shape ranges (ImportOptions::input_shape_ranges): fixed sizes are
 // set on the input, ranged dims get the symbol their dim_param names (or
 // `<input>_<d>`), and each symbol joins *ranges. Errors name the input and the dim.
-absl::Status ApplyInputShapeRanges(onnx::ModelProto& model,
-                                   const std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>& specs,
+absl::Status ApplyInputShapeRanges(onnx::ModelProto& model, const std::map<std::string, std::vector<SizeRange>>& specs,
                                    const std::map<std::string, Shape>& fixed, std::vector<DimSymbol>* ranges) {
   for (const auto& [name, dims] : specs) {
     const std::string flag = absl::StrCat("--input-shape ", name);
@@ -93,7 +92,7 @@ absl::Status ApplyInputShapeRanges(onnx::ModelProto& model,
     }
     for (int d = 0; d < shape->dim_size(); ++d) {
       auto* dim = shape->mutable_dim(d);
-      const auto [lo, hi] = dims[d];
+      const auto [lo, hi, opt] = dims[d];
       if (dim->has_dim_value() && dim->dim_value() >= 0) {
         if (lo != dim->dim_value() || hi != dim->dim_value()) {
           return absl::InvalidArgumentError(absl::StrCat(flag, ": dim ", d, " is fixed to ", dim->dim_value(),
@@ -113,10 +112,16 @@ absl::Status ApplyInputShapeRanges(onnx::ModelProto& model,
       dim->set_dim_param(symbol);
       auto same = std::find_if(ranges->begin(), ranges->end(), [&](const DimSymbol& r) { return r.name == symbol; });
       if (same == ranges->end()) {
-        ranges->push_back({symbol, lo, hi});
-      } else if (same->min != lo || same->max != hi) {
-        return absl::InvalidArgumentError(absl::StrCat(flag, ": dim ", d, " (", symbol, ") is given ", lo, "..", hi,
-                                                       " here and ", same->min, "..", same->max, " elsewhere"));
+        ranges->push_back({symbol, lo, hi, opt});
+      } else if (same->min != lo || same->max != hi || (opt > 0 && same->opt > 0 && same->opt != opt)) {
+        auto text = [](int64_t min, int64_t max, int64_t o) {
+          return absl::StrCat(min, "..", max, o > 0 ? absl::StrCat(":", o) : "");
+        };
+        return absl::InvalidArgumentError(absl::StrCat(flag, ": dim ", d, " (", symbol, ") is given ",
+                                                       text(lo, hi, opt), " here and ",
+                                                       text(same->min, same->max, same->opt), " elsewhere"));
+      } else if (opt > 0) {
+        same->opt = opt;
       }
     }
   }
@@ -411,6 +416,12 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(onnx::ModelProto model, c
   std::map<std::string, std::vector<int>> symbol_axes;
   std::vector<DimSymbol> ranges = options.dim_ranges;
   KILN_RETURN_IF_ERROR(ApplyInputShapeRanges(model, options.input_shape_ranges, options.input_shapes, &ranges));
+  for (const DimSymbol& r : ranges) {
+    if (r.opt != 0 && (r.opt < r.min || r.opt > r.max)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dim ", r.name, "=", r.min, "..", r.max, ":", r.opt, ": the opt size must lie in the range"));
+    }
+  }
   // A range of one value (`--dim batch=1..1`) is that fixed size: as a symbol, shape
   // rules would treat it as varying (batch 1..1 broadcast against 3 is not provably
   // valid for every size of a range).

@@ -41,10 +41,10 @@ struct ImportOptions {
   // (graph/symbolic_shapes.h). Names must be identifiers; 1 <= min <= max.
   std::vector<DimSymbol> dim_ranges;
   // Inputs given a shape with ranges (`--input-shape input_ids=1..32x1..512`): per
-  // dim {min, max}, min == max for a fixed size. A ranged dim is the symbol its ONNX
+  // dim {min, max, opt}, min == max for a fixed size. A ranged dim is the symbol its ONNX
   // dim_param names (so inputs sharing `seq` share it), or `<input>_<d>` for an
   // unnamed one, and joins dim_ranges; the model must leave that dim dynamic.
-  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> input_shape_ranges;
+  std::map<std::string, std::vector<SizeRange>> input_shape_ranges;
   // Inputs bound to fixed values at compile time: they become constants and are
   // no longer graph inputs (needed where a model computes shapes from an input).
   std::map<std::string, Tensor> constant_inputs;

@@ -597,13 +597,15 @@ TEST(OnnxImporterDynamicShapeTest, InputShapeContradictingFixedDimIsRejected) {
 // `<input>_<d>`; fixed sizes in the same spec fix their dims.
 TEST(OnnxImporterDynamicShapeTest, InputShapeRangesNameTheirSymbols) {
   ImportOptions options;
-  options.input_shape_ranges["x"] = {{1, 4}, {1, 64}};
+  options.input_shape_ranges["x"] = {{1, 4}, {1, 64, 16}};  // seq=1..64:16, an opt size to tune for
   options.input_shape_ranges["m"] = {{1, 4}, {1, 64}, {2, 2}};
   auto graph = ImportOnnxModel(TwoNamedDimsModel(), TestDir(), options);
   ASSERT_TRUE(graph.ok()) << graph.status();
   ASSERT_EQ((*graph)->dim_symbols().size(), 2u);
   EXPECT_EQ((*graph)->dim_symbols()[0].name, "batch");  // m's dims first (the specs by name)
   EXPECT_EQ((*graph)->dim_symbols()[1].name, "seq");
+  EXPECT_EQ((*graph)->dim_symbols()[0].opt, 0);
+  EXPECT_EQ((*graph)->dim_symbols()[1].opt, 16) << "one input's opt is the symbol's";
   EXPECT_EQ((*graph)->inputs()[0]->shape(), (Shape{4, 64}));  // the largest case
 
   onnx::ModelProto unnamed = DynamicBatchModel();
@@ -644,6 +646,11 @@ TEST(OnnxImporterDynamicShapeTest, InputShapeRangesThatDisagreeOrRangeAFixedDimA
   auto graph = ImportOnnxModel(TwoNamedDimsModel(), TestDir(), options);
   ASSERT_FALSE(graph.ok());
   EXPECT_THAT(Msg(graph.status()), AllOf(HasSubstr("dim 1 (seq) is given 1..64 here and 1..32 elsewhere")));
+  options.input_shape_ranges["x"] = {{1, 4}, {1, 64, 16}};
+  options.input_shape_ranges["m"] = {{1, 4}, {1, 64, 32}, {2, 2}};
+  graph = ImportOnnxModel(TwoNamedDimsModel(), TestDir(), options);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(Msg(graph.status()), HasSubstr("dim 1 (seq) is given 1..64:16 here and 1..64:32 elsewhere"));
   ImportOptions fixed;
   fixed.input_shape_ranges["tokens"] = {{1, 4}, {1, 3}};  // the model fixes dim 1 to 3
   graph = ImportOnnxModel(DynamicBatchModel(), TestDir(), fixed);

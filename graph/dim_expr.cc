@@ -39,6 +39,12 @@ std::vector<int64_t> LargestValues(absl::Span<const DimSymbol> symbols) {
   return out;
 }
 
+std::vector<int64_t> OptValues(absl::Span<const DimSymbol> symbols) {
+  std::vector<int64_t> out;
+  for (const DimSymbol& s : symbols) out.push_back(s.opt > 0 ? s.opt : s.max);
+  return out;
+}
+
 DimExpr DimExpr::Constant(int64_t c) {
   DimExpr e;
   if (c != 0) e.terms_[{}] = c;

@@ -23,15 +23,29 @@
 
 namespace kiln {
 
-// A named dim of the model's inputs and its range of values.
+// A range of sizes of one dim, as given per input (`--input-shape x=1..32:8x1..512`):
+// min == max for a fixed size; opt as DimSymbol's.
+struct SizeRange {
+  int64_t min = 0, max = 0;
+  int64_t opt = 0;
+};
+
+// A named dim of the model's inputs and its range of values. `opt` (0: none given) is
+// the size to tune for (`--dim seq=1..512:128`, min <= opt <= max): `kiln compile
+// --tune` measures the GEMMs at it (OptValues).
 struct DimSymbol {
   std::string name;
   int64_t min = 0, max = 0;
+  int64_t opt = 0;
 };
 
 // Each symbol's largest value, in symbol-id order: the sizes a dynamic graph's concrete
 // shapes are for.
 std::vector<int64_t> LargestValues(absl::Span<const DimSymbol> symbols);
+
+// Each symbol's opt value, or its largest where none was given: the sizes tuning
+// measures at.
+std::vector<int64_t> OptValues(absl::Span<const DimSymbol> symbols);
 
 class DimExpr {
  public:

@@ -76,6 +76,22 @@ TEST(SymbolicShapesTest, TextFormRoundTripsDimsAndSymbolicConstants) {
   EXPECT_EQ(PrintGraph(**again), text);
 }
 
+TEST(SymbolicShapesTest, TextFormKeepsADimsOptValue) {
+  std::string source = kHeadSplit;
+  source.replace(source.find("dim seq in [1, 64]"), 18, "dim seq in [1, 64] opt 16");
+  std::unique_ptr<Graph> g = ParseAndFold(source.c_str());
+  ASSERT_EQ(g->dim_symbols().size(), 2u);
+  EXPECT_EQ(g->dim_symbols()[0].opt, 0);
+  EXPECT_EQ(g->dim_symbols()[1].opt, 16);
+  EXPECT_EQ(OptValues(g->dim_symbols()), (std::vector<int64_t>{4, 16}));  // batch: none given, its largest
+  const std::string text = PrintGraph(*g);
+  EXPECT_NE(text.find("dim seq in [1, 64] opt 16\n"), std::string::npos) << text;
+  source.replace(source.find("opt 16"), 6, "opt 65");
+  absl::StatusOr<std::unique_ptr<Graph>> outside = ParseGraph(source);
+  ASSERT_FALSE(outside.ok());
+  EXPECT_NE(outside.status().message().find("opt value lies in its range"), std::string::npos) << outside.status();
+}
+
 TEST(SymbolicShapesTest, SpecializedGraphRunsAtTheBoundSizes) {
   std::unique_ptr<Graph> g = ParseAndFold(kHeadSplit);
   auto values = BindDims(*g, {{"x", {3, 5, 64}}});

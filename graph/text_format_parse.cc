@@ -389,7 +389,7 @@ class Parser {
     return Expected(t, "a statement ('input', 'const', 'output' or a node) or '}'");
   }
 
-  // dim NAME in [MIN, MAX]: a dim symbol of a dynamic graph.
+  // dim NAME in [MIN, MAX] (opt OPT): a dim symbol of a dynamic graph.
   absl::Status ParseDimSymbol() {
     Next();  // dim
     DimSymbol s{.name = Next().text};
@@ -403,6 +403,12 @@ class Parser {
     if (s.min < 0 || s.max < s.min) return ErrorAt(Peek(), "a dim's range needs 0 <= MIN <= MAX");
     Next();
     KILN_RETURN_IF_ERROR(Expect("]", "to close the dim's range"));
+    if (IsIdent(Peek(), "opt") && Peek(1).kind == TokKind::kNumber) {
+      Next();
+      KILN_ASSIGN_OR_RETURN(s.opt, ParseInt(Peek(), "the dim's opt value"));
+      if (s.opt < s.min || s.opt > s.max) return ErrorAt(Peek(), "a dim's opt value lies in its range [MIN, MAX]");
+      Next();
+    }
     std::vector<DimSymbol> symbols = graph_->dim_symbols();
     symbols.push_back(std::move(s));
     graph_->set_dim_symbols(std::move(symbols));

@@ -242,7 +242,8 @@ std::string TypeSuffix(const Value* v, const Graph& graph) {
 std::string PrintGraph(const Graph& graph, const PrintOptions& options) {
   std::string out = absl::StrCat("graph ", FormatSigilName('@', graph.name()), " {\n");
   for (const DimSymbol& s : graph.dim_symbols()) {
-    absl::StrAppend(&out, "  dim ", s.name, " in [", s.min, ", ", s.max, "]\n");
+    absl::StrAppend(&out, "  dim ", s.name, " in [", s.min, ", ", s.max, "]",
+                    s.opt > 0 ? absl::StrCat(" opt ", s.opt) : "", "\n");
   }
   for (const Value* v : graph.inputs()) {
     absl::StrAppend(&out, "  input ", FormatValueRef(v));

@@ -103,7 +103,7 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::Load(const std::string& path
     }
     return absl::OkStatus();
   };
-  for (const bundle::DimSymbol& d : m.dim_symbols()) impl->dim_ranges.push_back({d.name(), d.min(), d.max()});
+  for (const bundle::DimSymbol& d : m.dim_symbols()) impl->dim_ranges.push_back({d.name(), d.min(), d.max(), d.opt()});
   KILN_RETURN_IF_ERROR(signature(m.inputs(), &impl->inputs));
   KILN_RETURN_IF_ERROR(signature(m.outputs(), &impl->outputs));
   KILN_ASSIGN_OR_RETURN(impl->program, CpuProgram::Create(*impl->bundle));

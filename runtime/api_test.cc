@@ -106,7 +106,12 @@ TEST(ApiTest, DynamicModelRunsAtSizesInItsRange) {
   g->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
   g->clear_value_info();
   ImportOptions import;
-  import.dim_ranges = {{"batch", 1, 8}};
+  import.dim_ranges = {{ "batch", 1, 8, 9 }};
+  auto opt_outside = ImportOnnxModel(*proto, ".", import);
+  ASSERT_FALSE(opt_outside.ok());
+  EXPECT_NE(opt_outside.status().message().find("batch=1..8:9: the opt size must lie in the range"), std::string::npos)
+      << opt_outside.status();
+  import.dim_ranges = {{ "batch", 1, 8, 4 }};
   auto graph = ImportOnnxModel(*proto, ".", import);
   ASSERT_TRUE(graph.ok()) << graph.status();
   auto contents = BuildBundle(**graph, CompileOptions(), "mlp", "bytes");
@@ -119,6 +124,7 @@ TEST(ApiTest, DynamicModelRunsAtSizesInItsRange) {
   ASSERT_EQ((*model)->dim_ranges().size(), 1u);
   EXPECT_EQ((*model)->dim_ranges()[0].name, "batch");
   EXPECT_EQ((*model)->dim_ranges()[0].max, 8);
+  EXPECT_EQ((*model)->dim_ranges()[0].opt, 4);
   const TensorInfo& in = (*model)->inputs()[0];
   EXPECT_EQ(in.dims, (std::vector<std::string>{"batch", "256"}));
   EXPECT_EQ(in.shape, (Shape{8, 256}));

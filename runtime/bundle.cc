@@ -346,13 +346,16 @@ std::string SizeVariantText(const bundle::Manifest& m, const bundle::Launch& lau
 
 std::string DimRangesText(const bundle::Manifest& m) {
   std::vector<std::string> ranges;
-  for (const bundle::DimSymbol& d : m.dim_symbols()) ranges.push_back(absl::StrCat(d.name(), "=", d.min(), "..", d.max()));
+  for (const bundle::DimSymbol& d : m.dim_symbols()) {
+    ranges.push_back(
+        absl::StrCat(d.name(), "=", d.min(), "..", d.max(), d.opt() > 0 ? absl::StrCat(":", d.opt()) : ""));
+  }
   return absl::StrJoin(ranges, ", ");
 }
 
 std::vector<DimSymbol> DimSymbolsOf(const bundle::Manifest& m) {
   std::vector<DimSymbol> out;
-  for (const bundle::DimSymbol& d : m.dim_symbols()) out.push_back({d.name(), d.min(), d.max()});
+  for (const bundle::DimSymbol& d : m.dim_symbols()) out.push_back({d.name(), d.min(), d.max(), d.opt()});
   return out;
 }
 

@@ -283,8 +283,23 @@ TEST_F(BundleCliTest, DynamicBatchCompilesOnceAndRunsAtSizesInTheRange) {
   Result no_range = Kiln(absl::StrCat("bench ", onnx, " --device cpu --dim batch=3 --compare dynamic"), dir_);
   EXPECT_THAT(no_range.out, HasSubstr("needs the ranges to compile for: --range NAME=LO..HI"));
   Result bad_shape = Kiln(absl::StrCat("compile ", onnx, " -o ", kiln_, "4 --input-shape x=4..1x256"), dir_);
-  EXPECT_THAT(bad_shape.out, HasSubstr("N or LO..HI with 1 <= LO <= HI"));
+  EXPECT_THAT(bad_shape.out, HasSubstr("N, or LO..HI with 1 <= LO <= HI"));
   EXPECT_FALSE(fs::exists(kiln_ + "4"));
+  // An opt size to tune for: kept in the bundle and shown; outside the range, an error.
+  const std::string opt_kiln = (fs::path(dir_) / "opt.kiln").string();
+  Result opt = Kiln(absl::StrCat("compile ", onnx, " -o ", opt_kiln, " --dim batch=1..8:4"), dir_);
+  ASSERT_EQ(opt.exit_code, 0) << opt.out;
+  EXPECT_THAT(opt.out, HasSubstr("dynamic: batch=1..8:4 (inputs x f32[batch, 256])"));
+  EXPECT_THAT(Kiln(absl::StrCat("inspect ", opt_kiln), dir_).out, HasSubstr("dynamic:   batch in 1..8 (tuned for 4)"));
+  Result opt_by_input = Kiln(absl::StrCat("compile ", onnx, " -o ", kiln_, "6 --input-shape x=1..8:2x256"), dir_);
+  ASSERT_EQ(opt_by_input.exit_code, 0) << opt_by_input.out;
+  EXPECT_THAT(opt_by_input.out, HasSubstr("dynamic: batch=1..8:2"));
+  for (const std::string flag : {"--dim batch=1..8:9", "--dim batch=1..8:", "--input-shape x=1..8:0x256"}) {
+    Result bad_opt = Kiln(absl::StrCat("compile ", onnx, " -o ", kiln_, "7 ", flag), dir_);
+    EXPECT_EQ(bad_opt.exit_code, 1) << flag;
+    EXPECT_THAT(bad_opt.out, HasSubstr(":OPT")) << flag;
+    EXPECT_FALSE(fs::exists(kiln_ + "7")) << flag;
+  }
 }
 
 TEST_F(BundleCliTest, Errors) {

@@ -28,7 +28,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: kiln compile MODEL.onnx -o|--output MODEL.kiln [--arch sm_90a|sm_89|sm_86|sm_80]\n"
-    "                    [--precision fp16|bf16|fp32|tf32] [--dim NAME=N|NAME=LO..HI]... [--input-shape "
+    "                    [--precision fp16|bf16|fp32|tf32] [--dim NAME=N|NAME=LO..HI[:OPT]]... [--input-shape "
     "NAME=1x128]...\n"
     "                    [--calibrate NAME=SOURCE]... [--no-fuse] [--report]\n"
     "                    [--dump-after PASS|all|help] [--time-passes]\n"
@@ -46,10 +46,13 @@ constexpr char kUsage[] =
     "--dim NAME=N: every input dim named NAME (ONNX dim_param: batch, seq, ...) becomes N;\n"
     "--input-shape NAME=DxD fixes one input's whole shape. A dim left dynamic is an error\n"
     "that names all of them. --dim NAME=LO..HI compiles one bundle for every size in the\n"
-    "range (passes that fix sizes and fusion are skipped; it runs at the sizes kiln run\n"
+    "range (passes that would fix a size are skipped; it runs at the sizes kiln run\n"
     "--dim NAME=N picks, on the GPU where every step has a kernel with run-time sizes, else\n"
-    "on the CPU backend; docs/dynamic_shapes.md); --input-shape NAME=1..32x1..512 gives\n"
-    "ranges per input (a ranged dim is the one the model names there, or NAME_D).\n"
+    "on the CPU backend; docs/dynamic_shapes.md); NAME=LO..HI:OPT names the size to tune\n"
+    "for (--tune measures the GEMMs with run-time rows at the OPT sizes, the largest where\n"
+    "none is given, and those rows take the tuned tile); --input-shape\n"
+    "NAME=1..32x1..512:128 gives ranges per input (a ranged dim is the one the model names\n"
+    "there, or NAME_D).\n"
     "--calibrate (fp16): runs the model once on the CPU reference with these inputs (SOURCE\n"
     "as in kiln run: FILE.npy|.pb, arange, zeros, ones, random[:SEED]) and keeps in fp32\n"
     "every node that reads or writes a value beyond +-16384 there, so that activations\n"
@@ -142,7 +145,7 @@ void PrintSummary(const bundle::Manifest& m, const CompileOptions& options, cons
     for (const bundle::Launch& l : step.launches()) {
       if (l.config().empty()) continue;
       ++gemms;
-      if (absl::EndsWith(l.config(), "(tuning database)")) ++tuned;
+      if (absl::StrContains(l.config(), "(tuning database")) ++tuned;
     }
   }
   if (gemms > 0) {

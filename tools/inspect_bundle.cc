@@ -98,7 +98,10 @@ absl::Status InspectBundle(const std::string& path, bool json) {
                                m.weights_size(), bundle->checksum());
   if (m.dim_symbols_size() > 0) {
     std::vector<std::string> ranges;
-    for (const auto& d : m.dim_symbols()) ranges.push_back(absl::StrCat(d.name(), " in ", d.min(), "..", d.max()));
+    for (const auto& d : m.dim_symbols()) {
+      ranges.push_back(absl::StrCat(d.name(), " in ", d.min(), "..", d.max(),
+                                    d.opt() > 0 ? absl::StrCat(" (tuned for ", d.opt(), ")") : ""));
+    }
     std::cout << "dynamic:   " << absl::StrJoin(ranges, ", ")
               << " (runs at any sizes in the ranges; arena planned for the largest)\n";
   }

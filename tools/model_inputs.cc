@@ -21,8 +21,28 @@ absl::StatusOr<std::pair<std::string, std::string>> SplitAssignment(const std::s
   return std::make_pair(spec.substr(0, eq), spec.substr(eq + 1));
 }
 
-absl::StatusOr<std::map<std::string, Shape>> ParseInputShapes(
-    const std::vector<std::string>& specs, std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>* ranges) {
+namespace {
+
+// "LO..HI" or "LO..HI:OPT" with 1 <= LO <= HI and LO <= OPT <= HI.
+bool ParseSizeRange(absl::string_view text, SizeRange* r) {
+  const size_t dots = text.find("..");
+  if (dots == absl::string_view::npos) return false;
+  absl::string_view hi = text.substr(dots + 2);
+  r->opt = 0;
+  const size_t colon = hi.find(':');
+  if (colon != absl::string_view::npos) {
+    if (!absl::SimpleAtoi(hi.substr(colon + 1), &r->opt)) return false;
+    hi = hi.substr(0, colon);
+  }
+  if (!absl::SimpleAtoi(text.substr(0, dots), &r->min) || !absl::SimpleAtoi(hi, &r->max)) return false;
+  return r->min >= 1 && r->max >= r->min &&
+         (colon == absl::string_view::npos || (r->opt >= r->min && r->opt <= r->max));
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, Shape>> ParseInputShapes(const std::vector<std::string>& specs,
+                                                              std::map<std::string, std::vector<SizeRange>>* ranges) {
   std::map<std::string, Shape> shapes;
   for (const std::string& spec : specs) {
     KILN_ASSIGN_OR_RETURN(auto kv, SplitAssignment(spec, "input-shape"));
@@ -31,23 +51,23 @@ absl::StatusOr<std::map<std::string, Shape>> ParseInputShapes(
         return absl::InvalidArgumentError(absl::StrCat(
             "--input-shape ", spec, ": a range is for kiln compile (a bundle for a range of sizes); give one shape here"));
       }
-      std::vector<std::pair<int64_t, int64_t>> dims;
+      std::vector<SizeRange> dims;
       for (absl::string_view part : absl::StrSplit(kv.second, 'x')) {
-        const size_t dots = part.find("..");
-        int64_t lo = 0, hi = 0;
+        SizeRange r;
         bool ok = false;
-        if (dots == absl::string_view::npos) {
-          ok = absl::SimpleAtoi(part, &lo) && lo >= 0;
-          hi = lo;
+        if (part.find("..") == absl::string_view::npos) {
+          ok = absl::SimpleAtoi(part, &r.min) && r.min >= 0;
+          r.max = r.min;
         } else {
-          ok = absl::SimpleAtoi(part.substr(0, dots), &lo) && absl::SimpleAtoi(part.substr(dots + 2), &hi) && lo >= 1 &&
-               hi >= lo;
+          ok = ParseSizeRange(part, &r);
         }
         if (!ok) {
-          return absl::InvalidArgumentError(absl::StrCat("--input-shape ", spec,
-                                                         ": expected dims like 1..32x1..512 (N or LO..HI with 1 <= LO <= HI)"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("--input-shape ", spec,
+                           ": expected dims like 1..32x1..512:128 (N, or LO..HI with 1 <= LO <= HI and an optional "
+                           ":OPT in the range to tune for)"));
         }
-        dims.emplace_back(lo, hi);
+        dims.push_back(r);
       }
       if (shapes.count(kv.first) || !ranges->emplace(kv.first, std::move(dims)).second) {
         return absl::InvalidArgumentError(absl::StrCat("--input-shape ", kv.first, " is given twice"));
@@ -91,10 +111,16 @@ absl::StatusOr<std::map<std::string, int64_t>> ParseDims(const std::vector<std::
         return absl::InvalidArgumentError(
             absl::StrCat("--dim ", spec, ": a dim compiled for a range needs a name of letters, digits and _"));
       }
-      if (!absl::SimpleAtoi(kv.second.substr(0, dots), &s.min) ||
-          !absl::SimpleAtoi(kv.second.substr(dots + 2), &s.max) || s.min < 1 || s.max < s.min) {
-        return absl::InvalidArgumentError(absl::StrCat("--dim ", spec, ": expected NAME=LO..HI with 1 <= LO <= HI"));
+      SizeRange r;
+      if (!ParseSizeRange(kv.second, &r)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--dim ", spec,
+                         ": expected NAME=LO..HI with 1 <= LO <= HI, or NAME=LO..HI:OPT with OPT in the range (the "
+                         "size to tune for)"));
       }
+      s.min = r.min;
+      s.max = r.max;
+      s.opt = r.opt;
       for (const DimSymbol& r : *ranges) {
         if (r.name == s.name) return absl::InvalidArgumentError(absl::StrCat("--dim ", s.name, " is given twice"));
       }

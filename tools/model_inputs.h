@@ -16,13 +16,14 @@ namespace kiln::cli {
 
 // "name=1x128" values -> map; errors name the bad value. With `ranges`, also shapes
 // with ranges, "input_ids=1..32x1..512" (ImportOptions::input_shape_ranges: per dim
-// {min, max}); without, a range is an error saying where ranges go.
+// {min, max, opt}: "1..512:128" tunes for 128); without, a range is an error saying
+// where ranges go.
 absl::StatusOr<std::map<std::string, Shape>> ParseInputShapes(
-    const std::vector<std::string>& specs,
-    std::map<std::string, std::vector<std::pair<int64_t, int64_t>>>* ranges = nullptr);
+    const std::vector<std::string>& specs, std::map<std::string, std::vector<SizeRange>>* ranges = nullptr);
 // --dim NAME=N values (named dynamic dims, ImportOptions::dims). With `ranges`, also
-// NAME=LO..HI (a dim compiled for a range, ImportOptions::dim_ranges), in the order
-// given; without, a range is an error saying where ranges go.
+// NAME=LO..HI or NAME=LO..HI:OPT (a dim compiled for a range, ImportOptions::dim_ranges;
+// OPT the size to tune for), in the order given; without, a range is an error saying
+// where ranges go.
 absl::StatusOr<std::map<std::string, int64_t>> ParseDims(const std::vector<std::string>& specs,
                                                          std::vector<DimSymbol>* ranges = nullptr);
 

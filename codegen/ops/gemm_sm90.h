@@ -349,8 +349,16 @@ absl::StatusOr<KernelLaunch> GenerateSm90RunTimeRows(const Node& node, const Sm9
 // fuse-siblings' stacked product, and epilogue operands that are rows broadcast over
 // C's rows or laid out as C; Unimplemented naming the form otherwise (cuBLASLt then
 // runs it, planned per size).
+// `tuned`: a config measured for `tuned->rows` rows (the tuning database's at the opt
+// sizes) that the window of rows holding them takes where the run-time-row kernel
+// takes it (not stream-K), else the heuristic's.
+struct Sm90TunedRows {
+  int64_t rows = 0;
+  Sm90GemmConfig config;
+};
 absl::Status DynamicSm90Eligible(const Node& node);
-absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const Node& node, int sm_count = 132);
+absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const Node& node, int sm_count = 132,
+                                                                         const Sm90TunedRows* tuned = nullptr);
 // The config GenerateMatMulGroupSm90 picks for `node` without one (the swap-AB rule,
 // else PickSm90GemmConfig); Sm90Eligible's error otherwise. `note`, when given, is
 // set to what the launch of that pick says of it: "heuristic, epilogue work: light".

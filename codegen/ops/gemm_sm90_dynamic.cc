@@ -125,7 +125,8 @@ std::vector<std::array<int64_t, 2>> ReachedRows(const DynamicGemm& g,
 
 absl::Status DynamicSm90Eligible(const Node& node) { return Analyze(node).status(); }
 
-absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const Node& node, int sm_count) {
+absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const Node& node, int sm_count,
+                                                                         const Sm90TunedRows* tuned) {
   KILN_ASSIGN_OR_RETURN(const DynamicGemm g, Analyze(node));
   const GemmFamilyPlan& p = g.plan;
   if (sm_count <= 0) sm_count = 132;
@@ -133,9 +134,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const N
   // at the top of each window of rows (RowWindows) that some sizes of the ranges reach
   // (ResNet's batch x pixels takes multiples of the pixels only), runs of one pick
   // joined into a range from their least to their most reached rows; ranges with the
-  // same tile share a launch.
+  // same tile share a launch. A tuned config replaces the pick of the window that
+  // holds its rows.
   struct Variant {
     Sm90GemmConfig config;
+    bool tuned = false;
     std::vector<std::array<int64_t, 2>> ranges;
     int64_t max_m = 0;
   };
@@ -148,14 +151,19 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const N
   }
   const std::vector<std::array<int64_t, 2>> windows = RowWindows(std::max<int64_t>(bounds.first, 0), p.m);
   const std::vector<std::array<int64_t, 2>> reached = ReachedRows(g, windows);
+  const std::string code = DimCode(g.rows);
   std::string last;
   for (size_t w = 0; w < windows.size(); ++w) {
     if (reached[w][0] < 0) continue;
-    const Sm90GemmConfig cfg = HeuristicSm90GemmConfigForRows(node, p, windows[w][1], sm_count);
+    Sm90GemmConfig cfg = HeuristicSm90GemmConfigForRows(node, p, windows[w][1], sm_count);
+    const bool take_tuned = tuned != nullptr && tuned->rows >= windows[w][0] && tuned->rows <= windows[w][1] &&
+                            GenerateSm90RunTimeRows(node, tuned->config, {code, reached[w][1]}, sm_count).ok();
+    if (take_tuned) cfg = tuned->config;
     const std::string text = Sm90GemmConfigString(cfg);
     auto it = std::find_if(variants.begin(), variants.end(),
                            [&](const Variant& v) { return Sm90GemmConfigString(v.config) == text; });
-    if (it == variants.end()) it = variants.insert(variants.end(), Variant{cfg, {}, 0});
+    if (it == variants.end()) it = variants.insert(variants.end(), Variant{cfg, false, {}, 0});
+    it->tuned |= take_tuned;
     if (text == last) {
       it->ranges.back()[1] = reached[w][1];
     } else {
@@ -164,7 +172,6 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const N
     it->max_m = std::max(it->max_m, reached[w][1]);
     last = text;
   }
-  const std::string code = DimCode(g.rows);
   std::vector<KernelLaunch> launches;
   for (Variant& v : variants) {
     absl::StatusOr<KernelLaunch> l = GenerateSm90RunTimeRows(node, v.config, {code, v.max_m}, sm_count);
@@ -173,6 +180,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicMatMulGroupSm90(const N
       l = GenerateSm90RunTimeRows(node, v.config, {code, v.max_m}, sm_count);
     }
     if (!l.ok()) return NoKernel(node, absl::StrCat("run-time sizes: ", l.status().message()));
+    if (v.tuned) absl::StrAppend(&l->config, " (tuning database, at ", tuned->rows, " rows)");
     if (variants.size() > 1) {
       l->size_select = g.rows;
       l->size_ranges = std::move(v.ranges);

@@ -36,10 +36,12 @@ struct TensorInfo {
   std::string ToString() const;
 };
 
-// A named dim of a model compiled for a range of sizes, and the range.
+// A named dim of a model compiled for a range of sizes, and the range; `opt` is the
+// size its GEMMs were tuned for (`--dim seq=1..512:128`), 0 where none was given.
 struct DimRange {
   std::string name;
   int64_t min = 0, max = 0;
+  int64_t opt = 0;
 };
 
 // A non-owning, writable view of a dense row-major tensor in host (kCpu) or device
