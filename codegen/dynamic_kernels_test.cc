@@ -394,6 +394,21 @@ TEST(DynamicKernelsTest, MatMulGroupsReadTheirRowsAtRunTime) {
   EXPECT_FALSE(none.ok());
 }
 
+// Kernel options of a compile for sm_90a in auto mode.
+KernelOptions HopperAuto() {
+  KernelOptions options;
+  options.hopper = true;
+  options.matmul_groups = MatMulGroups::kAuto;
+  return options;
+}
+
+// The graph's fused group (the last, where there are several); nullptr without one.
+const Node* OnlyGroup(const Graph& g) {
+  const Node* group = nullptr;
+  for (const Node* n : g.nodes()) group = IsFusedGroup(*n) ? n : group;
+  return group;
+}
+
 // A 1x1 conv over 56 x 56 pixels as a GEMM (conv1x1-to-matmul on a dynamic graph):
 // the rows are 3136 * batch, so only those counts get a variant; each batch is served
 // by one, and no variant's ranges hold rows that no batch makes.
@@ -410,11 +425,8 @@ TEST(DynamicKernelsTest, MatMulGroupsServeOnlyTheRowsTheSizesMake) {
 })";
   auto g = EpilogueFused(kText);
   ASSERT_TRUE(g.ok()) << g.status();
-  KernelOptions options;
-  options.hopper = true;
-  options.matmul_groups = MatMulGroups::kAuto;
-  const Node* group = nullptr;
-  for (const Node* n : (*g)->nodes()) group = IsFusedGroup(*n) ? n : group;
+  KernelOptions options = HopperAuto();
+  const Node* group = OnlyGroup(**g);
   ASSERT_NE(group, nullptr);
   absl::StatusOr<std::vector<KernelLaunch>> launches = GenerateNodeKernels(*group, options);
   ASSERT_TRUE(launches.ok()) << launches.status();
@@ -448,11 +460,8 @@ TEST(DynamicKernelsTest, TunedConfigServesTheWindowOfItsRows) {
 })";
   auto g = EpilogueFused(kText);
   ASSERT_TRUE(g.ok()) << g.status();
-  KernelOptions options;
-  options.hopper = true;
-  options.matmul_groups = MatMulGroups::kAuto;
-  const Node* group = nullptr;
-  for (const Node* n : (*g)->nodes()) group = IsFusedGroup(*n) ? n : group;
+  KernelOptions options = HopperAuto();
+  const Node* group = OnlyGroup(**g);
   ASSERT_NE(group, nullptr);
   absl::StatusOr<std::vector<KernelLaunch>> plain = GenerateNodeKernels(*group, options);
   ASSERT_TRUE(plain.ok()) << plain.status();
