@@ -328,8 +328,14 @@ absl::StatusOr<BundleContents> BuildBundle(const Graph& source_graph, const Comp
   if (graph.is_dynamic() && tuning_db.has_value() && (options.tune || tuning_db->size() > 0) &&
       kernel_options.DynamicGemmsOnHopper()) {
     absl::StatusOr<std::unique_ptr<Graph>> s = Specialize(graph, OptValues(graph.dim_symbols()));
-    if (!s.ok()) return where("dynamic shapes: at the opt sizes: ", s.status());
-    at_opt = *std::move(s);
+    if (s.ok()) {
+      at_opt = *std::move(s);
+    } else if (options.tune) {
+      return where("tuning: the graph at the opt sizes: ", s.status());
+    } else {  // the heuristic's tiles, as without a database
+      tune_report.warnings.push_back(absl::StrCat("the graph at the opt sizes (", s.status().message(),
+                                                  "): GEMMs with run-time rows take the heuristic's tiles"));
+    }
   }
   if (options.tune) {
     absl::Status st =
