@@ -76,13 +76,6 @@ absl::StatusOr<ConvGroups> ParseConvGroups(absl::string_view text) {
 
 namespace {
 
-// A node of a dynamic graph (issue 34) whose sizes vary: the generators that take their
-// sizes at run time (element-wise ops, Softmax and the norms, reductions and pools
-// whose varying dim is the outermost, movement and indexing ops, CumSum, the pointwise,
-// softmax, norm and attention groups, and MatMul groups whose rows vary on sm_90a
-// except with --matmul-groups library);
-// Unimplemented for the others, and for a node that reads a shape constant's values
-// (they hold the largest case's).
 // A dynamic graph's MatMul group on the run-time-row Hopper GEMM, with the tuned
 // config of its opt sizes where the compiler found one.
 absl::StatusOr<std::vector<KernelLaunch>> DynamicGemm(const Node& node, const KernelOptions& options) {
@@ -93,6 +86,13 @@ absl::StatusOr<std::vector<KernelLaunch>> DynamicGemm(const Node& node, const Ke
   return ops::GenerateDynamicMatMulGroupSm90(node, options.sm_count, &tuned);
 }
 
+// A node of a dynamic graph (issue 34) whose sizes vary: the generators that take their
+// sizes at run time (element-wise ops, Softmax and the norms, reductions and pools
+// whose varying dim is the outermost, movement and indexing ops, CumSum, the pointwise,
+// softmax, norm and attention groups, and MatMul groups whose rows vary on sm_90a
+// except with --matmul-groups library);
+// Unimplemented for the others, and for a node that reads a shape constant's values
+// (they hold the largest case's).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node& node, const KernelOptions& options) {
   const std::string& op = node.op_type();
   auto none = [&](const std::string& why) {

@@ -70,10 +70,6 @@ absl::Status OpenTuningDb(const CompileOptions& options, std::optional<codegen::
   return absl::OkStatus();
 }
 
-// --tune: measures the generated GEMM's candidate configs (and cuBLASLt, where auto
-// mode on sm_90a could give it a group) for every MatMul group that gets a generated
-// GEMM, whatever the database said before, and stores the results. The new entries
-// may move groups between the Hopper family and cuBLASLt: their report notes follow.
 // Whether a dynamic graph's node runs on the Hopper GEMM with run-time rows.
 bool RunsOnRunTimeRows(const Node& node, const codegen::KernelOptions& kernel_options) {
   return codegen::ops::HasDynamicValues(node) && codegen::IsMatMulGroup(node) &&
@@ -98,6 +94,12 @@ std::map<std::string, codegen::KernelOptions::TunedRows> TunedDynamicGemms(
   return out;
 }
 
+// --tune: measures the generated GEMM's candidate configs (and cuBLASLt, where auto
+// mode on sm_90a could give it a group) for every MatMul group that gets a generated
+// GEMM, whatever the database said before, and stores the results. The new entries
+// may move groups between the Hopper family and cuBLASLt: their report notes follow.
+// A dynamic graph's groups on the run-time-row GEMM are measured as `at_opt`'s (the
+// graph at the opt sizes), without cuBLASLt.
 absl::Status TuneGemms(const Graph& graph, const Graph* at_opt, const CompileOptions& options,
                        const codegen::KernelOptions& kernel_options, codegen::TuningDb& db,
                        const codegen::KernelCache* cache, FusionReport* fusion, GemmTuneReport* report) {

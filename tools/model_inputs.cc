@@ -100,7 +100,7 @@ absl::StatusOr<std::map<std::string, int64_t>> ParseDims(const std::vector<std::
   std::map<std::string, int64_t> dims;
   for (const std::string& spec : specs) {
     KILN_ASSIGN_OR_RETURN(auto kv, SplitAssignment(spec, "dim"));
-    if (const size_t dots = kv.second.find(".."); dots != std::string::npos) {
+    if (kv.second.find("..") != std::string::npos) {
       if (ranges == nullptr) {
         return absl::InvalidArgumentError(
             absl::StrCat("--dim ", spec,
@@ -111,16 +111,16 @@ absl::StatusOr<std::map<std::string, int64_t>> ParseDims(const std::vector<std::
         return absl::InvalidArgumentError(
             absl::StrCat("--dim ", spec, ": a dim compiled for a range needs a name of letters, digits and _"));
       }
-      SizeRange r;
-      if (!ParseSizeRange(kv.second, &r)) {
+      SizeRange range;
+      if (!ParseSizeRange(kv.second, &range)) {
         return absl::InvalidArgumentError(
             absl::StrCat("--dim ", spec,
                          ": expected NAME=LO..HI with 1 <= LO <= HI, or NAME=LO..HI:OPT with OPT in the range (the "
                          "size to tune for)"));
       }
-      s.min = r.min;
-      s.max = r.max;
-      s.opt = r.opt;
+      s.min = range.min;
+      s.max = range.max;
+      s.opt = range.opt;
       for (const DimSymbol& r : *ranges) {
         if (r.name == s.name) return absl::InvalidArgumentError(absl::StrCat("--dim ", s.name, " is given twice"));
       }
