@@ -164,6 +164,11 @@ KernelChoice ChooseGeneratedKernel(const Node& node, const KernelOptions& option
                                                 "' groups yet (kiln's tensor-core templates come next)"));
 }
 
+bool RunsOnRunTimeRowGemm(const Node& node, const KernelOptions& options) {
+  return ops::HasDynamicValues(node) && IsMatMulGroup(node) && options.DynamicGemmsOnHopper() &&
+         ops::DynamicSm90Eligible(node).ok();
+}
+
 KernelChoice ChooseKernel(const Node& node, const KernelOptions& options) {
   // A dynamic graph's node (issue 34): on sm_90a (except with --matmul-groups
   // library), kiln's Hopper GEMM family with the rows read at run time where it takes

@@ -45,6 +45,10 @@ struct KernelChoice {
 // The decision for `node` (static shapes, storage dtypes, after fusion).
 KernelChoice ChooseKernel(const Node& node, const KernelOptions& options);
 
+// Whether ChooseKernel gives `node`, a dynamic graph's MatMul group, to kiln's Hopper
+// GEMM with its rows read at run time (ops::GenerateDynamicMatMulGroupSm90).
+bool RunsOnRunTimeRowGemm(const Node& node, const KernelOptions& options);
+
 // The same with the libraries left out: the generated kernel kiln has for `node`
 // (kGemm, kConv, kGenerated) or kNone. GenerateNodeKernels follows it.
 KernelChoice ChooseGeneratedKernel(const Node& node, const KernelOptions& options);

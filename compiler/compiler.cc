@@ -70,12 +70,6 @@ absl::Status OpenTuningDb(const CompileOptions& options, std::optional<codegen::
   return absl::OkStatus();
 }
 
-// Whether a dynamic graph's node runs on the Hopper GEMM with run-time rows.
-bool RunsOnRunTimeRows(const Node& node, const codegen::KernelOptions& kernel_options) {
-  return codegen::ops::HasDynamicValues(node) && codegen::IsMatMulGroup(node) &&
-         kernel_options.DynamicGemmsOnHopper() && codegen::ops::DynamicSm90Eligible(node).ok();
-}
-
 // Dynamic graphs: per group on the run-time-row GEMM, the config the tuning database
 // holds for its problem at the opt sizes (`at_opt`: the graph specialised there, node
 // for node) and the rows those sizes give.
@@ -84,7 +78,7 @@ std::map<std::string, codegen::KernelOptions::TunedRows> TunedDynamicGemms(
   std::map<std::string, codegen::KernelOptions::TunedRows> out;
   const std::vector<Node*> nodes = graph.nodes(), opt_nodes = at_opt.nodes();
   for (size_t i = 0; i < nodes.size() && i < opt_nodes.size(); ++i) {
-    if (!RunsOnRunTimeRows(*nodes[i], kernel_options)) continue;
+    if (!codegen::RunsOnRunTimeRowGemm(*nodes[i], kernel_options)) continue;
     absl::StatusOr<codegen::GemmChoice> choice = codegen::ChooseGemmConfig(
         *opt_nodes[i], kernel_options.TargetArch(), kernel_options.tuning_db, kernel_options.sm_count);
     absl::StatusOr<codegen::ops::GemmProblem> problem = codegen::ops::DescribeMatMulGroup(*opt_nodes[i]);
@@ -122,7 +116,7 @@ absl::Status TuneGemms(const Graph& graph, const Graph* at_opt, const CompileOpt
   const std::vector<Node*> opt_nodes = at_opt != nullptr ? at_opt->nodes() : std::vector<Node*>{};
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (codegen::ops::HasDynamicValues(*nodes[i])) {
-      if (i < opt_nodes.size() && RunsOnRunTimeRows(*nodes[i], kernel_options)) measured.push_back(opt_nodes[i]);
+      if (i < opt_nodes.size() && codegen::RunsOnRunTimeRowGemm(*nodes[i], kernel_options)) measured.push_back(opt_nodes[i]);
     } else if (codegen::ChooseKernel(*nodes[i], without_db).kind == codegen::KernelKind::kGemm) {
       generated.push_back(nodes[i]);
     }
