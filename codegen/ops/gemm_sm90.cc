@@ -17,24 +17,17 @@
 #include "graph/fused_group.h"
 
 namespace kiln::codegen::ops {
-namespace {
 
-// `wgmma.mma_async.m64n<bn>k16` (function `name`) from two shared-memory descriptors
-// into bn/2 fp32 accumulators per thread; the layouts are immediates (K-major A / B:
-// 0; M-major A (trans_a) / N-major B (B stored [K, N], no trans_b): 1). With
-// `register_a`, A comes from four 32-bit registers (`const unsigned (&a)[4]`, the
-// m64k16 fragments; K-major by construction) and only B's layout is an immediate.
-// f32 operands: `m64n<bn>k8.f32.tf32.tf32`, both K-major (tf32 takes no layout
-// immediates; Sm90Eligible sends other layouts elsewhere).
-std::string WgmmaFunction(const std::string& name, int bn, DType dtype, bool trans_a, bool trans_b,
-                          bool register_a = false) {
-  const int regs = bn / 2;
+std::string WgmmaFunction(const std::string& name, int n, DType dtype, bool trans_a, bool trans_b, bool register_a,
+                          bool fragments) {
+  const int regs = n / 2;
   const bool tf32 = dtype == DType::kFloat32;
   const char* t = tf32 ? "tf32" : dtype == DType::kBFloat16 ? "bf16" : "f16";
   std::string d, operands;
   for (int i = 0; i < regs; ++i) {
     absl::StrAppend(&d, i ? ", " : "", "%", i);
-    absl::StrAppend(&operands, i ? ", " : "", "\"+f\"(d[", i, "])");
+    absl::StrAppend(&operands, i ? ", " : "", "\"+f\"(d[",
+                    fragments ? absl::StrCat(i / 4, "][", i % 4) : absl::StrCat(i), "])");
   }
   const std::string a_param = register_a ? "const unsigned (&a)[4]" : "unsigned long long desc_a";
   const std::string a_operand =
@@ -46,13 +39,17 @@ std::string WgmmaFunction(const std::string& name, int bn, DType dtype, bool tra
                                            : absl::StrCat(", ", trans_a ? 1 : 0, ", ", trans_b ? 0 : 1);
   const std::string inputs = register_a ? "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b)"
                                         : "\"l\"(desc_a), \"l\"(desc_b)";
-  return absl::StrCat("static __device__ __forceinline__ void ", name, "(float (&d)[", regs, "], ", a_param,
+  const std::string d_param =
+      fragments ? absl::StrCat("float (&d)[", n / 8, "][4]") : absl::StrCat("float (&d)[", regs, "]");
+  return absl::StrCat("static __device__ __forceinline__ void ", name, "(", d_param, ", ", a_param,
                       ", unsigned long long desc_b) {\n"
                       "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
                       "wgmma.mma_async.sync.aligned.m64n",
-                      bn, tf32 ? "k8" : "k16", ".f32.", t, ".", t, " {", d, "}, ", a_operand, ", %", b_operand,
+                      n, tf32 ? "k8" : "k16", ".f32.", t, ".", t, " {", d, "}, ", a_operand, ", %", b_operand,
                       ", p, 1, 1", layouts, ";\\n}\\n\"\n    : ", operands, "\n    : ", inputs, ");\n}\n");
 }
+
+namespace {
 
 // 16-byte aligned rows (TMA): a contiguous dim of a multiple of 8 16-bit or 4 fp32
 // elements.
@@ -596,8 +593,9 @@ absl::StatusOr<KernelLaunch> Sm90Launch(const Node& node, const Sm90GemmConfig* 
                   // The template's four parts, in order (docs/kernels/gemm_sm90.md). Their
                   // text joined is the kernel: a header line in a part would move every
                   // later line and with them the cubins' line records (-lineinfo).
-                  TemplateSource("gemm_sm90.cuh"), TemplateSource("gemm_sm90_mainloop.cuh"),
-                  TemplateSource("gemm_sm90_epilogue.cuh"), TemplateSource("gemm_sm90_kernel.cuh"));
+                  TemplateSource("wgmma_sm90.cuh"), TemplateSource("gemm_sm90.cuh"),
+                  TemplateSource("gemm_sm90_mainloop.cuh"), TemplateSource("gemm_sm90_epilogue.cuh"),
+                  TemplateSource("gemm_sm90_kernel.cuh"));
   launch.source = std::move(src);
   // Persistent: at most one CTA per SM, in whole clusters.
   const int64_t walkers =

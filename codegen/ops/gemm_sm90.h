@@ -390,4 +390,15 @@ inline constexpr int kSm90TuneMinSplitKTiles = 4;
 // `options.hopper` and Sm90Eligible, else the sm_80 template (GenerateMatMulGroup).
 absl::StatusOr<std::vector<KernelLaunch>> GenerateGemm(const Node& node, const KernelOptions& options);
 
+// The CUDA source of `static __device__ void name(d, a, desc_b)`: one
+// `wgmma.mma_async.m64n<n>k16` (k8 for fp32 inputs, read as tf32) into n / 2 fp32
+// accumulators per thread, `float (&d)[n / 2]` (or `float (&d)[n / 8][4]` with
+// `fragments`: the n8 blocks of mma.sync's accumulator layout). A from a shared-memory
+// descriptor (`unsigned long long desc_a`, M-major with trans_a) or, with
+// `register_a`, from four registers (`const unsigned (&a)[4]`, K-major); B from a
+// descriptor, K-major with trans_b (B stored [N, K]), else N-major. Both with
+// 128-byte swizzle (wgmma_sm90.cuh's kiln_sm90_desc).
+std::string WgmmaFunction(const std::string& name, int n, DType dtype, bool trans_a, bool trans_b,
+                          bool register_a = false, bool fragments = false);
+
 }  // namespace kiln::codegen::ops

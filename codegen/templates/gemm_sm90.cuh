@@ -314,9 +314,6 @@ struct __align__(64) kiln_tensor_map {
   unsigned long long opaque[16];
 };
 
-static __device__ __forceinline__ unsigned kiln_sm90_smem(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
 static __device__ __forceinline__ void kiln_sm90_mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
 }
@@ -399,21 +396,6 @@ static __device__ __forceinline__ void kiln_sm90_tma_store(const kiln_tensor_map
       "r"(src), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
-static __device__ __forceinline__ void kiln_sm90_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-static __device__ __forceinline__ void kiln_sm90_wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N>
-static __device__ __forceinline__ void kiln_sm90_wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-// A shared-memory matrix descriptor with 128-byte swizzle.
-static __device__ __forceinline__ unsigned long long kiln_sm90_desc(unsigned addr, unsigned lbo, unsigned sbo) {
-  return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) |
-         (static_cast<unsigned long long>(lbo >> 4) << 16) | (static_cast<unsigned long long>(sbo >> 4) << 32) |
-         (1ull << 62);
-}
-
 // Tile `t` of the persistent walk: batch, then groups of GEMM_GROUP_M row tiles
 // sweeping the column tiles together (the B panels they share stay in L2). With
 // clusters, t is a pair of row tiles (GEMM_CLUSTER_M BM rows) and `rank` picks the

@@ -127,16 +127,6 @@ static __device__ __forceinline__ void kiln_sm90_zero(float (&acc)[WG_M][BN / 2]
     }
 }
 
-// The descriptor of the tile `units` 16-byte units past the one `desc` describes
-// (same layout). Shared-memory addresses stay below 2^18, so the start-address field
-// (bits 0-13: the address >> 4) takes the units without a carry: one 32-bit add, where
-// kiln_sm90_desc on the tile's address takes five instructions. The descriptors of the
-// ring's first stage (kiln_sm90_desc on `base`) and a stage's offset in units are the
-// same for every wgmma of a k tile, so the compiler computes them once.
-static __device__ __forceinline__ unsigned long long kiln_sm90_desc_add(unsigned long long desc, unsigned units) {
-  return (desc & 0xFFFFFFFF00000000ull) | (static_cast<unsigned>(desc) + units);
-}
-
 // The offset in 16-byte units of wgmma k step kk in a K-major tile of ROWS rows: 32
 // bytes a step within a box, the next box ROWS x 128 bytes on (two boxes a stage).
 template <int ROWS>
