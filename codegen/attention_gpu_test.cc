@@ -40,6 +40,7 @@ using test::AttnMask;
 struct GpuCase {
   AttnCase c;
   ops::AttentionConfig config{0, 0};  // {0, 0}: the heuristic's
+  bool hopper = false;                // the heuristic for an sm_90a target (the wgmma kernel)
 };
 
 // `c` with kSdpa's mask of kind `m`.
@@ -121,9 +122,37 @@ std::vector<GpuCase> Cases() {
   return out;
 }
 
+// On sm_90a, every case again as the heuristic gives it to an sm_90a target (those
+// it gives the wgmma kernel; the others are the cases above), and the forced tiles
+// with the wgmma kernel's configs: 1 to 3 warpgroups, 64- and 128-key blocks.
+std::vector<GpuCase> HopperCases(const std::vector<GpuCase>& cases) {
+  std::vector<GpuCase> out;
+  for (const GpuCase& g : cases) {
+    if (g.config.bm == 0) out.push_back({g.c, g.config, true});
+  }
+  using M = AttnCase::SdpaMask;
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    for (int bm : {64, 128, 192}) {
+      for (int bn : {64, 128}) {
+        const ops::AttentionConfig cfg{bm, bn, 1, true};
+        if (!ops::VerifyAttentionConfig(cfg, 64, 64, true).ok()) continue;  // 192 rows: 64-key blocks
+        out.push_back({{dt, 2, 3, 150, 170, 64, 64, AttnMask::kAdd, true}, cfg});
+        out.push_back({{dt, 2, 3, 150, 152, 64, 64, AttnMask::kCausal, false}, cfg});
+        out.push_back({WithSdpaMask({dt, 2, 3, 150, 150, 64, 64, AttnMask::kSdpa, true, false}, M::kCausal), cfg});
+      }
+    }
+    out.push_back(
+        {{dt, 1, 4, 200, 200, 128, 128, AttnMask::kAdd, true, true}, ops::AttentionConfig{128, 128, 1, true}});
+    out.push_back({{dt, 1, 4, 100, 100, 40, 24, AttnMask::kAdd, true}, ops::AttentionConfig{64, 64, 1, true}});
+  }
+  return out;
+}
+
 std::string Name(const GpuCase& g) {
-  return g.config.bm == 0 ? g.c.Name()
-                          : absl::StrCat(g.c.Name(), "_bm", g.config.bm, "_bn", g.config.bn, "_g", g.config.splits);
+  const std::string name = g.config.bm == 0 ? g.c.Name()
+                                            : absl::StrCat(g.c.Name(), "_bm", g.config.bm, "_bn", g.config.bn, "_g",
+                                                           g.config.splits, g.config.wgmma ? "_wgmma" : "");
+  return g.hopper ? absl::StrCat(name, "_sm90") : name;
 }
 
 // The function in fp64 from the stored inputs (the fp64 value of the stored scale).
@@ -204,17 +233,27 @@ std::vector<double> Fp64Reference(const AttnCase& c, const std::map<std::string,
 
 TEST(AttentionGpuTest, MatchesCpuReference) {
   KILN_ARCH_OR_SKIP(arch);
-  const std::vector<GpuCase> cases = Cases();
+  std::vector<GpuCase> all = Cases();
+  if (arch == "sm_90a") {
+    const std::vector<GpuCase> hopper = HopperCases(all);
+    all.insert(all.end(), hopper.begin(), hopper.end());
+  }
+  std::vector<GpuCase> cases;
   std::vector<test::AttnBuilt> built;
   std::vector<KernelLaunch> launches;
   std::vector<ModuleKernel> kernels;
   uint32_t seed = 100;
-  for (const GpuCase& g : cases) {
+  int wgmma_cases = 0;
+  for (const GpuCase& g : all) {
     absl::StatusOr<test::AttnBuilt> b = test::BuildAttention(g.c, seed += 10);
     ASSERT_TRUE(b.ok()) << Name(g) << ": " << b.status();
     absl::StatusOr<std::vector<KernelLaunch>> l =
-        ops::GenerateAttentionGroup(*b->group, g.config.bm == 0 ? nullptr : &g.config);
+        ops::GenerateAttentionGroup(*b->group, g.config.bm == 0 ? nullptr : &g.config, g.hopper);
     ASSERT_TRUE(l.ok()) << Name(g) << ": " << l.status();
+    const bool wgmma = (*l)[0].source.find("wgmma.mma_async") != std::string::npos;
+    if (g.hopper && !wgmma) continue;  // the same kernel as the case without the flag
+    wgmma_cases += wgmma;
+    cases.push_back(g);
     launches.push_back((*l)[0]);
     kernels.push_back({absl::StrCat("kiln_attn_", kernels.size()), (*l)[0].source});
     built.push_back(*std::move(b));
@@ -268,10 +307,12 @@ TEST(AttentionGpuTest, MatchesCpuReference) {
                 ok ? "ok" : "FAIL");
   }
   for (cudaLibrary_t lib : libs) cudaLibraryUnload(lib);
-  std::printf("ran %zu attention cases on %s (%s): %d failing; worst scaled error vs the group's CPU reference: "
-              "f16 %.2e, bf16 %.2e; vs fp64: f16 %.2e, bf16 %.2e\n",
-              cases.size(), test::DeviceName().c_str(), arch.c_str(), failures, worst_ref[0], worst_ref[1],
-              worst_fp64[0], worst_fp64[1]);
+  std::printf(
+      "ran %zu attention cases (%d on the wgmma kernel) on %s (%s): %d failing; worst scaled error vs the group's CPU "
+      "reference: "
+      "f16 %.2e, bf16 %.2e; vs fp64: f16 %.2e, bf16 %.2e\n",
+      cases.size(), wgmma_cases, test::DeviceName().c_str(), arch.c_str(), failures, worst_ref[0], worst_ref[1],
+      worst_fp64[0], worst_fp64[1]);
 }
 
 // A sequence of kernels over one graph's values: library kernels (cuBLASLt) and
@@ -479,10 +520,16 @@ TEST(AttentionGpuTest, TileSweepTiming) {
       {"Swin-T b1 st3", {f16, 4, 12, 49, 49, 32, 32, AttnMask::kWindows, true, false, 0, true}},
       {"T5 8x128", {f16, 8, 12, 128, 128, 64, 64, AttnMask::kAdd, true, true}},
   };
-  const std::vector<ops::AttentionConfig> configs = {{0, 0, 0},   {64, 64, 1}, {32, 64, 1}, {16, 64, 1},  {64, 32, 2},
-                                                     {64, 64, 2}, {32, 64, 2}, {16, 64, 2}, {32, 32, 4},  {16, 32, 4},
-                                                     {16, 64, 4}, {64, 16, 4}, {32, 16, 4}, {128, 64, 1}, {96, 64, 1},
-                                                     {80, 64, 1}, {48, 64, 1}, {96, 32, 1}, {48, 32, 2}};
+  std::vector<ops::AttentionConfig> configs = {{0, 0, 0},   {64, 64, 1}, {32, 64, 1}, {16, 64, 1},  {64, 32, 2},
+                                               {64, 64, 2}, {32, 64, 2}, {16, 64, 2}, {32, 32, 4},  {16, 32, 4},
+                                               {16, 64, 4}, {64, 16, 4}, {32, 16, 4}, {128, 64, 1}, {96, 64, 1},
+                                               {80, 64, 1}, {48, 64, 1}, {96, 32, 1}, {48, 32, 2}};
+  const bool hopper = arch == "sm_90a";
+  if (hopper) {  // the wgmma kernel's configs
+    for (int bm : {64, 128, 192}) {
+      for (int bn : {64, 128}) configs.push_back({bm, bn, 1, true});
+    }
+  }
   for (const auto& [label, c] : shapes) {
     absl::StatusOr<test::AttnBuilt> b = test::BuildAttention(c, 5);
     ASSERT_TRUE(b.ok()) << label << ": " << b.status();
@@ -493,14 +540,15 @@ TEST(AttentionGpuTest, TileSweepTiming) {
     for (const ops::AttentionConfig& cfg : configs) {
       const bool heuristic = cfg.bm == 0;
       if (!heuristic && !ops::VerifyAttentionConfig(cfg, c.d, c.dv, c.k_trans).ok()) continue;
-      absl::StatusOr<std::vector<KernelLaunch>> l = ops::GenerateAttentionGroup(node, heuristic ? nullptr : &cfg);
+      absl::StatusOr<std::vector<KernelLaunch>> l =
+          ops::GenerateAttentionGroup(node, heuristic ? nullptr : &cfg, hopper);
       ASSERT_TRUE(l.ok()) << label << ": " << l.status();
       launches.push_back((*l)[0]);
       kernels.push_back({absl::StrCat("kiln_attn_sweep_", kernels.size()), (*l)[0].source});
       const ops::AttentionConfig used =
-          heuristic ? ops::PickAttentionConfig(launches.back().grid[1], c.sq, c.sk, c.d, c.dv, c.k_trans) : cfg;
-      names.push_back(absl::StrCat(heuristic ? "heuristic " : "", "BM ", used.bm, " BN ", used.bn, " groups ",
-                                   used.splits));
+          heuristic ? ops::PickAttentionConfig(launches.back().grid[1], c.sq, c.sk, c.d, c.dv, c.k_trans, hopper) : cfg;
+      names.push_back(absl::StrCat(heuristic ? "heuristic " : "", used.wgmma ? "wgmma " : "", "BM ", used.bm, " BN ",
+                                   used.bn, " groups ", used.splits));
     }
     absl::StatusOr<std::vector<std::string>> cubins = CompileModules(kernels, arch, kernels.size());
     ASSERT_TRUE(cubins.ok()) << cubins.status();
@@ -523,7 +571,7 @@ TEST(AttentionGpuTest, TileSweepTiming) {
       EXPECT_LE(diff, 2e-2f) << label << ", " << names[i];
       double ms = 0;
       ASSERT_NO_FATAL_FAILURE(TimeLaunches(kernel, launches[i], buf.dev, &ms));
-      std::printf("%-16s %-32s %8.4f ms  (grid %u x %u, %u threads)\n", label.c_str(), names[i].c_str(), ms,
+      std::printf("%-16s %-40s %8.4f ms  (grid %u x %u, %u threads)\n", label.c_str(), names[i].c_str(), ms,
                   launches[i].grid[0], launches[i].grid[1], launches[i].block[0]);
     }
     cudaLibraryUnload(lib);

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/dim_view.h"
 #include "codegen/ops/families.h"
+#include "codegen/ops/gemm_sm90.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/ops/pointwise_spec.h"
 #include "codegen/ops/size_variants.h"
@@ -506,13 +507,13 @@ struct AttentionVariant {
 // with the same config joined into one variant; one variant without boxes when every
 // box gets the same config.
 std::vector<AttentionVariant> DynamicVariants(const Graph& body, const DynamicAttention& dyn, int64_t d, int64_t dv,
-                                              bool k_trans) {
+                                              bool k_trans, bool hopper) {
   std::vector<AttentionVariant> out;
   for (const SizeBox& box : PowerOfTwoBoxes(body.dim_symbols(), {dyn.batch, dyn.sq, dyn.sk})) {
     auto at = [&](const DimExpr& e) { return e.Evaluate(box.middle).value_or(1); };
-    const AttentionConfig cfg = PickAttentionConfig(at(dyn.batch), at(dyn.sq), at(dyn.sk), d, dv, k_trans);
+    const AttentionConfig cfg = PickAttentionConfig(at(dyn.batch), at(dyn.sq), at(dyn.sk), d, dv, k_trans, hopper);
     auto same = [&](const AttentionVariant& v) {
-      return v.cfg.bm == cfg.bm && v.cfg.bn == cfg.bn && v.cfg.splits == cfg.splits;
+      return v.cfg.bm == cfg.bm && v.cfg.bn == cfg.bn && v.cfg.splits == cfg.splits && v.cfg.wgmma == cfg.wgmma;
     };
     auto it = std::find_if(out.begin(), out.end(), same);
     if (it == out.end()) it = out.insert(out.end(), AttentionVariant{cfg, {}});
@@ -625,7 +626,8 @@ absl::StatusOr<std::string> EmitLoads(const Node& group, const AttentionPlan& pl
 
 }  // namespace
 
-absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& group, const AttentionConfig* config) {
+absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& group, const AttentionConfig* config,
+                                                                 bool hopper) {
   if (!IsFusedGroup(group)) return NoKernel(group, "not an attention group");
   AttentionPlan plan;
   if (absl::Status st = PlanAttention(group, plan); !st.ok()) return st;
@@ -647,13 +649,19 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
   const bool k_rows_are_keys = pitches.k_rows_are_keys;
   const bool k_async = pitches.k_async;
 
+  // The wgmma kernel copies every K tile with cp.async (16-byte aligned rows).
+  hopper = hopper && k_async;
   std::vector<AttentionVariant> variants = {
-      {config != nullptr ? *config : PickAttentionConfig(batch, sq, sk, d, dv, k_rows_are_keys), {}}};
-  if (dyn && config == nullptr) variants = DynamicVariants(*plan.body, *dyn, d, dv, k_rows_are_keys);
+      {config != nullptr ? *config : PickAttentionConfig(batch, sq, sk, d, dv, k_rows_are_keys, hopper), {}}};
+  if (dyn && config == nullptr) variants = DynamicVariants(*plan.body, *dyn, d, dv, k_rows_are_keys, hopper);
   for (const AttentionVariant& v : variants) {
     if (absl::Status valid = VerifyAttentionConfig(v.cfg, d, dv, k_rows_are_keys); !valid.ok()) {
       if (config != nullptr) return valid;
       return NoKernel(group, absl::StrCat("no tile config: ", valid.message()));
+    }
+    if (v.cfg.wgmma && !k_async) {
+      return absl::InvalidArgumentError(
+          "the wgmma attention kernel copies K with cp.async: K's rows must be 16-byte aligned");
     }
   }
 
@@ -716,12 +724,11 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
                                  plan.k_trans ? " (trans_b)" : "", ", V ", describe(plan.v, v_in), " -> ",
                                  describe(plan.o, y), causal_limit ? "; causal" : "", "\n");
   absl::StrAppend(&src, "#define ATTN_BF16 ", dt == DType::kBFloat16 ? 1 : 0, "\n#define ATTN_SQ ", sq_code,
-                  "\n#define ATTN_SK ", sk_code, "\n#define ATTN_D ", d, "\n#define ATTN_DV ", dv, "\n#define ATTN_DP ",
-                  (d + 15) / 16 * 16, "\n#define ATTN_DVP ", (dv + 15) / 16 * 16, "\n#define ATTN_Q_LD ", pitches.q_ld,
-                  "\n#define ATTN_K_LD ", k_ld, "\n#define ATTN_V_LD ", pitches.v_ld, "\n#define ATTN_O_LD ",
-                  pitches.o_ld, "\n#define ATTN_K_TRANS ", k_rows_are_keys ? 1 : 0, "\n#define ATTN_K_ASYNC ",
-                  k_async ? 1 : 0, "\n");
-  const size_t tile_at = src.size();  // the tile config's defines go here
+                  "\n#define ATTN_SK ", sk_code, "\n#define ATTN_D ", d, "\n#define ATTN_DV ", dv,
+                  "\n#define ATTN_Q_LD ", pitches.q_ld, "\n#define ATTN_K_LD ", k_ld, "\n#define ATTN_V_LD ",
+                  pitches.v_ld, "\n#define ATTN_O_LD ", pitches.o_ld, "\n#define ATTN_K_TRANS ",
+                  k_rows_are_keys ? 1 : 0, "\n#define ATTN_K_ASYNC ", k_async ? 1 : 0, "\n");
+  const size_t tile_at = src.size();  // the tile config's defines and the kernel's padding go here
   absl::StrAppend(&src, "#define ATTN_Q_PROLOGUE ", plan.q_chain.empty() ? 0 : 1, "\n#define ATTN_CAUSAL_LIMIT ",
                   causal_limit ? 1 : 0,
                   "\n#define ATTN_T ", StorageTypeName(dt), "\n#define KILN_ATTN_PARAMS ", params,
@@ -740,15 +747,29 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
                     "KILN_ATTN_PARAMS) {\n",
                     q_loads, f.qpro.code, "  return ", f.q_result, ";\n}\n");
   }
-  absl::StrAppend(&src, TemplateSource("mma_sm80.cuh"), TemplateSource("attention_sm80.cuh"));
+  absl::StrAppend(&src, TemplateSource("mma_sm80.cuh"), TemplateSource("attention_softmax.cuh"));
   std::vector<KernelLaunch> launches;
   for (const AttentionVariant& v : variants) {
     const AttentionConfig& cfg = v.cfg;
     KernelLaunch& l = launches.emplace_back(launch);
+    // Head dims padded to the kernel's k and n steps: 16 (mma.sync), 64 (one
+    // 128-byte swizzle row of the wgmma kernel's tiles).
+    const int64_t pad = cfg.wgmma ? 64 : 16;
     l.source = absl::StrCat(src.substr(0, tile_at), "#define ATTN_BM ", cfg.bm, "\n#define ATTN_BN ", cfg.bn,
-                            "\n#define ATTN_SPLITS ", cfg.splits, "\n", src.substr(tile_at));
+                            "\n#define ATTN_SPLITS ", cfg.splits, "\n#define ATTN_DP ", (d + pad - 1) / pad * pad,
+                            "\n#define ATTN_DVP ", (dv + pad - 1) / pad * pad, "\n", src.substr(tile_at));
+    if (cfg.wgmma) {
+      absl::StrAppend(
+          &l.source, TemplateSource("wgmma_sm90.cuh"),
+          WgmmaFunction("kiln_attn_wgmma_qk", cfg.bn, dt, false, k_rows_are_keys, false, true),
+          WgmmaFunction("kiln_attn_wgmma_pv", static_cast<int>((dv + 63) / 64 * 64), dt, false, false, true, true),
+          TemplateSource("attention_sm90.cuh"));
+      l.block = {static_cast<uint32_t>(cfg.bm * 2), 1, 1};
+    } else {
+      absl::StrAppend(&l.source, TemplateSource("attention_sm80.cuh"));
+      l.block = {static_cast<uint32_t>(cfg.bm / 16 * 32 * cfg.splits), 1, 1};
+    }
     l.grid = {static_cast<uint32_t>((sq + cfg.bm - 1) / cfg.bm), static_cast<uint32_t>(batch), 1};
-    l.block = {static_cast<uint32_t>(cfg.bm / 16 * 32 * cfg.splits), 1, 1};
     l.shared_bytes = static_cast<uint32_t>(AttentionSharedBytes(cfg, d, dv, k_rows_are_keys));
     if (dyn) {  // the grid at the run's sizes: ceil(Sq / BM) x batch
       l.dim_param = true;

@@ -6,11 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
+#include "codegen/ops/gemm_sm90.h"
 
 namespace kiln::codegen::ops {
 namespace {
 
 int64_t RoundUp16(int64_t x) { return (x + 15) / 16 * 16; }
+int64_t RoundUp64(int64_t x) { return (x + 63) / 64 * 64; }
 
 // Keys per stage of the key loop: one block per key group.
 int64_t StageKeys(const AttentionConfig& c) { return static_cast<int64_t>(c.bn) * c.splits; }
@@ -23,7 +25,33 @@ int64_t KTile(const AttentionConfig& c, int64_t d, bool k_trans) {
 
 }  // namespace
 
+namespace {
+
+template <typename Bad>
+absl::Status VerifyWgmmaConfig(const AttentionConfig& c, int64_t d, int64_t dv, bool k_trans, Bad bad) {
+  if (c.bm != 64 && c.bm != 128 && c.bm != 192)
+    return bad("the wgmma kernel takes BM 64, 128 or 192 (warpgroups of 64 rows)");
+  if (c.bn != 64 && c.bn != 128) return bad("the wgmma kernel takes BN 64 or 128");
+  if (c.splits != 1) return bad("the wgmma kernel has no key groups (splits 1)");
+  const int64_t smem = AttentionSharedBytes(c, d, dv, k_trans);
+  if (smem > kSm90MaxSharedBytes) {
+    return bad(absl::StrCat(smem, " bytes of shared memory (> ", kSm90MaxSharedBytes, ", 227 KiB)"));
+  }
+  const int regs = AttentionRegisterEstimate(c, d, dv);
+  const int budget = std::min(255, 65536 / (2 * c.bm) / 8 * 8) - kAttentionWgmmaRegisterReserve;
+  if (regs > budget) {
+    return bad(absl::StrCat(regs, " registers per thread for scores, accumulators and P (> ", budget, " at ", 2 * c.bm,
+                            " threads)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 int64_t AttentionSharedBytes(const AttentionConfig& c, int64_t d, int64_t dv, bool k_trans) {
+  if (c.wgmma) {  // 1024 (alignment) + Q [BM][DP] + 2 K [BN][DP] + 2 V [BN][DVP], DP and DVP padded to 64
+    return 1024 + (c.bm * RoundUp64(d) + 2 * c.bn * (RoundUp64(d) + RoundUp64(dv))) * 2;
+  }
   const int64_t q = c.bm * (RoundUp16(d) + 8);
   const int64_t v = StageKeys(c) * (RoundUp16(dv) + 8);
   const int64_t tiles = (q + 2 * KTile(c, d, k_trans) + 2 * v) * 2;
@@ -33,24 +61,27 @@ int64_t AttentionSharedBytes(const AttentionConfig& c, int64_t d, int64_t dv, bo
 
 int AttentionRegisterEstimate(const AttentionConfig& c, int64_t d, int64_t dv) {
   // Scores (BN/8 fragments of 4), output accumulators (DVP/8 x 4), Q fragments
-  // (DP/16 x 4), one P fragment, row max/sum/alpha/base.
+  // (DP/16 x 4), one P fragment, row max/sum/alpha/base. The wgmma kernel: scores,
+  // accumulators (DVP padded to 64) and all of P's fragments (BN/4), no Q fragments.
+  if (c.wgmma) return static_cast<int>(c.bn / 2 + RoundUp64(dv) / 2 + c.bn / 4 + 12);
   return static_cast<int>(c.bn / 2 + RoundUp16(dv) / 2 + RoundUp16(d) / 4 + 4 + 8);
 }
 
 absl::Status VerifyAttentionConfig(const AttentionConfig& c, int64_t d, int64_t dv, bool k_trans) {
   auto bad = [&](const std::string& why) {
-    return absl::InvalidArgumentError(absl::StrCat("attention tile config BM ", c.bm, " BN ", c.bn, " splits ",
-                                                   c.splits, " (D ", d, ", Dv ", dv,
+    return absl::InvalidArgumentError(absl::StrCat("attention tile config", c.wgmma ? " (wgmma)" : "", " BM ", c.bm,
+                                                   " BN ", c.bn, " splits ", c.splits, " (D ", d, ", Dv ", dv,
                                                    k_trans ? ", K [Sk, D]" : ", K' [D, Sk]", "): ", why));
   };
+  if (d <= 0 || dv <= 0 || d % 8 != 0 || dv % 8 != 0 || d > kAttentionMaxHeadDim || dv > kAttentionMaxHeadDim) {
+    return bad(absl::StrCat("head dims must be multiples of 8 up to ", kAttentionMaxHeadDim));
+  }
+  if (c.wgmma) return VerifyWgmmaConfig(c, d, dv, k_trans, bad);
   if (c.bm < 16 || c.bm > 128 || c.bm % 16 != 0) {
     return bad("BM must be a multiple of 16 (one warp per 16 query rows) in [16, 128]");
   }
   if (c.bn < 16 || c.bn > 128 || c.bn % 16 != 0)
     return bad("BN must be a multiple of 16 (the P V mma's k) in [16, 128]");
-  if (d <= 0 || dv <= 0 || d % 8 != 0 || dv % 8 != 0 || d > kAttentionMaxHeadDim || dv > kAttentionMaxHeadDim) {
-    return bad(absl::StrCat("head dims must be multiples of 8 up to ", kAttentionMaxHeadDim));
-  }
   if (c.splits != 1 && c.splits != 2 && c.splits != 4) return bad("splits (key groups per CTA) must be 1, 2 or 4");
   const int64_t smem = AttentionSharedBytes(c, d, dv, k_trans);
   if (smem > kAttentionMaxSharedBytes) {
@@ -64,7 +95,19 @@ absl::Status VerifyAttentionConfig(const AttentionConfig& c, int64_t d, int64_t 
   return absl::OkStatus();
 }
 
-AttentionConfig PickAttentionConfig(int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv, bool k_trans) {
+bool UseWgmmaAttention(int64_t sq, int64_t d, int64_t dv) { return sq > 32 && d > 32 && dv > 32; }
+
+AttentionConfig PickAttentionConfig(int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv, bool k_trans,
+                                    bool hopper) {
+  constexpr int64_t kSms = 132;
+  if (hopper && UseWgmmaAttention(sq, d, dv)) {
+    // Two warpgroups of 64 rows where that still gives every SM a CTA, else one.
+    const int bm = batch * ((sq + 127) / 128) >= kSms ? 128 : 64;
+    for (int bn : {128, 64}) {
+      const AttentionConfig c{bm, bn, 1, true};
+      if (VerifyAttentionConfig(c, d, dv, k_trans).ok()) return c;
+    }
+  }
   // Enough CTAs to fill an H100's 132 SMs where the problem allows it: a CTA per 64
   // query rows, halved down to 32 while the grid is smaller than that, and down to one
   // warp while the tile is twice the queries. Key groups give the same rows more warps
@@ -74,7 +117,7 @@ AttentionConfig PickAttentionConfig(int64_t batch, int64_t sq, int64_t sk, int64
   // up to 128, BERT-base and GPT-2 at batch 1), four groups of 16 or 32 keys, one
   // stage for all keys; a grid short of one wave with more keys (ViT-B/16 at batch 1,
   // 197) two groups of 64.
-  constexpr int64_t kTargetCtas = 132;
+  constexpr int64_t kTargetCtas = kSms;
   auto ctas = [&](int bm) { return batch * ((sq + bm - 1) / bm); };
   AttentionConfig c{64, 64, 1};
   while (c.bm > 32 && ctas(c.bm) < kTargetCtas) c.bm /= 2;

@@ -350,11 +350,20 @@ inline constexpr int64_t kAttentionMaxSharedBytes = 99 * 1024;
 // takes 137 registers; D = Dv = 128 with 64-key blocks (estimate 140) took 241-255,
 // so 128-wide heads get 32-key blocks (estimate 124; 202-214 registers, no spills).
 inline constexpr int kAttentionRegisterBudget = 128;
+// Registers of the same estimate for the Hopper kernel (no Q fragments; P's
+// fragments beside the scores): what a thread may hold (255, or 65536 / threads
+// rounded down to 8 when that is less: 168 at BM 192), less this reserve for the
+// addresses, indices and the score functor.
+inline constexpr int kAttentionWgmmaRegisterReserve = 63;
 struct AttentionConfig {
   int bm = 64;      // query rows per CTA: BM / 16 warps per key group, 16 rows each
   int bn = 64;      // keys per block of the key loop
   int splits = 1;   // key groups per CTA (1, 2, 4): each stage's keys are `splits`
                     // blocks, one per group, the groups' results merged at the end
+  // The Hopper kernel (codegen/templates/attention_sm90.cuh, sm_90a only): one
+  // warpgroup per 64 rows (BM 64, 128 or 192), wgmma with Q, K, V in 128-byte-swizzled
+  // shared memory (D, Dv padded to 64), BN 64 or 128, splits 1.
+  bool wgmma = false;
 };
 // Dynamic shared memory (bytes): Q [BM][DP+8], two K tiles ([KEYS][DP+8] when stored
 // [Sk, D], else [DP][KEYS+8]) and two V tiles [KEYS][DVP+8], KEYS = BN * splits, 2
@@ -374,10 +383,17 @@ absl::Status VerifyAttentionConfig(const AttentionConfig& config, int64_t d, int
 // verifies, with two key groups when the grid is still short of 132 CTAs and Sk
 // exceeds BN; four groups covering all keys in one stage for 32 < Sk <= 64 on at most
 // 264 CTAs (BN 16) and 64 < Sk <= 128 on fewer than 132 (BN 32).
-AttentionConfig PickAttentionConfig(int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv, bool k_trans);
-// One launch; `config` overrides the heuristic (benchmarks, tests). Unimplemented for
-// a group the kernel does not take; InvalidArgument for an invalid `config`.
+// With `hopper` (an sm_90a target): the wgmma kernel where it pays
+// (UseWgmmaAttention), BM 128 where that still fills the SMs, else 64.
+AttentionConfig PickAttentionConfig(int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv, bool k_trans,
+                                    bool hopper = false);
+// Whether the heuristic gives an sm_90a target the wgmma kernel for these sizes.
+bool UseWgmmaAttention(int64_t sq, int64_t d, int64_t dv);
+// One launch; `config` overrides the heuristic (benchmarks, tests); `hopper`: the
+// target is sm_90a, so the heuristic may pick the wgmma kernel. Unimplemented for a
+// group the kernel does not take; InvalidArgument for an invalid `config`.
 absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& group,
-                                                                 const AttentionConfig* config = nullptr);
+                                                                 const AttentionConfig* config = nullptr,
+                                                                 bool hopper = false);
 
 }  // namespace kiln::codegen::ops

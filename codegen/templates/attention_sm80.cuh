@@ -86,10 +86,6 @@
 #define ATTN_Q_TILE (ATTN_BM * ATTN_Q_PITCH)
 #define ATTN_V_TILE (ATTN_KEYS * ATTN_V_PITCH)
 
-constexpr bool kiln_attn_bf16 = ATTN_BF16 != 0;
-
-static __device__ __forceinline__ float kiln_attn_neg_inf() { return __int_as_float(0xff800000); }
-
 // A tile of ROWS x COLS elements (shared rows of COLS + 8) from a matrix of lim_r x
 // lim_c with rows PITCH elements apart, starting at (r0, c0): 16-byte chunks (lim_c and
 // PITCH multiples of 8, so a chunk is all in or all out and aligned), out-of-range
@@ -170,42 +166,13 @@ static __device__ __forceinline__ void kiln_attn_pv(float (&acc_o)[ATTN_DVP / 8]
 #pragma unroll
   for (int kk = 0; kk < ATTN_BN / 16; ++kk) {
     unsigned a[4];
-    a[0] = kiln_mma_pack<kiln_attn_bf16>(s[2 * kk][0], s[2 * kk][1]);
-    a[1] = kiln_mma_pack<kiln_attn_bf16>(s[2 * kk][2], s[2 * kk][3]);
-    a[2] = kiln_mma_pack<kiln_attn_bf16>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-    a[3] = kiln_mma_pack<kiln_attn_bf16>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    kiln_attn_p_fragment(a, s, kk);
 #pragma unroll
     for (int j = 0; j < ATTN_DVP / 8; j += 2) {
       unsigned b[4];
       kiln_mma_ldsm_x4_trans(b, vt + (kk * 16 + (lane % 16)) * ATTN_V_PITCH + j * 8 + (lane / 16) * 8);
       kiln_mma_m16n8k16<kiln_attn_bf16>(acc_o[j], a, b[0], b[1]);
       kiln_mma_m16n8k16<kiln_attn_bf16>(acc_o[j + 1], a, b[2], b[3]);
-    }
-  }
-}
-
-// O / l into `o` (the batch entry's output, `sq_n` rows): the quad's partial row sums
-// add up to the row's; a row without any weight (l = 0) is stored as zeros.
-static __device__ __forceinline__ void kiln_attn_store_o(ATTN_T* o, const float (&acc_o)[ATTN_DVP / 8][4],
-                                                         const float (&row_sum)[2], int row0, int lane, int sq_n) {
-  float inv[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = row_sum[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    inv[r] = l > 0.f ? 1.f / l : 0.f;
-  }
-#pragma unroll
-  for (int j = 0; j < ATTN_DVP / 8; ++j) {
-    const int col = j * 8 + 2 * (lane % 4);
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = row0 + r * 8;
-      if (row < sq_n && col < ATTN_DV) {
-        *reinterpret_cast<unsigned*>(o + (kiln_index)row * ATTN_O_LD + col) =
-            kiln_mma_pack<kiln_attn_bf16>(acc_o[j][2 * r] * inv[r], acc_o[j][2 * r + 1] * inv[r]);
-      }
     }
   }
 }
@@ -286,12 +253,7 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_CTAS)
   const kiln_mma_t* k = reinterpret_cast<const kiln_mma_t*>(K) + kiln_attn_k_offset(batch KILN_ATTN_ARGS);
   const kiln_mma_t* v = reinterpret_cast<const kiln_mma_t*>(V) + kiln_attn_v_offset(batch KILN_ATTN_ARGS);
 
-#if ATTN_CAUSAL_LIMIT
-  const int n_end = min(sk_n, m0 + ATTN_BM);
-#else
-  const int n_end = sk_n;
-#endif
-  const int blocks = (n_end + ATTN_KEYS - 1) / ATTN_KEYS;
+  const int blocks = (kiln_attn_key_end(m0, sk_n) + ATTN_KEYS - 1) / ATTN_KEYS;
 
   kiln_attn_load<ATTN_BM, ATTN_DP, ATTN_Q_LD>(sq, q, m0, 0, sq_n, ATTN_D);
   kiln_attn_load_kv(sk, sv, k, v, 0, sk_n);
@@ -300,13 +262,8 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_CTAS)
   // This thread's two rows (g and g + 8 of the warp's 16): running max (log2
   // domain), partial row sum over its columns, output accumulators.
   const int row0 = m0 + row_warp * 16 + lane / 4;
-  float row_max[2] = {kiln_attn_neg_inf(), kiln_attn_neg_inf()};
-  float row_sum[2] = {0.f, 0.f};
-  float acc_o[ATTN_DVP / 8][4];
-#pragma unroll
-  for (int j = 0; j < ATTN_DVP / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc_o[j][e] = 0.f;
+  float row_max[2], row_sum[2], acc_o[ATTN_DVP / 8][4];
+  kiln_attn_init_rows(row_max, row_sum, acc_o);
   unsigned frag_q[ATTN_DP / 16][4];
 
   for (int jb = 0; jb < blocks; ++jb) {
@@ -341,53 +298,9 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_CTAS)
     float s[ATTN_BN / 8][4];
     kiln_attn_qk(s, frag_q, kt, lane);
 
-    // The score functor, masking of out-of-range scores, row max (log2 domain).
+    // The score functor and the online softmax: s becomes P.
     const int n0 = jb * ATTN_KEYS + group * ATTN_BN;
-    float mx[2] = {kiln_attn_neg_inf(), kiln_attn_neg_inf()};
-#pragma unroll
-    for (int j = 0; j < ATTN_BN / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int row = row0 + (e >= 2 ? 8 : 0);
-        const int col = n0 + j * 8 + 2 * (lane % 4) + (e & 1);
-        float x = kiln_attn_neg_inf();
-        if (row < sq_n && col < sk_n) {
-          x = kiln_attn_score(s[j][e], row, col, batch KILN_ATTN_ARGS) * 1.4426950408889634f;
-        }
-        s[j][e] = x;
-        mx[e >> 1] = fmaxf(mx[e >> 1], x);
-      }
-    }
-    float alpha[2], base[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      const float m_new = fmaxf(row_max[r], mx[r]);
-      // A row with no finite score yet keeps exp2 arguments at -inf (P = 0), not NaN.
-      base[r] = m_new == kiln_attn_neg_inf() ? 0.f : m_new;
-      alpha[r] = exp2f(row_max[r] - base[r]);
-      row_max[r] = m_new;
-    }
-    float sum[2] = {0.f, 0.f};
-#pragma unroll
-    for (int j = 0; j < ATTN_BN / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float p = exp2f(s[j][e] - base[e >> 1]);
-        s[j][e] = p;
-        sum[e >> 1] += p;
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * alpha[r] + sum[r];
-#pragma unroll
-    for (int j = 0; j < ATTN_DVP / 8; ++j) {
-      acc_o[j][0] *= alpha[0];
-      acc_o[j][1] *= alpha[0];
-      acc_o[j][2] *= alpha[1];
-      acc_o[j][3] *= alpha[1];
-    }
+    kiln_attn_softmax_block(s, row_max, row_sum, acc_o, row0, n0, sq_n, sk_n, lane, batch KILN_ATTN_ARGS);
 
     kiln_attn_pv(acc_o, s, vt, lane);
     __syncthreads();  // every warp is done with this block's tiles before they are refilled

@@ -1,0 +1,245 @@
+// Fused attention on Hopper (sm_90a; wgmma), the loop of attention_sm80.cuh with
+// warpgroup MMAs:
+//   O[b] = softmax_rows(kiln_attn_score(Q[b] K[b]^T)) V[b]
+// One CTA takes ATTN_BM query rows (one warpgroup per 64) of one batch entry and
+// sweeps the keys in blocks of ATTN_BN. Per block, each warpgroup computes its
+// 64 x BN scores with wgmma.m64nBNk16 (Q and K from shared memory), runs the score
+// functor and the online softmax on them in registers (attention_softmax.cuh: a warp
+// holds 16 rows of a wgmma accumulator in mma.sync's layout) and adds P V with the
+// register-A form of wgmma.m64nDVk16 (P from the score registers, V from shared
+// memory). K and V are double-buffered; all threads copy with cp.async into the
+// 128-byte-swizzled layouts wgmma reads (below).
+//
+// Defined by codegen/ops/attention.cc before this text, as for attention_sm80.cuh
+// (ATTN_BF16, ATTN_SQ, ATTN_SK, ATTN_D, ATTN_DV, ATTN_*_LD, ATTN_K_TRANS, ATTN_BM,
+// ATTN_BN, ATTN_Q_PROLOGUE, ATTN_CAUSAL_LIMIT, ATTN_T, KILN_ATTN_PARAMS / ARGS and
+// the functions kiln_attn_{q,k,v,o}_offset, kiln_attn_score, kiln_attn_q_prologue),
+// with these differences:
+//   ATTN_DP, ATTN_DVP    D and Dv rounded up to 64 (one 128-byte swizzle row of
+//                        16-bit elements per 64); the padded columns are zero-filled
+//   ATTN_BM              64, 128 or 192 (one warpgroup per 64 rows); ATTN_BN 64 or 128
+//   K is always copied with cp.async (ATTN_K_ASYNC 1: the generator checks it)
+// and, from wgmma_sm90.cuh and the generator (WgmmaFunction):
+//   kiln_attn_wgmma_qk(float (&s)[ATTN_BN / 8][4], desc_q, desc_k)      S += Q K^T
+//   kiln_attn_wgmma_pv(float (&o)[ATTN_DVP / 8][4], const unsigned (&p)[4], desc_v)
+// Kernel parameters: (O, Q, K, V KILN_ATTN_PARAMS). Grid (ceil(Sq / ATTN_BM), batch);
+// block ATTN_BM * 2 threads; dynamic shared memory 1024 (alignment) + Q tile + 2 K
+// tiles + 2 V tiles (AttentionSharedBytes).
+//
+// Shared-memory tiles (16-bit elements, 128-byte rows, 16-byte chunk c of row r at
+// chunk c ^ (r % 8): the 128-byte swizzle). A matrix of R rows and C columns (C a
+// multiple of 64) is stored as C / 64 blocks of [R][64]:
+//   Q  [DP / 64][BM][64]   K-major A: descriptor SBO 1024 (8 rows), the k16 step
+//                          +32 bytes within a block, the next block BM x 128 bytes on
+//   K  [DP / 64][BN][64]   (ATTN_K_TRANS 1, keys by rows) K-major B, the same
+//   K' [BN / 64][DP][64]   (ATTN_K_TRANS 0, head dim by rows) N-major B: SBO 1024 (8
+//                          rows of d), LBO DP x 128 (the next 64 keys), the k16 step
+//                          +2048 bytes (16 rows)
+//   V  [DVP / 64][BN][64]  N-major B of P V: SBO 1024, LBO BN x 128, k16 step +2048
+// cp.async writes through the generic proxy: each thread fences to the async proxy
+// after its copies land, before the barrier that precedes the wgmmas.
+
+#define ATTN_WARPGROUPS (ATTN_BM / 64)
+#define ATTN_THREADS (ATTN_WARPGROUPS * 128)
+#define ATTN_Q_BYTES (ATTN_BM * ATTN_DP * 2)
+#define ATTN_K_BYTES (ATTN_BN * ATTN_DP * 2)
+#define ATTN_V_BYTES (ATTN_BN * ATTN_DVP * 2)
+
+// A tile of ROWS x COLS elements from a matrix of lim_r x lim_c with rows PITCH
+// elements apart, starting at (r0, c0), into the swizzled blocks [COLS / 64][ROWS][64]
+// at `s`: 16-byte chunks (lim_c and PITCH multiples of 8, so a chunk is all in or all
+// out and aligned), out-of-range chunks zero-filled.
+template <int ROWS, int COLS, int PITCH>
+static __device__ __forceinline__ void kiln_attn90_load(unsigned char* s, const kiln_mma_t* __restrict__ g, int r0,
+                                                        int c0, int lim_r, int lim_c) {
+  constexpr int kChunks = ROWS * COLS / 8;
+  constexpr int kIters = (kChunks + ATTN_THREADS - 1) / ATTN_THREADS;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int c = threadIdx.x + it * ATTN_THREADS;
+    if (kChunks % ATTN_THREADS != 0 && c >= kChunks) break;
+    const int r = c / (COLS / 8), k = c % (COLS / 8);
+    const bool ok = r0 + r < lim_r && c0 + k * 8 < lim_c;
+    const kiln_mma_t* src = ok ? g + (kiln_index)(r0 + r) * PITCH + (c0 + k * 8) : g;
+    kiln_mma_cp16(s + ((k / 8) * ROWS + r) * 128 + (((k % 8) ^ (r % 8)) * 16), src, ok ? 16 : 0);
+  }
+}
+
+// Issues the copies of the ATTN_BN keys from `n0` (of `sk_n`) into the K and V tiles.
+static __device__ __forceinline__ void kiln_attn90_load_kv(unsigned char* sk, unsigned char* sv,
+                                                           const kiln_mma_t* __restrict__ k,
+                                                           const kiln_mma_t* __restrict__ v, int n0, int sk_n) {
+#if ATTN_K_TRANS
+  kiln_attn90_load<ATTN_BN, ATTN_DP, ATTN_K_LD>(sk, k, n0, 0, sk_n, ATTN_D);
+#else
+  kiln_attn90_load<ATTN_DP, ATTN_BN, ATTN_K_LD>(sk, k, 0, n0, ATTN_D, sk_n);
+#endif
+  kiln_attn90_load<ATTN_BN, ATTN_DVP, ATTN_V_LD>(sv, v, n0, 0, sk_n, ATTN_DV);
+}
+
+#if ATTN_Q_PROLOGUE
+// kiln_attn_q_prologue on the Q tile in shared memory (element (r, c) at its
+// swizzled place), then the fence that shows the writes to wgmma.
+static __device__ __forceinline__ void kiln_attn90_q_prologue(unsigned char* sq, int m0, int sq_n,
+                                                              int batch KILN_ATTN_PARAMS) {
+  for (int e = threadIdx.x; e < ATTN_BM * ATTN_D; e += ATTN_THREADS) {
+    const int r = e / ATTN_D, c = e % ATTN_D;
+    if (m0 + r < sq_n) {
+      kiln_mma_t* p = reinterpret_cast<kiln_mma_t*>(sq + ((c / 64) * ATTN_BM + r) * 128 +
+                                                     ((((c % 64) / 8) ^ (r % 8)) * 16)) +
+                      c % 8;
+      *p = kiln_mma_from_f32<kiln_attn_bf16>(
+          kiln_attn_q_prologue(kiln_mma_to_f32<kiln_attn_bf16>(*p), m0 + r, c, batch KILN_ATTN_ARGS));
+    }
+  }
+  kiln_sm90_fence_proxy_async();
+  __syncthreads();
+}
+#endif
+
+// Keeps the compiler from moving reads or writes of wgmma operands in registers
+// across a wgmma fence or wait (the accumulators, P's fragments).
+template <int N, int M>
+static __device__ __forceinline__ void kiln_attn90_fence_operands(float (&x)[N][M]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int j = 0; j < M; ++j) asm volatile("" : "+f"(x[i][j])::"memory");
+}
+template <int N, int M>
+static __device__ __forceinline__ void kiln_attn90_fence_operands(unsigned (&x)[N][M]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int j = 0; j < M; ++j) asm volatile("" : "+r"(x[i][j])::"memory");
+}
+
+// S = Q K^T for the warpgroup's 64 rows (its Q block at `q_rows`) x ATTN_BN keys of
+// the K tile at `kt`, from zero; waits for the result.
+static __device__ __forceinline__ void kiln_attn90_qk(float (&s)[ATTN_BN / 8][4], unsigned q_rows, unsigned kt) {
+#pragma unroll
+  for (int j = 0; j < ATTN_BN / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[j][e] = 0.f;
+  kiln_attn90_fence_operands(s);  // zeros in registers, not folded into the wgmma
+  const unsigned long long dq = kiln_sm90_desc(q_rows, 16, 1024);
+#if ATTN_K_TRANS
+  const unsigned long long dk = kiln_sm90_desc(kt, 16, 1024);
+#else
+  const unsigned long long dk = kiln_sm90_desc(kt, ATTN_DP * 128, 1024);
+#endif
+  kiln_sm90_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < ATTN_DP / 16; ++kk) {
+    // 16-byte units: 2 per k16 step within a 64-column block, a block of BM (BN) rows.
+    const unsigned q_step = (kk % 4) * 2 + (kk / 4) * ATTN_BM * 8;
+#if ATTN_K_TRANS
+    const unsigned k_step = (kk % 4) * 2 + (kk / 4) * ATTN_BN * 8;
+#else
+    const unsigned k_step = kk * 128;
+#endif
+    kiln_attn_wgmma_qk(s, kiln_sm90_desc_add(dq, q_step), kiln_sm90_desc_add(dk, k_step));
+  }
+  kiln_sm90_wgmma_commit();
+  kiln_sm90_wgmma_wait<0>();
+  kiln_attn90_fence_operands(s);
+}
+
+// O += P V for the warpgroup's rows: P (the scores after the softmax) as register A,
+// V's tile at `vt`; waits for the result.
+static __device__ __forceinline__ void kiln_attn90_pv(float (&acc_o)[ATTN_DVP / 8][4], const float (&s)[ATTN_BN / 8][4],
+                                                      unsigned vt) {
+  unsigned p[ATTN_BN / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < ATTN_BN / 16; ++kk) kiln_attn_p_fragment(p[kk], s, kk);
+  const unsigned long long dv = kiln_sm90_desc(vt, ATTN_BN * 128, 1024);
+  kiln_attn90_fence_operands(acc_o);
+  kiln_attn90_fence_operands(p);
+  kiln_sm90_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < ATTN_BN / 16; ++kk) kiln_attn_wgmma_pv(acc_o, p[kk], kiln_sm90_desc_add(dv, kk * 128));
+  kiln_sm90_wgmma_commit();
+  kiln_sm90_wgmma_wait<0>();
+  kiln_attn90_fence_operands(acc_o);
+  kiln_attn90_fence_operands(p);
+}
+
+extern "C" __global__ void __launch_bounds__(ATTN_THREADS, 1)
+    KILN_KERNEL(ATTN_T* __restrict__ O, const ATTN_T* __restrict__ Q, const ATTN_T* __restrict__ K,
+                const ATTN_T* __restrict__ V KILN_ATTN_PARAMS) {
+  extern __shared__ __align__(128) unsigned char kiln_attn_smem_raw[];
+  // wgmma's 128-byte swizzle repeats every 1024 bytes: the tiles start 1024-aligned.
+  unsigned char* sq = kiln_attn_smem_raw + ((1024 - kiln_sm90_smem(kiln_attn_smem_raw) % 1024) % 1024);
+  unsigned char* sk = sq + ATTN_Q_BYTES;      // 2 K tiles
+  unsigned char* sv = sk + 2 * ATTN_K_BYTES;  // 2 V tiles
+  const int m0 = blockIdx.x * ATTN_BM;
+  const int batch = blockIdx.y;
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int wg = warp / 4;
+  const int sq_n = ATTN_SQ, sk_n = ATTN_SK;
+  const kiln_mma_t* q = reinterpret_cast<const kiln_mma_t*>(Q) + kiln_attn_q_offset(batch KILN_ATTN_ARGS);
+  const kiln_mma_t* k = reinterpret_cast<const kiln_mma_t*>(K) + kiln_attn_k_offset(batch KILN_ATTN_ARGS);
+  const kiln_mma_t* v = reinterpret_cast<const kiln_mma_t*>(V) + kiln_attn_v_offset(batch KILN_ATTN_ARGS);
+
+  const int blocks = (kiln_attn_key_end(m0, sk_n) + ATTN_BN - 1) / ATTN_BN;
+
+  kiln_attn90_load<ATTN_BM, ATTN_DP, ATTN_Q_LD>(sq, q, m0, 0, sq_n, ATTN_D);
+  kiln_attn90_load_kv(sk, sv, k, v, 0, sk_n);
+  kiln_mma_commit();
+
+  // This thread's two rows (lane / 4 and + 8 of its warp's 16): running max (log2
+  // domain), partial row sum over its columns, output accumulators.
+  const int row0 = m0 + warp * 16 + lane / 4;
+  float row_max[2], row_sum[2], acc_o[ATTN_DVP / 8][4];
+  kiln_attn_init_rows(row_max, row_sum, acc_o);
+  const unsigned q_rows = kiln_sm90_smem(sq) + wg * 64 * 128;
+
+  for (int jb = 0; jb < blocks; ++jb) {
+    if (jb + 1 < blocks) {
+      kiln_attn90_load_kv(sk + ((jb + 1) & 1) * ATTN_K_BYTES, sv + ((jb + 1) & 1) * ATTN_V_BYTES, k, v,
+                          (jb + 1) * ATTN_BN, sk_n);
+    }
+    kiln_mma_commit();
+    kiln_mma_wait<1>();  // block jb (and Q) have landed
+    kiln_sm90_fence_proxy_async();
+    __syncthreads();
+#if ATTN_Q_PROLOGUE
+    if (jb == 0) kiln_attn90_q_prologue(sq, m0, sq_n, batch KILN_ATTN_ARGS);
+#endif
+    float s[ATTN_BN / 8][4];
+    kiln_attn90_qk(s, q_rows, kiln_sm90_smem(sk + (jb & 1) * ATTN_K_BYTES));
+    kiln_attn_softmax_block(s, row_max, row_sum, acc_o, row0, jb * ATTN_BN, sq_n, sk_n, lane, batch KILN_ATTN_ARGS);
+    kiln_attn90_pv(acc_o, s, kiln_sm90_smem(sv + (jb & 1) * ATTN_V_BYTES));
+    __syncthreads();  // every warpgroup is done with this block's tiles before they are refilled
+  }
+  kiln_attn_store_o(O + kiln_attn_o_offset(batch KILN_ATTN_ARGS), acc_o, row_sum, row0, lane, sq_n);
+}
+
+// The next kernel of the module defines its own configuration.
+#undef ATTN_WARPGROUPS
+#undef ATTN_THREADS
+#undef ATTN_Q_BYTES
+#undef ATTN_K_BYTES
+#undef ATTN_V_BYTES
+#undef ATTN_BF16
+#undef ATTN_SQ
+#undef ATTN_SK
+#undef ATTN_D
+#undef ATTN_DV
+#undef ATTN_DP
+#undef ATTN_DVP
+#undef ATTN_Q_LD
+#undef ATTN_K_LD
+#undef ATTN_V_LD
+#undef ATTN_O_LD
+#undef ATTN_K_TRANS
+#undef ATTN_K_ASYNC
+#undef ATTN_BM
+#undef ATTN_BN
+#undef ATTN_SPLITS
+#undef ATTN_Q_PROLOGUE
+#undef ATTN_CAUSAL_LIMIT
+#undef ATTN_T
+#undef KILN_ATTN_PARAMS
+#undef KILN_ATTN_ARGS
