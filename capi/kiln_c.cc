@@ -275,17 +275,38 @@ kiln_status kiln_model_output(const kiln_model* model, size_t index, kiln_tensor
 
 size_t kiln_model_num_dims(const kiln_model* model) { return model == nullptr ? 0 : model->model->dim_ranges().size(); }
 
+namespace {
+
+// The model's dim range at `index`, for the C function `fn`.
+absl::StatusOr<const kiln::DimRange*> DimAt(const char* fn, const kiln_model* model, size_t index) {
+  if (model == nullptr) return Null(fn, "model");
+  const std::vector<kiln::DimRange>& ranges = model->model->dim_ranges();
+  if (index >= ranges.size()) {
+    return absl::OutOfRangeError(
+        absl::StrCat(fn, ": index ", index, ", but the model has ", ranges.size(), " dims with a range"));
+  }
+  return &ranges[index];
+}
+
+}  // namespace
+
 kiln_status kiln_model_dim(const kiln_model* model, size_t index, const char** name, int64_t* min, int64_t* max) {
   return Guard("kiln_model_dim", [&]() -> absl::Status {
-    if (model == nullptr) return Null("kiln_model_dim", "model");
-    const std::vector<kiln::DimRange>& ranges = model->model->dim_ranges();
-    if (index >= ranges.size()) {
-      return absl::OutOfRangeError(
-          absl::StrCat("kiln_model_dim: index ", index, ", but the model has ", ranges.size(), " dims with a range"));
-    }
-    if (name != nullptr) *name = ranges[index].name.c_str();
-    if (min != nullptr) *min = ranges[index].min;
-    if (max != nullptr) *max = ranges[index].max;
+    absl::StatusOr<const kiln::DimRange*> range = DimAt("kiln_model_dim", model, index);
+    if (!range.ok()) return range.status();
+    if (name != nullptr) *name = (*range)->name.c_str();
+    if (min != nullptr) *min = (*range)->min;
+    if (max != nullptr) *max = (*range)->max;
+    return absl::OkStatus();
+  });
+}
+
+kiln_status kiln_model_dim_opt(const kiln_model* model, size_t index, int64_t* opt) {
+  return Guard("kiln_model_dim_opt", [&]() -> absl::Status {
+    if (opt == nullptr) return Null("kiln_model_dim_opt", "opt");
+    absl::StatusOr<const kiln::DimRange*> range = DimAt("kiln_model_dim_opt", model, index);
+    if (!range.ok()) return range.status();
+    *opt = (*range)->opt;
     return absl::OkStatus();
   });
 }

@@ -3,9 +3,10 @@
  * Compiles MODEL (a generated MLP: x f32[1,256] -> probs f32[1,10]) fused and unfused
  * in fp32, loads both, checks their signatures, runs them on the CPU backend and checks
  * that they agree and that probs is a distribution; then every error path a caller can
- * reach. With --gpu: a GPU session with host and with device buffers against the CPU
- * result, and a DLPack wrap; exit 77 (skipped) without a GPU. Exit 1 on any failure,
- * naming the check. */
+ * reach (python/tests/test_kiln.py reads a dynamic model's ranges and opt sizes). With
+ * --gpu: a GPU session with host and with device buffers against the CPU result, and a
+ * DLPack wrap; exit 77 (skipped) without a GPU. Exit 1 on any failure, naming the
+ * check. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,10 @@ static void CheckSignature(const kiln_model* model) {
   /* A static model: no dim ranges, no dims, the smallest shape is the shape. */
   CHECK(kiln_model_num_dims(model) == 0);
   EXPECT_ERROR(kiln_model_dim(model, 0, NULL, NULL, NULL), KILN_OUT_OF_RANGE, "0 dims with a range");
+  int64_t opt = -1;
+  EXPECT_ERROR(kiln_model_dim_opt(model, 0, &opt), KILN_OUT_OF_RANGE, "0 dims with a range");
+  EXPECT_ERROR(kiln_model_dim_opt(model, 0, NULL), KILN_INVALID_ARGUMENT, "opt is NULL");
+  CHECK(opt == -1);
   const char* const* dims = (const char* const*)1;
   const int64_t* min_shape = NULL;
   REQUIRE_OK(kiln_model_input_dims(model, 0, &dims, &min_shape));

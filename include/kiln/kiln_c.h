@@ -142,11 +142,14 @@ int64_t kiln_model_weight_bytes(const kiln_model* model);
 int64_t kiln_model_arena_bytes(const kiln_model* model);
 
 /* Dynamic models (compiled for dim ranges, `kiln compile --dim seq=1..512`; docs/
- * dynamic_shapes.md) take inputs of any sizes inside the ranges and run on the CPU. The
- * number of named dims with a range (0 for a static model), and dim `index`'s name and
- * range (KILN_OUT_OF_RANGE past the end; `name` belongs to the model). */
+ * dynamic_shapes.md) take inputs of any sizes inside the ranges. The number of named
+ * dims with a range (0 for a static model), and dim `index`'s name and range
+ * (KILN_OUT_OF_RANGE past the end; `name` belongs to the model). */
 size_t kiln_model_num_dims(const kiln_model* model);
 kiln_status kiln_model_dim(const kiln_model* model, size_t index, const char** name, int64_t* min, int64_t* max);
+/* The size dim `index` was tuned for (`--dim seq=1..512:128` gives 128), 0 where the
+ * compile named none. */
+kiln_status kiln_model_dim_opt(const kiln_model* model, size_t index, int64_t* opt);
 /* Of the input or output at `index`: each dim as an expression over the named dims
  * ("batch", "seq", "768", "batch*seq"; `ndim` strings) and the smallest shape (the
  * kiln_tensor_info shape is the largest). For a static model `dims` is NULL and

@@ -38,7 +38,7 @@ class Model {
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
   // The dims a dynamic model takes a range of (TensorInfo::dims names them); empty for
-  // a static model. A dynamic model runs on the CPU backend, at any sizes in the ranges.
+  // a static model. A dynamic model runs at any sizes in the ranges, on either backend.
   const std::vector<DimRange>& dim_ranges() const;
   // nullptr when there is no input / output of that name.
   const TensorInfo* FindInput(const std::string& name) const;

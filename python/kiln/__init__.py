@@ -161,11 +161,16 @@ class Model:
         self.outputs = _signature(handle, lib.kiln_model_num_outputs, lib.kiln_model_output,
                                   lib.kiln_model_output_dims)
         # {name: (min, max)} of the dims compiled for a range; {} for a static model.
+        # {name: size} of those given a size to tune for (dim={"seq": "1..512:128"}).
         self.dim_ranges = {}
+        self.dim_opts = {}
         for i in range(lib.kiln_model_num_dims(handle)):
-            name, lo, hi = ctypes.c_char_p(), ctypes.c_int64(), ctypes.c_int64()
+            name, lo, hi, opt = ctypes.c_char_p(), ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
             check(lib.kiln_model_dim(handle, i, ctypes.byref(name), ctypes.byref(lo), ctypes.byref(hi)))
+            check(lib.kiln_model_dim_opt(handle, i, ctypes.byref(opt)))
             self.dim_ranges[name.value.decode()] = (lo.value, hi.value)
+            if opt.value > 0:
+                self.dim_opts[name.value.decode()] = opt.value
         self.path = lib.kiln_model_path(handle).decode()
         self.arch = lib.kiln_model_arch(handle).decode()
         self.precision = lib.kiln_model_precision(handle).decode()

@@ -72,6 +72,7 @@ _SIGNATURES = {
     "kiln_model_num_dims": (ctypes.c_size_t, [_P]),
     "kiln_model_dim": (_STATUS, [_P, ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int64),
                                  ctypes.POINTER(ctypes.c_int64)]),
+    "kiln_model_dim_opt": (_STATUS, [_P, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)]),
     "kiln_model_input_dims": (_STATUS, [_P, ctypes.c_size_t, ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
                                         ctypes.POINTER(ctypes.POINTER(ctypes.c_int64))]),
     "kiln_model_output_dims": (_STATUS, [_P, ctypes.c_size_t, ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
