@@ -134,13 +134,20 @@ std::vector<GpuCase> HopperCases(const std::vector<GpuCase>& cases) {
   for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
     for (int bm : {64, 128, 192}) {
       for (int bn : {64, 128}) {
-        const ops::AttentionConfig cfg{bm, bn, 1, true};
-        if (!ops::VerifyAttentionConfig(cfg, 64, 64, true).ok()) continue;  // 192 rows: 64-key blocks
-        out.push_back({{dt, 2, 3, 150, 170, 64, 64, AttnMask::kAdd, true}, cfg});
-        out.push_back({{dt, 2, 3, 150, 152, 64, 64, AttnMask::kCausal, false}, cfg});
-        out.push_back({WithSdpaMask({dt, 2, 3, 150, 150, 64, 64, AttnMask::kSdpa, true, false}, M::kCausal), cfg});
+        for (bool overlap : {false, true}) {
+          const ops::AttentionConfig cfg{bm, bn, 1, true, overlap};
+          if (!ops::VerifyAttentionConfig(cfg, 64, 64, true).ok()) continue;  // 192 rows: 64-key blocks
+          out.push_back({{dt, 2, 3, 150, 170, 64, 64, AttnMask::kAdd, true}, cfg});
+          out.push_back({{dt, 2, 3, 150, 152, 64, 64, AttnMask::kCausal, false}, cfg});
+          out.push_back({WithSdpaMask({dt, 2, 3, 150, 150, 64, 64, AttnMask::kSdpa, true, false}, M::kCausal), cfg});
+        }
       }
     }
+    AttnCase scaled{dt, 2, 12, 77, 80, 64, 64, AttnMask::kFill, false, true};
+    scaled.q_scale_input = true;  // the Q prologue on the swizzled tile
+    out.push_back({scaled, ops::AttentionConfig{64, 64, 1, true}});
+    out.push_back({scaled, ops::AttentionConfig{128, 128, 1, true, true}});
+    out.push_back({{dt, 1, 4, 40, 300, 64, 64, AttnMask::kAdd, true}, ops::AttentionConfig{64, 64, 1, true, true}});
     out.push_back(
         {{dt, 1, 4, 200, 200, 128, 128, AttnMask::kAdd, true, true}, ops::AttentionConfig{128, 128, 1, true}});
     out.push_back({{dt, 1, 4, 100, 100, 40, 24, AttnMask::kAdd, true}, ops::AttentionConfig{64, 64, 1, true}});
@@ -149,9 +156,10 @@ std::vector<GpuCase> HopperCases(const std::vector<GpuCase>& cases) {
 }
 
 std::string Name(const GpuCase& g) {
-  const std::string name = g.config.bm == 0 ? g.c.Name()
-                                            : absl::StrCat(g.c.Name(), "_bm", g.config.bm, "_bn", g.config.bn, "_g",
-                                                           g.config.splits, g.config.wgmma ? "_wgmma" : "");
+  const std::string name = g.config.bm == 0
+                               ? g.c.Name()
+                               : absl::StrCat(g.c.Name(), "_bm", g.config.bm, "_bn", g.config.bn, "_g", g.config.splits,
+                                              g.config.wgmma ? "_wgmma" : "", g.config.overlap ? "_overlap" : "");
   return g.hopper ? absl::StrCat(name, "_sm90") : name;
 }
 
@@ -527,7 +535,10 @@ TEST(AttentionGpuTest, TileSweepTiming) {
   const bool hopper = arch == "sm_90a";
   if (hopper) {  // the wgmma kernel's configs
     for (int bm : {64, 128, 192}) {
-      for (int bn : {64, 128}) configs.push_back({bm, bn, 1, true});
+      for (int bn : {64, 128}) {
+        configs.push_back({bm, bn, 1, true});
+        configs.push_back({bm, bn, 1, true, true});
+      }
     }
   }
   for (const auto& [label, c] : shapes) {
@@ -547,8 +558,9 @@ TEST(AttentionGpuTest, TileSweepTiming) {
       kernels.push_back({absl::StrCat("kiln_attn_sweep_", kernels.size()), (*l)[0].source});
       const ops::AttentionConfig used =
           heuristic ? ops::PickAttentionConfig(launches.back().grid[1], c.sq, c.sk, c.d, c.dv, c.k_trans, hopper) : cfg;
-      names.push_back(absl::StrCat(heuristic ? "heuristic " : "", used.wgmma ? "wgmma " : "", "BM ", used.bm, " BN ",
-                                   used.bn, " groups ", used.splits));
+      names.push_back(absl::StrCat(heuristic ? "heuristic " : "", used.wgmma ? "wgmma " : "",
+                                   used.overlap ? "overlap " : "", "BM ", used.bm, " BN ", used.bn, " groups ",
+                                   used.splits));
     }
     absl::StatusOr<std::vector<std::string>> cubins = CompileModules(kernels, arch, kernels.size());
     ASSERT_TRUE(cubins.ok()) << cubins.status();

@@ -23,7 +23,9 @@ using ops::AttentionConfig;
 using test::AttnCase;
 using test::AttnMask;
 
-constexpr AttentionConfig Wgmma(int bm, int bn) { return AttentionConfig{bm, bn, 1, true}; }
+constexpr AttentionConfig Wgmma(int bm, int bn, bool overlap = false) {
+  return AttentionConfig{bm, bn, 1, true, overlap};
+}
 
 TEST(AttentionSm90Test, EveryFormCompilesWithoutSpills) {
   AttnCase prologue{DType::kBFloat16, 2, 3, 77, 80, 64, 64, AttnMask::kFill, false};
@@ -39,6 +41,11 @@ TEST(AttentionSm90Test, EveryFormCompilesWithoutSpills) {
       {{DType::kFloat16, 1, 4, 200, 200, 128, 128, AttnMask::kAdd, true}, Wgmma(128, 128)},
       {{DType::kBFloat16, 1, 4, 96, 96, 128, 128, AttnMask::kNone, false}, Wgmma(64, 128)},
       {{DType::kFloat16, 1, 4, 100, 100, 80, 96, AttnMask::kAdd, true}, Wgmma(64, 64)},
+      // Block j + 1's softmax beside block j's P V.
+      {{DType::kFloat16, 1, 8, 1500, 1500, 64, 64, AttnMask::kNone, true}, Wgmma(64, 128, true)},
+      {prologue, Wgmma(128, 64, true)},
+      {{DType::kBFloat16, 1, 4, 200, 200, 128, 128, AttnMask::kCausal, false}, Wgmma(128, 64, true)},
+      {sdpa_causal, Wgmma(64, 64, true)},
   };
   std::vector<ModuleKernel> kernels;
   for (const auto& [c, cfg] : cases) {
@@ -51,7 +58,9 @@ TEST(AttentionSm90Test, EveryFormCompilesWithoutSpills) {
     EXPECT_EQ(k.block[0], static_cast<uint32_t>(cfg.bm * 2)) << c.Name();
     EXPECT_EQ(k.grid[0], static_cast<uint32_t>((c.sq + cfg.bm - 1) / cfg.bm)) << c.Name();
     EXPECT_EQ(k.shared_bytes, static_cast<uint32_t>(ops::AttentionSharedBytes(cfg, c.d, c.dv, c.k_trans)));
-    kernels.push_back({absl::StrCat("kiln_attn90_bm", cfg.bm, "_bn", cfg.bn, "_", c.Name()), k.source});
+    EXPECT_NE(k.source.find(absl::StrCat("#define ATTN_OVERLAP ", cfg.overlap ? 1 : 0)), std::string::npos);
+    kernels.push_back(
+        {absl::StrCat("kiln_attn90_bm", cfg.bm, "_bn", cfg.bn, cfg.overlap ? "_overlap_" : "_", c.Name()), k.source});
   }
   absl::StatusOr<ModuleInspection> inspected = InspectModule(kernels, "sm_90a");
   ASSERT_TRUE(inspected.ok()) << inspected.status();
@@ -73,6 +82,13 @@ TEST(AttentionSm90Test, VerifierLimits) {
   EXPECT_NE(ops::VerifyAttentionConfig(Wgmma(64, 32), 64, 64, true).message().find("BN 64 or 128"),
             absl::string_view::npos);
   EXPECT_NE(ops::VerifyAttentionConfig(AttentionConfig{64, 64, 2, true}, 64, 64, true).message().find("splits"),
+            absl::string_view::npos);
+  EXPECT_TRUE(ops::VerifyAttentionConfig(Wgmma(128, 128, true), 64, 64, false).ok());
+  // The overlap keeps the next block's scores beside P in flight: 128-wide heads take
+  // 64-key blocks with it (64 + 64 + 64 + 12 for 128 keys is over 192).
+  EXPECT_EQ(ops::AttentionRegisterEstimate(Wgmma(64, 128, true), 128, 128), 64 + 64 + 64 + 12);
+  EXPECT_FALSE(ops::VerifyAttentionConfig(Wgmma(64, 128, true), 128, 128, true).ok());
+  EXPECT_NE(ops::VerifyAttentionConfig(AttentionConfig{64, 64, 1, false, true}, 64, 64, true).message().find("wgmma"),
             absl::string_view::npos);
   // 1024 + (Q [BM][DP] + 2 x (K [BN][DP] + V [BN][DVP])) x 2 bytes, D and Dv padded to 64.
   EXPECT_EQ(ops::AttentionSharedBytes(Wgmma(64, 128), 64, 64, true), 1024 + (64 * 64 + 2 * 128 * 128) * 2);

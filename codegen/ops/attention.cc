@@ -513,7 +513,8 @@ std::vector<AttentionVariant> DynamicVariants(const Graph& body, const DynamicAt
     auto at = [&](const DimExpr& e) { return e.Evaluate(box.middle).value_or(1); };
     const AttentionConfig cfg = PickAttentionConfig(at(dyn.batch), at(dyn.sq), at(dyn.sk), d, dv, k_trans, hopper);
     auto same = [&](const AttentionVariant& v) {
-      return v.cfg.bm == cfg.bm && v.cfg.bn == cfg.bn && v.cfg.splits == cfg.splits && v.cfg.wgmma == cfg.wgmma;
+      return v.cfg.bm == cfg.bm && v.cfg.bn == cfg.bn && v.cfg.splits == cfg.splits && v.cfg.wgmma == cfg.wgmma &&
+             v.cfg.overlap == cfg.overlap;
     };
     auto it = std::find_if(out.begin(), out.end(), same);
     if (it == out.end()) it = out.insert(out.end(), AttentionVariant{cfg, {}});
@@ -756,8 +757,9 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
     // 128-byte swizzle row of the wgmma kernel's tiles).
     const int64_t pad = cfg.wgmma ? 64 : 16;
     l.source = absl::StrCat(src.substr(0, tile_at), "#define ATTN_BM ", cfg.bm, "\n#define ATTN_BN ", cfg.bn,
-                            "\n#define ATTN_SPLITS ", cfg.splits, "\n#define ATTN_DP ", (d + pad - 1) / pad * pad,
-                            "\n#define ATTN_DVP ", (dv + pad - 1) / pad * pad, "\n", src.substr(tile_at));
+                            "\n#define ATTN_SPLITS ", cfg.splits, "\n#define ATTN_OVERLAP ", cfg.overlap ? 1 : 0,
+                            "\n#define ATTN_DP ", (d + pad - 1) / pad * pad, "\n#define ATTN_DVP ",
+                            (dv + pad - 1) / pad * pad, "\n", src.substr(tile_at));
     if (cfg.wgmma) {
       absl::StrAppend(
           &l.source, TemplateSource("wgmma_sm90.cuh"),

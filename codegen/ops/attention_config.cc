@@ -63,20 +63,22 @@ int AttentionRegisterEstimate(const AttentionConfig& c, int64_t d, int64_t dv) {
   // Scores (BN/8 fragments of 4), output accumulators (DVP/8 x 4), Q fragments
   // (DP/16 x 4), one P fragment, row max/sum/alpha/base. The wgmma kernel: scores,
   // accumulators (DVP padded to 64) and all of P's fragments (BN/4), no Q fragments.
-  if (c.wgmma) return static_cast<int>(c.bn / 2 + RoundUp64(dv) / 2 + c.bn / 4 + 12);
+  // With the overlap, the next block's scores live beside P's fragments in flight.
+  if (c.wgmma) return static_cast<int>(c.bn / 2 + RoundUp64(dv) / 2 + (c.overlap ? c.bn / 2 : c.bn / 4) + 12);
   return static_cast<int>(c.bn / 2 + RoundUp16(dv) / 2 + RoundUp16(d) / 4 + 4 + 8);
 }
 
 absl::Status VerifyAttentionConfig(const AttentionConfig& c, int64_t d, int64_t dv, bool k_trans) {
   auto bad = [&](const std::string& why) {
-    return absl::InvalidArgumentError(absl::StrCat("attention tile config", c.wgmma ? " (wgmma)" : "", " BM ", c.bm,
-                                                   " BN ", c.bn, " splits ", c.splits, " (D ", d, ", Dv ", dv,
-                                                   k_trans ? ", K [Sk, D]" : ", K' [D, Sk]", "): ", why));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attention tile config", c.wgmma ? " (wgmma)" : "", c.overlap ? " (overlap)" : "", " BM ", c.bm, " BN ", c.bn,
+        " splits ", c.splits, " (D ", d, ", Dv ", dv, k_trans ? ", K [Sk, D]" : ", K' [D, Sk]", "): ", why));
   };
   if (d <= 0 || dv <= 0 || d % 8 != 0 || dv % 8 != 0 || d > kAttentionMaxHeadDim || dv > kAttentionMaxHeadDim) {
     return bad(absl::StrCat("head dims must be multiples of 8 up to ", kAttentionMaxHeadDim));
   }
   if (c.wgmma) return VerifyWgmmaConfig(c, d, dv, k_trans, bad);
+  if (c.overlap) return bad("overlapping the softmax with P V is a wgmma kernel's (wgmma)");
   if (c.bm < 16 || c.bm > 128 || c.bm % 16 != 0) {
     return bad("BM must be a multiple of 16 (one warp per 16 query rows) in [16, 128]");
   }

@@ -364,6 +364,9 @@ struct AttentionConfig {
   // warpgroup per 64 rows (BM 64, 128 or 192), wgmma with Q, K, V in 128-byte-swizzled
   // shared memory (D, Dv padded to 64), BN 64 or 128, splits 1.
   bool wgmma = false;
+  // With wgmma: each warpgroup runs block j + 1's softmax while the tensor cores add
+  // block j's P V (the two products issued together).
+  bool overlap = false;
 };
 // Dynamic shared memory (bytes): Q [BM][DP+8], two K tiles ([KEYS][DP+8] when stored
 // [Sk, D], else [DP][KEYS+8]) and two V tiles [KEYS][DVP+8], KEYS = BN * splits, 2

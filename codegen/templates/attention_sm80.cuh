@@ -319,6 +319,7 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_CTAS)
 #undef ATTN_KEYS
 #undef ATTN_K_GROUP_OFFSET
 #undef ATTN_SPLITS
+#undef ATTN_OVERLAP
 #undef ATTN_MIN_CTAS
 #undef ATTN_THREADS
 #undef ATTN_Q_PITCH

@@ -18,6 +18,9 @@
 //   ATTN_DP, ATTN_DVP    D and Dv rounded up to 64 (one 128-byte swizzle row of
 //                        16-bit elements per 64); the padded columns are zero-filled
 //   ATTN_BM              64, 128 or 192 (one warpgroup per 64 rows); ATTN_BN 64 or 128
+//   ATTN_OVERLAP         1: each warpgroup issues block j + 1's Q K^T with block j's
+//                        P V and runs j + 1's softmax while P V runs (FlashAttention-3's
+//                        intra-warpgroup overlap; below); 0: one block after the other
 //   K is always copied with cp.async (ATTN_K_ASYNC 1: the generator checks it)
 // and, from wgmma_sm90.cuh and the generator (WgmmaFunction):
 //   kiln_attn_wgmma_qk(float (&s)[ATTN_BN / 8][4], desc_q, desc_k)      S += Q K^T
@@ -65,16 +68,28 @@ static __device__ __forceinline__ void kiln_attn90_load(unsigned char* s, const 
   }
 }
 
-// Issues the copies of the ATTN_BN keys from `n0` (of `sk_n`) into the K and V tiles.
-static __device__ __forceinline__ void kiln_attn90_load_kv(unsigned char* sk, unsigned char* sv,
-                                                           const kiln_mma_t* __restrict__ k,
-                                                           const kiln_mma_t* __restrict__ v, int n0, int sk_n) {
+// Issue the copies of the ATTN_BN keys from `n0` (of `sk_n`) into a K tile (load_k)
+// or a V tile (load_v).
+static __device__ __forceinline__ void kiln_attn90_load_k(unsigned char* sk, const kiln_mma_t* __restrict__ k, int n0,
+                                                          int sk_n) {
 #if ATTN_K_TRANS
   kiln_attn90_load<ATTN_BN, ATTN_DP, ATTN_K_LD>(sk, k, n0, 0, sk_n, ATTN_D);
 #else
   kiln_attn90_load<ATTN_DP, ATTN_BN, ATTN_K_LD>(sk, k, 0, n0, ATTN_D, sk_n);
 #endif
+}
+static __device__ __forceinline__ void kiln_attn90_load_v(unsigned char* sv, const kiln_mma_t* __restrict__ v, int n0,
+                                                          int sk_n) {
   kiln_attn90_load<ATTN_BN, ATTN_DVP, ATTN_V_LD>(sv, v, n0, 0, sk_n, ATTN_DV);
+}
+
+// Waits for this thread's copies but the newest `N` groups, shows them to the async
+// proxy, and waits for every thread's.
+template <int N>
+static __device__ __forceinline__ void kiln_attn90_tiles_landed() {
+  kiln_mma_wait<N>();
+  kiln_sm90_fence_proxy_async();
+  __syncthreads();
 }
 
 #if ATTN_Q_PROLOGUE
@@ -114,9 +129,10 @@ static __device__ __forceinline__ void kiln_attn90_fence_operands(unsigned (&x)[
     for (int j = 0; j < M; ++j) asm volatile("" : "+r"(x[i][j])::"memory");
 }
 
-// S = Q K^T for the warpgroup's 64 rows (its Q block at `q_rows`) x ATTN_BN keys of
-// the K tile at `kt`, from zero; waits for the result.
-static __device__ __forceinline__ void kiln_attn90_qk(float (&s)[ATTN_BN / 8][4], unsigned q_rows, unsigned kt) {
+// Issues S = Q K^T for the warpgroup's 64 rows (its Q block at `q_rows`) x ATTN_BN
+// keys of the K tile at `kt`, from zero, as one wgmma group; s is not to be touched
+// until the group is waited for (then kiln_attn90_fence_operands(s)).
+static __device__ __forceinline__ void kiln_attn90_issue_qk(float (&s)[ATTN_BN / 8][4], unsigned q_rows, unsigned kt) {
 #pragma unroll
   for (int j = 0; j < ATTN_BN / 8; ++j)
 #pragma unroll
@@ -141,17 +157,13 @@ static __device__ __forceinline__ void kiln_attn90_qk(float (&s)[ATTN_BN / 8][4]
     kiln_attn_wgmma_qk(s, kiln_sm90_desc_add(dq, q_step), kiln_sm90_desc_add(dk, k_step));
   }
   kiln_sm90_wgmma_commit();
-  kiln_sm90_wgmma_wait<0>();
-  kiln_attn90_fence_operands(s);
 }
 
-// O += P V for the warpgroup's rows: P (the scores after the softmax) as register A,
-// V's tile at `vt`; waits for the result.
-static __device__ __forceinline__ void kiln_attn90_pv(float (&acc_o)[ATTN_DVP / 8][4], const float (&s)[ATTN_BN / 8][4],
-                                                      unsigned vt) {
-  unsigned p[ATTN_BN / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < ATTN_BN / 16; ++kk) kiln_attn_p_fragment(p[kk], s, kk);
+// Issues O += P V for the warpgroup's rows as one wgmma group: P's fragments as
+// register A, V's tile at `vt`; acc_o and p are not to be touched until it is waited
+// for.
+static __device__ __forceinline__ void kiln_attn90_issue_pv(float (&acc_o)[ATTN_DVP / 8][4],
+                                                            unsigned (&p)[ATTN_BN / 16][4], unsigned vt) {
   const unsigned long long dv = kiln_sm90_desc(vt, ATTN_BN * 128, 1024);
   kiln_attn90_fence_operands(acc_o);
   kiln_attn90_fence_operands(p);
@@ -159,9 +171,13 @@ static __device__ __forceinline__ void kiln_attn90_pv(float (&acc_o)[ATTN_DVP / 
 #pragma unroll
   for (int kk = 0; kk < ATTN_BN / 16; ++kk) kiln_attn_wgmma_pv(acc_o, p[kk], kiln_sm90_desc_add(dv, kk * 128));
   kiln_sm90_wgmma_commit();
-  kiln_sm90_wgmma_wait<0>();
-  kiln_attn90_fence_operands(acc_o);
-  kiln_attn90_fence_operands(p);
+}
+
+// P (the scores after the softmax) as the register-A fragments of P V.
+static __device__ __forceinline__ void kiln_attn90_pack_p(unsigned (&p)[ATTN_BN / 16][4],
+                                                          const float (&s)[ATTN_BN / 8][4]) {
+#pragma unroll
+  for (int kk = 0; kk < ATTN_BN / 16; ++kk) kiln_attn_p_fragment(p[kk], s, kk);
 }
 
 extern "C" __global__ void __launch_bounds__(ATTN_THREADS, 1)
@@ -182,11 +198,8 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, 1)
   const kiln_mma_t* k = reinterpret_cast<const kiln_mma_t*>(K) + kiln_attn_k_offset(batch KILN_ATTN_ARGS);
   const kiln_mma_t* v = reinterpret_cast<const kiln_mma_t*>(V) + kiln_attn_v_offset(batch KILN_ATTN_ARGS);
 
-  const int blocks = (kiln_attn_key_end(m0, sk_n) + ATTN_BN - 1) / ATTN_BN;
-
-  kiln_attn90_load<ATTN_BM, ATTN_DP, ATTN_Q_LD>(sq, q, m0, 0, sq_n, ATTN_D);
-  kiln_attn90_load_kv(sk, sv, k, v, 0, sk_n);
-  kiln_mma_commit();
+  // At least one (zero-filled) block: the overlap's last P V reads a V tile that was copied.
+  const int blocks = max(1, (kiln_attn_key_end(m0, sk_n) + ATTN_BN - 1) / ATTN_BN);
 
   // This thread's two rows (lane / 4 and + 8 of its warp's 16): running max (log2
   // domain), partial row sum over its columns, output accumulators.
@@ -194,25 +207,82 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, 1)
   float row_max[2], row_sum[2], acc_o[ATTN_DVP / 8][4];
   kiln_attn_init_rows(row_max, row_sum, acc_o);
   const unsigned q_rows = kiln_sm90_smem(sq) + wg * 64 * 128;
+  float s[ATTN_BN / 8][4];
+  unsigned p[ATTN_BN / 16][4];
 
+  kiln_attn90_load<ATTN_BM, ATTN_DP, ATTN_Q_LD>(sq, q, m0, 0, sq_n, ATTN_D);
+  kiln_attn90_load_k(sk, k, 0, sk_n);
+#if !ATTN_OVERLAP
+  // Block jb's K and V in tiles jb % 2; block jb + 1's copies run while jb is computed.
+  kiln_attn90_load_v(sv, v, 0, sk_n);
+  kiln_mma_commit();
   for (int jb = 0; jb < blocks; ++jb) {
     if (jb + 1 < blocks) {
-      kiln_attn90_load_kv(sk + ((jb + 1) & 1) * ATTN_K_BYTES, sv + ((jb + 1) & 1) * ATTN_V_BYTES, k, v,
-                          (jb + 1) * ATTN_BN, sk_n);
+      kiln_attn90_load_k(sk + ((jb + 1) & 1) * ATTN_K_BYTES, k, (jb + 1) * ATTN_BN, sk_n);
+      kiln_attn90_load_v(sv + ((jb + 1) & 1) * ATTN_V_BYTES, v, (jb + 1) * ATTN_BN, sk_n);
     }
     kiln_mma_commit();
-    kiln_mma_wait<1>();  // block jb (and Q) have landed
-    kiln_sm90_fence_proxy_async();
-    __syncthreads();
+    kiln_attn90_tiles_landed<1>();  // block jb (and Q)
 #if ATTN_Q_PROLOGUE
     if (jb == 0) kiln_attn90_q_prologue(sq, m0, sq_n, batch KILN_ATTN_ARGS);
 #endif
-    float s[ATTN_BN / 8][4];
-    kiln_attn90_qk(s, q_rows, kiln_sm90_smem(sk + (jb & 1) * ATTN_K_BYTES));
+    kiln_attn90_issue_qk(s, q_rows, kiln_sm90_smem(sk + (jb & 1) * ATTN_K_BYTES));
+    kiln_sm90_wgmma_wait<0>();
+    kiln_attn90_fence_operands(s);
     kiln_attn_softmax_block(s, row_max, row_sum, acc_o, row0, jb * ATTN_BN, sq_n, sk_n, lane, batch KILN_ATTN_ARGS);
-    kiln_attn90_pv(acc_o, s, kiln_sm90_smem(sv + (jb & 1) * ATTN_V_BYTES));
+    kiln_attn90_pack_p(p, s);
+    kiln_attn90_issue_pv(acc_o, p, kiln_sm90_smem(sv + (jb & 1) * ATTN_V_BYTES));
+    kiln_sm90_wgmma_wait<0>();
+    kiln_attn90_fence_operands(acc_o);
+    kiln_attn90_fence_operands(p);
     __syncthreads();  // every warpgroup is done with this block's tiles before they are refilled
   }
+#else
+  // The softmax of block jb + 1 runs while the tensor cores add block jb's P V:
+  // S_{jb+1} = Q K_{jb+1}^T and O += P_jb V_jb are issued together, the softmax waits
+  // for the first group only, and O is rescaled once the second is done. K_j sits in
+  // K tile j % 2, V_j in V tile j % 2; at the top of iteration jb, K_{jb+1} and V_jb
+  // have landed, and K_{jb+2} and V_{jb+1} are copied into the tiles that K_jb and
+  // V_{jb-1} (both waited for in iteration jb - 1) leave.
+  kiln_mma_commit();
+  if (blocks > 1) kiln_attn90_load_k(sk + ATTN_K_BYTES, k, ATTN_BN, sk_n);
+  kiln_attn90_load_v(sv, v, 0, sk_n);
+  kiln_mma_commit();
+  kiln_attn90_tiles_landed<1>();  // Q and K_0
+#if ATTN_Q_PROLOGUE
+  kiln_attn90_q_prologue(sq, m0, sq_n, batch KILN_ATTN_ARGS);
+#endif
+  float alpha[2];
+  kiln_attn90_issue_qk(s, q_rows, kiln_sm90_smem(sk));
+  kiln_sm90_wgmma_wait<0>();
+  kiln_attn90_fence_operands(s);
+  kiln_attn_softmax_stats(s, row_max, row_sum, alpha, row0, 0, sq_n, sk_n, lane, batch KILN_ATTN_ARGS);
+  kiln_attn90_pack_p(p, s);
+  // No branch around the wgmmas in flight (ptxas would serialise them all where
+  // paths meet): the last block's P V runs after the loop.
+  for (int jb = 0; jb + 1 < blocks; ++jb) {
+    kiln_attn90_tiles_landed<0>();  // K_{jb+1}, V_jb
+    if (jb + 2 < blocks) kiln_attn90_load_k(sk + (jb & 1) * ATTN_K_BYTES, k, (jb + 2) * ATTN_BN, sk_n);
+    kiln_attn90_load_v(sv + ((jb + 1) & 1) * ATTN_V_BYTES, v, (jb + 1) * ATTN_BN, sk_n);
+    kiln_mma_commit();
+    kiln_attn90_issue_qk(s, q_rows, kiln_sm90_smem(sk + ((jb + 1) & 1) * ATTN_K_BYTES));
+    kiln_attn90_issue_pv(acc_o, p, kiln_sm90_smem(sv + (jb & 1) * ATTN_V_BYTES));
+    kiln_sm90_wgmma_wait<1>();  // S_{jb+1}
+    kiln_attn90_fence_operands(s);
+    kiln_attn_softmax_stats(s, row_max, row_sum, alpha, row0, (jb + 1) * ATTN_BN, sq_n, sk_n, lane,
+                            batch KILN_ATTN_ARGS);
+    kiln_sm90_wgmma_wait<0>();  // O += P_jb V_jb
+    kiln_attn90_fence_operands(acc_o);
+    kiln_attn90_fence_operands(p);
+    kiln_attn_rescale(acc_o, alpha);
+    kiln_attn90_pack_p(p, s);
+  }
+  kiln_attn90_tiles_landed<0>();  // the last V
+  kiln_attn90_issue_pv(acc_o, p, kiln_sm90_smem(sv + ((blocks - 1) & 1) * ATTN_V_BYTES));
+  kiln_sm90_wgmma_wait<0>();
+  kiln_attn90_fence_operands(acc_o);
+  kiln_attn90_fence_operands(p);
+#endif
   kiln_attn_store_o(O + kiln_attn_o_offset(batch KILN_ATTN_ARGS), acc_o, row_sum, row0, lane, sq_n);
 }
 
@@ -238,6 +308,7 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, 1)
 #undef ATTN_BM
 #undef ATTN_BN
 #undef ATTN_SPLITS
+#undef ATTN_OVERLAP
 #undef ATTN_Q_PROLOGUE
 #undef ATTN_CAUSAL_LIMIT
 #undef ATTN_T

@@ -39,11 +39,12 @@ static __device__ __forceinline__ void kiln_attn_init_rows(float (&row_max)[2], 
 
 // One block of ATTN_BN keys from key n0 for the thread's two rows row0 and row0 + 8:
 // the score functor on the in-range scores (the rest -inf), scaled into the log2
-// domain; the running row max; s becomes P = exp2(s - max); the row sums and the
-// output accumulators are rescaled by exp2(max_old - max_new) and the sums take P's.
-static __device__ __forceinline__ void kiln_attn_softmax_block(float (&s)[ATTN_BN / 8][4], float (&row_max)[2],
-                                                               float (&row_sum)[2], float (&acc_o)[ATTN_DVP / 8][4],
-                                                               int row0, int n0, int sq_n, int sk_n, int lane,
+// domain; the running row max; s becomes P = exp2(s - max); the row sums are rescaled
+// by alpha = exp2(max_old - max_new), which the output accumulators still need
+// (kiln_attn_rescale), and take P's.
+static __device__ __forceinline__ void kiln_attn_softmax_stats(float (&s)[ATTN_BN / 8][4], float (&row_max)[2],
+                                                               float (&row_sum)[2], float (&alpha)[2], int row0,
+                                                               int n0, int sq_n, int sk_n, int lane,
                                                                int batch KILN_ATTN_PARAMS) {
   float mx[2] = {kiln_attn_neg_inf(), kiln_attn_neg_inf()};
 #pragma unroll
@@ -60,7 +61,7 @@ static __device__ __forceinline__ void kiln_attn_softmax_block(float (&s)[ATTN_B
       mx[e >> 1] = fmaxf(mx[e >> 1], x);
     }
   }
-  float alpha[2], base[2];
+  float base[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
@@ -83,6 +84,10 @@ static __device__ __forceinline__ void kiln_attn_softmax_block(float (&s)[ATTN_B
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * alpha[r] + sum[r];
+}
+
+// The output accumulators of the thread's two rows times their alpha.
+static __device__ __forceinline__ void kiln_attn_rescale(float (&acc_o)[ATTN_DVP / 8][4], const float (&alpha)[2]) {
 #pragma unroll
   for (int j = 0; j < ATTN_DVP / 8; ++j) {
     acc_o[j][0] *= alpha[0];
@@ -90,6 +95,16 @@ static __device__ __forceinline__ void kiln_attn_softmax_block(float (&s)[ATTN_B
     acc_o[j][2] *= alpha[1];
     acc_o[j][3] *= alpha[1];
   }
+}
+
+// Both, for a kernel that adds the block's P V after them.
+static __device__ __forceinline__ void kiln_attn_softmax_block(float (&s)[ATTN_BN / 8][4], float (&row_max)[2],
+                                                               float (&row_sum)[2], float (&acc_o)[ATTN_DVP / 8][4],
+                                                               int row0, int n0, int sq_n, int sk_n, int lane,
+                                                               int batch KILN_ATTN_PARAMS) {
+  float alpha[2];
+  kiln_attn_softmax_stats(s, row_max, row_sum, alpha, row0, n0, sq_n, sk_n, lane, batch KILN_ATTN_ARGS);
+  kiln_attn_rescale(acc_o, alpha);
 }
 
 // P's n8 blocks 2 kk and 2 kk + 1 as the m16k16 A fragment of k16 block kk (the C
