@@ -508,7 +508,9 @@ void TimeLaunches(cudaKernel_t kernel, const KernelLaunch& l, const std::vector<
 // The tile sweep behind PickAttentionConfig, key groups included: the zoo models'
 // attention shapes at full size (Whisper-base's encoder at batch 1, BERT-base and
 // GPT-2 at 8 x 128, ViT-B/16's packed QKV at 1 and 32, Llama's GQA), every config
-// timed and its output checked against the heuristic's. Prints one line per config.
+// timed and its output checked against the heuristic's mma.sync kernel (on sm_90a the
+// wgmma kernel's configs too, and the heuristic for an sm_90a target). Prints one line
+// per config.
 TEST(AttentionGpuTest, TileSweepTiming) {
   KILN_ARCH_OR_SKIP(arch);
   const DType f16 = DType::kFloat16;
@@ -532,8 +534,10 @@ TEST(AttentionGpuTest, TileSweepTiming) {
                                                {64, 64, 2}, {32, 64, 2}, {16, 64, 2}, {32, 32, 4},  {16, 32, 4},
                                                {16, 64, 4}, {64, 16, 4}, {32, 16, 4}, {128, 64, 1}, {96, 64, 1},
                                                {80, 64, 1}, {48, 64, 1}, {96, 32, 1}, {48, 32, 2}};
-  const bool hopper = arch == "sm_90a";
-  if (hopper) {  // the wgmma kernel's configs
+  // The first config (the reference of the others' outputs) is the heuristic's
+  // mma.sync kernel; on sm_90a {0, 0, 0, true} is the heuristic for an sm_90a target.
+  if (arch == "sm_90a") {  // the wgmma kernel's configs
+    configs.push_back({0, 0, 0, true});
     for (int bm : {64, 128, 192}) {
       for (int bn : {64, 128}) {
         configs.push_back({bm, bn, 1, true});
@@ -549,7 +553,7 @@ TEST(AttentionGpuTest, TileSweepTiming) {
     std::vector<ModuleKernel> kernels;
     std::vector<std::string> names;
     for (const ops::AttentionConfig& cfg : configs) {
-      const bool heuristic = cfg.bm == 0;
+      const bool heuristic = cfg.bm == 0, hopper = heuristic && cfg.wgmma;
       if (!heuristic && !ops::VerifyAttentionConfig(cfg, c.d, c.dv, c.k_trans).ok()) continue;
       absl::StatusOr<std::vector<KernelLaunch>> l =
           ops::GenerateAttentionGroup(node, heuristic ? nullptr : &cfg, hopper);
@@ -558,9 +562,9 @@ TEST(AttentionGpuTest, TileSweepTiming) {
       kernels.push_back({absl::StrCat("kiln_attn_sweep_", kernels.size()), (*l)[0].source});
       const ops::AttentionConfig used =
           heuristic ? ops::PickAttentionConfig(launches.back().grid[1], c.sq, c.sk, c.d, c.dv, c.k_trans, hopper) : cfg;
-      names.push_back(absl::StrCat(heuristic ? "heuristic " : "", used.wgmma ? "wgmma " : "",
-                                   used.overlap ? "overlap " : "", "BM ", used.bm, " BN ", used.bn, " groups ",
-                                   used.splits));
+      names.push_back(absl::StrCat(heuristic ? (hopper ? "heuristic sm_90a " : "heuristic ") : "",
+                                   used.wgmma ? "wgmma " : "", used.overlap ? "overlap " : "", "BM ", used.bm, " BN ",
+                                   used.bn, " groups ", used.splits));
     }
     absl::StatusOr<std::vector<std::string>> cubins = CompileModules(kernels, arch, kernels.size());
     ASSERT_TRUE(cubins.ok()) << cubins.status();
