@@ -765,10 +765,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
           &l.source, TemplateSource("wgmma_sm90.cuh"),
           WgmmaFunction("kiln_attn_wgmma_qk", cfg.bn, dt, false, k_rows_are_keys, false, true),
           WgmmaFunction("kiln_attn_wgmma_pv", static_cast<int>((dv + 63) / 64 * 64), dt, false, false, true, true),
-          TemplateSource("attention_sm90.cuh"));
+          TemplateSource("attention_sm90.cuh"), TemplateSource("attention_undef.cuh"));
       l.block = {static_cast<uint32_t>(cfg.bm * 2), 1, 1};
     } else {
-      absl::StrAppend(&l.source, TemplateSource("attention_sm80.cuh"));
+      absl::StrAppend(&l.source, TemplateSource("attention_sm80.cuh"), TemplateSource("attention_undef.cuh"));
       l.block = {static_cast<uint32_t>(cfg.bm / 16 * 32 * cfg.splits), 1, 1};
     }
     l.grid = {static_cast<uint32_t>((sq + cfg.bm - 1) / cfg.bm), static_cast<uint32_t>(batch), 1};

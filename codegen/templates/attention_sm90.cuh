@@ -286,31 +286,9 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, 1)
   kiln_attn_store_o(O + kiln_attn_o_offset(batch KILN_ATTN_ARGS), acc_o, row_sum, row0, lane, sq_n);
 }
 
-// The next kernel of the module defines its own configuration.
+// This template's own macros (attention_undef.cuh undefines the generator's).
 #undef ATTN_WARPGROUPS
 #undef ATTN_THREADS
 #undef ATTN_Q_BYTES
 #undef ATTN_K_BYTES
 #undef ATTN_V_BYTES
-#undef ATTN_BF16
-#undef ATTN_SQ
-#undef ATTN_SK
-#undef ATTN_D
-#undef ATTN_DV
-#undef ATTN_DP
-#undef ATTN_DVP
-#undef ATTN_Q_LD
-#undef ATTN_K_LD
-#undef ATTN_V_LD
-#undef ATTN_O_LD
-#undef ATTN_K_TRANS
-#undef ATTN_K_ASYNC
-#undef ATTN_BM
-#undef ATTN_BN
-#undef ATTN_SPLITS
-#undef ATTN_OVERLAP
-#undef ATTN_Q_PROLOGUE
-#undef ATTN_CAUSAL_LIMIT
-#undef ATTN_T
-#undef KILN_ATTN_PARAMS
-#undef KILN_ATTN_ARGS
