@@ -86,29 +86,8 @@
 #define ATTN_Q_TILE (ATTN_BM * ATTN_Q_PITCH)
 #define ATTN_V_TILE (ATTN_KEYS * ATTN_V_PITCH)
 
-// A tile of ROWS x COLS elements (shared rows of COLS + 8) from a matrix of lim_r x
-// lim_c with rows PITCH elements apart, starting at (r0, c0): 16-byte chunks (lim_c and
-// PITCH multiples of 8, so a chunk is all in or all out and aligned), out-of-range
-// chunks zero-filled. The limits are the sequence lengths, run-time values in a kernel
-// with run-time sizes (constants after inlining otherwise).
-template <int ROWS, int COLS, int PITCH>
-static __device__ __forceinline__ void kiln_attn_load(kiln_mma_t* s, const kiln_mma_t* __restrict__ g, int r0, int c0,
-                                                      int lim_r, int lim_c) {
-  constexpr int kChunks = ROWS * COLS / 8;
-  constexpr int kIters = (kChunks + ATTN_THREADS - 1) / ATTN_THREADS;
-#pragma unroll
-  for (int it = 0; it < kIters; ++it) {
-    const int c = threadIdx.x + it * ATTN_THREADS;
-    if (kChunks % ATTN_THREADS != 0 && c >= kChunks) break;
-    const int r = c / (COLS / 8), k = (c % (COLS / 8)) * 8;
-    const bool ok = r0 + r < lim_r && c0 + k < lim_c;
-    const kiln_mma_t* src = ok ? g + (kiln_index)(r0 + r) * PITCH + (c0 + k) : g;
-    kiln_mma_cp16(s + r * (COLS + 8) + k, src, ok ? 16 : 0);
-  }
-}
-
-// The same with one element per load (any lim_c and PITCH), written to shared memory
-// directly.
+// kiln_attn_copy_tile's unswizzled tile with one element per load (any lim_c and
+// PITCH), written to shared memory directly.
 template <int ROWS, int COLS, int PITCH>
 static __device__ __forceinline__ void kiln_attn_load_scalar(kiln_mma_t* s, const kiln_mma_t* __restrict__ g, int r0,
                                                              int c0, int lim_r, int lim_c) {
@@ -123,15 +102,15 @@ static __device__ __forceinline__ void kiln_attn_load_scalar(kiln_mma_t* s, cons
 static __device__ __forceinline__ void kiln_attn_load_kv(kiln_mma_t* sk, kiln_mma_t* sv, const kiln_mma_t* __restrict__ k,
                                                          const kiln_mma_t* __restrict__ v, int n0, int sk_n) {
 #if ATTN_K_TRANS && ATTN_K_ASYNC
-  kiln_attn_load<ATTN_KEYS, ATTN_DP, ATTN_K_LD>(sk, k, n0, 0, sk_n, ATTN_D);
+  kiln_attn_copy_tile<ATTN_KEYS, ATTN_DP, ATTN_K_LD, ATTN_THREADS, false>(sk, k, n0, 0, sk_n, ATTN_D);
 #elif ATTN_K_TRANS
   kiln_attn_load_scalar<ATTN_KEYS, ATTN_DP, ATTN_K_LD>(sk, k, n0, 0, sk_n, ATTN_D);
 #elif ATTN_K_ASYNC
-  kiln_attn_load<ATTN_DP, ATTN_KEYS, ATTN_K_LD>(sk, k, 0, n0, ATTN_D, sk_n);
+  kiln_attn_copy_tile<ATTN_DP, ATTN_KEYS, ATTN_K_LD, ATTN_THREADS, false>(sk, k, 0, n0, ATTN_D, sk_n);
 #else
   kiln_attn_load_scalar<ATTN_DP, ATTN_KEYS, ATTN_K_LD>(sk, k, 0, n0, ATTN_D, sk_n);
 #endif
-  kiln_attn_load<ATTN_KEYS, ATTN_DVP, ATTN_V_LD>(sv, v, n0, 0, sk_n, ATTN_DV);
+  kiln_attn_copy_tile<ATTN_KEYS, ATTN_DVP, ATTN_V_LD, ATTN_THREADS, false>(sv, v, n0, 0, sk_n, ATTN_DV);
 }
 
 // S = Q K^T for a warp's 16 rows x ATTN_BN keys of the K tile `kt` (its group's
@@ -255,7 +234,7 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, ATTN_MIN_CTAS)
 
   const int blocks = (kiln_attn_key_end(m0, sk_n) + ATTN_KEYS - 1) / ATTN_KEYS;
 
-  kiln_attn_load<ATTN_BM, ATTN_DP, ATTN_Q_LD>(sq, q, m0, 0, sq_n, ATTN_D);
+  kiln_attn_copy_tile<ATTN_BM, ATTN_DP, ATTN_Q_LD, ATTN_THREADS, false>(sq, q, m0, 0, sq_n, ATTN_D);
   kiln_attn_load_kv(sk, sv, k, v, 0, sk_n);
   kiln_mma_commit();
 

@@ -48,39 +48,19 @@
 #define ATTN_K_BYTES (ATTN_BN * ATTN_DP * 2)
 #define ATTN_V_BYTES (ATTN_BN * ATTN_DVP * 2)
 
-// A tile of ROWS x COLS elements from a matrix of lim_r x lim_c with rows PITCH
-// elements apart, starting at (r0, c0), into the swizzled blocks [COLS / 64][ROWS][64]
-// at `s`: 16-byte chunks (lim_c and PITCH multiples of 8, so a chunk is all in or all
-// out and aligned), out-of-range chunks zero-filled.
-template <int ROWS, int COLS, int PITCH>
-static __device__ __forceinline__ void kiln_attn90_load(unsigned char* s, const kiln_mma_t* __restrict__ g, int r0,
-                                                        int c0, int lim_r, int lim_c) {
-  constexpr int kChunks = ROWS * COLS / 8;
-  constexpr int kIters = (kChunks + ATTN_THREADS - 1) / ATTN_THREADS;
-#pragma unroll
-  for (int it = 0; it < kIters; ++it) {
-    const int c = threadIdx.x + it * ATTN_THREADS;
-    if (kChunks % ATTN_THREADS != 0 && c >= kChunks) break;
-    const int r = c / (COLS / 8), k = c % (COLS / 8);
-    const bool ok = r0 + r < lim_r && c0 + k * 8 < lim_c;
-    const kiln_mma_t* src = ok ? g + (kiln_index)(r0 + r) * PITCH + (c0 + k * 8) : g;
-    kiln_mma_cp16(s + ((k / 8) * ROWS + r) * 128 + (((k % 8) ^ (r % 8)) * 16), src, ok ? 16 : 0);
-  }
-}
-
 // Issue the copies of the ATTN_BN keys from `n0` (of `sk_n`) into a K tile (load_k)
 // or a V tile (load_v).
 static __device__ __forceinline__ void kiln_attn90_load_k(unsigned char* sk, const kiln_mma_t* __restrict__ k, int n0,
                                                           int sk_n) {
 #if ATTN_K_TRANS
-  kiln_attn90_load<ATTN_BN, ATTN_DP, ATTN_K_LD>(sk, k, n0, 0, sk_n, ATTN_D);
+  kiln_attn_copy_tile<ATTN_BN, ATTN_DP, ATTN_K_LD, ATTN_THREADS, true>(sk, k, n0, 0, sk_n, ATTN_D);
 #else
-  kiln_attn90_load<ATTN_DP, ATTN_BN, ATTN_K_LD>(sk, k, 0, n0, ATTN_D, sk_n);
+  kiln_attn_copy_tile<ATTN_DP, ATTN_BN, ATTN_K_LD, ATTN_THREADS, true>(sk, k, 0, n0, ATTN_D, sk_n);
 #endif
 }
 static __device__ __forceinline__ void kiln_attn90_load_v(unsigned char* sv, const kiln_mma_t* __restrict__ v, int n0,
                                                           int sk_n) {
-  kiln_attn90_load<ATTN_BN, ATTN_DVP, ATTN_V_LD>(sv, v, n0, 0, sk_n, ATTN_DV);
+  kiln_attn_copy_tile<ATTN_BN, ATTN_DVP, ATTN_V_LD, ATTN_THREADS, true>(sv, v, n0, 0, sk_n, ATTN_DV);
 }
 
 // Waits for this thread's copies but the newest `N` groups, shows them to the async
@@ -210,7 +190,7 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS, 1)
   float s[ATTN_BN / 8][4];
   unsigned p[ATTN_BN / 16][4];
 
-  kiln_attn90_load<ATTN_BM, ATTN_DP, ATTN_Q_LD>(sq, q, m0, 0, sq_n, ATTN_D);
+  kiln_attn_copy_tile<ATTN_BM, ATTN_DP, ATTN_Q_LD, ATTN_THREADS, true>(sq, q, m0, 0, sq_n, ATTN_D);
   kiln_attn90_load_k(sk, k, 0, sk_n);
 #if !ATTN_OVERLAP
   // Block jb's K and V in tiles jb % 2; block jb + 1's copies run while jb is computed.

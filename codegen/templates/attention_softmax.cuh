@@ -12,6 +12,35 @@ constexpr bool kiln_attn_bf16 = ATTN_BF16 != 0;
 
 static __device__ __forceinline__ float kiln_attn_neg_inf() { return __int_as_float(0xff800000); }
 
+// A tile of ROWS x COLS elements of a matrix of lim_r x lim_c with rows PITCH elements
+// apart, from (r0, c0), copied by the CTA's THREADS threads with cp.async in 16-byte
+// chunks (lim_c and PITCH multiples of 8, so a chunk is all in or all out and aligned),
+// out-of-range chunks zero-filled. The limits are the sequence lengths, run-time values
+// in a kernel with run-time sizes (constants after inlining otherwise). Stored as rows
+// of COLS + 8 elements (SWIZZLED false: the mma.sync kernel's ldmatrix tiles) or as
+// wgmma's 128-byte-swizzled blocks [COLS / 64][ROWS][64], 16-byte chunk c of row r at
+// chunk c ^ (r % 8).
+template <int ROWS, int COLS, int PITCH, int THREADS, bool SWIZZLED>
+static __device__ __forceinline__ void kiln_attn_copy_tile(void* s, const kiln_mma_t* __restrict__ g, int r0, int c0,
+                                                           int lim_r, int lim_c) {
+  constexpr int kChunks = ROWS * COLS / 8;
+  constexpr int kIters = (kChunks + THREADS - 1) / THREADS;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int c = threadIdx.x + it * THREADS;
+    if (kChunks % THREADS != 0 && c >= kChunks) break;
+    const int r = c / (COLS / 8), k = (c % (COLS / 8)) * 8;  // the chunk's row and first column
+    const bool ok = r0 + r < lim_r && c0 + k < lim_c;
+    const kiln_mma_t* src = ok ? g + (kiln_index)(r0 + r) * PITCH + (c0 + k) : g;
+    if constexpr (SWIZZLED) {
+      kiln_mma_cp16(static_cast<unsigned char*>(s) + ((k / 64) * ROWS + r) * 128 + (((k / 8) % 8) ^ (r % 8)) * 16,
+                    src, ok ? 16 : 0);
+    } else {
+      kiln_mma_cp16(static_cast<kiln_mma_t*>(s) + r * (COLS + 8) + k, src, ok ? 16 : 0);
+    }
+  }
+}
+
 // The end of the keys a CTA whose rows start at m0 sweeps: all of them, or (the causal
 // skip, ATTN_CAUSAL_LIMIT) those up to its last row.
 static __device__ __forceinline__ int kiln_attn_key_end(int m0, int sk_n) {
