@@ -748,7 +748,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateAttentionGroup(const Node& gro
                     "KILN_ATTN_PARAMS) {\n",
                     q_loads, f.qpro.code, "  return ", f.q_result, ";\n}\n");
   }
-  absl::StrAppend(&src, TemplateSource("mma_sm80.cuh"), TemplateSource("attention_softmax.cuh"));
+  absl::StrAppend(&src, TemplateSource("mma_sm80.cuh"), TemplateSource("attention_common.cuh"));
   std::vector<KernelLaunch> launches;
   for (const AttentionVariant& v : variants) {
     const AttentionConfig& cfg = v.cfg;

@@ -4,7 +4,7 @@
 // One CTA takes ATTN_BM query rows (one warpgroup per 64) of one batch entry and
 // sweeps the keys in blocks of ATTN_BN. Per block, each warpgroup computes its
 // 64 x BN scores with wgmma.m64nBNk16 (Q and K from shared memory), runs the score
-// functor and the online softmax on them in registers (attention_softmax.cuh: a warp
+// functor and the online softmax on them in registers (attention_common.cuh: a warp
 // holds 16 rows of a wgmma accumulator in mma.sync's layout) and adds P V with the
 // register-A form of wgmma.m64nDVk16 (P from the score registers, V from shared
 // memory). K and V are double-buffered; all threads copy with cp.async into the

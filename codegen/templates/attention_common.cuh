@@ -1,12 +1,13 @@
 // The parts of the fused attention kernels that do not depend on how the products
-// are computed (attention_sm80.cuh: mma.sync; attention_sm90.cuh: wgmma): the score
-// functor with the online softmax of one block of keys, P as the A fragments of the
-// P V product, and the store of O / l. A warp holds 16 query rows of the scores and
-// of O in the m16n8 accumulator layout of mma.sync, which is also the layout of each
-// warp's 16 rows of a wgmma m64nN accumulator: element e of n8 block j sits at row
-// lane / 4 (+ 8 for e >= 2) and column 8 j + 2 (lane % 4) + (e & 1).
-// Uses the generator's ATTN_BF16, ATTN_BM, ATTN_BN, ATTN_DV, ATTN_DVP, ATTN_O_LD, ATTN_T, ATTN_CAUSAL_LIMIT,
-// KILN_ATTN_PARAMS / KILN_ATTN_ARGS and kiln_attn_score (attention_sm80.cuh lists them).
+// are computed (attention_sm80.cuh: mma.sync; attention_sm90.cuh: wgmma): the cp.async
+// tile copy, the rows' initial state, the score functor with the online softmax of one
+// block of keys, P as the A fragments of the P V product, and the store of O / l. A
+// warp holds 16 query rows of the scores and of O in the m16n8 accumulator layout of
+// mma.sync, which is also the layout of each warp's 16 rows of a wgmma m64nN
+// accumulator: element e of n8 block j sits at row lane / 4 (+ 8 for e >= 2) and
+// column 8 j + 2 (lane % 4) + (e & 1). Uses the generator's ATTN_BF16, ATTN_BM,
+// ATTN_BN, ATTN_DV, ATTN_DVP, ATTN_O_LD, ATTN_T, ATTN_CAUSAL_LIMIT, KILN_ATTN_PARAMS /
+// KILN_ATTN_ARGS and kiln_attn_score (attention_sm80.cuh lists them).
 
 constexpr bool kiln_attn_bf16 = ATTN_BF16 != 0;
 
