@@ -1,6 +1,6 @@
-// Tile configs of the fused attention kernel (codegen/templates/attention_sm80.cuh):
-// the shared memory and register estimates, the verifier and the heuristic
-// (PickAttentionConfig), behind codegen/ops/families.h.
+// Tile configs of the fused attention kernels (codegen/templates/attention_sm80.cuh,
+// mma.sync, and attention_sm90.cuh, wgmma): the shared memory and register estimates,
+// the verifier and the heuristic (PickAttentionConfig), behind codegen/ops/families.h.
 #include <algorithm>
 #include <string>
 
@@ -23,10 +23,8 @@ int64_t KTile(const AttentionConfig& c, int64_t d, bool k_trans) {
   return k_trans ? StageKeys(c) * (dp + 8) : dp * (StageKeys(c) + 8);
 }
 
-}  // namespace
-
-namespace {
-
+// The wgmma kernel's limits (the caller has checked the head dims); `bad` wraps the
+// reason into the verifier's message.
 template <typename Bad>
 absl::Status VerifyWgmmaConfig(const AttentionConfig& c, int64_t d, int64_t dv, bool k_trans, Bad bad) {
   if (c.bm != 64 && c.bm != 128 && c.bm != 192)
@@ -78,7 +76,7 @@ absl::Status VerifyAttentionConfig(const AttentionConfig& c, int64_t d, int64_t 
     return bad(absl::StrCat("head dims must be multiples of 8 up to ", kAttentionMaxHeadDim));
   }
   if (c.wgmma) return VerifyWgmmaConfig(c, d, dv, k_trans, bad);
-  if (c.overlap) return bad("overlapping the softmax with P V is a wgmma kernel's (wgmma)");
+  if (c.overlap) return bad("the overlap of the softmax with P V needs the wgmma kernel (wgmma)");
   if (c.bm < 16 || c.bm > 128 || c.bm % 16 != 0) {
     return bad("BM must be a multiple of 16 (one warp per 16 query rows) in [16, 128]");
   }
