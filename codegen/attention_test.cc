@@ -474,7 +474,7 @@ constexpr char kDynamicBert[] = R"(graph @main {
 // The group formed on it: the kernel takes the sequence length and the batch at run
 // time (kiln_dims), reads every operand and the mask at strides that are expressions
 // of them, launches a grid that follows the sizes, comes in tile-config variants for
-// size boxes that cover the ranges once, and compiles.
+// size boxes that cover the ranges once, and compiles (the wgmma kernel too).
 TEST(AttentionCodegenTest, RunTimeSizesOfTheLegacyBertExport) {
   absl::StatusOr<FusedAttention> g = FuseOneAttention(kDynamicBert);
   ASSERT_TRUE(g.ok()) << g.status();
@@ -524,6 +524,21 @@ TEST(AttentionCodegenTest, RunTimeSizesOfTheLegacyBertExport) {
     absl::StatusOr<std::string> cubin = CompileModule(kernels, arch);
     EXPECT_TRUE(cubin.ok()) << arch << ": " << cubin.status();
   }
+  // The wgmma kernel (codegen/templates/attention_sm90.cuh) takes the same run-time
+  // sizes, with and without the overlap: one variant each, the grid per 64 rows.
+  std::vector<ModuleKernel> wgmma;
+  for (bool overlap : {false, true}) {
+    const ops::AttentionConfig cfg{64, 64, 1, true, overlap};
+    absl::StatusOr<std::vector<KernelLaunch>> w = ops::GenerateAttentionGroup(*g->group, &cfg);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_EQ(w->size(), 1u);
+    EXPECT_TRUE((*w)[0].dim_param);
+    EXPECT_EQ(Define((*w)[0], "ATTN_SQ"), "(int)(KILN_DIM(1))");
+    EXPECT_EQ((*w)[0].grid_per_block[0], 64);
+    wgmma.push_back({absl::StrCat("attn_wgmma", wgmma.size()), (*w)[0].source});
+  }
+  absl::StatusOr<std::string> cubin = CompileModule(wgmma, "sm_90a");
+  EXPECT_TRUE(cubin.ok()) << cubin.status();
 }
 
 // GPT-2's packed-sequence mask built from the sizes (graph/gpt2_mask_test_graph.h) on a
