@@ -402,11 +402,18 @@ KernelOptions HopperAuto() {
   return options;
 }
 
-// The graph's fused group (the last, where there are several); nullptr without one.
-const Node* OnlyGroup(const Graph& g) {
+// The graph of `text` after fuse-epilogue and its fused group (the last, where there
+// are several).
+struct EpilogueGroup {
+  std::unique_ptr<Graph> graph;
   const Node* group = nullptr;
-  for (const Node* n : g.nodes()) group = IsFusedGroup(*n) ? n : group;
-  return group;
+};
+absl::StatusOr<EpilogueGroup> OneEpilogueGroup(const std::string& text) {
+  EpilogueGroup out;
+  KILN_ASSIGN_OR_RETURN(out.graph, EpilogueFused(text));
+  for (const Node* n : out.graph->nodes()) out.group = IsFusedGroup(*n) ? n : out.group;
+  if (out.group == nullptr) return absl::NotFoundError("fuse-epilogue formed no group");
+  return out;
 }
 
 // A 1x1 conv over 56 x 56 pixels as a GEMM (conv1x1-to-matmul on a dynamic graph):
@@ -423,11 +430,10 @@ TEST(DynamicKernelsTest, MatMulGroupsServeOnlyTheRowsTheSizesMake) {
   %r = Relu(%yb)
   output %r
 })";
-  auto g = EpilogueFused(kText);
+  absl::StatusOr<EpilogueGroup> g = OneEpilogueGroup(kText);
   ASSERT_TRUE(g.ok()) << g.status();
   KernelOptions options = HopperAuto();
-  const Node* group = OnlyGroup(**g);
-  ASSERT_NE(group, nullptr);
+  const Node* group = g->group;
   absl::StatusOr<std::vector<KernelLaunch>> launches = GenerateNodeKernels(*group, options);
   ASSERT_TRUE(launches.ok()) << launches.status();
   std::map<int64_t, int> served;  // batch -> variants
@@ -458,11 +464,10 @@ TEST(DynamicKernelsTest, TunedConfigServesTheWindowOfItsRows) {
   %yb = Add(%y, %b)
   output %yb
 })";
-  auto g = EpilogueFused(kText);
+  absl::StatusOr<EpilogueGroup> g = OneEpilogueGroup(kText);
   ASSERT_TRUE(g.ok()) << g.status();
   KernelOptions options = HopperAuto();
-  const Node* group = OnlyGroup(**g);
-  ASSERT_NE(group, nullptr);
+  const Node* group = g->group;
   absl::StatusOr<std::vector<KernelLaunch>> plain = GenerateNodeKernels(*group, options);
   ASSERT_TRUE(plain.ok()) << plain.status();
   auto serving = [](const std::vector<KernelLaunch>& launches, int64_t rows) -> const KernelLaunch* {

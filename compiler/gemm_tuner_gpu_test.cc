@@ -101,14 +101,19 @@ double GpuVsCpuError(BundleContents contents, const std::string& path, const Ten
   return err / scale;
 }
 
+// An empty directory `name`_<pid> under the test's temporary directory.
+fs::path FreshDir(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / absl::StrCat(name, "_", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
 // Tunes the graph's one MatMul group, checks the stored entry (of the sm90 family when
 // `sm90`), that the next compile (no --tune) reuses it and that the bundle with the
 // tuned kernel matches the CPU backend.
 void TuneReuseAndCheck(const GpuInfo& gpu, DType dtype, bool sm90) {
-  const fs::path dir =
-      fs::path(::testing::TempDir()) / absl::StrCat("kiln_tuner_gpu_", ::getpid(), "_", DTypeName(dtype));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = FreshDir(absl::StrCat("kiln_tuner_gpu_", DTypeName(dtype)));
   auto graph = ParseGraph(Graph(std::string(DTypeName(dtype))));
   ASSERT_TRUE(graph.ok()) << graph.status();
 
@@ -186,9 +191,7 @@ TEST(GemmTunerGpuTest, AutoModeMeasuresCublasLtAndRoutesByIt) {
   absl::StatusOr<GpuInfo> gpu = LocalGpu();
   if (!gpu.ok()) GTEST_SKIP() << "skipped: " << gpu.status().message();
   if (gpu->arch != "sm_90a") GTEST_SKIP() << "skipped: auto mode's cuBLASLt routing is sm_90a's, not " << gpu->name;
-  const fs::path dir = fs::path(::testing::TempDir()) / absl::StrCat("kiln_tuner_gpu_lib_", ::getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = FreshDir("kiln_tuner_gpu_lib");
   auto graph = ParseGraph(absl::StrReplaceAll(Graph("f16"), {{"Gelu(", "Relu("}}));
   ASSERT_TRUE(graph.ok()) << graph.status();
   GemmTuneReport report;
@@ -252,9 +255,7 @@ TEST(GemmTunerGpuTest, DynamicGroupsTuneAtTheOptSizes) {
   absl::StatusOr<GpuInfo> gpu = LocalGpu();
   if (!gpu.ok()) GTEST_SKIP() << "skipped: " << gpu.status().message();
   if (gpu->arch != "sm_90a") GTEST_SKIP() << "skipped: run-time rows are the sm90 family's, not " << gpu->name;
-  const fs::path dir = fs::path(::testing::TempDir()) / absl::StrCat("kiln_tuner_gpu_dynamic_", ::getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = FreshDir("kiln_tuner_gpu_dynamic");
   GemmTuneReport report;
   CompileOptions options = TuneOptions(*gpu, "auto", dir, &report);
   auto tuned = BuildBundle(**graph, options, "tune.onnx", "bytes");
