@@ -4,6 +4,7 @@
 // GemmGpuTest runs the family's cases against the CPU reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -41,6 +42,11 @@ TEST(GemmCodegenTest, SimtCompilesForSm80AndSm90aWithoutSpills) {
     EXPECT_TRUE(cubins.ok()) << arch << ": " << cubins.status();
   }
   ASSERT_GE(heavy.kernels.size(), 16u);
+  const int pipelined = static_cast<int>(std::count_if(heavy.kernels.begin(), heavy.kernels.end(), [](const auto& k) {
+    return k.source.find("#define STAGES 3") != std::string::npos ||
+           k.source.find("#define STAGES 4") != std::string::npos;
+  }));
+  EXPECT_GE(pipelined, 6) << "the cp.async pipeline's configs on the plain and dual cases";
   absl::StatusOr<ModuleInspection> inspected = InspectModule(heavy.kernels, "sm_90a");
   ASSERT_TRUE(inspected.ok()) << inspected.status();
   int checked = 0;
@@ -60,9 +66,28 @@ TEST(GemmCodegenTest, SimtConfigVerifierAndHeuristic) {
   simt.simt = true;
   EXPECT_TRUE(ops::VerifyGemmConfig(ops::GemmConfig{128, 128, 8, 2, 2, 2}, simt).ok());
   EXPECT_TRUE(ops::VerifyGemmConfig(ops::GemmConfig{64, 32, 16, 2, 2, 2}, simt).ok());
-  // The tensor-core template's default (3 stages, BK 32) is not a SIMT config.
-  const absl::Status stages = ops::VerifyGemmConfig(ops::GemmConfig{128, 128, 32, 2, 2, 3}, simt);
+  const absl::Status stages = ops::VerifyGemmConfig(ops::GemmConfig{128, 128, 8, 2, 2, 5}, simt);
   EXPECT_NE(stages.message().find("STAGES must be 2"), absl::string_view::npos) << stages;
+  // The cp.async pipeline: fp32 A [M, K] and B [K, N] copied as they are (GemmLoad::kAsync),
+  // A's rows padded to an odd number of 16-byte units; no staged registers, A's
+  // fragments 4 k's deep.
+  const ops::GemmConfig pipe{128, 128, 8, 2, 2, 3};
+  EXPECT_TRUE(ops::VerifyGemmConfig(pipe, simt).ok());
+  EXPECT_EQ(ops::GemmSharedBytes(pipe, simt), 3 * (128 * 12 + 8 * 132) * 4);
+  EXPECT_EQ(ops::GemmSharedBytes(ops::GemmConfig{128, 128, 12, 2, 2, 4}, simt), 4 * (128 * 12 + 12 * 132) * 4);
+  EXPECT_EQ(ops::GemmRegisterEstimate(pipe, simt), 8 * 16 + 4 * 8 + 16);
+  // The tensor-core template's default (3 stages, BK 32) is too large a pipeline.
+  const absl::Status smem = ops::VerifyGemmConfig(ops::GemmConfig{128, 128, 32, 2, 2, 3}, simt);
+  EXPECT_NE(smem.message().find("shared memory"), absl::string_view::npos) << smem;
+  for (int which = 0; which < 3; ++which) {
+    ops::GemmVariant v = simt;
+    if (which == 0) v.mainloops[0].a.trans = true;
+    if (which == 1) v.mainloops[0].b.load = ops::GemmLoad::kStagedVector;  // a prologue
+    if (which == 2) v.mainloops.push_back(ops::GemmMainloop{{}, {true, ops::GemmLoad::kAsync, 4}, 64});
+    const absl::Status refused = ops::VerifyGemmConfig(ops::GemmConfig{128, 64, 16, 2, 2, 3}, v);
+    EXPECT_NE(refused.message().find("cp.async pipeline"), absl::string_view::npos) << which << ": " << refused;
+    EXPECT_TRUE(ops::VerifyGemmConfig(ops::GemmConfig{128, 64, 16, 2, 2, 2}, v).ok()) << which;
+  }
   const absl::Status rows = ops::VerifyGemmConfig(ops::GemmConfig{128, 128, 16, 1, 2, 2}, simt);  // 128-row warps
   EXPECT_NE(rows.message().find("32 or 64 rows"), absl::string_view::npos) << rows;
   ops::GemmConfig split{64, 32, 16, 2, 2, 2};

@@ -552,6 +552,21 @@ inline std::vector<ops::GemmConfig> SimtExtraConfigs() {
           {64, 128, 16, 2, 2, 2},  {128, 64, 32, 2, 2, 2},  {64, 64, 16, 2, 2, 2},   {32, 64, 16, 1, 2, 2}};
 }
 
+// The SIMT template's cp.async pipeline (STAGES 3 and 4): BK 8 (A rows padded to 12
+// floats) and 12 (unpadded), warp tiles of 4 and 8 rows, one and several column slices.
+inline std::vector<ops::GemmConfig> SimtPipelineConfigs() {
+  return {{128, 128, 8, 2, 2, 3}, {128, 128, 12, 2, 2, 4}, {128, 64, 16, 2, 2, 3}, {64, 32, 16, 2, 2, 4}};
+}
+// Whether the pipeline takes case `c`: fp32 A [M, K] and B [K, N] without a prologue,
+// rows of a multiple of 4 floats, in every mainloop; and `cfg` fits its registers.
+inline bool SimtPipelineTakes(const GemmCase& c, const ops::GemmConfig& cfg) {
+  ops::GemmVariant v;
+  v.simt = true;
+  v.mainloops.resize(c.dual ? 2 : 1);
+  const bool layouts = !c.ta && !c.tb && (!c.dual || (!c.ta2 && !c.tb2 && c.k2 % 4 == 0));
+  return c.pro == Pro::kNone && layouts && c.k % 4 == 0 && c.n % 4 == 0 && ops::VerifyGemmConfig(cfg, v).ok();
+}
+
 // KILN_GEMM_CASES="a|b": only the cases whose names contain one of the substrings
 // (e.g. a compute-sanitizer run over a few forms); every case without it.
 inline bool Wanted(const std::string& name) {
@@ -691,6 +706,25 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
         out.cases.push_back(c);
         out.kernels.push_back({absl::StrCat("kiln_gemm_", c.Name(), "_", cfg.bm, "x", cfg.bn, "x", cfg.bk, "w",
                                             cfg.warps_m, "x", cfg.warps_n),
+                               (*x)[0].source});
+        out.launches.push_back((*x)[0]);
+        absl::StatusOr<Built> again = Build(c, seed);
+        ASSERT_TRUE(again.ok());
+        out.built.push_back(*std::move(again));
+      }
+    }
+    if (simt && select != Select::kFormsLight) {
+      // The pipeline's configs on every case it takes (the heavy ones only: 1536 rows),
+      // and split in 8 on the few-rows case.
+      std::vector<ops::GemmConfig> configs = SimtPipelineConfigs();
+      if (c.m == 128 && c.k == 3072) configs.push_back({64, 32, 16, 2, 2, 3, 8});
+      for (const ops::GemmConfig& cfg : configs) {
+        if (!SimtPipelineTakes(c, cfg)) continue;
+        absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroup(*b->node, &cfg);
+        ASSERT_TRUE(x.ok()) << c.Name() << " " << ops::GemmConfigString(cfg) << ": " << x.status();
+        out.cases.push_back(c);
+        out.kernels.push_back({absl::StrCat("kiln_gemm_", c.Name(), "_", cfg.bm, "x", cfg.bn, "x", cfg.bk, "s",
+                                            cfg.stages, "k", cfg.split_k),
                                (*x)[0].source});
         out.launches.push_back((*x)[0]);
         absl::StatusOr<Built> again = Build(c, seed);

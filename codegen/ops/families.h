@@ -132,7 +132,9 @@ struct GemmConfig {
 };
 // How an operand reaches shared memory: cp.async (16 bytes; its contiguous dim a
 // multiple of 8, no prologue), or through registers (a prologue, or rows that are not
-// 16-byte aligned) 8 elements per load or one. The im2col gathers are A of an
+// 16-byte aligned) 8 elements per load or one. On the SIMT template: kAsync an fp32
+// operand of rows of a multiple of 4 floats without a prologue (16-byte loads, by
+// cp.async with STAGES > 2), kStagedVector the same with a prologue, else kStagedScalar. The im2col gathers are A of an
 // implicit-GEMM convolution (codegen/ops/conv.cc): cp.async 16 bytes (C % 8 == 0) or
 // register-staged one element per load.
 enum class GemmLoad { kAsync, kStagedVector, kStagedScalar, kIm2colAsync, kIm2colScalar };
@@ -213,11 +215,14 @@ int PickGemmSplitK(const GemmConfig& tile, int64_t m, int64_t n, int64_t k, int6
 GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant = {});
 // The SIMT template's rules for a GemmConfig (what VerifyGemmConfig, PickGemmConfig,
 // HeuristicGemmConfig and GemmCandidateConfigs apply when variant.simt): warp tiles
-// of 32 or 64 rows and a multiple of 16 columns, BK a multiple of 4, STAGES 2 (double
-// buffering), split-K as the sm_80 template's (one mainloop, every split with a k
-// tile), each operand tile's 16-byte loads a whole number per thread, shared memory
-// and registers (accumulators, fragments and staged loads within
-// kSimtRegisterBudget, the block within an SM's registers). The heuristic: the first
+// of 32 or 64 rows and a multiple of 16 columns, BK a multiple of 4, STAGES 2 (operands
+// staged through registers into two buffers) or 3 to 4 (the cp.async pipeline: every
+// mainloop's A [M, K] and B [K, N] GemmLoad::kAsync, i.e. fp32 rows of a multiple of 4
+// floats without a prologue), split-K as the sm_80 template's (one mainloop, every
+// split with a k tile), each operand tile's 16-byte loads a whole number per thread,
+// shared memory and registers (accumulators, fragments and staged loads within
+// kSimtRegisterBudget, the block within an SM's registers). The heuristic and the
+// candidates take STAGES 2 only (the pipeline is not measured yet). The heuristic: the first
 // of 128x128x8, 128x64x16, 64x64x32 and 64x32x16 (2x2 warps) with at least 1.9 tiles
 // (x batch) per SM of `sm_count` (0: 132): on the H200 three such blocks run per SM;
 // 128x64 tiles at 1.9 per SM ran 2048 x 1024 x 1024 at 0.80x cublasSgemm where 64x64

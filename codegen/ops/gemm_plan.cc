@@ -413,7 +413,8 @@ absl::Status PrepareMatMul(const Node& node, GemmPrep& prep) {
       g.element_bytes = static_cast<int>(DTypeSize(op.loaded->dtype()));
       if (variant.simt) {  // gemm_simt.cuh: 16-byte loads of fp32 rows of a multiple of 4
         const bool vec = op.stored->shape().back() % 4 == 0 && op.loaded->dtype() == DType::kFloat32;
-        g.load = vec ? GemmLoad::kStagedVector : GemmLoad::kStagedScalar;
+        // Without a prologue such an operand can also be copied by cp.async (STAGES > 2).
+        g.load = !vec ? GemmLoad::kStagedScalar : op.chain.empty() ? GemmLoad::kAsync : GemmLoad::kStagedVector;
       } else if (!op.chain.empty()) {
         g.load = aligned ? GemmLoad::kStagedVector : GemmLoad::kStagedScalar;
       } else {

@@ -22,18 +22,37 @@ int Threads(const GemmConfig& c) { return c.warps_m * c.warps_n * 32; }
 // Registers of one operand's staged k tile (kiln_simt_tile): its elements per thread.
 int Staged(const GemmConfig& c, int tile_elements) { return tile_elements / Threads(c); }
 
+// The pipeline's A rows in shared memory (SIMT_A_PITCH): BK floats and 4 more where
+// that makes an odd number of 16-byte units.
+int SimtAPitch(int bk) { return bk + ((bk / 4) % 2 == 0 ? 4 : 0); }
+
+// Why the cp.async pipeline (STAGES > 2) cannot copy `variant`'s operands ("" when it can).
+std::string PipelineProblem(const GemmVariant& variant) {
+  for (const GemmMainloop& l : variant.mainloops) {
+    if (l.a.trans || l.b.trans) return "A stored [K, M] or B stored [N, K]";
+    if (l.a.load != GemmLoad::kAsync || l.b.load != GemmLoad::kAsync) {
+      return "an operand with a prologue, not fp32, or with rows not a multiple of 4 floats";
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 int64_t SimtGemmSharedBytes(const GemmConfig& c, const GemmVariant& variant) {
-  (void)variant;  // both mainloops use the same [BK][BM + 4] and [BK][BN + 4] buffers
-  return int64_t{2} * (static_cast<int64_t>(c.bk) * (c.bm + kPad) + static_cast<int64_t>(c.bk) * (c.bn + kPad)) * 4;
+  (void)variant;  // both mainloops use the same buffers
+  const int64_t b_tile = static_cast<int64_t>(c.bk) * (c.bn + kPad);
+  if (c.stages > 2) return int64_t{c.stages} * (static_cast<int64_t>(c.bm) * SimtAPitch(c.bk) + b_tile) * 4;
+  return int64_t{2} * (static_cast<int64_t>(c.bk) * (c.bm + kPad) + b_tile) * 4;
 }
 
 int SimtGemmRegisterEstimate(const GemmConfig& c, const GemmVariant& variant) {
   if (c.warps_m <= 0 || c.warps_n <= 0) return 0;
   const int tm = c.bm / c.warps_m / 8, cols = c.bn / c.warps_n / 4;  // rows and columns of a lane
-  const int staged = Staged(c, c.bm * c.bk) + Staged(c, c.bn * c.bk);
   const int extra = variant.mainloops.size() > 1 ? kGemmSecondMainloopRegisters : 0;
+  // The pipeline holds no staged loads but 4 k's of A per row (one float4 each).
+  if (c.stages > 2) return tm * cols + 4 * tm + cols + extra;
+  const int staged = Staged(c, c.bm * c.bk) + Staged(c, c.bn * c.bk);
   return tm * cols + tm + cols + staged + extra;
 }
 
@@ -47,7 +66,17 @@ absl::Status VerifySimtGemmConfig(const GemmConfig& c, const GemmVariant& varian
   }
   if (c.bn % (16 * c.warps_n) != 0) return bad("BN must be a multiple of 16 * WARPS_N (4 lanes of 4 columns)");
   if (c.bk % 4 != 0) return bad("BK must be a multiple of 4 (16-byte loads along K)");
-  if (c.stages != 2) return bad("STAGES must be 2 (shared memory is double-buffered)");
+  if (c.stages < 2 || c.stages > 4) {
+    return bad("STAGES must be 2 (register-staged double buffer) or 3 to 4 (the cp.async pipeline)");
+  }
+  if (c.stages > 2) {
+    if (const std::string why = PipelineProblem(variant); !why.empty()) {
+      return bad(
+          absl::StrCat("the cp.async pipeline (STAGES > 2) takes fp32 A [M, K] and B [K, N] without a "
+                       "prologue, rows a multiple of 4 floats; this GEMM has ",
+                       why, " (use STAGES 2)"));
+    }
+  }
   if (variant.mainloops.empty() || variant.mainloops.size() > 2) {
     return bad(absl::StrCat(variant.mainloops.size(), " mainloops (the template has one or two)"));
   }

@@ -76,9 +76,8 @@ std::string GemmSourceTail(const GemmConfig& cfg, DType out_dtype, const std::st
                       "\n#define KILN_EPILOGUE_PARAMS ", epilogue.params, "\n#define KILN_EPILOGUE_ARGS ",
                       epilogue.args, "\n", functors, GemmEpilogueFunction(epilogue, epilogue_code, result),
                       cfg.split_k > 1 ? TemplateSource("gemm_split.cuh") : absl::string_view(),
-                      simt ? std::string(TemplateSource("gemm_simt.cuh"))
-                           : absl::StrCat(TemplateSource("mma_sm80.cuh"), TemplateSource("gemm_sm80.cuh")),
-                      TemplateSource("gemm_undef.cuh"));
+                      TemplateSource("mma_sm80.cuh"),  // cp.async (both); ldmatrix, mma.sync (sm_80)
+                      TemplateSource(simt ? "gemm_simt.cuh" : "gemm_sm80.cuh"), TemplateSource("gemm_undef.cuh"));
 }
 
 }  // namespace kiln::codegen::ops

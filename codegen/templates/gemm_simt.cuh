@@ -13,14 +13,18 @@
 //                        fp32 before the prologue functor (mode 1 needs 2)
 //   GEMM_OUT_VEC         1: C stored four columns per 16-byte store (fp32 C, N and
 //                        the batch stride multiples of 4); else one element a store
+//   GEMM_A_MODE 0, GEMM_B_MODE 0   as 1, from an fp32 operand without a prologue:
+//                        what the cp.async pipeline (STAGES > 2) copies
 //   BM, BN, BK, WARPS_M, WARPS_N, STAGES   the block tile, its warp grid and
-//                        STAGES = 2 (shared memory double-buffered). Each warp computes
-//                        a (BM/WARPS_M) x (BN/WARPS_N) warp tile as 8 x 4 lanes, lane
-//                        (lm, ln) holding a TM x 4 block of rows lm*TM.. (TM =
-//                        warp rows / 8, 4 or 8) in each of the warp tile's column
-//                        slices of 16 (ln*4.. within the slice). The generator checks
-//                        BM % WARPS_M == 0 with TM in {4, 8}, (BN/WARPS_N) % 16 == 0,
-//                        BK % 4 == 0 and that the tile loads divide over the threads.
+//                        STAGES: 2, operands staged through registers into two
+//                        shared-memory buffers; 3 or 4, the cp.async pipeline below.
+//                        Each warp computes a (BM/WARPS_M) x (BN/WARPS_N) warp tile as
+//                        8 x 4 lanes, lane (lm, ln) holding TM rows (TM = warp rows /
+//                        8, 4 or 8: rows lm*TM.. with 2 stages, lm + 8*i with more) of
+//                        4 columns in each of the warp tile's column slices of 16
+//                        (ln*4.. within the slice). The generator checks BM % WARPS_M
+//                        == 0 with TM in {4, 8}, (BN/WARPS_N) % 16 == 0, BK % 4 == 0
+//                        and that the tile loads divide over the threads.
 //   GEMM_SPLIT_K         S > 1: split-K as in gemm_sm80.cuh (blockIdx.y = s takes k tiles
 //                        [s*T, min((s+1)*T, k_tiles)), T = ceil(k_tiles / S); the last CTA
 //                        of an output tile to arrive sums the S fp32 partials from
@@ -28,7 +32,8 @@
 //                        is reset to 0). Not with GEMM_DUAL.
 // Kernel parameters: (C, A, B [, A2, B2] KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS
 // [, kiln_semaphores, kiln_scratch]). Dynamic shared memory: 2 * (BK * (BM + 4) + BK *
-// (BN + 4)) * 4 bytes (codegen/ops/gemm_simt_config.cc).
+// (BN + 4)) * 4 bytes, or with the pipeline STAGES * (BM * SIMT_A_PITCH + BK * (BN +
+// 4)) * 4 (codegen/ops/gemm_simt_config.cc).
 //
 // Structure (the warptiled SIMT GEMM: block tile, warp tile, thread tile):
 // shared memory holds A k-major, As[k][m], and B as Bs[k][n], rows padded by 4 floats
@@ -41,6 +46,14 @@
 // float4s of shared memory (its rows of As broadcast over the 4 lanes that share
 // them) and does TM x 4 x NITER FFMAs. The epilogue functor runs per element on the
 // fp32 accumulators before the guarded store.
+//
+// The cp.async pipeline (STAGES 3 or 4; fp32 A [M, K] and B [K, N] rows of a multiple
+// of 4 floats, no prologue, every mainloop): k tiles are copied global -> shared memory
+// 16 bytes at a time, STAGES - 1 ahead of the tile the FFMAs read, one __syncthreads a
+// k tile and no registers holding staged loads. A stays [m][k] (rows of SIMT_A_PITCH
+// floats: an odd number of 16-byte units), and a lane's rows are lm + 8*i, so the
+// float4 of 4 k's that each of the 8 row lanes reads falls in a distinct unit of the
+// 8 a 128-byte wavefront has; B is Bs[k][n] as above.
 
 #define SIMT_THREADS (WARPS_M * WARPS_N * 32)
 #define SIMT_WM (BM / WARPS_M)
@@ -63,7 +76,13 @@
 #endif
 static_assert(SIMT_TM == 4 || SIMT_TM == 8, "SIMT GEMM: warp tile rows must be 32 or 64");
 static_assert(SIMT_WN % 16 == 0 && SIMT_NITER >= 1, "SIMT GEMM: warp tile columns must be a multiple of 16");
-static_assert(STAGES == 2, "SIMT GEMM: shared memory is double-buffered");
+static_assert(STAGES >= 2 && STAGES <= 4, "SIMT GEMM: 2 register-staged buffers or a cp.async pipeline of 3-4");
+#if STAGES > 2
+#define SIMT_A_PITCH (BK + ((BK / 4) % 2 == 0 ? 4 : 0))  // floats: an odd number of 16-byte units
+#define SIMT_LANE_ROW(lane, i) ((lane) / 4 + 8 * (i))
+#else
+#define SIMT_LANE_ROW(lane, i) ((lane) / 4 * SIMT_TM + (i))
+#endif
 
 // The prologue of an operand without one.
 struct kiln_gemm_identity {
@@ -140,6 +159,7 @@ struct kiln_simt_tile {
   }
 };
 
+#if STAGES == 2
 // One mainloop: acc += op(A)[m0.., :] * op(B)[:, n0..] over the k tiles [kt0, kt0 +
 // k_tiles) of K, A stored [M,K] or [K,M] (TA), B stored [K,N] or [N,K] (TB).
 template <int K, bool TA, bool TB, int AMODE, int BMODE, int AKIND, int BKIND, typename TA_T, typename TB_T,
@@ -152,8 +172,8 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
   float* As = smem;               // [2][BK][BM + PAD]
   float* Bs = smem + 2 * kATile;  // [2][BK][BN + PAD]
   // Stored tiles: A [BM rows of K] or [BK rows of M]; B [BK rows of N] or [BN rows of K].
-  kiln_simt_tile<TA ? BK : BM, TA ? BM : BK, TA ? K : GEMM_M, TA ? GEMM_M : K, AMODE == 1, AKIND, TA_T> a;
-  kiln_simt_tile<TB ? BN : BK, TB ? BK : BN, TB ? GEMM_N : K, TB ? K : GEMM_N, BMODE == 1, BKIND, TB_T> b;
+  kiln_simt_tile<TA ? BK : BM, TA ? BM : BK, TA ? K : GEMM_M, TA ? GEMM_M : K, AMODE <= 1, AKIND, TA_T> a;
+  kiln_simt_tile<TB ? BN : BK, TB ? BK : BN, TB ? GEMM_N : K, TB ? K : GEMM_N, BMODE <= 1, BKIND, TB_T> b;
   auto fetch = [&](int k0) {
     a.fetch(A, TA ? k0 : m0, TA ? m0 : k0);
     b.fetch(B, TB ? n0 : k0, TB ? k0 : n0);
@@ -195,6 +215,85 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
     __syncthreads();
   }
 }
+#else
+// A k tile of ROWS x COLS floats of a stored LIM_R x LIM_C matrix (row-major, pitch
+// LIM_C, LIM_C % 4 == 0) from (r0, c0) into shared memory rows of PITCH floats, by
+// cp.async 16 bytes at a time; chunks out of range are zero-filled.
+template <int ROWS, int COLS, int LIM_R, int LIM_C, int PITCH>
+static __device__ __forceinline__ void kiln_simt_copy(float* s, const float* __restrict__ g, int r0, int c0) {
+  constexpr int kChunks = ROWS * COLS / 4;
+  static_assert(kChunks % SIMT_THREADS == 0, "SIMT GEMM: a tile copy must divide over the threads");
+#pragma unroll
+  for (int it = 0; it < kChunks / SIMT_THREADS; ++it) {
+    const int c = threadIdx.x + it * SIMT_THREADS;
+    const int r = c / (COLS / 4), k = (c % (COLS / 4)) * 4;
+    const bool ok = r0 + r < LIM_R && c0 + k < LIM_C;
+    kiln_mma_cp16(s + r * PITCH + k, ok ? g + (kiln_index)(r0 + r) * LIM_C + (c0 + k) : g, ok ? 16 : 0);
+  }
+}
+
+// One mainloop on the cp.async pipeline: acc += A[m0.., :] * B[:, n0..] over the k
+// tiles [kt0, kt0 + k_tiles) of K, A stored [M, K] and B [K, N] (fp32, mode 0, no
+// prologue; the parameters are the register-staged mainloop's).
+template <int K, bool TA, bool TB, int AMODE, int BMODE, int AKIND, int BKIND, typename TA_T, typename TB_T,
+          typename FA, typename FB>
+static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][SIMT_NITER * 4], float* smem,
+                                                          const TA_T* __restrict__ A, const TB_T* __restrict__ B,
+                                                          int m0, int n0, int, const FA&, const FB&, int kt0 = 0,
+                                                          int k_tiles = (K + BK - 1) / BK) {
+  static_assert(!TA && !TB && AMODE == 0 && BMODE == 0 && FA::kIdentity && FB::kIdentity,
+                "SIMT GEMM pipeline: fp32 A [M, K] and B [K, N] without a prologue");
+  constexpr int kATile = BM * SIMT_A_PITCH, kBTile = BK * (BN + SIMT_PAD);
+  float* As = smem;                    // [STAGES][BM][SIMT_A_PITCH]
+  float* Bs = smem + STAGES * kATile;  // [STAGES][BK][BN + PAD]
+  // Copies k tile t (of this mainloop's) into stage t % STAGES; one commit group each,
+  // empty past the last tile, so that the wait below counts tiles.
+  auto issue = [&](int t) {
+    if (t < k_tiles) {
+      const int s = t % STAGES, k0 = (kt0 + t) * BK;
+      kiln_simt_copy<BM, BK, GEMM_M, K, SIMT_A_PITCH>(As + s * kATile, A, m0, k0);
+      kiln_simt_copy<BK, BN, K, GEMM_N, BN + SIMT_PAD>(Bs + s * kBTile, B, k0, n0);
+    }
+    kiln_mma_commit();
+  };
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int row0 = (warp / WARPS_N) * SIMT_WM + SIMT_LANE_ROW(lane, 0);
+  const int col0 = (warp % WARPS_N) * SIMT_WN + (lane % 4) * 4;
+#pragma unroll
+  for (int t = 0; t < STAGES - 1; ++t) issue(t);
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    kiln_mma_wait<STAGES - 2>();  // tile kt has landed (this thread's copies) ...
+    __syncthreads();              // ... everyone's, and stage (kt - 1) % STAGES is free
+    issue(kt + STAGES - 1);
+    const float* as = As + (kt % STAGES) * kATile + row0 * SIMT_A_PITCH;
+    const float* bs = Bs + (kt % STAGES) * kBTile + col0;
+#pragma unroll
+    for (int k4 = 0; k4 < BK; k4 += 4) {
+      float ra[4][SIMT_TM];  // [k][row]: one float4 of 4 k's per row
+#pragma unroll
+      for (int i = 0; i < SIMT_TM; ++i) {
+        const float4 x = *reinterpret_cast<const float4*>(as + i * 8 * SIMT_A_PITCH + k4);
+        ra[0][i] = x.x, ra[1][i] = x.y, ra[2][i] = x.z, ra[3][i] = x.w;
+      }
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        float rb[SIMT_NITER * 4];
+#pragma unroll
+        for (int j = 0; j < SIMT_NITER; ++j) {
+          const float4 x = *reinterpret_cast<const float4*>(bs + (k4 + kk) * (BN + SIMT_PAD) + j * 16);
+          rb[4 * j] = x.x, rb[4 * j + 1] = x.y, rb[4 * j + 2] = x.z, rb[4 * j + 3] = x.w;
+        }
+#pragma unroll
+        for (int i = 0; i < SIMT_TM; ++i)
+#pragma unroll
+          for (int j = 0; j < SIMT_NITER * 4; ++j) acc[i][j] = fmaf(ra[kk][i], rb[j], acc[i][j]);
+      }
+    }
+  }
+  kiln_mma_wait<0>();
+  __syncthreads();  // a second mainloop's copies reuse the stages
+}
+#endif
 
 #if GEMM_SPLIT_K > 1
 // The split-K reduction: true in the CTA that arrived last at this output tile, with
@@ -279,11 +378,11 @@ extern "C" __global__ void __launch_bounds__(SIMT_THREADS, 1)
   C += (kiln_index)batch * GEMM_C_BATCH;
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int row0 = m0 + (warp / WARPS_N) * SIMT_WM + (lane / 4) * SIMT_TM;
+  const int row0 = m0 + (warp / WARPS_N) * SIMT_WM;
   const int col0 = n0 + (warp % WARPS_N) * SIMT_WN + (lane % 4) * 4;
 #pragma unroll
   for (int i = 0; i < SIMT_TM; ++i) {
-    const int row = row0 + i;
+    const int row = row0 + SIMT_LANE_ROW(lane, i);
     if (row >= GEMM_M) break;
 #pragma unroll
     for (int j = 0; j < SIMT_NITER; ++j) {
@@ -315,4 +414,8 @@ extern "C" __global__ void __launch_bounds__(SIMT_THREADS, 1)
 #undef SIMT_NITER
 #undef SIMT_PAD
 #undef SIMT_GROUP_M
+#undef SIMT_LANE_ROW
+#ifdef SIMT_A_PITCH
+#undef SIMT_A_PITCH
+#endif
 #undef GEMM_OUT_VEC
