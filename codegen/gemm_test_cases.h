@@ -553,9 +553,14 @@ inline std::vector<ops::GemmConfig> SimtExtraConfigs() {
 }
 
 // The SIMT template's cp.async pipeline (STAGES 3 and 4): BK 8 (A rows padded to 12
-// floats) and 12 (unpadded), warp tiles of 4 and 8 rows, one and several column slices.
+// floats) and 12 (unpadded), warp tiles of 4 and 8 rows, one to four column slices,
+// 4 and 8 warps (8 x 8 a lane: CUTLASS's SIMT sgemm's thread tile).
 inline std::vector<ops::GemmConfig> SimtPipelineConfigs() {
-  return {{128, 128, 8, 2, 2, 3}, {128, 128, 12, 2, 2, 4}, {128, 64, 16, 2, 2, 3}, {64, 32, 16, 2, 2, 4}};
+  return {{128, 128, 8, 2, 2, 3},
+          {128, 128, 12, 2, 2, 4},
+          {128, 128, 8, 2, 4, 4},
+          {128, 64, 16, 2, 2, 3},
+          {64, 32, 16, 2, 2, 4}};
 }
 // Whether the pipeline takes case `c`: fp32 A [M, K] and B [K, N] without a prologue,
 // rows of a multiple of 4 floats, in every mainloop; and `cfg` fits its registers.
@@ -723,8 +728,8 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
         absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroup(*b->node, &cfg);
         ASSERT_TRUE(x.ok()) << c.Name() << " " << ops::GemmConfigString(cfg) << ": " << x.status();
         out.cases.push_back(c);
-        out.kernels.push_back({absl::StrCat("kiln_gemm_", c.Name(), "_", cfg.bm, "x", cfg.bn, "x", cfg.bk, "s",
-                                            cfg.stages, "k", cfg.split_k),
+        out.kernels.push_back({absl::StrCat("kiln_gemm_", c.Name(), "_", cfg.bm, "x", cfg.bn, "x", cfg.bk, "w",
+                                            cfg.warps_m, "x", cfg.warps_n, "s", cfg.stages, "k", cfg.split_k),
                                (*x)[0].source});
         out.launches.push_back((*x)[0]);
         absl::StatusOr<Built> again = Build(c, seed);
