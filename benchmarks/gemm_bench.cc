@@ -179,7 +179,10 @@ void PrintHeader(const Options& o, const cudaDeviceProp& prop, const std::string
       "%s (%s, %d SMs, L2 %d MiB), CUDA runtime %d, cuBLAS %d; %s in/out, fp32 accumulate; %d warm-up + median of "
       "%d timed runs, L2 %s; %.1f GiB of buffers; tolerance %g (max |kiln - ref| / max(1, |ref|))\n",
       prop.name, arch.c_str(), prop.multiProcessorCount, prop.l2CacheSize >> 20, CUDART_VERSION, CUBLAS_VERSION,
-      o.tf32   ? "fp32, TF32 math (kiln's sm90 tf32 wgmma; cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32)"
+      o.tf32
+          ? (o.family == "sm90" ? "fp32, TF32 math (kiln's sm90 tf32 wgmma; cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32)"
+                                : "fp32, TF32 math (kiln's sm80 tf32 mma.sync m16n8k8 where it takes the group, else "
+                                  "its SIMT fp32; cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32)")
       : o.fp32 ? "fp32 (no TF32: kiln's SIMT template, cublasSgemm)"
                : "fp16",
       o.warmup, o.reps,
@@ -292,7 +295,8 @@ constexpr char kUsage[] =
     "                       [--idioms gemm,bias_relu,bias_gelu,relu_gemm,dual_gemm,bias_gelu_erf,bias_residual]\n"
     "                       [--reps N]\n"
     "                       [--warmup N]\n"
-    "                       [--no-flush] [--sequential | --fixed-order] [--seed S] [--count N] [--tol X] [--csv out.csv]\n"
+    "                       [--no-flush] [--sequential | --fixed-order] [--seed S] [--count N] [--tol X] [--csv "
+    "out.csv]\n"
     "                       [--compile-only [--arch sm_90a|sm_89|sm_86|sm_80]] [--family sm80|sm90]\n"
     "                       [--dump-kernels DIR]\n"
     "                       [--b-layout kn|nk] [--sustain MS] [--precision fp16|fp32|tf32] [--config CFG]\n"
@@ -330,8 +334,9 @@ constexpr char kUsage[] =
     "  --precision fp16 (default) or fp32: fp32 operands, results and accumulation, kiln on its SIMT\n"
     "             template (FFMA, no TF32) against cublasSgemm and cuBLASLt in fp32 (--family sm80);\n"
     "             or tf32: fp32 operands and results, TF32 math, kiln on the sm90 family's tf32 wgmma\n"
-    "             (--family sm90 --b-layout nk: it reads B K-major) against cublasGemmEx and cuBLASLt\n"
-    "             with CUBLAS_COMPUTE_32F_FAST_TF32\n"
+    "             (--family sm90) or the sm80 template's tf32 mma.sync (--family sm80), both with\n"
+    "             --b-layout nk (they read B K-major), against cublasGemmEx and cuBLASLt with\n"
+    "             CUBLAS_COMPUTE_32F_FAST_TF32\n"
     "exit status: 0, 2 when some kiln result failed validation, 77 without a CUDA device (unless\n"
     "             --compile-only)\n";
 

@@ -48,7 +48,9 @@ void RunOnGpu(Family family) {
   Generated gen;
   int routed = 0;
   ASSERT_NO_FATAL_FAILURE(Generate(gen, Select::kAll, family, &routed));
-  if (sm90) std::printf("sm90 family: %zu cases, %d routed to others\n", gen.cases.size(), routed);
+  if (sm90 || family == Family::kSm80Tf32) {
+    std::printf("%zu cases, %d routed to other families\n", gen.cases.size(), routed);
+  }
   absl::StatusOr<std::vector<std::string>> cubins = CompileModules(gen.kernels, arch, kPerModule);
   ASSERT_TRUE(cubins.ok()) << cubins.status();
   std::vector<cudaLibrary_t> libs(cubins->size());
@@ -160,10 +162,11 @@ void RunOnGpu(Family family) {
     std::printf("  %-32s %4d cases, worst scaled err %.3g\n", kind.c_str(), r.first, r.second);
   }
   std::printf("ran %zu GEMM cases (%s family) on %s (%s): %d failing\n", gen.cases.size(),
-              family == Family::kSm90   ? "sm90"
-              : family == Family::kTf32 ? "sm90 tf32"
-              : family == Family::kSimt ? "simt"
-                                        : "sm80",
+              family == Family::kSm90       ? "sm90"
+              : family == Family::kTf32     ? "sm90 tf32"
+              : family == Family::kSm80Tf32 ? "sm80 tf32"
+              : family == Family::kSimt     ? "simt"
+                                            : "sm80",
               test::DeviceName().c_str(), arch.c_str(), failures);
 }
 
@@ -240,6 +243,9 @@ TEST(GemmGpuTest, SimtMatchesCpuReference) { RunOnGpu(Family::kSimt); }
 
 // The Hopper family's tf32 form on the fp32 cases marked tf32 (Tf32Cases) it takes.
 TEST(GemmGpuTest, Tf32MatchesCpuReference) { RunOnGpu(Family::kTf32); }
+
+// The sm_80 template's tf32 form on the Tf32Cases it takes (the sm_80 target's route).
+TEST(GemmGpuTest, Sm80Tf32MatchesCpuReference) { RunOnGpu(Family::kSm80Tf32); }
 
 // On the GPU: every split case against the CPU reference, each launched twice on one
 // workspace shared by all cases (as a session's): the same bits both times, and the

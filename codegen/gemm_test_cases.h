@@ -491,8 +491,9 @@ enum class Select { kAll, kFormsLight, kFormsHeavy };
 // Which GEMM family generates the cases: the sm_80 template, the Hopper family
 // (only the cases it takes, Sm90Eligible; the others are counted in *routed), or the
 // SIMT template (the fp32 cases, SimtCases), or the Hopper family's tf32 form (the
-// fp32 cases marked tf32 that it takes, Tf32Cases).
-enum class Family { kSm80, kSm90, kSimt, kTf32 };
+// fp32 cases marked tf32 that it takes, Tf32Cases), or the sm_80 template's tf32 form
+// (the Tf32Cases it takes; the others, left to the SIMT template, are counted in *routed).
+enum class Family { kSm80, kSm90, kSimt, kTf32, kSm80Tf32 };
 
 // The SIMT template's cases: Cases() in fp32 (every layout, load mode, prologue,
 // epilogue and dual form at odd and aligned sizes), then what only it has: rows of a
@@ -640,10 +641,11 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
   std::set<std::string> seen;
   const bool simt = family == Family::kSimt;
   const bool sm90 = family == Family::kSm90 || family == Family::kTf32;
-  for (const GemmCase& c : family == Family::kSm90   ? Sm90Cases()
-                           : family == Family::kTf32 ? Tf32Cases()
-                           : simt                    ? SimtCases()
-                                                     : Cases()) {
+  const bool sm80_tf32 = family == Family::kSm80Tf32;
+  for (const GemmCase& c : family == Family::kSm90                ? Sm90Cases()
+                           : family == Family::kTf32 || sm80_tf32 ? Tf32Cases()
+                           : simt                                 ? SimtCases()
+                                                                  : Cases()) {
     seed += 10;
     if (!Wanted(c.Name())) continue;
     if (!sm90 && select != Select::kAll && (c.m == 1536) != (select == Select::kFormsHeavy)) {
@@ -702,6 +704,10 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
     }
     if (simt) {
       EXPECT_EQ((*l)[0].family, "gemm_simt") << c.Name();
+    }
+    if (sm80_tf32 && (*l)[0].family != "gemm_sm80") {
+      if (routed != nullptr) ++*routed;
+      continue;
     }
     if (simt && select != Select::kFormsLight && c.m == 1536 && c.pro == Pro::kNone && !c.dual && !c.tb) {
       // The pool's other configs on the large plain cases.

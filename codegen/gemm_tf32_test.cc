@@ -1,7 +1,8 @@
-// The Hopper family's tf32 form (fp32 operands of MatMuls marked tf32, wgmma k8 .tf32):
-// which groups it takes and why it leaves the others, where auto and generated modes
-// route tf32 groups, and that every form compiles for sm_90a to wgmma without spills.
-// GemmGpuTest.Tf32MatchesCpuReference runs them.
+// The tf32 forms (fp32 operands of MatMuls marked tf32): the Hopper family's (wgmma k8
+// .tf32) and the sm_80 template's (mma m16n8k8 .tf32): which groups each takes and why
+// it leaves the others, where auto and generated modes route tf32 groups, and that
+// every form compiles without spills. GemmGpuTest.Tf32MatchesCpuReference and
+// Sm80Tf32MatchesCpuReference run them.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -125,6 +126,80 @@ TEST(GemmTf32Test, CompilesForSm90aWithoutSpills) {
     EXPECT_EQ(r.stack_bytes, 0) << r.function << " has a stack frame";
   }
   std::printf("compiled %zu tf32 sm90 GEMM kernels for sm_90a (%d cases left to others)\n", gen.kernels.size(), routed);
+}
+
+// The sm_80 template's tf32 form (what --precision tf32 gives an sm_80/86/89 target):
+// K-major fp32 operands without a prologue, K a multiple of 4, run on mma m16n8k8
+// .tf32 with K counted in 16-bit units; the other tf32 groups stay on the SIMT
+// template in exact fp32, and the tuner's configs for the form are the template's.
+TEST(GemmTf32Test, Sm80TemplateTakesKMajorOperands) {
+  KernelOptions sm80;
+  sm80.matmul_groups = MatMulGroups::kAuto;
+  absl::StatusOr<Built> nt = Build(Tf32Case(256, 512, 132, false, true, Epi::kBiasRelu), 1);
+  ASSERT_TRUE(nt.ok()) << nt.status();
+  EXPECT_EQ(ChooseKernel(*nt->node, sm80).kind, KernelKind::kGemm);
+  absl::StatusOr<std::vector<KernelLaunch>> l = GenerateNodeKernels(*nt->node, sm80);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ((*l)[0].family, "gemm_sm80");
+  EXPECT_NE((*l)[0].source.find("#define GEMM_TF32 1"), std::string::npos);
+  EXPECT_NE((*l)[0].source.find("#define GEMM_K 264\n"), std::string::npos);  // 132 fp32 = 264 16-bit units
+  absl::StatusOr<ops::GemmProblem> p = ops::DescribeMatMulGroup(*nt->node);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->variant.tf32);
+  EXPECT_FALSE(p->variant.simt);
+  EXPECT_EQ(p->variant.mainloops[0].k, 264);
+  EXPECT_EQ(p->k[0], 132);
+  for (const ops::GemmConfig& c : ops::GemmCandidateConfigs(*p)) {
+    EXPECT_EQ(c.bk % 16, 0) << ops::GemmConfigString(c);
+    EXPECT_TRUE(ops::VerifyGemmConfig(c, p->variant).ok()) << ops::GemmConfigString(c);
+  }
+
+  GemmCase pro = Tf32Case(64, 64, 64, false, true);
+  pro.pro = Pro::kReluA;
+  for (const GemmCase& c :
+       {Tf32Case(64, 64, 64, false, false, Epi::kBiasRelu), Tf32Case(64, 64, 64, true, true, Epi::kBiasRelu),
+        Tf32Case(64, 64, 66, false, true, Epi::kBiasRelu), pro}) {
+    absl::StatusOr<Built> b = Build(c, 1);
+    ASSERT_TRUE(b.ok()) << b.status();
+    absl::StatusOr<std::vector<KernelLaunch>> x = GenerateNodeKernels(*b->node, sm80);
+    ASSERT_TRUE(x.ok()) << c.Name() << ": " << x.status();
+    EXPECT_EQ((*x)[0].family, "gemm_simt") << c.Name();
+  }
+}
+
+// Every form of it (group kind, dual, split, the 128x128 tiles) compiles for sm_80,
+// sm_86 and sm_90a to the tf32 mma; the heavy ones without spills.
+TEST(GemmTf32Test, Sm80TemplateCompilesWithoutSpills) {
+  Generated light, heavy;
+  int routed = 0;
+  ASSERT_NO_FATAL_FAILURE(Generate(light, Select::kFormsLight, Family::kSm80Tf32, &routed));
+  ASSERT_NO_FATAL_FAILURE(Generate(heavy, Select::kFormsHeavy, Family::kSm80Tf32));
+  std::set<std::string> kinds;
+  for (const GemmCase& c : light.cases) kinds.insert(c.Kind());
+  for (const char* kind : {"MatMul", "matmul+epilogue", "dual-matmul", "dual-matmul+epilogue"}) {
+    EXPECT_TRUE(kinds.count(kind)) << kind;
+  }
+  int split = 0;
+  for (const KernelLaunch& k : light.launches) {
+    EXPECT_EQ(k.family, "gemm_sm80");
+    EXPECT_NE(k.source.find("#define GEMM_TF32 1"), std::string::npos);
+    split += k.source.find("#define GEMM_SPLIT_K") != std::string::npos;
+  }
+  EXPECT_GE(split, 1) << "no split-K form among the compiled ones";
+  for (const char* arch : {"sm_80", "sm_86", "sm_90a"}) {
+    absl::StatusOr<ModuleInspection> inspected = InspectModule(light.kernels, arch);
+    ASSERT_TRUE(inspected.ok()) << arch << ": " << inspected.status();
+    EXPECT_NE(inspected->ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos) << arch;
+  }
+  ASSERT_GE(heavy.kernels.size(), 2u);
+  absl::StatusOr<ModuleInspection> inspected = InspectModule(heavy.kernels, "sm_80");
+  ASSERT_TRUE(inspected.ok()) << inspected.status();
+  for (const KernelResources& r : ParsePtxasResources(inspected->log)) {
+    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " spills (" << r.registers << " registers)";
+    std::printf("%-60s %d registers\n", r.function.c_str(), r.registers);
+  }
+  std::printf("compiled %zu tf32 sm_80 GEMM kernels (%d cases left to the SIMT template)\n", light.kernels.size(),
+              routed);
 }
 
 }  // namespace

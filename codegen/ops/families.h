@@ -156,8 +156,10 @@ struct GemmVariant {
   bool simt = false;
   // fp32 operands of MatMuls marked for TF32 math (the `tf32` attribute that
   // --precision tf32 sets, graph/tf32_math.h): the Hopper family runs them on TF32
-  // tensor cores where it takes the group (GemmFamilyPlan::tf32); the SIMT template,
-  // which runs the rest, computes them in exact fp32.
+  // tensor cores where it takes the group (GemmFamilyPlan::tf32); else the sm_80
+  // template does where every mainloop has A [M, K] and B [N, K], no prologue and K a
+  // multiple of 4 (GEMM_TF32: simt is false, the mainloops' k count 16-bit units, two
+  // per element, their loads kAsync); the SIMT template computes the rest in exact fp32.
   bool tf32 = false;
 };
 inline constexpr int64_t kGemmMaxSharedBytes = 99 * 1024;

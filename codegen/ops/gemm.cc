@@ -210,20 +210,26 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateMatMulGroup(const Node& node, 
   auto mode = GemmLoadMode;
   const LoopPlan& l0 = plan.loops[0];
   const GemmMainloop& v0 = variant.mainloops[0];
+  // The tf32 form (variant.tf32 on the sm_80 template): K in 16-bit units (the
+  // variant's), the loaded kinds the tensor-core view's; A2 and B2 are 16-bit pointers.
+  const bool tf32_mma = variant.tf32 && !variant.simt;
+  const auto kind = [&](const Value* v) { return tf32_mma ? 0 : GemmDTypeKind(v->dtype()); };
+  const int64_t units = tf32_mma ? 2 : 1;
+  if (tf32_mma) absl::StrAppend(&src, "#define GEMM_TF32 1\n");
   absl::StrAppend(&src, "#define GEMM_BF16 ", dt == DType::kBFloat16 ? 1 : 0, "\n#define GEMM_M ", m,
-                  "\n#define GEMM_N ", n, "\n#define GEMM_K ", l0.k, "\n#define GEMM_A_BATCH ", a_batch[0],
+                  "\n#define GEMM_N ", n, "\n#define GEMM_K ", v0.k, "\n#define GEMM_A_BATCH ", a_batch[0],
                   "LL\n#define GEMM_B_BATCH ", b_batch[0], "LL\n#define GEMM_C_BATCH ", batch > 1 ? m * n : 0,
                   "LL\n#define GEMM_TRANS_A ", l0.a.trans ? 1 : 0, "\n#define GEMM_TRANS_B ", l0.b.trans ? 1 : 0,
                   "\n#define GEMM_A_MODE ", mode(v0.a.load), "\n#define GEMM_B_MODE ", mode(v0.b.load),
-                  "\n#define GEMM_A_KIND ", GemmDTypeKind(l0.a.loaded->dtype()), "\n#define GEMM_B_KIND ",
-                  GemmDTypeKind(l0.b.loaded->dtype()), "\n#define GEMM_A_T ", StorageTypeName(l0.a.loaded->dtype()),
-                  "\n#define GEMM_B_T ", StorageTypeName(l0.b.loaded->dtype()), "\n#define GEMM_PROLOGUE_A ",
-                  prologue_objects[0], "\n#define GEMM_PROLOGUE_B ", prologue_objects[1], "\n");
+                  "\n#define GEMM_A_KIND ", kind(l0.a.loaded), "\n#define GEMM_B_KIND ", kind(l0.b.loaded),
+                  "\n#define GEMM_A_T ", StorageTypeName(l0.a.loaded->dtype()), "\n#define GEMM_B_T ",
+                  StorageTypeName(l0.b.loaded->dtype()), "\n#define GEMM_PROLOGUE_A ", prologue_objects[0],
+                  "\n#define GEMM_PROLOGUE_B ", prologue_objects[1], "\n");
   if (plan.loops.size() == 2) {
     const LoopPlan& l1 = plan.loops[1];
     const GemmMainloop& v1 = variant.mainloops[1];
-    absl::StrAppend(&src, "#define GEMM_DUAL 1\n#define GEMM_K2 ", l1.k, "\n#define GEMM_A2_BATCH ", a_batch[1],
-                    "LL\n#define GEMM_B2_BATCH ", b_batch[1], "LL\n#define GEMM_TRANS_A2 ", l1.a.trans ? 1 : 0,
+    absl::StrAppend(&src, "#define GEMM_DUAL 1\n#define GEMM_K2 ", v1.k, "\n#define GEMM_A2_BATCH ", units * a_batch[1],
+                    "LL\n#define GEMM_B2_BATCH ", units * b_batch[1], "LL\n#define GEMM_TRANS_A2 ", l1.a.trans ? 1 : 0,
                     "\n#define GEMM_TRANS_B2 ", l1.b.trans ? 1 : 0, "\n#define GEMM_A2_MODE ", mode(v1.a.load),
                     "\n#define GEMM_B2_MODE ", mode(v1.b.load), "\n");
   }

@@ -1,7 +1,8 @@
 // The sm_80-class GEMM template's tile configs (codegen/templates/gemm_sm80.cuh):
 // shared memory and register estimates, verification, the shape heuristic, the
 // candidates --tune measures, and the config's text form. An fp32 problem's
-// (variant.simt) go to the SIMT template's rules (gemm_simt_config.cc).
+// (variant.simt) go to the SIMT template's rules (gemm_simt_config.cc); a tf32 one on
+// this template counts K in its 16-bit units (two per element: the variant's k).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -38,6 +39,10 @@ int StagedRegisters(const GemmConfig& c, TileShape t, const GemmOperand& op) {
   const int words = vec ? (op.element_bytes == 4 ? 8 : 4) : 1;
   return iters * words;
 }
+
+// The summed K in the template's k units: 16-bit elements, two per fp32 element in
+// the tf32 form (variant.tf32 without variant.simt: GEMM_TF32).
+int64_t TemplateK(const GemmProblem& p) { return p.variant.tf32 && !p.variant.simt ? 2 * p.KTotal() : p.KTotal(); }
 
 }  // namespace
 
@@ -141,12 +146,12 @@ GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const 
 GemmConfig HeuristicGemmConfig(const GemmProblem& p, int sm_count) {
   if (sm_count <= 0) sm_count = 132;
   if (p.variant.simt) return PickSimtGemmConfig(p.m, p.n, p.KTotal(), p.batch, p.variant, sm_count);
-  const GemmConfig c = PickGemmConfig(p.m, p.n, p.KTotal(), p.batch, p.variant);
+  const GemmConfig c = PickGemmConfig(p.m, p.n, TemplateK(p), p.batch, p.variant);
   if (p.variant.mainloops.size() != 1) return c;
   const int64_t tiles = ((p.m + c.bm - 1) / c.bm) * ((p.n + c.bn - 1) / c.bn) * p.batch;
   if (2 * tiles > sm_count) return c;
   GemmConfig split = c;
-  split.split_k = PickGemmSplitK(c, p.m, p.n, p.KTotal(), p.batch, sm_count);
+  split.split_k = PickGemmSplitK(c, p.m, p.n, TemplateK(p), p.batch, sm_count);
   if (split.split_k > 1 && 2 * tiles * split.split_k >= sm_count && VerifyGemmConfig(split, p.variant).ok()) {
     return split;
   }
@@ -175,7 +180,7 @@ std::vector<GemmConfig> GemmCandidateConfigs(const GemmProblem& p, int sm_count)
   int added = 0;
   for (size_t i = 0; i < unsplit && added < kGemmMaxSplitCandidates; ++i) {
     if (out[i].split_k != 1) continue;
-    const int s = PickGemmSplitK(out[i], p.m, p.n, p.KTotal(), p.batch, sm_count, /*min_k_tiles=*/4);
+    const int s = PickGemmSplitK(out[i], p.m, p.n, TemplateK(p), p.batch, sm_count, /*min_k_tiles=*/4);
     for (int split : {s, s / 2}) {
       if (split < 2 || added >= kGemmMaxSplitCandidates) continue;
       GemmConfig c = out[i];

@@ -322,6 +322,13 @@ bool FoldsBatchIntoRows(const GemmPrep& prep) {
                      [&](const ElementwiseLoad& load) { return RowsFoldWithBatch(load, ys); });
 }
 
+// Whether the sm_80 template's tf32 form takes mainloop `l` of a group marked for TF32
+// math: A [M, K] and B [N, K] (the K-major fragments its ldmatrix loads), no
+// prologue, K a multiple of 4 (16-byte fp32 rows for cp.async).
+bool TakesTf32Mma(const LoopPlan& l) {
+  return !l.a.trans && l.b.trans && l.a.chain.empty() && l.b.chain.empty() && l.k % 4 == 0;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> BroadcastOffset(const Node& node, const Shape& view, const Shape& shape, bool folded) {
@@ -422,6 +429,18 @@ absl::Status PrepareMatMul(const Node& node, GemmPrep& prep) {
       }
     }
     variant.mainloops.push_back(ml);
+  }
+  if (variant.tf32 && std::all_of(plan.loops.begin(), plan.loops.end(), TakesTf32Mma)) {
+    // TF32 on the sm_80 template's tensor cores (GEMM_TF32): it sees each fp32 element
+    // of the K-major rows as two 16-bit ones, copied by cp.async.
+    variant.simt = false;
+    for (GemmMainloop& ml : variant.mainloops) {
+      ml.k *= 2;
+      for (GemmOperand* g : {&ml.a, &ml.b}) {
+        g->load = GemmLoad::kAsync;
+        g->element_bytes = 2;
+      }
+    }
   }
   prep.out_shape = ys;
   if (FoldsBatchIntoRows(prep)) {

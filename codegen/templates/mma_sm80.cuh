@@ -57,6 +57,20 @@ static __device__ __forceinline__ void kiln_mma_m16n8k16(float (&d)[4], const un
   }
 }
 
+// d += a * b for one m16n8k8 fragment of tf32 operands (fp32 bits; the tensor cores
+// read the top 19, sign, exponent and 10 mantissa bits). Its fragments hold the same
+// bytes as m16n8k16's for 16-bit elements, a 32-bit element being two of those:
+// a[0] = A[g][t], a[1] = A[g+8][t], a[2] = A[g][t+4], a[3] = A[g+8][t+4]; b0 = B[t][g],
+// b1 = B[t+4][g]; d as m16n8k16's. So the ldmatrix addressing of a K-major tile of
+// 16-bit elements loads a K-major fp32 tile's fragments unchanged.
+static __device__ __forceinline__ void kiln_mma_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                                             unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
 
 // An element of the tensor-core type as fp32, and fp32 as its bits.
 template <bool BF16>
