@@ -136,6 +136,11 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
       ++stats.unsupported_steps;
       continue;
     }
+    if (launches->empty()) {  // outputs of zero elements: nothing to run
+      step->set_kernel("empty");
+      ++stats.view_steps;
+      continue;
+    }
     ++stats.generated_steps;
     if (gemm) {
       ++stats.gemm_steps;

@@ -287,6 +287,33 @@ TEST(CpuExecutorTest, SplitWhosePiecesAreViews) {
   ExpectBundleMatchesReference(**inner, "inner", "fp32");
 }
 
+// Steps whose outputs have no elements (the zoo's Swin-T at --dim batch=0): the
+// generators give them no launch, the step runs nothing ("empty"), and the bundle
+// runs with its empty outputs, fused or not.
+TEST(CpuExecutorTest, ZeroElementStepsCompileAndRun) {
+  auto graph = ParseGraph(R"(graph @g {
+    input %x : f32[0,64]
+    input %y : f32[0,32]
+    %c : f32[0,96] = Concat(%x, %y) {axis = 1} @cat
+    %r : f32[0,96] = Relu(%c) @relu
+    output %r
+  })");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  for (bool fuse : {false, true}) {
+    CompileOptions options = WithPrecision("fp16");
+    options.fuse = fuse;
+    auto contents = BuildBundle(**graph, options, "empty", "");
+    ASSERT_TRUE(contents.ok()) << contents.status();
+    int empty = 0;
+    for (const bundle::Step& step : contents->manifest.steps()) {
+      EXPECT_EQ(step.launches_size() == 0, step.kernel() == "empty" || step.kernel() == "view") << step.kernel();
+      empty += step.kernel() == "empty";
+    }
+    EXPECT_GE(empty, 1) << "fuse " << fuse;
+  }
+  ExpectBundleMatchesReference(**graph, "empty", "fp16");
+}
+
 // fuse-siblings' stacked layout in whole models: the BERT layer's Q/K/V Split and the
 // GPT-2 block's c_attn Split compile to "view" steps (no kernel), and the bundles
 // still compute what the imported models compute on the CPU backend.

@@ -90,8 +90,12 @@ absl::Status PrintOutputs(const std::vector<std::string>& names, const std::vect
       hi = std::max<double>(hi, x);
       sum += x;
     }
-    std::cout << absl::StrFormat("  %-28s %-18s min %-12.6g max %-12.6g mean %.6g", name, t.TypeString(), lo, hi,
-                                 v.empty() ? 0.0 : sum / v.size());
+    if (v.empty()) {
+      std::cout << absl::StrFormat("  %-28s %-18s (no elements)", name, t.TypeString());
+    } else {
+      std::cout << absl::StrFormat("  %-28s %-18s min %-12.6g max %-12.6g mean %.6g", name, t.TypeString(), lo, hi,
+                                   sum / v.size());
+    }
     if (!out_dir.empty()) {
       const std::string file = (std::filesystem::path(out_dir) / (FileNameFor(name) + "." + format)).string();
       KILN_RETURN_IF_ERROR(format == "npy" ? WriteNpy(file, t) : WriteTensorProtoFile(file, t, name));
