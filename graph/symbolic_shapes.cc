@@ -187,9 +187,16 @@ absl::StatusOr<Dims> SliceDims(const Node& node, absl::Span<const DimSymbol> sym
     KILN_ASSIGN_OR_RETURN(auto len_bounds, len.Bounds(symbols));
     KILN_ASSIGN_OR_RETURN(auto room_bounds, room.Bounds(symbols));
     if (s_bounds.first < 0 || len_bounds.first < 0 || room_bounds.first < 0) {
+      // Which bound the ranges cross, with its extreme: what a narrower range must avoid.
+      std::string why = absl::StrCat(" (its start reaches ", s_bounds.first, ")");
+      if (room_bounds.first < 0) {
+        why = absl::StrCat(" (its end passes the dim by up to ", -room_bounds.first, ")");
+      } else if (len_bounds.first < 0) {
+        why = absl::StrCat(" (its end falls before its start by up to ", -len_bounds.first, ")");
+      }
       return CannotExpress(node, 0, static_cast<int>(axis),
                            absl::StrCat("slicing [", s.ToString(symbols), ", ", e.ToString(symbols), ") of ",
-                                        dim.ToString(symbols), " is clamped for some sizes"));
+                                        dim.ToString(symbols), " is clamped for some sizes", why));
     }
     out[axis] = len;
   }
