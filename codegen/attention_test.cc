@@ -155,7 +155,10 @@ TEST(AttentionCodegenTest, LargestHeadDimsDoNotSpill) {
   }
   for (size_t i = 0; i < gen.cases.size(); ++i) {
     EXPECT_EQ(Define(gen.launches[i], "ATTN_BN"), gen.cases[i].d == 128 ? "32" : "64") << gen.cases[i].Name();
-  }
+  }  // Each exponential of the softmax is one ex2.approx.ftz (kiln_attn_exp2), not exp2f's
+  // subnormal-preserving form (three more instructions).
+  EXPECT_NE(inspected->ptx.find("ex2.approx.ftz.f32"), std::string::npos);
+  EXPECT_EQ(inspected->ptx.find("ex2.approx.f32"), std::string::npos);
 }
 
 // Key groups per CTA (AttentionConfig::splits): both K layouts, 2 and 4 groups,

@@ -190,8 +190,8 @@ static __device__ __forceinline__ void kiln_attn_merge_groups(float* red, float 
       const float m_other = p[r * kSlots];
       const float m_new = fmaxf(row_max[r], m_other);
       const float base = m_new == kiln_attn_neg_inf() ? 0.f : m_new;
-      mine[r] = exp2f(row_max[r] - base);
-      theirs[r] = exp2f(m_other - base);
+      mine[r] = kiln_attn_exp2(row_max[r] - base);
+      theirs[r] = kiln_attn_exp2(m_other - base);
       row_sum[r] = row_sum[r] * mine[r] + p[(2 + r) * kSlots] * theirs[r];
       row_max[r] = m_new;
     }
