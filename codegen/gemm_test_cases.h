@@ -709,6 +709,25 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
       if (routed != nullptr) ++*routed;
       continue;
     }
+    if (sm80_tf32 && select != Select::kFormsLight && c.m == 1536) {
+      // The tuner's other tiles on the large cases (BK 64 units: 32 elements a stage).
+      absl::StatusOr<ops::GemmProblem> p = ops::DescribeMatMulGroup(*b->node);
+      ASSERT_TRUE(p.ok()) << p.status();
+      for (const ops::GemmConfig& cfg : {ops::GemmConfig{64, 64, 64, 2, 2, 3}, ops::GemmConfig{256, 128, 32, 4, 2, 3},
+                                         ops::GemmConfig{128, 128, 32, 2, 4, 4}}) {
+        if (!ops::VerifyGemmConfig(cfg, p->variant).ok()) continue;
+        absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroup(*b->node, &cfg);
+        ASSERT_TRUE(x.ok()) << c.Name() << " " << ops::GemmConfigString(cfg) << ": " << x.status();
+        out.cases.push_back(c);
+        out.kernels.push_back({absl::StrCat("kiln_gemm_", c.Name(), "_", cfg.bm, "x", cfg.bn, "x", cfg.bk, "w",
+                                            cfg.warps_m, "x", cfg.warps_n, "s", cfg.stages),
+                               (*x)[0].source});
+        out.launches.push_back((*x)[0]);
+        absl::StatusOr<Built> again = Build(c, seed);
+        ASSERT_TRUE(again.ok());
+        out.built.push_back(*std::move(again));
+      }
+    }
     if (simt && select != Select::kFormsLight && c.m == 1536 && c.pro == Pro::kNone && !c.dual && !c.tb) {
       // The pool's other configs on the large plain cases.
       for (const ops::GemmConfig& cfg : SimtExtraConfigs()) {

@@ -75,6 +75,9 @@ absl::StatusOr<GemmProblem> DescribeMatMulGroup(const Node& node) {
     }
   }
   if (prep.variant.tf32) absl::StrAppend(&hashed, "tf32\n");
+  // The sm_80 template's tf32 form has other configs than the SIMT template that ran
+  // these groups before it: a tuning entry of one must not reach the other.
+  if (prep.variant.tf32 && !prep.variant.simt) absl::StrAppend(&hashed, "tf32 on the sm_80 template\n");
   absl::StrAppend(&hashed, "epilogue\n", prep.plan.epilogue_code, "return ", prep.plan.result, ";",
                   loads_text(prep.plan.loads), "\n");
   std::vector<std::string> ops;

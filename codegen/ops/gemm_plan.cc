@@ -324,9 +324,10 @@ bool FoldsBatchIntoRows(const GemmPrep& prep) {
 
 // Whether the sm_80 template's tf32 form takes mainloop `l` of a group marked for TF32
 // math: A [M, K] and B [N, K] (the K-major fragments its ldmatrix loads), no
-// prologue, K a multiple of 4 (16-byte fp32 rows for cp.async).
+// prologue, K a multiple of 4 (16-byte fp32 rows for cp.async) and twice K an int
+// (the template's K in 16-bit units).
 bool TakesTf32Mma(const LoopPlan& l) {
-  return !l.a.trans && l.b.trans && l.a.chain.empty() && l.b.chain.empty() && l.k % 4 == 0;
+  return !l.a.trans && l.b.trans && l.a.chain.empty() && l.b.chain.empty() && l.k % 4 == 0 && l.k < (int64_t{1} << 30);
 }
 
 }  // namespace
