@@ -134,9 +134,10 @@ struct GemmConfig {
 // multiple of 8, no prologue), or through registers (a prologue, or rows that are not
 // 16-byte aligned) 8 elements per load or one. On the SIMT template: kAsync an fp32
 // operand of rows of a multiple of 4 floats without a prologue (16-byte loads, by
-// cp.async with STAGES > 2), kStagedVector the same with a prologue, else kStagedScalar. The im2col gathers are A of an
-// implicit-GEMM convolution (codegen/ops/conv.cc): cp.async 16 bytes (C % 8 == 0) or
-// register-staged one element per load.
+// cp.async with STAGES > 2), kStagedVector the same with a prologue, else
+// kStagedScalar. The im2col gathers are A of an implicit-GEMM convolution
+// (codegen/ops/conv.cc): cp.async 16 bytes (C % 8 == 0) or register-staged one
+// element per load.
 enum class GemmLoad { kAsync, kStagedVector, kStagedScalar, kIm2colAsync, kIm2colScalar };
 struct GemmOperand {
   bool trans = false;  // A stored [K, M] / B stored [N, K]
@@ -224,9 +225,9 @@ GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const 
 // split with a k tile), each operand tile's 16-byte loads a whole number per thread,
 // shared memory and registers (accumulators, fragments and staged loads within
 // kSimtRegisterBudget, the block within an SM's registers). The heuristic and the
-// candidates take STAGES 2 only (the pipeline is not measured yet). The heuristic: the first
-// of 128x128x8, 128x64x16, 64x64x32 and 64x32x16 (2x2 warps) with at least 1.9 tiles
-// (x batch) per SM of `sm_count` (0: 132): on the H200 three such blocks run per SM;
+// candidates take STAGES 2 only (the pipeline is not measured yet). The heuristic:
+// the first of 128x128x8, 128x64x16, 64x64x32 and 64x32x16 (2x2 warps) with at least
+// 1.9 tiles (x batch) per SM of `sm_count` (0: 132): on the H200 three such blocks run per SM;
 // 128x64 tiles at 1.9 per SM ran 2048 x 1024 x 1024 at 0.80x cublasSgemm where 64x64
 // ones ran it at 0.50x, and at 1.45 per SM (2048 x 768 x 3072) lost to 64x64 (0.58x
 // against 0.72x) (benchmarks/results/gemm_simt_*_h200_2026-12-03.txt).

@@ -1,9 +1,10 @@
 // Ampere-class (sm_80 and later) tensor-core primitives shared by kiln's kernel
-// templates: cp.async copies into shared memory, ldmatrix, mma.sync m16n8k16 with
-// fp32 accumulators, and fp32 -> f16x2/bf16x2 packing. No macros: the element type
-// is a template argument (BF16 = true for bfloat16 inputs, false for fp16), so a
-// template that includes this text configures nothing here. Used by gemm_sm80.cuh
-// and attention_sm80.cuh (codegen/ops/gemm.cc and attention.cc put it first).
+// templates: cp.async copies into shared memory, ldmatrix, mma.sync m16n8k16 (and
+// m16n8k8 .tf32) with fp32 accumulators, and fp32 -> f16x2/bf16x2 packing. No
+// macros: the element type is a template argument (BF16 = true for bfloat16 inputs,
+// false for fp16), so a template that includes this text configures nothing here.
+// Used by gemm_sm80.cuh, attention_sm80.cuh and (its cp.async) gemm_simt.cuh;
+// codegen/ops/gemm_source.cc and attention.cc put it first.
 
 typedef unsigned short kiln_mma_t;  // fp16 or bf16 bits
 
@@ -57,8 +58,8 @@ static __device__ __forceinline__ void kiln_mma_m16n8k16(float (&d)[4], const un
   }
 }
 
-// d += a * b for one m16n8k8 fragment of tf32 operands (fp32 bits; the tensor cores
-// read the top 19, sign, exponent and 10 mantissa bits). Its fragments hold the same
+// d += a * b for one m16n8k8 fragment of tf32 operands (fp32 bits, of which the tensor
+// cores read the top 19: sign, exponent and 10 mantissa bits). Its fragments hold the same
 // bytes as m16n8k16's for 16-bit elements, a 32-bit element being two of those:
 // a[0] = A[g][t], a[1] = A[g+8][t], a[2] = A[g][t+4], a[3] = A[g+8][t+4]; b0 = B[t][g],
 // b1 = B[t+4][g]; d as m16n8k16's. So the ldmatrix addressing of a K-major tile of
