@@ -47,6 +47,12 @@ TEST(GemmCodegenTest, SimtCompilesForSm80AndSm90aWithoutSpills) {
            k.source.find("#define STAGES 4") != std::string::npos;
   }));
   EXPECT_GE(pipelined, 6) << "the cp.async pipeline's configs on the plain and dual cases";
+  EXPECT_TRUE(std::any_of(heavy.kernels.begin(), heavy.kernels.end(), [](const auto& k) {
+    return k.source.find("#define STAGES 3") != std::string::npos &&
+           k.source.find("#define GEMM_SPLIT_K") != std::string::npos;
+  })) << "a split pipeline kernel";
+  absl::StatusOr<std::vector<std::string>> sm80 = CompileModules(heavy.kernels, "sm_80", kPerModule);
+  EXPECT_TRUE(sm80.ok()) << "sm_80: " << sm80.status();
   absl::StatusOr<ModuleInspection> inspected = InspectModule(heavy.kernels, "sm_90a");
   ASSERT_TRUE(inspected.ok()) << inspected.status();
   int checked = 0;

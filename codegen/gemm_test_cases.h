@@ -744,10 +744,11 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
       }
     }
     if (simt && select != Select::kFormsLight) {
-      // The pipeline's configs on every case it takes (the heavy ones only: 1536 rows),
-      // and split in 8 on the few-rows case.
+      // The pipeline's configs on every case it takes (with kFormsHeavy the 1536-row
+      // ones), split in 8 on the few-rows case and in 4 on the large plain one.
       std::vector<ops::GemmConfig> configs = SimtPipelineConfigs();
       if (c.m == 128 && c.k == 3072) configs.push_back({64, 32, 16, 2, 2, 3, 8});
+      if (c.m == 1536 && !c.dual && c.epi == Epi::kNone) configs.push_back({64, 32, 16, 2, 2, 3, 4});
       for (const ops::GemmConfig& cfg : configs) {
         if (!SimtPipelineTakes(c, cfg)) continue;
         absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroup(*b->node, &cfg);
