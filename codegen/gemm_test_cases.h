@@ -636,6 +636,20 @@ inline void Sm90Variants(const GemmCase& c, const Node& node, Select select, std
   }
 }
 
+// Case `c` (graph `node`, built from `seed`) generated with the forced tile config
+// `cfg`, appended to `out` as kernel kiln_gemm_<case>_<tag> with a graph of its own.
+inline void AddForcedConfig(Generated& out, const GemmCase& c, uint32_t seed, const Node& node,
+                            const ops::GemmConfig& cfg, const std::string& tag) {
+  absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroup(node, &cfg);
+  ASSERT_TRUE(x.ok()) << c.Name() << " " << ops::GemmConfigString(cfg) << ": " << x.status();
+  absl::StatusOr<Built> again = Build(c, seed);
+  ASSERT_TRUE(again.ok());
+  out.cases.push_back(c);
+  out.kernels.push_back({absl::StrCat("kiln_gemm_", c.Name(), "_", tag), (*x)[0].source});
+  out.launches.push_back((*x)[0]);
+  out.built.push_back(*std::move(again));
+}
+
 inline void Generate(Generated& out, Select select, Family family = Family::kSm80, int* routed = nullptr) {
   uint32_t seed = 1;
   std::set<std::string> seen;
@@ -716,31 +730,17 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
       for (const ops::GemmConfig& cfg : {ops::GemmConfig{64, 64, 64, 2, 2, 3}, ops::GemmConfig{256, 128, 32, 4, 2, 3},
                                          ops::GemmConfig{128, 128, 32, 2, 4, 4}}) {
         if (!ops::VerifyGemmConfig(cfg, p->variant).ok()) continue;
-        absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroup(*b->node, &cfg);
-        ASSERT_TRUE(x.ok()) << c.Name() << " " << ops::GemmConfigString(cfg) << ": " << x.status();
-        out.cases.push_back(c);
-        out.kernels.push_back({absl::StrCat("kiln_gemm_", c.Name(), "_", cfg.bm, "x", cfg.bn, "x", cfg.bk, "w",
-                                            cfg.warps_m, "x", cfg.warps_n, "s", cfg.stages),
-                               (*x)[0].source});
-        out.launches.push_back((*x)[0]);
-        absl::StatusOr<Built> again = Build(c, seed);
-        ASSERT_TRUE(again.ok());
-        out.built.push_back(*std::move(again));
+        ASSERT_NO_FATAL_FAILURE(AddForcedConfig(
+            out, c, seed, *b->node, cfg,
+            absl::StrCat(cfg.bm, "x", cfg.bn, "x", cfg.bk, "w", cfg.warps_m, "x", cfg.warps_n, "s", cfg.stages)));
       }
     }
     if (simt && select != Select::kFormsLight && c.m == 1536 && c.pro == Pro::kNone && !c.dual && !c.tb) {
       // The pool's other configs on the large plain cases.
       for (const ops::GemmConfig& cfg : SimtExtraConfigs()) {
-        absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroup(*b->node, &cfg);
-        ASSERT_TRUE(x.ok()) << c.Name() << " " << ops::GemmConfigString(cfg) << ": " << x.status();
-        out.cases.push_back(c);
-        out.kernels.push_back({absl::StrCat("kiln_gemm_", c.Name(), "_", cfg.bm, "x", cfg.bn, "x", cfg.bk, "w",
-                                            cfg.warps_m, "x", cfg.warps_n),
-                               (*x)[0].source});
-        out.launches.push_back((*x)[0]);
-        absl::StatusOr<Built> again = Build(c, seed);
-        ASSERT_TRUE(again.ok());
-        out.built.push_back(*std::move(again));
+        ASSERT_NO_FATAL_FAILURE(
+            AddForcedConfig(out, c, seed, *b->node, cfg,
+                            absl::StrCat(cfg.bm, "x", cfg.bn, "x", cfg.bk, "w", cfg.warps_m, "x", cfg.warps_n)));
       }
     }
     if (simt && select != Select::kFormsLight) {
@@ -751,16 +751,9 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
       if (c.m == 1536 && !c.dual && c.epi == Epi::kNone) configs.push_back({64, 32, 16, 2, 2, 3, 4});
       for (const ops::GemmConfig& cfg : configs) {
         if (!SimtPipelineTakes(c, cfg)) continue;
-        absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroup(*b->node, &cfg);
-        ASSERT_TRUE(x.ok()) << c.Name() << " " << ops::GemmConfigString(cfg) << ": " << x.status();
-        out.cases.push_back(c);
-        out.kernels.push_back({absl::StrCat("kiln_gemm_", c.Name(), "_", cfg.bm, "x", cfg.bn, "x", cfg.bk, "w",
-                                            cfg.warps_m, "x", cfg.warps_n, "s", cfg.stages, "k", cfg.split_k),
-                               (*x)[0].source});
-        out.launches.push_back((*x)[0]);
-        absl::StatusOr<Built> again = Build(c, seed);
-        ASSERT_TRUE(again.ok());
-        out.built.push_back(*std::move(again));
+        ASSERT_NO_FATAL_FAILURE(AddForcedConfig(out, c, seed, *b->node, cfg,
+                                                absl::StrCat(cfg.bm, "x", cfg.bn, "x", cfg.bk, "w", cfg.warps_m, "x",
+                                                             cfg.warps_n, "s", cfg.stages, "k", cfg.split_k)));
       }
     }
     if (dedupe && !sm90) {
