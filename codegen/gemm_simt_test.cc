@@ -118,19 +118,26 @@ TEST(GemmCodegenTest, SimtConfigVerifierAndHeuristic) {
   const absl::Status file = ops::VerifyGemmConfig(ops::GemmConfig{256, 128, 16, 4, 4, 2}, simt);
   EXPECT_NE(file.message().find("65536"), absl::string_view::npos) << file;
   EXPECT_EQ(ops::GemmSharedBytes(ops::GemmConfig{128, 128, 16, 2, 2, 2}, simt), 2 * (16 * 132 + 16 * 132) * 4);
-  // The heuristic: the first ladder tile with 1.9 tiles per SM; a dual kernel skips
-  // the tile its registers do not allow; a grid short of that splits K (at least 8 k
-  // tiles a split, up to three CTAs per SM).
+  // The heuristic: the first ladder tile with 1.9 tiles per SM (3.8 for 128x128 where
+  // the pipelined 128x64 comes next); a dual kernel skips the tile its registers do not
+  // allow; a grid short of that splits K (at least 8 k tiles a split, up to three CTAs
+  // per SM).
   auto pick = [&](int64_t m, int64_t n, int64_t k, int64_t batch, const ops::GemmVariant& v) {
     return ops::GemmConfigString(ops::PickSimtGemmConfig(m, n, k, batch, v));
   };
   EXPECT_EQ(pick(4096, 4096, 4096, 1, simt), "128x128x8 w2x2 s2");
-  EXPECT_EQ(pick(1024, 3072, 768, 1, simt), "128x64x16 w2x2 s2");
+  EXPECT_EQ(pick(1024, 3072, 768, 1, simt), "128x64x16 w2x2 s3");
   EXPECT_EQ(pick(2048, 768, 768, 1, simt), "64x64x32 w2x2 s2");
-  EXPECT_EQ(pick(2048, 1024, 1024, 1, simt), "128x64x16 w2x2 s2");  // 256 tiles
+  EXPECT_EQ(pick(2048, 1024, 1024, 1, simt), "128x64x16 w2x2 s3");  // 256 tiles
+  EXPECT_EQ(pick(2048, 2048, 2048, 1, simt), "128x64x16 w2x2 s3");  // 256 tiles of 128x128: under 3.8 per SM
+  EXPECT_EQ(pick(8192, 1024, 4096, 1, simt), "128x128x8 w2x2 s2");  // 512 tiles of 128x128
+  ops::GemmVariant staged = simt;                                   // B [N, K]: no pipeline
+  staged.mainloops[0].b.trans = true;
+  EXPECT_EQ(pick(2048, 2048, 2048, 1, staged), "128x128x8 w2x2 s2");
+  EXPECT_EQ(pick(2048, 1024, 1024, 1, staged), "128x64x16 w2x2 s2");
   EXPECT_EQ(pick(1024, 768, 768, 1, simt), "64x32x16 w2x2 s2");
-  EXPECT_EQ(pick(1024, 768, 768, 4, simt), "128x64x16 w2x2 s2");
-  EXPECT_EQ(pick(4096, 4096, 4096, 1, dual), "128x64x16 w2x2 s2");
+  EXPECT_EQ(pick(1024, 768, 768, 4, simt), "128x64x16 w2x2 s3");
+  EXPECT_EQ(pick(4096, 4096, 4096, 1, dual), "128x64x16 w2x2 s3");
   EXPECT_EQ(pick(128, 768, 3072, 1, simt), "64x32x16 w2x2 s2 k8");  // 48 tiles of 192 k tiles
   EXPECT_EQ(pick(8, 64, 64, 1, simt), "64x32x16 w2x2 s2");          // 4 k tiles: too short to split
   EXPECT_EQ(pick(128, 768, 3072, 1, dual), "64x32x16 w2x2 s2");     // no split with two mainloops

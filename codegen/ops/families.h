@@ -224,15 +224,19 @@ GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const 
 // floats without a prologue), split-K as the sm_80 template's (one mainloop, every
 // split with a k tile), each operand tile's 16-byte loads a whole number per thread,
 // shared memory and registers (accumulators, fragments and staged loads within
-// kSimtRegisterBudget, the block within an SM's registers). The heuristic and the
-// candidates take STAGES 2 only (the pipeline is not measured yet). The heuristic:
-// the first of 128x128x8, 128x64x16, 64x64x32 and 64x32x16 (2x2 warps) with at least
-// 1.9 tiles (x batch) per SM of `sm_count` (0: 132): on the H200 three such blocks run per SM;
-// 128x64 tiles at 1.9 per SM ran 2048 x 1024 x 1024 at 0.80x cublasSgemm where 64x64
-// ones ran it at 0.50x, and at 1.45 per SM (2048 x 768 x 3072) lost to 64x64 (0.58x
-// against 0.72x) (benchmarks/results/gemm_simt_*_h200_2026-12-03.txt).
+// kSimtRegisterBudget, the block within an SM's registers). The heuristic: the first
+// of 128x128x8, 128x64x16, 64x64x32 and 64x32x16 (2x2 warps, STAGES 2, except 128x64x16
+// on 3 stages of the pipeline where it takes the operands) with at least 1.9 tiles
+// (x batch) per SM of `sm_count` (0: 132), 3.8 for 128x128x8 where the pipelined
+// 128x64x16 comes next: on the H200 three such blocks run per SM; 128x64 tiles at 1.9
+// per SM ran 2048 x 1024 x 1024 at 0.80x cublasSgemm where 64x64 ones ran it at 0.50x,
+// and at 1.45 per SM (2048 x 768 x 3072) lost to 64x64 (0.58x against 0.72x)
+// (benchmarks/results/gemm_simt_*_h200_2026-12-03.txt); the pipelined 128x64x16 ran
+// 2048^3 at 0.76x where 128x128x8 ran it at 0.69x, and matched 128x128x8 at 4 and 8
+// tiles per SM (gemm_simt_pipeline_sweep_h200_2026-12-05.txt).
 // Else the smallest, its K split (a single mainloop) over up to three CTAs per SM
-// with at least kSimtMinSplitKTiles k tiles each (PickGemmSplitK).
+// with at least kSimtMinSplitKTiles k tiles each (PickGemmSplitK). The candidates add
+// four pipeline configs where it takes the operands.
 // Calibrated with ptxas (sm_90a): 128x128x16 with 2x2 warps, estimated at 184,
 // compiled to 255 registers and spilled; 128x128x8 (168) and 128x256x16 with 2x4 warps
 // (176) to 249 and 251 without spills. SimtCompilesForSm80AndSm90aWithoutSpills checks.
