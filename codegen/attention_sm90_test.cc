@@ -108,23 +108,25 @@ TEST(AttentionSm90Test, VerifierLimits) {
 }
 
 TEST(AttentionSm90Test, HeuristicForHopperTargets) {
-  // BERT-base at batch 32 (384 heads x 1 block of 128 rows) gets two warpgroups;
-  // Whisper-base at batch 1 (8 heads x 12 blocks of 128 rows) one.
+  // One warpgroup of 64 rows: BERT-base at batch 32 takes blocks of 64 keys,
+  // Whisper-base's 1500 frames blocks of 128.
   AttentionConfig c = ops::PickAttentionConfig(384, 128, 128, 64, 64, true, true);
   EXPECT_TRUE(c.wgmma);
-  EXPECT_EQ(c.bm, 128);
+  EXPECT_EQ(c.bm, 64);
+  EXPECT_EQ(c.bn, 64);
   c = ops::PickAttentionConfig(8, 1500, 1500, 64, 64, true, true);
   EXPECT_TRUE(c.wgmma);
   EXPECT_EQ(c.bm, 64);
+  EXPECT_EQ(c.bn, 128);
   // One query row, or 32-wide heads (padding would double the work): mma.sync.
   EXPECT_FALSE(ops::PickAttentionConfig(4096, 1, 128, 64, 64, true, true).wgmma);
   EXPECT_FALSE(ops::PickAttentionConfig(192, 49, 49, 32, 32, true, true).wgmma);
   // Without the hopper flag, never.
   EXPECT_FALSE(ops::PickAttentionConfig(384, 128, 128, 64, 64, true).wgmma);
 
-  // GenerateAttentionGroup with `hopper` takes the heuristic's wgmma config; the
-  // compiler does not pass it yet (GenerateNodeKernels keeps the mma.sync kernel on
-  // every arch until the wgmma kernel has run on a GPU: docs/kernels/attention.md).
+  // GenerateAttentionGroup with `hopper` takes the heuristic's wgmma config, and so
+  // does the compiler's routing for an sm_90a target (KernelOptions::hopper); other
+  // targets keep the mma.sync kernel.
   absl::StatusOr<test::AttnBuilt> b =
       test::BuildAttention({DType::kFloat16, 2, 12, 128, 128, 64, 64, AttnMask::kAdd}, 1);
   ASSERT_TRUE(b.ok()) << b.status();
@@ -134,11 +136,13 @@ TEST(AttentionSm90Test, HeuristicForHopperTargets) {
     ASSERT_EQ(l->size(), 1u);
     EXPECT_EQ((*l)[0].source.find("wgmma.mma_async") != std::string::npos, hopper);
   }
-  KernelOptions options;
-  options.hopper = true;
-  absl::StatusOr<std::vector<KernelLaunch>> routed = GenerateNodeKernels(*b->group, options);
-  ASSERT_TRUE(routed.ok()) << routed.status();
-  EXPECT_EQ((*routed)[0].source.find("wgmma.mma_async"), std::string::npos);
+  for (bool hopper : {false, true}) {
+    KernelOptions options;
+    options.hopper = hopper;
+    absl::StatusOr<std::vector<KernelLaunch>> routed = GenerateNodeKernels(*b->group, options);
+    ASSERT_TRUE(routed.ok()) << routed.status();
+    EXPECT_EQ((*routed)[0].source.find("wgmma.mma_async") != std::string::npos, hopper);
+  }
   // K' [D, Sk] with Sk not a multiple of 8 is loaded element by element: mma.sync,
   // and a forced wgmma config is refused with the reason.
   b = test::BuildAttention({DType::kFloat16, 2, 3, 77, 77, 64, 64, AttnMask::kNone, false}, 1);

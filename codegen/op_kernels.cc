@@ -104,7 +104,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDynamicNodeKernels(const Node&
     const std::string pattern = node.GetString("pattern", "").value_or("");
     if (pattern == "pointwise") return ops::GeneratePointwiseGroup(node);
     if (pattern == "softmax" || pattern == "layernorm" || pattern == "rmsnorm") return ops::GenerateRowGroup(node);
-    if (pattern == "attention") return ops::GenerateAttentionGroup(node);
+    if (pattern == "attention") return ops::GenerateAttentionGroup(node, nullptr, options.hopper);
     if (IsMatMulGroup(node) && options.DynamicGemmsOnHopper()) return DynamicGemm(node, options);
     // The expansion runs the members instead (and keeps what cuBLASLt / cuDNN take).
     return absl::UnimplementedError(
@@ -155,7 +155,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateNodeKernels(const Node& node, 
     }
     const std::string pattern = node.GetString("pattern", "").value_or("");
     if (pattern == "pointwise") return ops::GeneratePointwiseGroup(node);
-    if (pattern == "attention") return ops::GenerateAttentionGroup(node);
+    if (pattern == "attention") return ops::GenerateAttentionGroup(node, nullptr, options.hopper);
     if (IsMatMulGroup(node) && options.DynamicGemmsOnHopper()) return DynamicGemm(node, options);  // every mode
     if (pattern == "concat") return ops::GenerateConcatGroup(node);
     if (pattern == "pad") return ops::GeneratePadGroup(node);

@@ -399,7 +399,7 @@ absl::Status VerifyAttentionConfig(const AttentionConfig& config, int64_t d, int
 // exceeds BN; four groups covering all keys in one stage for 32 < Sk <= 64 on at most
 // 264 CTAs (BN 16) and 64 < Sk <= 128 on fewer than 132 (BN 32).
 // With `hopper` (an sm_90a target): the wgmma kernel where it pays
-// (UseWgmmaAttention), BM 128 where that still fills the SMs, else 64.
+// (UseWgmmaAttention), BM 64, BN 128 for 512 keys or more, else 64.
 AttentionConfig PickAttentionConfig(int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv, bool k_trans,
                                     bool hopper = false);
 // Whether the heuristic gives an sm_90a target the wgmma kernel for these sizes.
