@@ -22,6 +22,18 @@ bool IsViewOp(const std::string& op) {
   return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity";
 }
 
+// Every output of the node has a static shape of zero elements (e.g. a batch of 0):
+// the step computes nothing, whatever its op.
+bool WritesNothing(const Node& node) {
+  int typed = 0;
+  for (const Value* v : node.outputs()) {
+    if (v == nullptr) continue;
+    if (!v->has_type() || v->is_dynamic() || v->numel() != 0) return false;
+    ++typed;
+  }
+  return typed > 0;
+}
+
 // The step's outputs are bytes of its data input (the planner aliased them): a view
 // op's output at the input's offset, or each piece of a Split that the planner may
 // alias (SplitViewOffsets: contiguous, 256-byte aligned pieces) at the input's offset
@@ -104,6 +116,11 @@ absl::StatusOr<KernelAssignmentStats> AssignKernels(const std::vector<Node*>& no
     step->clear_choice();
     if (IsAliasedView(*step, node)) {
       step->set_kernel("view");
+      ++stats.view_steps;
+      continue;
+    }
+    if (WritesNothing(node)) {  // a library call or generator would be given no work
+      step->set_kernel("empty");
       ++stats.view_steps;
       continue;
     }

@@ -314,6 +314,37 @@ TEST(CpuExecutorTest, ZeroElementStepsCompileAndRun) {
   ExpectBundleMatchesReference(**graph, "empty", "fp16");
 }
 
+// A CNN at batch 0 (`--dim batch=0`): its Conv and Gemm steps run nothing either, so no
+// step keeps the bundle on the CPU backend for want of a library call of no work.
+TEST(CpuExecutorTest, ZeroBatchConvAndGemmStepsAreEmpty) {
+  auto graph = ParseGraph(R"(graph @g {
+    input %x : f32[0,3,8,8]
+    const %w : f32[8,3,3,3] = splat(0.1)
+    const %b : f32[8] = splat(0.2)
+    const %fw : f32[8,10] = splat(0.3)
+    const %fb : f32[10] = splat(0.4)
+    %c : f32[0,8,8,8] = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]} @conv
+    %r : f32[0,8,8,8] = Relu(%c) @relu
+    %p : f32[0,8,1,1] = GlobalAveragePool(%r) @pool
+    %f : f32[0,8] = Flatten(%p) @flatten
+    %y : f32[0,10] = Gemm(%f, %fw, %fb) @fc
+    output %y
+  })");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  for (bool fuse : {false, true}) {
+    CompileOptions options = WithPrecision("fp16");
+    options.fuse = fuse;
+    auto contents = BuildBundle(**graph, options, "empty_cnn", "");
+    ASSERT_TRUE(contents.ok()) << contents.status();
+    for (const bundle::Step& step : contents->manifest.steps()) {
+      EXPECT_TRUE(step.kernel() == "empty" || step.kernel() == "view")
+          << step.node() << " (" << step.op_type() << "): " << step.kernel() << " " << step.gpu_unsupported();
+      EXPECT_EQ(step.launches_size(), 0) << step.node();
+    }
+  }
+  ExpectBundleMatchesReference(**graph, "empty_cnn", "fp16");
+}
+
 // fuse-siblings' stacked layout in whole models: the BERT layer's Q/K/V Split and the
 // GPT-2 block's c_attn Split compile to "view" steps (no kernel), and the bundles
 // still compute what the imported models compute on the CPU backend.

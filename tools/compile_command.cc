@@ -128,18 +128,21 @@ void PrintSummary(const bundle::Manifest& m, const CompileOptions& options, cons
     std::cout << "  fp16: every value stays within +-16384 on the calibration inputs\n";
   }
   // What the GPU will run, and which ops (if any) keep the bundle on the CPU backend.
-  int generated = 0, library = 0, views = 0, launches = 0;
+  int generated = 0, library = 0, views = 0, empty = 0, launches = 0;
   std::map<std::string, int> unsupported;
   for (const bundle::Step& step : m.steps()) {
     launches += LaunchesPerRun(step);
     if (absl::StartsWith(step.kernel(), "nvrtc:")) ++generated;
     if (absl::StartsWith(step.kernel(), "cublaslt:") || absl::StartsWith(step.kernel(), "cudnn:")) ++library;
     if (step.kernel() == "view") ++views;
+    if (step.kernel() == "empty") ++empty;
     if (absl::StartsWith(step.kernel(), "cpu_ref:")) ++unsupported[step.op_type()];
   }
-  std::cout << absl::StrFormat("  GPU kernels: %d steps generated (%d launches, %d kernel module%s), %d library "
-                               "(cuBLASLt/cuDNN), %d views\n",
-                               generated, launches, m.kernels_size(), m.kernels_size() == 1 ? "" : "s", library, views);
+  std::cout << absl::StrFormat(
+      "  GPU kernels: %d steps generated (%d launches, %d kernel module%s), %d library "
+      "(cuBLASLt/cuDNN), %d views%s\n",
+      generated, launches, m.kernels_size(), m.kernels_size() == 1 ? "" : "s", library, views,
+      empty > 0 ? absl::StrCat(", ", empty, " with no elements to compute") : "");
   int gemms = 0, tuned = 0;
   for (const bundle::Step& step : m.steps()) {
     for (const bundle::Launch& l : step.launches()) {
