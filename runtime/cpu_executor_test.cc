@@ -287,62 +287,51 @@ TEST(CpuExecutorTest, SplitWhosePiecesAreViews) {
   ExpectBundleMatchesReference(**inner, "inner", "fp32");
 }
 
-// Steps whose outputs have no elements (the zoo's Swin-T at --dim batch=0): the
-// generators give them no launch, the step runs nothing ("empty"), and the bundle
-// runs with its empty outputs, fused or not.
+// Steps whose outputs have no elements, whatever their op (the zoo's Swin-T and
+// EfficientNet at --dim batch=0): each is "empty" (no library call, no launch, nothing
+// runs), so nothing keeps the bundle off the GPU, and the bundle runs with its empty
+// outputs, fused or not.
 TEST(CpuExecutorTest, ZeroElementStepsCompileAndRun) {
-  auto graph = ParseGraph(R"(graph @g {
-    input %x : f32[0,64]
-    input %y : f32[0,32]
-    %c : f32[0,96] = Concat(%x, %y) {axis = 1} @cat
-    %r : f32[0,96] = Relu(%c) @relu
-    output %r
-  })");
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  for (bool fuse : {false, true}) {
-    CompileOptions options = WithPrecision("fp16");
-    options.fuse = fuse;
-    auto contents = BuildBundle(**graph, options, "empty", "");
-    ASSERT_TRUE(contents.ok()) << contents.status();
-    int empty = 0;
-    for (const bundle::Step& step : contents->manifest.steps()) {
-      EXPECT_EQ(step.launches_size() == 0, step.kernel() == "empty" || step.kernel() == "view") << step.kernel();
-      empty += step.kernel() == "empty";
+  const std::pair<const char*, const char*> graphs[] = {{"empty", R"(graph @g {
+        input %x : f32[0,64]
+        input %y : f32[0,32]
+        %c : f32[0,96] = Concat(%x, %y) {axis = 1} @cat
+        %r : f32[0,96] = Relu(%c) @relu
+        output %r
+      })"},
+                                                        {"empty_cnn", R"(graph @g {
+        input %x : f32[0,3,8,8]
+        const %w : f32[8,3,3,3] = splat(0.1)
+        const %b : f32[8] = splat(0.2)
+        const %fw : f32[8,10] = splat(0.3)
+        const %fb : f32[10] = splat(0.4)
+        %c : f32[0,8,8,8] = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]} @conv
+        %r : f32[0,8,8,8] = Relu(%c) @relu
+        %p : f32[0,8,1,1] = GlobalAveragePool(%r) @pool
+        %f : f32[0,8] = Flatten(%p) @flatten
+        %y : f32[0,10] = Gemm(%f, %fw, %fb) @fc
+        output %y
+      })"}};
+  for (const auto& [name, text] : graphs) {
+    SCOPED_TRACE(name);
+    auto graph = ParseGraph(text);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    for (bool fuse : {false, true}) {
+      CompileOptions options = WithPrecision("fp16");
+      options.fuse = fuse;
+      auto contents = BuildBundle(**graph, options, name, "");
+      ASSERT_TRUE(contents.ok()) << contents.status();
+      int empty = 0;
+      for (const bundle::Step& step : contents->manifest.steps()) {
+        EXPECT_TRUE(step.kernel() == "empty" || step.kernel() == "view")
+            << step.node() << " (" << step.op_type() << "): " << step.kernel() << " " << step.gpu_unsupported();
+        EXPECT_EQ(step.launches_size(), 0) << step.node();
+        empty += step.kernel() == "empty";
+      }
+      EXPECT_GE(empty, 1) << "fuse " << fuse;
     }
-    EXPECT_GE(empty, 1) << "fuse " << fuse;
+    ExpectBundleMatchesReference(**graph, name, "fp16");
   }
-  ExpectBundleMatchesReference(**graph, "empty", "fp16");
-}
-
-// A CNN at batch 0 (`--dim batch=0`): its Conv and Gemm steps run nothing either, so no
-// step keeps the bundle on the CPU backend for want of a library call of no work.
-TEST(CpuExecutorTest, ZeroBatchConvAndGemmStepsAreEmpty) {
-  auto graph = ParseGraph(R"(graph @g {
-    input %x : f32[0,3,8,8]
-    const %w : f32[8,3,3,3] = splat(0.1)
-    const %b : f32[8] = splat(0.2)
-    const %fw : f32[8,10] = splat(0.3)
-    const %fb : f32[10] = splat(0.4)
-    %c : f32[0,8,8,8] = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]} @conv
-    %r : f32[0,8,8,8] = Relu(%c) @relu
-    %p : f32[0,8,1,1] = GlobalAveragePool(%r) @pool
-    %f : f32[0,8] = Flatten(%p) @flatten
-    %y : f32[0,10] = Gemm(%f, %fw, %fb) @fc
-    output %y
-  })");
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  for (bool fuse : {false, true}) {
-    CompileOptions options = WithPrecision("fp16");
-    options.fuse = fuse;
-    auto contents = BuildBundle(**graph, options, "empty_cnn", "");
-    ASSERT_TRUE(contents.ok()) << contents.status();
-    for (const bundle::Step& step : contents->manifest.steps()) {
-      EXPECT_TRUE(step.kernel() == "empty" || step.kernel() == "view")
-          << step.node() << " (" << step.op_type() << "): " << step.kernel() << " " << step.gpu_unsupported();
-      EXPECT_EQ(step.launches_size(), 0) << step.node();
-    }
-  }
-  ExpectBundleMatchesReference(**graph, "empty_cnn", "fp16");
 }
 
 // fuse-siblings' stacked layout in whole models: the BERT layer's Q/K/V Split and the
