@@ -140,25 +140,12 @@ GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, co
 std::vector<GemmConfig> SimtGemmCandidateConfigs(int64_t m, int64_t n, int64_t k, int64_t batch,
                                                  const GemmVariant& variant, int sm_count) {
   if (sm_count <= 0) sm_count = 132;
+  // The last four are the cp.async pipeline's (verified away where it cannot copy the operands).
   static const GemmConfig kPool[] = {
-      {128, 128, 8, 2, 2, 2},
-      {128, 128, 16, 2, 4, 2},
-      {128, 128, 16, 4, 2, 2},
-      {128, 256, 16, 2, 4, 2},
-      {256, 128, 16, 4, 2, 2},
-      {128, 64, 16, 2, 2, 2},
-      {64, 128, 16, 2, 2, 2},
-      {128, 64, 32, 2, 2, 2},
-      {64, 64, 16, 2, 2, 2},
-      {64, 64, 32, 2, 2, 2},
-      {64, 32, 16, 2, 2, 2},
-      {32, 64, 16, 1, 2, 2},
-      // the cp.async pipeline's, where it takes the operands
-      {128, 128, 8, 2, 2, 3},
-      {128, 128, 8, 2, 4, 4},
-      {128, 64, 16, 2, 2, 3},
-      {64, 32, 16, 2, 2, 4},
-  };
+      {128, 128, 8, 2, 2, 2},  {128, 128, 16, 2, 4, 2}, {128, 128, 16, 4, 2, 2}, {128, 256, 16, 2, 4, 2},
+      {256, 128, 16, 4, 2, 2}, {128, 64, 16, 2, 2, 2},  {64, 128, 16, 2, 2, 2},  {128, 64, 32, 2, 2, 2},
+      {64, 64, 16, 2, 2, 2},   {64, 64, 32, 2, 2, 2},   {64, 32, 16, 2, 2, 2},   {32, 64, 16, 1, 2, 2},
+      {128, 128, 8, 2, 2, 3},  {128, 128, 8, 2, 4, 4},  {128, 64, 16, 2, 2, 3},  {64, 32, 16, 2, 2, 4}};
   const int64_t m16 = (m + 15) / 16 * 16, n16 = (n + 15) / 16 * 16;
   std::vector<GemmConfig> out = {PickSimtGemmConfig(m, n, k, batch, variant, sm_count)};
   for (const GemmConfig& c : kPool) {
