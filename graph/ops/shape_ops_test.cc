@@ -407,6 +407,21 @@ TEST(ShapeOpsShapeTest, FoldsWithoutInputData) {
   EXPECT_EQ(size->constant().ToInt64(), (std::vector<int64_t>{24}));
 }
 
+// A dim of 0 (e.g. --dim batch=0) makes an exporter's computed Reshape targets
+// ambiguous: -1 beside a 0, or a computed 0 that ONNX reads as "copy the input's dim".
+// The error names the likely cause; a well-defined reshape of no elements works.
+TEST(ShapeOpsShapeTest, ReshapeOfNoElementsSaysWhy) {
+  const std::string minus_one = ErrorOf("Reshape", {X(F32({0, 4, 64}, {})), C(Ints({0, 4, -1, 32}))});
+  EXPECT_CONTAINS(minus_one, "cannot reshape [0,4,64] to [0,4,-1,32]");
+  EXPECT_CONTAINS(minus_one, "a -1 dim cannot be inferred beside a dim of 0");
+  EXPECT_CONTAINS(minus_one, "--dim NAME=0");
+  const std::string copy = ErrorOf("Reshape", {X(F32({0, 4}, {})), C(Ints({0, 4, 0}))});
+  EXPECT_CONTAINS(copy, "shape[2] = 0 copies a dim the input lacks");
+  EXPECT_CONTAINS(copy, "--dim NAME=0");
+  EXPECT_EQ(ErrorOf("Reshape", {X(F32({2, 3}, Iota(6))), C(Ints({-1, 0, 4}))}).find("--dim NAME=0"), std::string::npos);
+  EXPECT_EQ(Run1("Reshape", {X(F32({0, 4}, {})), C(Ints({0, 2, 2}))}).shape(), (Shape{0, 2, 2}));
+}
+
 // ---- ConstantOfShape / Constant -----------------------------------------------------
 
 TEST(ShapeOpsConstantTest, ConstantOfShape) {
