@@ -70,6 +70,10 @@ TEST(GemmCodegenTest, SimtCompilesForSm80AndSm90aWithoutSpills) {
 TEST(GemmCodegenTest, SimtConfigVerifierAndHeuristic) {
   ops::GemmVariant simt;
   simt.simt = true;
+  auto dual_variant = [](ops::GemmVariant v) {
+    v.mainloops.resize(2);
+    return v;
+  };
   EXPECT_TRUE(ops::VerifyGemmConfig(ops::GemmConfig{128, 128, 8, 2, 2, 2}, simt).ok());
   EXPECT_TRUE(ops::VerifyGemmConfig(ops::GemmConfig{64, 32, 16, 2, 2, 2}, simt).ok());
   const absl::Status stages = ops::VerifyGemmConfig(ops::GemmConfig{128, 128, 8, 2, 2, 5}, simt);
@@ -118,6 +122,31 @@ TEST(GemmCodegenTest, SimtConfigVerifierAndHeuristic) {
   const absl::Status file = ops::VerifyGemmConfig(ops::GemmConfig{256, 128, 16, 4, 4, 2}, simt);
   EXPECT_NE(file.message().find("65536"), absl::string_view::npos) << file;
   EXPECT_EQ(ops::GemmSharedBytes(ops::GemmConfig{128, 128, 16, 2, 2, 2}, simt), 2 * (16 * 132 + 16 * 132) * 4);
+  // Occupancy targets (" oN"): the text form, and the register cap of N CTAs an SM.
+  for (const char* text : {"128x128x8 w2x4 s4 o2", "64x32x16 w2x2 s3 k8 o3"}) {
+    absl::StatusOr<ops::GemmConfig> c = ops::ParseGemmConfig(text);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(ops::GemmConfigString(*c), text);
+  }
+  EXPECT_EQ(ops::ParseGemmConfig("128x128x8 w4x2 s3 o2")->min_ctas, 2);
+  EXPECT_EQ(ops::ParseGemmConfig("128x128x8 w4x2 s3")->min_ctas, 1);
+  for (const char* bad : {"128x128x8 w4x2 s3 o0", "128x128x8 w4x2 s3 o2 k2", "128x128x8 w4x2 s3 o"}) {
+    EXPECT_FALSE(ops::ParseGemmConfig(bad).ok()) << bad;
+  }
+  ops::GemmConfig two{128, 128, 8, 4, 2, 4};  // 8 warps of 4 x 16 a lane: 96 registers estimated
+  two.min_ctas = 2;
+  EXPECT_TRUE(ops::VerifyGemmConfig(two, simt).ok()) << ops::VerifyGemmConfig(two, simt);
+  EXPECT_FALSE((ops::GemmConfig{128, 128, 8, 4, 2, 4} == two));
+  const absl::Status in_dual = ops::VerifyGemmConfig(two, dual_variant(simt));
+  EXPECT_NE(in_dual.message().find("cap a thread at 128 registers"), absl::string_view::npos) << in_dual;
+  two.min_ctas = 3;  // 85 registers
+  EXPECT_NE(ops::VerifyGemmConfig(two, simt).message().find("registers"), absl::string_view::npos);
+  two.min_ctas = 5;
+  EXPECT_NE(ops::VerifyGemmConfig(two, simt).message().find("1 to 4"), absl::string_view::npos);
+  ops::GemmConfig tc{128, 128, 32, 2, 2, 3};  // the tensor-core template takes none
+  tc.min_ctas = 2;
+  EXPECT_NE(ops::VerifyGemmConfig(tc, ops::GemmVariant{}).message().find("SIMT template's only"),
+            absl::string_view::npos);
   // The heuristic: the first ladder tile with 1.9 tiles per SM (3.8 for 128x128 where
   // the pipelined 128x64 comes next); a dual kernel skips the tile its registers do not
   // allow; a grid short of that splits K (at least 8 k tiles a split, up to three CTAs

@@ -22,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "codegen/gpu_test_util.h"
 #include "codegen/kernel_choice.h"
@@ -555,13 +556,13 @@ inline std::vector<ops::GemmConfig> SimtExtraConfigs() {
 
 // The SIMT template's cp.async pipeline (STAGES 3 and 4): BK 8 (A rows padded to 12
 // floats) and 12 (unpadded), warp tiles of 4 and 8 rows, one to four column slices,
-// 4 and 8 warps (8 x 8 a lane: CUTLASS's SIMT sgemm's thread tile).
+// 4 and 8 warps (8 x 8 a lane: CUTLASS's SIMT sgemm's thread tile), 8 warps compiled
+// for two CTAs an SM (" o2": at most 128 registers) in both warp grids (with 2x4 warps
+// and 4 stages ptxas spills 8 bytes there, so 3).
 inline std::vector<ops::GemmConfig> SimtPipelineConfigs() {
-  return {{128, 128, 8, 2, 2, 3},
-          {128, 128, 12, 2, 2, 4},
-          {128, 128, 8, 2, 4, 4},
-          {128, 64, 16, 2, 2, 3},
-          {64, 32, 16, 2, 2, 4}};
+  return {{128, 128, 8, 2, 2, 3},       {128, 128, 12, 2, 2, 4},     {128, 128, 8, 2, 4, 4},
+          {128, 64, 16, 2, 2, 3},       {64, 32, 16, 2, 2, 4},       {128, 128, 8, 2, 4, 3, 1, 2},
+          {128, 128, 8, 4, 2, 4, 1, 2}, {128, 128, 8, 4, 2, 3, 1, 2}};
 }
 // Whether the pipeline takes case `c`: fp32 A [M, K] and B [K, N] without a prologue,
 // rows of a multiple of 4 floats, in every mainloop; and `cfg` fits its registers.
@@ -638,8 +639,10 @@ inline void Sm90Variants(const GemmCase& c, const Node& node, Select select, std
 
 // Case `c` (graph `node`, built from `seed`) generated with the forced tile config
 // `cfg`, appended to `out` as kernel kiln_gemm_<case>_<tag> with a graph of its own.
+// Case `c` again with its config forced to `cfg`; the kernel is named after both.
 inline void AddForcedConfig(Generated& out, const GemmCase& c, uint32_t seed, const Node& node,
-                            const ops::GemmConfig& cfg, const std::string& tag) {
+                            const ops::GemmConfig& cfg) {
+  const std::string tag = absl::StrReplaceAll(ops::GemmConfigString(cfg), {{" ", ""}});
   absl::StatusOr<std::vector<KernelLaunch>> x = ops::GenerateMatMulGroup(node, &cfg);
   ASSERT_TRUE(x.ok()) << c.Name() << " " << ops::GemmConfigString(cfg) << ": " << x.status();
   absl::StatusOr<Built> again = Build(c, seed);
@@ -730,17 +733,13 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
       for (const ops::GemmConfig& cfg : {ops::GemmConfig{64, 64, 64, 2, 2, 3}, ops::GemmConfig{256, 128, 32, 4, 2, 3},
                                          ops::GemmConfig{128, 128, 32, 2, 4, 4}}) {
         if (!ops::VerifyGemmConfig(cfg, p->variant).ok()) continue;
-        ASSERT_NO_FATAL_FAILURE(AddForcedConfig(
-            out, c, seed, *b->node, cfg,
-            absl::StrCat(cfg.bm, "x", cfg.bn, "x", cfg.bk, "w", cfg.warps_m, "x", cfg.warps_n, "s", cfg.stages)));
+        ASSERT_NO_FATAL_FAILURE(AddForcedConfig(out, c, seed, *b->node, cfg));
       }
     }
     if (simt && select != Select::kFormsLight && c.m == 1536 && c.pro == Pro::kNone && !c.dual && !c.tb) {
       // The pool's other configs on the large plain cases.
       for (const ops::GemmConfig& cfg : SimtExtraConfigs()) {
-        ASSERT_NO_FATAL_FAILURE(
-            AddForcedConfig(out, c, seed, *b->node, cfg,
-                            absl::StrCat(cfg.bm, "x", cfg.bn, "x", cfg.bk, "w", cfg.warps_m, "x", cfg.warps_n)));
+        ASSERT_NO_FATAL_FAILURE(AddForcedConfig(out, c, seed, *b->node, cfg));
       }
     }
     if (simt && select != Select::kFormsLight) {
@@ -751,9 +750,7 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
       if (c.m == 1536 && !c.dual && c.epi == Epi::kNone) configs.push_back({64, 32, 16, 2, 2, 3, 4});
       for (const ops::GemmConfig& cfg : configs) {
         if (!SimtPipelineTakes(c, cfg)) continue;
-        ASSERT_NO_FATAL_FAILURE(AddForcedConfig(out, c, seed, *b->node, cfg,
-                                                absl::StrCat(cfg.bm, "x", cfg.bn, "x", cfg.bk, "w", cfg.warps_m, "x",
-                                                             cfg.warps_n, "s", cfg.stages, "k", cfg.split_k)));
+        ASSERT_NO_FATAL_FAILURE(AddForcedConfig(out, c, seed, *b->node, cfg));
       }
     }
     if (dedupe && !sm90) {

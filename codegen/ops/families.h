@@ -129,6 +129,9 @@ struct GemmConfig {
   int warps_m = 2, warps_n = 2;     // warp grid (warp tile (bm/warps_m) x (bn/warps_n))
   int stages = 3;                   // pipeline depth
   int split_k = 1;                  // > 1: K split over gridDim.y, reduced in the kernel
+  // The SIMT template only: CTAs per SM the kernel is compiled for
+  // (__launch_bounds__'s minimum, so ptxas fits 65536 / (threads * min_ctas) registers).
+  int min_ctas = 1;
 };
 // How an operand reaches shared memory: cp.async (16 bytes; its contiguous dim a
 // multiple of 8, no prologue), or through registers (a prologue, or rows that are not
@@ -309,8 +312,9 @@ GemmConfig HeuristicGemmConfig(const GemmProblem& problem, int sm_count = 0);
 inline constexpr int kGemmMaxSplitCandidates = 8;
 std::vector<GemmConfig> GemmCandidateConfigs(const GemmProblem& problem, int sm_count = 0);
 // "128x128x32 w2x2 s3" (BM x BN x BK, WARPS_M x WARPS_N, STAGES), with " kS" after
-// it for split_k S > 1 ("64x64x32 w2x2 s4 k5"), and back (InvalidArgument for
-// anything else; the result is not verified).
+// it for split_k S > 1 ("64x64x32 w2x2 s4 k5") and " oN" for min_ctas N > 1
+// ("128x128x8 w2x4 s4 o2"), and back (InvalidArgument for anything else; the result
+// is not verified).
 std::string GemmConfigString(const GemmConfig& config);
 absl::StatusOr<GemmConfig> ParseGemmConfig(absl::string_view text);
 bool operator==(const GemmConfig& a, const GemmConfig& b);

@@ -16,6 +16,11 @@ constexpr int kPad = 4;  // floats after each shared-memory row (SIMT_PAD)
 // Registers beyond the estimate's (addresses, indices, the epilogue), so that a block
 // of THREADS x (estimate + this) fits an SM's register file.
 constexpr int kSimtOtherRegisters = 40;
+// The same under an occupancy target (" oN"), where ptxas packs tighter: the plain
+// 128x128x8 w2x4 s4 kernel (an estimate of 104) fits its cap of 128 without spills.
+constexpr int kSimtCappedOtherRegisters = 24;
+// Shared memory of an SM that CTAs may share (sm_80 164 KiB, sm_90 227 KiB: the smaller).
+constexpr int64_t kSimtSmSharedBytes = 164 * 1024;
 
 int Threads(const GemmConfig& c) { return c.warps_m * c.warps_n * 32; }
 
@@ -99,6 +104,21 @@ absl::Status VerifySimtGemmConfig(const GemmConfig& c, const GemmVariant& varian
   if (threads * (regs + kSimtOtherRegisters) > 65536) {
     return bad(absl::StrCat(threads, " threads of about ", regs + kSimtOtherRegisters,
                             " registers each exceed an SM's 65536"));
+  }
+  if (c.min_ctas != 1) {
+    // ptxas then caps a thread at 65536 / (threads * N) registers, the accumulators
+    // and fragments the estimate counts plus kSimtCappedOtherRegisters.
+    if (c.min_ctas < 1 || c.min_ctas > 4) return bad("an occupancy target (oN) must be 1 to 4 CTAs per SM");
+    const int cap = std::min(255, 65536 / (threads * c.min_ctas) / 8 * 8);
+    if (regs + kSimtCappedOtherRegisters > cap) {
+      return bad(absl::StrCat(c.min_ctas, " CTAs of ", threads, " threads an SM cap a thread at ", cap,
+                              " registers; its accumulators, fragments and staged loads take about ", regs, " and ",
+                              kSimtCappedOtherRegisters, " more hold addresses and indices"));
+    }
+    if (smem * c.min_ctas > kSimtSmSharedBytes) {
+      return bad(
+          absl::StrCat(c.min_ctas, " CTAs of ", smem, " bytes of shared memory exceed an SM's ", kSimtSmSharedBytes));
+    }
   }
   return absl::OkStatus();
 }

@@ -25,6 +25,7 @@
 //                        (ln*4.. within the slice). The generator checks BM % WARPS_M
 //                        == 0 with TM in {4, 8}, (BN/WARPS_N) % 16 == 0, BK % 4 == 0
 //                        and that the tile loads divide over the threads.
+//   SIMT_MIN_CTAS        N > 1: compiled for N CTAs an SM (__launch_bounds__'s minimum)
 //   GEMM_SPLIT_K         S > 1: split-K as in gemm_sm80.cuh (blockIdx.y = s takes k tiles
 //                        [s*T, min((s+1)*T, k_tiles)), T = ceil(k_tiles / S); the last CTA
 //                        of an output tile to arrive sums the S fp32 partials from
@@ -330,9 +331,13 @@ static __device__ __forceinline__ bool kiln_simt_split_reduce(float (&acc)[SIMT_
 }
 #endif
 
-// One CTA per SM is enough: ptxas need not cap registers for occupancy (on sm_90a it
-// otherwise held some configs at 128 registers and spilled).
-extern "C" __global__ void __launch_bounds__(SIMT_THREADS, 1)
+// One CTA per SM by default, so that ptxas need not cap registers for occupancy (on
+// sm_90a it otherwise held some configs at 128 registers and spilled); a config's
+// occupancy target (SIMT_MIN_CTAS, " oN") asks for more.
+#ifndef SIMT_MIN_CTAS
+#define SIMT_MIN_CTAS 1
+#endif
+extern "C" __global__ void __launch_bounds__(SIMT_THREADS, SIMT_MIN_CTAS)
     KILN_KERNEL(GEMM_OUT_T* __restrict__ C, const GEMM_A_T* __restrict__ A, const GEMM_B_T* __restrict__ B
 #if GEMM_DUAL
                 , const float* __restrict__ A2, const float* __restrict__ B2
@@ -416,6 +421,7 @@ extern "C" __global__ void __launch_bounds__(SIMT_THREADS, 1)
 #undef SIMT_PAD
 #undef SIMT_GROUP_M
 #undef SIMT_LANE_ROW
+#undef SIMT_MIN_CTAS
 #ifdef SIMT_A_PITCH
 #undef SIMT_A_PITCH
 #endif
