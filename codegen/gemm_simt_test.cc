@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "codegen/gemm_test_cases.h"
 #include "codegen/gpu_test_util.h"
 #include "codegen/kernel_choice.h"
@@ -57,7 +58,10 @@ TEST(GemmCodegenTest, SimtCompilesForSm80AndSm90aWithoutSpills) {
   ASSERT_TRUE(inspected.ok()) << inspected.status();
   int checked = 0;
   for (const KernelResources& r : ParsePtxasResources(inspected->log)) {
-    EXPECT_EQ(r.spill_store_bytes, 0) << r.function << " spills (" << r.registers << " registers)";
+    // The 8-warp tile at 128 registers spills a few words (the 4092^3 kernel that ran
+    // fastest in the H100 sweep spilled 60 bytes); more would reach its inner loop.
+    const bool capped = absl::EndsWith(r.function, "128x128x16w2x4s2o2");
+    EXPECT_LE(r.spill_store_bytes, capped ? 64 : 0) << r.function << " spills (" << r.registers << " registers)";
     std::printf("%-60s %d registers, %lld bytes spilled\n", r.function.c_str(), r.registers,
                 static_cast<long long>(r.spill_store_bytes));
     ++checked;
@@ -147,26 +151,31 @@ TEST(GemmCodegenTest, SimtConfigVerifierAndHeuristic) {
   tc.min_ctas = 2;
   EXPECT_NE(ops::VerifyGemmConfig(tc, ops::GemmVariant{}).message().find("SIMT template's only"),
             absl::string_view::npos);
-  // The heuristic: the first ladder tile with 1.9 tiles per SM (3.8 for 128x128 where
-  // the pipelined 128x64 comes next); a dual kernel skips the tile its registers do not
-  // allow; a grid short of that splits K (at least 8 k tiles a split, up to three CTAs
-  // per SM).
+  // The heuristic: 1.9 tiles per SM of 128x128 take the 8-warp tile in two CTAs an
+  // SM; else the pipelined 128x64x16 with K split in 2 or 4 (within four CTAs an SM, 24
+  // k tiles a split) where that reaches 0.7 CTAs an SM; else the first ladder tile with
+  // 1.9 tiles per SM; a dual kernel skips the tiles its registers do not allow; a grid
+  // short of that splits K (at least 8 k tiles a split, up to three CTAs per SM).
   auto pick = [&](int64_t m, int64_t n, int64_t k, int64_t batch, const ops::GemmVariant& v) {
     return ops::GemmConfigString(ops::PickSimtGemmConfig(m, n, k, batch, v));
   };
-  EXPECT_EQ(pick(4096, 4096, 4096, 1, simt), "128x128x8 w2x2 s2");
-  EXPECT_EQ(pick(1024, 3072, 768, 1, simt), "128x64x16 w2x2 s3");
-  EXPECT_EQ(pick(2048, 768, 768, 1, simt), "64x64x32 w2x2 s2");
-  EXPECT_EQ(pick(2048, 1024, 1024, 1, simt), "128x64x16 w2x2 s3");  // 256 tiles
-  EXPECT_EQ(pick(2048, 2048, 2048, 1, simt), "128x64x16 w2x2 s3");  // 256 tiles of 128x128: under 3.8 per SM
-  EXPECT_EQ(pick(8192, 1024, 4096, 1, simt), "128x128x8 w2x2 s2");  // 512 tiles of 128x128
-  ops::GemmVariant staged = simt;                                   // B [N, K]: no pipeline
-  staged.mainloops[0].b.trans = true;
-  EXPECT_EQ(pick(2048, 2048, 2048, 1, staged), "128x128x8 w2x2 s2");
-  EXPECT_EQ(pick(2048, 1024, 1024, 1, staged), "128x64x16 w2x2 s2");
-  EXPECT_EQ(pick(1024, 768, 768, 1, simt), "64x32x16 w2x2 s2");
+  EXPECT_EQ(pick(4096, 4096, 4096, 1, simt), "128x128x16 w2x4 s2 o2");
+  EXPECT_EQ(pick(2048, 2048, 2048, 1, simt), "128x128x16 w2x4 s2 o2");  // 256 tiles of 128x128
+  EXPECT_EQ(pick(8192, 1024, 4096, 1, simt), "128x128x16 w2x4 s2 o2");
+  EXPECT_EQ(pick(1024, 3072, 768, 1, simt), "128x64x16 w2x2 s3");      // 384 tiles: no room to split
+  EXPECT_EQ(pick(2048, 768, 768, 1, simt), "128x64x16 w2x2 s3 k2");    // 192 tiles of 48 k tiles
+  EXPECT_EQ(pick(2048, 1024, 1024, 1, simt), "128x64x16 w2x2 s3 k2");  // 256 tiles
+  EXPECT_EQ(pick(512, 1024, 4096, 1, simt), "128x64x16 w2x2 s3 k4");   // 64 tiles of 256 k tiles
+  EXPECT_EQ(pick(1024, 768, 768, 1, simt), "128x64x16 w2x2 s3 k2");    // 4 splits would keep 12 k tiles
   EXPECT_EQ(pick(1024, 768, 768, 4, simt), "128x64x16 w2x2 s3");
+  ops::GemmVariant staged = simt;  // B [N, K]: no pipeline
+  staged.mainloops[0].b.trans = true;
+  EXPECT_EQ(pick(2048, 2048, 2048, 1, staged), "128x128x16 w2x4 s2 o2");
+  EXPECT_EQ(pick(2048, 1024, 1024, 1, staged), "128x64x16 w2x2 s2");
   EXPECT_EQ(pick(4096, 4096, 4096, 1, dual), "128x64x16 w2x2 s3");
+  ops::GemmVariant prologue = simt;  // the 8-warp tile spills more with a prologue
+  prologue.mainloops[0].a.load = ops::GemmLoad::kStagedVector;
+  EXPECT_EQ(pick(4096, 4096, 4096, 1, prologue), "128x128x8 w2x2 s2");
   EXPECT_EQ(pick(128, 768, 3072, 1, simt), "64x32x16 w2x2 s2 k8");  // 48 tiles of 192 k tiles
   EXPECT_EQ(pick(8, 64, 64, 1, simt), "64x32x16 w2x2 s2");          // 4 k tiles: too short to split
   EXPECT_EQ(pick(128, 768, 3072, 1, dual), "64x32x16 w2x2 s2");     // no split with two mainloops

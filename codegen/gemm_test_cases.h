@@ -742,6 +742,13 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
         ASSERT_NO_FATAL_FAILURE(AddForcedConfig(out, c, seed, *b->node, cfg));
       }
     }
+    if (simt && select != Select::kFormsLight && !c.dual && c.pro == Pro::kNone) {
+      // The heuristic's tile for large grids (8 warps, two CTAs an SM: 128 registers)
+      // on the forms it takes it for: one mainloop, no prologue, any layout and epilogue.
+      ops::GemmConfig big{128, 128, 16, 2, 4, 2};
+      big.min_ctas = 2;
+      ASSERT_NO_FATAL_FAILURE(AddForcedConfig(out, c, seed, *b->node, big));
+    }
     if (simt && select != Select::kFormsLight) {
       // The pipeline's configs on every case it takes (with kFormsHeavy the 1536-row
       // ones), split in 8 on the few-rows case and in 4 on the large plain one.

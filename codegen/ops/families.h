@@ -227,24 +227,26 @@ GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const 
 // floats without a prologue), split-K as the sm_80 template's (one mainloop, every
 // split with a k tile), each operand tile's 16-byte loads a whole number per thread,
 // shared memory and registers (accumulators, fragments and staged loads within
-// kSimtRegisterBudget, the block within an SM's registers). The heuristic: the first
-// of 128x128x8, 128x64x16, 64x64x32 and 64x32x16 (2x2 warps, STAGES 2, except 128x64x16
-// on 3 stages of the pipeline where it takes the operands) with at least 1.9 tiles
-// (x batch) per SM of `sm_count` (0: 132), 3.8 for 128x128x8 where the pipelined
-// 128x64x16 comes next: on the H200 three such blocks run per SM; 128x64 tiles at 1.9
-// per SM ran 2048 x 1024 x 1024 at 0.80x cublasSgemm where 64x64 ones ran it at 0.50x,
-// and at 1.45 per SM (2048 x 768 x 3072) lost to 64x64 (0.58x against 0.72x)
-// (benchmarks/results/gemm_simt_*_h200_2026-12-03.txt); the pipelined 128x64x16 ran
-// 2048^3 at 0.76x where 128x128x8 ran it at 0.69x, and matched 128x128x8 at 4 and 8
-// tiles per SM (gemm_simt_pipeline_sweep_h200_2026-12-05.txt).
-// Else the smallest, its K split (a single mainloop) over up to three CTAs per SM
-// with at least kSimtMinSplitKTiles k tiles each (PickGemmSplitK). The candidates add
-// four pipeline configs where it takes the operands.
+// kSimtRegisterBudget, the block within an SM's registers; an occupancy target " oN"
+// within 65536 / (threads x N)). The heuristic (`sm_count` SMs, 0: 132), from sweeps on
+// the H100 and H200 (benchmarks/results/gemm_simt_*): with at least 1.9 tiles (x batch)
+// per SM, 128x128x16 with 2x4 warps compiled for two CTAs an SM; else, where the cp.async
+// pipeline takes the operands, 128x64x16 on 3 stages with K split in 2 or 4 while the
+// grid stays within four CTAs an SM and each split keeps kSimtMinPipelineSplitTiles k
+// tiles, where that grid reaches 0.7 CTAs an SM; else the first of 128x128x8, 128x64x16,
+// 64x64x32 and 64x32x16 (2x2 warps, STAGES 2) with 1.9 tiles per SM (the dual form,
+// which the 8-warp tile's registers do not allow, starts here), or the smallest, its K
+// split (a single mainloop) over up to three CTAs per SM with at least
+// kSimtMinSplitKTiles k tiles each (PickGemmSplitK). The candidates add four pipeline
+// configs where it takes the operands, and the 8-warp tile.
 // Calibrated with ptxas (sm_90a): 128x128x16 with 2x2 warps, estimated at 184,
 // compiled to 255 registers and spilled; 128x128x8 (168) and 128x256x16 with 2x4 warps
 // (176) to 249 and 251 without spills. SimtCompilesForSm80AndSm90aWithoutSpills checks.
 inline constexpr int kSimtRegisterBudget = 180;
 inline constexpr int kSimtMinSplitKTiles = 8;
+// The fewest k tiles (of 16) a split of the pipelined 128x64x16 tile keeps: 512 x 1024 x
+// 1024 ran at 0.92x cublasSgemm in 2 splits of 32, 0.83x in 4 of 16.
+inline constexpr int kSimtMinPipelineSplitTiles = 24;
 int64_t SimtGemmSharedBytes(const GemmConfig& config, const GemmVariant& variant);
 int SimtGemmRegisterEstimate(const GemmConfig& config, const GemmVariant& variant);
 absl::Status VerifySimtGemmConfig(const GemmConfig& config, const GemmVariant& variant);

@@ -126,27 +126,51 @@ absl::Status VerifySimtGemmConfig(const GemmConfig& c, const GemmVariant& varian
 GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant,
                               int sm_count) {
   if (sm_count <= 0) sm_count = 132;
-  // 128x64 tiles on the cp.async pipeline where it takes the operands: they ran
-  // 2048^3 at 0.76x cublasSgemm where 128x128x8 ran it at 0.69x, and matched it with
-  // four or more tiles per SM; so 128x128x8 needs twice the tiles then.
+  auto tiles = [&](const GemmConfig& c) { return ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn) * batch; };
+  // From the H100 sweep (benchmarks/results/gemm_simt_occupancy_sweep_h100_2026-12-05.txt).
+  // Many tiles: 128x128x16 with 2x4 warps (8 x 8 a lane) in two CTAs an SM, which ran
+  // every large shape of the sweep 3-9% faster than 128x128x8 with 2x2 warps.
+  // Not with a prologue: at its 128 registers ptxas spills more there (28-92 bytes in
+  // the tests' forms against 0-44 without).
+  GemmConfig big{128, 128, 16, 2, 4, 2};
+  big.min_ctas = 2;
+  const bool plain = std::all_of(variant.mainloops.begin(), variant.mainloops.end(), [](const GemmMainloop& l) {
+    return l.a.load == GemmLoad::kAsync && l.b.load == GemmLoad::kAsync;
+  });
+  if (plain && 10 * tiles(big) >= 19 * static_cast<int64_t>(sm_count) && VerifySimtGemmConfig(big, variant).ok()) {
+    return big;
+  }
+  // Mid-sized grids on the cp.async pipeline's 128x64x16 tiles, K split so that the
+  // grid reaches about four CTAs an SM, keeping at least kSimtMinPipelineSplitTiles k
+  // tiles a split (a split in two took 512 x 1024 x 1024 from 0.61x cublasSgemm to
+  // 0.92x, 2048 x 768 x 3072 from 0.71x to 0.86x).
   GemmConfig mid{128, 64, 16, 2, 2, 3};
   const bool pipelined = VerifySimtGemmConfig(mid, variant).ok();
-  if (!pipelined) mid.stages = 2;
+  if (pipelined) {
+    const int64_t t = tiles(mid), k_tiles = (k + mid.bk - 1) / mid.bk;
+    GemmConfig split = mid;
+    for (int s : {2, 4}) {
+      if (t * s > 4 * static_cast<int64_t>(sm_count) || k_tiles / s < kSimtMinPipelineSplitTiles) break;
+      GemmConfig c = mid;
+      c.split_k = s;
+      if (variant.mainloops.size() == 1 && VerifySimtGemmConfig(c, variant).ok()) split = c;
+    }
+    if (10 * t * split.split_k >= 7 * static_cast<int64_t>(sm_count)) return split;
+  } else {
+    mid.stages = 2;
+  }
   struct Rung {
     GemmConfig config;
     int tenths_per_sm;  // the tiles per SM it needs, times 10
   };
-  const Rung ladder[] = {{{128, 128, 8, 2, 2, 2}, pipelined ? 38 : 19},
-                         {mid, 19},
-                         {{64, 64, 32, 2, 2, 2}, 19},
-                         {{64, 32, 16, 2, 2, 2}, 19}};
+  const Rung ladder[] = {
+      {{128, 128, 8, 2, 2, 2}, 19}, {mid, 19}, {{64, 64, 32, 2, 2, 2}, 19}, {{64, 32, 16, 2, 2, 2}, 19}};
   const GemmConfig* last = nullptr;
   for (const Rung& r : ladder) {
     const GemmConfig& c = r.config;
     if (!VerifySimtGemmConfig(c, variant).ok()) continue;
     last = &c;
-    const int64_t tiles = ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn) * batch;
-    if (10 * tiles >= r.tenths_per_sm * static_cast<int64_t>(sm_count)) return c;
+    if (10 * tiles(c) >= r.tenths_per_sm * static_cast<int64_t>(sm_count)) return c;
   }
   GemmConfig c = last != nullptr ? *last : ladder[3].config;
   if (variant.mainloops.size() != 1) return c;
@@ -160,12 +184,14 @@ GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, co
 std::vector<GemmConfig> SimtGemmCandidateConfigs(int64_t m, int64_t n, int64_t k, int64_t batch,
                                                  const GemmVariant& variant, int sm_count) {
   if (sm_count <= 0) sm_count = 132;
-  // The last four are the cp.async pipeline's (verified away where it cannot copy the operands).
-  static const GemmConfig kPool[] = {
-      {128, 128, 8, 2, 2, 2},  {128, 128, 16, 2, 4, 2}, {128, 128, 16, 4, 2, 2}, {128, 256, 16, 2, 4, 2},
-      {256, 128, 16, 4, 2, 2}, {128, 64, 16, 2, 2, 2},  {64, 128, 16, 2, 2, 2},  {128, 64, 32, 2, 2, 2},
-      {64, 64, 16, 2, 2, 2},   {64, 64, 32, 2, 2, 2},   {64, 32, 16, 2, 2, 2},   {32, 64, 16, 1, 2, 2},
-      {128, 128, 8, 2, 2, 3},  {128, 128, 8, 2, 4, 4},  {128, 64, 16, 2, 2, 3},  {64, 32, 16, 2, 2, 4}};
+  // Then four of the cp.async pipeline's (verified away where it cannot copy the
+  // operands) and the 8-warp tile in two CTAs an SM.
+  static const GemmConfig kPool[] = {{128, 128, 8, 2, 2, 2},  {128, 128, 16, 2, 4, 2},      {128, 128, 16, 4, 2, 2},
+                                     {128, 256, 16, 2, 4, 2}, {256, 128, 16, 4, 2, 2},      {128, 64, 16, 2, 2, 2},
+                                     {64, 128, 16, 2, 2, 2},  {128, 64, 32, 2, 2, 2},       {64, 64, 16, 2, 2, 2},
+                                     {64, 64, 32, 2, 2, 2},   {64, 32, 16, 2, 2, 2},        {32, 64, 16, 1, 2, 2},
+                                     {128, 128, 8, 2, 2, 3},  {128, 128, 8, 2, 4, 4},       {128, 64, 16, 2, 2, 3},
+                                     {64, 32, 16, 2, 2, 4},   {128, 128, 16, 2, 4, 2, 1, 2}};
   const int64_t m16 = (m + 15) / 16 * 16, n16 = (n + 15) / 16 * 16;
   std::vector<GemmConfig> out = {PickSimtGemmConfig(m, n, k, batch, variant, sm_count)};
   for (const GemmConfig& c : kPool) {
