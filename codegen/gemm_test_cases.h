@@ -638,8 +638,8 @@ inline void Sm90Variants(const GemmCase& c, const Node& node, Select select, std
 }
 
 // Case `c` (graph `node`, built from `seed`) generated with the forced tile config
-// `cfg`, appended to `out` as kernel kiln_gemm_<case>_<tag> with a graph of its own.
-// Case `c` again with its config forced to `cfg`; the kernel is named after both.
+// `cfg`, appended to `out` as kernel kiln_gemm_<case>_<config without spaces> with a
+// graph of its own.
 inline void AddForcedConfig(Generated& out, const GemmCase& c, uint32_t seed, const Node& node,
                             const ops::GemmConfig& cfg) {
   const std::string tag = absl::StrReplaceAll(ops::GemmConfigString(cfg), {{" ", ""}});
@@ -745,9 +745,7 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
     if (simt && select != Select::kFormsLight && !c.dual && c.pro == Pro::kNone) {
       // The heuristic's tile for large grids (8 warps, two CTAs an SM: 128 registers)
       // on the forms it takes it for: one mainloop, no prologue, any layout and epilogue.
-      ops::GemmConfig big{128, 128, 16, 2, 4, 2};
-      big.min_ctas = 2;
-      ASSERT_NO_FATAL_FAILURE(AddForcedConfig(out, c, seed, *b->node, big));
+      ASSERT_NO_FATAL_FAILURE(AddForcedConfig(out, c, seed, *b->node, ops::kSimtWideConfig));
     }
     if (simt && select != Select::kFormsLight) {
       // The pipeline's configs on every case it takes (with kFormsHeavy the 1536-row

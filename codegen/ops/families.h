@@ -244,6 +244,9 @@ GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const 
 // (176) to 249 and 251 without spills. SimtCompilesForSm80AndSm90aWithoutSpills checks.
 inline constexpr int kSimtRegisterBudget = 180;
 inline constexpr int kSimtMinSplitKTiles = 8;
+// The heuristic's tile for large grids: 128x128x16, 2x4 warps (8 x 8 a lane), compiled
+// for two CTAs an SM.
+inline constexpr GemmConfig kSimtWideConfig{128, 128, 16, 2, 4, 2, 1, 2};
 // The fewest k tiles (of 16) a split of the pipelined 128x64x16 tile keeps: 512 x 1024 x
 // 1024 ran at 0.92x cublasSgemm in 2 splits of 32, 0.83x in 4 of 16.
 inline constexpr int kSimtMinPipelineSplitTiles = 24;

@@ -132,8 +132,7 @@ GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, co
   // every large shape of the sweep 3-9% faster than 128x128x8 with 2x2 warps.
   // Not with a prologue: at its 128 registers ptxas spills more there (28-92 bytes in
   // the tests' forms against 0-44 without).
-  GemmConfig big{128, 128, 16, 2, 4, 2};
-  big.min_ctas = 2;
+  const GemmConfig& big = kSimtWideConfig;
   const bool plain = std::all_of(variant.mainloops.begin(), variant.mainloops.end(), [](const GemmMainloop& l) {
     return l.a.load == GemmLoad::kAsync && l.b.load == GemmLoad::kAsync;
   });
@@ -186,12 +185,12 @@ std::vector<GemmConfig> SimtGemmCandidateConfigs(int64_t m, int64_t n, int64_t k
   if (sm_count <= 0) sm_count = 132;
   // Then four of the cp.async pipeline's (verified away where it cannot copy the
   // operands) and the 8-warp tile in two CTAs an SM.
-  static const GemmConfig kPool[] = {{128, 128, 8, 2, 2, 2},  {128, 128, 16, 2, 4, 2},      {128, 128, 16, 4, 2, 2},
-                                     {128, 256, 16, 2, 4, 2}, {256, 128, 16, 4, 2, 2},      {128, 64, 16, 2, 2, 2},
-                                     {64, 128, 16, 2, 2, 2},  {128, 64, 32, 2, 2, 2},       {64, 64, 16, 2, 2, 2},
-                                     {64, 64, 32, 2, 2, 2},   {64, 32, 16, 2, 2, 2},        {32, 64, 16, 1, 2, 2},
-                                     {128, 128, 8, 2, 2, 3},  {128, 128, 8, 2, 4, 4},       {128, 64, 16, 2, 2, 3},
-                                     {64, 32, 16, 2, 2, 4},   {128, 128, 16, 2, 4, 2, 1, 2}};
+  static const GemmConfig kPool[] = {{128, 128, 8, 2, 2, 2},  {128, 128, 16, 2, 4, 2}, {128, 128, 16, 4, 2, 2},
+                                     {128, 256, 16, 2, 4, 2}, {256, 128, 16, 4, 2, 2}, {128, 64, 16, 2, 2, 2},
+                                     {64, 128, 16, 2, 2, 2},  {128, 64, 32, 2, 2, 2},  {64, 64, 16, 2, 2, 2},
+                                     {64, 64, 32, 2, 2, 2},   {64, 32, 16, 2, 2, 2},   {32, 64, 16, 1, 2, 2},
+                                     {128, 128, 8, 2, 2, 3},  {128, 128, 8, 2, 4, 4},  {128, 64, 16, 2, 2, 3},
+                                     {64, 32, 16, 2, 2, 4},   kSimtWideConfig};
   const int64_t m16 = (m + 15) / 16 * 16, n16 = (n + 15) / 16 * 16;
   std::vector<GemmConfig> out = {PickSimtGemmConfig(m, n, k, batch, variant, sm_count)};
   for (const GemmConfig& c : kPool) {
