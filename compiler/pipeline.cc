@@ -15,6 +15,7 @@
 #include "fusion/fuse_epilogue.h"
 #include "fusion/fuse_gated_matmul.h"
 #include "fusion/fuse_mlp.h"
+#include "fusion/fuse_norms.h"
 #include "fusion/fuse_pad.h"
 #include "fusion/fuse_pointwise.h"
 #include "fusion/fuse_prologue.h"
@@ -291,6 +292,12 @@ std::vector<Pass> FusionAndExpansion() {
        "after fuse-epilogue, which forms the two matmul+epilogue groups it joins: a squeeze-excitation gate (fc1, "
        "activation, fc2, sigmoid over a few pooled rows) runs as one kernel instead of two tensor-core GEMMs",
        when, Fusing, FusionPass<FuseMlp>()},
+      {"fuse-norms", f,
+       "after the matmul passes (their epilogues take the residual Add first), before fuse-concat, which would "
+       "take the cyclic shift's Concats as copies of their own: a LayerNorm or RMSNorm takes its residual Add and "
+       "the row moves around it (Swin's cyclic shift and window partition, ViT's batch-first Transposes), which "
+       "its kernel reads and writes through",
+       when, Fusing, FusionPass<FuseNorms>()},
       {"fuse-concat", f,
        "before fuse-pointwise, which closes the fusion report (the views it takes are read by the Concat alone, "
        "so no other group wants them): a Concat reads the Slices and Transposes that feed it through strides "

@@ -110,12 +110,25 @@ TEST(PipelineTest, RunsTheEnabledPassesInOrder) {
   EXPECT_GE(canonical_runs, 2 * round);  // a changing round, then a quiet one
   EXPECT_EQ(canonical_runs % round, 0);
   std::vector<std::string> later(ran.begin() + canonical_runs, ran.end());
-  std::vector<std::string> expected = {"pad-matmul-width",   "to-channels-last",  "pad-conv-channels",
-                                       "conv1x1-to-matmul",  "pad-hidden-width",  "collapse-view-chains",
-                                       "lower-precision",    "fuse-gated-matmul", "fuse-siblings",
-                                       "fuse-rotary-matmul", "fuse-attention",    "fuse-prologue",
-                                       "fuse-epilogue",      "fuse-mlp",          "fuse-concat",
-                                       "fuse-pad",           "fuse-pointwise",    "expand-groups-without-kernels"};
+  std::vector<std::string> expected = {"pad-matmul-width",
+                                       "to-channels-last",
+                                       "pad-conv-channels",
+                                       "conv1x1-to-matmul",
+                                       "pad-hidden-width",
+                                       "collapse-view-chains",
+                                       "lower-precision",
+                                       "fuse-gated-matmul",
+                                       "fuse-siblings",
+                                       "fuse-rotary-matmul",
+                                       "fuse-attention",
+                                       "fuse-prologue",
+                                       "fuse-epilogue",
+                                       "fuse-mlp",
+                                       "fuse-norms",
+                                       "fuse-concat",
+                                       "fuse-pad",
+                                       "fuse-pointwise",
+                                       "expand-groups-without-kernels"};
   // The tails pass runs only after an expansion.
   if (later.size() > expected.size()) expected.push_back("fuse-expanded-tails");
   EXPECT_EQ(later, expected);

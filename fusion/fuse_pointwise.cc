@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "fusion/fuse_norms.h"
 #include "fusion/group_util.h"
 #include "graph/fused_group.h"
 #include "graph/op_registry.h"
@@ -16,32 +17,6 @@
 
 namespace kiln {
 namespace {
-
-bool IsElementwise(const Node* n) {
-  if (n == nullptr || IsFusedGroup(*n) || n->num_outputs() != 1) return false;
-  const OpDef* def = OpRegistry::Global().Find(n->op_type());
-  return def != nullptr && def->is_elementwise;
-}
-
-bool PointwiseDType(DType d) { return IsFloating(d) || d == DType::kBool; }
-
-// Why element-wise node `n` cannot be a pointwise member; "" when it can.
-std::string PointwiseProblem(const Node& n) {
-  const Value* y = n.output(0);
-  if (!y->has_type()) return absl::StrCat("shape: ", Quote(n.name()), " is untyped");
-  for (const Value* v : n.inputs()) {
-    if (v == nullptr) continue;
-    if (!PointwiseDType(v->dtype()) || !PointwiseDType(y->dtype())) {
-      return absl::StrCat("dtype: ", Quote(n.name()), " (", n.op_type(),
-                          ") works on integers; pointwise kernels compute floats and masks");
-    }
-    if (!BroadcastsInto(v->shape(), y->shape())) {
-      return absl::StrCat("shape: input ", Quote(v->name()), " of ", Quote(n.name()), " is ",
-                          ShapeToString(v->shape()), ", which does not broadcast into ", ShapeToString(y->shape()));
-    }
-  }
-  return "";
-}
 
 // Whether `v` is read only by `reader` and is not a graph output.
 bool OnlyReader(const Graph& graph, const Value* v, const Node* reader) {
@@ -55,61 +30,10 @@ bool OnlyReader(const Graph& graph, const Value* v, const Node* reader) {
 }  // namespace
 
 absl::StatusOr<bool> FusePointwise::Run(Graph& graph) {
-  KILN_ASSIGN_OR_RETURN(bool ln, FuseLayerNorms(graph));
+  KILN_ASSIGN_OR_RETURN(bool ln, FuseNorms(report_).Run(graph));
   KILN_ASSIGN_OR_RETURN(bool sm, FuseSoftmaxes(graph));
   KILN_ASSIGN_OR_RETURN(bool ew, FuseElementwise(graph));
   return ln || sm || ew;
-}
-
-absl::StatusOr<bool> FusePointwise::FuseLayerNorms(Graph& graph) {
-  std::vector<Node*> norms;
-  for (Node* n : graph.nodes()) {
-    if (n->op_type() == "LayerNormalization" || n->op_type() == "RMSNormalization") norms.push_back(n);
-  }
-  // A Transpose of x's shape that keeps the last axis in place: rows stay rows.
-  auto keeps_rows = [](const Node* t, const Value* v) {
-    return t != nullptr && t->op_type() == "Transpose" && IsStridedView(*t) && v->rank() >= 2 &&
-           PermOf(*t).back() == v->rank() - 1;
-  };
-  bool changed = false;
-  for (Node* ln : norms) {
-    Value* x = ln->input(0);
-    Node* add = x->producer();
-    std::vector<Node*> members;
-    if (add != nullptr && add->op_type() == "Add" && IsElementwise(add)) {
-      if (std::string problem = PointwiseProblem(*add); !problem.empty()) {
-        ReportRejection(report_, name(), {ln->name(), add->name()}, problem);
-        continue;
-      }
-      // Transposes that keep the last axis, feeding the Add from outside (ViT's
-      // batch-first attention output back to [B, S, E]): the row kernel reads each row
-      // where it lies.
-      for (const Value* in : add->inputs()) {
-        Node* t = in == nullptr ? nullptr : in->producer();
-        if (keeps_rows(t, in) && !HasOutsideUse(graph, in, {add}) && in->shape() == x->shape()) members.push_back(t);
-      }
-      members.push_back(add);
-    }
-    members.push_back(ln);
-    // The norm over the last axis written through a Transpose that keeps it, the norm's
-    // only reader (ViT's LayerNorm output to batch-first before the in_proj GEMM): the
-    // row kernel stores each row where the Transpose puts it.
-    const Value* y = ln->output(0);
-    const std::vector<Node*> readers = Consumers(y);
-    absl::StatusOr<int64_t> axis = ln->GetInt("axis", -1);
-    if (readers.size() == 1 && keeps_rows(readers[0], y) && !HasOutsideUse(graph, y, readers) && axis.ok() &&
-        (*axis == -1 || *axis == y->rank() - 1)) {
-      members.push_back(readers[0]);
-    }
-    if (members.size() < 2) continue;
-    const char* pattern = ln->op_type() == "RMSNormalization" ? "rmsnorm" : "layernorm";
-    std::vector<std::string> candidate = {ln->name()};
-    if (add != nullptr && std::find(members.begin(), members.end(), add) != members.end()) {
-      candidate.push_back(add->name());
-    }
-    changed |= FormAndReportGroup(graph, report_, name(), members, pattern, nullptr, "", candidate);
-  }
-  return changed;
 }
 
 absl::StatusOr<bool> FusePointwise::FuseSoftmaxes(Graph& graph) {
@@ -266,8 +190,8 @@ absl::StatusOr<bool> FusePointwise::FuseElementwise(Graph& graph) {
           continue;
         }
         const Node* source = view->input(0)->producer();
-        if (HasOutsideUse(graph, v, members) ||
-            std::find(members.begin(), members.end(), source) != members.end() || !PointwiseDType(v->dtype()) ||
+        if (HasOutsideUse(graph, v, members) || std::find(members.begin(), members.end(), source) != members.end() ||
+            !(IsFloating(v->dtype()) || v->dtype() == DType::kBool) ||
             (!m_is_view && !BroadcastsInto(v->shape(), shapes[g]))) {
           continue;
         }

@@ -1,19 +1,9 @@
 // FusePointwise ("fuse-pointwise"): element-wise work that no matmul took becomes
-// single kernels; LayerNormalization and Softmax take their element-wise prologue.
+// single kernels; Softmax takes its element-wise prologue.
 //
 // Patterns, in the order the pass applies them:
-//  1. "layernorm" ("rmsnorm"): LayerNormalization (RMSNormalization) L, not yet
-//     fused, whose data input x is written by an Add (residual) of x's shape whose
-//     operands broadcast into it, not yet fused -> group {Add, L}, with the
-//     Transposes of x's shape that keep the last axis and feed the Add from outside,
-//     the Add their only reader (ViT's attention output back to batch-first): the row
-//     kernel reads each row where the Transpose's input holds it. A norm over the
-//     last axis whose only reader is such a Transpose (ViT's norm to batch-first
-//     before the in_proj GEMM) takes it too, with or without an Add: the kernel
-//     stores each row where the Transpose puts it. When x is also read elsewhere (the pre-LN residual
-//     stream is) it becomes an extra output of the group: one more store from
-//     registers, instead of a separate kernel writing x and the LN kernel reading
-//     it back.
+//  1. "layernorm" ("rmsnorm"): FuseNorms (fusion/fuse_norms.h) first, for the norms
+//     an expansion leaves (fuse-expanded-tails runs this pass again).
 //  2. "softmax": Softmax S over the last axis, not yet fused, takes the mask Add
 //     (operand broadcasting into the scores) and the scale (Mul by a one-element
 //     operand, or Div by one) before it, in the order Softmax(Add(Scale(s), mask)),
@@ -61,7 +51,6 @@ class FusePointwise {
   absl::StatusOr<bool> Run(Graph& graph);
 
  private:
-  absl::StatusOr<bool> FuseLayerNorms(Graph& graph);
   absl::StatusOr<bool> FuseSoftmaxes(Graph& graph);
   absl::StatusOr<bool> FuseElementwise(Graph& graph);
 

@@ -1,4 +1,4 @@
-// Tests for FusePointwise: element-wise DAGs, LayerNorm with residual, Softmax with
+// Tests for FusePointwise: element-wise DAGs, Softmax with
 // scale and mask, must-not-fire cases, and fused == unfused on the CPU reference.
 #include "fusion/fuse_pointwise.h"
 
@@ -181,93 +181,6 @@ graph @main {
   EXPECT_TRUE(absl::StartsWith(report.rejections[0].reason, "not convex: ")) << report.rejections[0].reason;
   EXPECT_EQ(report.rejections[1].nodes, (std::vector<std::string>{"int_add"}));
   EXPECT_TRUE(absl::StartsWith(report.rejections[1].reason, "dtype: ")) << report.rejections[1].reason;
-}
-
-TEST(FusePointwiseTest, LayerNormTakesResidualAdd) {
-  FusionReport report;
-  auto g = FuseAndCheck(R"(
-graph @main {
-  input %x : f32[2,3,16]
-  input %r : f32[2,3,16]
-  const %gamma : f32[16] = splat(1.0)
-  const %beta : f32[16] = splat(0.0)
-  %h = Add(%x, %r) @residual
-  %y = LayerNormalization(%h, %gamma, %beta) {axis = -1, epsilon = 1e-05} @ln
-  output %y
-  output %h
-}
-)",
-                        &report);
-  EXPECT_EQ(Summary(*g), "FusedGroup layernorm [residual, ln] anchor=\n");
-  // The residual stream h is read again later: it is an extra output.
-  EXPECT_EQ(Groups(*g)[0]->num_outputs(), 2);
-  ASSERT_EQ(report.groups.size(), 1u);
-  EXPECT_EQ(report.groups[0].pattern, "layernorm");
-}
-
-// vit.dynamo's second residual (S = 8, B = 2, E = 16): the out_proj result comes back
-// from batch-first [S, B, E] by Transpose [1, 0, 2]; the norm's group reads it through
-// the Transpose. A Transpose moving the last axis, or one read elsewhere, stays out.
-TEST(FusePointwiseTest, LayerNormReadsThroughARowKeepingTranspose) {
-  FusionReport report;
-  auto g = FuseAndCheck(R"(
-graph @main {
-  input %proj : f32[8,2,16]
-  input %stream : f32[2,8,16]
-  input %other : f32[2,16,8]
-  const %gamma : f32[16] = splat(1.0)
-  const %beta : f32[16] = splat(0.0)
-  %t = Transpose(%proj) {perm = [1, 0, 2]} @node_transpose_5
-  %h = Add(%t, %stream) @node_add_1
-  %y = LayerNormalization(%h, %gamma, %beta) {axis = -1, epsilon = 1e-06} @node_layer_norm_1
-  %u = Transpose(%other) {perm = [0, 2, 1]} @moves_the_rows
-  %h2 = Add(%u, %y) @add_2
-  %y2 = LayerNormalization(%h2, %gamma, %beta) {axis = -1, epsilon = 1e-06} @ln_2
-  %t3 = Transpose(%proj) {perm = [1, 0, 2]} @read_twice
-  %h3 = Add(%t3, %y2) @add_3
-  %y3 = LayerNormalization(%h3, %gamma, %beta) {axis = -1, epsilon = 1e-06} @ln_3
-  output %y3
-  output %t3
-}
-)",
-                        &report);
-  EXPECT_EQ(Summary(*g),
-            "Transpose @moves_the_rows\nTranspose @read_twice\n"
-            "FusedGroup layernorm [node_transpose_5, node_add_1, node_layer_norm_1] anchor=\n"
-            "FusedGroup layernorm [add_2, ln_2] anchor=\nFusedGroup layernorm [add_3, ln_3] anchor=\n");
-}
-
-// vit.dynamo's pre-attention norm (S = 8, B = 2, E = 16): the LayerNorm output goes to
-// batch-first [S, B, E] by Transpose [1, 0, 2] for the in_proj GEMM; the group writes
-// each row where the Transpose puts it. A Transpose moving the normalised axis, or a
-// norm read by another node too, leaves the Transpose out.
-TEST(FusePointwiseTest, LayerNormWritesThroughARowKeepingTranspose) {
-  FusionReport report;
-  auto g = FuseAndCheck(R"(
-graph @main {
-  input %x : f32[2,8,16]
-  const %gamma : f32[16] = splat(1.0)
-  const %beta : f32[16] = splat(0.0)
-  const %w : f32[16,16] = splat(0.5)
-  %ln = LayerNormalization(%x, %gamma, %beta) {axis = -1, epsilon = 1e-06} @node_layer_norm_2
-  %t = Transpose(%ln) {perm = [1, 0, 2]} @node_transpose_6
-  %q = MatMul(%t, %w) @node_MatMul_99
-  %ln2 = LayerNormalization(%x, %gamma, %beta) {axis = -1, epsilon = 1e-06} @ln_moved
-  %u = Transpose(%ln2) {perm = [0, 2, 1]} @moves_the_axis
-  %ln3 = LayerNormalization(%x, %gamma, %beta) {axis = -1, epsilon = 1e-06} @ln_twice
-  %v = Transpose(%ln3) {perm = [1, 0, 2]} @transpose_twice
-  %r = Relu(%ln3) @other_reader
-  output %q
-  output %u
-  output %v
-  output %r
-}
-)",
-                        &report);
-  EXPECT_EQ(Summary(*g),
-            "LayerNormalization @ln_moved\nTranspose @moves_the_axis\nLayerNormalization @ln_twice\n"
-            "Transpose @transpose_twice\nRelu @other_reader\n"
-            "FusedGroup layernorm [node_layer_norm_2, node_transpose_6] anchor=\nMatMul @node_MatMul_99\n");
 }
 
 TEST(FusePointwiseTest, SoftmaxTakesScaleAndMask) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "graph/fused_group.h"
+#include "graph/op_registry.h"
 #include "graph/ops/slice.h"
 
 namespace kiln {
@@ -83,6 +84,30 @@ bool IsStridedView(const Node& n) {
   }
   if (n.op_type() == "Transpose" || n.op_type() == "Expand") return true;
   return n.op_type() == "Slice" && ops::ConstantSlicePlan(n).ok();
+}
+
+bool IsElementwise(const Node* n) {
+  if (n == nullptr || IsFusedGroup(*n) || n->num_outputs() != 1) return false;
+  const OpDef* def = OpRegistry::Global().Find(n->op_type());
+  return def != nullptr && def->is_elementwise;
+}
+
+std::string PointwiseProblem(const Node& n) {
+  auto pointwise_dtype = [](DType d) { return IsFloating(d) || d == DType::kBool; };
+  const Value* y = n.output(0);
+  if (!y->has_type()) return absl::StrCat("shape: ", Quote(n.name()), " is untyped");
+  for (const Value* v : n.inputs()) {
+    if (v == nullptr) continue;
+    if (!pointwise_dtype(v->dtype()) || !pointwise_dtype(y->dtype())) {
+      return absl::StrCat("dtype: ", Quote(n.name()), " (", n.op_type(),
+                          ") works on integers; pointwise kernels compute floats and masks");
+    }
+    if (!BroadcastsInto(v->shape(), y->shape())) {
+      return absl::StrCat("shape: input ", Quote(v->name()), " of ", Quote(n.name()), " is ", ShapeToString(v->shape()),
+                          ", which does not broadcast into ", ShapeToString(y->shape()));
+    }
+  }
+  return "";
 }
 
 bool FormAndReportGroup(Graph& graph, FusionReport* report, absl::string_view pass,

@@ -35,6 +35,14 @@ std::vector<Node*> Consumers(const Value* value);
 // Whether `value` is read by a node outside `members` or is a graph output.
 bool HasOutsideUse(const Graph& graph, const Value* value, const std::vector<Node*>& members);
 
+// A non-group node with one output whose op is element-wise (OpDef::is_elementwise).
+bool IsElementwise(const Node* n);
+
+// Why element-wise node `n` cannot be a pointwise member ("dtype: " for integer
+// math, "shape: " for an untyped output or an input that does not broadcast into
+// it); "" when it can.
+std::string PointwiseProblem(const Node& n);
+
 // Names of `nodes`, in the given order.
 std::vector<std::string> NodeNames(const std::vector<Node*>& nodes);
 

@@ -133,6 +133,61 @@ inline void CaseTable::ViewGroups() {
                         "  %t = Transpose(%y) {perm = [2, 0, 1, 3]} @transpose\n  output %sum\n  output %t\n}\n",
                         {R(bf16, {2, 3, 4, 40}), R(bf16, {2, 3, 4, 40}), R(bf16, {40})}, {"add", "ln", "transpose"},
                         2));
+  // Swin's shifted-window block around its attention (fusion/fuse_norms.h), a map of
+  // 8x8 in windows of 4 shifted by 2, two images: norm1 written through the cyclic
+  // shift (torch.roll's Slice/Concat per axis) and the window partition (Reshape,
+  // Transpose, Reshape); the projection read back through the window merge and the
+  // reverse shift into the residual Add and norm2, the sum stored too. Vectors (C =
+  // 32) and scalars (C = 12).
+  for (int64_t ch : {32, 12}) {
+    const DType t = ch == 32 ? f16 : bf16;
+    const std::string ty(DTypeName(t)), cs = absl::StrCat(ch);
+    const std::string consts =
+        absl::StrCat("  input %s : ", ty, "[", cs, "]\n  input %b : ", ty, "[", cs,
+                     "]\n  const %h : i64[1] = [1]\n  const %w : i64[1] = [2]\n  const %zero : i64[1] = [0]\n"
+                     "  const %max : i64[1] = [9223372036854775807]\n");
+    auto roll = [&](const std::string& in, const std::string& out, const std::string& at, const std::string& ax) {
+      return absl::StrCat("  %", out, "1 = Slice(%", in, ", %at, %max, %", ax, ") @", out, "_tail\n  %", out,
+                          "0 = Slice(%", in, ", %zero, %at, %", ax, ") @", out, "_head\n  %", out, " = Concat(%", out,
+                          "1, %", out, "0) {axis = ", ax == "h" ? 1 : 2, "} @", out, "\n");
+    };
+    c.push_back(GroupCase(
+        absl::StrCat("SwinShiftedNorm1Group", ty), "layernorm",
+        absl::StrCat(
+            "graph @g {\n  input %x : ", ty, "[2,8,8,", cs, "]\n", consts,
+            "  const %at : i64[1] = [2]\n  const %win : i64[6] = [2, 2, 4, 2, 4, ", cs,
+            "]\n  const %flat : i64[3] = [8, 16, ", cs,
+            "]\n  %y = LayerNormalization(%x, %s, %b) {epsilon = 1e-05} @ln\n", roll("y", "rh", "at", "h"),
+            roll("rh", "rw", "at", "w"),
+            "  %p = Reshape(%rw, %win) @partition\n  %pt = Transpose(%p) {perm = [0, 1, 3, 2, 4, 5]} @windows\n"
+            "  %o = Reshape(%pt, %flat) @flatten\n  output %o\n}\n"),
+        {R(t, {2, 8, 8, ch}), R(t, {ch}), R(t, {ch})},
+        {"ln", "rh_tail", "rh_head", "rh", "rw_tail", "rw_head", "rw", "partition", "windows", "flatten"}, 1));
+    c.push_back(GroupCase(
+        absl::StrCat("SwinShiftedNorm2Group", ty), "layernorm",
+        absl::StrCat(
+            "graph @g {\n  input %p : ", ty, "[8,16,", cs, "]\n  input %r : ", ty, "[2,8,8,", cs, "]\n", consts,
+            "  const %at : i64[1] = [-2]\n  const %win : i64[6] = [2, 2, 2, 4, 4, ", cs,
+            "]\n  const %full : i64[4] = [2, 8, 8, ", cs,
+            "]\n  %v = Reshape(%p, %win) @unflatten\n  %vt = Transpose(%v) {perm = [0, 1, 3, 2, 4, 5]} @merge\n"
+            "  %m = Reshape(%vt, %full) @merged\n",
+            roll("m", "rh", "at", "h"), roll("rh", "rw", "at", "w"),
+            "  %sum = Add(%r, %rw) @add\n  %y = LayerNormalization(%sum, %s, %b) {epsilon = 1e-05} @ln\n"
+            "  output %sum\n  output %y\n}\n"),
+        {R(t, {8, 16, ch}), R(t, {2, 8, 8, ch}), R(t, {ch}), R(t, {ch})},
+        {"unflatten", "merge", "merged", "rh_tail", "rh_head", "rh", "rw_tail", "rw_head", "rw", "add", "ln"}, 2));
+  }
+  // Row moves through Transposes whose perm is not its own inverse, on both sides.
+  c.push_back(
+      GroupCase("LayerNormGroupCyclicMovesF32", "layernorm",
+                "graph @g {\n  input %x0 : f32[3,2,4,8]\n  input %r : f32[8,3,8]\n  input %s : f32[8]\n"
+                "  const %rows : i64[3] = [8, 3, 8]\n  const %split : i64[4] = [2, 4, 3, 8]\n"
+                "  %t = Transpose(%x0) {perm = [1, 2, 0, 3]} @in_cycle\n  %x = Reshape(%t, %rows) @in_rows\n"
+                "  %sum = Add(%x, %r) @add\n  %y = LayerNormalization(%sum, %s) {epsilon = 1e-05} @ln\n"
+                "  %ys = Reshape(%y, %split) @out_split\n  %o = Transpose(%ys) {perm = [2, 0, 1, 3]} @out_cycle\n"
+                "  output %o\n}\n",
+                {R(f32, {3, 2, 4, 8}), R(f32, {8, 3, 8}), R(f32, {8})},
+                {"in_cycle", "in_rows", "add", "ln", "out_split", "out_cycle"}, 1));
   // Concat groups (fusion/fuse_concat.h): torch.roll along one axis, Swin's patch
   // merging (step-2 Slices of shared step-2 row Slices), a Transpose beside a plain
   // input.

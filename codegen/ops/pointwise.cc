@@ -528,9 +528,17 @@ absl::Status ComposeElementwise(const Node& group, const Graph& body, const std:
       } else if (auto c = out.computed.find(v); c != out.computed.end()) {
         expr = c->second.second == in.domain ? c->second.first
                                              : absl::StrCat("(", DomainType(in.domain), ")(", c->second.first, ")");
-      } else if (auto gi = input_index.find(v); gi != input_index.end() || views.contains(v)) {
+      } else if (auto gi = input_index.find(v);
+                 gi != input_index.end() || views.contains(v) || out.row_views.contains(v)) {
         ElementwiseLoad load{0, in.domain, in.view, {}, 0, regrouped ? member->output(0)->shape() : Shape{}};
-        if (auto vw = views.find(v); vw != views.end()) {
+        if (auto rv = out.row_views.find(v); rv != out.row_views.end()) {
+          if (in.view != shape || v->shape() != shape) {
+            return NoKernel(group,
+                            absl::StrCat("rows moved into '", v->name(), "' are not read at ", ShapeToString(shape)));
+          }
+          load.input = rv->second.first;
+          load.row_map = rv->second.second;
+        } else if (auto vw = views.find(v); vw != views.end()) {
           // The view's strides over its shape, broadcast like `in.view` into `shape`.
           const Shape& vs = v->shape();
           if (in.view != vs || vs.size() > shape.size()) {
@@ -556,7 +564,7 @@ absl::Status ComposeElementwise(const Node& group, const Graph& body, const std:
                !(out.loads[l].input == load.input && out.loads[l].domain == load.domain &&
                  out.loads[l].view == load.view && out.loads[l].strides == load.strides &&
                  out.loads[l].offset == load.offset && out.loads[l].into == load.into &&
-                 out.loads[l].dim_strides == load.dim_strides)) {
+                 out.loads[l].dim_strides == load.dim_strides && out.loads[l].row_map == load.row_map)) {
           ++l;
         }
         if (l == out.loads.size()) out.loads.push_back(std::move(load));

@@ -51,6 +51,9 @@ struct ElementwiseLoad {
   Shape into;
   // dynamic_views: `strides` as expressions over the dim symbols.
   std::vector<DimExpr> dim_strides;
+  // Read through row moves (ComposedElementwise::row_views): the caller's row map
+  // index; -1: none.
+  int row_map = -1;
 };
 struct ComposedElementwise {
   // Set by the caller: members that are strided views of a group input (ViewOf in
@@ -65,6 +68,11 @@ struct ComposedElementwise {
   // the last two (same element order) pass the value through, and members may write
   // such a regrouping of the composed shape (the attention scores' Swin mask).
   bool regroup_batch = false;
+  // Set by the caller: body values that are a group input's rows moved (a Reshape /
+  // Transpose / Slice / Concat chain, graph/row_moves.h, whose nodes the caller leaves
+  // out of the members): the input and the caller's index of the chain's row map.
+  // A member reads such a value at its own shape, which must be the composed one.
+  absl::flat_hash_map<const Value*, std::pair<int, int>> row_views;
   std::string code;
   std::vector<ElementwiseLoad> loads;
   absl::flat_hash_map<const Value*, std::pair<std::string, Domain>> computed;

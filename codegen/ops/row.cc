@@ -8,16 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/ops/families.h"
 #include "codegen/ops/kernel_util.h"
 #include "codegen/ops/pointwise_spec.h"
+#include "codegen/ops/row_moves_code.h"
 #include "codegen/ops/row_plan.h"
 #include "codegen/templates.h"
 #include "common/status_macros.h"
 #include "graph/fused_group.h"
-#include "graph/pattern_match.h"
 #include "graph/ops/axes.h"
+#include "graph/pattern_match.h"
 
 namespace kiln::codegen::ops {
 namespace {
@@ -35,6 +37,9 @@ struct RowIn {
   // Run-time sizes, an input not of x's dims (a mask broadcast over the heads): its
   // strides over x's outer dims [0, axis) as expressions; empty: dense, row * kLen.
   std::vector<DimExpr> outer_dim_strides;
+  // Rows moved into x's shape (RowKernelSpec::row_maps): row r of x's shape is the
+  // input's row row_maps[row_map](r); -1: read at `strides`.
+  int row_map = -1;
 };
 // An x-shaped output computed by the prologue (`expr`), stored by the first load.
 struct RowOut {
@@ -66,6 +71,10 @@ struct RowKernelSpec {
   // y's row starts over the outer dims [0, axis), when a Transpose keeping the rows
   // places them (empty: dense, row * kLen).
   std::vector<int64_t> y_row_strides;
+  // Chains of row moves (graph/row_moves.h) the kernel reads or writes through; y's
+  // (`y_map` >= 0): the kernel's row r is y's, dense, and x's row row_maps[y_map](r).
+  std::vector<RowMap> row_maps;
+  int y_map = -1;
   // LayerNorm only.
   RowParam scale, bias;
   bool has_bias = false;
@@ -242,15 +251,23 @@ std::string RowPrefix(const RowKernelSpec& k, int cap, RowPlan* plan, std::strin
   std::vector<int> operands;
   for (size_t i = 0; i < k.ins.size(); ++i) {
     space.strides.emplace_back(k.ins[i].strides.begin(), k.ins[i].strides.begin() + k.axis);
-    operands.push_back(static_cast<int>(i) + 1);
+    if (k.ins[i].row_map < 0) operands.push_back(static_cast<int>(i) + 1);
   }
   space.Collapse();
+  for (size_t m = 0; m < k.row_maps.size(); ++m)
+    absl::StrAppend(&src, RowMapFn(absl::StrCat("kiln_rmap", m), k.row_maps[m]));
   for (size_t i = 0; i < k.ins.size(); ++i) {
     if (kinds[i] != InRow::kStrided) continue;
     absl::StrAppend(&src, OffsetFn(absl::StrCat("kiln_in", i, "_off"), row,
                                    std::vector<int64_t>(k.ins[i].strides.begin() + k.axis, k.ins[i].strides.end()), it));
   }
   std::string row_offsets = space.shape.empty() ? "" : LinearOffsetCode(space, operands, "row", "kiln_idx_t", "r");
+  for (size_t i = 0; i < k.ins.size() && !space.shape.empty(); ++i) {
+    if (k.ins[i].row_map < 0) continue;
+    absl::StrAppend(&row_offsets, "const kiln_idx_t r", i + 1, " = kiln_rmap", k.ins[i].row_map, "(row) * kLen;\n");
+  }
+  // Rows in y's order: x's row (and every input's) is where y's row came from.
+  if (k.y_map >= 0) row_offsets = absl::StrCat("row = kiln_rmap", k.y_map, "(row);\n", row_offsets);
   if (k.dynamic_rows.has_value()) {  // dense inputs, or strides over the outer dims
     row_offsets.clear();
     std::string decomposed;
@@ -531,14 +548,14 @@ namespace {
 // args: y, the extra x-shaped values, mean, inverse std), from the group's outputs:
 // the anchor's (through `y_view` when the group writes y transposed), or values the
 // element-wise members compute.
-absl::Status SetRowOutputs(const Node& group, const Graph& body, const Node& anchor, const Node* y_view,
+absl::Status SetRowOutputs(const Node& group, const Graph& body, const Node& anchor, const Value* y_moved,
                            const ComposedElementwise& composed, RowKernelSpec& k) {
   const bool ln = IsNorm(anchor.op_type());
   int y_out = -1, mean_out = -1, inv_out = -1;
   std::vector<int> extra_out;
   for (int o = 0; o < group.num_outputs(); ++o) {
     const Value* v = body.outputs()[o];
-    if (v == anchor.output(0) || (y_view != nullptr && v == y_view->output(0))) {
+    if (v == anchor.output(0) || v == y_moved) {
       y_out = o;
     } else if (ln && anchor.num_outputs() > 1 && v == anchor.output(1)) {
       mean_out = o;
@@ -576,6 +593,7 @@ absl::Status SetRowInputs(const Node& group, const Value& x, int64_t axis, bool 
   for (size_t l = 0; l < composed.loads.size(); ++l) {
     const ElementwiseLoad& load = composed.loads[l];
     RowIn in{absl::StrCat("in", l), group.input(load.input)->dtype(), load.domain, absl::StrCat("g", l), {}};
+    in.row_map = load.row_map;
     if (!load.strides.empty()) {
       if (load.offset != 0 || load.strides.size() != shape.size()) {
         return NoKernel(group, "a view member that does not start at its input's first element");
@@ -635,13 +653,17 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
     for (int64_t i = 0; i + 1 < r; ++i) y_row_strides[perm[i]] = dense[i];
     y_view = t;
   }
-  std::vector<const Node*> members;
-  for (const Node* n : body.nodes()) {
-    if (n != anchor && n != y_view) members.push_back(n);
-  }
   // A dynamic graph's group (issue 34): rows counted at run time, every member over x's
   // dims, each input read at x's dims or broadcast into them (DynamicRowStrides).
   const bool dynamic = HasDynamicValues(group);
+  RowMoves moves;
+  if (!dynamic) {
+    KILN_ASSIGN_OR_RETURN(moves, FindRowMoves(group, body, *anchor, *axis));
+  }
+  std::vector<const Node*> members;
+  for (const Node* n : body.nodes()) {
+    if (n != anchor && n != y_view && !absl::c_linear_search(moves.nodes, n)) members.push_back(n);
+  }
   if (dynamic) {
     if (y_view != nullptr) return NoKernel(group, "an output Transpose, with sizes that vary");
     for (const Node* n : members) {
@@ -652,6 +674,7 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
   }
   ComposedElementwise composed;
   composed.allow_views = !dynamic;  // a Transpose member keeping the rows: read through its strides
+  composed.row_views = moves.views;
   if (absl::Status st = ComposeElementwise(group, body, members, shape, composed); !st.ok()) return st;
   std::string x_expr;
   if (auto c = composed.computed.find(x); c != composed.computed.end()) {
@@ -659,8 +682,13 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
   } else {
     const auto& ins = body.inputs();
     const auto pos = std::find(ins.begin(), ins.end(), x);
-    if (pos == ins.end()) return NoKernel(group, "the normalised input has no source in the group");
-    composed.loads.push_back({static_cast<int>(pos - ins.begin()), Domain::kFloat, shape});
+    const auto moved = moves.views.find(x);
+    if (pos == ins.end() && moved == moves.views.end()) {
+      return NoKernel(group, "the normalised input has no source in the group");
+    }
+    composed.loads.push_back({moved != moves.views.end() ? moved->second.first : static_cast<int>(pos - ins.begin()),
+                              Domain::kFloat, shape});
+    if (moved != moves.views.end()) composed.loads.back().row_map = moved->second.second;
     x_expr = absl::StrCat("g", composed.loads.size() - 1);
   }
 
@@ -677,7 +705,10 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateRowGroup(const Node& group) {
   k.x_expr = x_expr;
   k.y_dtype = anchor->output(0)->dtype();
   k.y_row_strides = std::move(y_row_strides);
-  KILN_RETURN_IF_ERROR(SetRowOutputs(group, body, *anchor, y_view, composed, k));
+  k.row_maps = std::move(moves.maps);
+  k.y_map = moves.y_map;
+  KILN_RETURN_IF_ERROR(
+      SetRowOutputs(group, body, *anchor, y_view != nullptr ? y_view->output(0) : moves.y_end, composed, k));
   KILN_RETURN_IF_ERROR(SetRowInputs(group, *x, *axis, dynamic, composed, k));
   const char* kind = rms ? "rmsnorm" : ln ? "layernorm" : "softmax";
   const std::string comment =
