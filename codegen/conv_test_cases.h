@@ -260,6 +260,11 @@ inline std::vector<ConvCase> ConvCases() {
     c = ConvCase{dt, 4, 112, 112, 64, 64, 3, 3, 2, 2, 0, 0, 1, 1};
     c.group = 64;
     push(c);
+    // Enough threads for 8 outputs each (ConvNeXt's 7x7 at batch 32), the last
+    // segment of a 62-wide row partial.
+    c = ConvCase{dt, 3, 62, 62, 256, 256, 7, 7, 1, 1, 3, 3, 3, 3};
+    c.group = 256;
+    push(c);
   }
   for (const ConvCase& c : GroupedConvCases()) out.push_back(c);
   ConvCase f32{DType::kFloat32, 2, 14, 14, 32, 32};

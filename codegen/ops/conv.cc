@@ -368,13 +368,18 @@ absl::StatusOr<std::vector<KernelLaunch>> GenerateDepthwise(const Node& node, co
   const int ty = std::max(1, 256 / tx);
   const int64_t pixels = g.n * g.oh * g.ow;
   if (pixels >= kInt32Limit) return NoKernel(node, "too many output pixels");
-  // Outputs per thread (adjacent in a row, sharing their input columns): 4 or 2 while
-  // there are still about 64 threads per SM of an H100 (8448), else 1. Work per thread
-  // beat thread count in a sweep over the zoo's CNNs: a 256-thread block per SM as the
-  // bar (33792) was slower on ConvNeXt-T at batch 1 and no faster elsewhere; 2 or 1
-  // output per thread everywhere was slower at batch 32, 8 faster there but slower at
-  // batch 1 (benchmarks/results/zoo_cnn_depthwise_launch_sweep_h200_2026-11-29.txt).
-  int r = 4;
+  // Outputs per thread (adjacent in a row, sharing their input columns): 8 while that
+  // leaves about 256 threads per SM of an H100 (33792), else 4, or 2 while there are
+  // still about 64 per SM (8448), else 1. Work per thread beat thread count in sweeps
+  // over the zoo's CNNs: a 256-thread block per SM as the bar for 4 was slower on
+  // ConvNeXt-T at batch 1 and no faster elsewhere; 2 or 1 output per thread everywhere
+  // was slower at batch 32, 8 everywhere faster there but slower at batch 1
+  // (benchmarks/results/zoo_cnn_depthwise_launch_sweep_h200_2026-11-29.txt); 8 only
+  // above the 33792 bar took ConvNeXt-T at batch 32 from 1.88 to 1.78-1.79 ms and left
+  // the other rows as they were (zoo_cnn_depthwise_variants_h100_2026-12-05.txt). The
+  // kernel is bound by L1 throughput (ncu: 94% at batch 32), which the input columns
+  // and weights that more outputs share save.
+  int r = groups * ((g.ow + 7) / 8) * g.n * g.oh >= 33792 ? 8 : 4;
   while (r > 1 && groups * ((g.ow + r - 1) / r) * g.n * g.oh < 8448) r /= 2;
   const int64_t segments = g.n * g.oh * ((g.ow + r - 1) / r);
   const int64_t tiles = (groups + tx - 1) / tx;
