@@ -20,6 +20,7 @@
 #include "codegen/ops/size_variants.h"
 #include "common/status_macros.h"
 #include "fusion/fuse_epilogue.h"
+#include "fusion/fuse_norms.h"
 #include "fusion/fuse_pointwise.h"
 #include "graph/fused_group.h"
 #include "graph/infer_shapes.h"
@@ -28,10 +29,11 @@
 namespace kiln::codegen {
 namespace {
 
-// `text` parsed, typed (shape arithmetic folded) and through fuse-pointwise.
+// `text` parsed, typed (shape arithmetic folded) and through fuse-norms and fuse-pointwise.
 absl::StatusOr<std::unique_ptr<Graph>> Fused(const std::string& text) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, ParseGraph(text));
   KILN_RETURN_IF_ERROR(InferShapes(*g));
+  KILN_RETURN_IF_ERROR(FuseNorms().Run(*g).status());
   KILN_RETURN_IF_ERROR(FusePointwise().Run(*g).status());
   KILN_RETURN_IF_ERROR(InferShapes(*g, {.fold_constants = false}));
   return g;

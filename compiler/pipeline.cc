@@ -329,12 +329,14 @@ std::vector<Pass> FusionAndExpansion() {
        }},
       {"fuse-expanded-tails", PassStage::kExpansion,
        "after an expansion: what an expanded group leaves (a library MatMul's residual add, erf-GELU, scale and "
-       "mask) is fused again as pointwise kernels or into the LayerNorm / Softmax it feeds; a group formed here "
-       "that has no kernel is expanded too",
+       "mask) is fused again (fuse-norms, fuse-pointwise) as pointwise kernels or into the LayerNorm / Softmax it "
+       "feeds; a group formed here that has no kernel is expanded too",
        "expand-groups-without-kernels expanded a group",
        [](const Graph&, const PassContext& context) { return context.expanded > 0; },
        [](Graph& graph, PassContext& context) -> absl::StatusOr<bool> {
+         KILN_ASSIGN_OR_RETURN(bool norms, FuseNorms(&context.report).Run(graph));
          KILN_ASSIGN_OR_RETURN(bool changed, FusePointwise(&context.report).Run(graph));
+         changed |= norms;
          KILN_ASSIGN_OR_RETURN(int expanded,
                                ExpandGroupsWithoutKernels(graph, context.kernel_options, &context.report));
          context.report.groups = FinalGroups(context.report.groups);

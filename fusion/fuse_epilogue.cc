@@ -31,7 +31,7 @@ bool IsArithmetic(const std::string& op) { return op == "Add" || op == "Sub" || 
 // The LayerNormalization (or RMSNormalization) that is the only reader of `add`'s
 // sum, when `add` adds the full-size operand `other` (a residual, not a broadcast
 // bias); else null. Such an add
-// is left to the norm (FusePointwise groups {add, norm}): the two tensors are read
+// is left to the norm (FuseNorms groups {add, norm}): the two tensors are read
 // once either way, but in the norm the add is one more stream of a bandwidth-bound
 // kernel, while in a GEMM epilogue it is a load on the critical path after the last
 // MMA (benchmarks/results/models_residual_in_norm_ab_h100_2026-11-27c.csv).

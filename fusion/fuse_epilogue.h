@@ -31,7 +31,7 @@
 // the first in graph order that keeps the group convex is taken; the others read v.
 //
 // A residual left to its norm (cost rule). An Add of a full-size operand whose sum
-// only a LayerNormalization reads is not taken ("cost: "): FusePointwise gives it to
+// only a LayerNormalization reads is not taken ("cost: "): FuseNorms gives it to
 // the norm's group. The same two tensors are read either way, but the norm streams
 // them in a bandwidth-bound kernel while the GEMM's tile waits for the residual after
 // its last MMA (docs/fusion.md; BERT's post-LN models ran faster this way on the H100,

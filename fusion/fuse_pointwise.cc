@@ -9,7 +9,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "fusion/fuse_norms.h"
 #include "fusion/group_util.h"
 #include "graph/fused_group.h"
 #include "graph/op_registry.h"
@@ -30,10 +29,9 @@ bool OnlyReader(const Graph& graph, const Value* v, const Node* reader) {
 }  // namespace
 
 absl::StatusOr<bool> FusePointwise::Run(Graph& graph) {
-  KILN_ASSIGN_OR_RETURN(bool ln, FuseNorms(report_).Run(graph));
   KILN_ASSIGN_OR_RETURN(bool sm, FuseSoftmaxes(graph));
   KILN_ASSIGN_OR_RETURN(bool ew, FuseElementwise(graph));
-  return ln || sm || ew;
+  return sm || ew;
 }
 
 absl::StatusOr<bool> FusePointwise::FuseSoftmaxes(Graph& graph) {
@@ -172,7 +170,7 @@ absl::StatusOr<bool> FusePointwise::FuseElementwise(Graph& graph) {
       group_of[n] = static_cast<int>(groups.size()) - 1;
     }
   }
-  // Strided views feeding a group (rule 4 of the header), and the views feeding those:
+  // Strided views feeding a group (rule 3 of the header), and the views feeding those:
   // the group reads through the chain.
   for (size_t g = 0; g < groups.size(); ++g) {
     std::vector<Node*>& members = groups[g];

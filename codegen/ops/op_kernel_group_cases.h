@@ -68,7 +68,7 @@ inline void CaseTable::FusedGroups() {
                         "  %sum = Add(%x, %r) @add\n  %y, %mean, %inv = LayerNormalization(%sum, %s) {axis = 1} @ln\n"
                         "  output %y\n  output %inv\n  output %mean\n}\n",
                         {R(f32, {3, 4, 16}), R(f32, {16})}, {"add", "ln"}, 3));
-  // Pointwise groups reading through strided views (fuse-pointwise rule 4): GPT-2's
+  // Pointwise groups reading through strided views (fuse-pointwise rule 3): GPT-2's
   // logits, Cast(Slice(padded)) with an odd kept width (scalar path) and an aligned
   // one (vectors from an offset start); a Transpose and an Expand into an Add.
   for (int64_t keep : {21, 16}) {
