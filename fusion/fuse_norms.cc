@@ -76,8 +76,8 @@ absl::StatusOr<bool> FuseNorms::Run(Graph& graph) {
     bool chain = false;
     if (OverLastAxis(*ln) && MovesRows(steps) && !LoneTranspose(steps)) {
       const Value* end = steps.back().out;
-      const bool same_rows =
-          NumElements(end->shape()) / end->shape().back() == NumElements(y->shape()) / y->shape().back();
+      auto rows = [](const Value* v) { return NumElements(Shape(v->shape().begin(), v->shape().end() - 1)); };
+      const bool same_rows = rows(end) == rows(y);
       chain = same_rows && !extra_output && !WritesStats(graph, *ln);
       if (chain) {
         for (Node* n : RowMoveNodes(steps)) members.push_back(n);
