@@ -19,10 +19,6 @@ bool KeepsRows(const Node* t, const Value* v) {
          PermOf(*t).back() == v->rank() - 1;
 }
 
-bool LoneTranspose(const std::vector<RowMoveStep>& steps) {
-  return steps.size() == 1 && steps[0].nodes[0]->op_type() == "Transpose";
-}
-
 bool OverLastAxis(const Node& norm) {
   absl::StatusOr<int64_t> axis = norm.GetInt("axis", -1);
   const int64_t rank = norm.output(0)->rank();
@@ -60,7 +56,7 @@ absl::StatusOr<bool> FuseNorms::Run(Graph& graph) {
       for (Value* in : add->inputs()) {
         if (in == nullptr || in->shape() != x->shape() || HasOutsideUse(graph, in, {add})) continue;
         const std::vector<RowMoveStep> steps = RowMovesInto(graph, in);
-        if (MovesRows(steps) && !LoneTranspose(steps)) {
+        if (MovesRows(steps) && !IsLoneTranspose(steps)) {
           for (Node* n : RowMoveNodes(steps)) members.push_back(n);
         } else if (Node* t = in->producer(); KeepsRows(t, in)) {  // read through its strides
           members.push_back(t);
@@ -74,7 +70,7 @@ absl::StatusOr<bool> FuseNorms::Run(Graph& graph) {
     const std::vector<RowMoveStep> steps = RowMovesFrom(graph, y);
     const std::vector<Node*> readers = Consumers(y);
     bool chain = false;
-    if (OverLastAxis(*ln) && MovesRows(steps) && !LoneTranspose(steps)) {
+    if (OverLastAxis(*ln) && MovesRows(steps) && !IsLoneTranspose(steps)) {
       const Value* end = steps.back().out;
       auto rows = [](const Value* v) { return NumElements(Shape(v->shape().begin(), v->shape().end() - 1)); };
       const bool same_rows = rows(end) == rows(y);

@@ -162,6 +162,10 @@ bool MovesRows(const std::vector<RowMoveStep>& steps) {
   return false;
 }
 
+bool IsLoneTranspose(const std::vector<RowMoveStep>& steps) {
+  return steps.size() == 1 && steps[0].nodes[0]->op_type() == "Transpose";
+}
+
 std::vector<Node*> RowMoveNodes(const std::vector<RowMoveStep>& steps) {
   std::vector<Node*> nodes;
   for (const RowMoveStep& s : steps) nodes.insert(nodes.end(), s.nodes.begin(), s.nodes.end());

@@ -47,6 +47,10 @@ std::vector<RowMoveStep> RowMovesInto(const Graph& graph, Value* v);
 // Whether some step copies (anything but a Reshape).
 bool MovesRows(const std::vector<RowMoveStep>& steps);
 
+// Whether the chain is one Transpose: kernels read it through strides or store each
+// row where it puts it, without a RowMap.
+bool IsLoneTranspose(const std::vector<RowMoveStep>& steps);
+
 // All nodes of `steps`, in order.
 std::vector<Node*> RowMoveNodes(const std::vector<RowMoveStep>& steps);
 

@@ -1,8 +1,7 @@
 // Tests for RowMoves: the chains swin.legacy writes around a shifted-window attention
-// (cut from the zoo file at a map of 8x8, windows of 4, shift 2, two images) are
-// walked to their end, and each result row's source row, by RowMap, is the row the
-// CPU reference copies there. Where a chain must stop: a Reshape that changes the
-// last dim, a Slice read by two nodes, a Concat along the last axis.
+// (graph/swin_block_test_graph.h, cut from the zoo file) are walked to their end, and
+// each result row's source row, by RowMap, is the row the CPU reference copies there. Where a chain must stop: a
+// Reshape that changes the last dim, a Slice read by two nodes, a Concat along the last axis.
 #include "graph/row_moves.h"
 
 #include <gtest/gtest.h>
@@ -12,55 +11,14 @@
 #include "absl/strings/str_cat.h"
 #include "graph/evaluate.h"
 #include "graph/pass_test_util.h"
+#include "graph/swin_block_test_graph.h"
 
 namespace kiln {
 namespace {
 
 using ::kiln::pass_test::MustParse;
 
-// swin.legacy's norm1 -> cyclic shift by -2 (torch.roll: Slice(2:), Slice(:2),
-// Concat per axis, with the exporter's axes and steps inputs) -> window partition ->
-// QKV MatMul; and the projection back through the window merge and the reverse
-// shift into the residual Add.
-constexpr char kSwinBlock[] = R"(
-graph @main {
-  input %x : f32[2,8,8,4]
-  input %proj : f32[8,16,4]
-  const %one : i64[1] = [1]
-  const %two_axis : i64[1] = [2]
-  const %zero : i64[1] = [0]
-  const %s : i64[1] = [2]
-  const %ms : i64[1] = [-2]
-  const %max : i64[1] = [9223372036854775807]
-  const %win : i64[6] = [2, 2, 4, 2, 4, 4]
-  const %flat : i64[3] = [8, 16, 4]
-  const %win_back : i64[6] = [2, 2, 2, 4, 4, 4]
-  const %full : i64[4] = [2, 8, 8, 4]
-  const %w : f32[4,12] = splat(0.5)
-  %a1 = Slice(%x, %s, %max, %one, %one) @Slice_1
-  %a2 = Slice(%x, %zero, %s, %one, %one) @Slice_2
-  %a = Concat(%a1, %a2) {axis = 1} @Concat_3
-  %b1 = Slice(%a, %s, %max, %two_axis, %one) @Slice_3
-  %b2 = Slice(%a, %zero, %s, %two_axis, %one) @Slice_4
-  %b = Concat(%b1, %b2) {axis = 2} @Concat_4
-  %p = Reshape(%b, %win) @Reshape_2
-  %t = Transpose(%p) {perm = [0, 1, 3, 2, 4, 5]} @Transpose_1
-  %q = Reshape(%t, %flat) @Reshape_3
-  %qkv = MatMul(%q, %w) @MatMul
-  %v = Reshape(%proj, %win_back) @Reshape_19
-  %vt = Transpose(%v) {perm = [0, 1, 3, 2, 4, 5]} @Transpose_6
-  %m = Reshape(%vt, %full) @Reshape_20
-  %c1 = Slice(%m, %ms, %max, %one, %one) @Slice_50
-  %c2 = Slice(%m, %zero, %ms, %one, %one) @Slice_51
-  %c = Concat(%c1, %c2) {axis = 1} @Concat_34
-  %d1 = Slice(%c, %ms, %max, %two_axis, %one) @Slice_52
-  %d2 = Slice(%c, %zero, %ms, %two_axis, %one) @Slice_53
-  %d = Concat(%d1, %d2) {axis = 2} @Concat_35
-  %y = Add(%x, %d) @Add
-  output %qkv
-  output %y
-}
-)";
+using ::kiln::test::kSwinShiftedBlock;
 
 std::vector<std::string> Names(const std::vector<Node*>& nodes) {
   std::vector<std::string> names;
@@ -103,30 +61,29 @@ void ExpectMapMatchesReference(const std::vector<RowMoveStep>& steps) {
 }
 
 TEST(RowMovesTest, SwinShiftAndWindowPartitionForward) {
-  auto g = MustParse(kSwinBlock);
-  const std::vector<RowMoveStep> steps = RowMovesFrom(*g, g->FindValue("x"));
-  // x is read by the Add too: no step starts at it. From the first roll's output on:
-  EXPECT_TRUE(steps.empty());
-  const std::vector<RowMoveStep> from_a = RowMovesFrom(*g, g->FindValue("a"));
-  EXPECT_EQ(Names(RowMoveNodes(from_a)),
-            (std::vector<std::string>{"Slice_3", "Slice_4", "Concat_4", "Reshape_2", "Transpose_1", "Reshape_3"}));
-  EXPECT_TRUE(MovesRows(from_a));
-  ASSERT_NO_FATAL_FAILURE(ExpectMapMatchesReference(from_a));
+  auto g = MustParse(kSwinShiftedBlock);
+  // x is read by norm1 and by the residual Add: no step starts at it.
+  EXPECT_TRUE(RowMovesFrom(*g, g->FindValue("x")).empty());
+  const std::vector<RowMoveStep> steps = RowMovesFrom(*g, g->FindValue("n1"));
+  EXPECT_EQ(Names(RowMoveNodes(steps)),
+            (std::vector<std::string>{"Slice_1", "Slice_2", "Concat_3", "Slice_3", "Slice_4", "Concat_4", "Reshape_2",
+                                      "Transpose_1", "Reshape_3"}));
+  EXPECT_TRUE(MovesRows(steps));
+  ASSERT_NO_FATAL_FAILURE(ExpectMapMatchesReference(steps));
+  // The same chain walked back from the QKV MatMul's input.
+  const std::vector<RowMoveStep> into_q = RowMovesInto(*g, g->FindValue("r3"));
+  ASSERT_EQ(into_q.size(), 5u);
+  EXPECT_EQ(into_q.front().in->name(), "n1");
 }
 
 TEST(RowMovesTest, SwinWindowMergeAndReverseShiftBackward) {
-  auto g = MustParse(kSwinBlock);
-  const std::vector<RowMoveStep> steps = RowMovesInto(*g, g->FindValue("d"));
+  auto g = MustParse(kSwinShiftedBlock);
+  const std::vector<RowMoveStep> steps = RowMovesInto(*g, g->FindValue("c35"));
   EXPECT_EQ(Names(RowMoveNodes(steps)),
             (std::vector<std::string>{"Reshape_19", "Transpose_6", "Reshape_20", "Slice_50", "Slice_51", "Concat_34",
                                       "Slice_52", "Slice_53", "Concat_35"}));
   EXPECT_EQ(steps.front().in->name(), "proj");
   ASSERT_NO_FATAL_FAILURE(ExpectMapMatchesReference(steps));
-  // Both directions of the whole shifted partition, from x.
-  const std::vector<RowMoveStep> into_q = RowMovesInto(*g, g->FindValue("q"));
-  ASSERT_EQ(into_q.size(), 5u);
-  EXPECT_EQ(into_q.front().in->name(), "x");
-  ASSERT_NO_FATAL_FAILURE(ExpectMapMatchesReference(into_q));
 }
 
 // A Transpose whose perm is not its own inverse, between Reshapes and a step-2 Slice.

@@ -9,10 +9,6 @@
 namespace kiln::codegen::ops {
 namespace {
 
-bool LoneTranspose(const std::vector<RowMoveStep>& steps) {
-  return steps.size() == 1 && steps[0].nodes[0]->op_type() == "Transpose";
-}
-
 bool IsMoveOp(const std::string& op) { return op == "Reshape" || op == "Transpose" || op == "Slice" || op == "Concat"; }
 
 }  // namespace
@@ -65,7 +61,7 @@ absl::StatusOr<RowMoves> FindRowMoves(const Node& group, const Graph& body, cons
     return static_cast<int>(moves.maps.size()) - 1;
   };
   const std::vector<RowMoveStep> out = RowMovesFrom(body, anchor.output(0));
-  if (!out.empty() && !LoneTranspose(out)) {
+  if (!out.empty() && !IsLoneTranspose(out)) {
     if (axis != anchor.input(0)->rank() - 1)
       return NoKernel(group, "row moves after a norm over more than the last axis");
     if (body.outputs().size() != 1 || body.outputs()[0] != out.back().out) {
@@ -84,7 +80,7 @@ absl::StatusOr<RowMoves> FindRowMoves(const Node& group, const Graph& body, cons
       const std::vector<RowMoveStep> in = RowMovesInto(body, v);
       const auto& ins = body.inputs();
       const auto source = in.empty() ? ins.end() : std::find(ins.begin(), ins.end(), in.front().in);
-      if (source == ins.end() || LoneTranspose(in) || !MovesRows(in)) continue;
+      if (source == ins.end() || IsLoneTranspose(in) || !MovesRows(in)) continue;
       KILN_ASSIGN_OR_RETURN(int m, add(in));
       moves.views[v] = {static_cast<int>(source - ins.begin()), m};
     }
