@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "codegen/gemm_simt_test_configs.h"
 #include "codegen/gpu_test_util.h"
 #include "codegen/kernel_choice.h"
 #include "codegen/nvrtc_module.h"
@@ -548,22 +549,6 @@ inline std::vector<GemmCase> Tf32Cases() {
   return cases;
 }
 
-// Configs of the SIMT pool the heuristic leaves out, each run on one case.
-inline std::vector<ops::GemmConfig> SimtExtraConfigs() {
-  return {{128, 128, 16, 4, 2, 2}, {128, 128, 16, 2, 4, 2}, {128, 256, 16, 2, 4, 2}, {256, 128, 16, 4, 2, 2},
-          {64, 128, 16, 2, 2, 2},  {128, 64, 32, 2, 2, 2},  {64, 64, 16, 2, 2, 2},   {32, 64, 16, 1, 2, 2}};
-}
-
-// The SIMT template's cp.async pipeline (STAGES 3 and 4): BK 8 (A rows padded to 12
-// floats) and 12 (unpadded), warp tiles of 4 and 8 rows, one to four column slices,
-// 4 and 8 warps (8 x 8 a lane: CUTLASS's SIMT sgemm's thread tile), 8 warps compiled
-// for two CTAs an SM (" o2": at most 128 registers) in both warp grids (with 2x4 warps
-// and 4 stages ptxas spills 8 bytes there, so 3).
-inline std::vector<ops::GemmConfig> SimtPipelineConfigs() {
-  return {{128, 128, 8, 2, 2, 3},       {128, 128, 12, 2, 2, 4},     {128, 128, 8, 2, 4, 4},
-          {128, 64, 16, 2, 2, 3},       {64, 32, 16, 2, 2, 4},       {128, 128, 8, 2, 4, 3, 1, 2},
-          {128, 128, 8, 4, 2, 4, 1, 2}, {128, 128, 8, 4, 2, 3, 1, 2}};
-}
 // Whether the pipeline takes case `c`: fp32 A [M, K] and B [K, N] without a prologue,
 // rows of a multiple of 4 floats, in every mainloop; and `cfg` fits its registers.
 inline bool SimtPipelineTakes(const GemmCase& c, const ops::GemmConfig& cfg) {
@@ -755,6 +740,15 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
       if (c.m == 1536 && !c.dual && c.epi == Epi::kNone) configs.push_back({64, 32, 16, 2, 2, 3, 4});
       for (const ops::GemmConfig& cfg : configs) {
         if (!SimtPipelineTakes(c, cfg)) continue;
+        ASSERT_NO_FATAL_FAILURE(AddForcedConfig(out, c, seed, *b->node, cfg));
+      }
+      // The k-major pipeline's on every case it takes: any layout, fp32 without a prologue.
+      absl::StatusOr<ops::GemmProblem> p = ops::DescribeMatMulGroup(*b->node);
+      ASSERT_TRUE(p.ok()) << p.status();
+      configs = SimtKMajorConfigs();
+      if (c.m == 128 && c.k == 3072) configs.push_back(SimtKMajorSplit());
+      for (const ops::GemmConfig& cfg : configs) {
+        if (!ops::VerifyGemmConfig(cfg, p->variant).ok()) continue;
         ASSERT_NO_FATAL_FAILURE(AddForcedConfig(out, c, seed, *b->node, cfg));
       }
     }

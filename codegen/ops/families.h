@@ -132,6 +132,10 @@ struct GemmConfig {
   // The SIMT template only: CTAs per SM the kernel is compiled for
   // (__launch_bounds__'s minimum, so ptxas fits 65536 / (threads * min_ctas) registers).
   int min_ctas = 1;
+  // The SIMT template only (" t"): the k-major pipeline (SIMT_KMAJOR), which copies
+  // every operand k-major into shared memory by cp.async (transposing where K is
+  // contiguous) and reads its fragments one k ahead; fp32 operands without a prologue.
+  bool kmajor = false;
 };
 // How an operand reaches shared memory: cp.async (16 bytes; its contiguous dim a
 // multiple of 8, no prologue), or through registers (a prologue, or rows that are not
@@ -238,7 +242,11 @@ GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const 
 // which the 8-warp tile's registers do not allow, starts here), or the smallest, its K
 // split (a single mainloop) over up to three CTAs per SM with at least
 // kSimtMinSplitKTiles k tiles each (PickGemmSplitK). The candidates add four pipeline
-// configs where it takes the operands, and the 8-warp tile.
+// configs where it takes the operands, and the 8-warp tile. A config's " t" (kmajor)
+// runs the k-major pipeline: every mainloop's operands GemmLoad::kAsync in any layout,
+// STAGES 2 to 4, a k tile's stored rows (BK elements, BM / 4 or BN / 4 16-byte chunks)
+// and the threads dividing one another; neither the heuristic nor the candidates take
+// it yet (not measured).
 // Calibrated with ptxas (sm_90a): 128x128x16 with 2x2 warps, estimated at 184,
 // compiled to 255 registers and spilled; 128x128x8 (168) and 128x256x16 with 2x4 warps
 // (176) to 249 and 251 without spills. SimtCompilesForSm80AndSm90aWithoutSpills checks.

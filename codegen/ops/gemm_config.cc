@@ -84,6 +84,7 @@ absl::Status VerifyGemmConfig(const GemmConfig& c, const GemmVariant& variant) {
   if (c.bk % 16 != 0) return bad("BK must be a multiple of 16 (the mma k)");
   if (c.stages < 2 || c.stages > 8) return bad("STAGES must be in [2, 8]");
   if (c.min_ctas != 1) return bad("an occupancy target (oN) is the SIMT template's only");
+  if (c.kmajor) return bad("the k-major pipeline (t) is the SIMT template's only");
   if (variant.mainloops.empty() || variant.mainloops.size() > 2) {
     return bad(absl::StrCat(variant.mainloops.size(), " mainloops (the template has one or two)"));
   }
@@ -196,27 +197,28 @@ std::vector<GemmConfig> GemmCandidateConfigs(const GemmProblem& p, int sm_count)
 
 bool operator==(const GemmConfig& a, const GemmConfig& b) {
   return a.bm == b.bm && a.bn == b.bn && a.bk == b.bk && a.warps_m == b.warps_m && a.warps_n == b.warps_n &&
-         a.stages == b.stages && a.split_k == b.split_k && a.min_ctas == b.min_ctas;
+         a.stages == b.stages && a.split_k == b.split_k && a.min_ctas == b.min_ctas && a.kmajor == b.kmajor;
 }
 
 std::string GemmConfigString(const GemmConfig& c) {
   return absl::StrCat(c.bm, "x", c.bn, "x", c.bk, " w", c.warps_m, "x", c.warps_n, " s", c.stages,
                       c.split_k != 1 ? absl::StrCat(" k", c.split_k) : "",
-                      c.min_ctas != 1 ? absl::StrCat(" o", c.min_ctas) : "");
+                      c.min_ctas != 1 ? absl::StrCat(" o", c.min_ctas) : "", c.kmajor ? " t" : "");
 }
 
 absl::StatusOr<GemmConfig> ParseGemmConfig(absl::string_view text) {
   auto bad = [&] {
     return absl::InvalidArgumentError(
         absl::StrCat("'", text,
-                     "' is not a GEMM config (BMxBNxBK wWARPS_MxWARPS_N sSTAGES [kSPLITS] [oCTAS], e.g. "
-                     "128x128x32 w2x2 s3, 64x64x32 w2x2 s4 k4 or 128x128x8 w2x4 s4 o2)"));
+                     "' is not a GEMM config (BMxBNxBK wWARPS_MxWARPS_N sSTAGES [kSPLITS] [oCTAS] [t], e.g. "
+                     "128x128x32 w2x2 s3, 64x64x32 w2x2 s4 k4 or 128x128x16 w2x4 s4 o2 t)"));
   };
   std::vector<absl::string_view> parts = absl::StrSplit(text, ' ');
-  if (parts.size() < 3 || parts.size() > 5) return bad();
+  if (parts.size() < 3 || parts.size() > 6) return bad();
   if (!absl::ConsumePrefix(&parts[1], "w") || !absl::ConsumePrefix(&parts[2], "s")) return bad();
   int split = 1, min_ctas = 1;
-  // Then " kS" and " oN", in that order, each optional.
+  bool kmajor = false;
+  // Then " kS", " oN" and " t", in that order, each optional.
   size_t next = 3;
   if (next < parts.size() && absl::ConsumePrefix(&parts[next], "k")) {
     if (!absl::SimpleAtoi(parts[next], &split) || split < 1) return bad();
@@ -224,6 +226,10 @@ absl::StatusOr<GemmConfig> ParseGemmConfig(absl::string_view text) {
   }
   if (next < parts.size() && absl::ConsumePrefix(&parts[next], "o")) {
     if (!absl::SimpleAtoi(parts[next], &min_ctas) || min_ctas < 1) return bad();
+    ++next;
+  }
+  if (next < parts.size() && parts[next] == "t") {
+    kmajor = true;
     ++next;
   }
   if (next != parts.size()) return bad();
@@ -238,6 +244,7 @@ absl::StatusOr<GemmConfig> ParseGemmConfig(absl::string_view text) {
   if (c.bm <= 0 || c.bn <= 0 || c.bk <= 0 || c.warps_m <= 0 || c.warps_n <= 0 || c.stages <= 0) return bad();
   c.split_k = split;
   c.min_ctas = min_ctas;
+  c.kmajor = kmajor;
   return c;
 }
 

@@ -42,11 +42,24 @@ std::string PipelineProblem(const GemmVariant& variant) {
   return "";
 }
 
+// Why the k-major pipeline (" t") cannot copy `variant`'s operands ("" when it can).
+std::string KMajorProblem(const GemmVariant& variant) {
+  for (const GemmMainloop& l : variant.mainloops) {
+    // Any layout, but fp32 rows of a multiple of 4 floats without a prologue (kAsync):
+    // a staged operand may be fp16, bf16 or have a prologue.
+    if (l.a.load != GemmLoad::kAsync || l.b.load != GemmLoad::kAsync) {
+      return "an operand with a prologue, not fp32, or with rows not a multiple of 4 floats";
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 int64_t SimtGemmSharedBytes(const GemmConfig& c, const GemmVariant& variant) {
   (void)variant;  // both mainloops use the same buffers
   const int64_t b_tile = static_cast<int64_t>(c.bk) * (c.bn + kPad);
+  if (c.kmajor) return int64_t{c.stages} * (static_cast<int64_t>(c.bk) * (c.bm + kPad) + b_tile) * 4;
   if (c.stages > 2) return int64_t{c.stages} * (static_cast<int64_t>(c.bm) * SimtAPitch(c.bk) + b_tile) * 4;
   return int64_t{2} * (static_cast<int64_t>(c.bk) * (c.bm + kPad) + b_tile) * 4;
 }
@@ -55,6 +68,8 @@ int SimtGemmRegisterEstimate(const GemmConfig& c, const GemmVariant& variant) {
   if (c.warps_m <= 0 || c.warps_n <= 0) return 0;
   const int tm = c.bm / c.warps_m / 8, cols = c.bn / c.warps_n / 4;  // rows and columns of a lane
   const int extra = variant.mainloops.size() > 1 ? kGemmSecondMainloopRegisters : 0;
+  // The k-major pipeline: no staged loads, two k's of fragments.
+  if (c.kmajor) return tm * cols + 2 * (tm + cols) + extra;
   // The pipeline holds no staged loads but 4 k's of A per row (one float4 each).
   if (c.stages > 2) return tm * cols + 4 * tm + cols + extra;
   const int staged = Staged(c, c.bm * c.bk) + Staged(c, c.bn * c.bk);
@@ -74,7 +89,14 @@ absl::Status VerifySimtGemmConfig(const GemmConfig& c, const GemmVariant& varian
   if (c.stages < 2 || c.stages > 4) {
     return bad("STAGES must be 2 (register-staged double buffer) or 3 to 4 (the cp.async pipeline)");
   }
-  if (c.stages > 2) {
+  if (c.kmajor) {
+    if (const std::string why = KMajorProblem(variant); !why.empty()) {
+      return bad(
+          absl::StrCat("the k-major pipeline (t) takes fp32 operands without a prologue, rows a multiple of "
+                       "4 floats; this GEMM has ",
+                       why, " (drop the t)"));
+    }
+  } else if (c.stages > 2) {
     if (const std::string why = PipelineProblem(variant); !why.empty()) {
       return bad(
           absl::StrCat("the cp.async pipeline (STAGES > 2) takes fp32 A [M, K] and B [K, N] without a "
@@ -91,6 +113,16 @@ absl::Status VerifySimtGemmConfig(const GemmConfig& c, const GemmVariant& varian
   if ((c.bm * c.bk / 4) % threads != 0 || (c.bn * c.bk / 4) % threads != 0) {
     return bad(
         absl::StrCat("a k tile of A or B is not a whole number of 16-byte loads per thread (", threads, " threads)"));
+  }
+  if (c.kmajor) {
+    // kiln_simt_kcopy: a stored row of a k tile (BK elements, or BM / 4 and BN / 4
+    // 16-byte chunks) and the threads divide one another.
+    for (int per_row : {c.bk, c.bm / 4, c.bn / 4}) {
+      if (threads % per_row != 0 && per_row % threads != 0) {
+        return bad(absl::StrCat("the k-major pipeline copies rows of ", per_row, " items, which do not divide ",
+                                threads, " threads or split into them"));
+      }
+    }
   }
   const int64_t smem = SimtGemmSharedBytes(c, variant);
   if (smem > kGemmMaxSharedBytes) {

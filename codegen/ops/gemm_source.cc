@@ -72,10 +72,11 @@ std::string GemmSourceTail(const GemmConfig& cfg, DType out_dtype, const std::st
                       cfg.warps_m, "\n#define WARPS_N ", cfg.warps_n, "\n#define STAGES ", cfg.stages,
                       cfg.split_k > 1 ? absl::StrCat("\n#define GEMM_SPLIT_K ", cfg.split_k) : std::string(),
                       cfg.min_ctas > 1 ? absl::StrCat("\n#define SIMT_MIN_CTAS ", cfg.min_ctas) : std::string(),
-                      "\n#define GEMM_OUT_T ", StorageTypeName(out_dtype), "\n#define GEMM_STORE(p, i, v) KILN_STORE_",
-                      FloatSuffix(out_dtype), "(p, i, v)", "\n#define KILN_PROLOGUE_PARAMS ", prologue_params,
-                      "\n#define KILN_EPILOGUE_PARAMS ", epilogue.params, "\n#define KILN_EPILOGUE_ARGS ",
-                      epilogue.args, "\n", functors, GemmEpilogueFunction(epilogue, epilogue_code, result),
+                      cfg.kmajor ? "\n#define SIMT_KMAJOR 1" : "", "\n#define GEMM_OUT_T ", StorageTypeName(out_dtype),
+                      "\n#define GEMM_STORE(p, i, v) KILN_STORE_", FloatSuffix(out_dtype), "(p, i, v)",
+                      "\n#define KILN_PROLOGUE_PARAMS ", prologue_params, "\n#define KILN_EPILOGUE_PARAMS ",
+                      epilogue.params, "\n#define KILN_EPILOGUE_ARGS ", epilogue.args, "\n", functors,
+                      GemmEpilogueFunction(epilogue, epilogue_code, result),
                       cfg.split_k > 1 ? TemplateSource("gemm_split.cuh") : absl::string_view(),
                       TemplateSource("mma_sm80.cuh"),  // cp.async (both); ldmatrix, mma.sync (sm_80)
                       TemplateSource(simt ? "gemm_simt.cuh" : "gemm_sm80.cuh"), TemplateSource("gemm_undef.cuh"));

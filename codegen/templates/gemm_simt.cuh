@@ -26,6 +26,9 @@
 //                        == 0 with TM in {4, 8}, (BN/WARPS_N) % 16 == 0, BK % 4 == 0
 //                        and that the tile loads divide over the threads.
 //   SIMT_MIN_CTAS        N > 1: compiled for N CTAs an SM (__launch_bounds__'s minimum)
+//   SIMT_KMAJOR          1: the k-major pipeline (kiln_simt_kcopy below; STAGES 2-4, fp32
+//                        operands without a prologue in any layout; a lane's rows are
+//                        lm*4 + i and 32 + lm*4 + i)
 //   GEMM_SPLIT_K         S > 1: split-K as in gemm_sm80.cuh (blockIdx.y = s takes k tiles
 //                        [s*T, min((s+1)*T, k_tiles)), T = ceil(k_tiles / S); the last CTA
 //                        of an output tile to arrive sums the S fp32 partials from
@@ -33,8 +36,8 @@
 //                        is reset to 0). Not with GEMM_DUAL.
 // Kernel parameters: (C, A, B [, A2, B2] KILN_PROLOGUE_PARAMS KILN_EPILOGUE_PARAMS
 // [, kiln_semaphores, kiln_scratch]). Dynamic shared memory: 2 * (BK * (BM + 4) + BK *
-// (BN + 4)) * 4 bytes, or with the pipeline STAGES * (BM * SIMT_A_PITCH + BK * (BN +
-// 4)) * 4 (codegen/ops/gemm_simt_config.cc).
+// (BN + 4)) * 4 bytes, with the pipeline STAGES * (BM * SIMT_A_PITCH + BK * (BN + 4)) *
+// 4, with the k-major one STAGES * BK * (BM + 4 + BN + 4) * 4 (gemm_simt_config.cc).
 //
 // Structure (the warptiled SIMT GEMM: block tile, warp tile, thread tile):
 // shared memory holds A k-major, As[k][m], and B as Bs[k][n], rows padded by 4 floats
@@ -78,7 +81,12 @@
 static_assert(SIMT_TM == 4 || SIMT_TM == 8, "SIMT GEMM: warp tile rows must be 32 or 64");
 static_assert(SIMT_WN % 16 == 0 && SIMT_NITER >= 1, "SIMT GEMM: warp tile columns must be a multiple of 16");
 static_assert(STAGES >= 2 && STAGES <= 4, "SIMT GEMM: 2 register-staged buffers or a cp.async pipeline of 3-4");
-#if STAGES > 2
+#ifndef SIMT_KMAJOR
+#define SIMT_KMAJOR 0
+#endif
+#if SIMT_KMAJOR
+#define SIMT_LANE_ROW(lane, i) ((lane) / 4 * 4 + (i) % 4 + (i) / 4 * 32)
+#elif STAGES > 2
 #define SIMT_A_PITCH (BK + ((BK / 4) % 2 == 0 ? 4 : 0))  // floats: an odd number of 16-byte units
 #define SIMT_LANE_ROW(lane, i) ((lane) / 4 + 8 * (i))
 #else
@@ -160,7 +168,133 @@ struct kiln_simt_tile {
   }
 };
 
-#if STAGES == 2
+#if SIMT_KMAJOR
+// A k tile's copy of one operand into its k-major stage (s[k][m] or s[k][n], rows of
+// S_PITCH floats) by cp.async: the stored tile is ROWS x COLS of a row-major LIM_R x
+// LIM_C fp32 matrix from (r0, c0), with K along its rows (KROWS: B [K, N], A [K, M])
+// or its columns (A [M, K], B [N, K], copied transposed one element at a time). A
+// tile stored k-major whose rows are a multiple of 4 floats is copied 16 bytes at a
+// time. Each thread's elements sit at fixed offsets from its first, so a tile costs
+// no address arithmetic beyond one pointer step; out-of-range ones are zero-filled.
+template <int ROWS, int COLS, int LIM_R, int LIM_C, bool KROWS, int S_PITCH>
+struct kiln_simt_kcopy {
+  static constexpr bool kVec = KROWS && LIM_C % 4 == 0;
+  static constexpr int kPer = kVec ? 4 : 1;
+  static constexpr int kPerRow = COLS / kPer;  // items in a stored row of the tile
+  static_assert(ROWS * kPerRow % SIMT_THREADS == 0, "SIMT GEMM: a tile copy must divide over the threads");
+  static_assert(SIMT_THREADS % kPerRow == 0 || kPerRow % SIMT_THREADS == 0, "SIMT GEMM: a tile row and the threads");
+  static constexpr int kIters = ROWS * kPerRow / SIMT_THREADS;
+  // Item it's offset from item 0 of this thread, in stored rows and columns.
+  static __device__ constexpr int dr(int it) {
+    return SIMT_THREADS % kPerRow == 0 ? it * (SIMT_THREADS / kPerRow) : it * SIMT_THREADS / kPerRow;
+  }
+  static __device__ constexpr int dc(int it) {
+    return SIMT_THREADS % kPerRow == 0 ? 0 : it * SIMT_THREADS % kPerRow * kPer;
+  }
+  const float* g;  // this thread's first element in k tile 0
+  unsigned s;      // its shared-memory byte address in stage 0
+  int r, c;        // its stored row and column in k tile 0
+
+  __device__ __forceinline__ kiln_simt_kcopy(const float* __restrict__ base, float* smem, int r0, int c0) {
+    const int item = threadIdx.x;
+    r = r0 + item / kPerRow, c = c0 + item % kPerRow * kPer;
+    g = base + (kiln_index)r * LIM_C + c;
+    const int sr = item / kPerRow, sc = item % kPerRow * kPer;  // within the tile
+    s = kiln_mma_smem_addr(smem + (KROWS ? sr * S_PITCH + sc : sc * S_PITCH + sr));
+  }
+
+  // Copies this thread's part of k tile t (BK rows or columns on) to stage byte offset `stage`.
+  __device__ __forceinline__ void issue(const float* __restrict__ base, int t, unsigned stage) const {
+    const kiln_index step = KROWS ? (kiln_index)t * BK * LIM_C : (kiln_index)t * BK;
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int rr = r + dr(it) + (KROWS ? t * BK : 0), cc = c + dc(it) + (KROWS ? 0 : t * BK);
+      const bool ok = rr < LIM_R && cc < LIM_C;
+      const float* src = ok ? g + step + (kiln_index)dr(it) * LIM_C + dc(it) : base;
+      const unsigned dst = s + stage + 4 * (KROWS ? dr(it) * S_PITCH + dc(it) : dc(it) * S_PITCH + dr(it));
+      if constexpr (kVec) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
+      } else {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0));
+      }
+    }
+  }
+};
+
+// One mainloop on the k-major pipeline (SIMT_KMAJOR): acc += op(A)[m0.., :] *
+// op(B)[:, n0..] over the k tiles [kt0, kt0 + k_tiles) of K, fp32 operands without a
+// prologue in any layout. STAGES k tiles of As[k][m] and Bs[k][n] (rows padded by 4
+// floats); copies run STAGES - 1 tiles ahead; the fragments of k + 1 are read while
+// the FFMAs of k run, and those of the next tile's first k right after the one
+// __syncthreads a k tile (every fragment of the tile is in registers by then).
+template <int K, bool TA, bool TB, int AMODE, int BMODE, int AKIND, int BKIND, typename TA_T, typename TB_T,
+          typename FA, typename FB>
+static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][SIMT_NITER * 4], float* smem,
+                                                          const TA_T* __restrict__ A, const TB_T* __restrict__ B,
+                                                          int m0, int n0, int, const FA&, const FB&, int kt0 = 0,
+                                                          int k_tiles = (K + BK - 1) / BK) {
+  static_assert(AKIND == 2 && BKIND == 2 && FA::kIdentity && FB::kIdentity,
+                "SIMT GEMM k-major pipeline: fp32 operands without a prologue");
+  constexpr int kAPitch = BM + SIMT_PAD, kBPitch = BN + SIMT_PAD;
+  constexpr unsigned kAStage = BK * kAPitch * 4, kBStage = BK * kBPitch * 4;  // bytes
+  float* As = smem;                          // [STAGES][BK][BM + PAD]
+  float* Bs = smem + STAGES * BK * kAPitch;  // [STAGES][BK][BN + PAD]
+  const kiln_simt_kcopy<TA ? BK : BM, TA ? BM : BK, TA ? K : GEMM_M, TA ? GEMM_M : K, TA, kAPitch> ca(
+      A, As, TA ? kt0 * BK : m0, TA ? m0 : kt0 * BK);
+  const kiln_simt_kcopy<TB ? BN : BK, TB ? BK : BN, TB ? GEMM_N : K, TB ? K : GEMM_N, !TB, kBPitch> cb(
+      B, Bs, TB ? n0 : kt0 * BK, TB ? kt0 * BK : n0);
+  auto issue = [&](int t) {  // k tile t of this mainloop into stage t % STAGES; a commit group each
+    if (t < k_tiles) {
+      const unsigned stage = t % STAGES;
+      ca.issue(A, t, stage * kAStage);
+      cb.issue(B, t, stage * kBStage);
+    }
+    kiln_mma_commit();
+  };
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int row0 = (warp / WARPS_N) * SIMT_WM + SIMT_LANE_ROW(lane, 0);
+  const int col0 = (warp % WARPS_N) * SIMT_WN + (lane % 4) * 4;
+  float ra[2][SIMT_TM], rb[2][SIMT_NITER * 4];
+  auto frag = [&](int stage, int kk, int p) {
+    const float* as = As + stage * BK * kAPitch + kk * kAPitch + row0;
+    const float* bs = Bs + stage * BK * kBPitch + kk * kBPitch + col0;
+#pragma unroll
+    for (int i = 0; i < SIMT_TM; i += 4) {
+      const float4 x = *reinterpret_cast<const float4*>(as + i * 8);  // rows i .. i + 3 of the lane
+      ra[p][i] = x.x, ra[p][i + 1] = x.y, ra[p][i + 2] = x.z, ra[p][i + 3] = x.w;
+    }
+#pragma unroll
+    for (int j = 0; j < SIMT_NITER; ++j) {
+      const float4 x = *reinterpret_cast<const float4*>(bs + j * 16);
+      rb[p][4 * j] = x.x, rb[p][4 * j + 1] = x.y, rb[p][4 * j + 2] = x.z, rb[p][4 * j + 3] = x.w;
+    }
+  };
+#pragma unroll
+  for (int t = 0; t < STAGES - 1; ++t) issue(t);
+  kiln_mma_wait<STAGES - 2>();
+  __syncthreads();
+  frag(0, 0, 0);
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    issue(kt + STAGES - 1);  // into stage (kt - 1) % STAGES, free since the last barrier
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      if (kk + 1 < BK) {
+        frag(kt % STAGES, kk + 1, (kk + 1) & 1);
+      } else {
+        kiln_mma_wait<STAGES - 2>();  // tile kt + 1 has landed (this thread's copies) ...
+        __syncthreads();              // ... everyone's, and every read of stage kt % STAGES is done
+        if (kt + 1 < k_tiles) frag((kt + 1) % STAGES, 0, 0);
+      }
+#pragma unroll
+      for (int i = 0; i < SIMT_TM; ++i)
+#pragma unroll
+        for (int j = 0; j < SIMT_NITER * 4; ++j) acc[i][j] = fmaf(ra[kk & 1][i], rb[kk & 1][j], acc[i][j]);
+    }
+  }
+  kiln_mma_wait<0>();
+  __syncthreads();  // a second mainloop's copies reuse the stages
+}
+#elif STAGES == 2
 // One mainloop: acc += op(A)[m0.., :] * op(B)[:, n0..] over the k tiles [kt0, kt0 +
 // k_tiles) of K, A stored [M,K] or [K,M] (TA), B stored [K,N] or [N,K] (TB).
 template <int K, bool TA, bool TB, int AMODE, int BMODE, int AKIND, int BKIND, typename TA_T, typename TB_T,
@@ -421,6 +555,7 @@ extern "C" __global__ void __launch_bounds__(SIMT_THREADS, SIMT_MIN_CTAS)
 #undef SIMT_PAD
 #undef SIMT_GROUP_M
 #undef SIMT_LANE_ROW
+#undef SIMT_KMAJOR
 #undef SIMT_MIN_CTAS
 #ifdef SIMT_A_PITCH
 #undef SIMT_A_PITCH

@@ -1,0 +1,40 @@
+// GEMM tile configs of the SIMT template (codegen/templates/gemm_simt.cuh) that its
+// heuristic does not pick on the test cases, forced on them by gemm_test_cases.h so
+// that NVRTC compiles them (codegen/gemm_simt_test.cc) and the GPU runs them against
+// the CPU reference (codegen/gemm_gpu_test.cc).
+#pragma once
+
+#include <vector>
+
+#include "codegen/ops/families.h"
+
+namespace kiln::codegen::gemm_test {
+
+// Configs of the SIMT pool the heuristic leaves out, each run on one case.
+inline std::vector<ops::GemmConfig> SimtExtraConfigs() {
+  return {{128, 128, 16, 4, 2, 2}, {128, 128, 16, 2, 4, 2}, {128, 256, 16, 2, 4, 2}, {256, 128, 16, 4, 2, 2},
+          {64, 128, 16, 2, 2, 2},  {128, 64, 32, 2, 2, 2},  {64, 64, 16, 2, 2, 2},   {32, 64, 16, 1, 2, 2}};
+}
+
+// The SIMT template's cp.async pipeline (STAGES 3 and 4): BK 8 (A rows padded to 12
+// floats) and 12 (unpadded), warp tiles of 4 and 8 rows, one to four column slices,
+// 4 and 8 warps (8 x 8 a lane: CUTLASS's SIMT sgemm's thread tile), 8 warps compiled
+// for two CTAs an SM (" o2": at most 128 registers) in both warp grids (with 2x4 warps
+// and 4 stages ptxas spills 8 bytes there, so 3).
+inline std::vector<ops::GemmConfig> SimtPipelineConfigs() {
+  return {{128, 128, 8, 2, 2, 3},       {128, 128, 12, 2, 2, 4},     {128, 128, 8, 2, 4, 4},
+          {128, 64, 16, 2, 2, 3},       {64, 32, 16, 2, 2, 4},       {128, 128, 8, 2, 4, 3, 1, 2},
+          {128, 128, 8, 4, 2, 4, 1, 2}, {128, 128, 8, 4, 2, 3, 1, 2}};
+}
+// The k-major pipeline (" t": fp32 operands without a prologue in any layout, A and
+// B copied k-major by cp.async, fragments one k ahead): the 8-warp 8 x 8-a-lane tile
+// in two CTAs an SM on 2 to 4 stages, 4-warp tiles of 8 x 16 and 8 x 8 a lane, a
+// 4 x 4-a-lane one.
+inline std::vector<ops::GemmConfig> SimtKMajorConfigs() {
+  return {{128, 128, 16, 2, 4, 4, 1, 2, true}, {128, 128, 16, 2, 4, 3, 1, 2, true}, {128, 128, 16, 2, 4, 2, 1, 2, true},
+          {128, 128, 8, 2, 2, 3, 1, 1, true},  {128, 64, 16, 2, 2, 3, 1, 1, true},  {64, 32, 16, 2, 2, 4, 1, 1, true}};
+}
+// Split in 8, on the few-rows case.
+inline ops::GemmConfig SimtKMajorSplit() { return {64, 32, 16, 2, 2, 3, 8, 1, true}; }
+
+}  // namespace kiln::codegen::gemm_test
