@@ -8,8 +8,10 @@
 # With KILN_FUZZ_JOBS=N, N libFuzzer workers run each target at once, sharing its
 # corpus (N x SECONDS of fuzzing).
 # Targets: onnx_import (the importer with ONNX's checker), onnx_import_skipchecker
-# (without it), bundle (Bundle::Load, its validator and the CPU backend), tensor_file
-# (the .npy and TensorProto readers). Default: all four, one after the other.
+# (without it), compile (the importer, pass pipeline, memory plan and kernel
+# generators: kiln compile short of NVRTC), bundle (Bundle::Load, its validator and
+# the CPU backend), tensor_file (the .npy and TensorProto readers). Default: all five,
+# one after the other.
 # Seeds come from $KILN_ONNX_DATA and $KILN_ZOO_DATA when set (ONNX models and their
 # input files) and from bundles compiled here. Corpora grow in build-fuzz/corpus/
 # TARGET/; crashes land in build-fuzz/findings/TARGET/ (copy each into
@@ -21,7 +23,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(onnx_import onnx_import_skipchecker bundle tensor_file)
+((${#targets[@]})) || targets=(onnx_import onnx_import_skipchecker compile bundle tensor_file)
 
 bash scripts/install_deps.sh
 if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
@@ -34,7 +36,7 @@ fi
 build=$(realpath -m "${KILN_FUZZ_BUILD_DIR:-build-fuzz}")
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_BUILD_FUZZERS=ON \
   -DKILN_BUILD_TESTS=OFF > /dev/null
-cmake --build "$build" --target onnx_import_fuzzer bundle_fuzzer tensor_file_fuzzer kiln kiln_make_model
+cmake --build "$build" --target onnx_import_fuzzer compile_fuzzer bundle_fuzzer tensor_file_fuzzer kiln kiln_make_model
 
 export ASAN_OPTIONS=detect_leaks=0:protect_shadow_gap=0
 export UBSAN_OPTIONS=print_stacktrace=1
@@ -76,6 +78,7 @@ for t in "${targets[@]}"; do
   case $t in
     onnx_import) bin=onnx_import_fuzzer; dir=onnx_import; env=();;
     onnx_import_skipchecker) bin=onnx_import_fuzzer; dir=onnx_import; env=(KILN_FUZZ_SKIP_ONNX_CHECKER=1);;
+    compile) bin=compile_fuzzer; dir=onnx_import; env=();;
     bundle) bin=bundle_fuzzer; dir=bundle; env=();;
     tensor_file) bin=tensor_file_fuzzer; dir=tensor_file; env=();;
     *) echo "kiln: unknown fuzz target '$t'" >&2; exit 2;;

@@ -119,6 +119,25 @@ TEST(HostileTest, OutputsWhoseNamesCollideGetTheirOwnFiles) {
   EXPECT_NE(*a, *b);
 }
 
+// The compile fuzz target's body takes every real export of the zoo (the seeds
+// scripts/fuzz.sh gives it) through the pipeline and the generators without an error.
+TEST(HostileTest, CompileTargetTakesTheZooModels) {
+  const char* zoo = std::getenv("KILN_ZOO_DATA");
+  if (zoo == nullptr || *zoo == '\0') GTEST_SKIP() << "skipped: KILN_ZOO_DATA is not set (e.g. ../shared/data/zoo)";
+  int compiled = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(zoo, ec)) {
+    const fs::path model = e.path() / "model.onnx";
+    if (!fs::exists(model)) continue;
+    const auto bytes = ReadFile(model.string());
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    const absl::Status s = fuzz::CompileOnnx(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size());
+    EXPECT_TRUE(s.ok()) << model << ": " << s;
+    ++compiled;
+  }
+  EXPECT_GE(compiled, 19) << "zoo models under " << zoo;
+}
+
 // Every input a fuzzer found (shared data and this repository's regressions) through
 // its target's body: it must return, with an error message where it fails.
 TEST(HostileTest, FuzzerFindsReplayWithoutCrashing) {
@@ -135,10 +154,14 @@ TEST(HostileTest, FuzzerFindsReplayWithoutCrashing) {
   std::vector<Set> sets = {
       {own / "onnx_import", onnx(false)},
       {own / "onnx_import_skipchecker", onnx(true)},
+      {own / "compile",
+       [](const std::string& b) { return fuzz::CompileOnnx(reinterpret_cast<const uint8_t*>(b.data()), b.size()); }},
       {own / "bundle",
        [](const std::string& b) { return fuzz::LoadBundle(reinterpret_cast<const uint8_t*>(b.data()), b.size()); }},
       {own / "tensor_file",
-       [](const std::string& b) { return fuzz::ReadTensorFiles(reinterpret_cast<const uint8_t*>(b.data()), b.size()); }},
+       [](const std::string& b) {
+         return fuzz::ReadTensorFiles(reinterpret_cast<const uint8_t*>(b.data()), b.size());
+       }},
   };
   if (!Data().empty()) {
     sets.push_back({fs::path(Data()) / "fuzz_default", onnx(false)});

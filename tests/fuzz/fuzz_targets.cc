@@ -8,7 +8,14 @@
 #include <limits>
 #include <string>
 
+#include "codegen/kernel_choice.h"
+#include "codegen/op_kernels.h"
+#include "codegen/tuning_db.h"
+#include "common/status_macros.h"
 #include "common/write_file.h"
+#include "compiler/compile_options.h"
+#include "compiler/memory_planner.h"
+#include "compiler/pipeline.h"
 #include "frontend/onnx_importer.h"
 #include "frontend/tensor_file.h"
 #include "graph/evaluate.h"
@@ -20,6 +27,9 @@ namespace kiln::fuzz {
 namespace {
 
 constexpr int64_t kMaxEvaluatedElements = 1'000'000;
+// The compile target's limit: its pipeline folds constants but runs no graph (the zoo's
+// exports hold 1 to 8 million elements, weights included).
+constexpr int64_t kMaxCompiledElements = int64_t{1} << 24;
 constexpr int64_t kMaxRunBytes = int64_t{64} << 20;
 
 // An empty folder of this process, for external data and the files written here.
@@ -38,11 +48,11 @@ std::string WriteScratch(const std::string& name, const uint8_t* data, size_t si
   return path;
 }
 
-bool SmallEnoughToEvaluate(const Graph& graph) {
+bool SmallEnough(const Graph& graph, int64_t max_elements = kMaxEvaluatedElements) {
   int64_t total = 0;
   for (const Value* v : graph.values()) {
     absl::StatusOr<int64_t> n = CheckedNumElements(v->shape());
-    if (!n.ok() || *n > kMaxEvaluatedElements - total) return false;
+    if (!n.ok() || *n > max_elements - total) return false;
     total += *n;
   }
   return true;
@@ -80,10 +90,56 @@ absl::Status ImportOnnx(const uint8_t* data, size_t size, bool skip_onnx_checker
   options.run_onnx_checker = !skip_onnx_checker;
   auto graph = ImportOnnxModel(std::move(model), ScratchDir(), options);
   if (!graph.ok()) return graph.status();
-  if (!SmallEnoughToEvaluate(**graph)) return absl::OkStatus();
+  if (!SmallEnough(**graph)) return absl::OkStatus();
   TensorMap feeds;
   for (const Value* in : (*graph)->inputs()) feeds[in->name()] = Tensor(in->dtype(), in->shape());
   return EvaluateGraph(**graph, feeds).status();
+}
+
+absl::Status CompileOnnx(const uint8_t* data, size_t size) {
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max())) return absl::OkStatus();
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(data, static_cast<int>(size))) return absl::OkStatus();
+  // Named or unknown input dims fixed at 2, as `--dim NAME=2` would (real exports name
+  // their batch and sequence dims).
+  for (onnx::ValueInfoProto& in : *model.mutable_graph()->mutable_input()) {
+    if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
+    for (onnx::TensorShapeProto::Dimension& d :
+         *in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+      if (!d.has_dim_value()) d.set_dim_value(2);
+    }
+  }
+  auto imported = ImportOnnxModel(std::move(model), ScratchDir(), ImportOptions{});
+  if (!imported.ok()) return imported.status();
+  if (!SmallEnough(**imported, kMaxCompiledElements)) return absl::OkStatus();
+  for (const bool fp32 : {false, true}) {
+    CompileOptions options;
+    options.verify_passes = true;
+    options.kernel_cache = false;
+    options.tuning_db = false;
+    if (fp32) {
+      options.precision = "fp32";
+      options.matmul_groups = codegen::MatMulGroups::kGenerated;
+      options.conv_groups = codegen::ConvGroups::kGenerated;
+    }
+    // compiler/compiler.cc's BuildBundle up to the NVRTC compile.
+    const codegen::KernelOptions kernel_options = KernelOptionsFor(options);
+    std::unique_ptr<Graph> graph = (*imported)->Clone();
+    PassContext context(options, kernel_options);
+    KILN_RETURN_IF_ERROR(RunPipeline(*graph, context));
+    KILN_RETURN_IF_ERROR(PlanGraphMemory(*graph).status());
+    for (const Node* node : graph->nodes()) {
+      const codegen::KernelChoice choice = codegen::ChooseKernel(*node, kernel_options);
+      if (choice.kind == codegen::KernelKind::kLibrary) continue;
+      if (choice.kind == codegen::KernelKind::kGemm && !choice.gemm.ok()) continue;
+      absl::StatusOr<std::vector<codegen::KernelLaunch>> launches =
+          choice.kind == codegen::KernelKind::kGemm
+              ? codegen::GenerateChosenGemm(*node, *choice.gemm, kernel_options.sm_count)
+              : codegen::GenerateNodeKernels(*node, kernel_options);
+      if (!launches.ok() && launches.status().code() != absl::StatusCode::kUnimplemented) return launches.status();
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status LoadBundle(const uint8_t* data, size_t size) {

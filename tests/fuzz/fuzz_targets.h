@@ -19,6 +19,15 @@ namespace kiln::fuzz {
 // Returns the import's status (OK also for bytes that are no ModelProto).
 absl::Status ImportOnnx(const uint8_t* data, size_t size, bool skip_onnx_checker);
 
+// Bytes -> ONNX ModelProto (its inputs' named dims fixed at 2) -> ImportOnnxModel
+// (with ONNX's checker) -> for graphs holding fewer than 2^24 elements, what `kiln
+// compile` does short of NVRTC, twice
+// (the defaults: fp16, auto; then fp32 with every MatMul and conv group generated):
+// the pass pipeline with the graph verified after every pass, the memory plan, and
+// each node's kernel choice and generated kernel sources.
+// Returns the first error (the import's, else the pipeline's or a generator's).
+absl::Status CompileOnnx(const uint8_t* data, size_t size);
+
 // Bytes -> a bundle file -> Bundle::Load (the validator) -> kiln inspect's summary
 // -> the CPU program and, when the arena and inputs are under 64 MiB, one CPU
 // backend run on zero inputs.
