@@ -2,6 +2,9 @@
 #include "frontend/expand_functions.h"
 
 #include <exception>
+#include <map>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -54,10 +57,16 @@ std::map<std::string, onnx::TypeProto> KnownTypes(const onnx::ModelProto& model)
 
 absl::StatusOr<onnx::FunctionProto> BuildBody(const onnx::NodeProto& node, const onnx::OpSchema& schema,
                                               const std::map<std::string, onnx::TypeProto>& types,
-                                              const std::string& where) {
+                                              const std::set<std::string>& defined, const std::string& where) {
   if (schema.HasFunction()) return *schema.GetFunction();
   std::vector<onnx::TypeProto> input_types;
   for (const std::string& in : node.input()) {
+    // An input nothing defines is an invalid model, and ONNX's builders assume it is
+    // not one (SequenceMap's dereferenced a null pointer).
+    if (!in.empty() && defined.count(in) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": input '", in, "' is not a graph input, an initializer or any node's output"));
+    }
     auto it = types.find(in);
     input_types.push_back(it == types.end() ? onnx::TypeProto() : it->second);
   }
@@ -120,6 +129,10 @@ absl::Status ExpandFunctionOps(onnx::ModelProto& model, const std::function<bool
     if (!any) break;
     const std::map<std::string, onnx::TypeProto> types =
         needs_types ? KnownTypes(model) : std::map<std::string, onnx::TypeProto>();
+    std::set<std::string> defined;  // graph inputs, initializers, node outputs
+    for (const auto& v : graph.input()) defined.insert(v.name());
+    for (const auto& t : graph.initializer()) defined.insert(t.name());
+    for (const auto& n : graph.node()) defined.insert(n.output().begin(), n.output().end());
     google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
     std::vector<int64_t> new_opsets;
     for (int i = 0; i < graph.node_size(); ++i) {
@@ -133,7 +146,7 @@ absl::Status ExpandFunctionOps(onnx::ModelProto& model, const std::function<bool
       }
       const std::string name = n.name().empty() ? absl::StrCat(n.op_type(), "_", i) : n.name();
       const std::string where = absl::StrCat("node '", name, "' (", n.op_type(), ")");
-      absl::StatusOr<onnx::FunctionProto> body = BuildBody(n, *schema, types, where);
+      absl::StatusOr<onnx::FunctionProto> body = BuildBody(n, *schema, types, defined, where);
       if (!body.ok()) return body.status();
       ResolveAttributeRefs(n, *schema, *body);
       int64_t body_opset = schema->since_version();

@@ -112,6 +112,19 @@ TEST(ExpandFunctionsTest, ContextDependentBodyWithStringAttribute) {
   EXPECT_NEAR(loss[0], (1.f + 6.f) / 2.f, 1e-6f);
 }
 
+// A context-dependent body's input that nothing defines (a fuzzed SequenceMap's made
+// ONNX's builder dereference a null pointer) is an error naming it.
+TEST(ExpandFunctionsTest, UndefinedInputOfAContextDependentBodyIsAnError) {
+  onnx::ModelProto m = NewModel(13);
+  AddInput(m, "x", {2, 3});
+  AddOutput(m, "loss", {});
+  AddStringAttr(AddNode(m, "NegativeLogLikelihoodLoss", {"x", "t"}, {"loss"}, "nll"), "reduction", "mean");
+  auto g = ImportOnnxModel(m, ".");
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(std::string(g.status().message()),
+              HasSubstr("input 't' is not a graph input, an initializer or any node's output"));
+}
+
 // LayerNormalization has an ONNX function body, but kiln defines the op: it stays.
 TEST(ExpandFunctionsTest, OpsKilnDefinesAreNotExpanded) {
   onnx::ModelProto m = NewModel(17);
