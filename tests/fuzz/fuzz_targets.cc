@@ -6,7 +6,9 @@
 
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "codegen/kernel_choice.h"
 #include "codegen/op_kernels.h"
