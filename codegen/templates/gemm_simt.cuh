@@ -213,9 +213,9 @@ struct kiln_simt_kcopy {
       const float* src = ok ? g + step + (kiln_index)dr(it) * LIM_C + dc(it) : base;
       const unsigned dst = s + stage + 4 * (KROWS ? dr(it) * S_PITCH + dc(it) : dc(it) * S_PITCH + dr(it));
       if constexpr (kVec) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
+        kiln_mma_cp16_at(dst, src, ok ? 16 : 0);
       } else {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0));
+        kiln_mma_cp4_at(dst, src, ok ? 4 : 0);
       }
     }
   }

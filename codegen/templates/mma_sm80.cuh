@@ -12,10 +12,16 @@ static __device__ __forceinline__ unsigned kiln_mma_smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-// 16-byte global -> shared copy; bytes past src_bytes (0 or 16) are zero-filled.
+// Global -> shared copies of 16 bytes (through L2) or 4 (through L1) to a shared-memory
+// address (kiln_mma_smem_addr's) or pointer; bytes past src_bytes are zero-filled.
+static __device__ __forceinline__ void kiln_mma_cp16_at(unsigned smem, const void* gmem, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(src_bytes));
+}
+static __device__ __forceinline__ void kiln_mma_cp4_at(unsigned smem, const void* gmem, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem), "l"(gmem), "r"(src_bytes));
+}
 static __device__ __forceinline__ void kiln_mma_cp16(void* smem, const void* gmem, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(kiln_mma_smem_addr(smem)), "l"(gmem),
-               "r"(src_bytes));
+  kiln_mma_cp16_at(kiln_mma_smem_addr(smem), gmem, src_bytes);
 }
 static __device__ __forceinline__ void kiln_mma_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits until at most N committed groups of this thread are still in flight.
