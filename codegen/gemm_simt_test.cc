@@ -179,6 +179,8 @@ TEST(GemmCodegenTest, SimtConfigVerifierAndHeuristic) {
     return ops::GemmConfigString(ops::PickSimtGemmConfig(m, n, k, batch, v));
   };
   EXPECT_EQ(pick(4096, 4096, 4096, 1, simt), "128x128x16 w2x4 s2 o2");
+  const std::vector<ops::GemmConfig> pool = ops::SimtGemmCandidateConfigs(4096, 4096, 4096, 1, simt, 132);
+  EXPECT_NE(std::find(pool.begin(), pool.end(), ops::kSimtLargeConfig), pool.end()) << "--tune measures 256x128x8 t";
   EXPECT_EQ(pick(2048, 2048, 2048, 1, simt), "128x128x16 w2x4 s2 o2");  // 256 tiles of 128x128
   EXPECT_EQ(pick(8192, 1024, 4096, 1, simt), "128x128x16 w2x4 s2 o2");
   EXPECT_EQ(pick(1024, 3072, 768, 1, simt), "128x64x16 w2x2 s3");      // 384 tiles: no room to split

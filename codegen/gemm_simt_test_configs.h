@@ -31,8 +31,13 @@ inline std::vector<ops::GemmConfig> SimtPipelineConfigs() {
 // in two CTAs an SM on 2 to 4 stages, 4-warp tiles of 8 x 16 and 8 x 8 a lane, a
 // 4 x 4-a-lane one.
 inline std::vector<ops::GemmConfig> SimtKMajorConfigs() {
-  return {{128, 128, 16, 2, 4, 4, 1, 2, true}, {128, 128, 16, 2, 4, 3, 1, 2, true}, {128, 128, 16, 2, 4, 2, 1, 2, true},
-          {128, 128, 8, 2, 2, 3, 1, 1, true},  {128, 64, 16, 2, 2, 3, 1, 1, true},  {64, 32, 16, 2, 2, 4, 1, 1, true}};
+  return {{128, 128, 16, 2, 4, 4, 1, 2, true},
+          {128, 128, 16, 2, 4, 3, 1, 2, true},
+          {128, 128, 16, 2, 4, 2, 1, 2, true},
+          {128, 128, 8, 2, 2, 3, 1, 1, true},
+          {128, 64, 16, 2, 2, 3, 1, 1, true},
+          {64, 32, 16, 2, 2, 4, 1, 1, true},
+          ops::kSimtLargeConfig};
 }
 // Split in 8, on the few-rows case.
 inline ops::GemmConfig SimtKMajorSplit() { return {64, 32, 16, 2, 2, 3, 8, 1, true}; }

@@ -245,8 +245,8 @@ GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const 
 // configs where it takes the operands, and the 8-warp tile. A config's " t" (kmajor)
 // runs the k-major pipeline: every mainloop's operands GemmLoad::kAsync in any layout,
 // STAGES 2 to 4, a k tile's stored rows (BK elements, BM / 4 or BN / 4 16-byte chunks)
-// and the threads dividing one another; neither the heuristic nor the candidates take
-// it yet (not measured).
+// and the threads dividing one another; the heuristic does not take it, the
+// candidates only as kSimtLargeConfig (below).
 // Calibrated with ptxas (sm_90a): 128x128x16 with 2x2 warps, estimated at 184,
 // compiled to 255 registers and spilled; 128x128x8 (168) and 128x256x16 with 2x4 warps
 // (176) to 249 and 251 without spills. SimtCompilesForSm80AndSm90aWithoutSpills checks.
@@ -255,6 +255,11 @@ inline constexpr int kSimtMinSplitKTiles = 8;
 // The heuristic's tile for large grids: 128x128x16, 2x4 warps (8 x 8 a lane), compiled
 // for two CTAs an SM.
 inline constexpr GemmConfig kSimtWideConfig{128, 128, 16, 2, 4, 2, 1, 2};
+// A candidate (the tuner's pool, not the heuristic until timed) for the largest grids
+// of plain fp32 operands: 256x128x8, 4x2 warps (8 x 16 a lane) on the k-major
+// pipeline's 3 stages, one CTA an SM: the tile, warp grid and depth that cublasSgemm
+// ran at 4096^3 on the H100 (ncu: 254 registers, one CTA of 8 warps an SM).
+inline constexpr GemmConfig kSimtLargeConfig{256, 128, 8, 4, 2, 3, 1, 1, true};
 // The fewest k tiles (of 16) a split of the pipelined 128x64x16 tile keeps: 512 x 1024 x
 // 1024 ran at 0.92x cublasSgemm in 2 splits of 32, 0.83x in 4 of 16.
 inline constexpr int kSimtMinPipelineSplitTiles = 24;

@@ -222,7 +222,7 @@ std::vector<GemmConfig> SimtGemmCandidateConfigs(int64_t m, int64_t n, int64_t k
                                      {64, 128, 16, 2, 2, 2},  {128, 64, 32, 2, 2, 2},  {64, 64, 16, 2, 2, 2},
                                      {64, 64, 32, 2, 2, 2},   {64, 32, 16, 2, 2, 2},   {32, 64, 16, 1, 2, 2},
                                      {128, 128, 8, 2, 2, 3},  {128, 128, 8, 2, 4, 4},  {128, 64, 16, 2, 2, 3},
-                                     {64, 32, 16, 2, 2, 4},   kSimtWideConfig};
+                                     {64, 32, 16, 2, 2, 4},   kSimtWideConfig,         kSimtLargeConfig};
   const int64_t m16 = (m + 15) / 16 * 16, n16 = (n + 15) / 16 * 16;
   std::vector<GemmConfig> out = {PickSimtGemmConfig(m, n, k, batch, variant, sm_count)};
   for (const GemmConfig& c : kPool) {
