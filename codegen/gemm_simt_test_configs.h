@@ -29,7 +29,7 @@ inline std::vector<ops::GemmConfig> SimtPipelineConfigs() {
 // The k-major pipeline (" t": fp32 operands without a prologue in any layout, A and
 // B copied k-major by cp.async, fragments one k ahead): the 8-warp 8 x 8-a-lane tile
 // in two CTAs an SM on 2 to 4 stages, 4-warp tiles of 8 x 16 and 8 x 8 a lane, a
-// 4 x 4-a-lane one.
+// 4 x 4-a-lane one, and the tuner's 8-warp 8 x 16-a-lane tile (kSimtLargeConfig).
 inline std::vector<ops::GemmConfig> SimtKMajorConfigs() {
   return {{128, 128, 16, 2, 4, 4, 1, 2, true},
           {128, 128, 16, 2, 4, 3, 1, 2, true},
