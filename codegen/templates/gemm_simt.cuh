@@ -174,8 +174,9 @@ struct kiln_simt_tile {
 // LIM_C fp32 matrix from (r0, c0), with K along its rows (KROWS: B [K, N], A [K, M])
 // or its columns (A [M, K], B [N, K], copied transposed one element at a time). A
 // tile stored k-major whose rows are a multiple of 4 floats is copied 16 bytes at a
-// time. Each thread's elements sit at fixed offsets from its first, so a tile costs
-// no address arithmetic beyond one pointer step; out-of-range ones are zero-filled.
+// time. Each thread's elements sit at fixed offsets from its first, and its pointer
+// steps one k tile a copy, so a tile costs no address arithmetic beyond that step;
+// out-of-range ones are zero-filled (along K only where K is not a multiple of BK).
 template <int ROWS, int COLS, int LIM_R, int LIM_C, bool KROWS, int S_PITCH>
 struct kiln_simt_kcopy {
   static constexpr bool kVec = KROWS && LIM_C % 4 == 0;
@@ -184,6 +185,7 @@ struct kiln_simt_kcopy {
   static_assert(ROWS * kPerRow % SIMT_THREADS == 0, "SIMT GEMM: a tile copy must divide over the threads");
   static_assert(SIMT_THREADS % kPerRow == 0 || kPerRow % SIMT_THREADS == 0, "SIMT GEMM: a tile row and the threads");
   static constexpr int kIters = ROWS * kPerRow / SIMT_THREADS;
+  static constexpr bool kWholeK = (KROWS ? LIM_R : LIM_C) % BK == 0;  // no k tile runs past K
   // Item it's offset from item 0 of this thread, in stored rows and columns.
   static __device__ constexpr int dr(int it) {
     return SIMT_THREADS % kPerRow == 0 ? it * (SIMT_THREADS / kPerRow) : it * SIMT_THREADS / kPerRow;
@@ -191,7 +193,7 @@ struct kiln_simt_kcopy {
   static __device__ constexpr int dc(int it) {
     return SIMT_THREADS % kPerRow == 0 ? 0 : it * SIMT_THREADS % kPerRow * kPer;
   }
-  const float* g;  // this thread's first element in k tile 0
+  const float* g;  // this thread's first element in the next k tile to copy
   unsigned s;      // its shared-memory byte address in stage 0
   int r, c;        // its stored row and column in k tile 0
 
@@ -203,14 +205,14 @@ struct kiln_simt_kcopy {
     s = kiln_mma_smem_addr(smem + (KROWS ? sr * S_PITCH + sc : sc * S_PITCH + sr));
   }
 
-  // Copies this thread's part of k tile t (BK rows or columns on) to stage byte offset `stage`.
-  __device__ __forceinline__ void issue(const float* __restrict__ base, int t, unsigned stage) const {
-    const kiln_index step = KROWS ? (kiln_index)t * BK * LIM_C : (kiln_index)t * BK;
+  // Copies this thread's part of k tile t, the tile after the last one copied (or tile 0), to
+  // stage byte offset `stage`.
+  __device__ __forceinline__ void issue(const float* __restrict__ base, int t, unsigned stage) {
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
       const int rr = r + dr(it) + (KROWS ? t * BK : 0), cc = c + dc(it) + (KROWS ? 0 : t * BK);
-      const bool ok = rr < LIM_R && cc < LIM_C;
-      const float* src = ok ? g + step + (kiln_index)dr(it) * LIM_C + dc(it) : base;
+      const bool ok = (KROWS && kWholeK ? true : rr < LIM_R) && (!KROWS && kWholeK ? true : cc < LIM_C);
+      const float* src = ok ? g + (kiln_index)dr(it) * LIM_C + dc(it) : base;
       const unsigned dst = s + stage + 4 * (KROWS ? dr(it) * S_PITCH + dc(it) : dc(it) * S_PITCH + dr(it));
       if constexpr (kVec) {
         kiln_mma_cp16_at(dst, src, ok ? 16 : 0);
@@ -218,6 +220,7 @@ struct kiln_simt_kcopy {
         kiln_mma_cp4_at(dst, src, ok ? 4 : 0);
       }
     }
+    g += KROWS ? (kiln_index)BK * LIM_C : BK;
   }
 };
 
@@ -239,13 +242,12 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
   constexpr unsigned kAStage = BK * kAPitch * 4, kBStage = BK * kBPitch * 4;  // bytes
   float* As = smem;                          // [STAGES][BK][BM + PAD]
   float* Bs = smem + STAGES * BK * kAPitch;  // [STAGES][BK][BN + PAD]
-  const kiln_simt_kcopy<TA ? BK : BM, TA ? BM : BK, TA ? K : GEMM_M, TA ? GEMM_M : K, TA, kAPitch> ca(
+  kiln_simt_kcopy<TA ? BK : BM, TA ? BM : BK, TA ? K : GEMM_M, TA ? GEMM_M : K, TA, kAPitch> ca(
       A, As, TA ? kt0 * BK : m0, TA ? m0 : kt0 * BK);
-  const kiln_simt_kcopy<TB ? BN : BK, TB ? BK : BN, TB ? GEMM_N : K, TB ? K : GEMM_N, !TB, kBPitch> cb(
+  kiln_simt_kcopy<TB ? BN : BK, TB ? BK : BN, TB ? GEMM_N : K, TB ? K : GEMM_N, !TB, kBPitch> cb(
       B, Bs, TB ? n0 : kt0 * BK, TB ? kt0 * BK : n0);
-  auto issue = [&](int t) {  // k tile t of this mainloop into stage t % STAGES; a commit group each
+  auto issue = [&](int t, int stage) {  // k tile t of this mainloop into `stage`; a commit group each
     if (t < k_tiles) {
-      const unsigned stage = t % STAGES;
       ca.issue(A, t, stage * kAStage);
       cb.issue(B, t, stage * kBStage);
     }
@@ -269,27 +271,34 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
       rb[p][4 * j] = x.x, rb[p][4 * j + 1] = x.y, rb[p][4 * j + 2] = x.z, rb[p][4 * j + 3] = x.w;
     }
   };
+  auto next_stage = [](int stage) { return stage + 1 == STAGES ? 0 : stage + 1; };
 #pragma unroll
-  for (int t = 0; t < STAGES - 1; ++t) issue(t);
+  for (int t = 0; t < STAGES - 1; ++t) issue(t, t);
   kiln_mma_wait<STAGES - 2>();
   __syncthreads();
   frag(0, 0, 0);
+  // The stages that tile kt is read from and tile kt + STAGES - 1 is copied to, stepped
+  // rather than computed as kt % STAGES (a division by 3 on the path out of the barrier).
+  int read = 0, write = STAGES - 1;
   for (int kt = 0; kt < k_tiles; ++kt) {
-    issue(kt + STAGES - 1);  // into stage (kt - 1) % STAGES, free since the last barrier
+    issue(kt + STAGES - 1, write);  // free since the last barrier
+    const int read_next = next_stage(read);
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       if (kk + 1 < BK) {
-        frag(kt % STAGES, kk + 1, (kk + 1) & 1);
+        frag(read, kk + 1, (kk + 1) & 1);
       } else {
         kiln_mma_wait<STAGES - 2>();  // tile kt + 1 has landed (this thread's copies) ...
-        __syncthreads();              // ... everyone's, and every read of stage kt % STAGES is done
-        if (kt + 1 < k_tiles) frag((kt + 1) % STAGES, 0, 0);
+        __syncthreads();              // ... everyone's, and every read of stage `read` is done
+        if (kt + 1 < k_tiles) frag(read_next, 0, 0);
       }
 #pragma unroll
       for (int i = 0; i < SIMT_TM; ++i)
 #pragma unroll
         for (int j = 0; j < SIMT_NITER * 4; ++j) acc[i][j] = fmaf(ra[kk & 1][i], rb[kk & 1][j], acc[i][j]);
     }
+    read = read_next;
+    write = next_stage(write);
   }
   kiln_mma_wait<0>();
   __syncthreads();  // a second mainloop's copies reuse the stages
@@ -382,11 +391,11 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
   constexpr int kATile = BM * SIMT_A_PITCH, kBTile = BK * (BN + SIMT_PAD);
   float* As = smem;                    // [STAGES][BM][SIMT_A_PITCH]
   float* Bs = smem + STAGES * kATile;  // [STAGES][BK][BN + PAD]
-  // Copies k tile t (of this mainloop's) into stage t % STAGES; one commit group each,
-  // empty past the last tile, so that the wait below counts tiles.
-  auto issue = [&](int t) {
+  // Copies k tile t (of this mainloop's) into stage s; one commit group each, empty
+  // past the last tile, so that the wait below counts tiles.
+  auto issue = [&](int t, int s) {
     if (t < k_tiles) {
-      const int s = t % STAGES, k0 = (kt0 + t) * BK;
+      const int k0 = (kt0 + t) * BK;
       kiln_simt_copy<BM, BK, GEMM_M, K, SIMT_A_PITCH>(As + s * kATile, A, m0, k0);
       kiln_simt_copy<BK, BN, K, GEMM_N, BN + SIMT_PAD>(Bs + s * kBTile, B, k0, n0);
     }
@@ -396,13 +405,17 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
   const int row0 = (warp / WARPS_N) * SIMT_WM + SIMT_LANE_ROW(lane, 0);
   const int col0 = (warp % WARPS_N) * SIMT_WN + (lane % 4) * 4;
 #pragma unroll
-  for (int t = 0; t < STAGES - 1; ++t) issue(t);
+  for (int t = 0; t < STAGES - 1; ++t) issue(t, t);
+  // Tile kt's stage (kt % STAGES) and the one before it, stepped rather than divided.
+  int read = 0, write = STAGES - 1;
   for (int kt = 0; kt < k_tiles; ++kt) {
     kiln_mma_wait<STAGES - 2>();  // tile kt has landed (this thread's copies) ...
-    __syncthreads();              // ... everyone's, and stage (kt - 1) % STAGES is free
-    issue(kt + STAGES - 1);
-    const float* as = As + (kt % STAGES) * kATile + row0 * SIMT_A_PITCH;
-    const float* bs = Bs + (kt % STAGES) * kBTile + col0;
+    __syncthreads();              // ... everyone's, and stage `write` ((kt - 1) % STAGES) is free
+    issue(kt + STAGES - 1, write);
+    const float* as = As + read * kATile + row0 * SIMT_A_PITCH;
+    const float* bs = Bs + read * kBTile + col0;
+    read = read + 1 == STAGES ? 0 : read + 1;
+    write = write + 1 == STAGES ? 0 : write + 1;
 #pragma unroll
     for (int k4 = 0; k4 < BK; k4 += 4) {
       float ra[4][SIMT_TM];  // [k][row]: one float4 of 4 k's per row
