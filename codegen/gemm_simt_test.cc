@@ -170,41 +170,55 @@ TEST(GemmCodegenTest, SimtConfigVerifierAndHeuristic) {
   tc.min_ctas = 2;
   EXPECT_NE(ops::VerifyGemmConfig(tc, ops::GemmVariant{}).message().find("SIMT template's only"),
             absl::string_view::npos);
-  // The heuristic: 1.9 tiles per SM of 128x128 take the 8-warp tile in two CTAs an
-  // SM; else the pipelined 128x64x16 with K split in 2 or 4 (within four CTAs an SM, 24
-  // k tiles a split) where that reaches 0.7 CTAs an SM; else the first ladder tile with
-  // 1.9 tiles per SM; a dual kernel skips the tiles its registers do not allow; a grid
-  // short of that splits K (at least 8 k tiles a split, up to three CTAs per SM).
+  // The heuristic: 1.9 tiles per SM of 128x256 take the k-major 128x256x8 tile (B not
+  // [N, K]), of 128x128 the 8-warp tile in two CTAs an SM; else the pipelined 128x64x16 (k-major
+  // where B is [N, K]) with K split in 2 or 4 (within four CTAs an SM, 24 k tiles a
+  // split) where that reaches 1.9 CTAs an SM; else the k-major 64x64x16 or 64x32x16
+  // with K split in up to 8 (12 k tiles a split) to reach 1.9 CTAs an SM, or 64x32x16's
+  // deepest split; a dual kernel (no split) and operands the pipelines cannot copy go
+  // down the ladder of register-staged tiles, splitting K where the grid is short.
   auto pick = [&](int64_t m, int64_t n, int64_t k, int64_t batch, const ops::GemmVariant& v) {
     return ops::GemmConfigString(ops::PickSimtGemmConfig(m, n, k, batch, v));
   };
-  EXPECT_EQ(pick(4096, 4096, 4096, 1, simt), "128x128x16 w2x4 s2 o2");
-  const std::vector<ops::GemmConfig> pool = ops::SimtGemmCandidateConfigs(4096, 4096, 4096, 1, simt, 132);
-  EXPECT_NE(std::find(pool.begin(), pool.end(), ops::kSimtLargeConfig), pool.end()) << "--tune measures 256x128x8 t";
+  EXPECT_EQ(pick(4096, 4096, 4096, 1, simt), "128x256x8 w2x4 s4 t");  // 512 tiles of 128x256
+  EXPECT_EQ(ops::PickSimtGemmConfig(4096, 4096, 4096, 1, simt), ops::kSimtLargeConfig);
+  EXPECT_EQ(pick(8192, 1024, 4096, 1, simt), "128x256x8 w2x4 s4 t");    // 256 tiles
+  EXPECT_EQ(pick(8192, 768, 3072, 1, simt), "128x128x16 w2x4 s2 o2");   // 192 tiles of 128x256: 1.45 an SM
   EXPECT_EQ(pick(2048, 2048, 2048, 1, simt), "128x128x16 w2x4 s2 o2");  // 256 tiles of 128x128
-  EXPECT_EQ(pick(8192, 1024, 4096, 1, simt), "128x128x16 w2x4 s2 o2");
-  EXPECT_EQ(pick(1024, 3072, 768, 1, simt), "128x64x16 w2x2 s3");      // 384 tiles: no room to split
-  EXPECT_EQ(pick(2048, 768, 768, 1, simt), "128x64x16 w2x2 s3 k2");    // 192 tiles of 48 k tiles
-  EXPECT_EQ(pick(2048, 1024, 1024, 1, simt), "128x64x16 w2x2 s3 k2");  // 256 tiles
-  EXPECT_EQ(pick(512, 1024, 4096, 1, simt), "128x64x16 w2x2 s3 k4");   // 64 tiles of 256 k tiles
-  EXPECT_EQ(pick(1024, 768, 768, 1, simt), "128x64x16 w2x2 s3 k2");    // 4 splits would keep 12 k tiles
+  EXPECT_EQ(pick(1024, 3072, 768, 1, simt), "128x64x16 w2x2 s3");       // 384 tiles: no room to split
+  EXPECT_EQ(pick(2048, 768, 768, 1, simt), "128x64x16 w2x2 s3 k2");     // 192 tiles of 48 k tiles
+  EXPECT_EQ(pick(2048, 1024, 1024, 1, simt), "128x64x16 w2x2 s3 k2");   // 256 tiles
+  EXPECT_EQ(pick(512, 1024, 4096, 1, simt), "128x64x16 w2x2 s3 k4");    // 64 tiles of 256 k tiles
   EXPECT_EQ(pick(1024, 768, 768, 4, simt), "128x64x16 w2x2 s3");
-  ops::GemmVariant staged = simt;  // B [N, K]: no pipeline
+  // 128x64 grids short of 1.9 CTAs an SM: the small k-major tiles.
+  EXPECT_EQ(pick(1024, 768, 768, 1, simt), "64x64x16 w2x2 s3 k2 t");   // 128x64 in 2: 192 CTAs
+  EXPECT_EQ(pick(128, 4096, 1024, 1, simt), "64x64x16 w2x2 s3 k2 t");  // 128 tiles of 64x64
+  EXPECT_EQ(pick(512, 768, 3072, 1, simt), "64x64x16 w2x2 s3 k4 t");   // 96 tiles
+  EXPECT_EQ(pick(128, 1024, 4096, 1, simt), "64x64x16 w2x2 s3 k8 t");  // 32 tiles of 256 k tiles
+  EXPECT_EQ(pick(128, 768, 3072, 1, simt), "64x32x16 w2x2 s3 k8 t");   // 64x64 in 8: 192 CTAs
+  EXPECT_EQ(pick(128, 768, 768, 1, simt), "64x32x16 w2x2 s3 k4 t");    // 48 k tiles: 4 splits of 12
+  EXPECT_EQ(pick(8, 64, 64, 1, simt), "64x32x16 w2x2 s3 t");           // 4 k tiles: too short to split
+  ops::GemmVariant staged = simt;                                      // B [N, K]: the k-major pipeline
   staged.mainloops[0].b.trans = true;
+  EXPECT_EQ(pick(4096, 4096, 4096, 1, staged), "128x128x16 w2x4 s2 o2");  // no 128x256 t: both copies transpose
   EXPECT_EQ(pick(2048, 2048, 2048, 1, staged), "128x128x16 w2x4 s2 o2");
-  EXPECT_EQ(pick(2048, 1024, 1024, 1, staged), "128x64x16 w2x2 s2");
+  EXPECT_EQ(pick(2048, 1024, 1024, 1, staged), "128x64x16 w2x2 s3 k2 t");
+  EXPECT_EQ(pick(128, 768, 3072, 1, staged), "64x32x16 w2x2 s3 k8 t");
   EXPECT_EQ(pick(4096, 4096, 4096, 1, dual), "128x64x16 w2x2 s3");
   ops::GemmVariant prologue = simt;  // the 8-warp tile spills more with a prologue
   prologue.mainloops[0].a.load = ops::GemmLoad::kStagedVector;
   EXPECT_EQ(pick(4096, 4096, 4096, 1, prologue), "128x128x8 w2x2 s2");
-  EXPECT_EQ(pick(128, 768, 3072, 1, simt), "64x32x16 w2x2 s2 k8");  // 48 tiles of 192 k tiles
-  EXPECT_EQ(pick(8, 64, 64, 1, simt), "64x32x16 w2x2 s2");          // 4 k tiles: too short to split
-  EXPECT_EQ(pick(128, 768, 3072, 1, dual), "64x32x16 w2x2 s2");     // no split with two mainloops
+  EXPECT_EQ(pick(128, 768, 3072, 1, prologue), "64x32x16 w2x2 s2 k8");  // 48 tiles of 192 k tiles
+  EXPECT_EQ(pick(128, 768, 3072, 1, dual), "64x32x16 w2x2 s2");         // no split with two mainloops
   const std::vector<ops::GemmConfig> candidates = ops::SimtGemmCandidateConfigs(4096, 4096, 4096, 1, simt);
   ASSERT_GE(candidates.size(), 10u);
   EXPECT_EQ(candidates[0], ops::PickSimtGemmConfig(4096, 4096, 4096, 1, simt));
   const std::vector<ops::GemmConfig> few_rows = ops::SimtGemmCandidateConfigs(128, 768, 3072, 1, simt);
   EXPECT_GE(std::count_if(few_rows.begin(), few_rows.end(), [](const ops::GemmConfig& c) { return c.split_k > 1; }), 3);
+  EXPECT_NE(std::find_if(few_rows.begin(), few_rows.end(),
+                         [](const ops::GemmConfig& c) { return c.kmajor && c.bm == 64 && c.bn == 64; }),
+            few_rows.end())
+      << "--tune measures the k-major 64x64x16";
   for (const ops::GemmConfig& c : few_rows)
     EXPECT_TRUE(ops::VerifyGemmConfig(c, simt).ok()) << ops::GemmConfigString(c);
   for (const ops::GemmConfig& c : candidates)

@@ -28,16 +28,14 @@ inline std::vector<ops::GemmConfig> SimtPipelineConfigs() {
 }
 // The k-major pipeline (" t": fp32 operands without a prologue in any layout, A and
 // B copied k-major by cp.async, fragments one k ahead): the 8-warp 8 x 8-a-lane tile
-// in two CTAs an SM on 2 to 4 stages, 4-warp tiles of 8 x 16 and 8 x 8 a lane, a
-// 4 x 4-a-lane one, and the tuner's 8-warp 8 x 16-a-lane tile (kSimtLargeConfig).
+// in two CTAs an SM on 2 to 4 stages, 4-warp tiles of 8 x 16, 8 x 8 and 4 x 8 a lane,
+// a 4 x 4-a-lane one, and the heuristic's 8-warp 8 x 16-a-lane tile for large grids
+// (kSimtLargeConfig).
 inline std::vector<ops::GemmConfig> SimtKMajorConfigs() {
-  return {{128, 128, 16, 2, 4, 4, 1, 2, true},
-          {128, 128, 16, 2, 4, 3, 1, 2, true},
-          {128, 128, 16, 2, 4, 2, 1, 2, true},
-          {128, 128, 8, 2, 2, 3, 1, 1, true},
-          {128, 64, 16, 2, 2, 3, 1, 1, true},
-          {64, 32, 16, 2, 2, 4, 1, 1, true},
-          ops::kSimtLargeConfig};
+  return {{128, 128, 16, 2, 4, 4, 1, 2, true}, {128, 128, 16, 2, 4, 3, 1, 2, true},
+          {128, 128, 16, 2, 4, 2, 1, 2, true}, {128, 128, 8, 2, 2, 3, 1, 1, true},
+          {128, 64, 16, 2, 2, 3, 1, 1, true},  {64, 64, 16, 2, 2, 3, 1, 1, true},
+          {64, 32, 16, 2, 2, 4, 1, 1, true},   ops::kSimtLargeConfig};
 }
 // Split in 8, on the few-rows case.
 inline ops::GemmConfig SimtKMajorSplit() { return {64, 32, 16, 2, 2, 3, 8, 1, true}; }

@@ -3,6 +3,7 @@
 // candidates --tune measures. The config type and its text form are the sm_80
 // template's (codegen/ops/gemm_config.cc), which dispatches here for variant.simt.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -155,15 +156,52 @@ absl::Status VerifySimtGemmConfig(const GemmConfig& c, const GemmVariant& varian
   return absl::OkStatus();
 }
 
+namespace {
+
+// Small grids on the k-major pipeline: 64x64x16 (4 x 8 a lane), else 64x32x16 (4 x 4),
+// 3 stages, K split in 1, 2, 4 or 8 keeping kSimtMinKMajorSplitTiles k tiles a split:
+// the first tile and split whose grid reaches 1.9 CTAs an SM, else the 64x32 tile with
+// its deepest split. Not with two mainloops (no split) or operands it cannot copy.
+std::optional<GemmConfig> PickSimtSmallGrid(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant,
+                                            int sm_count) {
+  if (variant.mainloops.size() != 1) return std::nullopt;
+  std::optional<GemmConfig> deepest;
+  for (GemmConfig c : {GemmConfig{64, 64, 16, 2, 2, 3, 1, 1, true}, GemmConfig{64, 32, 16, 2, 2, 3, 1, 1, true}}) {
+    const int64_t tiles = ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn) * batch;
+    const int64_t k_tiles = (k + c.bk - 1) / c.bk;
+    for (int s : {1, 2, 4, 8}) {
+      if (s > 1 && k_tiles / s < kSimtMinKMajorSplitTiles) break;
+      GemmConfig split = c;
+      split.split_k = s;
+      if (!VerifySimtGemmConfig(split, variant).ok()) break;
+      deepest = split;
+      if (10 * tiles * s >= 19 * static_cast<int64_t>(sm_count)) return split;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
 GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant,
                               int sm_count) {
   if (sm_count <= 0) sm_count = 132;
   auto tiles = [&](const GemmConfig& c) { return ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn) * batch; };
-  // From the H100 sweep (benchmarks/results/gemm_simt_occupancy_sweep_h100_2026-12-05.txt).
-  // Many tiles: 128x128x16 with 2x4 warps (8 x 8 a lane) in two CTAs an SM, which ran
-  // every large shape of the sweep 3-9% faster than 128x128x8 with 2x2 warps.
-  // Not with a prologue: at its 128 registers ptxas spills more there (28-92 bytes in
-  // the tests' forms against 0-44 without).
+  // Large grids of plain fp32 operands: 128x256x8 on the k-major pipeline, one CTA an
+  // SM (H200, benchmarks/results/gemm_simt_tiles_h200_2026-12-06.txt: 2-4% ahead of the
+  // 8-warp 128x128 tile from 1.9 of its tiles an SM, 20% behind at 1.45). Not with B [N,
+  // K], whose copy then transposes element by element too: 0-3% behind there.
+  const bool b_nk =
+      std::any_of(variant.mainloops.begin(), variant.mainloops.end(), [](const GemmMainloop& l) { return l.b.trans; });
+  if (!b_nk && 10 * tiles(kSimtLargeConfig) >= 19 * static_cast<int64_t>(sm_count) &&
+      VerifySimtGemmConfig(kSimtLargeConfig, variant).ok()) {
+    return kSimtLargeConfig;
+  }
+  // Else, with many tiles: 128x128x16 with 2x4 warps (8 x 8 a lane) in two CTAs an SM,
+  // which ran every large shape of the H100 sweep
+  // (benchmarks/results/gemm_simt_occupancy_sweep_h100_2026-12-05.txt) 3-9% faster than
+  // 128x128x8 with 2x2 warps. Not with a prologue: at its 128 registers ptxas spills
+  // more there (28-92 bytes in the tests' forms against 0-44 without).
   const GemmConfig& big = kSimtWideConfig;
   const bool plain = std::all_of(variant.mainloops.begin(), variant.mainloops.end(), [](const GemmMainloop& l) {
     return l.a.load == GemmLoad::kAsync && l.b.load == GemmLoad::kAsync;
@@ -171,12 +209,17 @@ GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, co
   if (plain && 10 * tiles(big) >= 19 * static_cast<int64_t>(sm_count) && VerifySimtGemmConfig(big, variant).ok()) {
     return big;
   }
-  // Mid-sized grids on the cp.async pipeline's 128x64x16 tiles, K split so that the
-  // grid reaches about four CTAs an SM, keeping at least kSimtMinPipelineSplitTiles k
-  // tiles a split (a split in two took 512 x 1024 x 1024 from 0.61x cublasSgemm to
-  // 0.92x, 2048 x 768 x 3072 from 0.71x to 0.86x).
+  // Mid-sized grids on the cp.async pipeline's 128x64x16 tiles (the k-major one's where
+  // A is [K, M] or B [N, K]), K split so that the grid reaches about four CTAs an SM,
+  // keeping at least kSimtMinPipelineSplitTiles k tiles a split (a split in two took 512
+  // x 1024 x 1024 from 0.61x cublasSgemm to 0.92x, 2048 x 768 x 3072 from 0.71x to
+  // 0.86x), where that grid reaches 1.9 CTAs an SM; smaller ones on the k-major
+  // pipeline's small tiles (PickSimtSmallGrid), or where that cannot copy the operands,
+  // this grid from 0.7 CTAs an SM.
   GemmConfig mid{128, 64, 16, 2, 2, 3};
+  if (!VerifySimtGemmConfig(mid, variant).ok()) mid.kmajor = true;
   const bool pipelined = VerifySimtGemmConfig(mid, variant).ok();
+  const std::optional<GemmConfig> small = PickSimtSmallGrid(m, n, k, batch, variant, sm_count);
   if (pipelined) {
     const int64_t t = tiles(mid), k_tiles = (k + mid.bk - 1) / mid.bk;
     GemmConfig split = mid;
@@ -186,9 +229,12 @@ GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, co
       c.split_k = s;
       if (variant.mainloops.size() == 1 && VerifySimtGemmConfig(c, variant).ok()) split = c;
     }
-    if (10 * t * split.split_k >= 7 * static_cast<int64_t>(sm_count)) return split;
+    const int64_t ctas = t * split.split_k;
+    if (10 * ctas >= 19 * static_cast<int64_t>(sm_count)) return split;
+    if (small.has_value()) return *small;
+    if (10 * ctas >= 7 * static_cast<int64_t>(sm_count)) return split;
   } else {
-    mid.stages = 2;
+    mid = GemmConfig{128, 64, 16, 2, 2, 2};
   }
   struct Rung {
     GemmConfig config;
@@ -216,13 +262,27 @@ std::vector<GemmConfig> SimtGemmCandidateConfigs(int64_t m, int64_t n, int64_t k
                                                  const GemmVariant& variant, int sm_count) {
   if (sm_count <= 0) sm_count = 132;
   // Then four of the cp.async pipeline's (verified away where it cannot copy the
-  // operands) and the 8-warp tile in two CTAs an SM.
-  static const GemmConfig kPool[] = {{128, 128, 8, 2, 2, 2},  {128, 128, 16, 2, 4, 2}, {128, 128, 16, 4, 2, 2},
-                                     {128, 256, 16, 2, 4, 2}, {256, 128, 16, 4, 2, 2}, {128, 64, 16, 2, 2, 2},
-                                     {64, 128, 16, 2, 2, 2},  {128, 64, 32, 2, 2, 2},  {64, 64, 16, 2, 2, 2},
-                                     {64, 64, 32, 2, 2, 2},   {64, 32, 16, 2, 2, 2},   {32, 64, 16, 1, 2, 2},
-                                     {128, 128, 8, 2, 2, 3},  {128, 128, 8, 2, 4, 4},  {128, 64, 16, 2, 2, 3},
-                                     {64, 32, 16, 2, 2, 4},   kSimtWideConfig,         kSimtLargeConfig};
+  // operands), the 8-warp tile in two CTAs an SM and three of the k-major pipeline's.
+  static const GemmConfig kPool[] = {{128, 128, 8, 2, 2, 2},
+                                     {128, 128, 16, 2, 4, 2},
+                                     {128, 128, 16, 4, 2, 2},
+                                     {128, 256, 16, 2, 4, 2},
+                                     {256, 128, 16, 4, 2, 2},
+                                     {128, 64, 16, 2, 2, 2},
+                                     {64, 128, 16, 2, 2, 2},
+                                     {128, 64, 32, 2, 2, 2},
+                                     {64, 64, 16, 2, 2, 2},
+                                     {64, 64, 32, 2, 2, 2},
+                                     {64, 32, 16, 2, 2, 2},
+                                     {32, 64, 16, 1, 2, 2},
+                                     {128, 128, 8, 2, 2, 3},
+                                     {128, 128, 8, 2, 4, 4},
+                                     {128, 64, 16, 2, 2, 3},
+                                     {64, 32, 16, 2, 2, 4},
+                                     kSimtWideConfig,
+                                     kSimtLargeConfig,
+                                     {64, 64, 16, 2, 2, 3, 1, 1, true},
+                                     {64, 32, 16, 2, 2, 3, 1, 1, true}};
   const int64_t m16 = (m + 15) / 16 * 16, n16 = (n + 15) / 16 * 16;
   std::vector<GemmConfig> out = {PickSimtGemmConfig(m, n, k, batch, variant, sm_count)};
   for (const GemmConfig& c : kPool) {
