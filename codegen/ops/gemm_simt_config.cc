@@ -188,9 +188,10 @@ GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, co
   if (sm_count <= 0) sm_count = 132;
   auto tiles = [&](const GemmConfig& c) { return ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn) * batch; };
   // Large grids of plain fp32 operands: 128x256x8 on the k-major pipeline, one CTA an
-  // SM (H200, benchmarks/results/gemm_simt_tiles_h200_2026-12-06.txt: 2-4% ahead of the
-  // 8-warp 128x128 tile from 1.9 of its tiles an SM, 20% behind at 1.45). Not with B [N,
-  // K], whose copy then transposes element by element too: 0-3% behind there.
+  // SM. On the H200 it ran 2-6% ahead of the 8-warp 128x128 tile from 1.9 of its tiles
+  // an SM (benchmarks/results/gemm_simt_heuristic_h200_2026-12-06.txt) and 20% behind
+  // at 1.45 (gemm_simt_tiles_h200_2026-12-06.txt). Not with B [N, K], whose copy then
+  // transposes element by element too: 0-3% behind there.
   const bool b_nk =
       std::any_of(variant.mainloops.begin(), variant.mainloops.end(), [](const GemmMainloop& l) { return l.b.trans; });
   if (!b_nk && 10 * tiles(kSimtLargeConfig) >= 19 * static_cast<int64_t>(sm_count) &&
