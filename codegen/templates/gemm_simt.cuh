@@ -93,6 +93,15 @@ static_assert(STAGES >= 2 && STAGES <= 4, "SIMT GEMM: 2 register-staged buffers 
 #define SIMT_LANE_ROW(lane, i) ((lane) / 4 * SIMT_TM + (i))
 #endif
 
+// acc += a (x) b, the thread tile's outer product for one k (every mainloop's FFMAs).
+template <typename A, typename B>
+static __device__ __forceinline__ void kiln_simt_outer(float (&acc)[SIMT_TM][SIMT_NITER * 4], const A& a, const B& b) {
+#pragma unroll
+  for (int i = 0; i < SIMT_TM; ++i)
+#pragma unroll
+    for (int j = 0; j < SIMT_NITER * 4; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+}
+
 // The prologue of an operand without one.
 struct kiln_gemm_identity {
   static constexpr bool kIdentity = true;
@@ -292,10 +301,7 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
         __syncthreads();              // ... everyone's, and every read of stage `read` is done
         if (kt + 1 < k_tiles) frag(read_next, 0, 0);
       }
-#pragma unroll
-      for (int i = 0; i < SIMT_TM; ++i)
-#pragma unroll
-        for (int j = 0; j < SIMT_NITER * 4; ++j) acc[i][j] = fmaf(ra[kk & 1][i], rb[kk & 1][j], acc[i][j]);
+      kiln_simt_outer(acc, ra[kk & 1], rb[kk & 1]);
     }
     read = read_next;
     write = next_stage(write);
@@ -350,10 +356,7 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
         const float4 x = *reinterpret_cast<const float4*>(bs + kk * (BN + SIMT_PAD) + col0 + j * 16);
         rb[4 * j] = x.x, rb[4 * j + 1] = x.y, rb[4 * j + 2] = x.z, rb[4 * j + 3] = x.w;
       }
-#pragma unroll
-      for (int i = 0; i < SIMT_TM; ++i)
-#pragma unroll
-        for (int j = 0; j < SIMT_NITER * 4; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+      kiln_simt_outer(acc, ra, rb);
     }
     if (kt + 1 < k_tiles) store((kt0 + kt + 1) * BK, buf ^ 1);
     __syncthreads();
@@ -432,10 +435,7 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
           const float4 x = *reinterpret_cast<const float4*>(bs + (k4 + kk) * (BN + SIMT_PAD) + j * 16);
           rb[4 * j] = x.x, rb[4 * j + 1] = x.y, rb[4 * j + 2] = x.z, rb[4 * j + 3] = x.w;
         }
-#pragma unroll
-        for (int i = 0; i < SIMT_TM; ++i)
-#pragma unroll
-          for (int j = 0; j < SIMT_NITER * 4; ++j) acc[i][j] = fmaf(ra[kk][i], rb[j], acc[i][j]);
+        kiln_simt_outer(acc, ra[kk], rb);
       }
     }
   }
