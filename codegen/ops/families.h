@@ -235,8 +235,8 @@ GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const 
 // within 65536 / (threads x N)). The heuristic (`sm_count` SMs, 0: 132), from sweeps on
 // the H100 and H200 (benchmarks/results/gemm_simt_*): with at least 1.9 tiles (x batch)
 // per SM of 128x256, kSimtLargeConfig where the k-major pipeline takes the operands and
-// B is not [N, K];
-// else with 1.9 of 128x128, 128x128x16 with 2x4 warps compiled for two CTAs an SM; else,
+// B is not [N, K]; else with 1.9 of 128x128, 128x128x16 with 2x4 warps compiled for two
+// CTAs an SM; else,
 // where the cp.async pipeline takes the operands (the k-major one where A is [K, M] or
 // B [N, K]), 128x64x16 on 3 stages with K split in 2 or 4 while the grid stays within
 // four CTAs an SM and each split keeps kSimtMinPipelineSplitTiles k tiles, where that

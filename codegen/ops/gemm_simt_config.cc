@@ -25,6 +25,11 @@ constexpr int64_t kSimtSmSharedBytes = 164 * 1024;
 
 int Threads(const GemmConfig& c) { return c.warps_m * c.warps_n * 32; }
 
+// Output tiles of `c` over an m x n result, times the batch.
+int64_t Tiles(const GemmConfig& c, int64_t m, int64_t n, int64_t batch) {
+  return ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn) * batch;
+}
+
 // Registers of one operand's staged k tile (kiln_simt_tile): its elements per thread.
 int Staged(const GemmConfig& c, int tile_elements) { return tile_elements / Threads(c); }
 
@@ -167,7 +172,7 @@ std::optional<GemmConfig> PickSimtSmallGrid(int64_t m, int64_t n, int64_t k, int
   if (variant.mainloops.size() != 1) return std::nullopt;
   std::optional<GemmConfig> deepest;
   for (GemmConfig c : {GemmConfig{64, 64, 16, 2, 2, 3, 1, 1, true}, GemmConfig{64, 32, 16, 2, 2, 3, 1, 1, true}}) {
-    const int64_t tiles = ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn) * batch;
+    const int64_t tiles = Tiles(c, m, n, batch);
     const int64_t k_tiles = (k + c.bk - 1) / c.bk;
     for (int s : {1, 2, 4, 8}) {
       if (s > 1 && k_tiles / s < kSimtMinKMajorSplitTiles) break;
@@ -186,7 +191,7 @@ std::optional<GemmConfig> PickSimtSmallGrid(int64_t m, int64_t n, int64_t k, int
 GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant,
                               int sm_count) {
   if (sm_count <= 0) sm_count = 132;
-  auto tiles = [&](const GemmConfig& c) { return ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn) * batch; };
+  auto tiles = [&](const GemmConfig& c) { return Tiles(c, m, n, batch); };
   // Large grids of plain fp32 operands: 128x256x8 on the k-major pipeline, one CTA an
   // SM. On the H200 it ran 2-6% ahead of the 8-warp 128x128 tile from 1.9 of its tiles
   // an SM (benchmarks/results/gemm_simt_heuristic_h200_2026-12-06.txt) and 20% behind

@@ -93,6 +93,10 @@ static_assert(STAGES >= 2 && STAGES <= 4, "SIMT GEMM: 2 register-staged buffers 
 #define SIMT_LANE_ROW(lane, i) ((lane) / 4 * SIMT_TM + (i))
 #endif
 
+// The pipelines' next stage, stepped rather than taken modulo STAGES (a division by 3
+// right after the barrier).
+static __device__ __forceinline__ int kiln_simt_next_stage(int stage) { return stage + 1 == STAGES ? 0 : stage + 1; }
+
 // acc += a (x) b, the thread tile's outer product for one k (every mainloop's FFMAs).
 template <typename A, typename B>
 static __device__ __forceinline__ void kiln_simt_outer(float (&acc)[SIMT_TM][SIMT_NITER * 4], const A& a, const B& b) {
@@ -220,7 +224,8 @@ struct kiln_simt_kcopy {
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
       const int rr = r + dr(it) + (KROWS ? t * BK : 0), cc = c + dc(it) + (KROWS ? 0 : t * BK);
-      const bool ok = (KROWS && kWholeK ? true : rr < LIM_R) && (!KROWS && kWholeK ? true : cc < LIM_C);
+      const bool k_ok = kWholeK || (KROWS ? rr < LIM_R : cc < LIM_C);
+      const bool ok = k_ok && (KROWS ? cc < LIM_C : rr < LIM_R);
       const float* src = ok ? g + (kiln_index)dr(it) * LIM_C + dc(it) : base;
       const unsigned dst = s + stage + 4 * (KROWS ? dr(it) * S_PITCH + dc(it) : dc(it) * S_PITCH + dr(it));
       if constexpr (kVec) {
@@ -280,18 +285,16 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
       rb[p][4 * j] = x.x, rb[p][4 * j + 1] = x.y, rb[p][4 * j + 2] = x.z, rb[p][4 * j + 3] = x.w;
     }
   };
-  auto next_stage = [](int stage) { return stage + 1 == STAGES ? 0 : stage + 1; };
 #pragma unroll
   for (int t = 0; t < STAGES - 1; ++t) issue(t, t);
   kiln_mma_wait<STAGES - 2>();
   __syncthreads();
   frag(0, 0, 0);
-  // The stages that tile kt is read from and tile kt + STAGES - 1 is copied to, stepped
-  // rather than computed as kt % STAGES (a division by 3 on the path out of the barrier).
+  // The stages that tile kt is read from and tile kt + STAGES - 1 is copied to.
   int read = 0, write = STAGES - 1;
   for (int kt = 0; kt < k_tiles; ++kt) {
     issue(kt + STAGES - 1, write);  // free since the last barrier
-    const int read_next = next_stage(read);
+    const int read_next = kiln_simt_next_stage(read);
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       if (kk + 1 < BK) {
@@ -304,7 +307,7 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
       kiln_simt_outer(acc, ra[kk & 1], rb[kk & 1]);
     }
     read = read_next;
-    write = next_stage(write);
+    write = kiln_simt_next_stage(write);
   }
   kiln_mma_wait<0>();
   __syncthreads();  // a second mainloop's copies reuse the stages
@@ -409,7 +412,7 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
   const int col0 = (warp % WARPS_N) * SIMT_WN + (lane % 4) * 4;
 #pragma unroll
   for (int t = 0; t < STAGES - 1; ++t) issue(t, t);
-  // Tile kt's stage (kt % STAGES) and the one before it, stepped rather than divided.
+  // Tile kt's stage (kt % STAGES) and the one before it.
   int read = 0, write = STAGES - 1;
   for (int kt = 0; kt < k_tiles; ++kt) {
     kiln_mma_wait<STAGES - 2>();  // tile kt has landed (this thread's copies) ...
@@ -417,8 +420,8 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
     issue(kt + STAGES - 1, write);
     const float* as = As + read * kATile + row0 * SIMT_A_PITCH;
     const float* bs = Bs + read * kBTile + col0;
-    read = read + 1 == STAGES ? 0 : read + 1;
-    write = write + 1 == STAGES ? 0 : write + 1;
+    read = kiln_simt_next_stage(read);
+    write = kiln_simt_next_stage(write);
 #pragma unroll
     for (int k4 = 0; k4 < BK; k4 += 4) {
       float ra[4][SIMT_TM];  // [k][row]: one float4 of 4 k's per row
