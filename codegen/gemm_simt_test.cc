@@ -70,16 +70,16 @@ TEST(GemmCodegenTest, SimtCompilesForSm80AndSm90aWithoutSpills) {
   int checked = 0;
   const std::string wide = absl::StrReplaceAll(ops::GemmConfigString(ops::kSimtWideConfig), {{" ", ""}});
   for (const KernelResources& r : ParsePtxasResources(inspected->log)) {
-    // The 8-warp tile at 128 registers spills a few words (the 4092^3 kernel that ran
-    // fastest in the H100 sweep spilled 60 bytes); more would reach its inner loop.
-    // The k-major pipeline's 8-warp tiles sit at the same cap with 0 to 4 registers to
-    // spare, and ptxas spilled 8 or 16 bytes of one or another of them in some runs of
-    // the same module and none in others.
+    // The register-staged 8-warp tile at 128 registers spills a few words (the 4092^3
+    // kernel that ran fastest in the H100 sweep spilled 60 bytes); more would reach its
+    // inner loop. The pipelines' 8-warp tiles sit at the same cap with 0 to 4 registers
+    // to spare, and ptxas spilled 8 or 16 bytes of one or another of them in some runs
+    // of the same module and none in others.
     const bool capped = absl::EndsWith(r.function, wide);
-    const bool kmajor_capped = absl::EndsWith(r.function, "o2t");
-    EXPECT_LE(r.spill_store_bytes, capped          ? 64
-                                   : kmajor_capped ? 32
-                                                   : 0)
+    const bool pipeline_capped = absl::EndsWith(r.function, "o2t") || absl::EndsWith(r.function, "o2");
+    EXPECT_LE(r.spill_store_bytes, capped            ? 64
+                                   : pipeline_capped ? 32
+                                                     : 0)
         << r.function << " spills (" << r.registers << " registers)";
     std::printf("%-60s %d registers, %lld bytes spilled\n", r.function.c_str(), r.registers,
                 static_cast<long long>(r.spill_store_bytes));

@@ -97,13 +97,40 @@ static_assert(STAGES >= 2 && STAGES <= 4, "SIMT GEMM: 2 register-staged buffers 
 // right after the barrier).
 static __device__ __forceinline__ int kiln_simt_next_stage(int stage) { return stage + 1 == STAGES ? 0 : stage + 1; }
 
-// acc += a (x) b, the thread tile's outer product for one k (every mainloop's FFMAs).
-template <typename A, typename B>
+// acc += a (x) b, the thread tile's outer product for one k (every mainloop's FFMAs),
+// in one of three orders. The order changes only which registers each FFMA reads
+// together, never a sum (each accumulator still adds its products in k order), so the
+// results are the same bit for bit. An FFMA reads its three sources from two register
+// banks; two sources in one bank cost the issue a cycle unless the operand reuse cache
+// holds one of them from the FFMA before, and ptxas's register allocation decides which
+// order avoids most of those: each mainloop takes the order that ran fastest on it
+// (docs/kernels/gemm_simt.md), all three in serpentine order (the inner index runs
+// back on every other outer step, so one source repeats across the turn).
+enum kiln_simt_order : int {
+  kSimtRowsOuter = 0,      // a row's columns in order, then the next row
+  kSimtRowsOuterSerp = 1,  // the same, the columns of odd rows backwards
+  kSimtColsOuterSerp = 2,  // a column's rows, the rows of odd columns backwards
+};
+template <int ORDER, typename A, typename B>
 static __device__ __forceinline__ void kiln_simt_outer(float (&acc)[SIMT_TM][SIMT_NITER * 4], const A& a, const B& b) {
+  constexpr int kCols = SIMT_NITER * 4;
+  if constexpr (ORDER == kSimtColsOuterSerp) {
 #pragma unroll
-  for (int i = 0; i < SIMT_TM; ++i)
+    for (int j = 0; j < kCols; ++j)
 #pragma unroll
-    for (int j = 0; j < SIMT_NITER * 4; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+      for (int ii = 0; ii < SIMT_TM; ++ii) {
+        const int i = j % 2 ? SIMT_TM - 1 - ii : ii;
+        acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+      }
+  } else {
+#pragma unroll
+    for (int i = 0; i < SIMT_TM; ++i)
+#pragma unroll
+      for (int jj = 0; jj < kCols; ++jj) {
+        const int j = ORDER == kSimtRowsOuterSerp && i % 2 ? kCols - 1 - jj : jj;
+        acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+      }
+  }
 }
 
 // The prologue of an operand without one.
@@ -304,7 +331,7 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
         __syncthreads();              // ... everyone's, and every read of stage `read` is done
         if (kt + 1 < k_tiles) frag(read_next, 0, 0);
       }
-      kiln_simt_outer(acc, ra[kk & 1], rb[kk & 1]);
+      kiln_simt_outer<kSimtColsOuterSerp>(acc, ra[kk & 1], rb[kk & 1]);
     }
     read = read_next;
     write = kiln_simt_next_stage(write);
@@ -359,7 +386,7 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
         const float4 x = *reinterpret_cast<const float4*>(bs + kk * (BN + SIMT_PAD) + col0 + j * 16);
         rb[4 * j] = x.x, rb[4 * j + 1] = x.y, rb[4 * j + 2] = x.z, rb[4 * j + 3] = x.w;
       }
-      kiln_simt_outer(acc, ra, rb);
+      kiln_simt_outer<TB ? kSimtRowsOuter : kSimtColsOuterSerp>(acc, ra, rb);
     }
     if (kt + 1 < k_tiles) store((kt0 + kt + 1) * BK, buf ^ 1);
     __syncthreads();
@@ -438,7 +465,7 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
           const float4 x = *reinterpret_cast<const float4*>(bs + (k4 + kk) * (BN + SIMT_PAD) + j * 16);
           rb[4 * j] = x.x, rb[4 * j + 1] = x.y, rb[4 * j + 2] = x.z, rb[4 * j + 3] = x.w;
         }
-        kiln_simt_outer(acc, ra[kk], rb);
+        kiln_simt_outer<kSimtRowsOuterSerp>(acc, ra[kk], rb);
       }
     }
   }
