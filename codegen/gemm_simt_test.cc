@@ -68,7 +68,7 @@ TEST(GemmCodegenTest, SimtCompilesForSm80AndSm90aWithoutSpills) {
   absl::StatusOr<ModuleInspection> inspected = InspectModule(heavy.kernels, "sm_90a");
   ASSERT_TRUE(inspected.ok()) << inspected.status();
   int checked = 0;
-  const std::string wide = absl::StrReplaceAll(ops::GemmConfigString(ops::kSimtWideConfig), {{" ", ""}});
+  const std::string wide = absl::StrReplaceAll(ops::GemmConfigString(SimtWideO2Config()), {{" ", ""}});
   for (const KernelResources& r : ParsePtxasResources(inspected->log)) {
     // The register-staged 8-warp tile at 128 registers spills a few words (the 4092^3
     // kernel that ran fastest in the H100 sweep spilled 60 bytes); more would reach its
@@ -170,26 +170,26 @@ TEST(GemmCodegenTest, SimtConfigVerifierAndHeuristic) {
   tc.min_ctas = 2;
   EXPECT_NE(ops::VerifyGemmConfig(tc, ops::GemmVariant{}).message().find("SIMT template's only"),
             absl::string_view::npos);
-  // The heuristic: 1.9 tiles per SM of 128x256 take the k-major 128x256x8 tile (B not
-  // [N, K]), of 128x128 the 8-warp tile in two CTAs an SM; else the pipelined 128x64x16 (k-major
-  // where B is [N, K]) with K split in 2 or 4 (within four CTAs an SM, 24 k tiles a
-  // split) where that reaches 1.9 CTAs an SM; else the k-major 64x64x16 or 64x32x16
-  // with K split in up to 8 (12 k tiles a split) to reach 1.9 CTAs an SM, or 64x32x16's
-  // deepest split; a dual kernel (no split) and operands the pipelines cannot copy go
-  // down the ladder of register-staged tiles, splitting K where the grid is short.
+  // The heuristic, on the k-major pipeline where it takes the operands: 1.9 tiles per
+  // SM of 128x128 take the 8-warp 128x128x8 (with B [N, K] from 3.5 the 4-warp one), of
+  // 128x64 the unsplit 128x64x16; else 128x64x8 with K split in 2 or 4 (within four
+  // CTAs an SM, 48 k tiles a split) where that reaches 1.9 CTAs an SM; else the k-major
+  // 64x64x16 or 64x32x16 with K split in up to 8 (12 k tiles a split) to reach 1.9 CTAs
+  // an SM, or 64x32x16's deepest split; a dual kernel (no split) short of those grids
+  // and operands the k-major pipeline cannot copy go down the ladder of register-staged
+  // tiles, splitting K where the grid is short.
   auto pick = [&](int64_t m, int64_t n, int64_t k, int64_t batch, const ops::GemmVariant& v) {
     return ops::GemmConfigString(ops::PickSimtGemmConfig(m, n, k, batch, v));
   };
-  EXPECT_EQ(pick(4096, 4096, 4096, 1, simt), "128x256x8 w2x4 s4 t");  // 512 tiles of 128x256
+  EXPECT_EQ(pick(4096, 4096, 4096, 1, simt), "128x128x8 w2x4 s3 t");  // 1024 tiles of 128x128
   EXPECT_EQ(ops::PickSimtGemmConfig(4096, 4096, 4096, 1, simt), ops::kSimtLargeConfig);
-  EXPECT_EQ(pick(8192, 1024, 4096, 1, simt), "128x256x8 w2x4 s4 t");    // 256 tiles
-  EXPECT_EQ(pick(8192, 768, 3072, 1, simt), "128x128x16 w2x4 s2 o2");   // 192 tiles of 128x256: 1.45 an SM
-  EXPECT_EQ(pick(2048, 2048, 2048, 1, simt), "128x128x16 w2x4 s2 o2");  // 256 tiles of 128x128
-  EXPECT_EQ(pick(1024, 3072, 768, 1, simt), "128x64x16 w2x2 s3");       // 384 tiles: no room to split
-  EXPECT_EQ(pick(2048, 768, 768, 1, simt), "128x64x16 w2x2 s3 k2");     // 192 tiles of 48 k tiles
-  EXPECT_EQ(pick(2048, 1024, 1024, 1, simt), "128x64x16 w2x2 s3 k2");   // 256 tiles
-  EXPECT_EQ(pick(512, 1024, 4096, 1, simt), "128x64x16 w2x2 s3 k4");    // 64 tiles of 256 k tiles
-  EXPECT_EQ(pick(1024, 768, 768, 4, simt), "128x64x16 w2x2 s3");
+  EXPECT_EQ(pick(8192, 768, 3072, 1, simt), "128x128x8 w2x4 s3 t");    // 384 tiles
+  EXPECT_EQ(pick(2048, 2048, 2048, 1, simt), "128x128x8 w2x4 s3 t");   // 256 tiles: 1.94 an SM
+  EXPECT_EQ(pick(1024, 3072, 768, 1, simt), "128x64x16 w2x2 s3 t");    // 192 of 128x128, 384 of 128x64
+  EXPECT_EQ(pick(2048, 1024, 1024, 1, simt), "128x64x16 w2x2 s3 t");   // 256 tiles of 128x64
+  EXPECT_EQ(pick(1024, 768, 768, 4, simt), "128x64x16 w2x2 s3 t");     // 384 with the batch
+  EXPECT_EQ(pick(2048, 768, 768, 1, simt), "128x64x8 w2x2 s4 k2 t");   // 192 tiles of 96 k tiles
+  EXPECT_EQ(pick(512, 1024, 4096, 1, simt), "128x64x8 w2x2 s4 k4 t");  // 64 tiles of 512 k tiles
   // 128x64 grids short of 1.9 CTAs an SM: the small k-major tiles.
   EXPECT_EQ(pick(1024, 768, 768, 1, simt), "64x64x16 w2x2 s3 k2 t");   // 128x64 in 2: 192 CTAs
   EXPECT_EQ(pick(128, 4096, 1024, 1, simt), "64x64x16 w2x2 s3 k2 t");  // 128 tiles of 64x64
@@ -200,11 +200,11 @@ TEST(GemmCodegenTest, SimtConfigVerifierAndHeuristic) {
   EXPECT_EQ(pick(8, 64, 64, 1, simt), "64x32x16 w2x2 s3 t");           // 4 k tiles: too short to split
   ops::GemmVariant staged = simt;                                      // B [N, K]: the k-major pipeline
   staged.mainloops[0].b.trans = true;
-  EXPECT_EQ(pick(4096, 4096, 4096, 1, staged), "128x128x16 w2x4 s2 o2");  // no 128x256 t: both copies transpose
-  EXPECT_EQ(pick(2048, 2048, 2048, 1, staged), "128x128x16 w2x4 s2 o2");
-  EXPECT_EQ(pick(2048, 1024, 1024, 1, staged), "128x64x16 w2x2 s3 k2 t");
+  EXPECT_EQ(pick(4096, 4096, 4096, 1, staged), "128x128x8 w2x2 s4 t");  // 1024 tiles: 7.8 an SM
+  EXPECT_EQ(pick(2048, 2048, 2048, 1, staged), "128x128x8 w2x4 s3 t");   // 256: 1.9 an SM, not 3.5
+  EXPECT_EQ(pick(2048, 1024, 1024, 1, staged), "128x64x16 w2x2 s3 t");
   EXPECT_EQ(pick(128, 768, 3072, 1, staged), "64x32x16 w2x2 s3 k8 t");
-  EXPECT_EQ(pick(4096, 4096, 4096, 1, dual), "128x64x16 w2x2 s3");
+  EXPECT_EQ(pick(4096, 4096, 4096, 1, dual), "128x128x8 w2x4 s3 t");  // each mainloop k-major
   ops::GemmVariant prologue = simt;  // the 8-warp tile spills more with a prologue
   prologue.mainloops[0].a.load = ops::GemmLoad::kStagedVector;
   EXPECT_EQ(pick(4096, 4096, 4096, 1, prologue), "128x128x8 w2x2 s2");

@@ -20,22 +20,33 @@ inline std::vector<ops::GemmConfig> SimtExtraConfigs() {
 // floats) and 12 (unpadded), warp tiles of 4 and 8 rows, one to four column slices,
 // 4 and 8 warps (8 x 8 a lane: CUTLASS's SIMT sgemm's thread tile), 8 warps compiled
 // for two CTAs an SM (" o2": at most 128 registers) in both warp grids (with 2x4 warps
-// and 4 stages ptxas spills 8 bytes there, so 3).
+// ptxas spills 8 bytes there on 3 and on 4 stages, which the spill check allows).
 inline std::vector<ops::GemmConfig> SimtPipelineConfigs() {
   return {{128, 128, 8, 2, 2, 3},       {128, 128, 12, 2, 2, 4},     {128, 128, 8, 2, 4, 4},
           {128, 64, 16, 2, 2, 3},       {64, 32, 16, 2, 2, 4},       {128, 128, 8, 2, 4, 3, 1, 2},
           {128, 128, 8, 4, 2, 4, 1, 2}, {128, 128, 8, 4, 2, 3, 1, 2}};
 }
+// The register-staged 8-warp tile compiled for two CTAs an SM (128 registers: ptxas
+// spills a few words), a --tune candidate on every case it takes.
+inline ops::GemmConfig SimtWideO2Config() { return {128, 128, 16, 2, 4, 2, 1, 2}; }
 // The k-major pipeline (" t": fp32 operands without a prologue in any layout, A and
 // B copied k-major by cp.async, fragments one k ahead): the 8-warp 8 x 8-a-lane tile
-// in two CTAs an SM on 2 to 4 stages, 4-warp tiles of 8 x 16, 8 x 8 and 4 x 8 a lane,
-// a 4 x 4-a-lane one, and the heuristic's 8-warp 8 x 16-a-lane tile for large grids
-// (kSimtLargeConfig).
+// in two CTAs an SM on 2 to 4 stages, the small 4-warp tiles (4 x 8 and 4 x 4 a
+// lane), the heuristic's four (kSimtSplitConfig split in 2) and the 8-warp 8 x 16-a-lane
+// tile.
 inline std::vector<ops::GemmConfig> SimtKMajorConfigs() {
-  return {{128, 128, 16, 2, 4, 4, 1, 2, true}, {128, 128, 16, 2, 4, 3, 1, 2, true},
-          {128, 128, 16, 2, 4, 2, 1, 2, true}, {128, 128, 8, 2, 2, 3, 1, 1, true},
-          {128, 64, 16, 2, 2, 3, 1, 1, true},  {64, 64, 16, 2, 2, 3, 1, 1, true},
-          {64, 32, 16, 2, 2, 4, 1, 1, true},   ops::kSimtLargeConfig};
+  ops::GemmConfig split = ops::kSimtSplitConfig;
+  split.split_k = 2;
+  return {{128, 128, 16, 2, 4, 4, 1, 2, true},
+          {128, 128, 16, 2, 4, 3, 1, 2, true},
+          {128, 128, 16, 2, 4, 2, 1, 2, true},
+          {64, 64, 16, 2, 2, 3, 1, 1, true},
+          {64, 32, 16, 2, 2, 4, 1, 1, true},
+          ops::kSimtLargeConfig,
+          ops::kSimtLargeNkConfig,
+          ops::kSimtMidConfig,
+          split,
+          {128, 256, 8, 2, 4, 4, 1, 1, true}};
 }
 // Split in 8, on the few-rows case.
 inline ops::GemmConfig SimtKMajorSplit() { return {64, 32, 16, 2, 2, 3, 8, 1, true}; }

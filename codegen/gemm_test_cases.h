@@ -728,9 +728,9 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
       }
     }
     if (simt && select != Select::kFormsLight && !c.dual && c.pro == Pro::kNone) {
-      // The heuristic's tile for large grids (8 warps, two CTAs an SM: 128 registers)
-      // on the forms it takes it for: one mainloop, no prologue, any layout and epilogue.
-      ASSERT_NO_FATAL_FAILURE(AddForcedConfig(out, c, seed, *b->node, ops::kSimtWideConfig));
+      // The register-staged 8-warp tile in two CTAs an SM (128 registers) on one
+      // mainloop without a prologue, any layout and epilogue.
+      ASSERT_NO_FATAL_FAILURE(AddForcedConfig(out, c, seed, *b->node, SimtWideO2Config()));
     }
     if (simt && select != Select::kFormsLight) {
       // The pipeline's configs on every case it takes (with kFormsHeavy the 1536-row

@@ -233,22 +233,19 @@ GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const 
 // shared memory and registers (accumulators, fragments and staged loads within
 // kSimtRegisterBudget, the block within an SM's registers; an occupancy target " oN"
 // within 65536 / (threads x N)). The heuristic (`sm_count` SMs, 0: 132), from sweeps on
-// the H100 and H200 (benchmarks/results/gemm_simt_*): with at least 1.9 tiles (x batch)
-// per SM of 128x256, kSimtLargeConfig where the k-major pipeline takes the operands and
-// B is not [N, K]; else with 1.9 of 128x128, 128x128x16 with 2x4 warps compiled for two
-// CTAs an SM; else,
-// where the cp.async pipeline takes the operands (the k-major one where A is [K, M] or
-// B [N, K]), 128x64x16 on 3 stages with K split in 2 or 4 while the grid stays within
-// four CTAs an SM and each split keeps kSimtMinPipelineSplitTiles k tiles, where that
-// grid reaches 1.9 CTAs an SM; else (one mainloop, k-major operands) 64x64x16 or
-// 64x32x16 on the k-major pipeline with K split in up to 8 (kSimtMinKMajorSplitTiles k
-// tiles a split) for 1.9 CTAs an SM, or 64x32x16's deepest split; else the 128x64x16
-// grid from 0.7 CTAs an SM; else the first of 128x128x8, 128x64x16, 64x64x32 and
-// 64x32x16 (2x2 warps, STAGES 2) with 1.9 tiles per SM (the dual form, which the 8-warp
-// tile's registers do not allow, starts here), or the smallest, its K split (a single
+// the H100 and H200 (benchmarks/results/gemm_simt_*), where the k-major pipeline takes
+// the operands: with B [N, K] and 3.5 tiles (x batch) of 128x128 per SM,
+// kSimtLargeNkConfig; with 1.9, kSimtLargeConfig; with 1.9 of 128x64, kSimtMidConfig;
+// else kSimtSplitConfig with K split in 2 or 4 while the grid stays within four CTAs an
+// SM and each split keeps kSimtMinSplitConfigTiles k tiles, where that grid reaches 1.9
+// CTAs an SM; else (one mainloop) 64x64x16 or 64x32x16 on the k-major pipeline with K
+// split in up to 8 (kSimtMinKMajorSplitTiles k tiles a split) for 1.9 CTAs an SM, or
+// 64x32x16's deepest split; else the split grid from 0.7 CTAs an SM; else (a dual kernel short of those grids, or operands the
+// k-major pipeline cannot copy) the first of 128x128x8, 128x64x16, 64x64x32 and 64x32x16
+// (2x2 warps, STAGES 2) with 1.9 tiles per SM, or the smallest, its K split (a single
 // mainloop) over up to three CTAs per SM with at least kSimtMinSplitKTiles k tiles each
-// (PickGemmSplitK). The candidates add four pipeline configs where it takes the
-// operands, the 8-warp tile and three k-major ones. A config's " t" (kmajor) runs the
+// (PickGemmSplitK). The candidates add pipeline configs where the pipelines take the
+// operands, 8-warp tiles and k-major ones. A config's " t" (kmajor) runs the
 // k-major pipeline: every mainloop's operands GemmLoad::kAsync in any layout, STAGES 2
 // to 4, a k tile's stored rows (BK elements, BM / 4 or BN / 4 16-byte chunks) and the
 // threads dividing one another.
@@ -257,17 +254,22 @@ GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const 
 // (176) to 249 and 251 without spills. SimtCompilesForSm80AndSm90aWithoutSpills checks.
 inline constexpr int kSimtRegisterBudget = 180;
 inline constexpr int kSimtMinSplitKTiles = 8;
-// The heuristic's tile for large grids short of kSimtLargeConfig's: 128x128x16, 2x4
-// warps (8 x 8 a lane), compiled for two CTAs an SM.
-inline constexpr GemmConfig kSimtWideConfig{128, 128, 16, 2, 4, 2, 1, 2};
-// The heuristic's tile for the largest grids of plain fp32 operands: 128x256x8, 2x4
-// warps (8 x 16 a lane) on the k-major pipeline's 4 stages, one CTA an SM: the tile
-// cublasSgemm ran at 4096^3 (ncu: 256x128x8 of 4x2 warps in its column-major terms, 254
-// registers, one CTA of 8 warps an SM).
-inline constexpr GemmConfig kSimtLargeConfig{128, 256, 8, 2, 4, 4, 1, 1, true};
-// The fewest k tiles (of 16) a split of the pipelined 128x64x16 tile keeps: 512 x 1024 x
-// 1024 ran at 0.92x cublasSgemm in 2 splits of 32, 0.83x in 4 of 16.
-inline constexpr int kSimtMinPipelineSplitTiles = 24;
+// The heuristic's tiles, all on the k-major pipeline (fp32 operands without a
+// prologue). Large grids: 128x128x8, 2x4 warps (8 x 8 a lane), 3 stages.
+inline constexpr GemmConfig kSimtLargeConfig{128, 128, 8, 2, 4, 3, 1, 1, true};
+// Large grids with B [N, K] (from 3.5 tiles an SM): 128x128x8, 2x2 warps (8 x 16 a
+// lane), 4 stages, 3-5% ahead of kSimtLargeConfig there on the H100, 20% behind it at
+// 2.9 tiles an SM.
+inline constexpr GemmConfig kSimtLargeNkConfig{128, 128, 8, 2, 2, 4, 1, 1, true};
+// Mid-sized grids, unsplit: 128x64x16, 2x2 warps (8 x 8 a lane), 3 stages.
+inline constexpr GemmConfig kSimtMidConfig{128, 64, 16, 2, 2, 3, 1, 1, true};
+// Mid-sized grids with K split: 128x64x8, 2x2 warps, 4 stages (kSimtMidConfig split in
+// 2 ran 11-25% behind it with B [N, K] on the H100).
+inline constexpr GemmConfig kSimtSplitConfig{128, 64, 8, 2, 2, 4, 1, 1, true};
+// The fewest k tiles (of 8) a split of kSimtSplitConfig keeps: 384 k's (512 x 1024 x
+// 1024 ran at 0.92x cublasSgemm on the pipelined 128x64x16 in 2 splits of 512 k's,
+// 0.83x in 4 of 256).
+inline constexpr int kSimtMinSplitConfigTiles = 48;
 // The fewest k tiles (of 16) a split of the k-major small-grid tiles keeps: 128 x 768 x
 // 768 ran fastest on 64x32 tiles in 4 splits of 12 (0.93x cublasSgemm on the H200).
 inline constexpr int kSimtMinKMajorSplitTiles = 12;

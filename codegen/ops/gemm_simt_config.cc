@@ -192,56 +192,40 @@ GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, co
                               int sm_count) {
   if (sm_count <= 0) sm_count = 132;
   auto tiles = [&](const GemmConfig& c) { return Tiles(c, m, n, batch); };
-  // Large grids of plain fp32 operands: 128x256x8 on the k-major pipeline, one CTA an
-  // SM. On the H200 it ran 2-6% ahead of the 8-warp 128x128 tile from 1.9 of its tiles
-  // an SM (benchmarks/results/gemm_simt_heuristic_h200_2026-12-06.txt) and 20% behind
-  // at 1.45 (gemm_simt_tiles_h200_2026-12-06.txt). Not with B [N, K], whose copy then
-  // transposes element by element too: 0-3% behind there.
+  // Whether `c` fits the operands and has `tenths` / 10 tiles an SM.
+  auto fills = [&](const GemmConfig& c, int tenths) {
+    return 10 * tiles(c) >= tenths * static_cast<int64_t>(sm_count) && VerifySimtGemmConfig(c, variant).ok();
+  };
+  // The k-major pipeline's tiles (H100 sweep with each mainloop's FFMA order:
+  // benchmarks/results/gemm_simt_kmajor_tiles_h100_2026-12-06.txt). The 4-warp 8 x 16
+  // tile ran B [N, K] 3-5% faster than the 8-warp 8 x 8 one from 3.9 tiles an SM and
+  // 20% slower at 2.9 (two CTAs an SM, a grid of 1.45 waves); with B [K, N] the two
+  // ran within 1% from 3.9 and the 8-warp tile 2.7% ahead at 4092^3.
   const bool b_nk =
       std::any_of(variant.mainloops.begin(), variant.mainloops.end(), [](const GemmMainloop& l) { return l.b.trans; });
-  if (!b_nk && 10 * tiles(kSimtLargeConfig) >= 19 * static_cast<int64_t>(sm_count) &&
-      VerifySimtGemmConfig(kSimtLargeConfig, variant).ok()) {
-    return kSimtLargeConfig;
-  }
-  // Else, with many tiles: 128x128x16 with 2x4 warps (8 x 8 a lane) in two CTAs an SM,
-  // which ran every large shape of the H100 sweep
-  // (benchmarks/results/gemm_simt_occupancy_sweep_h100_2026-12-05.txt) 3-9% faster than
-  // 128x128x8 with 2x2 warps. Not with a prologue: at its 128 registers ptxas spills
-  // more there (28-92 bytes in the tests' forms against 0-44 without).
-  const GemmConfig& big = kSimtWideConfig;
-  const bool plain = std::all_of(variant.mainloops.begin(), variant.mainloops.end(), [](const GemmMainloop& l) {
-    return l.a.load == GemmLoad::kAsync && l.b.load == GemmLoad::kAsync;
-  });
-  if (plain && 10 * tiles(big) >= 19 * static_cast<int64_t>(sm_count) && VerifySimtGemmConfig(big, variant).ok()) {
-    return big;
-  }
-  // Mid-sized grids on the cp.async pipeline's 128x64x16 tiles (the k-major one's where
-  // A is [K, M] or B [N, K]), K split so that the grid reaches about four CTAs an SM,
-  // keeping at least kSimtMinPipelineSplitTiles k tiles a split (a split in two took 512
-  // x 1024 x 1024 from 0.61x cublasSgemm to 0.92x, 2048 x 768 x 3072 from 0.71x to
-  // 0.86x), where that grid reaches 1.9 CTAs an SM; smaller ones on the k-major
-  // pipeline's small tiles (PickSimtSmallGrid), or where that cannot copy the operands,
-  // this grid from 0.7 CTAs an SM.
-  GemmConfig mid{128, 64, 16, 2, 2, 3};
-  if (!VerifySimtGemmConfig(mid, variant).ok()) mid.kmajor = true;
-  const bool pipelined = VerifySimtGemmConfig(mid, variant).ok();
-  const std::optional<GemmConfig> small = PickSimtSmallGrid(m, n, k, batch, variant, sm_count);
-  if (pipelined) {
-    const int64_t t = tiles(mid), k_tiles = (k + mid.bk - 1) / mid.bk;
-    GemmConfig split = mid;
+  if (b_nk && fills(kSimtLargeNkConfig, 35)) return kSimtLargeNkConfig;
+  if (fills(kSimtLargeConfig, 19)) return kSimtLargeConfig;
+  if (fills(kSimtMidConfig, 19)) return kSimtMidConfig;
+  // Mid-sized grids: kSimtSplitConfig with K split so that the grid reaches about four
+  // CTAs an SM, keeping at least kSimtMinSplitConfigTiles k tiles a split, where that
+  // grid reaches 1.9 CTAs an SM; smaller ones on the small k-major tiles
+  // (PickSimtSmallGrid), or for a dual kernel this grid from 0.7 CTAs an SM.
+  if (VerifySimtGemmConfig(kSimtSplitConfig, variant).ok()) {
+    const int64_t t = tiles(kSimtSplitConfig), k_tiles = (k + kSimtSplitConfig.bk - 1) / kSimtSplitConfig.bk;
+    GemmConfig split = kSimtSplitConfig;
     for (int s : {2, 4}) {
-      if (t * s > 4 * static_cast<int64_t>(sm_count) || k_tiles / s < kSimtMinPipelineSplitTiles) break;
-      GemmConfig c = mid;
+      if (t * s > 4 * static_cast<int64_t>(sm_count) || k_tiles / s < kSimtMinSplitConfigTiles) break;
+      GemmConfig c = kSimtSplitConfig;
       c.split_k = s;
       if (variant.mainloops.size() == 1 && VerifySimtGemmConfig(c, variant).ok()) split = c;
     }
     const int64_t ctas = t * split.split_k;
     if (10 * ctas >= 19 * static_cast<int64_t>(sm_count)) return split;
-    if (small.has_value()) return *small;
+    if (std::optional<GemmConfig> small = PickSimtSmallGrid(m, n, k, batch, variant, sm_count)) return *small;
     if (10 * ctas >= 7 * static_cast<int64_t>(sm_count)) return split;
-  } else {
-    mid = GemmConfig{128, 64, 16, 2, 2, 2};
   }
+  // The register-staged tiles (any operands; STAGES 2).
+  const GemmConfig mid{128, 64, 16, 2, 2, 2};
   struct Rung {
     GemmConfig config;
     int tenths_per_sm;  // the tiles per SM it needs, times 10
@@ -268,7 +252,8 @@ std::vector<GemmConfig> SimtGemmCandidateConfigs(int64_t m, int64_t n, int64_t k
                                                  const GemmVariant& variant, int sm_count) {
   if (sm_count <= 0) sm_count = 132;
   // Then four of the cp.async pipeline's (verified away where it cannot copy the
-  // operands), the 8-warp tile in two CTAs an SM and three of the k-major pipeline's.
+  // operands), the register-staged 8-warp tile in two CTAs an SM and the k-major
+  // pipeline's: the heuristic's four, the 8-warp 8 x 16-a-lane tile and two small ones.
   static const GemmConfig kPool[] = {{128, 128, 8, 2, 2, 2},
                                      {128, 128, 16, 2, 4, 2},
                                      {128, 128, 16, 4, 2, 2},
@@ -285,8 +270,12 @@ std::vector<GemmConfig> SimtGemmCandidateConfigs(int64_t m, int64_t n, int64_t k
                                      {128, 128, 8, 2, 4, 4},
                                      {128, 64, 16, 2, 2, 3},
                                      {64, 32, 16, 2, 2, 4},
-                                     kSimtWideConfig,
+                                     {128, 128, 16, 2, 4, 2, 1, 2},
                                      kSimtLargeConfig,
+                                     kSimtLargeNkConfig,
+                                     kSimtMidConfig,
+                                     kSimtSplitConfig,
+                                     {128, 256, 8, 2, 4, 4, 1, 1, true},
                                      {64, 64, 16, 2, 2, 3, 1, 1, true},
                                      {64, 32, 16, 2, 2, 3, 1, 1, true}};
   const int64_t m16 = (m + 15) / 16 * 16, n16 = (n + 15) / 16 * 16;
