@@ -104,8 +104,8 @@ static __device__ __forceinline__ int kiln_simt_next_stage(int stage) { return s
 // banks; two sources in one bank cost the issue a cycle unless the operand reuse cache
 // holds one of them from the FFMA before, and ptxas's register allocation decides which
 // order avoids most of those: each mainloop takes the order that ran fastest on it
-// (docs/kernels/gemm_simt.md), all three in serpentine order (the inner index runs
-// back on every other outer step, so one source repeats across the turn).
+// (docs/kernels/gemm_simt.md). In a serpentine order the inner index runs back on
+// every other outer step, so one source repeats across the turn.
 enum kiln_simt_order : int {
   kSimtRowsOuter = 0,      // a row's columns in order, then the next row
   kSimtRowsOuterSerp = 1,  // the same, the columns of odd rows backwards
