@@ -123,6 +123,11 @@ TEST(GemmCodegenTest, SimtConfigVerifierAndHeuristic) {
   }
   const absl::Status rows = ops::VerifyGemmConfig(ops::GemmConfig{128, 128, 16, 1, 2, 2}, simt);  // 128-row warps
   EXPECT_NE(rows.message().find("32 or 64 rows"), absl::string_view::npos) << rows;
+  // Warp tiles of 16 and 8 rows: the k-major pipeline's only.
+  const absl::Status short_rows = ops::VerifyGemmConfig(ops::GemmConfig{16, 64, 16, 1, 2, 3}, simt);
+  EXPECT_NE(short_rows.message().find("8 or 16 on the k-major"), absl::string_view::npos) << short_rows;
+  EXPECT_TRUE(ops::VerifyGemmConfig(ops::kSimtFewRows16Config, simt).ok());
+  EXPECT_TRUE(ops::VerifyGemmConfig(ops::kSimtFewRows8Config, simt).ok());
   ops::GemmConfig split{64, 32, 16, 2, 2, 2};
   split.split_k = 4;
   ops::GemmVariant short_k = simt;
@@ -197,13 +202,20 @@ TEST(GemmCodegenTest, SimtConfigVerifierAndHeuristic) {
   EXPECT_EQ(pick(128, 1024, 4096, 1, simt), "64x64x16 w2x2 s3 k8 t");  // 32 tiles of 256 k tiles
   EXPECT_EQ(pick(128, 768, 3072, 1, simt), "64x32x16 w2x2 s3 k8 t");   // 64x64 in 8: 192 CTAs
   EXPECT_EQ(pick(128, 768, 768, 1, simt), "64x32x16 w2x2 s3 k4 t");    // 48 k tiles: 4 splits of 12
-  EXPECT_EQ(pick(8, 64, 64, 1, simt), "64x32x16 w2x2 s3 t");           // 4 k tiles: too short to split
+  // A few rows: the short warp tiles, K split in up to 16 (12 k tiles a split, three
+  // CTAs an SM).
+  EXPECT_EQ(pick(8, 64, 64, 1, simt), "8x64x32 w1x2 s3 t");            // 2 k tiles: too short to split
+  EXPECT_EQ(pick(1, 4096, 4096, 1, simt), "8x64x32 w1x2 s3 k4 t");     // 64 tiles of 128 k tiles
+  EXPECT_EQ(pick(16, 3072, 768, 1, simt), "16x64x16 w1x2 s3 k4 t");    // 48 k tiles: 4 splits of 12
+  EXPECT_EQ(pick(32, 768, 4096, 1, simt), "16x64x16 w1x2 s3 k16 t");   // 24 tiles of 256 k tiles
+  EXPECT_EQ(pick(64, 768, 768, 1, simt), "64x32x16 w2x2 s3 k4 t");     // 64 rows: the 64-row tiles
   ops::GemmVariant staged = simt;                                      // B [N, K]: the k-major pipeline
   staged.mainloops[0].b.trans = true;
   EXPECT_EQ(pick(4096, 4096, 4096, 1, staged), "128x128x8 w2x2 s4 t");  // 1024 tiles: 7.8 an SM
   EXPECT_EQ(pick(2048, 2048, 2048, 1, staged), "128x128x8 w2x4 s3 t");   // 256: 1.9 an SM, not 3.5
   EXPECT_EQ(pick(2048, 1024, 1024, 1, staged), "128x64x16 w2x2 s3 t");
   EXPECT_EQ(pick(128, 768, 3072, 1, staged), "64x32x16 w2x2 s3 k8 t");
+  EXPECT_EQ(pick(8, 1024, 1024, 1, staged), "8x64x32 w1x2 s3 k2 t");
   EXPECT_EQ(pick(4096, 4096, 4096, 1, dual), "128x128x8 w2x4 s3 t");  // each mainloop k-major
   ops::GemmVariant prologue = simt;  // the 8-warp tile spills more with a prologue
   prologue.mainloops[0].a.load = ops::GemmLoad::kStagedVector;

@@ -32,8 +32,8 @@ inline ops::GemmConfig SimtWideO2Config() { return {128, 128, 16, 2, 4, 2, 1, 2}
 // The k-major pipeline (" t": fp32 operands without a prologue in any layout, A and
 // B copied k-major by cp.async, fragments one k ahead): the 8-warp 8 x 8-a-lane tile
 // in two CTAs an SM on 2 to 4 stages, the small 4-warp tiles (4 x 8 and 4 x 4 a
-// lane), the heuristic's four (kSimtSplitConfig split in 2) and the 8-warp 8 x 16-a-lane
-// tile.
+// lane), the heuristic's four (kSimtSplitConfig split in 2), the 8-warp 8 x 16-a-lane
+// tile and the few-rows tiles of 16 and 8 rows (2 x 8 and 1 x 8 a lane).
 inline std::vector<ops::GemmConfig> SimtKMajorConfigs() {
   ops::GemmConfig split = ops::kSimtSplitConfig;
   split.split_k = 2;
@@ -46,9 +46,13 @@ inline std::vector<ops::GemmConfig> SimtKMajorConfigs() {
           ops::kSimtLargeNkConfig,
           ops::kSimtMidConfig,
           split,
-          {128, 256, 8, 2, 4, 4, 1, 1, true}};
+          {128, 256, 8, 2, 4, 4, 1, 1, true},
+          {16, 64, 16, 1, 2, 3, 1, 1, true},
+          {8, 64, 32, 1, 2, 3, 1, 1, true}};
 }
 // Split in 8, on the few-rows case.
-inline ops::GemmConfig SimtKMajorSplit() { return {64, 32, 16, 2, 2, 3, 8, 1, true}; }
+inline std::vector<ops::GemmConfig> SimtKMajorSplits() {
+  return {{64, 32, 16, 2, 2, 3, 8, 1, true}, {16, 64, 16, 1, 2, 3, 8, 1, true}};
+}
 
 }  // namespace kiln::codegen::gemm_test

@@ -746,7 +746,9 @@ inline void Generate(Generated& out, Select select, Family family = Family::kSm8
       absl::StatusOr<ops::GemmProblem> p = ops::DescribeMatMulGroup(*b->node);
       ASSERT_TRUE(p.ok()) << p.status();
       configs = SimtKMajorConfigs();
-      if (c.m == 128 && c.k == 3072) configs.push_back(SimtKMajorSplit());
+      if (c.m == 128 && c.k == 3072) {
+        for (const ops::GemmConfig& split : SimtKMajorSplits()) configs.push_back(split);
+      }
       for (const ops::GemmConfig& cfg : configs) {
         if (!ops::VerifyGemmConfig(cfg, p->variant).ok()) continue;
         ASSERT_NO_FATAL_FAILURE(AddForcedConfig(out, c, seed, *b->node, cfg));

@@ -87,8 +87,11 @@ absl::Status VerifySimtGemmConfig(const GemmConfig& c, const GemmVariant& varian
     return absl::InvalidArgumentError(absl::StrCat("SIMT GEMM tile config ", GemmConfigString(c), ": ", why));
   };
   if (c.bm <= 0 || c.bn <= 0 || c.bk <= 0 || c.warps_m <= 0 || c.warps_n <= 0) return bad("non-positive size");
-  if (c.bm % c.warps_m != 0 || (c.bm / c.warps_m != 32 && c.bm / c.warps_m != 64)) {
-    return bad("a warp tile must have 32 or 64 rows (BM / WARPS_M: 8 lanes of 4 or 8 rows)");
+  const int warp_rows = c.bm % c.warps_m == 0 ? c.bm / c.warps_m : 0;
+  if (warp_rows != 32 && warp_rows != 64 && !(c.kmajor && (warp_rows == 8 || warp_rows == 16))) {
+    return bad(
+        "a warp tile must have 32 or 64 rows (BM / WARPS_M: 8 lanes of 4 or 8 rows), or 8 or 16 on the k-major "
+        "pipeline (t)");
   }
   if (c.bn % (16 * c.warps_n) != 0) return bad("BN must be a multiple of 16 * WARPS_N (4 lanes of 4 columns)");
   if (c.bk % 4 != 0) return bad("BK must be a multiple of 4 (16-byte loads along K)");
@@ -186,6 +189,27 @@ std::optional<GemmConfig> PickSimtSmallGrid(int64_t m, int64_t n, int64_t k, int
   return deepest;
 }
 
+// A few rows (M <= 32, one mainloop) on the k-major pipeline's short warp tiles:
+// kSimtFewRows8Config up to 8 rows, else kSimtFewRows16Config, K split in the most of
+// 1, 2, 4, 8 and 16 that keeps kSimtMinKMajorSplitTiles k tiles a split and the grid
+// within three CTAs an SM (nullopt where that cannot copy the operands).
+std::optional<GemmConfig> PickSimtFewRows(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant,
+                                          int sm_count) {
+  if (m > 32 || variant.mainloops.size() != 1) return std::nullopt;
+  const GemmConfig& tile = m <= 8 ? kSimtFewRows8Config : kSimtFewRows16Config;
+  if (!VerifySimtGemmConfig(tile, variant).ok()) return std::nullopt;
+  const int64_t tiles = Tiles(tile, m, n, batch), k_tiles = (k + tile.bk - 1) / tile.bk;
+  GemmConfig best = tile;
+  for (int s : {2, 4, 8, 16}) {
+    if (k_tiles / s < kSimtMinKMajorSplitTiles || tiles * s > 3 * static_cast<int64_t>(sm_count)) break;
+    GemmConfig c = tile;
+    c.split_k = s;
+    if (!VerifySimtGemmConfig(c, variant).ok()) break;
+    best = c;
+  }
+  return best;
+}
+
 }  // namespace
 
 GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant,
@@ -196,6 +220,7 @@ GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, co
   auto fills = [&](const GemmConfig& c, int tenths) {
     return 10 * tiles(c) >= tenths * static_cast<int64_t>(sm_count) && VerifySimtGemmConfig(c, variant).ok();
   };
+  if (std::optional<GemmConfig> few = PickSimtFewRows(m, n, k, batch, variant, sm_count)) return *few;
   // The k-major pipeline's tiles (H100 sweep with each mainloop's FFMA order:
   // benchmarks/results/gemm_simt_kmajor_tiles_h100_2026-12-06.txt). The 4-warp 8 x 16
   // tile ran B [N, K] 3-5% faster than the 8-warp 8 x 8 one from 3.9 tiles an SM and
@@ -253,7 +278,8 @@ std::vector<GemmConfig> SimtGemmCandidateConfigs(int64_t m, int64_t n, int64_t k
   if (sm_count <= 0) sm_count = 132;
   // Then four of the cp.async pipeline's (verified away where it cannot copy the
   // operands), the register-staged 8-warp tile in two CTAs an SM and the k-major
-  // pipeline's: the heuristic's four, the 8-warp 8 x 16-a-lane tile and two small ones.
+  // pipeline's: the heuristic's four, the 8-warp 8 x 16-a-lane tile, two small ones and
+  // the two few-rows tiles.
   static const GemmConfig kPool[] = {{128, 128, 8, 2, 2, 2},
                                      {128, 128, 16, 2, 4, 2},
                                      {128, 128, 16, 4, 2, 2},
@@ -277,7 +303,9 @@ std::vector<GemmConfig> SimtGemmCandidateConfigs(int64_t m, int64_t n, int64_t k
                                      kSimtSplitConfig,
                                      {128, 256, 8, 2, 4, 4, 1, 1, true},
                                      {64, 64, 16, 2, 2, 3, 1, 1, true},
-                                     {64, 32, 16, 2, 2, 3, 1, 1, true}};
+                                     {64, 32, 16, 2, 2, 3, 1, 1, true},
+                                     kSimtFewRows8Config,
+                                     kSimtFewRows16Config};
   const int64_t m16 = (m + 15) / 16 * 16, n16 = (n + 15) / 16 * 16;
   std::vector<GemmConfig> out = {PickSimtGemmConfig(m, n, k, batch, variant, sm_count)};
   for (const GemmConfig& c : kPool) {

@@ -23,12 +23,14 @@
 //                        8, 4 or 8: rows lm*TM.. with 2 stages, lm + 8*i with more) of
 //                        4 columns in each of the warp tile's column slices of 16
 //                        (ln*4.. within the slice). The generator checks BM % WARPS_M
-//                        == 0 with TM in {4, 8}, (BN/WARPS_N) % 16 == 0, BK % 4 == 0
-//                        and that the tile loads divide over the threads.
+//                        == 0 with TM in {4, 8} (also 1 or 2 on the k-major pipeline),
+//                        (BN/WARPS_N) % 16 == 0, BK % 4 == 0 and that the tile loads
+//                        divide over the threads.
 //   SIMT_MIN_CTAS        N > 1: compiled for N CTAs an SM (__launch_bounds__'s minimum)
 //   SIMT_KMAJOR          1: the k-major pipeline (kiln_simt_kcopy below; STAGES 2-4, fp32
 //                        operands without a prologue in any layout; a lane's rows are
-//                        lm*4 + i and 32 + lm*4 + i)
+//                        lm*4 + i and 32 + lm*4 + i, or lm*TM + i for TM 1 or 2: warp
+//                        tiles of 8 or 16 rows, for GEMMs of a few rows)
 //   GEMM_SPLIT_K         S > 1: split-K as in gemm_sm80.cuh (blockIdx.y = s takes k tiles
 //                        [s*T, min((s+1)*T, k_tiles)), T = ceil(k_tiles / S); the last CTA
 //                        of an output tile to arrive sums the S fp32 partials from
@@ -78,13 +80,16 @@
 #if GEMM_SPLIT_K > 1 && GEMM_DUAL
 #error "split-K GEMM with two mainloops"
 #endif
-static_assert(SIMT_TM == 4 || SIMT_TM == 8, "SIMT GEMM: warp tile rows must be 32 or 64");
-static_assert(SIMT_WN % 16 == 0 && SIMT_NITER >= 1, "SIMT GEMM: warp tile columns must be a multiple of 16");
-static_assert(STAGES >= 2 && STAGES <= 4, "SIMT GEMM: 2 register-staged buffers or a cp.async pipeline of 3-4");
 #ifndef SIMT_KMAJOR
 #define SIMT_KMAJOR 0
 #endif
-#if SIMT_KMAJOR
+static_assert(SIMT_TM == 4 || SIMT_TM == 8 || (SIMT_KMAJOR && (SIMT_TM == 1 || SIMT_TM == 2)),
+              "SIMT GEMM: warp tile rows must be 32 or 64 (8 or 16 on the k-major pipeline)");
+static_assert(SIMT_WN % 16 == 0 && SIMT_NITER >= 1, "SIMT GEMM: warp tile columns must be a multiple of 16");
+static_assert(STAGES >= 2 && STAGES <= 4, "SIMT GEMM: 2 register-staged buffers or a cp.async pipeline of 3-4");
+#if SIMT_KMAJOR && SIMT_TM < 4
+#define SIMT_LANE_ROW(lane, i) ((lane) / 4 * SIMT_TM + (i))
+#elif SIMT_KMAJOR
 #define SIMT_LANE_ROW(lane, i) ((lane) / 4 * 4 + (i) % 4 + (i) / 4 * 32)
 #elif STAGES > 2
 #define SIMT_A_PITCH (BK + ((BK / 4) % 2 == 0 ? 4 : 0))  // floats: an odd number of 16-byte units
@@ -301,10 +306,17 @@ static __device__ __forceinline__ void kiln_simt_mainloop(float (&acc)[SIMT_TM][
   auto frag = [&](int stage, int kk, int p) {
     const float* as = As + stage * BK * kAPitch + kk * kAPitch + row0;
     const float* bs = Bs + stage * BK * kBPitch + kk * kBPitch + col0;
+    if constexpr (SIMT_TM == 1) {
+      ra[p][0] = *as;
+    } else if constexpr (SIMT_TM == 2) {
+      const float2 x = *reinterpret_cast<const float2*>(as);
+      ra[p][0] = x.x, ra[p][1] = x.y;
+    } else {
 #pragma unroll
-    for (int i = 0; i < SIMT_TM; i += 4) {
-      const float4 x = *reinterpret_cast<const float4*>(as + i * 8);  // rows i .. i + 3 of the lane
-      ra[p][i] = x.x, ra[p][i + 1] = x.y, ra[p][i + 2] = x.z, ra[p][i + 3] = x.w;
+      for (int i = 0; i < SIMT_TM; i += 4) {
+        const float4 x = *reinterpret_cast<const float4*>(as + i * 8);  // rows i .. i + 3 of the lane
+        ra[p][i] = x.x, ra[p][i + 1] = x.y, ra[p][i + 2] = x.z, ra[p][i + 3] = x.w;
+      }
     }
 #pragma unroll
     for (int j = 0; j < SIMT_NITER; ++j) {
