@@ -224,33 +224,34 @@ int PickGemmSplitK(const GemmConfig& tile, int64_t m, int64_t n, int64_t k, int6
 // of a dual-matmul. The tile only (split_k 1): HeuristicGemmConfig adds the split.
 GemmConfig PickGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant = {});
 // The SIMT template's rules for a GemmConfig (what VerifyGemmConfig, PickGemmConfig,
-// HeuristicGemmConfig and GemmCandidateConfigs apply when variant.simt): warp tiles
-// of 32 or 64 rows (8 or 16 on the k-major pipeline) and a multiple of 16 columns, BK
-// a multiple of 4, STAGES 2 (operands staged through registers into two buffers) or
-// 3 to 4 (the cp.async pipeline: every mainloop's A [M, K] and B [K, N]
-// GemmLoad::kAsync, i.e. fp32 rows of a multiple of 4 floats without a prologue), split-K as the sm_80 template's (one mainloop, every
-// split with a k tile), each operand tile's 16-byte loads a whole number per thread,
-// shared memory and registers (accumulators, fragments and staged loads within
-// kSimtRegisterBudget, the block within an SM's registers; an occupancy target " oN"
-// within 65536 / (threads x N)). The heuristic (`sm_count` SMs, 0: 132), from sweeps on
-// the H100 and H200 (benchmarks/results/gemm_simt_*), where the k-major pipeline takes
-// the operands: M <= 32 and one mainloop, kSimtFewRows8Config (M <= 8) or
-// kSimtFewRows16Config with K split in up to 16 (kSimtMinKMajorSplitTiles k tiles a
-// split, three CTAs an SM); with B [N, K] and 3.5 tiles (x batch) of 128x128 per SM,
-// kSimtLargeNkConfig; with 1.9, kSimtLargeConfig; with 1.9 of 128x64, kSimtMidConfig;
-// else kSimtSplitConfig with K split in 2 or 4 while the grid stays within four CTAs an
-// SM and each split keeps kSimtMinSplitConfigTiles k tiles, where that grid reaches 1.9
-// CTAs an SM; else (one mainloop) 64x64x16 or 64x32x16 on the k-major pipeline with K
-// split in up to 8 (kSimtMinKMajorSplitTiles k tiles a split) for 1.9 CTAs an SM, or
-// 64x32x16's deepest split; else the split grid from 0.7 CTAs an SM; else (a dual kernel short of those grids, or operands the
-// k-major pipeline cannot copy) the first of 128x128x8, 128x64x16, 64x64x32 and 64x32x16
-// (2x2 warps, STAGES 2) with 1.9 tiles per SM, or the smallest, its K split (a single
-// mainloop) over up to three CTAs per SM with at least kSimtMinSplitKTiles k tiles each
-// (PickGemmSplitK). The candidates add pipeline configs where the pipelines take the
-// operands, 8-warp tiles and k-major ones. A config's " t" (kmajor) runs the
-// k-major pipeline: every mainloop's operands GemmLoad::kAsync in any layout, STAGES 2
-// to 4, a k tile's stored rows (BK elements, BM / 4 or BN / 4 16-byte chunks) and the
-// threads dividing one another.
+// HeuristicGemmConfig and GemmCandidateConfigs apply when variant.simt): warp tiles of
+// 32 or 64 rows (8 or 16 on the k-major pipeline) and a multiple of 16 columns, BK a
+// multiple of 4, STAGES 2 (operands staged through registers into two buffers) or 3 to
+// 4 (the cp.async pipeline: every mainloop's A [M, K] and B [K, N] GemmLoad::kAsync,
+// i.e. fp32 rows of a multiple of 4 floats without a prologue), split-K as the sm_80
+// template's (one mainloop, every split with a k tile), each operand tile's 16-byte
+// loads a whole number per thread, shared memory and registers (accumulators, fragments
+// and staged loads within kSimtRegisterBudget, the block within an SM's registers; an
+// occupancy target " oN" within 65536 / (threads x N)). The heuristic (`sm_count` SMs,
+// 0: 132), from sweeps on the H100 and H200 (benchmarks/results/gemm_simt_*), where the
+// k-major pipeline takes the operands: M <= 32 and one mainloop, kSimtFewRows8Config (M
+// <= 8) or kSimtFewRows16Config with K split in up to 16 (kSimtMinKMajorSplitTiles k
+// tiles a split, three CTAs an SM); with B [N, K] and 3.5 tiles (x batch) of 128x128
+// per SM, kSimtLargeNkConfig; with 1.9, kSimtLargeConfig; with 1.9 of 128x64,
+// kSimtMidConfig; else kSimtSplitConfig with K split in 2 or 4 while the grid stays
+// within four CTAs an SM and each split keeps kSimtMinSplitConfigTiles k tiles, where
+// that grid reaches 1.9 CTAs an SM; else (one mainloop) 64x64x16 or 64x32x16 on the
+// k-major pipeline with K split in up to 8 (kSimtMinKMajorSplitTiles k tiles a split)
+// for 1.9 CTAs an SM, or 64x32x16's deepest split; else the split grid from 0.7 CTAs an
+// SM; else (a dual kernel short of those grids, or operands the k-major pipeline cannot
+// copy) the first of 128x128x8, 128x64x16, 64x64x32 and 64x32x16 (2x2 warps, STAGES 2)
+// with 1.9 tiles per SM, or the smallest, its K split (a single mainloop) over up to
+// three CTAs per SM with at least kSimtMinSplitKTiles k tiles each (PickGemmSplitK).
+// The candidates add pipeline configs where the pipelines take the operands, 8-warp
+// tiles and k-major ones. A config's " t" (kmajor) runs the k-major pipeline: every
+// mainloop's operands GemmLoad::kAsync in any layout, STAGES 2 to 4, a k tile's stored
+// rows (BK elements, BM / 4 or BN / 4 16-byte chunks) and the threads dividing one
+// another.
 // Calibrated with ptxas (sm_90a): 128x128x16 with 2x2 warps, estimated at 184,
 // compiled to 255 registers and spilled; 128x128x8 (168) and 128x256x16 with 2x4 warps
 // (176) to 249 and 251 without spills. SimtCompilesForSm80AndSm90aWithoutSpills checks.
@@ -268,9 +269,9 @@ inline constexpr GemmConfig kSimtMidConfig{128, 64, 16, 2, 2, 3, 1, 1, true};
 // Mid-sized grids with K split: 128x64x8, 2x2 warps, 4 stages (kSimtMidConfig split in
 // 2 ran 11-25% behind it with B [N, K] on the H100).
 inline constexpr GemmConfig kSimtSplitConfig{128, 64, 8, 2, 2, 4, 1, 1, true};
-// The fewest k tiles (of 8) a split of kSimtSplitConfig keeps: 384 k's (512 x 1024 x
-// 1024 ran at 0.92x cublasSgemm on the pipelined 128x64x16 in 2 splits of 512 k's,
-// 0.83x in 4 of 256).
+// The fewest k tiles (of 8) a split of kSimtSplitConfig keeps: 384 k's, the rule of
+// the pipelined 128x64x16 split before it (512 x 1024 x 1024 ran at 0.92x cublasSgemm
+// there in 2 splits of 512 k's, 0.83x in 4 of 256).
 inline constexpr int kSimtMinSplitConfigTiles = 48;
 // The fewest k tiles a split of the k-major small-grid and few-rows tiles keeps: 128 x
 // 768 x 768 ran fastest on 64x32x16 tiles in 4 splits of 12 (0.93x cublasSgemm on the
@@ -278,8 +279,8 @@ inline constexpr int kSimtMinSplitConfigTiles = 48;
 inline constexpr int kSimtMinKMajorSplitTiles = 12;
 // GEMMs of a few rows (M <= 8, <= 32), on the k-major pipeline's short warp tiles: 8 x
 // 64 x 32 with one row a lane and 16 x 64 x 16 with two, 2 warps (1 x 2), 3 stages,
-// K split. Over the small_m set (M 1 to 32 of it) on the H100 they took the geomean
-// from 0.65x cublasSgemm to 0.95x with the 64-row tiles left for M 64
+// K split. They took the small_m set (M 1 to 64, the 64-row tiles kept for M 64) on
+// the H100 from a geomean of 0.65x cublasSgemm to 0.95x
 // (benchmarks/results/gemm_simt_few_rows_h100_2026-12-06.txt).
 inline constexpr GemmConfig kSimtFewRows8Config{8, 64, 32, 1, 2, 3, 1, 1, true};
 inline constexpr GemmConfig kSimtFewRows16Config{16, 64, 16, 1, 2, 3, 1, 1, true};
