@@ -289,7 +289,7 @@ int SimtGemmRegisterEstimate(const GemmConfig& config, const GemmVariant& varian
 absl::Status VerifySimtGemmConfig(const GemmConfig& config, const GemmVariant& variant);
 GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, const GemmVariant& variant,
                               int sm_count = 0);
-// The heuristic's config first, then the others of a pool of a dozen that fit, then
+// The heuristic's config first, then the others of a pool of 26 that fit, then
 // split-K forms of those that leave SMs idle (at least 4 k tiles per split).
 std::vector<GemmConfig> SimtGemmCandidateConfigs(int64_t m, int64_t n, int64_t k, int64_t batch,
                                                  const GemmVariant& variant, int sm_count = 0);
