@@ -3,6 +3,7 @@
 // candidates --tune measures. The config type and its text form are the sm_80
 // template's (codegen/ops/gemm_config.cc), which dispatches here for variant.simt.
 #include <algorithm>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -189,6 +190,22 @@ std::optional<GemmConfig> PickSimtSmallGrid(int64_t m, int64_t n, int64_t k, int
   return deepest;
 }
 
+// `tile` split in the most of `splits` (ascending) that keeps `min_k_tiles` k tiles a
+// split and `tiles` x splits within `max_ctas`, where the verifier takes it; else unsplit.
+GemmConfig DeepestSplit(const GemmConfig& tile, int64_t tiles, int64_t k, std::initializer_list<int> splits,
+                        int min_k_tiles, int64_t max_ctas, const GemmVariant& variant) {
+  const int64_t k_tiles = (k + tile.bk - 1) / tile.bk;
+  GemmConfig best = tile;
+  for (int s : splits) {
+    if (k_tiles / s < min_k_tiles || tiles * s > max_ctas) break;
+    GemmConfig c = tile;
+    c.split_k = s;
+    if (!VerifySimtGemmConfig(c, variant).ok()) break;
+    best = c;
+  }
+  return best;
+}
+
 // A few rows (M <= 32, one mainloop) on the k-major pipeline's short warp tiles:
 // kSimtFewRows8Config up to 8 rows, else kSimtFewRows16Config, K split in the most of
 // 1, 2, 4, 8 and 16 that keeps kSimtMinKMajorSplitTiles k tiles a split and the grid
@@ -198,16 +215,8 @@ std::optional<GemmConfig> PickSimtFewRows(int64_t m, int64_t n, int64_t k, int64
   if (m > 32 || variant.mainloops.size() != 1) return std::nullopt;
   const GemmConfig& tile = m <= 8 ? kSimtFewRows8Config : kSimtFewRows16Config;
   if (!VerifySimtGemmConfig(tile, variant).ok()) return std::nullopt;
-  const int64_t tiles = Tiles(tile, m, n, batch), k_tiles = (k + tile.bk - 1) / tile.bk;
-  GemmConfig best = tile;
-  for (int s : {2, 4, 8, 16}) {
-    if (k_tiles / s < kSimtMinKMajorSplitTiles || tiles * s > 3 * static_cast<int64_t>(sm_count)) break;
-    GemmConfig c = tile;
-    c.split_k = s;
-    if (!VerifySimtGemmConfig(c, variant).ok()) break;
-    best = c;
-  }
-  return best;
+  return DeepestSplit(tile, Tiles(tile, m, n, batch), k, {2, 4, 8, 16}, kSimtMinKMajorSplitTiles,
+                      3 * static_cast<int64_t>(sm_count), variant);
 }
 
 }  // namespace
@@ -236,14 +245,9 @@ GemmConfig PickSimtGemmConfig(int64_t m, int64_t n, int64_t k, int64_t batch, co
   // grid reaches 1.9 CTAs an SM; smaller ones on the small k-major tiles
   // (PickSimtSmallGrid), or for a dual kernel this grid from 0.7 CTAs an SM.
   if (VerifySimtGemmConfig(kSimtSplitConfig, variant).ok()) {
-    const int64_t t = tiles(kSimtSplitConfig), k_tiles = (k + kSimtSplitConfig.bk - 1) / kSimtSplitConfig.bk;
-    GemmConfig split = kSimtSplitConfig;
-    for (int s : {2, 4}) {
-      if (t * s > 4 * static_cast<int64_t>(sm_count) || k_tiles / s < kSimtMinSplitConfigTiles) break;
-      GemmConfig c = kSimtSplitConfig;
-      c.split_k = s;
-      if (variant.mainloops.size() == 1 && VerifySimtGemmConfig(c, variant).ok()) split = c;
-    }
+    const int64_t t = tiles(kSimtSplitConfig);
+    const GemmConfig split = DeepestSplit(kSimtSplitConfig, t, k, {2, 4}, kSimtMinSplitConfigTiles,
+                                          4 * static_cast<int64_t>(sm_count), variant);
     const int64_t ctas = t * split.split_k;
     if (10 * ctas >= 19 * static_cast<int64_t>(sm_count)) return split;
     if (std::optional<GemmConfig> small = PickSimtSmallGrid(m, n, k, batch, variant, sm_count)) return *small;
